@@ -1,0 +1,22 @@
+"""cascader: an open compiler for Arm Ethos-U NPUs with a cascading scheduler."""
+
+from . import _core
+from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
+from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BinaryError",
+    "BudgetError",
+    "CascaderError",
+    "InvalidArgumentError",
+    "Model",
+    "ModelError",
+    "Operator",
+    "Quantization",
+    "SubGraph",
+    "Tensor",
+    "load_model",
+    "save_model",
+]

@@ -1,0 +1,27 @@
+"""Exceptions raised by cascader.
+
+Every error cascader raises on purpose derives from :class:`CascaderError`. Errors raised by
+the C++ core arrive as these same classes (the bindings translate them).
+"""
+
+from __future__ import annotations
+
+
+class CascaderError(Exception):
+    """Base class of every error cascader raises on purpose."""
+
+
+class InvalidArgumentError(CascaderError, ValueError):
+    """A value passed to cascader breaks a documented precondition."""
+
+
+class ModelError(CascaderError, ValueError):
+    """A TFLite model is corrupt, truncated, or uses something cascader cannot read."""
+
+
+class BinaryError(CascaderError, ValueError):
+    """An Ethos-U command stream or driver payload is malformed."""
+
+
+class BudgetError(CascaderError):
+    """A memory budget cannot be met. The message names the smallest budget that works."""

@@ -1,0 +1,1 @@
+"""From a TFLite model to NPU work: support rules, partitioning, liveness, lowering."""

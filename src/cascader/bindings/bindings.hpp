@@ -1,0 +1,11 @@
+// One bind_* function per core area; module.cpp calls them in order. Bindings only convert
+// types and forward calls: no logic lives here.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace cascader::bindings {
+
+void bind_memory(pybind11::module_& m);
+
+}  // namespace cascader::bindings

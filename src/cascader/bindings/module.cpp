@@ -1,0 +1,38 @@
+#include <exception>
+
+#include "cascader/bindings/bindings.hpp"
+#include "cascader/common/error.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// The Python classes live in cascader/errors.py (documented there); they are looked up at
+// throw time so that the extension module has no import-order dependency on them.
+void raise_as(const char* python_class, const std::exception& e) {
+  py::object cls = py::module_::import("cascader.errors").attr(python_class);
+  PyErr_SetString(cls.ptr(), e.what());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "cascader C++ core (thin bindings; see the cascader package for the API)";
+
+  // Most derived first: a catch of the base would swallow the specific types.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const cascader::BudgetError& e) {
+      raise_as("BudgetError", e);
+    } catch (const cascader::BinaryError& e) {
+      raise_as("BinaryError", e);
+    } catch (const cascader::InvalidArgument& e) {
+      raise_as("InvalidArgumentError", e);
+    } catch (const cascader::Error& e) {
+      raise_as("CascaderError", e);
+    }
+  });
+
+  cascader::bindings::bind_memory(m);
+}
