@@ -7,5 +7,6 @@
 namespace cascader::bindings {
 
 void bind_memory(pybind11::module_& m);
+void bind_sim(pybind11::module_& m);
 
 }  // namespace cascader::bindings

@@ -35,4 +35,5 @@ PYBIND11_MODULE(_core, m) {
   });
 
   cascader::bindings::bind_memory(m);
+  cascader::bindings::bind_sim(m);
 }

@@ -1,0 +1,187 @@
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "cascader/bindings/bindings.hpp"
+#include "cascader/common/error.hpp"
+#include "cascader/emit/weights.hpp"
+#include "cascader/sim/command_stream.hpp"
+#include "cascader/sim/driver_payload.hpp"
+#include "cascader/sim/executor.hpp"
+
+namespace py = pybind11;
+
+namespace cascader::bindings {
+
+namespace {
+
+using sim::FeatureMap;
+using sim::NpuOperation;
+
+py::dict feature_map(const FeatureMap& f) {
+  py::dict d;
+  d["region"] = f.region;
+  d["base"] = std::vector<uint64_t>(f.base.begin(), f.base.end());
+  d["shape"] = py::make_tuple(f.height, f.width, f.depth);
+  d["tiles"] = py::make_tuple(f.height0, f.height1, f.width0);
+  d["strides"] = py::make_tuple(f.stride_y, f.stride_x, f.stride_c);
+  d["dtype"] = sim::name(f.dtype);
+  d["layout"] = f.layout == sim::Layout::NHWC ? "NHWC" : "NHCWB16";
+  d["zero_point"] = f.zero_point;
+  return d;
+}
+
+py::dict address_range(const sim::AddressRange& r) {
+  py::dict d;
+  d["region"] = r.region;
+  d["address"] = r.address;
+  d["length"] = r.length;
+  return d;
+}
+
+py::dict operation(const NpuOperation& op) {
+  static const char* pool[] = {"MAX", "AVERAGE", "REDUCE_SUM"};
+  static const char* ew[] = {"MUL", "ADD", "SUB", "MIN", "MAX", "LRELU", "ABS", "CLZ", "SHR", "SHL"};
+  static const char* rounding[] = {"TFL", "TRUNCATE", "NATURAL"};
+  py::dict d;
+  d["kind"] = sim::name(op.kind);
+  d["word_offset"] = op.word_offset;
+  if (op.kind == sim::OpKind::Dma) {
+    d["src"] = address_range(op.dma_src);
+    d["dst"] = address_range(op.dma_dst);
+    return d;
+  }
+  if (op.kind == sim::OpKind::Pool) d["sub_op"] = pool[op.sub_op];
+  if (op.kind == sim::OpKind::Elementwise) d["sub_op"] = ew[op.sub_op];
+  d["ifm"] = feature_map(op.ifm);
+  if (op.has_ifm2()) {
+    d["ifm2"] = feature_map(op.ifm2);
+    d["ifm2_scalar"] = op.ifm2_is_scalar ? py::object(py::int_(op.ifm2_scalar)) : py::object(py::none());
+    d["broadcast"] = py::make_tuple(op.broadcast_h, op.broadcast_w, op.broadcast_c);
+    d["reversed_operands"] = op.reversed_operands;
+  }
+  d["ofm"] = feature_map(op.ofm);
+  d["kernel"] = py::dict(py::arg("height") = op.kernel.height, py::arg("width") = op.kernel.width,
+                         py::arg("stride") = py::make_tuple(op.kernel.stride_y, op.kernel.stride_x),
+                         py::arg("dilation") = py::make_tuple(op.kernel.dilation_y, op.kernel.dilation_x),
+                         py::arg("part_kernel_first") = op.kernel.part_kernel_first);
+  d["padding"] = py::make_tuple(op.padding.top, op.padding.left, op.padding.bottom, op.padding.right);
+  d["weights"] = address_range(op.weights);
+  d["scales"] = address_range(op.scales);
+  d["activation"] = py::dict(py::arg("function") = op.activation.function,
+                             py::arg("clip_range") = op.activation.clip_range, py::arg("min") = op.activation.min,
+                             py::arg("max") = op.activation.max);
+  d["rounding"] = rounding[static_cast<int>(op.rounding)];
+  d["ifm_rounding"] = rounding[static_cast<int>(op.ifm_rounding)];
+  d["global_scale"] = op.global_scale;
+  d["ofm_scale"] = py::make_tuple(op.ofm_scale, op.ofm_shift);
+  d["opa_scale"] = py::make_tuple(op.opa_scale, op.opa_shift);
+  d["opb_scale"] = op.opb_scale;
+  d["ifm_scale_mode"] = op.ifm_scale_mode;
+  d["ifm_upscale"] = op.ifm_upscale;
+  d["acc_format"] = op.acc_format;
+  d["block"] = py::make_tuple(op.block_height, op.block_width, op.block_depth);
+  return d;
+}
+
+sim::DriverPayload payload_of(const py::bytes& payload) {
+  const std::string_view s = payload;
+  return sim::parse_driver_payload(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+py::dict config(const sim::NpuConfig& c) {
+  return py::dict(py::arg("accelerator") = c.accelerator(), py::arg("macs_per_cc") = c.macs_per_cc,
+                  py::arg("shram_kib") = c.shram_kib, py::arg("product") = c.product,
+                  py::arg("cmd_stream_version") = c.cmd_stream_version);
+}
+
+}  // namespace
+
+void bind_sim(py::module_& m) {
+  m.def(
+      "decode_driver_payload",
+      [](const py::bytes& payload) {
+        const sim::DriverPayload p = payload_of(payload);
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        py::list ops;
+        for (const auto& op : cs.operations) ops.append(operation(op));
+        return py::dict(py::arg("config") = config(p.config), py::arg("command_stream_words") = cs.words,
+                        py::arg("operations") = ops);
+      },
+      py::arg("payload"), "Decodes a COP1 driver payload into its config and typed NPU operations.");
+
+  m.def(
+      "simulate_driver_payload",
+      [](const py::bytes& payload, const std::map<int, py::array_t<uint8_t, py::array::c_style>>& regions) {
+        const sim::DriverPayload p = payload_of(payload);
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        std::array<sim::RegionMemory, 8> mem{};
+        std::vector<py::array_t<uint8_t, py::array::c_style>> keep;
+        for (const auto& [region, array] : regions) {
+          if (region < 0 || region > 7) throw InvalidArgument("region numbers are 0..7, got " + std::to_string(region));
+          if (!array.writeable()) throw InvalidArgument("region arrays must be writeable");
+          auto a = array;
+          mem[static_cast<size_t>(region)] = {a.mutable_data(), static_cast<size_t>(a.size())};
+          keep.push_back(a);
+        }
+        sim::Executor ex(p.config, mem);
+        sim::ExecutionStats st;
+        {
+          py::gil_scoped_release release;
+          st = ex.run(cs);
+        }
+        return py::dict(py::arg("operations") = st.operations, py::arg("dma_bytes") = st.dma_bytes,
+                        py::arg("macs") = st.macs);
+      },
+      py::arg("payload"), py::arg("regions"),
+      "Executes a driver payload in place over region memories {region: writeable uint8 array}.");
+
+  m.def(
+      "decode_weight_stream",
+      [](const py::bytes& data) {
+        const std::string_view s = data;
+        const auto v = emit::decode_weight_stream(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+        return py::array_t<int16_t>(static_cast<py::ssize_t>(v.size()), v.data());
+      },
+      py::arg("data"), "Decompresses an Ethos-U weight stream into its 9-bit values (NPU order).");
+
+  m.def(
+      "unpack_weights",
+      [](const py::array_t<int16_t, py::array::c_style | py::array::forcecast>& stream, int ofm_depth,
+         int kernel_height, int kernel_width, int ifm_depth, int ofm_block_depth, bool depthwise,
+         bool part_kernel_first, int ifm_bits, int dilation_x, int dilation_y, int ifm_ublock_depth,
+         int ofm_ublock_depth) {
+        emit::WeightLayout l{ofm_depth, kernel_height, kernel_width, ifm_depth, ofm_block_depth, depthwise,
+                             part_kernel_first, ifm_bits, dilation_x, dilation_y, ifm_ublock_depth, ofm_ublock_depth};
+        const std::vector<int16_t> s(stream.data(), stream.data() + stream.size());
+        const auto v = emit::unpack_weights(s, l);
+        py::array_t<int16_t> out({ofm_depth, kernel_height, kernel_width, depthwise ? 1 : ifm_depth});
+        std::copy(v.begin(), v.end(), out.mutable_data());
+        return out;
+      },
+      py::arg("stream"), py::arg("ofm_depth"), py::arg("kernel_height"), py::arg("kernel_width"),
+      py::arg("ifm_depth"), py::arg("ofm_block_depth"), py::arg("depthwise") = false,
+      py::arg("part_kernel_first") = false, py::arg("ifm_bits") = 8, py::arg("dilation_x") = 1,
+      py::arg("dilation_y") = 1, py::arg("ifm_ublock_depth") = 8, py::arg("ofm_ublock_depth") = 8,
+      "Inverse of the NPU weight reorder: stream values -> OHWI weights.");
+
+  m.def(
+      "decode_scale_stream",
+      [](const py::bytes& data, size_t count) {
+        const std::string_view s = data;
+        const auto v = emit::decode_scale_stream(reinterpret_cast<const uint8_t*>(s.data()), s.size(), count);
+        py::list out;
+        for (const auto& e : v) out.append(py::make_tuple(e.bias, e.scale, e.shift));
+        return out;
+      },
+      py::arg("data"), py::arg("count"), "Reads (bias, scale, shift) per channel from a scale stream.");
+
+  m.def("scale_accumulator",
+        [](int64_t acc, uint32_t scale, int shift, int rounding) {
+          if (rounding < 0 || rounding > 2 || shift < 0 || shift > 63) throw InvalidArgument("rounding 0..2, shift 0..63");
+          return sim::scale_accumulator(acc, scale, shift, static_cast<sim::Rounding>(rounding));
+        },
+        py::arg("acc"), py::arg("scale"), py::arg("shift"), py::arg("rounding") = 0,
+        "The NPU output unit's (acc * scale) >> shift with rounding 0 TFL, 1 TRUNCATE, 2 NATURAL.");
+}
+
+}  // namespace cascader::bindings

@@ -1,0 +1,296 @@
+#include "cascader/emit/weights.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "cascader/common/error.hpp"
+
+namespace cascader::emit {
+
+namespace {
+
+constexpr int kZDivDisable = 6;  // slice without zero runs
+constexpr int kZDivEnd = 7;      // end of stream / padding
+constexpr int kWDivUncompressed = 7;
+
+// LSB-first bit reader that refuses to read past the end.
+class BitReader {
+ public:
+  BitReader(const uint8_t* data, size_t size) : data_(data), bits_(size * 8) {}
+
+  uint32_t get(int n) {
+    if (n == 0) return 0;
+    if (pos_ + static_cast<size_t>(n) > bits_) {
+      throw BinaryError("weight stream truncated at bit " + std::to_string(pos_) + " (byte " +
+                        std::to_string(pos_ / 8) + ")");
+    }
+    uint32_t v = 0;
+    for (int i = 0; i < n; ++i, ++pos_) v |= static_cast<uint32_t>((data_[pos_ >> 3] >> (pos_ & 7)) & 1) << i;
+    return v;
+  }
+  void align() { pos_ = (pos_ + 7) & ~size_t{7}; }
+  bool at_end() const { return pos_ >= bits_; }
+  size_t byte() const { return pos_ / 8; }
+
+ private:
+  const uint8_t* data_;
+  size_t bits_;
+  size_t pos_ = 0;
+};
+
+[[noreturn]] void bad(const BitReader& in, const std::string& what) {
+  throw BinaryError("weight stream byte " + std::to_string(in.byte()) + ": " + what);
+}
+
+// Splits one chunk of unary code bits into quotients. A run of ones continues a quotient
+// into the next chunk through `carry`.
+void unary_zero_runs(uint32_t bits, int len, int& carry, std::vector<int>& out) {
+  for (int i = 0; i < len; ++i) {
+    if (bits & (1u << i)) {
+      ++carry;
+    } else {
+      out.push_back(carry);
+      carry = 0;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
+  BitReader in(data, size);
+  std::vector<int16_t> out;
+  std::array<int16_t, 32> palette{};
+  int palsize = 0, palbits = 0, direct_offset = 0;
+  bool have_palette = false;
+  int prev_zdiv = kZDivDisable;
+
+  while (true) {
+    int zdiv = static_cast<int>(in.get(3));
+    bool end = false;
+    while (zdiv == kZDivEnd) {
+      in.align();
+      have_palette = false;  // a new section must set up its palette again
+      if (in.at_end()) {
+        end = true;
+        break;
+      }
+      zdiv = static_cast<int>(in.get(3));
+    }
+    if (end) break;
+    if (zdiv > 3 && zdiv != kZDivDisable) bad(in, "reserved ZDIV " + std::to_string(zdiv));
+    const bool zero_runs = zdiv != kZDivDisable;
+    const int nvalues = static_cast<int>(in.get(15)) + 1;
+    int wdiv = static_cast<int>(in.get(3));
+    const bool wtrunc = in.get(1);
+    const bool new_palette = in.get(1);
+    if (!new_palette && !have_palette) bad(in, "slice without a palette/direct setup");
+    if (!new_palette && zero_runs != (prev_zdiv != kZDivDisable)) {
+      bad(in, "zero-run mode changes without a new palette");
+    }
+    prev_zdiv = zdiv;
+    if (new_palette) {
+      direct_offset = static_cast<int>(in.get(5));
+      palsize = static_cast<int>(in.get(5));
+      if (palsize > 0) ++palsize;
+      palbits = static_cast<int>(in.get(3)) + 2;
+      for (int i = 0; i < palsize; ++i) palette[i] = static_cast<int16_t>(in.get(palbits));
+      have_palette = true;
+    }
+    const bool uncompressed = wdiv == kWDivUncompressed;
+    if (uncompressed) {
+      int bits = 0;
+      if (palsize > 0) {
+        while ((1 << bits) < palsize) ++bits;
+      } else {
+        bits = palbits;
+      }
+      wdiv = bits;  // only a remainder part, of the index width
+    } else if (wdiv > 5) {
+      bad(in, "reserved WDIV " + std::to_string(wdiv));
+    }
+
+    // Weight and zero-run codes are interleaved chunk by chunk: each chunk carries the unary
+    // parts of this step and the remainders of the previous step.
+    const int z_count = nvalues + (new_palette ? 1 : 0);
+    std::vector<int> w_value(static_cast<size_t>(nvalues), 0), z_value(static_cast<size_t>(z_count), 0);
+    int w_pos = 0, z_pos = 0, w_prev_pos = 0, z_prev_pos = 0, w_carry = 0, z_carry = 0;
+    std::vector<int> w_q, z_q, w_prev_q, z_prev_q;
+    bool w_prev = false, z_prev = false;
+    const int z_unary_len = zdiv < 3 ? 12 : 8;
+    do {
+      const int balance = zero_runs ? w_pos - z_pos : 0;
+      const bool w_enable = (balance < 8 || !zero_runs) && w_pos < nvalues;
+      const bool z_enable = balance >= 0 && zero_runs && z_pos < z_count;
+      uint32_t w_unary0 = 0;
+      if (w_enable && !uncompressed) w_unary0 = in.get(12);
+      z_q.clear();
+      if (z_enable) {
+        unary_zero_runs(in.get(z_unary_len), z_unary_len, z_carry, z_q);
+        z_pos += static_cast<int>(z_q.size());
+      }
+      w_q.clear();
+      if (w_enable) {
+        const int max_symbols = uncompressed && wdiv > 5 ? 8 : 12;
+        int ones = 0;
+        for (int i = 0; i < max_symbols; ++i) ones += (w_unary0 >> i) & 1;
+        uint32_t w_unary1 = in.get(ones);
+        for (int i = 0; i < max_symbols; ++i) {
+          int code = 0;
+          if (w_unary0 & (1u << i)) {
+            code = 1 + static_cast<int>(w_unary1 & 1);
+            w_unary1 >>= 1;
+          }
+          w_carry += code;
+          if (code < 2 || wtrunc) {
+            w_q.push_back(w_carry);
+            w_carry = 0;
+          }
+        }
+        w_pos += static_cast<int>(w_q.size());
+      }
+      if (w_prev) {
+        for (size_t i = 0; i < w_prev_q.size() && w_prev_pos < nvalues; ++i, ++w_prev_pos) {
+          w_value[static_cast<size_t>(w_prev_pos)] = (w_prev_q[i] << wdiv) + static_cast<int>(in.get(wdiv));
+        }
+      }
+      if (z_prev) {
+        for (size_t i = 0; i < z_prev_q.size() && z_prev_pos < z_count; ++i, ++z_prev_pos) {
+          z_value[static_cast<size_t>(z_prev_pos)] = (z_prev_q[i] << zdiv) + static_cast<int>(in.get(zdiv));
+        }
+      }
+      w_prev = w_enable;
+      z_prev = z_enable;
+      std::swap(w_prev_q, w_q);
+      std::swap(z_prev_q, z_q);
+    } while (w_prev || z_prev);
+
+    // Expand: palette or direct values, interleaved with the zero runs.
+    auto push_zeros = [&](int n) {
+      if (n < 0 || out.size() + static_cast<size_t>(n) > (size_t{1} << 28)) bad(in, "zero run out of range");
+      out.insert(out.end(), static_cast<size_t>(n), int16_t{0});
+    };
+    if (new_palette && zero_runs) push_zeros(z_value[0]);
+    for (int i = 0; i < nvalues; ++i) {
+      const int index = w_value[static_cast<size_t>(i)];
+      if (index >= 512) bad(in, "weight index " + std::to_string(index) + " exceeds 9 bits");
+      const int v = index < palsize ? palette[static_cast<size_t>(index)] : index - palsize + direct_offset;
+      const int mag = v >> 1;
+      out.push_back(static_cast<int16_t>((v & 1) ? -mag : mag));
+      if (zero_runs) push_zeros(z_value[static_cast<size_t>(i + (new_palette ? 1 : 0))]);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Walks the NPU's weight order, calling visit(ofm, ky, kx, ifm, valid) once per stream value.
+template <typename Visit>
+void walk_weight_order(const WeightLayout& l, Visit visit) {
+  const int ifm_block_depth = (l.part_kernel_first || l.ifm_bits == 16) ? 16 : 32;
+  const int decomp_h = 8 / l.dilation_y, decomp_w = 8 / l.dilation_x;
+  const int ifm_depth = l.depthwise ? 1 : l.ifm_depth;
+  for (int ofm_block = 0; ofm_block < l.ofm_depth; ofm_block += l.ofm_block_depth) {
+    const int ofm_block_depth = std::min(l.ofm_block_depth, l.ofm_depth - ofm_block);
+    for (int ifm_block = 0; ifm_block < (l.depthwise ? 1 : ifm_depth); ifm_block += ifm_block_depth) {
+      int ifm_block_clipped = l.depthwise ? l.ifm_ublock_depth
+                              : l.part_kernel_first ? std::min(ifm_block_depth, ifm_depth - ifm_block)
+                                                    : ifm_block_depth;
+      for (int sub_y = 0; sub_y < l.kernel_height; sub_y += decomp_h) {
+        const int sub_h = std::min(l.kernel_height - sub_y, decomp_h);
+        for (int sub_x = 0; sub_x < l.kernel_width; sub_x += decomp_w) {
+          const int sub_w = std::min(l.kernel_width - sub_x, decomp_w);
+          int elements = sub_w * sub_h;
+          if (l.part_kernel_first) {
+            const int multiple = l.ifm_bits == 16 ? 2 : 4;
+            elements = (elements + multiple - 1) / multiple * multiple;
+          } else if (l.depthwise) {
+            elements = (elements + 3) / 4 * 4;
+          }
+          const int outer = l.part_kernel_first ? ifm_block_clipped : 1;
+          const int inner = l.part_kernel_first ? 1 : ifm_block_clipped;
+          for (int ifm_outer = 0; ifm_outer < outer; ifm_outer += l.ifm_ublock_depth) {
+            for (int ofm_ublk = 0; ofm_ublk < ofm_block_depth; ofm_ublk += l.ofm_ublock_depth) {
+              for (int e = 0; e < elements; ++e) {
+                const int kx = e % sub_w, ky = e / sub_w;
+                for (int ifm_inner = 0; ifm_inner < inner; ifm_inner += l.ifm_ublock_depth) {
+                  for (int oz = 0; oz < l.ofm_ublock_depth; ++oz) {
+                    const int iz_count = l.depthwise ? 1 : l.ifm_ublock_depth;
+                    for (int iz = 0; iz < iz_count; ++iz) {
+                      const int ifm = ifm_block + ifm_inner + ifm_outer + iz;
+                      const int ofm = ofm_block + ofm_ublk + oz;
+                      const bool valid = ifm < ifm_depth && ofm < l.ofm_depth && ky < sub_h &&
+                                         ofm_ublk + oz < ofm_block_depth;
+                      visit(ofm, sub_y + ky, sub_x + kx, ifm, valid);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void check_layout(const WeightLayout& l) {
+  if (l.ofm_depth < 1 || l.kernel_height < 1 || l.kernel_width < 1 || l.ifm_depth < 1 ||
+      l.ofm_block_depth < 1 || l.ifm_ublock_depth < 1 || l.ofm_ublock_depth < 1 ||
+      (l.dilation_x != 1 && l.dilation_x != 2) || (l.dilation_y != 1 && l.dilation_y != 2) ||
+      (l.ifm_bits != 8 && l.ifm_bits != 16) || (l.depthwise && l.part_kernel_first)) {
+    throw InvalidArgument("invalid weight layout");
+  }
+}
+
+}  // namespace
+
+size_t padded_weight_count(const WeightLayout& layout) {
+  check_layout(layout);
+  size_t n = 0;
+  walk_weight_order(layout, [&](int, int, int, int, bool) { ++n; });
+  return n;
+}
+
+std::vector<int16_t> unpack_weights(const std::vector<int16_t>& stream, const WeightLayout& l) {
+  check_layout(l);
+  const int ifm_depth = l.depthwise ? 1 : l.ifm_depth;
+  std::vector<int16_t> ohwi(static_cast<size_t>(l.ofm_depth) * l.kernel_height * l.kernel_width * ifm_depth, 0);
+  size_t k = 0;
+  bool short_stream = false;
+  walk_weight_order(l, [&](int o, int y, int x, int i, bool valid) {
+    if (k >= stream.size()) {
+      short_stream = true;
+      return;
+    }
+    const int16_t v = stream[k++];
+    if (valid) ohwi[((static_cast<size_t>(o) * l.kernel_height + y) * l.kernel_width + x) * ifm_depth + i] = v;
+  });
+  if (short_stream) {
+    throw BinaryError("weight stream holds " + std::to_string(stream.size()) + " values, the operation needs " +
+                      std::to_string(padded_weight_count(l)));
+  }
+  return ohwi;
+}
+
+std::vector<BiasScale> decode_scale_stream(const uint8_t* data, size_t size, size_t count) {
+  if (size < count * 10) {
+    throw BinaryError("scale stream of " + std::to_string(size) + " bytes is too short for " +
+                      std::to_string(count) + " channels (10 bytes each)");
+  }
+  std::vector<BiasScale> out(count);
+  for (size_t c = 0; c < count; ++c) {
+    const uint8_t* p = data + c * 10;
+    uint64_t b = 0;
+    for (int i = 0; i < 5; ++i) b |= static_cast<uint64_t>(p[i]) << (8 * i);
+    out[c].bias = static_cast<int64_t>(b << 24) >> 24;  // sign-extend 40 bits
+    out[c].scale = static_cast<uint32_t>(p[5]) | (static_cast<uint32_t>(p[6]) << 8) |
+                   (static_cast<uint32_t>(p[7]) << 16) | (static_cast<uint32_t>(p[8]) << 24);
+    out[c].shift = p[9] & 0x3F;
+  }
+  return out;
+}
+
+}  // namespace cascader::emit

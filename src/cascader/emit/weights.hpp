@@ -1,0 +1,52 @@
+// The Ethos-U55/U65 weight stream: compressed weights and the bias/scale stream.
+//
+// Weights are 9-bit signed values (the weight minus its zero point), reordered into the
+// order the NPU's weight decoder consumes them (OFM blocks, IFM blocks, sub-kernels of at
+// most 8x8, micro-blocks) and compressed with Golomb-Rice codes, optional zero runs and an
+// optional palette. The scale stream holds 10 bytes per OFM channel: a 40-bit bias, a 32-bit
+// multiplier and a 6-bit shift.
+//
+// This file holds the decoder (the simulator's side); the emitter adds the encoder here.
+// decode_weight_stream is O(stream bits); unpack_weights is O(padded weight count).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cascader::emit {
+
+// Decompresses a weight stream into its sequence of 9-bit values (NPU order, padding
+// included). Throws BinaryError on malformed or truncated streams.
+std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size);
+
+// How a weight volume was laid out in the stream.
+struct WeightLayout {
+  int ofm_depth = 1;
+  int kernel_height = 1, kernel_width = 1;  // undilated
+  int ifm_depth = 1;                        // 1 for depthwise
+  int ofm_block_depth = 1;
+  bool depthwise = false;
+  bool part_kernel_first = false;
+  int ifm_bits = 8;
+  int dilation_x = 1, dilation_y = 1;
+  int ifm_ublock_depth = 8, ofm_ublock_depth = 8;
+};
+
+// Number of values (padding included) the NPU reads for this layout.
+size_t padded_weight_count(const WeightLayout& layout);
+
+// Inverse of the NPU reorder: stream values -> dense OHWI (I = 1 for depthwise).
+// Throws BinaryError when the stream holds fewer values than the layout needs.
+std::vector<int16_t> unpack_weights(const std::vector<int16_t>& stream, const WeightLayout& layout);
+
+struct BiasScale {
+  int64_t bias = 0;  // 40-bit signed
+  uint32_t scale = 0;
+  int shift = 0;     // 6 bits
+};
+
+// Reads `count` 10-byte bias/scale entries. Throws BinaryError if `size` is too small.
+std::vector<BiasScale> decode_scale_stream(const uint8_t* data, size_t size, size_t count);
+
+}  // namespace cascader::emit

@@ -1,0 +1,62 @@
+// Bit-exact functional execution of decoded Ethos-U operations over region memories.
+//
+// Each block operation gathers its IFM(s) into a dense zero-point-corrected buffer (through
+// the tiles, strides and layout the registers give), computes in 64/128-bit integers the way
+// the NPU's MAC and output units do (40-bit bias, per-channel or global 32-bit scale and
+// 6-bit shift, the rounding mode, zero points, clamp, LUT), and scatters the OFM back.
+// Complexity: O(MACs) for convolutions, O(elements) otherwise; every access is bounds-checked
+// against its region so a bad binary raises BinaryError instead of touching foreign memory.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cascader/sim/command_stream.hpp"
+#include "cascader/sim/driver_payload.hpp"
+
+namespace cascader::sim {
+
+// A region's memory, owned by the caller. Several regions may share the same bytes (Vela's
+// scratch and scratch_fast are the same arena on a Shared_Sram system).
+struct RegionMemory {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+struct ExecutionStats {
+  size_t operations = 0;
+  size_t dma_bytes = 0;
+  uint64_t macs = 0;
+};
+
+class Executor {
+ public:
+  Executor(const NpuConfig& config, const std::array<RegionMemory, 8>& regions);
+
+  // Runs every operation in order. Vela's waits only order work that is already ordered
+  // here, so sequential execution gives the hardware's results.
+  ExecutionStats run(const CommandStream& stream);
+
+  void execute(const NpuOperation& op);
+
+  const std::vector<uint8_t>& shram() const { return shram_; }
+
+ private:
+  NpuConfig config_;
+  std::array<RegionMemory, 8> regions_;
+  std::vector<uint8_t> shram_;
+  ExecutionStats stats_;
+
+  uint8_t* bytes(const NpuOperation& op, int region, uint64_t address, uint64_t length, const char* what);
+  void dma(const NpuOperation& op);
+  void block(const NpuOperation& op);
+};
+
+// The output unit's scaling of an accumulator: (acc * scale) >> shift with the given rounding.
+// TFL reproduces TensorFlow Lite's fixed-point multiply (a rounding doubling high multiply
+// then a rounding right shift); NATURAL rounds half up; TRUNCATE rounds toward zero.
+int64_t scale_accumulator(int64_t acc, uint32_t scale, int shift, Rounding rounding);
+
+}  // namespace cascader::sim
