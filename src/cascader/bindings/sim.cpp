@@ -111,7 +111,8 @@ void bind_sim(py::module_& m) {
 
   m.def(
       "simulate_driver_payload",
-      [](const py::bytes& payload, const std::map<int, py::array_t<uint8_t, py::array::c_style>>& regions) {
+      [](const py::bytes& payload, const std::map<int, py::array_t<uint8_t, py::array::c_style>>& regions,
+         long long stop_after) {
         const sim::DriverPayload p = payload_of(payload);
         const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
         std::array<sim::RegionMemory, 8> mem{};
@@ -127,13 +128,20 @@ void bind_sim(py::module_& m) {
         sim::ExecutionStats st;
         {
           py::gil_scoped_release release;
-          st = ex.run(cs);
+          if (stop_after < 0) {
+            st = ex.run(cs);
+          } else {
+            for (size_t i = 0; i < cs.operations.size() && i < static_cast<size_t>(stop_after); ++i) {
+              ex.execute(cs.operations[i]);
+            }
+          }
         }
         return py::dict(py::arg("operations") = st.operations, py::arg("dma_bytes") = st.dma_bytes,
                         py::arg("macs") = st.macs);
       },
-      py::arg("payload"), py::arg("regions"),
-      "Executes a driver payload in place over region memories {region: writeable uint8 array}.");
+      py::arg("payload"), py::arg("regions"), py::arg("stop_after") = -1,
+      "Executes a driver payload in place over region memories {region: writeable uint8 array};\n"
+      "stop_after >= 0 runs only that many operations (for inspecting intermediates).");
 
   m.def(
       "decode_weight_stream",

@@ -79,6 +79,18 @@ int64_t rounding_right_shift(i128 x, int e) {
   return static_cast<int64_t>((x >> e) + (remainder > threshold ? 1 : 0));
 }
 
+// Right shift with the output unit's rounding; TFL rounds half away from zero here, which
+// is what TFLite's rounding doubling high multiply and RoundingHalfSum do.
+int64_t shift_accumulator(int64_t v, int shift, Rounding rounding) {
+  if (shift == 0) return v;
+  switch (rounding) {
+    case Rounding::TFL: return rounding_right_shift(v, shift);
+    case Rounding::Natural: return (v + (int64_t{1} << (shift - 1))) >> shift;
+    case Rounding::Truncate: return v / (int64_t{1} << shift);
+  }
+  return v;
+}
+
 }  // namespace
 
 int64_t scale_accumulator(int64_t acc, uint32_t scale, int shift, Rounding rounding) {
@@ -403,6 +415,7 @@ void Executor::block(const NpuOperation& op) {
   }
   const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
   const bool scaled = per_channel || op.global_scale;
+  const bool wide_elementwise = elementwise && element_size(op.ifm.dtype) == 4;
   const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
   if (out_mem.data == nullptr) fail(op, "OFM region " + std::to_string(op.ofm.region) + " has no memory");
   const int oes = element_size(ot);
@@ -413,10 +426,18 @@ void Executor::block(const NpuOperation& op) {
         if (per_channel) {
           const auto& s = channel_scale[static_cast<size_t>(c)];
           v = scale_accumulator(v, s.scale, s.shift, op.rounding);
+        } else if (scaled && wide_elementwise) {
+          // 32-bit operands leave no room for the 32-bit multiplier: only the shift applies
+          // (Vela relies on this; its softmax MULs with scale 2^30, shift 31 are TFLite's
+          // SaturatingRoundingDoublingHighMul).
+          v = shift_accumulator(v, op.ofm_shift, op.rounding);
         } else if (scaled) {
           v = scale_accumulator(v, op.ofm_scale, op.ofm_shift, op.rounding);
         }
-        v += op.ofm.zero_point;
+        // Vela emits the source tensor's zero point on 32-bit intermediates (softmax); the
+        // NPU ignores the OFM zero point for 32-bit outputs unless the clip range narrows
+        // them to 8/16 bits (a 32-bit LUT's index).
+        if (oes <= 2 || op.activation.clip_range != 0) v += op.ofm.zero_point;
         v = std::clamp(v, lo, hi);
         if (lut) {
           const int index = static_cast<int>(v - (is_signed(ot) || oes == 4 ? -128 : 0));

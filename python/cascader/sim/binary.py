@@ -1,0 +1,99 @@
+"""Reading Ethos-U binaries: the `ethos-u` custom operator and its memory layout.
+
+An Ethos-U `.tflite` (Vela's or ours) holds one `ethos-u` custom operator per NPU subgraph.
+Its inputs are, in order: the driver payload (COP1 header + command stream), the flash
+tensor (weights, biases, LUTs), the scratch and scratch_fast tensors (the NPU's working
+memory) and then the IFMs; its outputs are the OFMs. The command stream addresses memory
+by region: 0 flash, 1 scratch, 2 scratch_fast. The IFMs and OFMs live *inside* the scratch
+arena, at the offsets the `OfflineMemoryAllocation` metadata gives (TFLM honours them), so
+the simulator lays out one arena from those offsets and makes every region a view of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from ..errors import BinaryError
+from ..tflite import Model, Operator, SubGraph
+
+ETHOSU_CUSTOM_CODE = "ethos-u"
+REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST = 0, 1, 2
+
+
+@dataclass
+class NpuCall:
+    """One `ethos-u` operator: its payload, memories and where its IFMs/OFMs sit."""
+
+    index: int  # operator index in the subgraph
+    payload: bytes
+    flash: np.ndarray  # uint8
+    scratch_tensor: int
+    scratch_fast_tensor: int
+    ifms: tuple[int, ...]  # tensor indices
+    ofms: tuple[int, ...]
+    arena_offsets: dict[int, int] = field(default_factory=dict)  # tensor index -> byte offset
+
+    def decode(self) -> dict[str, Any]:
+        """The config and typed NPU operations of the command stream (see `decode`)."""
+        return _core.decode_driver_payload(self.payload)
+
+
+def _offline_offsets(model: Model, subgraph: int) -> dict[int, int]:
+    """Tensor arena offsets from TFLM's `OfflineMemoryAllocation` metadata (-1 = not planned)."""
+    if "OfflineMemoryAllocation" not in model.metadata:
+        return {}
+    raw = model.metadata_bytes("OfflineMemoryAllocation")
+    if len(raw) < 12 or len(raw) % 4:
+        raise BinaryError(f"OfflineMemoryAllocation metadata has a bad size ({len(raw)} bytes)")
+    words = np.frombuffer(raw, dtype="<i4")
+    count = int(words[2])
+    if count != len(words) - 3:
+        raise BinaryError(
+            f"OfflineMemoryAllocation declares {count} tensors but holds {len(words) - 3} offsets"
+        )
+    sg = model.subgraphs[subgraph]
+    if count != len(sg.tensors):
+        raise BinaryError(
+            f"OfflineMemoryAllocation covers {count} tensors, subgraph {subgraph} has {len(sg.tensors)}"
+        )
+    return {i: int(o) for i, o in enumerate(words[3:]) if o >= 0}
+
+
+def npu_calls(model: Model, subgraph: int = 0) -> list[NpuCall]:
+    """Every `ethos-u` operator of a subgraph, with its payload and memories."""
+    sg: SubGraph = model.subgraphs[subgraph]
+    offsets = _offline_offsets(model, subgraph)
+    calls = []
+    for index, op in enumerate(sg.operators):
+        if not is_npu_operator(op):
+            continue
+        if len(op.inputs) < 4:
+            raise BinaryError(
+                f"operator {index} (ethos-u) has {len(op.inputs)} inputs; it needs the command stream, "
+                "flash, scratch and scratch_fast tensors first"
+            )
+        cmd, flash, scratch, scratch_fast = op.inputs[:4]
+        for role, t in (("command stream", cmd), ("flash", flash)):
+            if t < 0 or sg.tensors[t].data is None:
+                raise BinaryError(f"operator {index} (ethos-u): the {role} tensor is not a constant")
+        calls.append(
+            NpuCall(
+                index=index,
+                payload=sg.tensors[cmd].data.tobytes(),
+                flash=np.frombuffer(sg.tensors[flash].data.tobytes(), dtype=np.uint8),
+                scratch_tensor=scratch,
+                scratch_fast_tensor=scratch_fast,
+                ifms=tuple(op.inputs[4:]),
+                ofms=tuple(op.outputs),
+                arena_offsets=offsets,
+            )
+        )
+    return calls
+
+
+def is_npu_operator(op: Operator) -> bool:
+    return op.opcode == "CUSTOM" and op.custom_code == ETHOSU_CUSTOM_CODE

@@ -1,0 +1,151 @@
+"""`cascader.simulate`: run an Ethos-U binary bit-exactly, NPU operators in the C++ core.
+
+CPU operators left in the model run through the reference interpreter (one operator at a
+time, on the values the simulation produced), so `simulate(binary, inputs)` needs nothing
+but the binary and gives the whole model's outputs. We chose this over comparing per NPU
+subgraph against the reference interpreter's intermediate tensors because the latter needs
+the original model beside the binary, and `simulate` must work on any binary alone (ours
+included). Its cost is that a CPU operator's result is the reference kernel's, which is the
+baseline anyway.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence, Union
+
+import numpy as np
+
+from .. import _core
+from ..errors import BinaryError, CascaderError
+from ..tflite import Model, SubGraph, load_model
+from .binary import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST, NpuCall, is_npu_operator, npu_calls
+
+BinaryLike = Union[Model, bytes, bytearray, memoryview, str, os.PathLike, Any]
+
+
+def _as_model(binary: BinaryLike) -> Model:
+    if isinstance(binary, Model):
+        return binary
+    if isinstance(binary, (bytes, bytearray, memoryview, str, os.PathLike)):
+        return load_model(bytes(binary) if not isinstance(binary, (str, os.PathLike)) else binary)
+    model = getattr(binary, "model", None)  # a CompiledModel carries its output Model
+    if isinstance(model, Model):
+        return model
+    raise TypeError(f"binary must be a path, bytes, a Model or a CompiledModel, not {type(binary).__name__}")
+
+
+def decode(binary: BinaryLike) -> list[dict[str, Any]]:
+    """Decode every `ethos-u` operator: its config and its typed NPU operations.
+
+    Returns
+    -------
+    list of dict
+        One entry per NPU operator, with keys ``config``, ``command_stream_words`` and
+        ``operations`` (shapes, formats, regions, addresses, tiles, kernel, weights, scales,
+        activation, block config, DMA).
+    """
+    return [call.decode() for call in npu_calls(_as_model(binary))]
+
+
+def _run_npu(sg: SubGraph, call: NpuCall, values: dict[int, np.ndarray]) -> dict[str, Any]:
+    tensors = sg.tensors
+    offsets = call.arena_offsets
+    planned = [call.scratch_tensor, call.scratch_fast_tensor, *call.ifms, *call.ofms]
+    missing = [tensors[t].name for t in planned if t not in offsets]
+    if missing:
+        raise BinaryError(
+            f"operator {call.index} (ethos-u): no OfflineMemoryAllocation offset for {missing}; "
+            "the IFM/OFM placement inside the scratch arena is unknown"
+        )
+    size = max(offsets[t] + max(tensors[t].nbytes, 1) for t in planned)
+    arena = np.zeros(size, dtype=np.uint8)
+    for t in call.ifms:
+        value = values.get(t)
+        if value is None:
+            raise CascaderError(f"operator {call.index} (ethos-u): input {tensors[t].name!r} has no value")
+        raw = np.ascontiguousarray(value, dtype=tensors[t].numpy_dtype).view(np.uint8).reshape(-1)
+        arena[offsets[t] : offsets[t] + raw.size] = raw
+    flash = call.flash.copy()
+    regions = {REGION_FLASH: flash}
+    for region, t in ((REGION_SCRATCH, call.scratch_tensor), (REGION_SCRATCH_FAST, call.scratch_fast_tensor)):
+        start = offsets[t]
+        regions[region] = arena[start : start + tensors[t].nbytes]  # views: aliases share bytes
+    stats = _core.simulate_driver_payload(call.payload, regions)
+    for t in call.ofms:
+        tensor = tensors[t]
+        raw = arena[offsets[t] : offsets[t] + tensor.nbytes]
+        values[t] = raw.view(tensor.numpy_dtype).reshape(tensor.shape).copy()
+    return stats
+
+
+def _run_cpu(model: Model, sg: SubGraph, index: int, values: dict[int, np.ndarray]) -> None:
+    # A one-operator model on the reference kernels; constants keep their buffers.
+    from ..reference import ReferenceInterpreter
+    from ..tflite import SubGraph as SG
+
+    op = sg.operators[index]
+    used = sorted({t for t in (*op.inputs, *op.outputs, *op.intermediates) if t >= 0})
+    remap = {t: i for i, t in enumerate(used)}
+    tensors = []
+    for t in used:
+        src = sg.tensors[t]
+        tensors.append(src)
+    inputs = tuple(remap[t] for t in op.inputs if t >= 0 and sg.tensors[t].data is None)
+    outputs = tuple(remap[t] for t in op.outputs)
+    new_op = type(op)(**{**op.__dict__})
+    new_op.inputs = tuple(remap[t] if t >= 0 else -1 for t in op.inputs)
+    new_op.outputs = outputs
+    new_op.intermediates = tuple(remap[t] for t in op.intermediates if t >= 0)
+    sub = Model(
+        subgraphs=[SG(tensors=tensors, operators=[new_op], inputs=inputs, outputs=outputs)],
+        buffers=list(model.buffers),
+    )
+    interp = ReferenceInterpreter(sub)
+    feed = [values[used[i]] for i in inputs]
+    for t, v in zip(outputs, interp.run(feed)):
+        values[used[t]] = v
+
+
+def simulate(binary: BinaryLike, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
+    """Run an Ethos-U binary on `inputs` and return the model outputs.
+
+    NPU operators are decoded and executed bit-exactly in the C++ core; CPU operators left
+    in the model run on TFLite's reference kernels (see the module docstring for why).
+
+    Parameters
+    ----------
+    binary
+        A path, the `.tflite` bytes, a `Model`, or a CompiledModel.
+    inputs
+        One array per model input, in the model's input order, with its dtype and shape.
+
+    Raises
+    ------
+    BinaryError
+        The binary is malformed (the message names the command-stream word or the payload
+        word), or it uses a feature the simulator does not implement.
+    """
+    model = _as_model(binary)
+    sg = model.main
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    if len(inputs) != len(sg.inputs):
+        raise CascaderError(f"the model has {len(sg.inputs)} inputs, got {len(inputs)}")
+    values: dict[int, np.ndarray] = {}
+    for t, value in zip(sg.inputs, inputs):
+        tensor = sg.tensors[t]
+        value = np.asarray(value)
+        if value.dtype != tensor.numpy_dtype or tuple(value.shape) != tuple(tensor.shape):
+            raise CascaderError(
+                f"input {tensor.name!r} needs {tensor.dtype}{list(tensor.shape)}, "
+                f"got {value.dtype.name}{list(value.shape)}"
+            )
+        values[t] = value
+    calls = {c.index: c for c in npu_calls(model)}
+    for index, op in enumerate(sg.operators):
+        if is_npu_operator(op):
+            _run_npu(sg, calls[index], values)
+        else:
+            _run_cpu(model, sg, index, values)
+    return [values[t] for t in sg.outputs]
