@@ -1,0 +1,256 @@
+"""Vela-validation of the simulator, and its benchmark table.
+
+For each model: compile with Vela (`vela` CLI of the test extra) on a configuration, simulate
+Vela's binary with `cascader.sim.simulate` on random input sets, and compare with the
+reference interpreter (BUILTIN_REF kernels) on the original model. Run as
+
+    python -m cascader.bench.simulate [--models DIR] [--quick]
+
+which prints, per model and configuration: bit-exact yes/no (with the first differing
+output and the largest difference), Vela's printed cycles, and the simulation time.
+The cycle estimator is not part of this table yet (it needs the shared cycle model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CascaderError
+from ..reference import ReferenceInterpreter, random_inputs
+from ..sim import simulate
+from ..tflite import Model, load_model
+
+
+@dataclass(frozen=True)
+class VelaConfig:
+    """One Vela compile configuration."""
+
+    accelerator: str = "ethos-u55-128"
+    optimise: str = "Performance"
+    arena_cache_size: int | None = None  # bytes; None = Vela's default for the memory mode
+
+    @property
+    def label(self) -> str:
+        arena = "" if self.arena_cache_size is None else f"/arena={self.arena_cache_size // 1024}K"
+        return f"{self.accelerator}/{self.optimise}{arena}"
+
+    def args(self) -> list[str]:
+        a = ["--accelerator-config", self.accelerator, "--optimise", self.optimise]
+        if self.arena_cache_size is not None:
+            a += ["--arena-cache-size", str(self.arena_cache_size)]
+        return a
+
+
+UNLIMITED_SRAM = 64 * 1024 * 1024  # "unlimited": far above any shared model's working set
+
+
+def standard_configs(accelerator: str) -> list[VelaConfig]:
+    """Performance with unlimited SRAM, and Size (the tight arena is derived per model)."""
+    return [
+        VelaConfig(accelerator, "Performance", UNLIMITED_SRAM),
+        VelaConfig(accelerator, "Size"),
+    ]
+
+
+@dataclass
+class VelaOutput:
+    path: Path
+    cycles: float | None
+    sram_bytes: float | None
+
+
+def _cache_dir() -> Path:
+    d = Path(os.environ.get("CASCADER_VELA_CACHE", Path(tempfile.gettempdir()) / "cascader-vela-cache"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def vela_executable() -> str:
+    exe = shutil.which("vela") or str(Path(sys.executable).with_name("vela"))
+    if not Path(exe).exists():
+        raise CascaderError("the `vela` command is missing: pip install 'cascader[test]'")
+    return exe
+
+
+def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> VelaOutput:
+    """Compile with Vela into a cache directory keyed by the model bytes and the options.
+
+    Raises CascaderError with Vela's last output lines when Vela fails.
+    """
+    data = Path(model_path).read_bytes()
+    key = hashlib.sha256(data + repr(config).encode()).hexdigest()[:16]
+    out_dir = _cache_dir() / key
+    stem = Path(model_path).stem
+    target = out_dir / f"{stem}_vela.tflite"
+    if not target.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            [vela_executable(), str(model_path), "--output-dir", str(out_dir), *config.args()],
+            capture_output=True,
+            text=True,
+            cwd=out_dir,
+        )
+        if proc.returncode != 0 or not target.exists():
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+            raise CascaderError(f"Vela failed on {stem} ({config.label}): {tail}")
+    cycles = sram = None
+    for summary in glob.glob(str(out_dir / f"{stem}_summary_*.csv")):
+        with open(summary, newline="") as f:
+            row = next(csv.DictReader(f))
+        cycles = float(row["cycles_total"])
+        sram = float(row["sram_memory_used"]) * 1024
+    return VelaOutput(target, cycles, sram)
+
+
+def reference_model(model_path: str | os.PathLike) -> Model:
+    """The original model, with per-channel `quantized_dimension`s that point past a tensor's
+    rank reset to 0. Some TOCO-era models (tflm_person_detect) carry axis 3 on 1-D biases,
+    which LiteRT rejects at load; the axis has no meaning there, so this changes no value."""
+    model = load_model(model_path)
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            q = t.quantization
+            if q is not None and q.quantized_dimension >= max(len(t.shape), 1):
+                q.quantized_dimension = 0
+    return model
+
+
+@dataclass
+class Validation:
+    model: str
+    config: str
+    bit_exact: bool | None  # None when Vela or the simulator failed
+    max_abs_diff: int = 0
+    mismatched: int = 0
+    elements: int = 0
+    vela_cycles: float | None = None
+    sim_seconds: float = 0.0
+    error: str = ""
+    details: list[str] = field(default_factory=list)
+
+
+def validate(
+    model_path: str | os.PathLike,
+    binary: str | os.PathLike | bytes | Model,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    *,
+    config_label: str = "",
+    vela_cycles: float | None = None,
+) -> Validation:
+    """Simulate `binary` and compare with the reference interpreter on the original model."""
+    name = Path(model_path).stem
+    result = Validation(name, config_label, None, vela_cycles=vela_cycles)
+    original = reference_model(model_path)
+    ref = ReferenceInterpreter(original)
+    binary_model = binary if isinstance(binary, Model) else load_model(binary)
+    exact = True
+    for seed in seeds:
+        inputs = random_inputs(original, seed)
+        expected = ref.run(inputs)
+        start = time.perf_counter()
+        got = simulate(binary_model, inputs)
+        result.sim_seconds = max(result.sim_seconds, time.perf_counter() - start)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            if g.shape != e.shape or g.dtype != e.dtype:
+                exact = False
+                result.details.append(f"seed {seed} output {i}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}")
+                continue
+            diff = np.abs(g.astype(np.int64) - e.astype(np.int64)) if g.dtype.kind in "iu" else np.abs(g - e)
+            result.elements += int(diff.size)
+            bad = int(np.count_nonzero(diff))
+            if bad:
+                exact = False
+                result.mismatched += bad
+                result.max_abs_diff = max(result.max_abs_diff, int(np.max(diff)))
+                result.details.append(f"seed {seed} output {i}: {bad}/{diff.size} differ, max {np.max(diff)}")
+    result.bit_exact = exact
+    return result
+
+
+def validate_with_vela(model_path: str | os.PathLike, config: VelaConfig, seeds=(0, 1, 2)) -> Validation:
+    name = Path(model_path).stem
+    try:
+        out = compile_with_vela(model_path, config)
+    except CascaderError as e:
+        return Validation(name, config.label, None, error=str(e).splitlines()[-1][:120])
+    try:
+        return validate(model_path, out.path, seeds, config_label=config.label, vela_cycles=out.cycles)
+    except CascaderError as e:
+        return Validation(name, config.label, None, vela_cycles=out.cycles, error=f"{type(e).__name__}: {e}"[:160])
+
+
+def tight_config(model_path: str | os.PathLike, accelerator: str) -> VelaConfig | None:
+    """A tight arena: the SRAM Vela's Size-optimised compile uses, rounded up to 1 KiB."""
+    try:
+        size = compile_with_vela(model_path, VelaConfig(accelerator, "Size"))
+    except CascaderError:
+        return None
+    if size.sram_bytes is None:
+        return None
+    arena = int(-(-size.sram_bytes // 1024) * 1024)
+    return VelaConfig(accelerator, "Performance", max(arena, 1024))
+
+
+def format_table(rows: list[Validation]) -> str:
+    head = f"{'model':40} {'config':38} {'bit-exact':9} {'max|d|':>6} {'vela cycles':>12} {'sim s':>7}  note"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        exact = "-" if r.bit_exact is None else ("yes" if r.bit_exact else "NO")
+        cyc = "-" if r.vela_cycles is None else f"{r.vela_cycles:,.0f}"
+        note = r.error or ("; ".join(r.details[:1]))
+        lines.append(
+            f"{r.model[:40]:40} {r.config[:38]:38} {exact:9} {r.max_abs_diff:>6} {cyc:>12} {r.sim_seconds:>7.3f}  {note}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
+    parser.add_argument("--quick", action="store_true", help="ethos-u55-128 Performance only, one seed")
+    parser.add_argument("--only", default="", help="substring filter on model names")
+    args = parser.parse_args(argv)
+    if not args.models:
+        parser.error("give --models or set CASCADER_MODELS")
+    paths = sorted(p for p in glob.glob(os.path.join(args.models, "*.tflite")) if args.only in Path(p).stem)
+    rows: list[Validation] = []
+    fixed = Path(args.models) / "vela_reference" / "person_detect_vela.tflite"
+    if fixed.exists() and "person" in (args.only or "person"):
+        row = validate(Path(args.models) / "tflm_person_detect.tflite", fixed, config_label="vela_reference (3.11)")
+        rows.append(row)
+        print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+    seeds = (0,) if args.quick else (0, 1, 2)
+    for path in paths:
+        accelerators = ["ethos-u55-128"] if args.quick else ["ethos-u55-128", "ethos-u65-256"]
+        for acc in accelerators:
+            configs = [VelaConfig(acc, "Performance", UNLIMITED_SRAM)]
+            if not args.quick:
+                configs.append(VelaConfig(acc, "Size"))
+                tight = tight_config(path, acc)
+                if tight is not None:
+                    configs.append(tight)
+            for config in configs:
+                rows.append(validate_with_vela(path, config, seeds))
+                print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+    print()
+    print(format_table(rows))
+    exact = sum(1 for r in rows if r.bit_exact)
+    print(f"\n{exact}/{len(rows)} bit-exact; {sum(1 for r in rows if r.bit_exact is None)} not simulated")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
