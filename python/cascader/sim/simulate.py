@@ -48,26 +48,33 @@ def decode(binary: BinaryLike) -> list[dict[str, Any]]:
     return [call.decode() for call in npu_calls(_as_model(binary))]
 
 
-def _run_npu(sg: SubGraph, call: NpuCall, values: dict[int, np.ndarray]) -> dict[str, Any]:
+def _arena(sg: SubGraph, calls: list[NpuCall]) -> np.ndarray:
+    """One arena for the whole inference: Vela keeps feature maps that pass from one NPU
+    operator to a later one in the shared scratch tensor, across the CPU operators between."""
+    size = 0
+    for call in calls:
+        offsets = call.arena_offsets
+        planned = [call.scratch_tensor, call.scratch_fast_tensor, *call.ifms, *call.ofms]
+        missing = [sg.tensors[t].name for t in planned if t not in offsets]
+        if missing:
+            raise BinaryError(
+                f"operator {call.index} (ethos-u): no OfflineMemoryAllocation offset for {missing}; "
+                "the IFM/OFM placement inside the scratch arena is unknown"
+            )
+        size = max(size, *(offsets[t] + max(sg.tensors[t].nbytes, 1) for t in planned))
+    return np.zeros(size, dtype=np.uint8)
+
+
+def _run_npu(sg: SubGraph, call: NpuCall, values: dict[int, np.ndarray], arena: np.ndarray) -> dict[str, Any]:
     tensors = sg.tensors
     offsets = call.arena_offsets
-    planned = [call.scratch_tensor, call.scratch_fast_tensor, *call.ifms, *call.ofms]
-    missing = [tensors[t].name for t in planned if t not in offsets]
-    if missing:
-        raise BinaryError(
-            f"operator {call.index} (ethos-u): no OfflineMemoryAllocation offset for {missing}; "
-            "the IFM/OFM placement inside the scratch arena is unknown"
-        )
-    size = max(offsets[t] + max(tensors[t].nbytes, 1) for t in planned)
-    arena = np.zeros(size, dtype=np.uint8)
     for t in call.ifms:
         value = values.get(t)
         if value is None:
             raise CascaderError(f"operator {call.index} (ethos-u): input {tensors[t].name!r} has no value")
         raw = np.ascontiguousarray(value, dtype=tensors[t].numpy_dtype).view(np.uint8).reshape(-1)
         arena[offsets[t] : offsets[t] + raw.size] = raw
-    flash = call.flash.copy()
-    regions = {REGION_FLASH: flash}
+    regions = {REGION_FLASH: call.flash.copy()}
     for region, t in ((REGION_SCRATCH, call.scratch_tensor), (REGION_SCRATCH_FAST, call.scratch_fast_tensor)):
         start = offsets[t]
         regions[region] = arena[start : start + tensors[t].nbytes]  # views: aliases share bytes
@@ -102,9 +109,17 @@ def _run_cpu(model: Model, sg: SubGraph, index: int, values: dict[int, np.ndarra
         buffers=list(model.buffers),
     )
     interp = ReferenceInterpreter(sub)
-    feed = [values[used[i]] for i in inputs]
+    # Vela rewrites some shapes around the operators it leaves on the CPU (a (1,) CAST input
+    # feeding a (1, 1) output); TFLM only needs the element counts to agree, so do we.
+    feed = [_as_declared(values[used[i]], sg.tensors[used[i]]) for i in inputs]
     for t, v in zip(outputs, interp.run(feed)):
-        values[used[t]] = v
+        values[used[t]] = _as_declared(v, sg.tensors[used[t]])
+
+
+def _as_declared(value: np.ndarray, tensor) -> np.ndarray:
+    if tuple(value.shape) != tuple(tensor.shape) and value.size == tensor.size:
+        return value.reshape(tensor.shape)
+    return value
 
 
 def simulate(binary: BinaryLike, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
@@ -142,10 +157,12 @@ def simulate(binary: BinaryLike, inputs: Sequence[np.ndarray] | np.ndarray) -> l
                 f"got {value.dtype.name}{list(value.shape)}"
             )
         values[t] = value
-    calls = {c.index: c for c in npu_calls(model)}
+    call_list = npu_calls(model)
+    calls = {c.index: c for c in call_list}
+    arena = _arena(sg, call_list)
     for index, op in enumerate(sg.operators):
         if is_npu_operator(op):
-            _run_npu(sg, calls[index], values)
+            _run_npu(sg, calls[index], values, arena)
         else:
             _run_cpu(model, sg, index, values)
     return [values[t] for t in sg.outputs]
