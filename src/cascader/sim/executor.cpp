@@ -91,6 +91,38 @@ int64_t shift_accumulator(int64_t v, int shift, Rounding rounding) {
   return v;
 }
 
+// Work the simulator accepts in one operation; mutated or hostile binaries can declare far
+// more through 16-bit dimensions and zero strides.
+constexpr uint64_t kMaxElements = uint64_t{1} << 26;
+constexpr uint64_t kMaxMacs = uint64_t{1} << 33;
+
+// Checks, before any work, that the farthest element of every tile an H x W x C map uses lies
+// inside its region. Addresses grow with y, x and c (strides are unsigned), so the corners
+// bound the whole map.
+void check_extent(const NpuOperation& op, const FeatureMap& fm, const RegionMemory& mem, int H, int W, int C,
+                  const char* what) {
+  if (static_cast<uint64_t>(H) * W * C > kMaxElements) {
+    fail(op, std::string(what) + " of " + std::to_string(H) + "x" + std::to_string(W) + "x" + std::to_string(C) +
+                 " elements exceeds what the simulator accepts in one operation");
+  }
+  if (mem.data == nullptr) fail(op, std::string(what) + " region " + std::to_string(fm.region) + " has no memory");
+  const int es = element_size(fm.dtype);
+  auto check = [&](int y, int x) {
+    const uint64_t a = fm.address(y, x, C - 1);
+    if (a > mem.size || static_cast<uint64_t>(es) > mem.size - a) {
+      std::ostringstream s;
+      s << what << " element (" << y << "," << x << "," << C - 1 << ") at 0x" << std::hex << a
+        << " is beyond region " << std::dec << fm.region << " (" << mem.size << " bytes)";
+      fail(op, s.str());
+    }
+  };
+  const int w0 = std::min(W, fm.width0);
+  check(std::min(H, fm.height0) - 1, w0 - 1);
+  if (W > fm.width0) check(std::min(H, fm.height1) - 1, W - 1);
+  if (H > fm.height0) check(H - 1, w0 - 1);
+  if (H > fm.height1 && W > fm.width0) check(H - 1, W - 1);
+}
+
 }  // namespace
 
 int64_t scale_accumulator(int64_t acc, uint32_t scale, int shift, Rounding rounding) {
@@ -192,10 +224,10 @@ void Executor::block(const NpuOperation& op) {
     d.h = H;
     d.w = W;
     d.c = C;
-    d.v.assign(static_cast<size_t>(H) * W * C, 0);
     const int es = element_size(fm.dtype);
     const RegionMemory& mem = regions_[static_cast<size_t>(fm.region)];
-    if (mem.data == nullptr) fail(op, std::string(what) + " region " + std::to_string(fm.region) + " has no memory");
+    check_extent(op, fm, mem, upscale ? (H + 1) / 2 : H, upscale ? (W + 1) / 2 : W, C, what);
+    d.v.assign(static_cast<size_t>(H) * W * C, 0);
     for (int y = 0; y < H; ++y) {
       for (int x = 0; x < W; ++x) {
         int py = y, px = x;
@@ -223,6 +255,14 @@ void Executor::block(const NpuOperation& op) {
     return d;
   };
 
+  const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
+  check_extent(op, op.ofm, out_mem, OH, OW, OC, "OFM");
+  if (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) {
+    const uint64_t macs = static_cast<uint64_t>(OH) * OW * OC * kh * kw * (op.kind == OpKind::Depthwise ? 1 : IC);
+    if (macs > kMaxMacs) fail(op, "more MACs than the simulator accepts in one operation");
+    const uint64_t volume = static_cast<uint64_t>(OC) * kh * kw * (op.kind == OpKind::Depthwise ? 1 : IC);
+    if (volume > kMaxElements) fail(op, "a weight volume larger than the simulator accepts");
+  }
   const Dense ifm = read_map(op.ifm, IH, IW, IC, op.ifm_upscale, "IFM");
   std::vector<int64_t> result(static_cast<size_t>(OH) * OW * OC, 0);
   auto res = [&](int y, int x, int c) -> int64_t& { return result[(static_cast<size_t>(y) * OW + x) * OC + c]; };
@@ -416,8 +456,6 @@ void Executor::block(const NpuOperation& op) {
   const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
   const bool scaled = per_channel || op.global_scale;
   const bool wide_elementwise = elementwise && element_size(op.ifm.dtype) == 4;
-  const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
-  if (out_mem.data == nullptr) fail(op, "OFM region " + std::to_string(op.ofm.region) + " has no memory");
   const int oes = element_size(ot);
   for (int y = 0; y < OH; ++y) {
     for (int x = 0; x < OW; ++x) {
