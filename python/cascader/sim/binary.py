@@ -6,7 +6,8 @@ tensor (weights, biases, LUTs), the scratch and scratch_fast tensors (the NPU's 
 memory) and then the IFMs; its outputs are the OFMs. The command stream addresses memory
 by region: 0 flash, 1 scratch, 2 scratch_fast. The IFMs and OFMs live *inside* the scratch
 arena, at the offsets the `OfflineMemoryAllocation` metadata gives (TFLM honours them), so
-the simulator lays out one arena from those offsets and makes every region a view of it.
+the simulator lays out one arena from those offsets; region 1 is a view of it. Region 2 is
+only used when Vela spills to a dedicated SRAM, a memory of its own.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def _arena(sg: SubGraph, calls: list[NpuCall]) -> np.ndarray:
     size = 0
     for call in calls:
         offsets = call.arena_offsets
-        planned = [call.scratch_tensor, call.scratch_fast_tensor, *call.ifms, *call.ofms]
+        planned = [call.scratch_tensor, *call.ifms, *call.ofms]
         missing = [sg.tensors[t].name for t in planned if t not in offsets]
         if missing:
             raise BinaryError(
@@ -65,7 +65,17 @@ def _arena(sg: SubGraph, calls: list[NpuCall]) -> np.ndarray:
     return np.zeros(size, dtype=np.uint8)
 
 
-def _run_npu(sg: SubGraph, call: NpuCall, values: dict[int, np.ndarray], arena: np.ndarray) -> dict[str, Any]:
+def _fast_memory(sg: SubGraph, calls: list[NpuCall]) -> np.ndarray:
+    """Region 2 (scratch_fast). Vela addresses it only when it spills to a dedicated SRAM
+    (Dedicated_Sram); that SRAM is a memory of its own, whatever offset the arena plan gives
+    the placeholder tensor, so it never aliases the arena."""
+    size = max((sg.tensors[c.scratch_fast_tensor].nbytes for c in calls), default=0)
+    return np.zeros(max(size, 1), dtype=np.uint8)
+
+
+def _run_npu(
+    sg: SubGraph, call: NpuCall, values: dict[int, np.ndarray], arena: np.ndarray, fast: np.ndarray
+) -> dict[str, Any]:
     tensors = sg.tensors
     offsets = call.arena_offsets
     for t in call.ifms:
@@ -74,10 +84,12 @@ def _run_npu(sg: SubGraph, call: NpuCall, values: dict[int, np.ndarray], arena: 
             raise CascaderError(f"operator {call.index} (ethos-u): input {tensors[t].name!r} has no value")
         raw = np.ascontiguousarray(value, dtype=tensors[t].numpy_dtype).view(np.uint8).reshape(-1)
         arena[offsets[t] : offsets[t] + raw.size] = raw
-    regions = {REGION_FLASH: call.flash.copy()}
-    for region, t in ((REGION_SCRATCH, call.scratch_tensor), (REGION_SCRATCH_FAST, call.scratch_fast_tensor)):
-        start = offsets[t]
-        regions[region] = arena[start : start + tensors[t].nbytes]  # views: aliases share bytes
+    start = offsets[call.scratch_tensor]
+    regions = {
+        REGION_FLASH: call.flash.copy(),
+        REGION_SCRATCH: arena[start : start + tensors[call.scratch_tensor].nbytes],  # a view of the arena
+        REGION_SCRATCH_FAST: fast[: tensors[call.scratch_fast_tensor].nbytes],
+    }
     stats = _core.simulate_driver_payload(call.payload, regions)
     for t in call.ofms:
         tensor = tensors[t]
@@ -160,9 +172,10 @@ def simulate(binary: BinaryLike, inputs: Sequence[np.ndarray] | np.ndarray) -> l
     call_list = npu_calls(model)
     calls = {c.index: c for c in call_list}
     arena = _arena(sg, call_list)
+    fast = _fast_memory(sg, call_list)
     for index, op in enumerate(sg.operators):
         if is_npu_operator(op):
-            _run_npu(sg, calls[index], values, arena)
+            _run_npu(sg, calls[index], values, arena, fast)
         else:
             _run_cpu(model, sg, index, values)
     return [values[t] for t in sg.outputs]
