@@ -2,6 +2,7 @@
 
 from . import _core
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
+from .inspection import Inspection, inspect
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
 
 __version__ = "0.1.0"
@@ -10,6 +11,7 @@ __all__ = [
     "BinaryError",
     "BudgetError",
     "CascaderError",
+    "Inspection",
     "InvalidArgumentError",
     "Model",
     "ModelError",
@@ -17,6 +19,7 @@ __all__ = [
     "Quantization",
     "SubGraph",
     "Tensor",
+    "inspect",
     "load_model",
     "save_model",
 ]
