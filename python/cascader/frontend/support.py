@@ -229,17 +229,17 @@ def _weights_constant(v: OperatorView) -> str | None:
 
 def _weights_sum(v: OperatorView) -> str | None:
     w = v.weights
-    if w is None or w.data is None or w.quantization is None or len(w.shape) < 2:
+    if w is None or w.data is None or w.quantization is None or len(w.shape) != 4:
         return None
-    zero_points = w.quantization.zero_point
-    axis = w.quantization.quantized_dimension if zero_points.size > 1 else 0
-    shape = [1] * len(w.shape)
-    if zero_points.size > 1:
-        shape[axis] = zero_points.size
-    values = np.abs(w.data.astype(np.int64) - zero_points.reshape(shape))
-    # Sum over everything except the output-channel axis (0 for conv/FC, 3 for depthwise).
+    # Sum over everything except the output-channel axis (0 for conv, 3 for depthwise).
     out_axis = 3 if v.opcode == "DEPTHWISE_CONV_2D" else 0
-    sums = values.sum(axis=tuple(a for a in range(values.ndim) if a != out_axis))
+    zero_points = w.quantization.zero_point
+    if zero_points.size not in (0, 1, w.shape[out_axis]):
+        return f"weights have {zero_points.size} zero points for {w.shape[out_axis]} output channels"
+    shape = [1, 1, 1, 1]
+    shape[out_axis] = zero_points.size if zero_points.size > 1 else 1
+    offsets = zero_points.reshape(shape) if zero_points.size else 0
+    sums = np.abs(w.data.astype(np.int64) - offsets).sum(axis=tuple(a for a in range(4) if a != out_axis))
     worst = int(sums.max()) if sums.size else 0
     return None if worst <= WEIGHT_SUM_MAX else f"the largest per-channel sum of |weights| is {worst}"
 
