@@ -106,6 +106,25 @@ def apply_activation(x: np.ndarray, activation: str | None) -> np.ndarray:
     return x
 
 
+# Bounds each fused activation puts on its output: a calibrated range never goes past them.
+_ACTIVATION_BOUNDS = {None: (-np.inf, np.inf), "RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+# Tail allowance in standard deviations. A small tensor (the logits: a few values per sample)
+# shows too few samples in the calibration batch to reveal its extremes, so new inputs would
+# saturate; 4 sigma covers a Gaussian tail. Large tensors already show extremes beyond it.
+_TAIL_SIGMAS = 4.0
+
+
+def calibrated_range(value: np.ndarray, activation: str | None) -> tuple[float, float]:
+    """The int8 range of an activation: observed min/max widened to mean +- 4 sigma, within the
+    activation's bounds."""
+    mean, std = float(value.mean()), float(value.std())
+    low, high = _ACTIVATION_BOUNDS[activation]
+    lo = max(min(float(value.min()), mean - _TAIL_SIGMAS * std), low)
+    hi = min(max(float(value.max()), mean + _TAIL_SIGMAS * std), high)
+    return lo, hi
+
+
 def range_quantization(lo: float, hi: float) -> Quantization:
     """Asymmetric int8 quantization covering [lo, hi] widened to contain 0 (so 0 is exact)."""
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
@@ -202,11 +221,14 @@ class CalibratedNet:
         self._names[stem] = count + 1
         return stem if count == 0 else f"{stem}_{count}"
 
-    def _activation(self, name: str, value: np.ndarray, quant: Quantization | None = None) -> Activation:
-        """An int8 tensor named `name` (already unique); quantized from `value`'s range unless given."""
+    def _activation(
+        self, name: str, value: np.ndarray, quant: Quantization | None = None, activation: str | None = None
+    ) -> Activation:
+        """An int8 tensor named `name` (already unique), quantized by `quant` or else by the
+        calibrated range of `value` (the output of fused `activation`)."""
         value = value.astype(np.float32)
         if quant is None:
-            quant = range_quantization(value.min(), value.max())
+            quant = range_quantization(*calibrated_range(value, activation))
         index = self.builder.add_tensor(name, (1,) + value.shape[1:], "int8", quant)
         return Activation(index, value, quant)
 
@@ -296,7 +318,7 @@ class CalibratedNet:
         w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 0, forward)
         y = apply_activation(forward(self._dequantized(w_q, w_scale, 0)) + bias.astype(np.float32), activation)
         wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 0)
-        out = self._activation(stem, y)
+        out = self._activation(stem, y, activation=activation)
         self._op(
             "CONV_2D",
             [x.index, wi, bi],
@@ -332,7 +354,7 @@ class CalibratedNet:
         for axis in (1, 2):
             output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
         channels = x.shape[3] * depth_multiplier
-        w = self.rng.normal(0.0, math.sqrt(2.0 / (kernel[0] * kernel[1])), size=(1, *kernel, channels)).astype(np.float32)
+        w = self.rng.normal(1.0 * math.sqrt(2.0 / (kernel[0] * kernel[1])), math.sqrt(2.0 / (kernel[0] * kernel[1])), size=(1, *kernel, channels)).astype(np.float32)
         stem = self._name(name)
 
         def forward(weights):
@@ -342,7 +364,7 @@ class CalibratedNet:
         w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 3, forward)
         y = apply_activation(forward(self._dequantized(w_q, w_scale, 3)) + bias.astype(np.float32), activation)
         wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 3)
-        out = self._activation(stem, y)
+        out = self._activation(stem, y, activation=activation)
         self._op(
             "DEPTHWISE_CONV_2D",
             [x.index, wi, bi],
@@ -379,7 +401,7 @@ class CalibratedNet:
         w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 0, forward)
         y = apply_activation(forward(self._dequantized(w_q, w_scale, 0)) + bias.astype(np.float32), activation)
         wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 0)
-        out = self._activation(stem, y)
+        out = self._activation(stem, y, activation=activation)
         self._op("FULLY_CONNECTED", [x.index, wi, bi], [out.index], {"fused_activation_function": activation or "NONE"})
         return out
 
@@ -418,7 +440,7 @@ class CalibratedNet:
         except ValueError:
             raise InvalidArgumentError(f"{opcode} operand shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
         value = a.value + b.value if opcode == "ADD" else a.value * b.value
-        out = self._activation(self._name(name), apply_activation(value, activation))
+        out = self._activation(self._name(name), apply_activation(value, activation), activation=activation)
         self._op(opcode, [a.index, b.index], [out.index], {"fused_activation_function": activation or "NONE"})
         return out
 

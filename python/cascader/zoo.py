@@ -42,6 +42,7 @@ __all__ = [
     "pool",
     "resnet8",
     "single_op_cases",
+    "SINGLE_OP_CASES",
 ]
 
 Shape = Sequence[int]
@@ -233,6 +234,19 @@ def get(name: str, **kwargs) -> Model:
 
 # -- single-operator models ------------------------------------------------------------------
 
+# The second operand of ADD and MUL gets its own range, so the kernel must rescale both inputs.
+_SECOND_OPERAND_RANGE = (-0.5, 2.0)
+
+
+def _single_op_net(method: str, input_shapes: Sequence[Shape], seed: int, **params) -> CalibratedNet:
+    """A network of one `CalibratedNet` layer (`method`) applied to fresh model inputs."""
+    net = CalibratedNet(seed, description=f"cascader.zoo {method}")
+    inputs = [net.input(input_shapes[0], name="input")]
+    for shape in input_shapes[1:]:
+        inputs.append(net.input(shape, *_SECOND_OPERAND_RANGE, name="input_b"))
+    net.output(getattr(net, method)(*inputs, **params))
+    return net
+
 
 def conv2d(
     input_shape: Shape,
@@ -245,10 +259,8 @@ def conv2d(
     seed: int = 0,
 ) -> Model:
     """One CONV_2D on an NHWC int8 input."""
-    net = CalibratedNet(seed, description="cascader.zoo conv2d")
-    x = net.input(input_shape)
-    net.output(net.conv2d(x, filters, kernel, stride, padding, dilation, activation))
-    return net.build()
+    params = dict(filters=filters, kernel=kernel, stride=stride, padding=padding, dilation=dilation, activation=activation)
+    return _single_op_net("conv2d", [input_shape], seed, **params).build()
 
 
 def depthwise_conv2d(
@@ -262,94 +274,79 @@ def depthwise_conv2d(
     seed: int = 0,
 ) -> Model:
     """One DEPTHWISE_CONV_2D on an NHWC int8 input."""
-    net = CalibratedNet(seed, description="cascader.zoo depthwise_conv2d")
-    x = net.input(input_shape)
-    net.output(net.depthwise_conv2d(x, kernel, stride, padding, depth_multiplier, dilation, activation))
-    return net.build()
+    params = dict(
+        kernel=kernel, stride=stride, padding=padding, depth_multiplier=depth_multiplier, dilation=dilation, activation=activation
+    )
+    return _single_op_net("depthwise_conv2d", [input_shape], seed, **params).build()
 
 
 def pool(input_shape: Shape, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", seed: int = 0) -> Model:
     """One MAX_POOL_2D or AVERAGE_POOL_2D (`kind` 'MAX' or 'AVERAGE')."""
-    net = CalibratedNet(seed, description="cascader.zoo pool")
-    x = net.input(input_shape)
-    net.output(net.pool(x, kind, size, stride, padding))
-    return net.build()
-
-
-def _binary(opcode: str, shape_a: Shape, shape_b: Shape | None, activation: str | None, seed: int) -> Model:
-    net = CalibratedNet(seed, description=f"cascader.zoo {opcode.lower()}")
-    a = net.input(shape_a, name="input_a")
-    # The second operand gets its own range so the kernel has to rescale both inputs.
-    b = net.input(shape_a if shape_b is None else shape_b, low=-0.5, high=2.0, name="input_b")
-    out = net.add(a, b, activation) if opcode == "ADD" else net.mul(a, b, activation)
-    net.output(out)
-    return net.build()
+    return _single_op_net("pool", [input_shape], seed, kind=kind, size=size, stride=stride, padding=padding).build()
 
 
 def add(shape_a: Shape, shape_b: Shape | None = None, activation: str | None = None, seed: int = 0) -> Model:
     """One ADD of two int8 inputs; `shape_b` broadcasts against `shape_a` (default: the same)."""
-    return _binary("ADD", shape_a, shape_b, activation, seed)
+    return _single_op_net("add", [shape_a, shape_a if shape_b is None else shape_b], seed, activation=activation).build()
 
 
 def mul(shape_a: Shape, shape_b: Shape | None = None, activation: str | None = None, seed: int = 0) -> Model:
     """One MUL of two int8 inputs; `shape_b` broadcasts against `shape_a` (default: the same)."""
-    return _binary("MUL", shape_a, shape_b, activation, seed)
+    return _single_op_net("mul", [shape_a, shape_a if shape_b is None else shape_b], seed, activation=activation).build()
 
 
 def fully_connected(input_shape: Shape, units: int, activation: str | None = None, seed: int = 0) -> Model:
     """One FULLY_CONNECTED; `input_shape` is (1, ..., 1, depth) and the output (1, units)."""
-    net = CalibratedNet(seed, description="cascader.zoo fully_connected")
-    x = net.input(input_shape)
-    net.output(net.fully_connected(x, units, activation))
-    return net.build()
+    return _single_op_net("fully_connected", [input_shape], seed, units=units, activation=activation).build()
 
 
 def pad(input_shape: Shape, paddings, seed: int = 0) -> Model:
     """One PAD; `paddings` is ((0, 0), (top, bottom), (left, right), (0, 0)) for NHWC."""
-    net = CalibratedNet(seed, description="cascader.zoo pad")
-    x = net.input(input_shape)
-    net.output(net.pad(x, paddings))
-    return net.build()
+    return _single_op_net("pad", [input_shape], seed, paddings=paddings).build()
+
+
+_HW = (1, 16, 16, 8)
+# (case name, CalibratedNet method, input shapes, parameters): what `single_op_cases` builds.
+SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
+    ("conv_1x1_s1", "conv2d", (_HW,), dict(filters=16, kernel=(1, 1))),
+    ("conv_1x1_s2_linear", "conv2d", (_HW,), dict(filters=16, kernel=(1, 1), stride=(2, 2), activation=None)),
+    ("conv_3x3_s1_same", "conv2d", (_HW,), dict(filters=16)),
+    ("conv_3x3_s1_valid", "conv2d", (_HW,), dict(filters=16, padding="VALID")),
+    ("conv_3x3_s2_same", "conv2d", (_HW,), dict(filters=16, stride=(2, 2))),
+    ("conv_3x3_s2_valid", "conv2d", (_HW,), dict(filters=16, stride=(2, 2), padding="VALID")),
+    ("conv_3x3_s1_same_relu6", "conv2d", (_HW,), dict(filters=16, activation="RELU6")),
+    ("conv_3x3_dilation2", "conv2d", (_HW,), dict(filters=16, dilation=(2, 2))),
+    ("conv_5x5_s1_same", "conv2d", (_HW,), dict(filters=16, kernel=(5, 5))),
+    ("conv_5x5_s2_valid", "conv2d", (_HW,), dict(filters=16, kernel=(5, 5), stride=(2, 2), padding="VALID")),
+    ("conv_7x7_s2_same", "conv2d", ((1, 32, 32, 3),), dict(filters=16, kernel=(7, 7), stride=(2, 2))),
+    ("conv_3x1_odd_shape", "conv2d", ((1, 15, 13, 5),), dict(filters=7, kernel=(3, 1), stride=(2, 1))),
+    ("dw_3x3_s1_same", "depthwise_conv2d", (_HW,), dict()),
+    ("dw_3x3_s2_same", "depthwise_conv2d", (_HW,), dict(stride=(2, 2))),
+    ("dw_3x3_s1_valid_relu6", "depthwise_conv2d", (_HW,), dict(padding="VALID", activation="RELU6")),
+    ("dw_5x5_s1_same", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5))),
+    ("dw_5x5_s2_same_linear", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5), stride=(2, 2), activation=None)),
+    ("dw_3x3_multiplier2", "depthwise_conv2d", (_HW,), dict(depth_multiplier=2)),
+    ("maxpool_2x2_s2_valid", "pool", (_HW,), dict(kind="MAX")),
+    ("maxpool_3x3_s2_same", "pool", (_HW,), dict(kind="MAX", size=(3, 3), stride=(2, 2), padding="SAME")),
+    ("avgpool_2x2_s2_valid", "pool", (_HW,), dict(kind="AVERAGE")),
+    ("avgpool_3x3_s1_same", "pool", (_HW,), dict(kind="AVERAGE", size=(3, 3), stride=(1, 1), padding="SAME")),
+    ("avgpool_global", "pool", ((1, 7, 7, 16),), dict(kind="AVERAGE", size=(7, 7), stride=(1, 1))),
+    ("add", "add", (_HW, _HW), dict()),
+    ("add_relu", "add", (_HW, _HW), dict(activation="RELU")),
+    ("add_broadcast_channel", "add", (_HW, (1, 1, 1, 8)), dict()),
+    ("mul", "mul", (_HW, _HW), dict()),
+    ("mul_broadcast_channel", "mul", (_HW, (1, 1, 1, 8)), dict()),
+    ("mul_broadcast_scalar_relu_n1_to_1", "mul", (_HW, (1, 1, 1, 1)), dict(activation="RELU_N1_TO_1")),
+    ("fc_64_10", "fully_connected", ((1, 64),), dict(units=10)),
+    ("fc_256_32_relu", "fully_connected", ((1, 256),), dict(units=32, activation="RELU")),
+    ("pad_1111", "pad", (_HW,), dict(paddings=((0, 0), (1, 1), (1, 1), (0, 0)))),
+    ("pad_asymmetric", "pad", (_HW,), dict(paddings=((0, 0), (0, 1), (2, 0), (0, 0)))),
+)
 
 
 def single_op_cases() -> list[tuple[str, Model]]:
-    """A fixed list of small single-operator models covering the common kernel, stride and
-    padding cases (33 models, each under 20 KiB)."""
-    hw = (1, 16, 16, 8)
-    cases: list[tuple[str, Callable[[], Model]]] = [
-        ("conv_1x1_s1", lambda: conv2d(hw, 16, (1, 1))),
-        ("conv_1x1_s2", lambda: conv2d(hw, 16, (1, 1), (2, 2), activation=None)),
-        ("conv_3x3_s1_same", lambda: conv2d(hw, 16)),
-        ("conv_3x3_s1_valid", lambda: conv2d(hw, 16, padding="VALID")),
-        ("conv_3x3_s2_same", lambda: conv2d(hw, 16, stride=(2, 2))),
-        ("conv_3x3_s2_valid", lambda: conv2d(hw, 16, stride=(2, 2), padding="VALID")),
-        ("conv_3x3_s1_same_relu6", lambda: conv2d(hw, 16, activation="RELU6")),
-        ("conv_3x3_s1_same_linear", lambda: conv2d(hw, 16, activation=None)),
-        ("conv_3x3_dilation2", lambda: conv2d(hw, 16, dilation=(2, 2))),
-        ("conv_5x5_s1_same", lambda: conv2d(hw, 16, (5, 5))),
-        ("conv_5x5_s2_valid", lambda: conv2d(hw, 16, (5, 5), (2, 2), "VALID")),
-        ("conv_7x7_s2_same", lambda: conv2d((1, 32, 32, 3), 16, (7, 7), (2, 2))),
-        ("conv_3x1_s1_same_odd", lambda: conv2d((1, 15, 13, 5), 7, (3, 1))),
-        ("dw_3x3_s1_same", lambda: depthwise_conv2d(hw)),
-        ("dw_3x3_s2_same", lambda: depthwise_conv2d(hw, stride=(2, 2))),
-        ("dw_3x3_s1_valid", lambda: depthwise_conv2d(hw, padding="VALID", activation="RELU6")),
-        ("dw_5x5_s1_same", lambda: depthwise_conv2d(hw, (5, 5))),
-        ("dw_5x5_s2_same", lambda: depthwise_conv2d(hw, (5, 5), (2, 2), activation=None)),
-        ("dw_3x3_multiplier2", lambda: depthwise_conv2d(hw, depth_multiplier=2)),
-        ("maxpool_2x2_s2_valid", lambda: pool(hw, "MAX")),
-        ("maxpool_3x3_s2_same", lambda: pool(hw, "MAX", (3, 3), (2, 2), "SAME")),
-        ("avgpool_2x2_s2_valid", lambda: pool(hw, "AVERAGE")),
-        ("avgpool_3x3_s1_same", lambda: pool(hw, "AVERAGE", (3, 3), (1, 1), "SAME")),
-        ("avgpool_global", lambda: pool((1, 7, 7, 16), "AVERAGE", (7, 7), (1, 1))),
-        ("add", lambda: add(hw)),
-        ("add_relu", lambda: add(hw, activation="RELU")),
-        ("add_broadcast_channel", lambda: add(hw, (1, 1, 1, 8))),
-        ("mul", lambda: mul(hw)),
-        ("mul_broadcast_channel", lambda: mul(hw, (1, 1, 1, 8))),
-        ("mul_broadcast_scalar", lambda: mul(hw, (1, 1, 1, 1), activation="RELU_N1_TO_1")),
-        ("fc_64_10", lambda: fully_connected((1, 64), 10)),
-        ("fc_256_32_relu", lambda: fully_connected((1, 256), 32, "RELU")),
-        ("pad_1111", lambda: pad(hw, ((0, 0), (1, 1), (1, 1), (0, 0)))),
-        ("pad_asymmetric", lambda: pad(hw, ((0, 0), (0, 1), (2, 0), (0, 0)))),
-    ]
-    return [(name, make()) for name, make in cases]
+    """Small single-operator models (seed 0) covering the common kernel, stride and padding
+    cases of `SINGLE_OP_CASES`: conv 1x1/3x3/5x5/7x7, strides 1 and 2, SAME and VALID,
+    dilation, depthwise 3x3/5x5 and multiplier 2, max and average pool, ADD/MUL with and
+    without broadcast, FULLY_CONNECTED and PAD."""
+    return [(name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in SINGLE_OP_CASES]
