@@ -354,7 +354,11 @@ class CalibratedNet:
         for axis in (1, 2):
             output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
         channels = x.shape[3] * depth_multiplier
-        w = self.rng.normal(1.0 * math.sqrt(2.0 / (kernel[0] * kernel[1])), math.sqrt(2.0 / (kernel[0] * kernel[1])), size=(1, *kernel, channels)).astype(np.float32)
+        # He-scaled taps with a positive mean (a low-pass filter, as trained depthwise kernels
+        # tend to be): zero-mean random taps amplify the white int8 rounding noise layer after
+        # layer, and a deep MobileNet's int8 output would then barely track its float output.
+        std = math.sqrt(2.0 / (kernel[0] * kernel[1]))
+        w = self.rng.normal(std, std, size=(1, *kernel, channels)).astype(np.float32)
         stem = self._name(name)
 
         def forward(weights):

@@ -108,7 +108,7 @@ class ModelBuilder:
     """
 
     def __init__(self, description: str = "cascader", subgraph_name: str = "main") -> None:
-        self._model = Model(description=description)
+        self._model: Model | None = Model(description=description)
         self._graph = SubGraph(name=subgraph_name)
         self._model.subgraphs.append(self._graph)
 
@@ -135,6 +135,7 @@ class ModelBuilder:
         `data` must have exactly `shape`; it is converted to `dtype` (little-endian) and must not
         change value in the conversion.
         """
+        self._check_open()
         shape = tuple(int(d) for d in shape)
         if any(d < 0 for d in shape):
             raise InvalidArgumentError(f"tensor {name!r}: shape {list(shape)} has a negative dimension")
@@ -166,6 +167,7 @@ class ModelBuilder:
 
     def mark_output(self, tensor: int) -> None:
         """Make an existing tensor the next subgraph output."""
+        self._check_open()
         self._check_tensor(tensor, "output")
         self._graph.outputs = self._graph.outputs + (int(tensor),)
 
@@ -195,6 +197,7 @@ class ModelBuilder:
         options_type
             The options table name; by default the one `schema.options_type_for(opcode)` gives.
         """
+        self._check_open()
         if opcode not in schema.BUILTIN_OPERATOR_CODES or opcode == "CUSTOM":
             raise InvalidArgumentError(f"{opcode!r} is not a TFLite builtin operator")
         if options_type is _DEFAULT:
@@ -222,21 +225,22 @@ class ModelBuilder:
         return len(self._graph.operators) - 1
 
     def build(self) -> Model:
-        """The model built so far. The builder must not be used afterwards."""
+        """The model built so far. The builder cannot be used afterwards (the model is not copied)."""
+        self._check_open()
         if not self._graph.inputs or not self._graph.outputs:
             raise InvalidArgumentError("the model needs at least one input and one output (add_input, mark_output)")
-        model, self._model = self._model, None  # type: ignore[assignment]
-        if model is None:
-            raise InvalidArgumentError("build() was already called on this ModelBuilder")
+        model, self._model = self._model, None
         return model
+
+    def _check_open(self) -> None:
+        if self._model is None:
+            raise InvalidArgumentError("build() was already called on this ModelBuilder; start a new one")
 
     def _check_tensor(self, index: int, role: str) -> None:
         if not 0 <= int(index) < len(self._graph.tensors):
             raise InvalidArgumentError(f"{role} tensor {index} does not exist ({len(self._graph.tensors)} tensors so far)")
 
     def _constant_buffer(self, name: str, shape: tuple[int, ...], dtype: str, data: np.ndarray) -> tuple[int, np.ndarray]:
-        if self._model is None:
-            raise InvalidArgumentError("build() was already called on this ModelBuilder")
         if dtype not in NUMPY_DTYPES:
             raise InvalidArgumentError(f"constant {name!r}: type {dtype!r} has no numpy equivalent to hold its data")
         source = np.asarray(data)
