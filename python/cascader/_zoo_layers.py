@@ -153,9 +153,11 @@ def conv2d_float(x, w, stride, dilation, padding) -> np.ndarray:
     """NHWC convolution with OHWI weights; one matmul per kernel tap."""
     out = None
     for i, j, view in _windows(x, w.shape[1:3], stride, dilation, padding, 0.0):
-        term = view @ w[:, i, j, :].T
+        # A contiguous 2-D product takes the BLAS path; a strided 4-D one does not.
+        rows = np.ascontiguousarray(view).reshape(-1, view.shape[3])
+        term = rows @ np.ascontiguousarray(w[:, i, j, :].T)
         out = term if out is None else out + term
-    return out
+    return out.reshape(view.shape[:3] + (w.shape[0],))
 
 
 def depthwise_conv2d_float(x, w, stride, dilation, padding, multiplier: int) -> np.ndarray:
