@@ -4,6 +4,7 @@ from . import _core
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
 from .inspection import Inspection, inspect
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
+from . import zoo
 
 __version__ = "0.1.0"
 
