@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,8 +31,6 @@ def named_net(name: str) -> CalibratedNet:
 
 
 def _defaults(name: str) -> dict:
-    import inspect
-
     return {k: p.default for k, p in inspect.signature(zoo.MODELS[name]).parameters.items()}
 
 
@@ -275,7 +276,7 @@ def test_public_single_op_functions_match_the_case_table():
     cases = dict(zoo.single_op_cases())
     hw = (1, 16, 16, 8)
     assert save_model(zoo.conv2d(hw, 16, stride=(2, 2))) == save_model(cases["conv_3x3_s2_same"])
-    assert save_model(zoo.depthwise_conv2d(hw, depth_multiplier=2)) == save_model(cases["dw_3x3_multiplier2"])
+    assert save_model(zoo.depthwise_conv2d((1, 16, 16, 1), depth_multiplier=8)) == save_model(cases["dw_3x3_multiplier8_1ch"])
     assert save_model(zoo.pool(hw, "AVERAGE")) == save_model(cases["avgpool_2x2_s2_valid"])
     assert save_model(zoo.add(hw, (1, 1, 1, 8))) == save_model(cases["add_broadcast_channel"])
     assert save_model(zoo.mul(hw)) == save_model(cases["mul"])
@@ -347,6 +348,8 @@ def test_get_builds_by_name_and_lists_names_on_error():
     assert save_model(zoo.get("resnet8", seed=0)) == save_model(named_net("resnet8").model)
     with pytest.raises(InvalidArgumentError, match="mobilenet_v2.*resnet8|ds_cnn_kws.*mobilenet_v1"):
         zoo.get("resnet50")
+    with pytest.raises(InvalidArgumentError, match="alpha"):
+        zoo.get("resnet8", alpha=0.5)
 
 
 @pytest.mark.parametrize(
@@ -367,8 +370,69 @@ def test_get_builds_by_name_and_lists_names_on_error():
         (lambda: zoo.pad((1, 8, 8, 3), ((1, 0), (1, 1), (1, 1), (0, 0))), "batch"),
         (lambda: zoo.mobilenet_v2(alpha=0), "alpha"),
         (lambda: zoo.mobilenet_v1(resolution=0), "resolution"),
+        (lambda: zoo.resnet8(seed=-1), "seed"),
     ],
 )
 def test_bad_arguments_raise_clear_errors(call, match):
     with pytest.raises(InvalidArgumentError, match=match):
         call()
+
+
+# -- the real models: same layers, shapes, activations and wiring ----------------------------------
+
+_IGNORED = {"QUANTIZE", "DEQUANTIZE", "SOFTMAX"}  # type plumbing and the softmax the zoo leaves out
+
+
+def layer_signature(model, spatial: bool = True) -> list[tuple]:
+    """Per operator: opcode, weight shape, fused activation, stride, output shape (or channels),
+    and which earlier operators produce its activation inputs (-1: the model input)."""
+    g = model.main
+    ops = [op for op in g.operators if op.opcode not in _IGNORED]
+    producer = {o: i for i, op in enumerate(ops) for o in op.outputs}
+    # Skipped plumbing ops pass their producer through (QUANTIZE of the input is the input).
+    for op in g.operators:
+        if op.opcode in _IGNORED:
+            producer[op.outputs[0]] = producer.get(op.inputs[0], -1)
+    signature = []
+    for op in ops:
+        weighted = op.opcode in WEIGHTED
+        activations = op.inputs[:1] if weighted or op.opcode in SAME_QUANT else op.inputs
+        out = g.tensors[op.outputs[0]].shape
+        signature.append(
+            (
+                op.opcode,
+                g.tensors[op.inputs[1]].shape if weighted else None,
+                op.options.get("fused_activation_function"),
+                # A global pool's stride has no effect, and converters write it either way.
+                None if op.opcode.endswith("POOL_2D") and out[1:3] == (1, 1) else (op.options.get("stride_h"), op.options.get("stride_w")),
+                out if spatial else out[-1],
+                tuple(producer.get(i, -1) for i in activations),
+            )
+        )
+    return signature
+
+
+REAL_MODELS = [
+    ("mlperftiny_resnet8_quant", lambda: named_net("resnet8").model, True),
+    ("mlperftiny_kws_ref_model", lambda: named_net("ds_cnn_kws").model, True),
+    ("mlperftiny_ad01_int8", lambda: named_net("fc_autoencoder").model, True),
+    ("coral_mobilenet_v1_0.25_128_quant", lambda: zoo.mobilenet_v1(0.25, 128, 1001), True),
+    # Compared at a small resolution (calibrating at 224 is slow): channels, not spatial shapes.
+    ("coral_tf2_mobilenet_v2_1.0_224_ptq", lambda: zoo.mobilenet_v2(1.0, 32, 1001), False),
+]
+
+
+@pytest.mark.parametrize("stem,build,spatial", REAL_MODELS, ids=[r[0] for r in REAL_MODELS])
+def test_architecture_matches_the_published_model(stem, build, spatial):
+    folder = os.environ.get("CASCADER_MODELS")
+    if not folder:
+        pytest.skip("CASCADER_MODELS is not set")
+    path = Path(folder) / f"{stem}.tflite"
+    if not path.exists():
+        pytest.skip(f"{path.name} is not in CASCADER_MODELS")
+    real, ours = layer_signature(load_model(path), spatial), layer_signature(build(), spatial)
+    if stem.startswith("coral_tf2_mobilenet_v2"):
+        # Same body; the heads differ (MEAN + 1x1 conv there, average pool + dense here).
+        head = next(i for i, s in enumerate(real) if s[0] == "MEAN")
+        real, ours = real[:head], ours[:head]
+    assert ours == real

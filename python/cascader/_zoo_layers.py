@@ -206,6 +206,8 @@ class CalibratedNet:
     """
 
     def __init__(self, seed: int = 0, calibration_samples: int = 16, description: str = "cascader.zoo") -> None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InvalidArgumentError(f"seed must be a non-negative int, got {seed!r}")
         if calibration_samples < 2:
             raise InvalidArgumentError("calibration needs at least 2 samples to estimate a spread")
         self.rng = np.random.default_rng(seed)

@@ -19,6 +19,7 @@ Same arguments (including `seed`) give the same model bytes on the same numpy bu
 
 from __future__ import annotations
 
+import inspect
 from typing import Callable, Sequence
 
 from ._zoo_layers import ACTIVATIONS, Activation, CalibratedNet
@@ -60,9 +61,14 @@ def _positive_alpha(alpha: float) -> float:
     return float(alpha)
 
 
+def _global_average_pool(net: CalibratedNet, x: Activation) -> Activation:
+    """AVERAGE_POOL_2D over the whole feature map, strided by its size as Keras writes it."""
+    return net.pool(x, "AVERAGE", size=x.shape[1:3], stride=x.shape[1:3], padding="VALID", name="global_pool")
+
+
 def _classifier_head(net: CalibratedNet, x: Activation, classes: int) -> Activation:
     """Global average pool, flatten, dense logits: the head of MobileNetV2 and the MLPerf Tiny nets."""
-    x = net.pool(x, "AVERAGE", size=x.shape[1:3], stride=(1, 1), padding="VALID", name="global_pool")
+    x = _global_average_pool(net, x)
     x = net.reshape(x, (1, x.shape[3]), name="flatten")
     return net.fully_connected(x, classes, activation=None, name="logits")
 
@@ -90,7 +96,7 @@ def _mobilenet_v1(alpha: float, resolution: int, classes: int, channels: int, se
     for i, (filters, stride) in enumerate(blocks, start=1):
         x = net.depthwise_conv2d(x, (3, 3), (stride, stride), activation="RELU6", name=f"block{i}/depthwise")
         x = net.conv2d(x, max(1, int(filters * alpha)), (1, 1), activation="RELU6", name=f"block{i}/pointwise")
-    x = net.pool(x, "AVERAGE", size=x.shape[1:3], stride=(1, 1), padding="VALID", name="global_pool")
+    x = _global_average_pool(net, x)
     x = net.conv2d(x, classes, (1, 1), activation=None, name="logits")
     net.output(net.reshape(x, (1, classes), name="flatten"))
     return net
@@ -229,6 +235,10 @@ def get(name: str, **kwargs) -> Model:
         factory = MODELS[name]
     except (KeyError, TypeError):
         raise InvalidArgumentError(f"no zoo model named {name!r}; valid names: {', '.join(sorted(MODELS))}") from None
+    parameters = inspect.signature(factory).parameters
+    unknown = sorted(set(kwargs) - set(parameters))
+    if unknown:
+        raise InvalidArgumentError(f"{name} takes no argument(s) {unknown}; its arguments are {list(parameters)}")
     return factory(**kwargs)
 
 
@@ -325,7 +335,8 @@ SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("dw_3x3_s1_valid_relu6", "depthwise_conv2d", (_HW,), dict(padding="VALID", activation="RELU6")),
     ("dw_5x5_s1_same", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5))),
     ("dw_5x5_s2_same_linear", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5), stride=(2, 2), activation=None)),
-    ("dw_3x3_multiplier2", "depthwise_conv2d", (_HW,), dict(depth_multiplier=2)),
+    # A depth multiplier > 1 maps to the NPU only on a single input channel (Vela's semantic rule).
+    ("dw_3x3_multiplier8_1ch", "depthwise_conv2d", ((1, 16, 16, 1),), dict(depth_multiplier=8)),
     ("maxpool_2x2_s2_valid", "pool", (_HW,), dict(kind="MAX")),
     ("maxpool_3x3_s2_same", "pool", (_HW,), dict(kind="MAX", size=(3, 3), stride=(2, 2), padding="SAME")),
     ("avgpool_2x2_s2_valid", "pool", (_HW,), dict(kind="AVERAGE")),
@@ -347,6 +358,6 @@ SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
 def single_op_cases() -> list[tuple[str, Model]]:
     """Small single-operator models (seed 0) covering the common kernel, stride and padding
     cases of `SINGLE_OP_CASES`: conv 1x1/3x3/5x5/7x7, strides 1 and 2, SAME and VALID,
-    dilation, depthwise 3x3/5x5 and multiplier 2, max and average pool, ADD/MUL with and
+    dilation, depthwise 3x3/5x5 and a depth multiplier, max and average pool, ADD/MUL with and
     without broadcast, FULLY_CONNECTED and PAD."""
     return [(name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in SINGLE_OP_CASES]
