@@ -172,7 +172,8 @@ def mobilenet_v2_expected(alpha: float) -> tuple[int, list[int]]:
         return r + 8 if r < 0.9 * v else r
 
     adds, channels, c_in = 0, [], divisible(32 * alpha)
-    for _, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
+    table = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+    for _, c, n, s in table:
         c_out = divisible(c * alpha)
         for i in range(n):
             adds += (s if i == 0 else 1) == 1 and c_in == c_out
@@ -183,7 +184,8 @@ def mobilenet_v2_expected(alpha: float) -> tuple[int, list[int]]:
 
 @pytest.mark.parametrize("alpha,resolution", [(0.35, 96), (1.0, 32), (0.5, 48)])
 def test_mobilenet_v2_structure(alpha, resolution):
-    model = named_net("mobilenet_v2").model if (alpha, resolution) == (0.35, 96) else zoo.mobilenet_v2(alpha, resolution, classes=5)
+    default = (alpha, resolution) == (0.35, 96)
+    model = named_net("mobilenet_v2").model if default else zoo.mobilenet_v2(alpha, resolution, classes=5)
     ops = opcodes(model)
     adds, channels = mobilenet_v2_expected(alpha)
     assert adds == 10  # the architecture's residual connections, whatever alpha is
@@ -191,8 +193,8 @@ def test_mobilenet_v2_structure(alpha, resolution):
     assert ops.count("DEPTHWISE_CONV_2D") == 17
     assert ops.count("CONV_2D") == 1 + 16 + 17 + 1  # stem, expansions (not block 0), projections, last
     assert ops.count("FULLY_CONNECTED") == 1
-    projections = [s[0] for s in weight_shapes(model, "CONV_2D")]
-    projections = [projections[i] for i, t in enumerate(model.main.tensors[op.inputs[1]].name for op in model.main.operators if op.opcode == "CONV_2D") if "project" in t]
+    convs = [op for op in model.main.operators if op.opcode == "CONV_2D"]
+    projections = [model.main.tensors[op.inputs[1]].shape[0] for op in convs if "project" in model.main.tensors[op.outputs[0]].name]
     assert projections == channels
     assert weight_shapes(model, "CONV_2D")[-1][0] == 1280
     # Each ADD joins a block's input with its linear projection (no activation on either).
@@ -276,7 +278,8 @@ def test_public_single_op_functions_match_the_case_table():
     cases = dict(zoo.single_op_cases())
     hw = (1, 16, 16, 8)
     assert save_model(zoo.conv2d(hw, 16, stride=(2, 2))) == save_model(cases["conv_3x3_s2_same"])
-    assert save_model(zoo.depthwise_conv2d((1, 16, 16, 1), depth_multiplier=8)) == save_model(cases["dw_3x3_multiplier8_1ch"])
+    multiplier = zoo.depthwise_conv2d((1, 16, 16, 1), depth_multiplier=8)
+    assert save_model(multiplier) == save_model(cases["dw_3x3_multiplier8_1ch"])
     assert save_model(zoo.pool(hw, "AVERAGE")) == save_model(cases["avgpool_2x2_s2_valid"])
     assert save_model(zoo.add(hw, (1, 1, 1, 8))) == save_model(cases["add_broadcast_channel"])
     assert save_model(zoo.mul(hw)) == save_model(cases["mul"])
@@ -398,13 +401,15 @@ def layer_signature(model, spatial: bool = True) -> list[tuple]:
         weighted = op.opcode in WEIGHTED
         activations = op.inputs[:1] if weighted or op.opcode in SAME_QUANT else op.inputs
         out = g.tensors[op.outputs[0]].shape
+        stride = (op.options.get("stride_h"), op.options.get("stride_w"))
+        if op.opcode.endswith("POOL_2D") and out[1:3] == (1, 1):
+            stride = None  # a global pool's stride has no effect, and converters write it either way
         signature.append(
             (
                 op.opcode,
                 g.tensors[op.inputs[1]].shape if weighted else None,
                 op.options.get("fused_activation_function"),
-                # A global pool's stride has no effect, and converters write it either way.
-                None if op.opcode.endswith("POOL_2D") and out[1:3] == (1, 1) else (op.options.get("stride_h"), op.options.get("stride_w")),
+                stride,
                 out if spatial else out[-1],
                 tuple(producer.get(i, -1) for i in activations),
             )

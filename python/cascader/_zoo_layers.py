@@ -146,7 +146,9 @@ def _windows(x: np.ndarray, kernel, stride, dilation, padding, fill: float):
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             y0, x0 = i * dilation[0], j * dilation[1]
-            yield i, j, xp[:, y0 : y0 + (oh - 1) * stride[0] + 1 : stride[0], x0 : x0 + (ow - 1) * stride[1] + 1 : stride[1], :]
+            rows = slice(y0, y0 + (oh - 1) * stride[0] + 1, stride[0])
+            cols = slice(x0, x0 + (ow - 1) * stride[1] + 1, stride[1])
+            yield i, j, xp[:, rows, cols, :]
 
 
 def conv2d_float(x, w, stride, dilation, padding) -> np.ndarray:
@@ -313,7 +315,8 @@ class CalibratedNet:
         for axis in (1, 2):
             output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
         cin = x.shape[3]
-        w = self.rng.normal(0.0, math.sqrt(2.0 / (kernel[0] * kernel[1] * cin)), size=(filters, *kernel, cin)).astype(np.float32)
+        std = math.sqrt(2.0 / (kernel[0] * kernel[1] * cin))  # He initialisation
+        w = self.rng.normal(0.0, std, size=(filters, *kernel, cin)).astype(np.float32)
         stem = self._name(name)
 
         def forward(weights):
@@ -414,7 +417,9 @@ class CalibratedNet:
         return out
 
     # -- layers without weights --------------------------------------------------------------
-    def pool(self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool") -> Activation:
+    def pool(
+        self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool"
+    ) -> Activation:
         if kind not in ("MAX", "AVERAGE"):
             raise InvalidArgumentError(f"pool kind must be 'MAX' or 'AVERAGE', got {kind!r}")
         size, stride = _pair(size, "pool size"), _pair(stride, "pool stride")
@@ -446,7 +451,8 @@ class CalibratedNet:
         try:
             np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
-            raise InvalidArgumentError(f"{opcode} operand shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+            shapes = f"{list(a.shape)} and {list(b.shape)}"
+            raise InvalidArgumentError(f"{opcode} operand shapes {shapes} do not broadcast") from None
         value = a.value + b.value if opcode == "ADD" else a.value * b.value
         out = self._activation(self._name(name), apply_activation(value, activation), activation=activation)
         self._op(opcode, [a.index, b.index], [out.index], {"fused_activation_function": activation or "NONE"})

@@ -55,10 +55,12 @@ def _positive_int(value: int, what: str) -> int:
     return value
 
 
-def _positive_alpha(alpha: float) -> float:
+def _check_image_network(alpha: float, resolution: int, classes: int, channels: int) -> None:
     if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha > 0:
         raise InvalidArgumentError(f"alpha (the width multiplier) must be a positive number, got {alpha!r}")
-    return float(alpha)
+    _positive_int(resolution, "resolution")
+    _positive_int(classes, "classes")
+    _positive_int(channels, "channels")
 
 
 def _global_average_pool(net: CalibratedNet, x: Activation) -> Activation:
@@ -87,8 +89,7 @@ def mobilenet_v1(alpha: float = 0.25, resolution: int = 96, classes: int = 2, ch
 
 
 def _mobilenet_v1(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
-    alpha = _positive_alpha(alpha)
-    resolution, classes, channels = (_positive_int(v, n) for v, n in ((resolution, "resolution"), (classes, "classes"), (channels, "channels")))
+    _check_image_network(alpha, resolution, classes, channels)
     net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v1 alpha={alpha} resolution={resolution}")
     x = net.input((1, resolution, resolution, channels))
     x = net.conv2d(x, max(1, int(32 * alpha)), (3, 3), (2, 2), activation="RELU6", name="conv1")
@@ -109,7 +110,9 @@ def _make_divisible(value: float, divisor: int = 8) -> int:
 
 
 # (expansion t, output channels c, repeats n, first stride s), from the MobileNetV2 paper, table 2.
-MOBILENET_V2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+MOBILENET_V2_BLOCKS = (
+    (1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)
+)
 
 
 def mobilenet_v2(alpha: float = 0.35, resolution: int = 96, classes: int = 2, channels: int = 3, seed: int = 0) -> Model:
@@ -125,8 +128,7 @@ def mobilenet_v2(alpha: float = 0.35, resolution: int = 96, classes: int = 2, ch
 
 
 def _mobilenet_v2(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
-    alpha = _positive_alpha(alpha)
-    resolution, classes, channels = (_positive_int(v, n) for v, n in ((resolution, "resolution"), (classes, "classes"), (channels, "channels")))
+    _check_image_network(alpha, resolution, classes, channels)
     net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v2 alpha={alpha} resolution={resolution}")
     x = net.input((1, resolution, resolution, channels))
     x = net.conv2d(x, _make_divisible(32 * alpha), (3, 3), (2, 2), activation="RELU6", name="conv1")
@@ -284,9 +286,8 @@ def depthwise_conv2d(
     seed: int = 0,
 ) -> Model:
     """One DEPTHWISE_CONV_2D on an NHWC int8 input."""
-    params = dict(
-        kernel=kernel, stride=stride, padding=padding, depth_multiplier=depth_multiplier, dilation=dilation, activation=activation
-    )
+    params = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation, activation=activation)
+    params["depth_multiplier"] = depth_multiplier
     return _single_op_net("depthwise_conv2d", [input_shape], seed, **params).build()
 
 
