@@ -336,7 +336,8 @@ SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("dw_3x3_s1_valid_relu6", "depthwise_conv2d", (_HW,), dict(padding="VALID", activation="RELU6")),
     ("dw_5x5_s1_same", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5))),
     ("dw_5x5_s2_same_linear", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5), stride=(2, 2), activation=None)),
-    # A depth multiplier > 1 maps to the NPU only on a single input channel (Vela's semantic rule).
+    ("dw_3x3_multiplier2", "depthwise_conv2d", (_HW,), dict(depth_multiplier=2)),
+    # The depth-multiplier form of Vela's semantic rule: one input channel, OFM depth = multiplier.
     ("dw_3x3_multiplier8_1ch", "depthwise_conv2d", ((1, 16, 16, 1),), dict(depth_multiplier=8)),
     ("maxpool_2x2_s2_valid", "pool", (_HW,), dict(kind="MAX")),
     ("maxpool_3x3_s2_same", "pool", (_HW,), dict(kind="MAX", size=(3, 3), stride=(2, 2), padding="SAME")),
