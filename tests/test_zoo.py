@@ -142,10 +142,10 @@ def test_outputs_vary_and_are_not_saturated(kind, name):
     zero_point = int(model.main.tensors[model.main.outputs[0]].quantization.zero_point[0])
     assert len({o.tobytes() for o in outputs}) == len(outputs), "different inputs gave the same output"
     assert len(np.unique(outputs)) >= min(10, outputs[0].size)
-    # Measured on networks: at most 6% saturated (mobilenet_v2); single ops at most 5%.
+    # Measured (seed 0, 8 inputs): at most 6.3% saturated (mobilenet_v1/v2); smallest mean spread 10.7 LSB.
     assert saturated(outputs, zero_point).mean() <= 0.15
     # Each output element moves with the input, by several LSBs on average.
-    assert outputs.astype(np.float64).std(axis=0).mean() >= 3.0
+    assert outputs.astype(np.float64).std(axis=0).mean() >= 5.0
 
 
 # -- the architectures ------------------------------------------------------------------------------
