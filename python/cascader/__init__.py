@@ -2,7 +2,9 @@
 
 from . import _core
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
+from .inspection import Inspection, inspect
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
+from . import zoo
 
 __version__ = "0.1.0"
 
@@ -10,6 +12,7 @@ __all__ = [
     "BinaryError",
     "BudgetError",
     "CascaderError",
+    "Inspection",
     "InvalidArgumentError",
     "Model",
     "ModelError",
@@ -17,6 +20,7 @@ __all__ = [
     "Quantization",
     "SubGraph",
     "Tensor",
+    "inspect",
     "load_model",
     "save_model",
 ]
