@@ -115,19 +115,6 @@ def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> Vela
     return VelaOutput(target, cycles, sram)
 
 
-def reference_model(model_path: str | os.PathLike) -> Model:
-    """The original model, with per-channel `quantized_dimension`s that point past a tensor's
-    rank reset to 0. Some TOCO-era models (tflm_person_detect) carry axis 3 on 1-D biases,
-    which LiteRT rejects at load; the axis has no meaning there, so this changes no value."""
-    model = load_model(model_path)
-    for sg in model.subgraphs:
-        for t in sg.tensors:
-            q = t.quantization
-            if q is not None and q.quantized_dimension >= max(len(t.shape), 1):
-                q.quantized_dimension = 0
-    return model
-
-
 @dataclass
 class Validation:
     model: str
@@ -153,7 +140,7 @@ def validate(
     """Simulate `binary` and compare with the reference interpreter on the original model."""
     name = Path(model_path).stem
     result = Validation(name, config_label, None, vela_cycles=vela_cycles)
-    original = reference_model(model_path)
+    original = load_model(model_path)
     ref = ReferenceInterpreter(original)
     binary_model = binary if isinstance(binary, Model) else load_model(binary)
     exact = True

@@ -78,14 +78,17 @@ def npu_calls(model: Model, subgraph: int = 0) -> list[NpuCall]:
                 "flash, scratch and scratch_fast tensors first"
             )
         cmd, flash, scratch, scratch_fast = op.inputs[:4]
-        for role, t in (("command stream", cmd), ("flash", flash)):
-            if t < 0 or sg.tensors[t].data is None:
-                raise BinaryError(f"operator {index} (ethos-u): the {role} tensor is not a constant")
+        if cmd < 0 or sg.tensors[cmd].data is None:
+            raise BinaryError(f"operator {index} (ethos-u): the command stream tensor is not a constant")
+        if flash < 0:
+            raise BinaryError(f"operator {index} (ethos-u): no flash tensor")
+        # An operation without weights, biases or LUTs gets an empty flash tensor (no buffer).
+        flash_bytes = sg.tensors[flash].data.tobytes() if sg.tensors[flash].data is not None else b""
         calls.append(
             NpuCall(
                 index=index,
                 payload=sg.tensors[cmd].data.tobytes(),
-                flash=np.frombuffer(sg.tensors[flash].data.tobytes(), dtype=np.uint8),
+                flash=np.frombuffer(flash_bytes, dtype=np.uint8),
                 scratch_tensor=scratch,
                 scratch_fast_tensor=scratch_fast,
                 ifms=tuple(op.inputs[4:]),

@@ -123,6 +123,9 @@ void check_extent(const NpuOperation& op, const FeatureMap& fm, const RegionMemo
   if (H > fm.height1 && W > fm.width0) check(H - 1, W - 1);
 }
 
+// n / d (d > 0) rounded half away from zero.
+int64_t divide_half_away(int64_t n, int64_t d) { return n >= 0 ? (n + d / 2) / d : -((-n + d / 2) / d); }
+
 }  // namespace
 
 int64_t scale_accumulator(int64_t acc, uint32_t scale, int shift, Rounding rounding) {
@@ -314,6 +317,7 @@ void Executor::block(const NpuOperation& op) {
     stats_.macs += static_cast<uint64_t>(OH) * OW * OC * kh * kw * (op.kind == OpKind::Depthwise ? 1 : IC);
   } else if (op.kind == OpKind::Pool) {
     const auto mode = static_cast<PoolMode>(op.sub_op);
+    const bool padded = op.padding.top || op.padding.left || op.padding.bottom || op.padding.right;
     for (int oy = 0; oy < OH; ++oy) {
       for (int ox = 0; ox < OW; ++ox) {
         if (mode == PoolMode::ReduceSum) {
@@ -347,10 +351,12 @@ void Executor::block(const NpuOperation& op) {
             }
           }
           if (count == 0) fail(op, "pooling window entirely in padding");
-          if (mode == PoolMode::Average && !op.global_scale) {
-            // Padded average: the hardware divides by the number of valid elements,
-            // rounding half away from zero as TFLite's reference does.
-            acc = acc >= 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+          if (mode == PoolMode::Average && padded) {
+            // With IFM padding the NPU itself divides by the number of valid (non-padding)
+            // elements, then OFM_SCALE rescales. The division rounds half away from zero:
+            // that is what makes Vela's padded average pools bit-exact (it emits NATURAL
+            // rounding with a 1.0 rescale there), so the rounding mode does not apply to it.
+            acc = divide_half_away(acc, count);
           }
           res(oy, ox, c) = acc;
         }
