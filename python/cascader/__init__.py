@@ -3,6 +3,7 @@
 from . import _core
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
 from .inspection import Inspection, inspect
+from .sim import simulate
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
 from . import zoo
 
@@ -23,4 +24,5 @@ __all__ = [
     "inspect",
     "load_model",
     "save_model",
+    "simulate",
 ]
