@@ -454,9 +454,11 @@ void Executor::block(const NpuOperation& op) {
   const bool lut = f >= 16;
   const uint8_t* table = nullptr;
   if (lut) {
-    if (element_size(ot) == 2) fail(op, "16-bit LUT activations are not supported by the simulator");
+    // LUTs live in the last 2 KiB of the SHRAM, in 256-byte slots: 256 bytes for 8-bit
+    // outputs, 1 KiB (256 words) for 32-bit outputs, all 2 KiB (512 base/slope words) for 16-bit.
     const size_t at = shram_.size() - 2048 + static_cast<size_t>(f - 16) * 256;
-    if (at + (element_size(ot) == 4 ? 1024 : 256) > shram_.size()) fail(op, "LUT slot beyond the SHRAM");
+    const size_t table_bytes = element_size(ot) == 1 ? 256 : element_size(ot) == 4 ? 1024 : 2048;
+    if (at + table_bytes > shram_.size()) fail(op, "LUT slot beyond the SHRAM");
     table = shram_.data() + at;
   }
   const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
@@ -483,7 +485,14 @@ void Executor::block(const NpuOperation& op) {
         // them to 8/16 bits (a 32-bit LUT's index).
         if (oes <= 2 || op.activation.clip_range != 0) v += op.ofm.zero_point;
         v = std::clamp(v, lo, hi);
-        if (lut) {
+        if (lut && oes == 2) {
+          // 512 words of (slope << 16 | base) over the 16-bit range, linearly interpolated
+          // between entries over the low 7 bits, as TFLite's int16 LUT lookup does.
+          const int u = static_cast<int>(v - (is_signed(ot) ? -32768 : 0));
+          const int64_t word = load(table + 4 * (u >> 7), DataType::S32);
+          const int64_t base = static_cast<int16_t>(word & 0xFFFF), slope = static_cast<int16_t>((word >> 16) & 0xFFFF);
+          v = std::clamp<int64_t>(base + ((slope * (u & 0x7F) + 64) >> 7), type_min(ot), type_max(ot));
+        } else if (lut) {
           const int index = static_cast<int>(v - (is_signed(ot) || oes == 4 ? -128 : 0));
           if (index < 0 || index > 255) fail(op, "LUT index out of range");
           v = oes == 4 ? load(table + 4 * index, DataType::S32) : load(table + index, ot);
