@@ -128,13 +128,7 @@ void bind_sim(py::module_& m) {
         sim::ExecutionStats st;
         {
           py::gil_scoped_release release;
-          if (stop_after < 0) {
-            st = ex.run(cs);
-          } else {
-            for (size_t i = 0; i < cs.operations.size() && i < static_cast<size_t>(stop_after); ++i) {
-              ex.execute(cs.operations[i]);
-            }
-          }
+          st = stop_after < 0 ? ex.run(cs) : ex.run(cs, static_cast<size_t>(stop_after));
         }
         return py::dict(py::arg("operations") = st.operations, py::arg("dma_bytes") = st.dma_bytes,
                         py::arg("macs") = st.macs);

@@ -69,6 +69,12 @@ bool known_cmd1(uint32_t op) {
          (op >= IFM2_BASE0 && op <= IFM2_STRIDE_C) || (op >= WEIGHT1_BASE && op <= SCALE1_LENGTH);
 }
 
+std::string hex(uint32_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
 [[noreturn]] void fail(size_t offset, const std::string& what) {
   std::ostringstream s;
   s << "command stream word " << offset << ": " << what;
@@ -280,18 +286,15 @@ CommandStream decode_command_stream(const uint32_t* words, size_t count) {
     const uint32_t param = w >> 16;
     const uint32_t mode = (code >> 14) & 3;
     const uint32_t op = code & 0x3FF;
-    if ((code >> 10) & 0xF) fail(offset, "reserved bits set in command word 0x" + [&] {
-        std::ostringstream s; s << std::hex << w; return s.str(); }());
+    if ((code >> 10) & 0xF) fail(offset, "reserved bits set in command word " + hex(w));
     if (mode == 1) {
-      if (!known_cmd1(op)) fail(offset, "unknown cmd1 opcode 0x" + [&] {
-          std::ostringstream s; s << std::hex << op; return s.str(); }());
+      if (!known_cmd1(op)) fail(offset, "unknown cmd1 opcode " + hex(op));
       if (i >= count) fail(offset, "truncated cmd1: payload word missing");
       r.r1[op] = (static_cast<uint64_t>(param) << 32) | words[i++];
       continue;
     }
     if (mode != 0) fail(offset, "reserved payload size " + std::to_string(mode));
-    if (!known_cmd0(op)) fail(offset, "unknown cmd0 opcode 0x" + [&] {
-        std::ostringstream s; s << std::hex << op; return s.str(); }());
+    if (!known_cmd0(op)) fail(offset, "unknown cmd0 opcode " + hex(op));
     if (op >= 0x100) {
       r.r0[op] = static_cast<uint16_t>(param);
       continue;

@@ -150,9 +150,10 @@ int64_t scale_accumulator(int64_t acc, uint32_t scale, int shift, Rounding round
 Executor::Executor(const NpuConfig& config, const std::array<RegionMemory, 8>& regions)
     : config_(config), regions_(regions), shram_(static_cast<size_t>(config.shram_kib) * 1024, 0) {}
 
-ExecutionStats Executor::run(const CommandStream& stream) {
+ExecutionStats Executor::run(const CommandStream& stream, size_t max_operations) {
   stats_ = {};
-  for (const NpuOperation& op : stream.operations) execute(op);
+  const size_t n = std::min(max_operations, stream.operations.size());
+  for (size_t i = 0; i < n; ++i) execute(stream.operations[i]);
   return stats_;
 }
 

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "cascader/sim/command_stream.hpp"
@@ -35,9 +36,10 @@ class Executor {
  public:
   Executor(const NpuConfig& config, const std::array<RegionMemory, 8>& regions);
 
-  // Runs every operation in order. Vela's waits only order work that is already ordered
-  // here, so sequential execution gives the hardware's results.
-  ExecutionStats run(const CommandStream& stream);
+  // Runs the operations in order (at most `max_operations` of them, to inspect
+  // intermediates). Vela's waits only order work that is already ordered here, so
+  // sequential execution gives the hardware's results.
+  ExecutionStats run(const CommandStream& stream, size_t max_operations = std::numeric_limits<size_t>::max());
 
   void execute(const NpuOperation& op);
 
