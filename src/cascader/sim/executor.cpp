@@ -63,12 +63,6 @@ void store(uint8_t* p, DataType t, int64_t v) {
   for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(u >> (8 * i));
 }
 
-// A dense H x W x C view of a feature map, zero point removed.
-struct Dense {
-  int h = 0, w = 0, c = 0;
-  std::vector<int64_t> v;
-  const int64_t* at(int y, int x) const { return v.data() + (static_cast<size_t>(y) * w + x) * c; }
-};
 
 int64_t rounding_right_shift(i128 x, int e) {
   // TensorFlow Lite's RoundingDivideByPOT: round half away from zero.
@@ -199,249 +193,290 @@ void Executor::dma(const NpuOperation& op) {
   stats_.dma_bytes += n;
 }
 
+namespace {
+
+// The operation's extents. The IFM extent is what the kernel can reach minus the padding:
+// the registers give only the OFM shape and the IFM depth.
+struct Geometry {
+  int OH, OW, OC, IH, IW, IC;
+  int kh, kw;  // undilated kernel
+  int sy, sx, dy, dx, pt, pl;
+  bool depthwise;
+
+  // Input row/column of kernel tap k for output o, or -1 when it falls in the padding.
+  int in_y(int oy, int ky) const { const int y = oy * sy - pt + ky * dy; return y >= 0 && y < IH ? y : -1; }
+  int in_x(int ox, int kx) const { const int x = ox * sx - pl + kx * dx; return x >= 0 && x < IW ? x : -1; }
+  size_t index(int y, int x, int c) const { return (static_cast<size_t>(y) * OW + x) * OC + c; }
+};
+
+Geometry geometry(const NpuOperation& op) {
+  Geometry g{};
+  g.OH = op.ofm.height;
+  g.OW = op.ofm.width;
+  g.OC = op.ofm.depth;
+  g.depthwise = op.kind == OpKind::Depthwise;
+  g.kh = (op.kernel.height - 1) / op.kernel.dilation_y + 1;
+  g.kw = (op.kernel.width - 1) / op.kernel.dilation_x + 1;
+  g.sy = op.kernel.stride_y;
+  g.sx = op.kernel.stride_x;
+  g.dy = op.kernel.dilation_y;
+  g.dx = op.kernel.dilation_x;
+  g.pt = op.padding.top;
+  g.pl = op.padding.left;
+  g.IH = g.OH;
+  g.IW = g.OW;
+  if (op.kind != OpKind::Elementwise) {
+    g.IH = (g.OH - 1) * g.sy + op.kernel.height - op.padding.top - op.padding.bottom;
+    g.IW = (g.OW - 1) * g.sx + op.kernel.width - op.padding.left - op.padding.right;
+    if (g.IH < 1 || g.IW < 1) fail(op, "padding leaves an empty IFM");
+  }
+  g.IC = g.depthwise ? g.OC : op.ifm.depth;
+  if (op.kind == OpKind::Elementwise && op.ifm.depth != g.OC) fail(op, "elementwise IFM depth differs from OFM depth");
+  if (op.kind == OpKind::Pool && op.sub_op != static_cast<int>(PoolMode::ReduceSum) && g.IC != g.OC) {
+    fail(op, "pooling IFM depth differs from OFM depth");
+  }
+  return g;
+}
+
+// Accumulators (bias included) of a convolution or depthwise convolution; weights are OHWI.
+std::vector<int64_t> convolve(const Geometry& g, const Dense& ifm, const std::vector<int16_t>& w,
+                              const std::vector<emit::BiasScale>& bias) {
+  std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
+  const int wi = g.depthwise ? 1 : g.IC;
+  for (int oy = 0; oy < g.OH; ++oy) {
+    for (int ox = 0; ox < g.OW; ++ox) {
+      for (int o = 0; o < g.OC; ++o) {
+        int64_t a = bias[static_cast<size_t>(o)].bias;
+        for (int ky = 0; ky < g.kh; ++ky) {
+          const int iy = g.in_y(oy, ky);
+          if (iy < 0) continue;
+          for (int kx = 0; kx < g.kw; ++kx) {
+            const int ix = g.in_x(ox, kx);
+            if (ix < 0) continue;
+            const int16_t* wk = w.data() + ((static_cast<size_t>(o) * g.kh + ky) * g.kw + kx) * wi;
+            const int64_t* in = ifm.at(iy, ix);
+            if (g.depthwise) {
+              a += in[o] * wk[0];
+            } else {
+              for (int i = 0; i < g.IC; ++i) a += in[i] * wk[i];
+            }
+          }
+        }
+        acc[g.index(oy, ox, o)] = a;
+      }
+    }
+  }
+  return acc;
+}
+
+std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense& ifm) {
+  std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
+  const auto mode = static_cast<PoolMode>(op.sub_op);
+  const bool padded = op.padding.top || op.padding.left || op.padding.bottom || op.padding.right;
+  if (mode == PoolMode::ReduceSum && g.OC != 1) fail(op, "REDUCE_SUM needs an OFM depth of 1");
+  for (int oy = 0; oy < g.OH; ++oy) {
+    for (int ox = 0; ox < g.OW; ++ox) {
+      if (mode == PoolMode::ReduceSum) {
+        // Sums the window over every IFM channel into the single OFM channel.
+        int64_t a = 0;
+        for (int ky = 0; ky < g.kh; ++ky) {
+          const int iy = g.in_y(oy, ky);
+          if (iy < 0) continue;
+          for (int kx = 0; kx < g.kw; ++kx) {
+            const int ix = g.in_x(ox, kx);
+            if (ix < 0) continue;
+            for (int c = 0; c < g.IC; ++c) a += ifm.at(iy, ix)[c];
+          }
+        }
+        acc[g.index(oy, ox, 0)] = a;
+        continue;
+      }
+      for (int c = 0; c < g.OC; ++c) {
+        int64_t a = mode == PoolMode::Max ? std::numeric_limits<int64_t>::min() : 0;
+        int count = 0;
+        for (int ky = 0; ky < g.kh; ++ky) {
+          const int iy = g.in_y(oy, ky);
+          if (iy < 0) continue;
+          for (int kx = 0; kx < g.kw; ++kx) {
+            const int ix = g.in_x(ox, kx);
+            if (ix < 0) continue;
+            const int64_t v = ifm.at(iy, ix)[c];
+            a = mode == PoolMode::Max ? std::max(a, v) : a + v;
+            ++count;
+          }
+        }
+        if (count == 0) fail(op, "pooling window entirely in padding");
+        if (mode == PoolMode::Average && padded) {
+          // With IFM padding the NPU itself divides by the number of valid (non-padding)
+          // elements, then OFM_SCALE rescales. The division rounds half away from zero:
+          // that is what makes Vela's padded average pools bit-exact (it emits NATURAL
+          // rounding with a 1.0 rescale there), so the rounding mode does not apply to it.
+          a = divide_half_away(a, count);
+        }
+        acc[g.index(oy, ox, c)] = a;
+      }
+    }
+  }
+  return acc;
+}
+
+// ADD/SUB input scaling. Mode 0 multiplies both operands by their 16-bit scales. Modes 1/2
+// rescale one operand with the 32-bit OPA scale and shift; the other keeps the fixed left
+// shift that Vela's scale choice assumes (input shift 20 - 1 for 8-bit, 15 - 1 for 16-bit).
+std::pair<int64_t, int64_t> scale_operands(const NpuOperation& op, int64_t a, int64_t b, int ifm_bits) {
+  if (op.ifm_scale_mode == 0) return {a * op.opa_scale, b * op.opb_scale};
+  const int unscaled_shift = ifm_bits == 8 ? 19 : 14;
+  const int64_t scaled = op.ifm_scale_mode == 1 ? a : b;
+  const int64_t plain = (op.ifm_scale_mode == 1 ? b : a) * (int64_t{1} << unscaled_shift);
+  const int64_t s = scale_accumulator(scaled, op.opa_scale, op.opa_shift, op.ifm_rounding);
+  return op.ifm_scale_mode == 1 ? std::make_pair(s, plain) : std::make_pair(plain, s);
+}
+
+int64_t elementwise_value(const NpuOperation& op, int64_t a, int64_t b, int ifm_bits) {
+  switch (static_cast<ElementwiseMode>(op.sub_op)) {
+    case ElementwiseMode::Add: {
+      const auto [sa, sb] = scale_operands(op, a, b, ifm_bits);
+      return sa + sb;
+    }
+    case ElementwiseMode::Sub: {
+      const auto [sa, sb] = scale_operands(op, a, b, ifm_bits);
+      return sa - sb;
+    }
+    case ElementwiseMode::Mul: return a * b;
+    case ElementwiseMode::Min: return std::min(a, b);
+    case ElementwiseMode::Max: return std::max(a, b);
+    case ElementwiseMode::Abs: return a < 0 ? -a : a;
+    case ElementwiseMode::Clz: {
+      const uint32_t u = static_cast<uint32_t>(a);
+      return u == 0 ? 32 : __builtin_clz(u);
+    }
+    case ElementwiseMode::Shl:
+      return static_cast<int32_t>(static_cast<uint32_t>(a) << std::clamp<int64_t>(b, 0, 31));
+    case ElementwiseMode::Shr: {
+      const int shift = static_cast<int>(std::clamp<int64_t>(b, 0, 31));
+      // TRUNCATE on SHR is taken as a plain arithmetic shift (no Vela output uses it).
+      return op.rounding == Rounding::Truncate ? a >> shift : shift_accumulator(a, shift, op.rounding);
+    }
+    case ElementwiseMode::LRelu:
+      break;
+  }
+  fail(op, "elementwise LRELU is not supported by the simulator");
+}
+
+std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, const Dense& ifm, const Dense& ifm2) {
+  std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
+  const int ifm_bits = 8 * element_size(op.ifm.dtype);
+  for (int y = 0; y < g.OH; ++y) {
+    for (int x = 0; x < g.OW; ++x) {
+      for (int c = 0; c < g.OC; ++c) {
+        int64_t a = ifm.at(y, x)[c];
+        int64_t b = 0;
+        if (op.has_ifm2()) {
+          b = op.ifm2_is_scalar ? op.ifm2_scalar - op.ifm2.zero_point
+                                : ifm2.at(op.broadcast_h ? 0 : y, op.broadcast_w ? 0 : x)[op.broadcast_c ? 0 : c];
+        }
+        if (op.reversed_operands) std::swap(a, b);
+        acc[g.index(y, x, c)] = elementwise_value(op, a, b, ifm_bits);
+      }
+    }
+  }
+  return acc;
+}
+
+}  // namespace
+
+Dense Executor::read_map(const NpuOperation& op, const FeatureMap& fm, int H, int W, int C, int upscale,
+                         const char* what) {
+  Dense d;
+  d.h = H;
+  d.w = W;
+  d.c = C;
+  const int es = element_size(fm.dtype);
+  const RegionMemory& mem = regions_[static_cast<size_t>(fm.region)];
+  check_extent(op, fm, mem, upscale ? (H + 1) / 2 : H, upscale ? (W + 1) / 2 : W, C, what);
+  d.v.assign(static_cast<size_t>(H) * W * C, 0);
+  for (int y = 0; y < H; ++y) {
+    for (int x = 0; x < W; ++x) {
+      if (upscale == 2 && ((y | x) & 1)) continue;  // transpose upscale inserts zeros
+      const int py = upscale ? y / 2 : y, px = upscale ? x / 2 : x;
+      int64_t* out = d.v.data() + (static_cast<size_t>(y) * W + x) * C;
+      for (int c = 0; c < C; ++c) {
+        const uint64_t a = fm.address(py, px, c);
+        if (a > mem.size || static_cast<uint64_t>(es) > mem.size - a) {
+          std::ostringstream s;
+          s << what << " element (" << py << "," << px << "," << c << ") at 0x" << std::hex << a
+            << " is beyond region " << std::dec << fm.region << " (" << mem.size << " bytes)";
+          fail(op, s.str());
+        }
+        out[c] = load(mem.data + a, fm.dtype) - fm.zero_point;
+      }
+    }
+  }
+  return d;
+}
+
+std::vector<int16_t> Executor::weights(const NpuOperation& op, int kh, int kw, int ifm_depth) {
+  const uint8_t* wp = bytes(op, op.weights.region, op.weights.address, op.weights.length, "weight stream");
+  emit::WeightLayout layout;
+  layout.ofm_depth = op.ofm.depth;
+  layout.kernel_height = kh;
+  layout.kernel_width = kw;
+  layout.ifm_depth = ifm_depth;
+  layout.ofm_block_depth = op.block_depth;
+  layout.depthwise = op.kind == OpKind::Depthwise;
+  layout.part_kernel_first = op.kernel.part_kernel_first;
+  layout.ifm_bits = 8 * element_size(op.ifm.dtype);
+  layout.dilation_x = op.kernel.dilation_x;
+  layout.dilation_y = op.kernel.dilation_y;
+  layout.ifm_ublock_depth = config_.ifm_ublock_depth();
+  layout.ofm_ublock_depth = config_.ofm_ublock_depth();
+  if (layout.ifm_bits > 16) fail(op, "convolution IFM must be 8 or 16 bits");
+  return emit::unpack_weights(emit::decode_weight_stream(wp, op.weights.length), layout);
+}
+
 void Executor::block(const NpuOperation& op) {
   if (op.acc_format == 2) fail(op, "the FP S5.10 accumulator format is not supported by the simulator");
   const int f = op.activation.function;
   if (f == 3 || f == 4) fail(op, "the built-in TANH/SIGMOID activations (int16) are not supported by the simulator");
-  const int OH = op.ofm.height, OW = op.ofm.width, OC = op.ofm.depth;
-  const bool elementwise = op.kind == OpKind::Elementwise;
-  const int kh = (op.kernel.height - 1) / op.kernel.dilation_y + 1;
-  const int kw = (op.kernel.width - 1) / op.kernel.dilation_x + 1;
-  const int sy = op.kernel.stride_y, sx = op.kernel.stride_x, dy = op.kernel.dilation_y, dx = op.kernel.dilation_x;
-  const int pt = op.padding.top, pl = op.padding.left;
+  const Geometry g = geometry(op);
+  const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
 
-  // Logical IFM extent: the rows and columns the kernel can reach, minus the padding.
-  int IH = OH, IW = OW;
-  if (!elementwise) {
-    IH = (OH - 1) * sy + op.kernel.height - op.padding.top - op.padding.bottom;
-    IW = (OW - 1) * sx + op.kernel.width - op.padding.left - op.padding.right;
-    if (IH < 1 || IW < 1) fail(op, "padding leaves an empty IFM");
-  }
-  const int IC = (op.kind == OpKind::Depthwise) ? OC : op.ifm.depth;
-  if (elementwise && op.ifm.depth != OC) fail(op, "elementwise IFM depth differs from OFM depth");
-  if (op.kind == OpKind::Pool && op.sub_op != static_cast<int>(PoolMode::ReduceSum) && IC != OC) {
-    fail(op, "pooling IFM depth differs from OFM depth");
-  }
-
-  auto read_map = [&](const FeatureMap& fm, int H, int W, int C, int upscale, const char* what) {
-    Dense d;
-    d.h = H;
-    d.w = W;
-    d.c = C;
-    const int es = element_size(fm.dtype);
-    const RegionMemory& mem = regions_[static_cast<size_t>(fm.region)];
-    check_extent(op, fm, mem, upscale ? (H + 1) / 2 : H, upscale ? (W + 1) / 2 : W, C, what);
-    d.v.assign(static_cast<size_t>(H) * W * C, 0);
-    for (int y = 0; y < H; ++y) {
-      for (int x = 0; x < W; ++x) {
-        int py = y, px = x;
-        if (upscale == 1) {
-          py = y / 2;
-          px = x / 2;
-        } else if (upscale == 2) {
-          if ((y | x) & 1) continue;  // transpose upscale inserts zeros
-          py = y / 2;
-          px = x / 2;
-        }
-        int64_t* out = d.v.data() + (static_cast<size_t>(y) * W + x) * C;
-        for (int c = 0; c < C; ++c) {
-          const uint64_t a = fm.address(py, px, c);
-          if (a > mem.size || static_cast<uint64_t>(es) > mem.size - a) {
-            std::ostringstream s;
-            s << what << " element (" << py << "," << px << "," << c << ") at 0x" << std::hex << a
-              << " is beyond region " << std::dec << fm.region << " (" << mem.size << " bytes)";
-            fail(op, s.str());
-          }
-          out[c] = load(mem.data + a, fm.dtype) - fm.zero_point;
-        }
-      }
-    }
-    return d;
-  };
-
+  // Bound the work before doing any, then read, compute and write.
   const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
-  check_extent(op, op.ofm, out_mem, OH, OW, OC, "OFM");
-  if (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) {
-    const uint64_t macs = static_cast<uint64_t>(OH) * OW * OC * kh * kw * (op.kind == OpKind::Depthwise ? 1 : IC);
-    if (macs > kMaxMacs) fail(op, "more MACs than the simulator accepts in one operation");
-    const uint64_t volume = static_cast<uint64_t>(OC) * kh * kw * (op.kind == OpKind::Depthwise ? 1 : IC);
+  check_extent(op, op.ofm, out_mem, g.OH, g.OW, g.OC, "OFM");
+  const uint64_t volume = static_cast<uint64_t>(g.OC) * g.kh * g.kw * (g.depthwise ? 1 : g.IC);
+  if (convolution) {
+    if (static_cast<uint64_t>(g.OH) * g.OW * volume > kMaxMacs) fail(op, "more MACs than the simulator accepts in one operation");
     if (volume > kMaxElements) fail(op, "a weight volume larger than the simulator accepts");
   }
-  const Dense ifm = read_map(op.ifm, IH, IW, IC, op.ifm_upscale, "IFM");
-  std::vector<int64_t> result(static_cast<size_t>(OH) * OW * OC, 0);
-  auto res = [&](int y, int x, int c) -> int64_t& { return result[(static_cast<size_t>(y) * OW + x) * OC + c]; };
+  const Dense ifm = read_map(op, op.ifm, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
 
   std::vector<emit::BiasScale> channel_scale;
-  if (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) {
+  std::vector<int64_t> acc;
+  if (convolution) {
     const uint8_t* sp = bytes(op, op.scales.region, op.scales.address, op.scales.length, "scale stream");
-    channel_scale = emit::decode_scale_stream(sp, op.scales.length, static_cast<size_t>(OC));
-    const uint8_t* wp = bytes(op, op.weights.region, op.weights.address, op.weights.length, "weight stream");
-    emit::WeightLayout layout;
-    layout.ofm_depth = OC;
-    layout.kernel_height = kh;
-    layout.kernel_width = kw;
-    layout.ifm_depth = op.kind == OpKind::Depthwise ? 1 : IC;
-    layout.ofm_block_depth = op.block_depth;
-    layout.depthwise = op.kind == OpKind::Depthwise;
-    layout.part_kernel_first = op.kernel.part_kernel_first;
-    layout.ifm_bits = 8 * element_size(op.ifm.dtype);
-    layout.dilation_x = dx;
-    layout.dilation_y = dy;
-    layout.ifm_ublock_depth = config_.ifm_ublock_depth();
-    layout.ofm_ublock_depth = config_.ofm_ublock_depth();
-    if (layout.ifm_bits > 16) fail(op, "convolution IFM must be 8 or 16 bits");
-    const std::vector<int16_t> w = emit::unpack_weights(emit::decode_weight_stream(wp, op.weights.length), layout);
-    const int wi = layout.ifm_depth;
-    for (int oy = 0; oy < OH; ++oy) {
-      for (int ox = 0; ox < OW; ++ox) {
-        for (int o = 0; o < OC; ++o) {
-          int64_t acc = channel_scale[static_cast<size_t>(o)].bias;
-          for (int ky = 0; ky < kh; ++ky) {
-            const int iy = oy * sy - pt + ky * dy;
-            if (iy < 0 || iy >= IH) continue;
-            for (int kx = 0; kx < kw; ++kx) {
-              const int ix = ox * sx - pl + kx * dx;
-              if (ix < 0 || ix >= IW) continue;
-              const int16_t* wk = w.data() + ((static_cast<size_t>(o) * kh + ky) * kw + kx) * wi;
-              const int64_t* in = ifm.at(iy, ix);
-              if (op.kind == OpKind::Depthwise) {
-                acc += in[o] * wk[0];
-              } else {
-                for (int i = 0; i < IC; ++i) acc += in[i] * wk[i];
-              }
-            }
-          }
-          res(oy, ox, o) = acc;
-        }
-      }
-    }
-    stats_.macs += static_cast<uint64_t>(OH) * OW * OC * kh * kw * (op.kind == OpKind::Depthwise ? 1 : IC);
+    channel_scale = emit::decode_scale_stream(sp, op.scales.length, static_cast<size_t>(g.OC));
+    acc = convolve(g, ifm, weights(op, g.kh, g.kw, g.depthwise ? 1 : g.IC), channel_scale);
+    stats_.macs += static_cast<uint64_t>(g.OH) * g.OW * volume;
   } else if (op.kind == OpKind::Pool) {
-    const auto mode = static_cast<PoolMode>(op.sub_op);
-    const bool padded = op.padding.top || op.padding.left || op.padding.bottom || op.padding.right;
-    for (int oy = 0; oy < OH; ++oy) {
-      for (int ox = 0; ox < OW; ++ox) {
-        if (mode == PoolMode::ReduceSum) {
-          // Sums the window over every IFM channel into the single OFM channel.
-          if (OC != 1) fail(op, "REDUCE_SUM needs an OFM depth of 1");
-          int64_t acc = 0;
-          for (int ky = 0; ky < kh; ++ky) {
-            const int iy = oy * sy - pt + ky * dy;
-            if (iy < 0 || iy >= IH) continue;
-            for (int kx = 0; kx < kw; ++kx) {
-              const int ix = ox * sx - pl + kx * dx;
-              if (ix < 0 || ix >= IW) continue;
-              for (int c = 0; c < IC; ++c) acc += ifm.at(iy, ix)[c];
-            }
-          }
-          res(oy, ox, 0) = acc;
-          continue;
-        }
-        for (int c = 0; c < OC; ++c) {
-          int64_t acc = mode == PoolMode::Max ? std::numeric_limits<int64_t>::min() : 0;
-          int count = 0;
-          for (int ky = 0; ky < kh; ++ky) {
-            const int iy = oy * sy - pt + ky * dy;
-            if (iy < 0 || iy >= IH) continue;
-            for (int kx = 0; kx < kw; ++kx) {
-              const int ix = ox * sx - pl + kx * dx;
-              if (ix < 0 || ix >= IW) continue;
-              const int64_t v = ifm.at(iy, ix)[c];
-              acc = mode == PoolMode::Max ? std::max(acc, v) : acc + v;
-              ++count;
-            }
-          }
-          if (count == 0) fail(op, "pooling window entirely in padding");
-          if (mode == PoolMode::Average && padded) {
-            // With IFM padding the NPU itself divides by the number of valid (non-padding)
-            // elements, then OFM_SCALE rescales. The division rounds half away from zero:
-            // that is what makes Vela's padded average pools bit-exact (it emits NATURAL
-            // rounding with a 1.0 rescale there), so the rounding mode does not apply to it.
-            acc = divide_half_away(acc, count);
-          }
-          res(oy, ox, c) = acc;
-        }
-      }
-    }
+    acc = pool(op, g, ifm);
   } else {
-    const auto mode = static_cast<ElementwiseMode>(op.sub_op);
     Dense ifm2;
     if (op.has_ifm2() && !op.ifm2_is_scalar) {
-      ifm2 = read_map(op.ifm2, op.broadcast_h ? 1 : OH, op.broadcast_w ? 1 : OW, op.broadcast_c ? 1 : OC, 0, "IFM2");
+      ifm2 = read_map(op, op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW, op.broadcast_c ? 1 : g.OC, 0,
+                      "IFM2");
     }
-    const int ifm_bits = 8 * element_size(op.ifm.dtype);
-    for (int y = 0; y < OH; ++y) {
-      for (int x = 0; x < OW; ++x) {
-        for (int c = 0; c < OC; ++c) {
-          int64_t a = ifm.at(y, x)[c];
-          int64_t b = 0;
-          if (op.has_ifm2()) {
-            b = op.ifm2_is_scalar ? op.ifm2_scalar - op.ifm2.zero_point
-                                  : ifm2.at(op.broadcast_h ? 0 : y, op.broadcast_w ? 0 : x)[op.broadcast_c ? 0 : c];
-          }
-          if (op.reversed_operands) std::swap(a, b);
-          int64_t v = 0;
-          switch (mode) {
-            case ElementwiseMode::Add:
-            case ElementwiseMode::Sub: {
-              int64_t sa, sb;
-              if (op.ifm_scale_mode == 0) {
-                sa = a * op.opa_scale;
-                sb = b * op.opb_scale;
-              } else {
-                // One operand is rescaled with the 32-bit OPA scale; the other keeps the fixed
-                // left shift that Vela's scale choice assumes (20 - 1 for 8-bit, 15 - 1 for 16-bit).
-                const int unscaled_shift = ifm_bits == 8 ? 19 : 14;
-                int64_t& scaled = op.ifm_scale_mode == 1 ? a : b;
-                int64_t& plain = op.ifm_scale_mode == 1 ? b : a;
-                const int64_t s = scale_accumulator(scaled, op.opa_scale, op.opa_shift, op.ifm_rounding);
-                const int64_t p = plain * (int64_t{1} << unscaled_shift);
-                sa = op.ifm_scale_mode == 1 ? s : p;
-                sb = op.ifm_scale_mode == 1 ? p : s;
-              }
-              v = mode == ElementwiseMode::Add ? sa + sb : sa - sb;
-              break;
-            }
-            case ElementwiseMode::Mul: v = a * b; break;
-            case ElementwiseMode::Min: v = std::min(a, b); break;
-            case ElementwiseMode::Max: v = std::max(a, b); break;
-            case ElementwiseMode::Abs: v = a < 0 ? -a : a; break;
-            case ElementwiseMode::Clz: {
-              const uint32_t u = static_cast<uint32_t>(a);
-              v = u == 0 ? 32 : __builtin_clz(u);
-              break;
-            }
-            case ElementwiseMode::Shl: {
-              const int64_t s = std::clamp<int64_t>(b, 0, 31);
-              v = static_cast<int32_t>(static_cast<uint32_t>(a) << s);
-              break;
-            }
-            case ElementwiseMode::Shr: {
-              const int64_t s = std::clamp<int64_t>(b, 0, 31);
-              if (s == 0) {
-                v = a;
-              } else if (op.rounding == Rounding::Natural) {
-                v = (a + (int64_t{1} << (s - 1))) >> s;
-              } else if (op.rounding == Rounding::TFL) {
-                v = rounding_right_shift(a, static_cast<int>(s));
-              } else {
-                v = a >> s;
-              }
-              break;
-            }
-            case ElementwiseMode::LRelu:
-              fail(op, "elementwise LRELU is not supported by the simulator");
-          }
-          res(y, x, c) = v;
-        }
-      }
-    }
+    acc = elementwise(op, g, ifm, ifm2);
   }
+  write_output(op, acc, channel_scale);
+}
 
-  // Output unit: scale, zero point, clamp, LUT, store.
+void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& acc,
+                            const std::vector<emit::BiasScale>& channel_scale) {
   const DataType ot = op.ofm.dtype;
+  const int oes = element_size(ot);
   int64_t lo = type_min(ot), hi = type_max(ot);
-  if (element_size(ot) <= 2) {
+  if (oes <= 2) {
     lo = std::max<int64_t>(lo, op.activation.min);
     hi = std::min<int64_t>(hi, op.activation.max);
   }
@@ -452,33 +487,34 @@ void Executor::block(const NpuOperation& op) {
     case 5: lo = std::max<int64_t>({lo, -32768, op.activation.min}); hi = std::min<int64_t>({hi, 32767, op.activation.max}); break;
     default: fail(op, "reserved activation clip range " + std::to_string(op.activation.clip_range));
   }
+  const int f = op.activation.function;
   const bool lut = f >= 16;
   const uint8_t* table = nullptr;
   if (lut) {
     // LUTs live in the last 2 KiB of the SHRAM, in 256-byte slots: 256 bytes for 8-bit
     // outputs, 1 KiB (256 words) for 32-bit outputs, all 2 KiB (512 base/slope words) for 16-bit.
     const size_t at = shram_.size() - 2048 + static_cast<size_t>(f - 16) * 256;
-    const size_t table_bytes = element_size(ot) == 1 ? 256 : element_size(ot) == 4 ? 1024 : 2048;
+    const size_t table_bytes = oes == 1 ? 256 : oes == 4 ? 1024 : 2048;
     if (at + table_bytes > shram_.size()) fail(op, "LUT slot beyond the SHRAM");
     table = shram_.data() + at;
   }
   const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
-  const bool scaled = per_channel || op.global_scale;
-  const bool wide_elementwise = elementwise && element_size(op.ifm.dtype) == 4;
-  const int oes = element_size(ot);
+  const bool wide_elementwise = op.kind == OpKind::Elementwise && element_size(op.ifm.dtype) == 4;
+  const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
+  const int OH = op.ofm.height, OW = op.ofm.width, OC = op.ofm.depth;
   for (int y = 0; y < OH; ++y) {
     for (int x = 0; x < OW; ++x) {
       for (int c = 0; c < OC; ++c) {
-        int64_t v = res(y, x, c);
+        int64_t v = acc[(static_cast<size_t>(y) * OW + x) * OC + c];
         if (per_channel) {
           const auto& s = channel_scale[static_cast<size_t>(c)];
           v = scale_accumulator(v, s.scale, s.shift, op.rounding);
-        } else if (scaled && wide_elementwise) {
+        } else if (op.global_scale && wide_elementwise) {
           // 32-bit operands leave no room for the 32-bit multiplier: only the shift applies
           // (Vela relies on this; its softmax MULs with scale 2^30, shift 31 are TFLite's
           // SaturatingRoundingDoublingHighMul).
           v = shift_accumulator(v, op.ofm_shift, op.rounding);
-        } else if (scaled) {
+        } else if (op.global_scale) {
           v = scale_accumulator(v, op.ofm_scale, op.ofm_shift, op.rounding);
         }
         // Vela emits the source tensor's zero point on 32-bit intermediates (softmax); the

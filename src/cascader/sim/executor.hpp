@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "cascader/emit/weights.hpp"
 #include "cascader/sim/command_stream.hpp"
 #include "cascader/sim/driver_payload.hpp"
 
@@ -24,6 +25,13 @@ namespace cascader::sim {
 struct RegionMemory {
   uint8_t* data = nullptr;
   size_t size = 0;
+};
+
+// A dense H x W x C map of values with the zero point removed (an operation's input).
+struct Dense {
+  int h = 0, w = 0, c = 0;
+  std::vector<int64_t> v;
+  const int64_t* at(int y, int x) const { return v.data() + (static_cast<size_t>(y) * w + x) * c; }
 };
 
 struct ExecutionStats {
@@ -52,8 +60,12 @@ class Executor {
   ExecutionStats stats_;
 
   uint8_t* bytes(const NpuOperation& op, int region, uint64_t address, uint64_t length, const char* what);
+  Dense read_map(const NpuOperation& op, const FeatureMap& fm, int H, int W, int C, int upscale, const char* what);
+  std::vector<int16_t> weights(const NpuOperation& op, int kh, int kw, int ifm_depth);
   void dma(const NpuOperation& op);
   void block(const NpuOperation& op);
+  void write_output(const NpuOperation& op, const std::vector<int64_t>& acc,
+                    const std::vector<emit::BiasScale>& channel_scale);
 };
 
 // The output unit's scaling of an accumulator: (acc * scale) >> shift with the given rounding.
