@@ -12,13 +12,15 @@ baseline anyway.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any, Sequence, Union
 
 import numpy as np
 
 from .. import _core
 from ..errors import BinaryError, CascaderError
-from ..tflite import Model, SubGraph, load_model
+from ..reference import ReferenceInterpreter
+from ..tflite import Model, SubGraph, Tensor, load_model
 from .binary import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST, NpuCall, is_npu_operator, npu_calls
 
 BinaryLike = Union[Model, bytes, bytearray, memoryview, str, os.PathLike, Any]
@@ -99,36 +101,30 @@ def _run_npu(
 
 
 def _run_cpu(model: Model, sg: SubGraph, index: int, values: dict[int, np.ndarray]) -> None:
-    # A one-operator model on the reference kernels; constants keep their buffers.
-    from ..reference import ReferenceInterpreter
-    from ..tflite import SubGraph as SG
-
+    """Run operator `index` alone on the reference kernels; constants keep their buffers."""
     op = sg.operators[index]
     used = sorted({t for t in (*op.inputs, *op.outputs, *op.intermediates) if t >= 0})
     remap = {t: i for i, t in enumerate(used)}
-    tensors = []
-    for t in used:
-        src = sg.tensors[t]
-        tensors.append(src)
     inputs = tuple(remap[t] for t in op.inputs if t >= 0 and sg.tensors[t].data is None)
     outputs = tuple(remap[t] for t in op.outputs)
-    new_op = type(op)(**{**op.__dict__})
-    new_op.inputs = tuple(remap[t] if t >= 0 else -1 for t in op.inputs)
-    new_op.outputs = outputs
-    new_op.intermediates = tuple(remap[t] for t in op.intermediates if t >= 0)
+    alone = replace(
+        op,
+        inputs=tuple(remap[t] if t >= 0 else -1 for t in op.inputs),
+        outputs=outputs,
+        intermediates=tuple(remap[t] for t in op.intermediates if t >= 0),
+    )
     sub = Model(
-        subgraphs=[SG(tensors=tensors, operators=[new_op], inputs=inputs, outputs=outputs)],
+        subgraphs=[SubGraph(tensors=[sg.tensors[t] for t in used], operators=[alone], inputs=inputs, outputs=outputs)],
         buffers=list(model.buffers),
     )
-    interp = ReferenceInterpreter(sub)
     # Vela rewrites some shapes around the operators it leaves on the CPU (a (1,) CAST input
     # feeding a (1, 1) output); TFLM only needs the element counts to agree, so do we.
     feed = [_as_declared(values[used[i]], sg.tensors[used[i]]) for i in inputs]
-    for t, v in zip(outputs, interp.run(feed)):
+    for t, v in zip(outputs, ReferenceInterpreter(sub).run(feed)):
         values[used[t]] = _as_declared(v, sg.tensors[used[t]])
 
 
-def _as_declared(value: np.ndarray, tensor) -> np.ndarray:
+def _as_declared(value: np.ndarray, tensor: Tensor) -> np.ndarray:
     if tuple(value.shape) != tuple(tensor.shape) and value.size == tensor.size:
         return value.reshape(tensor.shape)
     return value
