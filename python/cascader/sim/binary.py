@@ -38,9 +38,49 @@ class NpuCall:
     ofms: tuple[int, ...]
     arena_offsets: dict[int, int] = field(default_factory=dict)  # tensor index -> byte offset
 
-    def decode(self) -> dict[str, Any]:
-        """The config and typed NPU operations of the command stream (see `decode`)."""
-        return _core.decode_driver_payload(self.payload)
+    def decode(self) -> "DecodedStream":
+        """The config and typed NPU operations of the command stream."""
+        d = _core.decode_driver_payload(self.payload)
+        return DecodedStream(self.index, d["config"], d["command_stream_words"], d["operations"])
+
+
+@dataclass
+class DecodedStream:
+    """One decoded command stream: the NPU config and one dict per operation (kind, IFM/IFM2/
+    OFM feature maps with region, tile bases, shape, strides, dtype, layout and zero point;
+    kernel, padding, weights, scales, activation, rounding, scales, block config; or a DMA's
+    source and destination)."""
+
+    operator_index: int
+    config: dict[str, Any]
+    command_stream_words: int
+    operations: list[dict[str, Any]]
+
+    def __getitem__(self, key: str) -> Any:  # dict-style access, as the core returns it
+        return getattr(self, key)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for i, op in enumerate(self.operations):
+            if op["kind"] == "dma":
+                src, dst = op["src"], op["dst"]
+                what = f"region {src['region']} @0x{src['address']:x} &rarr; region {dst['region']} @0x{dst['address']:x}"
+                rows.append(f"<tr><td>{i}</td><td>{op['word_offset']}</td><td>DMA</td><td colspan=4>{what}, "
+                            f"{src['length']} B</td></tr>")
+                continue
+            fm = lambda f: f"{'x'.join(map(str, f['shape']))} {f['dtype']} {f['layout']}"  # noqa: E731
+            k = op["kernel"]
+            rows.append(
+                f"<tr><td>{i}</td><td>{op['word_offset']}</td><td>{op['kind']} {op.get('sub_op', '')}</td>"
+                f"<td>{fm(op['ifm'])}</td><td>{fm(op['ofm'])}</td>"
+                f"<td>{k['height']}x{k['width']} /{k['stride'][0]}x{k['stride'][1]}</td>"
+                f"<td>{'x'.join(map(str, op['block']))}</td></tr>"
+            )
+        head = ("<tr><th>#</th><th>word</th><th>operation</th><th>IFM</th><th>OFM</th><th>kernel/stride</th>"
+                "<th>block</th></tr>")
+        return (f"<p>ethos-u operator {self.operator_index}: {self.config['accelerator']}, "
+                f"{self.command_stream_words} command words, {len(self.operations)} operations</p>"
+                f"<table>{head}{''.join(rows)}</table>")
 
 
 def _offline_offsets(model: Model, subgraph: int) -> dict[int, int]:

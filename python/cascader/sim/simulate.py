@@ -21,7 +21,15 @@ from .. import _core
 from ..errors import BinaryError, CascaderError
 from ..reference import ReferenceInterpreter
 from ..tflite import Model, SubGraph, Tensor, load_model
-from .binary import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST, NpuCall, is_npu_operator, npu_calls
+from .binary import (
+    REGION_FLASH,
+    REGION_SCRATCH,
+    REGION_SCRATCH_FAST,
+    DecodedStream,
+    NpuCall,
+    is_npu_operator,
+    npu_calls,
+)
 
 BinaryLike = Union[Model, bytes, bytearray, memoryview, str, os.PathLike, Any]
 
@@ -37,15 +45,20 @@ def _as_model(binary: BinaryLike) -> Model:
     raise TypeError(f"binary must be a path, bytes, a Model or a CompiledModel, not {type(binary).__name__}")
 
 
-def decode(binary: BinaryLike) -> list[dict[str, Any]]:
+def decode(binary: BinaryLike) -> list[DecodedStream]:
     """Decode every `ethos-u` operator: its config and its typed NPU operations.
 
     Returns
     -------
-    list of dict
-        One entry per NPU operator, with keys ``config``, ``command_stream_words`` and
-        ``operations`` (shapes, formats, regions, addresses, tiles, kernel, weights, scales,
-        activation, block config, DMA).
+    list of DecodedStream
+        One per NPU operator, with ``config``, ``command_stream_words`` and ``operations``
+        (shapes, formats, regions, addresses, tiles, kernel, weights, scales, activation,
+        block config, DMA); it renders as a table in a notebook.
+
+    Raises
+    ------
+    BinaryError
+        A malformed payload or command stream; the message names the word offset.
     """
     return [call.decode() for call in npu_calls(_as_model(binary))]
 
