@@ -79,6 +79,7 @@ py::dict operation(const NpuOperation& op) {
   d["ifm_scale_mode"] = op.ifm_scale_mode;
   d["ifm_upscale"] = op.ifm_upscale;
   d["acc_format"] = op.acc_format;
+  d["parallel_mode"] = op.parallel_mode;
   d["block"] = py::make_tuple(op.block_height, op.block_width, op.block_depth);
   return d;
 }

@@ -198,6 +198,9 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
   op.opa_shift = r.hi(OPA_SCALE) & 0x3F;
   op.opb_scale = r.lo(OPB_SCALE);
   op.acc_format = r.u16(ACC_FORMAT) & 3;
+  op.parallel_mode = r.u16(PARALLEL_MODE);
+  op.weights1 = {r.u16(WEIGHT_REGION) & 0x7, r.r1[WEIGHT1_BASE], r.lo(WEIGHT1_LENGTH)};
+  op.scales1 = {r.u16(SCALE_REGION) & 0x7, r.r1[SCALE1_BASE], r.lo(SCALE1_LENGTH)};
   op.block_width = r.u16(OFM_BLK_WIDTH_M1) + 1;
   op.block_height = r.u16(OFM_BLK_HEIGHT_M1) + 1;
   op.block_depth = r.u16(OFM_BLK_DEPTH_M1) + 1;

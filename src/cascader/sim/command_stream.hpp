@@ -94,6 +94,8 @@ struct NpuOperation {
   bool ifm2_is_scalar = false;
   int ifm2_scalar = 0;
   int acc_format = 0;  // 0 int32, 1 int40, 2 fp s5.10
+  int parallel_mode = 0;  // Ethos-U65-512: cores - 1; each core has its own weight/scale stream
+  AddressRange weights1, scales1;  // the second core's streams
   int block_width = 1, block_height = 1, block_depth = 1;
   // DMA
   AddressRange dma_src, dma_dst;

@@ -442,6 +442,9 @@ void Executor::block(const NpuOperation& op) {
   const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
 
   // Bound the work before doing any, then read, compute and write.
+  if (convolution && op.parallel_mode != 0 && (op.weights1.length != 0 || op.scales1.length != 0)) {
+    fail(op, "dual-core weight and scale streams (Ethos-U65-512) are not supported by the simulator");
+  }
   const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
   check_extent(op, op.ofm, out_mem, g.OH, g.OW, g.OC, "OFM");
   const uint64_t volume = static_cast<uint64_t>(g.OC) * g.kh * g.kw * (g.depthwise ? 1 : g.IC);
