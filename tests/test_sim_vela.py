@@ -1,8 +1,8 @@
 """Vela validation: simulate Vela's binaries and compare with the reference interpreter.
 
 Each model is compiled with the `vela` CLI (ethos-u-vela 5.2.0, a test dependency) on
-ethos-u55-128 at `--optimise Performance` with unlimited SRAM and on ethos-u65-256 at
-`--optimise Size`, then simulated on three random input sets. The result must be bit-exact,
+ethos-u55-128 at `--optimise Performance` with unlimited SRAM, on ethos-u65-256 at
+`--optimise Size` and on the dual-core ethos-u65-512, then simulated on three random input sets. The result must be bit-exact,
 except for the deviations listed below: one operator type per model, each with its reason and
 a bound of 1. The full matrix (both accelerators x Performance / Size / a tight arena, every
 shared model) is the benchmark `python -m cascader.bench.simulate`.
@@ -43,6 +43,7 @@ KNOWN_DEVIATIONS: dict[str, tuple[str, int]] = {
 CONFIGS = [
     VelaConfig("ethos-u55-128", "Performance", UNLIMITED_SRAM),
     VelaConfig("ethos-u65-256", "Size"),
+    VelaConfig("ethos-u65-512", "Performance", UNLIMITED_SRAM),  # two cores: split weight streams
 ]
 
 MODELS = os.environ.get("CASCADER_MODELS")

@@ -20,6 +20,10 @@ struct NpuConfig {
   // Accelerator name in Vela's spelling ("ethos-u55-128"), derived from product and MACs.
   const char* accelerator() const;
   int ofm_ublock_depth() const { return macs_per_cc == 32 ? 4 : 8; }
+  // Ethos-U65-512 is two 256-MAC cores; the config word's SHRAM size is their sum, while DMA
+  // addresses (the LUTs) are within one core's SHRAM.
+  int cores() const { return product == 1 && macs_per_cc >= 512 ? 2 : 1; }
+  size_t shram_bytes_per_core() const { return static_cast<size_t>(shram_kib) * 1024 / static_cast<size_t>(cores()); }
   int ifm_ublock_depth() const { return 8; }
 };
 

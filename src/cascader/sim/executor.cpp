@@ -142,7 +142,7 @@ int64_t scale_accumulator(int64_t acc, uint32_t scale, int shift, Rounding round
 }
 
 Executor::Executor(const NpuConfig& config, const std::array<RegionMemory, 8>& regions)
-    : config_(config), regions_(regions), shram_(static_cast<size_t>(config.shram_kib) * 1024, 0) {}
+    : config_(config), regions_(regions), shram_(config.shram_bytes_per_core(), 0) {}
 
 ExecutionStats Executor::run(const CommandStream& stream, size_t max_operations) {
   stats_ = {};
@@ -415,23 +415,47 @@ Dense Executor::read_map(const NpuOperation& op, const FeatureMap& fm, int H, in
   return d;
 }
 
-std::vector<int16_t> Executor::weights(const NpuOperation& op, int kh, int kw, int ifm_depth) {
-  const uint8_t* wp = bytes(op, op.weights.region, op.weights.address, op.weights.length, "weight stream");
-  emit::WeightLayout layout;
-  layout.ofm_depth = op.ofm.depth;
-  layout.kernel_height = kh;
-  layout.kernel_width = kw;
-  layout.ifm_depth = ifm_depth;
-  layout.ofm_block_depth = op.block_depth;
-  layout.depthwise = op.kind == OpKind::Depthwise;
-  layout.part_kernel_first = op.kernel.part_kernel_first;
-  layout.ifm_bits = 8 * element_size(op.ifm.dtype);
-  layout.dilation_x = op.kernel.dilation_x;
-  layout.dilation_y = op.kernel.dilation_y;
-  layout.ifm_ublock_depth = config_.ifm_ublock_depth();
-  layout.ofm_ublock_depth = config_.ofm_ublock_depth();
-  if (layout.ifm_bits > 16) fail(op, "convolution IFM must be 8 or 16 bits");
-  return emit::unpack_weights(emit::decode_weight_stream(wp, op.weights.length), layout);
+void Executor::load_weights(const NpuOperation& op, int kh, int kw, int ifm_depth, std::vector<int16_t>& w,
+                            std::vector<emit::BiasScale>& scales) {
+  // Ethos-U65-512 splits the OFM channels between its two cores (core k takes channels k,
+  // k + 2, ...), each with its own weight and scale stream and half the block depth.
+  const int cores = op.parallel_mode + 1;
+  if (cores > 2) fail(op, "parallel mode " + std::to_string(op.parallel_mode) + " (more than two cores)");
+  const int OC = op.ofm.depth;
+  const size_t volume = static_cast<size_t>(kh) * kw * ifm_depth;
+  w.assign(static_cast<size_t>(OC) * volume, 0);
+  scales.assign(static_cast<size_t>(OC), {});
+  for (int core = 0; core < cores; ++core) {
+    const int channels = (OC - core + cores - 1) / cores;
+    if (channels == 0) continue;
+    const AddressRange& wr = core == 0 ? op.weights : op.weights1;
+    const AddressRange& sr = core == 0 ? op.scales : op.scales1;
+    const uint8_t* sp = bytes(op, sr.region, sr.address, sr.length, "scale stream");
+    const std::vector<emit::BiasScale> s = emit::decode_scale_stream(sp, sr.length, static_cast<size_t>(channels));
+    const uint8_t* wp = bytes(op, wr.region, wr.address, wr.length, "weight stream");
+    emit::WeightLayout layout;
+    layout.ofm_depth = channels;
+    layout.kernel_height = kh;
+    layout.kernel_width = kw;
+    layout.ifm_depth = ifm_depth;
+    layout.ofm_block_depth = (op.block_depth + cores - 1 - core) / cores;
+    layout.depthwise = op.kind == OpKind::Depthwise;
+    layout.part_kernel_first = op.kernel.part_kernel_first;
+    layout.ifm_bits = 8 * element_size(op.ifm.dtype);
+    layout.dilation_x = op.kernel.dilation_x;
+    layout.dilation_y = op.kernel.dilation_y;
+    layout.ifm_ublock_depth = config_.ifm_ublock_depth();
+    layout.ofm_ublock_depth = config_.ofm_ublock_depth();
+    if (layout.ifm_bits > 16) fail(op, "convolution IFM must be 8 or 16 bits");
+    if (layout.ofm_block_depth < 1) fail(op, "OFM block depth too small for the core count");
+    const std::vector<int16_t> part = emit::unpack_weights(emit::decode_weight_stream(wp, wr.length), layout);
+    for (int j = 0; j < channels; ++j) {
+      const size_t c = static_cast<size_t>(core + j * cores);
+      std::copy_n(part.begin() + static_cast<std::ptrdiff_t>(j * volume), volume,
+                  w.begin() + static_cast<std::ptrdiff_t>(c * volume));
+      scales[c] = s[static_cast<size_t>(j)];
+    }
+  }
 }
 
 void Executor::block(const NpuOperation& op) {
@@ -442,9 +466,6 @@ void Executor::block(const NpuOperation& op) {
   const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
 
   // Bound the work before doing any, then read, compute and write.
-  if (convolution && op.parallel_mode != 0 && (op.weights1.length != 0 || op.scales1.length != 0)) {
-    fail(op, "dual-core weight and scale streams (Ethos-U65-512) are not supported by the simulator");
-  }
   const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
   check_extent(op, op.ofm, out_mem, g.OH, g.OW, g.OC, "OFM");
   const uint64_t volume = static_cast<uint64_t>(g.OC) * g.kh * g.kw * (g.depthwise ? 1 : g.IC);
@@ -457,9 +478,9 @@ void Executor::block(const NpuOperation& op) {
   std::vector<emit::BiasScale> channel_scale;
   std::vector<int64_t> acc;
   if (convolution) {
-    const uint8_t* sp = bytes(op, op.scales.region, op.scales.address, op.scales.length, "scale stream");
-    channel_scale = emit::decode_scale_stream(sp, op.scales.length, static_cast<size_t>(g.OC));
-    acc = convolve(g, ifm, weights(op, g.kh, g.kw, g.depthwise ? 1 : g.IC), channel_scale);
+    std::vector<int16_t> w;
+    load_weights(op, g.kh, g.kw, g.depthwise ? 1 : g.IC, w, channel_scale);
+    acc = convolve(g, ifm, w, channel_scale);
     stats_.macs += static_cast<uint64_t>(g.OH) * g.OW * volume;
   } else if (op.kind == OpKind::Pool) {
     acc = pool(op, g, ifm);

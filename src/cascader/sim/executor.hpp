@@ -61,7 +61,8 @@ class Executor {
 
   uint8_t* bytes(const NpuOperation& op, int region, uint64_t address, uint64_t length, const char* what);
   Dense read_map(const NpuOperation& op, const FeatureMap& fm, int H, int W, int C, int upscale, const char* what);
-  std::vector<int16_t> weights(const NpuOperation& op, int kh, int kw, int ifm_depth);
+  void load_weights(const NpuOperation& op, int kh, int kw, int ifm_depth, std::vector<int16_t>& w,
+                    std::vector<emit::BiasScale>& scales);
   void dma(const NpuOperation& op);
   void block(const NpuOperation& op);
   void write_output(const NpuOperation& op, const std::vector<int64_t>& acc,
