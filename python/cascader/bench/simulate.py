@@ -233,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
             for config in configs:
                 rows.append(validate_with_vela(path, config, seeds))
                 print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+        if not args.quick:  # the dual-core configuration, at one setting
+            rows.append(validate_with_vela(path, VelaConfig("ethos-u65-512", "Performance", UNLIMITED_SRAM), seeds))
+            print(format_table(rows[-1:]).splitlines()[-1], flush=True)
     print()
     print(format_table(rows))
     exact = sum(1 for r in rows if r.bit_exact)
