@@ -95,7 +95,9 @@ def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> Vela
     out_dir = _cache_dir() / key
     stem = Path(model_path).stem
     target = out_dir / f"{stem}_vela.tflite"
-    if not target.exists():
+    summaries = lambda: glob.glob(str(out_dir / f"{stem}_summary_*.csv"))  # noqa: E731
+    # Vela writes the summary last: an entry without one is an interrupted compile.
+    if not (target.exists() and summaries()):
         out_dir.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
             [vela_executable(), str(model_path), "--output-dir", str(out_dir), *config.args()],
@@ -107,7 +109,7 @@ def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> Vela
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
             raise CascaderError(f"Vela failed on {stem} ({config.label}): {tail}")
     cycles = sram = None
-    for summary in glob.glob(str(out_dir / f"{stem}_summary_*.csv")):
+    for summary in summaries():
         with open(summary, newline="") as f:
             row = next(csv.DictReader(f))
         cycles = float(row["cycles_total"])
