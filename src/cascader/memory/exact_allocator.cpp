@@ -1,0 +1,353 @@
+#include "cascader/memory/exact_allocator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <tuple>
+
+#include "cascader/common/error.hpp"
+#include "cascader/memory/greedy_allocator.hpp"
+
+namespace cascader {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t align_up(int64_t x, int64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
+
+enum class Outcome { Found, NotFound, Aborted };
+
+// The non-empty buffers cut into sections: maximal time slices over which the set of live
+// buffers does not change. Buffer b lives in sections [first[b], last[b]).
+struct Sections {
+  std::vector<LiveRange> buffers;
+  std::vector<int> first, last;
+  std::vector<std::vector<int>> members;   // per section: the buffers live in it
+  std::vector<std::vector<int>> overlaps;  // per buffer: the buffers sharing a section with it
+  std::vector<int64_t> total;              // per section: summed sizes
+  std::vector<int> crossing;               // per boundary k (between k and k+1): buffers spanning it
+
+  explicit Sections(std::vector<LiveRange> live) : buffers(std::move(live)) {
+    std::vector<int64_t> times;
+    for (const LiveRange& r : buffers) {
+      times.push_back(r.start);
+      times.push_back(r.end);
+    }
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    const int n_sections = times.empty() ? 0 : static_cast<int>(times.size()) - 1;
+    members.resize(static_cast<size_t>(n_sections));
+    total.assign(static_cast<size_t>(n_sections), 0);
+    crossing.assign(static_cast<size_t>(std::max(n_sections - 1, 0)), 0);
+    const auto index = [&](int64_t t) {
+      return static_cast<int>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
+    };
+    for (size_t b = 0; b < buffers.size(); ++b) {
+      first.push_back(index(buffers[b].start));
+      last.push_back(index(buffers[b].end));
+      for (int s = first[b]; s < last[b]; ++s) {
+        members[static_cast<size_t>(s)].push_back(static_cast<int>(b));
+        total[static_cast<size_t>(s)] += buffers[b].size;
+        if (s + 1 < last[b]) ++crossing[static_cast<size_t>(s)];
+      }
+    }
+    overlaps.resize(buffers.size());
+    for (size_t a = 0; a < buffers.size(); ++a) {
+      for (size_t b = a + 1; b < buffers.size(); ++b) {
+        if (first[a] < last[b] && first[b] < last[a]) {
+          overlaps[a].push_back(static_cast<int>(b));
+          overlaps[b].push_back(static_cast<int>(a));
+        }
+      }
+    }
+  }
+
+  int size() const { return static_cast<int>(total.size()); }
+};
+
+// Static orders in which equal-offset candidates are tried; round-robin finds what one misses.
+// Keys, all descending: W lifetime length, A area (bytes x time), T fullest section's total.
+enum class Preorder { WAT, TAW, TWA };
+constexpr Preorder kPreorders[] = {Preorder::WAT, Preorder::TAW, Preorder::TWA};
+
+std::vector<int> preorder_ranks(const Sections& sec, Preorder order) {
+  const size_t n = sec.buffers.size();
+  std::vector<int64_t> peak_total(n, 0);  // the fullest section the buffer lives in
+  for (size_t b = 0; b < n; ++b) {
+    for (int s = sec.first[b]; s < sec.last[b]; ++s) {
+      peak_total[b] = std::max(peak_total[b], sec.total[static_cast<size_t>(s)]);
+    }
+  }
+  const auto key = [&](size_t b) {
+    const LiveRange& r = sec.buffers[b];
+    const int64_t length = r.end - r.start;
+    const int64_t area = length * r.size;
+    switch (order) {
+      case Preorder::WAT: return std::make_tuple(length, area, peak_total[b]);
+      case Preorder::TAW: return std::make_tuple(peak_total[b], area, length);
+      case Preorder::TWA: return std::make_tuple(peak_total[b], length, area);
+    }
+    return std::make_tuple(int64_t{0}, int64_t{0}, int64_t{0});
+  };
+  std::vector<int> order_of(n);
+  std::iota(order_of.begin(), order_of.end(), 0);
+  std::stable_sort(order_of.begin(), order_of.end(), [&](int a, int b) {
+    return key(static_cast<size_t>(a)) > key(static_cast<size_t>(b));
+  });
+  std::vector<int> rank(n);
+  for (size_t i = 0; i < n; ++i) rank[static_cast<size_t>(order_of[i])] = static_cast<int>(i);
+  return rank;
+}
+
+// The decision search for one capacity. State changes are logged and undone on the way back,
+// so the search allocates nothing per node beyond its candidate list.
+class Search {
+ public:
+  Search(const Sections& sec, Clock::time_point deadline) : sec_(sec), deadline_(deadline) {}
+
+  int64_t nodes() const { return nodes_; }
+  const std::vector<int64_t>& solution() const { return solution_; }
+
+  Outcome decide(int64_t capacity, int64_t node_budget) {
+    capacity_ = capacity;
+    const int64_t budget_end = nodes_ + node_budget;
+    int64_t limit = std::max<int64_t>(64, static_cast<int64_t>(sec_.buffers.size()));
+    while (true) {
+      limit *= 2;
+      for (Preorder p : kPreorders) {
+        reset(p);
+        node_limit_ = std::min(budget_end, nodes_ + limit);
+        std::vector<int> all(sec_.buffers.size());
+        std::iota(all.begin(), all.end(), 0);
+        const Outcome outcome = solve_partition(all, 0, sec_.size());
+        if (outcome != Outcome::Aborted) return outcome;
+        if (nodes_ >= budget_end || timed_out_) return Outcome::Aborted;
+      }
+    }
+  }
+
+ private:
+  void reset(Preorder p) {
+    const size_t n = sec_.buffers.size();
+    rank_ = preorder_ranks(sec_, p);
+    offset_.assign(n, -1);
+    min_offset_.assign(n, 0);
+    solution_.assign(n, -1);
+    floor_.assign(static_cast<size_t>(sec_.size()), 0);
+    unplaced_ = sec_.total;
+    crossing_ = sec_.crossing;
+    stamp_.assign(static_cast<size_t>(sec_.size()), 0);
+    timed_out_ = false;
+  }
+
+  // Splits [lo, hi) at boundaries no unplaced buffer crosses and solves the pieces one by one:
+  // they share no time, so a failure of one piece is a failure of the whole.
+  Outcome solve_partition(const std::vector<int>& buffers, int lo, int hi) {
+    int piece_lo = lo;
+    for (int k = lo; k < hi; ++k) {
+      if (k + 1 < hi && crossing_[static_cast<size_t>(k)] != 0) continue;
+      std::vector<int> piece;
+      for (int b : buffers) {
+        if (offset_[static_cast<size_t>(b)] < 0 && sec_.first[static_cast<size_t>(b)] < k + 1 &&
+            piece_lo < sec_.last[static_cast<size_t>(b)]) {
+          piece.push_back(b);
+        }
+      }
+      if (!piece.empty()) {
+        const Outcome outcome = dfs(piece, piece_lo, k + 1, 0, -1);
+        if (outcome != Outcome::Found) return outcome;
+      }
+      piece_lo = k + 1;
+    }
+    return Outcome::Found;
+  }
+
+  Outcome dfs(const std::vector<int>& part, int lo, int hi, int64_t last_offset, int last_rank) {
+    if (++nodes_ > node_limit_) return Outcome::Aborted;
+    if ((nodes_ & 255) == 0 && Clock::now() > deadline_) timed_out_ = true;
+    if (timed_out_) return Outcome::Aborted;
+    std::vector<std::tuple<int64_t, int, int>> candidates;  // (lowest offset, rank, buffer)
+    int64_t min_top = std::numeric_limits<int64_t>::max();
+    for (int b : part) {
+      const auto ub = static_cast<size_t>(b);
+      if (offset_[ub] >= 0) continue;
+      candidates.emplace_back(min_offset_[ub], rank_[ub], b);
+      min_top = std::min(min_top, min_offset_[ub] + sec_.buffers[ub].size);
+    }
+    if (candidates.empty()) return Outcome::Found;
+    std::sort(candidates.begin(), candidates.end());
+    for (const auto& [offset, rank, b] : candidates) {
+      if (offset >= min_top) break;  // dominance; the list is sorted, so the rest fail too
+      if (offset < last_offset || (offset == last_offset && rank < last_rank)) continue;  // symmetry
+      const size_t log_mark = offset_log_.size();
+      const size_t floor_mark = floor_log_.size();
+      const bool new_cut = place(b, offset);
+      Outcome outcome = Outcome::NotFound;
+      if (feasible(lo, hi, offset)) {
+        outcome = new_cut ? solve_partition(part, lo, hi) : dfs(part, lo, hi, offset, rank);
+      }
+      const bool hatless = offset_log_.size() == log_mark;
+      unplace(b, log_mark, floor_mark);
+      if (outcome != Outcome::NotFound) return outcome;
+      // Nothing unplaced sits over b's span below its top, so b at this offset constrains no one:
+      // if the rest fails with b here, it fails with b anywhere higher too.
+      if (hatless) break;
+    }
+    return Outcome::NotFound;
+  }
+
+  // Returns whether the placement leaves a boundary that no unplaced buffer crosses.
+  bool place(int b, int64_t offset) {
+    const auto ub = static_cast<size_t>(b);
+    const LiveRange& r = sec_.buffers[ub];
+    const int64_t top = offset + r.size;
+    offset_[ub] = offset;
+    solution_[ub] = offset;
+    // A section's unplaced buffers all sit at or above the lowest of their lowest offsets, so the
+    // sections of every buffer whose lowest offset rose (and of b, which left them) get that floor.
+    ++epoch_;
+    touched_.clear();
+    const auto touch = [&](size_t buffer) {
+      for (int s = sec_.first[buffer]; s < sec_.last[buffer]; ++s) {
+        if (stamp_[static_cast<size_t>(s)] == epoch_) continue;
+        stamp_[static_cast<size_t>(s)] = epoch_;
+        touched_.push_back(s);
+      }
+    };
+    touch(ub);
+    for (int c : sec_.overlaps[ub]) {
+      const auto uc = static_cast<size_t>(c);
+      if (offset_[uc] >= 0 || min_offset_[uc] >= top) continue;
+      offset_log_.emplace_back(c, min_offset_[uc]);
+      min_offset_[uc] = align_up(top, sec_.buffers[uc].alignment);
+      touch(uc);
+    }
+    for (int s = sec_.first[ub]; s < sec_.last[ub]; ++s) {
+      unplaced_[static_cast<size_t>(s)] -= r.size;
+      raise_floor(s, top);
+    }
+    for (int s : touched_) {
+      const int64_t floor = floor_[static_cast<size_t>(s)];
+      int64_t lowest = std::numeric_limits<int64_t>::max();
+      for (int m : sec_.members[static_cast<size_t>(s)]) {
+        const auto um = static_cast<size_t>(m);
+        if (offset_[um] >= 0) continue;
+        lowest = std::min(lowest, min_offset_[um]);
+        if (lowest <= floor) break;  // the floor cannot rise
+      }
+      if (lowest != std::numeric_limits<int64_t>::max()) raise_floor(s, lowest);
+    }
+    bool new_cut = false;
+    for (int k = sec_.first[ub]; k + 1 < sec_.last[ub]; ++k) {
+      if (--crossing_[static_cast<size_t>(k)] == 0) new_cut = true;
+    }
+    return new_cut;
+  }
+
+  void raise_floor(int s, int64_t value) {
+    const auto us = static_cast<size_t>(s);
+    if (floor_[us] >= value) return;
+    floor_log_.emplace_back(s, floor_[us]);
+    floor_[us] = value;
+  }
+
+  void unplace(int b, size_t log_mark, size_t floor_mark) {
+    const auto ub = static_cast<size_t>(b);
+    while (offset_log_.size() > log_mark) {
+      min_offset_[static_cast<size_t>(offset_log_.back().first)] = offset_log_.back().second;
+      offset_log_.pop_back();
+    }
+    while (floor_log_.size() > floor_mark) {
+      floor_[static_cast<size_t>(floor_log_.back().first)] = floor_log_.back().second;
+      floor_log_.pop_back();
+    }
+    for (int s = sec_.first[ub]; s < sec_.last[ub]; ++s) unplaced_[static_cast<size_t>(s)] += sec_.buffers[ub].size;
+    for (int k = sec_.first[ub]; k + 1 < sec_.last[ub]; ++k) ++crossing_[static_cast<size_t>(k)];
+    offset_[ub] = -1;
+  }
+
+  // Section inference: the unplaced bytes of every slice must stack on its floor within capacity.
+  bool feasible(int lo, int hi, int64_t offset) const {
+    for (int s = lo; s < hi; ++s) {
+      const auto us = static_cast<size_t>(s);
+      const int64_t base = unplaced_[us] > 0 ? std::max(floor_[us], offset) : floor_[us];
+      if (base + unplaced_[us] > capacity_) return false;
+    }
+    return true;
+  }
+
+  const Sections& sec_;
+  Clock::time_point deadline_;
+  int64_t capacity_ = 0;
+  int64_t nodes_ = 0;
+  int64_t node_limit_ = 0;
+  bool timed_out_ = false;
+  uint64_t epoch_ = 0;
+  std::vector<int> rank_;
+  std::vector<int64_t> offset_, min_offset_, solution_, floor_, unplaced_;
+  std::vector<int> crossing_;
+  std::vector<uint64_t> stamp_;
+  std::vector<int> touched_;
+  std::vector<std::pair<int, int64_t>> offset_log_, floor_log_;
+};
+
+}  // namespace
+
+Allocation exact_allocate(const std::vector<LiveRange>& ranges, const ExactOptions& options) {
+  const auto t0 = Clock::now();
+  if (options.node_limit < 0 || options.time_limit_s < 0) {
+    throw InvalidArgument("node_limit and time_limit_s must be >= 0");
+  }
+  Allocation best = greedy_allocate(ranges, GreedyFit::BestFit);  // validates; the warm start
+  best.solver = "exact";
+  std::vector<size_t> live;  // the buffers that occupy memory at some time
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].size > 0 && ranges[i].end > ranges[i].start) live.push_back(i);
+  }
+  std::vector<LiveRange> compact;
+  for (size_t i : live) compact.push_back(ranges[i]);
+  const Sections sections(std::move(compact));
+  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
+  Search search(sections, deadline);
+  const auto adopt = [&]() {
+    for (size_t k = 0; k < live.size(); ++k) best.offsets[live[k]] = search.solution()[k];
+    best.height = allocation_height(ranges, best.offsets);
+  };
+  const auto budget = [&](bool all) {
+    const int64_t left = std::max<int64_t>(options.node_limit - search.nodes(), 0);
+    return all ? left : left / 2 + 1;
+  };
+  int64_t lo = best.lower_bound;
+  if (options.capacity >= 0 && best.height > options.capacity) {
+    const Outcome outcome = search.decide(options.capacity, budget(!options.minimise));
+    if (outcome != Outcome::Found) {
+      const std::string why = outcome == Outcome::NotFound ? "proven: no allocation fits"
+                                                            : "none found within the search limits";
+      throw BudgetError("the buffers need more than the capacity of " + std::to_string(options.capacity) +
+                        " B (" + why + "; lower bound " + std::to_string(std::max(lo, outcome == Outcome::NotFound ? options.capacity + 1 : lo)) +
+                        " B, smallest allocation found " + std::to_string(best.height) + " B)");
+    }
+    adopt();
+  }
+  if (options.minimise) {
+    int64_t aborted_at = -1;  // the highest capacity whose search ran out of budget
+    while (lo < best.height && search.nodes() < options.node_limit && Clock::now() < deadline) {
+      const int64_t capacity = aborted_at < lo ? lo : aborted_at + (best.height - aborted_at) / 2;
+      if (capacity <= aborted_at || capacity >= best.height) break;
+      const Outcome outcome = search.decide(capacity, budget(false));
+      if (outcome == Outcome::Found) adopt();
+      if (outcome == Outcome::NotFound) lo = capacity + 1;
+      if (outcome == Outcome::Aborted) aborted_at = capacity;
+    }
+  }
+  best.lower_bound = std::min(lo, best.height);
+  best.optimal = best.height == best.lower_bound;
+  best.nodes = search.nodes();
+  best.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return best;
+}
+
+}  // namespace cascader
