@@ -3,6 +3,7 @@
 // greedy first fit. Usage: bench_alloc file.csv...
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
     cascader::ExactOptions options;
     options.capacity = capacity;
     options.minimise = false;
-    options.time_limit_s = 10.0;
+    options.time_limit_s = getenv("TL") ? atof(getenv("TL")) : 10.0;
     options.node_limit = 100'000'000;
     std::string name = path.substr(path.rfind('/') + 1);
     try {

@@ -189,11 +189,11 @@ class Search {
       if (feasible(lo, hi, offset)) {
         outcome = new_cut ? solve_partition(part, lo, hi) : dfs(part, lo, hi, offset, rank);
       }
-      const bool hatless = offset_log_.size() == log_mark;
+      const bool hatless = no_unplaced_overlap(b);
       unplace(b, log_mark, floor_mark);
       if (outcome != Outcome::NotFound) return outcome;
-      // Nothing unplaced sits over b's span below its top, so b at this offset constrains no one:
-      // if the rest fails with b here, it fails with b anywhere higher too.
+      // b shares no time with any unplaced buffer, so where it sits constrains no one: if the rest
+      // fails with b here, it fails with b anywhere else too.
       if (hatless) break;
     }
     return Outcome::NotFound;
@@ -245,6 +245,11 @@ class Search {
       if (--crossing_[static_cast<size_t>(k)] == 0) new_cut = true;
     }
     return new_cut;
+  }
+
+  bool no_unplaced_overlap(int b) const {
+    for (int c : sec_.overlaps[static_cast<size_t>(b)]) if (offset_[static_cast<size_t>(c)] < 0) return false;
+    return true;
   }
 
   void raise_floor(int s, int64_t value) {
