@@ -2,6 +2,7 @@
 
 from . import _core
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
+from .memory import allocate, layout, live_ranges, lower_bound
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
 
 __version__ = "0.1.0"
@@ -17,6 +18,10 @@ __all__ = [
     "Quantization",
     "SubGraph",
     "Tensor",
+    "allocate",
+    "layout",
+    "live_ranges",
+    "lower_bound",
     "load_model",
     "save_model",
 ]
