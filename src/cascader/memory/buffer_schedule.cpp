@@ -60,9 +60,6 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
     }
     for (int b : step.writes) first_write[static_cast<size_t>(b)] = std::min(first_write[static_cast<size_t>(b)], t);
   }
-  for (int b = 0; b < n; ++b) {
-    if (last[static_cast<size_t>(b)] < 0) throw InvalidArgument(describe(schedule, b) + " is touched by no step");
-  }
   // Resolve aliases to (root, offset).
   std::vector<int> parent(static_cast<size_t>(n), -1);
   std::vector<int64_t> parent_offset(static_cast<size_t>(n), 0);
@@ -125,9 +122,14 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
     LiveRange& range = out.ranges[static_cast<size_t>(r)];
     range.start = std::min(range.start, first[static_cast<size_t>(b)]);
     range.end = std::max(range.end, last[static_cast<size_t>(b)] + 1);
+    range.alignment = std::max(range.alignment, schedule.buffers[static_cast<size_t>(b)].alignment);
+  }
+  for (size_t r = 0; r < out.ranges.size(); ++r) {
+    const int b = out.range_buffer[r];
     const ScheduledBuffer& buf = schedule.buffers[static_cast<size_t>(b)];
-    range.alignment = std::max(range.alignment, buf.alignment);
-    if (root[static_cast<size_t>(b)] != b) continue;
+    LiveRange& range = out.ranges[r];
+    // A root may be touched only through its aliases (a concat output its producers fill).
+    if (range.start == kNever) throw InvalidArgument(describe(schedule, b) + " is touched by no step, nor are its aliases");
     if (buf.kind == BufferKind::Weights || buf.kind == BufferKind::DoubleWeights) {
       range.start = std::max<int64_t>(range.start - 1, 0);
     }
