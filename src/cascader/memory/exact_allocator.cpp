@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -16,7 +17,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t align_up(int64_t x, int64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
+// The division is skipped for byte alignment: it dominates the search's inner loop otherwise.
+int64_t align_up(int64_t x, int64_t alignment) {
+  return alignment == 1 ? x : (x + alignment - 1) / alignment * alignment;
+}
 
 enum class Outcome { Found, NotFound, Aborted };
 
@@ -71,35 +75,32 @@ struct Sections {
 // Static orders in which equal-offset candidates are tried; round-robin finds what one misses.
 // Keys, all descending: W lifetime length, A area (bytes x time), T fullest section's total.
 enum class Preorder { WAT, TAW, TWA };
-constexpr Preorder kPreorders[] = {Preorder::WAT, Preorder::TAW, Preorder::TWA};
+// Tried in this order with ranks fixed up front; the last one re-ranks pieces split off during
+// the search by their remaining bytes (it alone solves minimalloc's instance E quickly).
+constexpr std::pair<Preorder, bool> kStrategies[] = {
+    {Preorder::TWA, false}, {Preorder::TAW, false}, {Preorder::WAT, false}, {Preorder::TWA, true}};
 
-std::vector<int> preorder_ranks(const Sections& sec, Preorder order) {
-  const size_t n = sec.buffers.size();
-  std::vector<int64_t> peak_total(n, 0);  // the fullest section the buffer lives in
-  for (size_t b = 0; b < n; ++b) {
-    for (int s = sec.first[b]; s < sec.last[b]; ++s) {
-      peak_total[b] = std::max(peak_total[b], sec.total[static_cast<size_t>(s)]);
-    }
-  }
-  const auto key = [&](size_t b) {
-    const LiveRange& r = sec.buffers[b];
+// Ranks `buffers` (into `rank`) by `order`, with T measured on `totals`, the sections' unplaced
+// bytes: a piece split off during the search is ranked by what is left of it.
+void preorder_ranks(const Sections& sec, Preorder order, const std::vector<int>& buffers,
+                    const std::vector<int64_t>& totals, std::vector<int>& rank) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t, int>> keys;
+  keys.reserve(buffers.size());
+  for (int b : buffers) {
+    const auto ub = static_cast<size_t>(b);
+    int64_t peak_total = 0;  // the fullest section the buffer lives in
+    for (int s = sec.first[ub]; s < sec.last[ub]; ++s) peak_total = std::max(peak_total, totals[static_cast<size_t>(s)]);
+    const LiveRange& r = sec.buffers[ub];
     const int64_t length = r.end - r.start;
     const int64_t area = length * r.size;
     switch (order) {
-      case Preorder::WAT: return std::make_tuple(length, area, peak_total[b]);
-      case Preorder::TAW: return std::make_tuple(peak_total[b], area, length);
-      case Preorder::TWA: return std::make_tuple(peak_total[b], length, area);
+      case Preorder::WAT: keys.emplace_back(length, area, peak_total, -b); break;
+      case Preorder::TAW: keys.emplace_back(peak_total, area, length, -b); break;
+      case Preorder::TWA: keys.emplace_back(peak_total, length, area, -b); break;
     }
-    return std::make_tuple(int64_t{0}, int64_t{0}, int64_t{0});
-  };
-  std::vector<int> order_of(n);
-  std::iota(order_of.begin(), order_of.end(), 0);
-  std::stable_sort(order_of.begin(), order_of.end(), [&](int a, int b) {
-    return key(static_cast<size_t>(a)) > key(static_cast<size_t>(b));
-  });
-  std::vector<int> rank(n);
-  for (size_t i = 0; i < n; ++i) rank[static_cast<size_t>(order_of[i])] = static_cast<int>(i);
-  return rank;
+  }
+  std::sort(keys.begin(), keys.end(), std::greater<>());
+  for (size_t i = 0; i < keys.size(); ++i) rank[static_cast<size_t>(-std::get<3>(keys[i]))] = static_cast<int>(i);
 }
 
 // The decision search for one capacity. State changes are logged and undone on the way back,
@@ -117,8 +118,8 @@ class Search {
     int64_t limit = std::max<int64_t>(64, static_cast<int64_t>(sec_.buffers.size()));
     while (true) {
       limit *= 2;
-      for (Preorder p : kPreorders) {
-        reset(p);
+      for (const auto& [p, rerank] : kStrategies) {
+        reset(p, rerank);
         node_limit_ = std::min(budget_end, nodes_ + limit);
         std::vector<int> all(sec_.buffers.size());
         std::iota(all.begin(), all.end(), 0);
@@ -130,16 +131,22 @@ class Search {
   }
 
  private:
-  void reset(Preorder p) {
+  void reset(Preorder p, bool rerank) {
     const size_t n = sec_.buffers.size();
-    rank_ = preorder_ranks(sec_, p);
+    preorder_ = p;
+    rerank_ = rerank;
+    depth_ = 0;
+    candidate_pool_.resize(n + 1);
+    rank_.assign(n, 0);
+    std::vector<int> all(n);
+    std::iota(all.begin(), all.end(), 0);
+    preorder_ranks(sec_, p, all, sec_.total, rank_);
     offset_.assign(n, -1);
     min_offset_.assign(n, 0);
     solution_.assign(n, -1);
     floor_.assign(static_cast<size_t>(sec_.size()), 0);
     unplaced_ = sec_.total;
     crossing_ = sec_.crossing;
-    stamp_.assign(static_cast<size_t>(sec_.size()), 0);
     timed_out_ = false;
   }
 
@@ -157,7 +164,11 @@ class Search {
         }
       }
       if (!piece.empty()) {
+        std::vector<int> saved;
+        for (int b : piece) saved.push_back(rank_[static_cast<size_t>(b)]);
+        if (rerank_) preorder_ranks(sec_, preorder_, piece, unplaced_, rank_);
         const Outcome outcome = dfs(piece, piece_lo, k + 1, 0, -1);
+        for (size_t i = 0; i < piece.size(); ++i) rank_[static_cast<size_t>(piece[i])] = saved[i];
         if (outcome != Outcome::Found) return outcome;
       }
       piece_lo = k + 1;
@@ -169,19 +180,31 @@ class Search {
     if (++nodes_ > node_limit_) return Outcome::Aborted;
     if ((nodes_ & 255) == 0 && Clock::now() > deadline_) timed_out_ = true;
     if (timed_out_) return Outcome::Aborted;
-    std::vector<std::tuple<int64_t, int, int>> candidates;  // (lowest offset, rank, buffer)
     int64_t min_top = std::numeric_limits<int64_t>::max();
+    bool any = false;
     for (int b : part) {
       const auto ub = static_cast<size_t>(b);
       if (offset_[ub] >= 0) continue;
-      candidates.emplace_back(min_offset_[ub], rank_[ub], b);
+      any = true;
       min_top = std::min(min_top, min_offset_[ub] + sec_.buffers[ub].size);
     }
-    if (candidates.empty()) return Outcome::Found;
+    if (!any) return Outcome::Found;
+    // Only buffers that can go at or above the last offset (symmetry) and below every unplaced
+    // buffer's lowest top (dominance) are candidates, sorted by (offset, rank).
+    std::vector<std::pair<int64_t, uint64_t>>& candidates = candidates_at(depth_);
+    candidates.clear();
+    for (int b : part) {
+      const auto ub = static_cast<size_t>(b);
+      if (offset_[ub] >= 0) continue;
+      const int64_t offset = min_offset_[ub];
+      if (offset < last_offset || offset >= min_top || (offset == last_offset && rank_[ub] < last_rank)) continue;
+      candidates.emplace_back(offset, (static_cast<uint64_t>(rank_[ub]) << 32) | static_cast<uint64_t>(b));
+    }
     std::sort(candidates.begin(), candidates.end());
-    for (const auto& [offset, rank, b] : candidates) {
-      if (offset >= min_top) break;  // dominance; the list is sorted, so the rest fail too
-      if (offset < last_offset || (offset == last_offset && rank < last_rank)) continue;  // symmetry
+    ++depth_;
+    for (const auto& [offset, key] : candidates) {
+      const auto rank = static_cast<int>(key >> 32);
+      const auto b = static_cast<int>(key & 0xffffffffu);
       const size_t log_mark = offset_log_.size();
       const size_t floor_mark = floor_log_.size();
       const bool new_cut = place(b, offset);
@@ -191,11 +214,15 @@ class Search {
       }
       const bool hatless = no_unplaced_overlap(b);
       unplace(b, log_mark, floor_mark);
-      if (outcome != Outcome::NotFound) return outcome;
+      if (outcome != Outcome::NotFound) {
+        --depth_;
+        return outcome;
+      }
       // b shares no time with any unplaced buffer, so where it sits constrains no one: if the rest
       // fails with b here, it fails with b anywhere else too.
       if (hatless) break;
     }
+    --depth_;
     return Outcome::NotFound;
   }
 
@@ -206,39 +233,21 @@ class Search {
     const int64_t top = offset + r.size;
     offset_[ub] = offset;
     solution_[ub] = offset;
-    // A section's unplaced buffers all sit at or above the lowest of their lowest offsets, so the
-    // sections of every buffer whose lowest offset rose (and of b, which left them) get that floor.
-    ++epoch_;
-    touched_.clear();
-    const auto touch = [&](size_t buffer) {
-      for (int s = sec_.first[buffer]; s < sec_.last[buffer]; ++s) {
-        if (stamp_[static_cast<size_t>(s)] == epoch_) continue;
-        stamp_[static_cast<size_t>(s)] = epoch_;
-        touched_.push_back(s);
-      }
-    };
-    touch(ub);
+    // Sections where a lowest offset rose, or that b left, may now have their unplaced buffers
+    // all too high to fit: feasible() re-examines this span of sections.
+    touched_lo_ = sec_.first[ub];
+    touched_hi_ = sec_.last[ub];
     for (int c : sec_.overlaps[ub]) {
       const auto uc = static_cast<size_t>(c);
       if (offset_[uc] >= 0 || min_offset_[uc] >= top) continue;
       offset_log_.emplace_back(c, min_offset_[uc]);
       min_offset_[uc] = align_up(top, sec_.buffers[uc].alignment);
-      touch(uc);
+      touched_lo_ = std::min(touched_lo_, sec_.first[uc]);
+      touched_hi_ = std::max(touched_hi_, sec_.last[uc]);
     }
     for (int s = sec_.first[ub]; s < sec_.last[ub]; ++s) {
       unplaced_[static_cast<size_t>(s)] -= r.size;
       raise_floor(s, top);
-    }
-    for (int s : touched_) {
-      const int64_t floor = floor_[static_cast<size_t>(s)];
-      int64_t lowest = std::numeric_limits<int64_t>::max();
-      for (int m : sec_.members[static_cast<size_t>(s)]) {
-        const auto um = static_cast<size_t>(m);
-        if (offset_[um] >= 0) continue;
-        lowest = std::min(lowest, min_offset_[um]);
-        if (lowest <= floor) break;  // the floor cannot rise
-      }
-      if (lowest != std::numeric_limits<int64_t>::max()) raise_floor(s, lowest);
     }
     bool new_cut = false;
     for (int k = sec_.first[ub]; k + 1 < sec_.last[ub]; ++k) {
@@ -246,6 +255,10 @@ class Search {
     }
     return new_cut;
   }
+
+  // One candidate list per search depth, reused across nodes. Sized in reset(): every depth
+  // places one more buffer, so depth <= n, and the pool never reallocates under a reference.
+  std::vector<std::pair<int64_t, uint64_t>>& candidates_at(size_t depth) { return candidate_pool_[depth]; }
 
   bool no_unplaced_overlap(int b) const {
     for (int c : sec_.overlaps[static_cast<size_t>(b)]) if (offset_[static_cast<size_t>(c)] < 0) return false;
@@ -274,12 +287,28 @@ class Search {
     offset_[ub] = -1;
   }
 
-  // Section inference: the unplaced bytes of every slice must stack on its floor within capacity.
+  // Section inference: the unplaced bytes of every slice must stack within capacity on its floor:
+  // the highest placed top there, the last offset (placements only go up), and the lowest of the
+  // unplaced buffers' lowest offsets. The last is only re-examined where it can have changed.
   bool feasible(int lo, int hi, int64_t offset) const {
     for (int s = lo; s < hi; ++s) {
       const auto us = static_cast<size_t>(s);
-      const int64_t base = unplaced_[us] > 0 ? std::max(floor_[us], offset) : floor_[us];
-      if (base + unplaced_[us] > capacity_) return false;
+      if (unplaced_[us] == 0) {
+        if (floor_[us] > capacity_) return false;
+        continue;
+      }
+      const int64_t headroom = capacity_ - unplaced_[us];  // highest floor that still fits
+      if (std::max(floor_[us], offset) > headroom) return false;
+      if (s < touched_lo_ || s >= touched_hi_) continue;
+      bool fits = false;
+      for (int m : sec_.members[us]) {
+        const auto um = static_cast<size_t>(m);
+        if (offset_[um] < 0 && min_offset_[um] <= headroom) {
+          fits = true;
+          break;
+        }
+      }
+      if (!fits) return false;
     }
     return true;
   }
@@ -290,12 +319,14 @@ class Search {
   int64_t nodes_ = 0;
   int64_t node_limit_ = 0;
   bool timed_out_ = false;
-  uint64_t epoch_ = 0;
+  size_t depth_ = 0;
+  std::vector<std::vector<std::pair<int64_t, uint64_t>>> candidate_pool_;
+  Preorder preorder_ = Preorder::WAT;
+  bool rerank_ = false;
   std::vector<int> rank_;
   std::vector<int64_t> offset_, min_offset_, solution_, floor_, unplaced_;
   std::vector<int> crossing_;
-  std::vector<uint64_t> stamp_;
-  std::vector<int> touched_;
+  int touched_lo_ = 0, touched_hi_ = 0;
   std::vector<std::pair<int, int64_t>> offset_log_, floor_log_;
 };
 
