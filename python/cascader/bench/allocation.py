@@ -64,7 +64,7 @@ def model_ranges(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def models_table(folder: Path, time_limit: float = 0.5) -> list[dict]:
     rows = []
-    print(f"{'model':<46} {'n':>4} {'lower':>10} {'exact':>10} {'gap':>6} {'opt':>4} {'time s':>7} "
+    print(f"{'model':<46} {'n':>4} {'lower':>10} {'exact':>10} {'gap':>6} {'opt':>4} {'time ms':>8} "
           f"{'greedy-bf':>10} {'tflm-ff':>10}")
     for path in sorted(folder.glob("*.tflite")):
         start, end, size = model_ranges(path)
@@ -78,7 +78,7 @@ def models_table(folder: Path, time_limit: float = 0.5) -> list[dict]:
         rows.append(row)
         gap = 100 * (ex.height / ex.lower_bound - 1) if ex.lower_bound else 0.0
         print(f"{path.stem[:46]:<46} {len(size):>4} {ex.lower_bound:>10,} {ex.height:>10,} {gap:>5.2f}% "
-              f"{'yes' if ex.optimal else 'no':>4} {ex.seconds:>7.3f} {bf.height:>10,} {ff.height:>10,}")
+              f"{'yes' if ex.optimal else 'no':>4} {1e3 * ex.seconds:>8.2f} {bf.height:>10,} {ff.height:>10,}")
     return rows
 
 

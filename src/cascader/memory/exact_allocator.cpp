@@ -209,7 +209,7 @@ class Search {
       const size_t floor_mark = floor_log_.size();
       const bool new_cut = place(b, offset);
       Outcome outcome = Outcome::NotFound;
-      if (feasible(lo, hi, offset)) {
+      if (feasible(lo, hi, offset, last_offset)) {
         outcome = new_cut ? solve_partition(part, lo, hi) : dfs(part, lo, hi, offset, rank);
       }
       const bool hatless = no_unplaced_overlap(b);
@@ -290,7 +290,13 @@ class Search {
   // Section inference: the unplaced bytes of every slice must stack within capacity on its floor:
   // the highest placed top there, the last offset (placements only go up), and the lowest of the
   // unplaced buffers' lowest offsets. The last is only re-examined where it can have changed.
-  bool feasible(int lo, int hi, int64_t offset) const {
+  // Outside the touched span only the offset changed since the parent's check passed; when it did
+  // not move either, those sections need no second look.
+  bool feasible(int lo, int hi, int64_t offset, int64_t parent_offset) const {
+    if (offset == parent_offset) {
+      lo = std::max(lo, touched_lo_);
+      hi = std::min(hi, touched_hi_);
+    }
     for (int s = lo; s < hi; ++s) {
       const auto us = static_cast<size_t>(s);
       if (unplaced_[us] == 0) {
