@@ -366,11 +366,11 @@ Allocation exact_allocate(const std::vector<LiveRange>& ranges, const ExactOptio
   if (options.capacity >= 0 && best.height > options.capacity) {
     const Outcome outcome = search.decide(options.capacity, budget(!options.minimise));
     if (outcome != Outcome::Found) {
-      const std::string why = outcome == Outcome::NotFound ? "proven: no allocation fits"
-                                                            : "none found within the search limits";
-      throw BudgetError("the buffers need more than the capacity of " + std::to_string(options.capacity) +
-                        " B (" + why + "; lower bound " + std::to_string(std::max(lo, outcome == Outcome::NotFound ? options.capacity + 1 : lo)) +
-                        " B, smallest allocation found " + std::to_string(best.height) + " B)");
+      const bool proven = outcome == Outcome::NotFound;
+      throw BudgetError("the buffers do not fit the capacity of " + std::to_string(options.capacity) + " B (" +
+                        (proven ? "proven: at least " + std::to_string(options.capacity + 1) + " B are needed"
+                                : "none found within the search limits; lower bound " + std::to_string(lo) + " B") +
+                        "); the smallest allocation found needs " + std::to_string(best.height) + " B");
     }
     adopt();
   }
