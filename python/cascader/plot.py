@@ -45,8 +45,8 @@ def plot_memory(layout: MemoryLayout, path: str | None = None, title: str = "", 
                 ax.text(b.start + 0.05, b.offset + b.size / 2, b.name[:24], fontsize=6, va="center", clip_on=True)
         lb = layout.lower_bounds.get(arena)
         if lb:
-            ax.axhline(lb, color="red", linestyle="--", linewidth=1, label=f"lower bound {lb:,} B")
-        ax.axhline(size, color="black", linewidth=1, label=f"arena {size:,} B")
+            ax.axhline(lb, color="red", linestyle="--", linewidth=1.2, zorder=4, label=f"lower bound {lb:,} B")
+        ax.axhline(size, color="black", linewidth=1, zorder=3, label=f"arena {size:,} B")
         ax.set_xlim(0, t_end)
         ax.set_ylim(0, max(size, lb or 0) * 1.05 or 1)
         ax.set_xlabel("schedule step")
