@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cascader.errors import BudgetError, InvalidArgumentError
 from cascader.memory import (
@@ -180,3 +182,47 @@ def test_plot_memory_writes_png(tmp_path):
     path = tmp_path / "memory.png"
     fig = plot_memory(layout(chain_schedule()), path=str(path), title="chain")
     assert path.stat().st_size > 1000 and len(fig.axes) == 2  # scratch_fast and persistent panels
+
+
+@st.composite
+def schedules(draw):
+    """Random chains of steps over feature maps and weights, with in-place aliases where legal."""
+    n_steps = draw(st.integers(1, 8))
+    kinds = ("feature_map", "stripe_buffer", "weights", "double_weights", "copy", "scratch", "lut")
+    buffers, steps = [], []
+    for t in range(n_steps):
+        out = len(buffers)
+        buffers.append(ScheduledBuffer(f"fm{t}", draw(st.sampled_from(kinds)), draw(st.integers(1, 300))))
+        earlier = list(range(out))
+        reads = draw(st.lists(st.sampled_from(earlier), max_size=3, unique=True)) if earlier else []
+        steps.append(Step(tuple(reads), (out,)))
+    return Schedule(buffers, steps, [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(schedules())
+def test_random_schedules_cover_every_touch_and_never_overlap(schedule):
+    r = live_ranges(schedule)
+    for t, step in enumerate(schedule.steps):
+        for b in (*step.reads, *step.writes):
+            k = r.buffer_range[b]
+            assert r.start[k] <= t < r.end[k]
+    result = layout(schedule)
+    fast = [p for p in result.buffers if p.arena == "scratch_fast"]
+    check_allocation([(p.start, p.end, p.size, 16) for p in fast], [p.offset for p in fast])
+    assert result.sizes["scratch_fast"] >= result.lower_bounds["scratch_fast"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(schedules(), st.floats(0.0, 1.2), st.randoms(use_true_random=False))
+def test_eviction_always_meets_the_fast_capacity(schedule, fraction, rnd):
+    schedule.buffers = [ScheduledBuffer(b.name, b.kind, b.size, access_bytes=rnd.randint(0, 10_000))
+                        for b in schedule.buffers]
+    full = layout(schedule).sizes["scratch_fast"]
+    capacity = int(full * fraction)
+    result = layout(schedule, MemoryConfig(fast_capacity=capacity, fast_cycles_per_byte=0.1,
+                                           slow_cycles_per_byte=1.0))
+    assert result.sizes["scratch_fast"] <= capacity
+    for arena in ("scratch_fast", "scratch"):
+        placed = [p for p in result.buffers if p.arena == arena]
+        check_allocation([(p.start, p.end, p.size, 16) for p in placed], [p.offset for p in placed])
