@@ -292,15 +292,18 @@ class Search {
 
   // Section inference: the unplaced bytes of every slice must stack within capacity on its floor:
   // the highest placed top there, the last offset (placements only go up), and the lowest of the
-  // unplaced buffers' lowest offsets. The last is only re-examined where it can have changed.
-  // Outside the touched span only the offset changed since the parent's check passed; when it did
-  // not move either, those sections need no second look.
+  // unplaced buffers' lowest offsets. Outside the touched span only the offset can have changed
+  // since the parent's check passed, so there a max over the unplaced bytes is enough.
   bool feasible(int lo, int hi, int64_t offset, int64_t parent_offset) const {
-    if (offset == parent_offset) {
-      lo = std::max(lo, touched_lo_);
-      hi = std::min(hi, touched_hi_);
+    const int t_lo = std::max(lo, touched_lo_);
+    const int t_hi = std::min(hi, touched_hi_);
+    if (offset != parent_offset) {
+      int64_t most = 0;
+      for (int s = lo; s < t_lo; ++s) most = std::max(most, unplaced_[static_cast<size_t>(s)]);
+      for (int s = t_hi; s < hi; ++s) most = std::max(most, unplaced_[static_cast<size_t>(s)]);
+      if (most > 0 && offset + most > capacity_) return false;
     }
-    for (int s = lo; s < hi; ++s) {
+    for (int s = t_lo; s < t_hi; ++s) {
       const auto us = static_cast<size_t>(s);
       if (unplaced_[us] == 0) {
         if (floor_[us] > capacity_) return false;
@@ -308,7 +311,6 @@ class Search {
       }
       const int64_t headroom = capacity_ - unplaced_[us];  // highest floor that still fits
       if (std::max(floor_[us], offset) > headroom) return false;
-      if (s < touched_lo_ || s >= touched_hi_) continue;
       bool fits = false;
       for (int m : sec_.members[us]) {
         const auto um = static_cast<size_t>(m);
