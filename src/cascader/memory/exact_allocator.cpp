@@ -110,13 +110,14 @@ void preorder_ranks(const Sections& sec, Preorder order, const std::vector<int>&
 // so the search allocates nothing per node beyond its candidate list.
 class Search {
  public:
-  Search(const Sections& sec, Clock::time_point deadline) : sec_(sec), deadline_(deadline) {}
+  explicit Search(const Sections& sec) : sec_(sec) {}
 
   int64_t nodes() const { return nodes_; }
   const std::vector<int64_t>& solution() const { return solution_; }
 
-  Outcome decide(int64_t capacity, int64_t node_budget) {
+  Outcome decide(int64_t capacity, int64_t node_budget, Clock::time_point deadline) {
     capacity_ = capacity;
+    deadline_ = deadline;
     const int64_t budget_end = nodes_ + node_budget;
     int64_t limit = std::max<int64_t>(64, static_cast<int64_t>(sec_.buffers.size()));
     while (true) {
@@ -358,18 +359,23 @@ Allocation exact_allocate(const std::vector<LiveRange>& ranges, const ExactOptio
   for (size_t i : live) compact.push_back(ranges[i]);
   const Sections sections(std::move(compact));
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
-  Search search(sections, deadline);
+  Search search(sections);
   const auto adopt = [&]() {
     for (size_t k = 0; k < live.size(); ++k) best.offsets[live[k]] = search.solution()[k];
     best.height = allocation_height(ranges, best.offsets);
   };
+  // A decision gets all that is left, or half of it when later decisions may still use the rest.
   const auto budget = [&](bool all) {
     const int64_t left = std::max<int64_t>(options.node_limit - search.nodes(), 0);
     return all ? left : left / 2 + 1;
   };
+  const auto time_slice = [&](bool all) {
+    const auto now = Clock::now();
+    return all || now >= deadline ? deadline : now + (deadline - now) / 2;
+  };
   int64_t lo = best.lower_bound;
   if (options.capacity >= 0 && best.height > options.capacity) {
-    const Outcome outcome = search.decide(options.capacity, budget(!options.minimise));
+    const Outcome outcome = search.decide(options.capacity, budget(!options.minimise), time_slice(!options.minimise));
     if (outcome != Outcome::Found) {
       const bool proven = outcome == Outcome::NotFound;
       throw BudgetError("the buffers do not fit the capacity of " + std::to_string(options.capacity) + " B (" +
@@ -384,7 +390,7 @@ Allocation exact_allocate(const std::vector<LiveRange>& ranges, const ExactOptio
     while (lo < best.height && search.nodes() < options.node_limit && Clock::now() < deadline) {
       const int64_t capacity = aborted_at < lo ? lo : aborted_at + (best.height - aborted_at) / 2;
       if (capacity <= aborted_at || capacity >= best.height) break;
-      const Outcome outcome = search.decide(capacity, budget(false));
+      const Outcome outcome = search.decide(capacity, budget(false), time_slice(false));
       if (outcome == Outcome::Found) adopt();
       if (outcome == Outcome::NotFound) lo = capacity + 1;
       if (outcome == Outcome::Aborted) aborted_at = capacity;
