@@ -7,14 +7,17 @@
 //   - section inference: in every time slice, floor + unplaced bytes <= C;
 //   - dominance: never place a buffer above a point where another unplaced one fits entirely
 //     below it (that gap could only be filled by moving the other one down);
-//   - symmetry: equal offsets are taken in rank order only;
+//   - symmetry: equal offsets are taken in rank order only, and a buffer that shares time with
+//     no unplaced buffer is tried at its lowest offset only;
 // and it solves independent partitions (time cuts no unplaced buffer crosses, found statically
-// and again during the search) separately. Preorderings are tried round-robin under a doubling
-// node budget.
+// and again during the search) separately. Three preorders (minimalloc's TWA, TAW, WAT) are
+// tried round-robin under a node limit that grows 4x per round.
 //
 // The optimisation driver starts from the greedy best-fit allocation (the warm start and upper
 // bound), then decides capacities between the lower bound (peak live bytes) and the best height
-// found, lowest first; a finished search that finds nothing proves a higher lower bound.
+// found, lowest first, then by bisection; a finished search that finds nothing proves a higher
+// lower bound. Each decision gets half the remaining nodes and time. Results depend only on the
+// input and options as long as the node limit, not the time limit, ends the search.
 // Worst case exponential; each node costs O(n log n + sections).
 #pragma once
 
