@@ -145,8 +145,10 @@ def test_layout_budget_error_and_shared_sram():
     with pytest.raises(BudgetError, match="fast capacity"):
         layout(Schedule([ScheduledBuffer("s", "scratch", 128, persistent=False)], [Step((), (0,))], []),
                MemoryConfig(fast_capacity=64, slow_cycles_per_byte=float("inf")))
-    shared = layout(Schedule(buffers, steps, []), MemoryConfig(shared_sram=True))
+    shared = layout(Schedule(buffers, steps, []), MemoryConfig(shared_sram=True, fast_capacity=64))
     assert "scratch_fast" not in shared.sizes and shared.sizes["scratch"] == 64
+    with pytest.raises(BudgetError, match="at least"):
+        layout(Schedule(buffers, steps, []), MemoryConfig(shared_sram=True, fast_capacity=63))
 
 
 def test_offline_memory_allocation_format():

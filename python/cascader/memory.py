@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _core
-from .errors import InvalidArgumentError
+from .errors import BudgetError, InvalidArgumentError
 
 Solver = Literal["exact", "greedy", "first-fit"]
 BUFFER_KINDS = ("feature_map", "stripe_buffer", "weights", "double_weights", "copy", "lut", "scratch")
@@ -161,8 +161,6 @@ def allocate(
         fit = _core.GreedyFit.best if solver == "greedy" else _core.GreedyFit.first
         result = _core.greedy_allocate(start, end, size, alignment, fit)
         if capacity is not None and result.height > capacity:
-            from .errors import BudgetError
-
             raise BudgetError(
                 f"greedy allocation needs {result.height:,} B, over the capacity of {capacity:,} B "
                 f"(lower bound {result.lower_bound:,} B); try solver='exact' or raise the capacity"
@@ -280,8 +278,8 @@ class MemoryConfig:
     slow_capacity: int | None = None
     fast_cycles_per_byte: float = 0.0
     slow_cycles_per_byte: float = 1.0
-    shared_sram: bool = False  # Shared_Sram: one scratch arena in SRAM, named `scratch`
-    solver: Solver = "exact"
+    shared_sram: bool = False  # Shared_Sram: one scratch arena in SRAM, named `scratch`; no eviction
+    solver: Literal["exact", "greedy"] = "exact"
     time_limit: float = 0.5
 
 
@@ -339,6 +337,8 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
     state) and constants are laid out linearly in their own arenas.
     """
     config = config or MemoryConfig()
+    if config.solver not in ("exact", "greedy"):
+        raise InvalidArgumentError(f"MemoryConfig.solver must be 'exact' or 'greedy', not {config.solver!r}")
     ranges = live_ranges(schedule)
     n = ranges.start.size
     # One arena buffer per live range, carrying the flags of its root buffer and the summed
@@ -351,7 +351,8 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
         ranges.start, ranges.end, ranges.size, ranges.alignment,
         [b.persistent or b.kind == "lut" for b in roots], [b.constant for b in roots],
         [not (b.persistent or b.kind == "lut" or b.constant) for b in roots], access.tolist(),
-        -1 if config.fast_capacity is None else int(config.fast_capacity),
+        # Shared_Sram has nowhere to evict to: lay out unbounded, then hold it to the capacity.
+        -1 if config.fast_capacity is None or config.shared_sram else int(config.fast_capacity),
         -1 if config.slow_capacity is None else int(config.slow_capacity),
         float(config.fast_cycles_per_byte), float(config.slow_cycles_per_byte), config.solver == "exact",
         float(config.time_limit),
@@ -359,9 +360,11 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
     fast_name = "scratch" if config.shared_sram else "scratch_fast"
     names = {_core.Arena.fast: fast_name, _core.Arena.slow: "scratch", _core.Arena.persistent: "persistent",
              _core.Arena.flash: "flash"}
-    if config.shared_sram and any(a == _core.Arena.slow for a in result.arena):
-        raise InvalidArgumentError("Shared_Sram mode has a single scratch arena: set fast_capacity=None or "
-                                   "give the SRAM enough capacity")
+    if config.shared_sram and config.fast_capacity is not None and result.fast_size > config.fast_capacity:
+        raise BudgetError(
+            f"Shared_Sram: the scratch arena needs {result.fast_size:,} B, over the SRAM capacity of "
+            f"{config.fast_capacity:,} B; raise the SRAM size to at least that or use Dedicated_Sram with eviction"
+        )
     placed = []
     for i, buf in enumerate(schedule.buffers):
         r = int(ranges.buffer_range[i])
