@@ -7,8 +7,10 @@
 //     step early; DoubleWeights holds two stripes' weights (size is one stripe's).
 //   - Lut and any `persistent` buffer: live across the whole schedule (they outlive an inference).
 // Aliases declare buffers that share another's memory instead of getting their own:
-//   - InPlace: an elementwise OFM (or an in-place depthwise output) over its IFM. Legal only when
-//     the IFM is not touched after the step that first writes the alias.
+//   - InPlace: an elementwise OFM over its IFM, or a TinyEngine-style in-place depthwise output
+//     (declared with a one-channel Scratch buffer beside it). Legal here only when the IFM is not
+//     touched after the step that first writes the alias; that the NPU's access order never reads
+//     an overwritten byte within the step is the scheduler's claim, to be proven in the simulator.
 //   - Slice:   a producer writing straight into its slice of a concatenation's output.
 //   - Reshape: reshape / squeeze, same bytes at offset 0.
 // Aliases chain (a reshape of a slice...); the root buffer's range covers every alias's steps.
