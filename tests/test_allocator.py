@@ -130,6 +130,8 @@ def test_time_limit_returns_best_with_gap():
         ([(3, 2, 8)], "start <= end"),
         ([(0, 2, 8, 0)], "alignment >= 1"),
         ([(0, 2)], "3 or 4 columns"),
+        ([(0, 2, 8), (0, 1)], "equal length"),
+        (7, "got int"),
     ],
 )
 def test_bad_input_is_named(rows, message):

@@ -92,12 +92,20 @@ def _columns(buffers: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             raise InvalidArgumentError(f"structured buffer array lacks fields {sorted(missing)}")
         cols = [buffers["start"], buffers["end"], buffers["size"], buffers["alignment"] if "alignment" in names else None]
     else:
-        rows = list(buffers)
+        try:
+            rows = list(buffers)
+        except TypeError:
+            raise InvalidArgumentError(
+                f"buffers must be records, rows or arrays of start, end, size; got {type(buffers).__name__}"
+            ) from None
         if rows and not isinstance(rows[0], (Sequence, np.ndarray)):
             cols = [[r.start for r in rows], [r.end for r in rows], [r.size for r in rows],
                     [getattr(r, "alignment", 1) for r in rows]]
         else:
-            arr = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1) if rows else np.zeros((0, 3), np.int64)
+            try:
+                arr = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1) if rows else np.zeros((0, 3), np.int64)
+            except (ValueError, TypeError) as e:
+                raise InvalidArgumentError(f"buffer rows must be integers of equal length: {e}") from None
             if arr.shape[1] not in (3, 4):
                 raise InvalidArgumentError(
                     f"buffers as rows need 3 or 4 columns (start, end, size[, alignment]); got {arr.shape[1]}"
