@@ -11,6 +11,10 @@ namespace cascader {
 
 namespace {
 
+// Node budget of the exact fit check run once per eviction round: enough for real schedules
+// (they fit within a few hundred nodes), small enough that many rounds stay fast.
+constexpr int64_t kFitCheckNodes = 50'000;
+
 int64_t align_up(int64_t x, int64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
 
 // Lays out the buffers of one arena; `members` index into `buffers`.
@@ -70,6 +74,7 @@ ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryC
       options.capacity = config.fast_capacity;
       options.minimise = false;
       options.time_limit_s = config.time_limit_s;
+      options.node_limit = kFitCheckNodes;
       try {
         exact_allocate(ranges, options);
         break;
