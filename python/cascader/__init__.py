@@ -3,6 +3,7 @@
 from . import _core
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
 from .inspection import Inspection, inspect
+from .memory import allocate, layout, live_ranges, lower_bound
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
 from . import zoo
 
@@ -20,7 +21,11 @@ __all__ = [
     "Quantization",
     "SubGraph",
     "Tensor",
+    "allocate",
     "inspect",
+    "layout",
+    "live_ranges",
+    "lower_bound",
     "load_model",
     "save_model",
 ]
