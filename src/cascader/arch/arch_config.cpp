@@ -30,12 +30,6 @@ ArchConfig::ArchConfig(const AcceleratorConfig& accelerator, const SystemConfig&
   std::array<MemoryArea, 2> axi = {system_.axi0, system_.axi1};
   for (int r = 0; r < 3; ++r) region_memory_[r] = axi[port[r]];
 
-  // Constants cannot live in SRAM that the arena also uses: like Vela, treat them as an on-chip
-  // flash with SRAM's timing, so their traffic is accounted separately.
-  if (region_memory_[0] == MemoryArea::Sram) {
-    system_.memory(MemoryArea::OnChipFlash) = system_.memory(MemoryArea::Sram);
-    region_memory_[0] = MemoryArea::OnChipFlash;
-  }
   if (region_memory_[1] != MemoryArea::Sram && region_memory_[1] != MemoryArea::Dram) {
     throw InvalidArgument(std::string("memory mode ") + memory_mode_name(mode) + " puts the arena in " +
                           memory_area_name(region_memory_[1]) + "; the arena must be Sram or Dram");

@@ -12,8 +12,7 @@
 
 namespace cascader {
 
-// Sram_Only: everything in SRAM on AXI0 (constants then behave like an on-chip flash with SRAM
-// timing, as Vela does). Shared_Sram: constants on AXI1, arena and cache in SRAM on AXI0.
+// Sram_Only: everything in SRAM on AXI0 (constants share SRAM's bandwidth). Shared_Sram: constants on AXI1, arena and cache in SRAM on AXI0.
 // Dedicated_Sram: constants and arena on AXI1 (e.g. DRAM), SRAM on AXI0 only as a fast cache.
 enum class MemoryMode { SramOnly = 0, SharedSram, DedicatedSram };
 const char* memory_mode_name(MemoryMode m);

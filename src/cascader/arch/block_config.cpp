@@ -11,7 +11,7 @@ namespace cascader {
 
 bool BlockQuery::operator==(const BlockQuery& o) const {
   return block_type == o.block_type && ifm == o.ifm && ofm == o.ofm && ifm2 == o.ifm2 &&
-         ifm2_scalar == o.ifm2_scalar && ifm_bits == o.ifm_bits && kernel == o.kernel && uses_lut == o.uses_lut &&
+         ifm2_scalar == o.ifm2_scalar && ifm_bits == o.ifm_bits && kernel == o.kernel && lut_bytes == o.lut_bytes &&
          rescaled == o.rescaled && traversal == o.traversal;
 }
 
@@ -19,10 +19,10 @@ bool prefers_part_kernel_first(const Shape4& ifm, int ifm_bits, const Kernel& ke
   if (ifm.c <= 8) return true;
   // Depth-first wastes the tail of the last 32 (int8) / 16 channel slice; part-kernel-first
   // wastes the tail of the last 8 channels and of the last 4 (int8) / 2 kernel elements.
-  const double k = kernel.elements_wh();
-  const double depth_util = double(ifm.c) / round_up(ifm.c, ifm_bits == 8 ? 32 : 16);
-  const double part_util = ifm.c * k / (double(round_up(ifm.c, 8)) * round_up(int(k), ifm_bits == 8 ? 4 : 2));
-  return part_util > depth_util;
+  const int k = kernel.elements_wh();
+  const double depth_util = ifm.c / double(round_up(ifm.c, ifm_bits == 8 ? 32 : 16));
+  const double part_util = (ifm.c / double(round_up(ifm.c, 8))) * (k / double(round_up(k, ifm_bits == 8 ? 4 : 2)));
+  return part_util >= depth_util;
 }
 
 namespace {
@@ -61,14 +61,19 @@ Fixed fixed_part(const AcceleratorConfig& arch, const BlockQuery& q) {
   Fixed f;
   f.ifm = q.ifm;
   if (q.ifm2 && q.ifm2->elements() > q.ifm.elements()) f.ifm = *q.ifm2;
-  if (q.block_type == NpuBlockType::ElementWise) f.ew = q.ifm2_scalar ? EwUsage::Scalar : EwUsage::Full;
+  if (q.block_type == NpuBlockType::ElementWise) {
+    const bool scalar = q.ifm.elements() == 1 || q.ifm2_scalar;
+    f.ew = scalar && q.ifm_bits <= 16 ? EwUsage::Scalar : EwUsage::Full;
+  }
   f.depthwise = q.block_type == NpuBlockType::ConvolutionDepthWise;
   f.equal_depth = f.ew != EwUsage::No || q.block_type == NpuBlockType::Pooling || f.depthwise;
   f.convolution = q.block_type == NpuBlockType::ConvolutionMxN || f.depthwise;
   switch (q.traversal) {
-    case Traversal::Auto: f.part_kernel = f.convolution && prefers_part_kernel_first(f.ifm, q.ifm_bits, q.kernel); break;
+    case Traversal::Auto:
+      f.part_kernel = q.block_type == NpuBlockType::ConvolutionMxN && prefers_part_kernel_first(f.ifm, q.ifm_bits, q.kernel);
+      break;
     case Traversal::DepthFirst: f.part_kernel = false; break;
-    case Traversal::PartKernelFirst: f.part_kernel = f.convolution; break;
+    case Traversal::PartKernelFirst: f.part_kernel = q.block_type == NpuBlockType::ConvolutionMxN; break;
   }
   if (q.ifm_bits == 16 && q.block_type != NpuBlockType::Pooling && q.rescaled) f.acc = ShramElement::Acc40;
   f.acc_bits = f.acc == ShramElement::Acc40 ? 40 : 32;
@@ -81,7 +86,7 @@ Fixed fixed_part(const AcceleratorConfig& arch, const BlockQuery& q) {
     f.ifm_granule = arch.granule(q.ifm_bits == 8 ? ShramElement::Ifm8 : q.ifm_bits == 16 ? ShramElement::Ifm16
                                                                                           : ShramElement::Ifm32);
   }
-  f.lut_banks = std::max(q.uses_lut ? arch.shram_lut_banks : 0, arch.shram_reserved_end_banks);
+  f.lut_banks = std::max((q.lut_bytes + arch.shram_bank_bytes - 1) / arch.shram_bank_bytes, arch.shram_reserved_end_banks);
   if (q.ifm_bits == 16) {
     f.ifm_block_depth = round_up(std::min(f.ifm.c, 16), 4);
   } else {
@@ -150,9 +155,9 @@ void search(const AcceleratorConfig& arch, const BlockQuery& q, const Fixed& f, 
   const int max_d = round_up(std::min(q.ofm.c, arch.ofm_block_max.depth), u.depth);
   int depth = std::max(u.depth, std::min(max_d, kSplitDepth));
   if (depth < q.ofm.c) depth = round_up(depth, kSplitDepth);
+  // An H x W that did not fit at one depth does not fit at a larger one.
+  std::set<std::pair<int, int>> wont_fit;
   while (depth <= max_d) {
-    // A block that did not fit does not fit transposed either.
-    std::set<std::pair<int, int>> wont_fit;
     for (int h = u.height; h <= max_h; h += u.height) {
       for (int w = u.width; w <= max_w; w += u.width) {
         if (wont_fit.count({h, w})) continue;
@@ -160,7 +165,7 @@ void search(const AcceleratorConfig& arch, const BlockQuery& q, const Fixed& f, 
         if (cfg) {
           visit(*cfg);
         } else {
-          wont_fit.insert({w, h});
+          wont_fit.insert({h, w});
         }
       }
     }
@@ -191,43 +196,45 @@ BlockConfig choose_block_config(const AcceleratorConfig& arch, const BlockQuery&
   const Shape4& ofm = q.ofm;
   const int ifm_repeats = div_round_up(q.kernel.area_width(), arch.sub_kernel_max.width) *
                           div_round_up(q.kernel.area_height(), arch.sub_kernel_max.height);
-  const int64_t weight_fetch_wh = f.convolution ? int64_t(q.kernel.area_width()) * q.kernel.area_height() : 0;
-  const double ofm_elements = double(ofm.elements());
+  const int64_t weight_fetch_wh = f.convolution ? int64_t(q.kernel.width) * q.kernel.height : 0;
+  const float ofm_elements = float(ofm.elements());
 
-  double best_cost = std::numeric_limits<double>::infinity();
-  double best_coverage = std::numeric_limits<double>::infinity();
+  // Single precision throughout, as Vela: exact ties decide between blocks.
+  float best_cost = std::numeric_limits<float>::infinity();
+  float best_coverage = std::numeric_limits<float>::infinity();
   std::optional<BlockConfig> best;
   search(arch, q, f, [&](const BlockConfig& c) {
     const BlockShape& b = c.ofm_block;
     // Blocks per axis, whole (what is fetched) and fractional (what the cost is spread over).
-    const int64_t full_h = div_round_up(ofm.h, b.height), full_w = div_round_up(ofm.w, b.width);
-    const int64_t full_d = div_round_up(ofm.c, b.depth);
-    const double frac_h = double(ofm.h) / b.height, frac_w = double(ofm.w) / b.width;
-    const double frac_d = double(ofm.c) / b.depth;
+    BlockShape fb = b;  // the block as fitted (1-high for 1-high OFMs on 2-high micro-blocks)
+    if (q.ofm.h == 1 && q.kernel.height == 1 && arch.ofm_ublock.height == 2) fb.height = 1;
+    const int64_t full_h = div_round_up(ofm.h, fb.height), full_w = div_round_up(ofm.w, fb.width);
+    const int64_t full_d = div_round_up(ofm.c, fb.depth);
+    const float frac_h = float(ofm.h) / float(fb.height), frac_w = float(ofm.w) / float(fb.width);
+    const float frac_d = float(ofm.c) / float(fb.depth);
 
-    double weight_fetch = double(weight_fetch_wh * ifm.c * full_h * full_w);
-    if (!f.depthwise) weight_fetch *= b.depth * frac_d;
-    double ifm_fetch = double(c.ifm_block.height * int64_t(c.ifm_block.width) * ifm.c * ifm_repeats) * (frac_w * frac_h);
-    if (!f.equal_depth) ifm_fetch *= double(full_d);
+    float weight_fetch = float(weight_fetch_wh * ifm.c * full_h * full_w);
+    if (!f.depthwise) weight_fetch *= frac_d * float(fb.depth);
+    float ifm_fetch = float(c.ifm_block.height * int64_t(c.ifm_block.width) * ifm.c * ifm_repeats) * frac_h * frac_w;
+    if (!f.equal_depth) ifm_fetch *= float(full_d);
 
-    double cost = q.block_type == NpuBlockType::ElementWise
-                      ? std::max(ofm_elements / (double(b.height) * b.width * b.depth), 1.0)
-                      : (ifm_fetch + weight_fetch) / ofm_elements;
+    float cost = q.block_type == NpuBlockType::ElementWise ? ofm_elements / float(b.height * b.width * b.depth)
+                                                           : (ifm_fetch + weight_fetch) / ofm_elements;
     // When both IFM buffers hold the whole IFM, nothing is refetched.
-    if (ifm.elements() < c.ifm_block.elements() * 2) cost /= 2;
+    if (ifm.elements() < c.ifm_block.elements() * 2) cost /= 2.0f;
 
-    if (cost > best_cost) return;
+    if (!(cost <= best_cost)) return;
     bool take = false;
     if (cost == best_cost) {
       // Equal cost: prefer the small block that covers more of the IFM.
-      const double cover = double(ifm.elements_wh()) /
-                           (double(std::min(ifm.h, c.ifm_block.height)) * std::min(ifm.w, c.ifm_block.width));
+      const int64_t cover_wh = int64_t(std::min(ifm.h, c.ifm_block.height)) * std::min(ifm.w, c.ifm_block.width);
+      const float cover = float(ifm.elements_wh()) / float(std::max<int64_t>(cover_wh, 1));
       if (cover <= best_coverage && b.height <= 4 && b.width <= 4) {
         best_coverage = cover;
         take = true;
       }
     } else {
-      best_coverage = std::numeric_limits<double>::infinity();
+      best_coverage = std::numeric_limits<float>::infinity();
       take = true;
     }
     if (take) {

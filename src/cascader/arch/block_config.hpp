@@ -1,17 +1,19 @@
 // OFM block configs: the unit of work the NPU computes between SHRAM refills, and the SHRAM
 // layout that goes with it.
 //
-// Rules (facts taken from Vela's architecture_allocator.py, in our own code):
+// Rules (facts taken from Vela's block-config search for Ethos-U55/U65 -- architecture_allocator.py
+// and its C++ successor in Vela 5.x -- written in our own code):
 //  - OFM block H, W, C are multiples of the OFM micro-block, at most 32 x 64 x 128, and C
 //    steps in 16s while it is below the OFM depth.
 //  - The IFM block feeding it is ((ofm - 1) * stride + min(dilated kernel, 8)) per axis,
 //    rounded up to the micro-block; its depth is 32 (int8 depth-first), 16 (part-kernel-first
 //    or int16), or the OFM block depth for depthwise, pooling and elementwise.
 //  - SHRAM: 2 reserved output banks, then the IFM buffers, then the accumulators, then the LUT
-//    (2 banks, or the reserved top banks). IFM and accumulators are double-buffered and rounded
+//    (1 bank per KiB of table, at least the reserved top banks). IFM and accumulators are double-buffered and rounded
 //    to a per-element-kind bank granule; elementwise ops split the IFM space between IFM and IFM2.
-//  - Choice: the lowest (IFM fetch + weight fetch) per OFM element; ties go to small (<= 4x4)
-//    blocks that cover more of the IFM. Halved cost when the whole IFM fits in two IFM buffers.
+//  - Choice: the lowest (IFM fetch + weight fetch) per OFM element (single precision, as Vela);
+//    ties go to small (<= 4x4) blocks that cover more of the IFM. Halved cost when the whole IFM
+//    fits in two IFM buffers. Part-kernel-first when its MAC utilisation is at least depth-first's.
 //
 // Complexity: enumerate/choose visit (H/uh) * (W/uw) * (C/uc) candidates, at most 32*64*16 =
 // 32768 on U55-32 and 16*32*16 = 8192 on U55-256, each O(1). The cycle model caches the choice.
@@ -51,13 +53,13 @@ struct BlockQuery {
   bool ifm2_scalar = false;  // elementwise with a scalar second operand: no IFM2 buffer
   int ifm_bits = 8;
   Kernel kernel;
-  bool uses_lut = false;
+  int lut_bytes = 0;         // activation table copied into SHRAM (0: none)
   bool rescaled = true;      // 16-bit ops with rescaling need 40-bit accumulators
   Traversal traversal = Traversal::Auto;
   bool operator==(const BlockQuery& o) const;
 };
 
-// The traversal Vela would pick: part-kernel-first when its DPU utilisation is higher.
+// The traversal Vela would pick: part-kernel-first when its DPU utilisation is not lower.
 bool prefers_part_kernel_first(const Shape4& ifm, int ifm_bits, const Kernel& kernel);
 
 // Checks one OFM block; nullopt if it breaks the micro-block/maximum rules or does not fit SHRAM.

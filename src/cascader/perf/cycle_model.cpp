@@ -28,7 +28,7 @@ struct QueryHash {
     mix(int(q.block_type));
     for (const Shape4* s : {&q.ifm, &q.ofm}) { mix(s->n); mix(s->h); mix(s->w); mix(s->c); }
     if (q.ifm2) { mix(q.ifm2->h); mix(q.ifm2->w); mix(q.ifm2->c); mix(q.ifm2->n); }
-    mix(q.ifm2_scalar); mix(q.ifm_bits); mix(q.uses_lut); mix(q.rescaled); mix(int(q.traversal));
+    mix(q.ifm2_scalar); mix(q.ifm_bits); mix(q.lut_bytes); mix(q.rescaled); mix(int(q.traversal));
     const Kernel& kn = q.kernel;
     mix(kn.height); mix(kn.width); mix(kn.stride_y); mix(kn.stride_x); mix(kn.dilation_y); mix(kn.dilation_x);
     return size_t(h);
@@ -65,7 +65,7 @@ BlockQuery block_query(const NpuOp& op) {
   }
   q.ifm_bits = op.ifm.bits;
   q.kernel = op.kernel;
-  q.uses_lut = op.activation == Activation::Lut;
+  q.lut_bytes = op.activation == Activation::Lut ? int(std::max<int64_t>(op.lut_bytes, 256)) : 0;
   q.rescaled = op.rescaled;
   q.traversal = op.traversal;
   return q;
@@ -88,62 +88,65 @@ Shape4 storage_rounded(const Shape4& s, TensorFormat f) {
 }
 
 bool is_u55_32(const AcceleratorConfig& a) { return !a.is_u65 && a.macs_per_cycle == 32; }
-bool is_u55_64_or_128(const AcceleratorConfig& a) {
-  return !a.is_u65 && (a.macs_per_cycle == 64 || a.macs_per_cycle == 128);
-}
 
-// Bytes `to_transfer` inflated by how far the access pattern's burst falls short of the
-// memory's burst length (a full burst = efficiency 1).
-double burst_scaled(const ArchConfig& arch, bool is_read, MemoryArea mem, TensorFormat format, int bits,
-                    const BlockShape& block, const Shape4& shape, double to_transfer) {
+// Bytes moved for `elements`, inflated by how far the access pattern's burst falls short of
+// the memory's burst length (a full burst = efficiency 1). NHWC bursts cover a whole block row
+// only when the block spans the full depth; otherwise one block depth.
+int64_t burst_scaled_bytes(const ArchConfig& arch, bool is_read, MemoryArea mem, TensorFormat format, int bits,
+                           const BlockShape& block, const Shape4& shape, int64_t elements) {
   const int cores = arch.accelerator().cores;
   int64_t burst_bits = 8;
   if (format == TensorFormat::NHCWB16) {
-    const double c_stride = bits * 16.0 * shape.w / 8;  // bytes between 16-channel slices
+    const int64_t c_stride = int64_t(shape.w) * bits * 16 / 8;  // bytes between 16-channel slices
     if (c_stride == block.depth) {
-      burst_bits = int64_t(bits) * block.depth * block.width;
+      burst_bits = int64_t(bits) * block.width * block.depth;
     } else if (is_read) {
       burst_bits = 16LL * bits * block.width;
     } else {
       burst_bits = 16LL * bits * block.width * cores;
     }
   } else {
-    const double z_stride = bits / 8.0;
+    const int64_t x_stride = int64_t(shape.c) * bits / 8;  // bytes between pixels
     if (is_read) {
-      burst_bits = z_stride == block.depth ? int64_t(bits) * block.depth * block.width : int64_t(bits) * block.depth;
-    } else if (block.depth <= 16 && z_stride == block.depth) {
-      burst_bits = int64_t(bits) * block.depth * block.width;
+      burst_bits = x_stride == block.depth ? int64_t(bits) * block.width * block.depth : int64_t(bits) * block.depth;
+    } else if (block.depth <= 16 && x_stride == block.depth) {
+      burst_bits = int64_t(bits) * block.width * block.depth;
     } else {
       burst_bits = std::min<int64_t>({64 * 8, 16LL * bits * cores, int64_t(block.depth) * bits});
     }
   }
   const int64_t max_burst = arch.burst_length(mem);
   const int64_t burst = std::max<int64_t>(1, std::min<int64_t>(max_burst, burst_bits / 8));
-  return to_transfer * (double(max_burst) / double(burst));
+  return elements * bits / 8 * max_burst / burst;
 }
 
-// Memory cycles for the first IFM block and OFM block: the per-block command overhead.
-std::pair<double, double> block_memory_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
-  const double ifm_elems = double(min4(op.ifm.shape, cfg.ifm_block).elements());
-  const double ifm = arch.latency(op.ifm.memory, Direction::Read) +
-                     burst_scaled(arch, true, op.ifm.memory, op.ifm.format, op.ifm.bits, cfg.ifm_block, op.ifm.shape,
-                                  ifm_elems) /
-                         arch.bandwidth(op.ifm.memory);
-  const double ofm_elems = double(min4(op.ofm.shape, cfg.ofm_block).elements());
-  const double ofm = arch.latency(op.ofm.memory, Direction::Write) +
-                     burst_scaled(arch, false, op.ofm.memory, op.ofm.format, op.ofm.bits, cfg.ofm_block, op.ofm.shape,
-                                  ofm_elems) /
-                         arch.bandwidth(op.ofm.memory);
-  return {ifm, ofm};
+// Cycles to fetch the first IFM block (the slower input for two-input ops): paid once per op
+// and, where it differs from the OFM block's, per block as command overhead.
+int64_t first_ifm_block_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
+  int64_t cycles = 0;
+  for (const FeatureMap* fm : {&op.ifm, op.ifm2 ? &*op.ifm2 : nullptr}) {
+    if (!fm) continue;
+    const int64_t tx = burst_scaled_bytes(arch, true, fm->memory, fm->format, op.ifm.bits, cfg.ifm_block, fm->shape,
+                                          min4(fm->shape, cfg.ifm_block).elements());
+    cycles = std::max(cycles, arch.latency(fm->memory, Direction::Read) +
+                                  int64_t(float(tx) / float(arch.bandwidth(fm->memory))));
+  }
+  return cycles;
 }
 
+int64_t last_ofm_block_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
+  const int64_t tx = burst_scaled_bytes(arch, false, op.ofm.memory, op.ofm.format, op.ofm.bits, cfg.ofm_block,
+                                        op.ofm.shape, min4(op.ofm.shape, cfg.ofm_block).elements());
+  return arch.latency(op.ofm.memory, Direction::Write) + int64_t(float(tx) / float(arch.bandwidth(op.ofm.memory)));
+}
+
+// Output-unit (activation/output) cycles per OFM element.
 double output_cycles_per_element(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
   const AcceleratorConfig& a = arch.accelerator();
   const NpuBlockType bt = block_type_of(op.type);
   OutputKind kind;
   if (bt == NpuBlockType::ElementWise && op.ifm.bits == 32) {
-    // Index as Vela's table is indexed: binary (two inputs) at 0, unary at 1.
-    kind = op.ifm2 ? OutputKind::ElementwiseUnary32 : OutputKind::ElementwiseBinary32;
+    kind = op.ifm2 ? OutputKind::ElementwiseBinary32 : OutputKind::ElementwiseUnary32;
   } else if (op.type == NpuOpType::Mul && op.ofm.bits == 32) {
     kind = OutputKind::Mul32;
   } else if (op.type == NpuOpType::Mul ||
@@ -159,86 +162,69 @@ double output_cycles_per_element(const NpuOp& op, const ArchConfig& arch, const 
   const ActivationKind act = op.activation == Activation::Lut    ? ActivationKind::Lut
                              : op.activation == Activation::Relu ? ActivationKind::Relu
                                                                  : ActivationKind::None;
-  double cpe = std::max(a.output_cycles_per_element[int(kind)], a.activation_cycles_per_element[int(act)]);
-  if (is_elementwise(op.type)) {
-    // Elementwise blocks are short: the block's memory latency, spread over the four DPU
-    // pipeline stages, can dominate.
-    const double n = double(cfg.ofm_block.elements());
-    auto [ifm_c, ofm_c] = block_memory_cycles(op, arch, cfg);
-    const double cmd = (ifm_c + ofm_c + cpe * n) / 4;
-    cpe = std::max(cpe, cmd / n);
-  }
-  return cpe;
+  return std::max(a.output_cycles_per_element[int(kind)], a.activation_cycles_per_element[int(act)]);
 }
 
 MemoryArea const_memory(const NpuOp& op) { return op.weight_buffer_memory ? *op.weight_buffer_memory : op.weight_memory; }
 
-double conv_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
-  const AcceleratorConfig& a = arch.accelerator();
+// The micro-block the DPU uses: 2-high micro-blocks run a 1-high, even-width OFM of a
+// 1-high-kernel convolution as 1x4 micro-blocks.
+BlockShape micro_block(const NpuOp& op, const AcceleratorConfig& a) {
+  const NpuBlockType bt = block_type_of(op.type);
+  if (a.ofm_ublock.height == 2 && (bt == NpuBlockType::ConvolutionMxN || bt == NpuBlockType::VectorProduct) &&
+      op.ofm.shape.h == 1 && op.ofm.shape.w % 2 == 0 && op.kernel.height == 1) {
+    return BlockShape{1, 4, a.ofm_ublock.depth};
+  }
+  return a.ofm_ublock;
+}
+
+// DPU (MAC array) cycles for one OFM block, over all sub-kernels and IFM depth slices.
+int64_t dpu_cycles_per_block(const NpuOp& op, const AcceleratorConfig& a, const BlockConfig& cfg) {
   const NpuBlockType bt = block_type_of(op.type);
   const Shape4 ifm_block = min4(op.ifm.shape, cfg.ifm_block);
-  Shape4 ofm_block = min4(op.ofm.shape, cfg.ofm_block);
-  BlockShape ublock = a.ofm_ublock;
-  // 2-high micro-blocks run a 1-high, even-width OFM as 1x4 micro-blocks.
-  if (a.ofm_ublock.height == 2 &&
-      (bt == NpuBlockType::ConvolutionMxN || bt == NpuBlockType::ConvolutionDepthWise ||
-       bt == NpuBlockType::VectorProduct) &&
-      op.ofm.shape.h == 1 && op.ofm.shape.w % 2 == 0 && op.kernel.height == 1) {
-    ublock = BlockShape{1, 4, a.ofm_ublock.depth};
-    ofm_block.h = 1;
-  }
+  const Shape4 ofm_block = min4(op.ofm.shape, cfg.ofm_block);
+  const BlockShape ublock = micro_block(op, a);
   const int ublk_x = div_round_up(ofm_block.w, ublock.width);
   const int ublk_y = div_round_up(ofm_block.h, ublock.height);
   const int64_t ublk_xy = int64_t(ublk_x) * ublk_y;
-  const int ublk_z = div_round_up(ofm_block.c, ublock.depth);
+  const int64_t ublk_z = div_round_up(ofm_block.c, ublock.depth);
   const bool acc40 = cfg.accumulator == ShramElement::Acc40;
+  const int bits = op.ifm.bits;
 
   // The DPU walks a kernel in sub-kernels of at most 8x8 (1x1 for vector products).
   const int lim = bt == NpuBlockType::VectorProduct ? 1 : a.sub_kernel_max.height;
-  const int n_sub_y = div_round_up(op.kernel.height, lim), n_sub_x = div_round_up(op.kernel.width, lim);
-  const double cycles_wb = 32.0 * ublock.depth / 8;  // weight broadcast per micro-block
-  const int ifm_depth_slices = div_round_up(ifm_block.c, 8);
+  const int64_t cycles_wb = 32 * ublock.depth / 8;  // weight broadcast per micro-block
+  const int64_t ifm_depth_slices = div_round_up(ifm_block.c, 8);
 
-  double dpu = 0;
-  for (int sy = 0; sy < n_sub_y; ++sy) {
-    const int ky = std::min(op.kernel.height - sy * lim, lim);
-    for (int sx = 0; sx < n_sub_x; ++sx) {
-      const int kx = std::min(op.kernel.width - sx * lim, lim);
-      const int64_t k_elems = int64_t(kx) * ky;
-      int64_t steps = 1;
-      double cycles = 0;
+  int64_t dpu = 0;
+  for (int sx = 0; sx < op.kernel.width; sx += lim) {
+    for (int sy = 0; sy < op.kernel.height; sy += lim) {
+      const int64_t k_elems = int64_t(std::min(op.kernel.height - sy, lim)) * std::min(op.kernel.width - sx, lim);
+      int64_t steps = 0, cycles = 0;
       if (bt == NpuBlockType::Pooling) {
-        cycles = double(std::max<int64_t>(4, k_elems) * ublk_xy * ublk_z);
-        if (op.ifm.bits == 16 && !is_u55_32(a)) cycles *= 2;
+        steps = 1;
+        cycles = std::max<int64_t>(4, k_elems) * ublk_xy * ublk_z;
+        if (!is_u55_32(a)) cycles *= bits / 2;
       } else if (bt == NpuBlockType::ConvolutionDepthWise) {
-        cycles = 4.0 * ublk_xy * (op.ifm.bits == 16 ? 2 : 1);
         steps = (k_elems + 3) / 4;
-        cycles = std::max(cycles_wb, cycles) * steps * ublk_z;
+        cycles = std::max(cycles_wb, 4 * ublk_xy * (bits / 8)) * steps * ublk_z;
       } else if ((bt == NpuBlockType::ConvolutionMxN && !cfg.part_kernel_first) || bt == NpuBlockType::VectorProduct ||
                  bt == NpuBlockType::ReduceSum) {
         steps = k_elems;
-        cycles = std::max(cycles_wb, 4.0 * ublk_xy) * steps * ublk_z;
+        cycles = std::max(cycles_wb, 4 * ublk_xy) * steps * ublk_z;
       } else {  // part-kernel-first convolution: 4 (int8) or 2 (int16) kernel elements per step
-        const int div = op.ifm.bits == 16 ? 2 : 4;
+        const int div = bits == 16 ? 2 : 4;
         steps = (k_elems + div - 1) / div;
-        cycles = std::max(cycles_wb, 4.0 * ublk_xy) * double(steps * ifm_depth_slices * ublk_z);
+        cycles = std::max(cycles_wb, 4 * ublk_xy) * steps * ublk_z * ifm_depth_slices;
       }
       // Small blocks cannot hide the accumulator pipeline latency.
-      double delay_cycles = 0;
-      if (is_u55_32(a)) {
-        const int delay = acc40 ? 7 : 3;
-        if (ublk_x == 1 && ublk_y == 1) {
-          if (ublk_z == 1) delay_cycles = double(delay * steps);
-          else if (steps > 1) delay_cycles = double(delay * (steps - 1) * ublk_z);
-        }
-        if ((ublk_x == 1 || ublk_y == 1) && ublk_z > 1 && acc40) delay_cycles += delay * ublk_z;
-      } else {
-        const int delay = (acc40 && is_u55_64_or_128(a)) ? 3 : 2;
-        if (ublk_x == 1 && ublk_y == 1) {
-          if (ublk_z == 1) delay_cycles = double(delay * steps);
-          else if (steps > 1) delay_cycles = double(delay * (steps - 1) * ublk_z);
-        }
+      int64_t delay_cycles = 0;
+      const int64_t delay = is_u55_32(a) ? (acc40 ? 7 : 3) : ((acc40 && a.macs_per_cycle <= 128) ? 3 : 2);
+      if (ublk_xy == 1) {
+        if (ublk_z == 1) delay_cycles = delay * steps;
+        else if (steps > 1) delay_cycles = delay * (steps - 1) * ublk_z;
       }
+      if (is_u55_32(a) && (ublk_x == 1 || ublk_y == 1) && ublk_z > 1 && acc40) delay_cycles += delay * ublk_z;
       if (bt == NpuBlockType::ConvolutionMxN && cfg.part_kernel_first) delay_cycles *= ifm_depth_slices;
       dpu += cycles + delay_cycles;
     }
@@ -246,28 +232,56 @@ double conv_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& c
   if (bt == NpuBlockType::ConvolutionMxN || bt == NpuBlockType::VectorProduct || bt == NpuBlockType::ReduceSum) {
     dpu *= div_round_up(op.ifm.shape.c, ifm_block.c);
   }
-  dpu /= a.cores;
-
-  const int64_t num_blocks = int64_t(div_round_up(op.ofm.shape.n, ofm_block.n)) *
-                             div_round_up(op.ofm.shape.h, ofm_block.h) * div_round_up(op.ofm.shape.w, ofm_block.w) *
-                             div_round_up(op.ofm.shape.c, ofm_block.c);
-  double output = std::ceil(output_cycles_per_element(op, arch, cfg) * double(ofm_block.elements()));
-  if (op.scale_bytes > 0) {
-    // Scale and bias fetch per block.
-    const double bias = 10.0 * ofm_block.c * arch.latency(const_memory(op), Direction::Read) / 256;
-    output = std::max(output, bias);
-  }
-  auto [ifm_c, ofm_c] = block_memory_cycles(op, arch, cfg);
-  const double cmd = (ifm_c + ofm_c + output + dpu) / 4;
-  dpu = std::max(dpu, cmd);
-  output = std::max(output, cmd);
-  // The slower stage is paid per block; the faster one only for the last block.
-  return dpu > output ? dpu * num_blocks + output : output * num_blocks + dpu;
+  return dpu / a.cores;
 }
 
-double mem2mem_cycles(const ArchConfig& arch, MemoryArea from, MemoryArea to, double bytes) {
-  const double from_c = std::floor(bytes / arch.bandwidth(from)) + arch.latency(from, Direction::Read);
-  const double to_c = std::floor(bytes / arch.bandwidth(to));
+// Compute cycles of a MAC op (convolution, depthwise, pooling, vector product).
+int64_t mac_op_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
+  const AcceleratorConfig& a = arch.accelerator();
+  const NpuBlockType bt = block_type_of(op.type);
+  const Shape4 ofm_block = min4(op.ofm.shape, cfg.ofm_block);
+  const BlockShape u = micro_block(op, a);
+  const Shape4& o = op.ofm.shape;
+  // Fractional block count, in whole micro-blocks: edge blocks cost what they contain.
+  const int64_t ublocks_per_block =
+      int64_t(div_round_up(ofm_block.h, u.height)) * div_round_up(ofm_block.w, u.width) * div_round_up(ofm_block.c, u.depth);
+  const double blocks = double(int64_t(o.n) * div_round_up(o.h, u.height) * div_round_up(o.w, u.width) *
+                               div_round_up(o.c, u.depth)) / double(ublocks_per_block);
+
+  const double ao_compute = std::ceil(output_cycles_per_element(op, arch, cfg) * double(ofm_block.elements()));
+  double bias = 0;
+  if (bt != NpuBlockType::Pooling && op.scale_bytes > 0) {
+    // Scale and bias fetch per block.
+    bias = 10.0 * ofm_block.c * arch.latency(const_memory(op), Direction::Read) / 256;
+  }
+  const double ao = std::max(ao_compute, bias);
+  const double mac = double(dpu_cycles_per_block(op, a, cfg));
+
+  const int64_t ifm_first = first_ifm_block_cycles(op, arch, cfg);
+  const int64_t ofm_last = last_ofm_block_cycles(op, arch, cfg);
+  const int64_t mem = blocks > 1 ? std::abs(ofm_last - ifm_first) : 0;
+  const double cmd = (double(mem) + mac + ao) / 4;  // command issue, per DPU pipeline stage
+  const double mac_b = std::max(mac, cmd), ao_b = std::max(ao, cmd);
+  // The slower stage is paid per block; the faster one only for the last block. The first IFM
+  // block's fetch and the last OFM block's write are not overlapped.
+  int64_t total = mac_b > ao_b ? int64_t(int64_t(mac_b * blocks) + ao_b) : int64_t(ao_b * blocks + mac_b);
+  return total + ofm_last + ifm_first;
+}
+
+// Compute cycles of an elementwise op: output-unit bound or command-issue bound.
+int64_t elementwise_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
+  const double elements = double(storage_rounded(op.ofm.shape, op.ofm.format).elements());
+  const double cpe = output_cycles_per_element(op, arch, cfg);
+  const double ao = std::ceil(cpe * elements);
+  // Input and output of a block overlap; the slower one limits command issue.
+  const double block = double(std::max(last_ofm_block_cycles(op, arch, cfg), first_ifm_block_cycles(op, arch, cfg)));
+  const double cmd = std::ceil((block / double(cfg.ofm_block.elements()) + cpe) / 4.0 * elements);
+  return int64_t(std::max(cmd, ao));
+}
+
+int64_t mem2mem_cycles(const ArchConfig& arch, MemoryArea from, MemoryArea to, int64_t bytes) {
+  const int64_t from_c = int64_t(float(bytes) / float(arch.bandwidth(from))) + arch.latency(from, Direction::Read);
+  const int64_t to_c = int64_t(float(bytes) / float(arch.bandwidth(to))) + arch.latency(to, Direction::Write);
   return std::max(from_c, to_c);
 }
 
@@ -318,15 +332,14 @@ void validate(const NpuOp& op) {
 
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
   CostRecord r;
-  auto read = [&r](MemoryArea m, double b) { r.read_bytes[int(m)] += b; };
-  auto write = [&r](MemoryArea m, double b) { r.write_bytes[int(m)] += b; };
-  std::array<double, kMemoryAreaCount> scaled{};
+  std::array<int64_t, kMemoryAreaCount> read{}, write{};
 
   if (op.type == NpuOpType::Dma) {
+    if (op.dma_bytes < 0) throw InvalidArgument("dma_bytes must be >= 0");
     if (op.ifm.memory != op.ofm.memory) {
-      r.dma_cycles = int64_t(mem2mem_cycles(arch, op.ifm.memory, op.ofm.memory, double(op.dma_bytes)));
-      read(op.ifm.memory, double(op.dma_bytes));
-      write(op.ofm.memory, double(op.dma_bytes));
+      r.dma_cycles = mem2mem_cycles(arch, op.ifm.memory, op.ofm.memory, op.dma_bytes);
+      r.read_bytes[int(op.ifm.memory)] = double(op.dma_bytes);
+      r.write_bytes[int(op.ofm.memory)] = double(op.dma_bytes);
     }
     r.npu_cycles = r.dma_cycles;
     r.total_cycles = double(r.npu_cycles);
@@ -348,96 +361,91 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   const Shape4 &ifm = op.ifm.shape, &ofm = op.ofm.shape;
 
   // Compute cycles and MACs.
-  double op_cycles = 0;
+  int64_t op_cycles = 0;
   if (bt == NpuBlockType::ElementWise) {
-    op_cycles = std::ceil(output_cycles_per_element(op, arch, cfg) *
-                          double(storage_rounded(ofm, op.ofm.format).elements()));
+    op_cycles = elementwise_cycles(op, arch, cfg);
   } else {
     const int64_t k = op.kernel.elements_wh();
     r.macs = (bt == NpuBlockType::ConvolutionDepthWise || bt == NpuBlockType::Pooling) ? k * ofm.elements()
                                                                                        : k * ifm.c * ofm.elements();
-    op_cycles = conv_cycles(op, arch, cfg);
+    op_cycles = mac_op_cycles(op, arch, cfg);
   }
 
-  // Element accesses.
+  // Elements accessed.
   const Shape4 ifm_block = min4(ifm, cfg.ifm_block);
   const Shape4 ofm_block = min4(ofm, cfg.ofm_block);
-  double ifm_read = 0, ifm2_read = 0, weight_read = 0;
+  int64_t ifm_read = 0, ifm2_read = 0, weight_read = 0, scale_read = 0;
   if (bt != NpuBlockType::ElementWise) {
     const bool equal_depth = bt == NpuBlockType::ConvolutionDepthWise || bt == NpuBlockType::Pooling;
-    const int64_t blocks_d = equal_depth ? 1 : div_round_up(ofm.c, ofm_block.c);
-    const int64_t block_count = int64_t(div_round_up(ofm.n, ofm_block.n)) * div_round_up(ofm.h, ofm_block.h) *
-                                div_round_up(ofm.w, ofm_block.w) * blocks_d;
-    const int64_t block_depth = equal_depth ? ifm.c : ofm_block.c;
+    const int64_t blocks_hw = int64_t(div_round_up(ofm.n, ofm_block.n)) * div_round_up(ofm.h, ofm_block.h) *
+                              div_round_up(ofm.w, ofm_block.w);
+    const int64_t block_count = blocks_hw * (equal_depth ? 1 : div_round_up(ofm.c, ofm_block.c));
     const int lim = bt == NpuBlockType::VectorProduct ? 1 : a.sub_kernel_max.height;
     const int64_t sub_kernels = int64_t(div_round_up(op.kernel.width, lim)) * div_round_up(op.kernel.height, lim);
-    const Shape4 rb = storage_rounded(ifm_block, op.ifm.format);
-    const int64_t ifm_fetch = rb.elements_wh() * storage_rounded(ifm, op.ifm.format).c;
-    const int64_t kernel_read = equal_depth ? op.kernel.elements_wh() : int64_t(op.kernel.elements_wh()) * ifm.c;
-    ifm_read = double(ifm_fetch * sub_kernels * block_count);
-    if (bt != NpuBlockType::Pooling && op.weight_bytes > 0) {
-      // Weights are refetched per OFM block; scale by the encoder's compression ratio.
-      const double raw = bt == NpuBlockType::ConvolutionDepthWise ? double(op.kernel.elements_wh()) * ofm.c
-                                                                  : double(kernel_read) * ofm.c;
-      weight_read = double(kernel_read * block_depth * block_count) * (double(op.weight_bytes) / raw);
+    const int64_t ifm_fetch = storage_rounded(ifm_block, op.ifm.format).elements_wh() *
+                              storage_rounded(ifm, op.ifm.format).c;
+    ifm_read = ifm_fetch * sub_kernels * block_count;
+    if (bt != NpuBlockType::Pooling) {
+      // The whole encoded weight and scale stream is fetched once per OFM block position.
+      weight_read = blocks_hw * op.weight_bytes;
+      scale_read = blocks_hw * op.scale_bytes;
     }
   } else {
-    const double out = double(storage_rounded(ofm, op.ifm.format).elements());
+    const int64_t out = storage_rounded(ofm, op.ifm.format).elements();
     if (ifm.elements() == 1) {
-      if (op.ifm.bits > 8) ifm_read = double(storage_rounded(ifm, op.ifm.format).elements());
-      if (op.ifm2) ifm2_read = out;
+      if (op.ifm.bits > 8) ifm_read = storage_rounded(ifm, op.ifm.format).elements();
+      else if (op.ifm2) ifm2_read = out;
     } else {
       ifm_read = out;
       if (op.ifm2) {
         if (op.ifm2->shape.elements() > 1) ifm2_read = out;
-        else if (op.ifm2->bits > 8) ifm2_read = double(storage_rounded(op.ifm2->shape, op.ifm.format).elements());
+        else if (op.ifm2->bits > 8) ifm2_read = storage_rounded(op.ifm2->shape, op.ifm.format).elements();
       }
     }
   }
-  const double ofm_write = double(storage_rounded(ofm, op.ofm.format).elements());
+  const int64_t ofm_write = storage_rounded(ofm, op.ofm.format).elements();
 
-  // Bytes and burst-scaled bytes per memory.
-  double bytes = ofm_write * op.ofm.bits / 8;
-  write(op.ofm.memory, bytes);
-  scaled[int(op.ofm.memory)] += burst_scaled(arch, false, op.ofm.memory, op.ofm.format, op.ofm.bits, cfg.ofm_block,
-                                             ofm, bytes);
-  bytes = ifm_read * op.ifm.bits / 8;
-  read(op.ifm.memory, bytes);
-  scaled[int(op.ifm.memory)] += burst_scaled(arch, true, op.ifm.memory, op.ifm.format, op.ifm.bits, cfg.ifm_block,
-                                             ifm, bytes);
+  // Bytes per memory, inflated by burst efficiency.
+  r.write_bytes[int(op.ofm.memory)] += double(ofm_write * op.ofm.bits / 8);
+  write[int(op.ofm.memory)] +=
+      burst_scaled_bytes(arch, false, op.ofm.memory, op.ofm.format, op.ofm.bits, cfg.ofm_block, ofm, ofm_write);
+  r.read_bytes[int(op.ifm.memory)] += double(ifm_read * op.ifm.bits / 8);
+  read[int(op.ifm.memory)] +=
+      burst_scaled_bytes(arch, true, op.ifm.memory, op.ifm.format, op.ifm.bits, cfg.ifm_block, ifm, ifm_read);
   if (op.ifm2) {
-    bytes = ifm2_read * op.ifm2->bits / 8;
-    read(op.ifm2->memory, bytes);
-    scaled[int(op.ifm2->memory)] += burst_scaled(arch, true, op.ifm2->memory, op.ifm2->format, op.ifm2->bits,
-                                                 cfg.ifm_block, op.ifm2->shape, bytes);
+    r.read_bytes[int(op.ifm2->memory)] += double(ifm2_read * op.ifm2->bits / 8);
+    read[int(op.ifm2->memory)] += burst_scaled_bytes(arch, true, op.ifm2->memory, op.ifm2->format, op.ifm2->bits,
+                                                     cfg.ifm_block, op.ifm2->shape, ifm2_read);
   }
   const bool buffered = op.weight_buffer_memory && *op.weight_buffer_memory != op.weight_memory;
-  const MemoryArea cmem = const_memory(op);
-  const double scale_read = bt == NpuBlockType::Pooling ? 0.0 : double(op.scale_bytes);
-  read(cmem, weight_read + scale_read);
-  // Buffered weights are read from the buffer in bursts the DMA already paid for.
-  if (!buffered) scaled[int(cmem)] += weight_read + scale_read;
-
-  // DMA: weights into their buffer (not hidden: there is no preceding op here to overlap with),
-  // and the LUT into SHRAM.
-  double dma = 0;
+  int64_t dma = 0;
+  auto rd = [&](MemoryArea m, int64_t b) { read[int(m)] += b; r.read_bytes[int(m)] += double(b); };
+  auto wr = [&](MemoryArea m, int64_t b) { write[int(m)] += b; r.write_bytes[int(m)] += double(b); };
   if (buffered) {
-    const double w = double(op.weight_bytes + op.scale_bytes);
-    dma += mem2mem_cycles(arch, op.weight_memory, *op.weight_buffer_memory, w);
-    read(op.weight_memory, w);
-    write(*op.weight_buffer_memory, w);
+    // Weights are copied once into their buffer (not hidden: there is no preceding op here to
+    // overlap with) and the NPU reads them from there; scales are read in place.
+    const MemoryArea buf = *op.weight_buffer_memory;
+    dma += mem2mem_cycles(arch, op.weight_memory, buf, op.weight_bytes);
+    rd(op.weight_memory, op.weight_bytes);
+    wr(buf, op.weight_bytes);
+    rd(buf, weight_read);
+  } else {
+    rd(op.weight_memory, weight_read);
   }
+  rd(op.weight_memory, scale_read);
+
+  // The LUT is copied into SHRAM before the op starts.
   const MemoryArea fast = arch.region_memory(Region::FastCache);
   if (op.activation == Activation::Lut && op.lut_bytes > 0 && op.lut_memory != fast) {
-    dma += mem2mem_cycles(arch, op.lut_memory, fast, double(op.lut_bytes));
-    read(op.lut_memory, double(op.lut_bytes));
+    dma += mem2mem_cycles(arch, op.lut_memory, fast, op.lut_bytes);
+    rd(op.lut_memory, op.lut_bytes);
   }
-  r.dma_cycles = int64_t(dma);
-  r.npu_cycles = int64_t(op_cycles) + int64_t(dma);
+  r.dma_cycles = dma;
+  r.npu_cycles = op_cycles + dma;
 
   r.total_cycles = double(r.npu_cycles);
   for (int m = 0; m < kMemoryAreaCount; ++m) {
-    r.access_cycles[m] = scaled[m] / arch.bandwidth(MemoryArea(m));
+    r.access_cycles[m] = double(read[m] + write[m]) / arch.bandwidth(MemoryArea(m));
     r.total_cycles = std::max(r.total_cycles, r.access_cycles[m]);
   }
   return r;

@@ -1,0 +1,1 @@
+"""Benchmarks and calibration against Vela."""

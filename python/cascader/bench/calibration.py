@@ -1,0 +1,339 @@
+"""Calibration of the cycle model against Vela's per-layer estimates.
+
+Each case is one single-operator zoo model. We compile it with Vela (``--verbose-performance``,
+memory mode Sram_Only with a large arena, so one op runs uncascaded with every tensor in SRAM),
+read Vela's cycles for the network (the op and its fused activation), and estimate the same op
+with :func:`cascader.estimate_op`. The encoded weight and scale sizes are inputs of the model
+(the weight codec is another component), so they are taken from Vela's summary for the case.
+
+Run the whole sweep and print the error table::
+
+    python -m cascader.bench.calibration [--cache build/calibration_vela.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..perf import estimate_op
+
+ACCELERATORS = ("ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512")
+PRESET = {
+    "ethos-u55-64": "Ethos_U55_High_End_Embedded",
+    "ethos-u55-128": "Ethos_U55_High_End_Embedded",
+    "ethos-u55-256": "Ethos_U55_High_End_Embedded",
+    "ethos-u65-256": "Ethos_U65_High_End",
+    "ethos-u65-512": "Ethos_U65_High_End",
+}
+MEMORY_MODE = "Sram_Only"
+ARENA_BYTES = 64 * 1024 * 1024  # "unlimited": larger than every sweep tensor together
+WITHIN = 0.05
+WORST = 0.15
+
+# Cases where our figure is known to differ from Vela's, with the reason. Empty unless measured.
+KNOWN_DEVIATIONS: Dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One single-op model: `kind` is a zoo builder, `args` its arguments."""
+
+    name: str
+    kind: str  # conv2d | depthwise_conv2d | max_pool | avg_pool | add | mul | fully_connected
+    ifm: Tuple[int, ...]
+    out_channels: int = 0
+    kernel: Tuple[int, int] = (1, 1)
+    stride: Tuple[int, int] = (1, 1)
+    padding: str = "SAME"
+    ifm2: Optional[Tuple[int, ...]] = None
+    activation: Optional[str] = None
+
+    def key(self) -> str:
+        return hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+    def ofm_shape(self) -> Tuple[int, int, int, int]:
+        if self.kind == "fully_connected":
+            return (1, 1, 1, self.out_channels)
+        n, h, w, c = self.ifm
+        if self.kind in ("add", "mul"):
+            return (n, h, w, c)
+        kh, kw = self.kernel
+        sh, sw = self.stride
+        if self.padding == "SAME":
+            oh, ow = math.ceil(h / sh), math.ceil(w / sw)
+        else:
+            oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
+        return (n, oh, ow, self.out_channels if self.kind == "conv2d" else c)
+
+    def build(self):
+        """The zoo model of this case."""
+        from .. import zoo
+
+        if self.kind == "conv2d":
+            return zoo.conv2d(self.ifm, self.out_channels, self.kernel, self.stride, self.padding,
+                              activation=self.activation)
+        if self.kind == "depthwise_conv2d":
+            return zoo.depthwise_conv2d(self.ifm, self.kernel, self.stride, self.padding, activation=self.activation)
+        if self.kind in ("max_pool", "avg_pool"):
+            return zoo.pool(self.ifm, "MAX" if self.kind == "max_pool" else "AVERAGE", self.kernel, self.stride,
+                            self.padding)
+        if self.kind == "add":
+            return zoo.add(self.ifm, self.ifm2, activation=self.activation)
+        if self.kind == "mul":
+            return zoo.mul(self.ifm, self.ifm2, activation=self.activation)
+        if self.kind == "fully_connected":
+            return zoo.fully_connected((1, self.ifm[-1]), self.out_channels, activation=self.activation)
+        raise ValueError(f"unknown case kind {self.kind!r}")
+
+
+def _conv(name, ifm, oc, k, s, pad="SAME", act="RELU"):
+    return Case(name, "conv2d", ifm, oc, (k, k), (s, s), pad, activation=act)
+
+
+def _dw(name, ifm, k, s, act="RELU"):
+    return Case(name, "depthwise_conv2d", ifm, 0, (k, k), (s, s), "SAME", activation=act)
+
+
+def sweep() -> List[Case]:
+    """The full calibration sweep (66 single-op models)."""
+    c: List[Case] = [
+        _conv("conv1x1_s1_56x56x32_64", (1, 56, 56, 32), 64, 1, 1),
+        _conv("conv1x1_s1_14x14x256_512", (1, 14, 14, 256), 512, 1, 1),
+        _conv("conv1x1_s1_224x224x8_16", (1, 224, 224, 8), 16, 1, 1),
+        _conv("conv1x1_s1_7x7x512_128", (1, 7, 7, 512), 128, 1, 1),
+        _conv("conv1x1_s1_1x1x256_64", (1, 1, 1, 256), 64, 1, 1),
+        _conv("conv1x1_s2_28x28x64_128", (1, 28, 28, 64), 128, 1, 2, "VALID", None),
+        _conv("conv1x1_s2_112x112x16_32", (1, 112, 112, 16), 32, 1, 2, "VALID"),
+        _conv("conv3x3_s1_56x56x64_64", (1, 56, 56, 64), 64, 3, 1),
+        _conv("conv3x3_s1_28x28x128_128", (1, 28, 28, 128), 128, 3, 1),
+        _conv("conv3x3_s1_14x14x256_256", (1, 14, 14, 256), 256, 3, 1),
+        _conv("conv3x3_s1_112x112x16_32", (1, 112, 112, 16), 32, 3, 1),
+        _conv("conv3x3_s1_7x7x512_512", (1, 7, 7, 512), 512, 3, 1),
+        _conv("conv3x3_s1_32x32x24_40_valid", (1, 32, 32, 24), 40, 3, 1, "VALID", None),
+        _conv("conv3x3_s2_224x224x8_16", (1, 224, 224, 8), 16, 3, 2),
+        _conv("conv3x3_s2_56x56x32_64", (1, 56, 56, 32), 64, 3, 2),
+        _conv("conv3x3_s2_14x14x128_256", (1, 14, 14, 128), 256, 3, 2),
+        _conv("conv5x5_s1_28x28x32_32", (1, 28, 28, 32), 32, 5, 1),
+        _conv("conv5x5_s1_14x14x64_64", (1, 14, 14, 64), 64, 5, 1),
+        _conv("conv5x5_s2_56x56x16_32", (1, 56, 56, 16), 32, 5, 2),
+        _conv("conv5x5_s2_28x28x64_128", (1, 28, 28, 64), 128, 5, 2, "SAME", None),
+        _conv("conv7x7_s1_14x14x16_16", (1, 14, 14, 16), 16, 7, 1),
+        _conv("conv7x7_s2_112x112x8_32", (1, 112, 112, 8), 32, 7, 2),
+        _conv("conv7x7_s2_224x224x8_64", (1, 224, 224, 8), 64, 7, 2),
+        _dw("dw3x3_s1_112x112x32", (1, 112, 112, 32), 3, 1),
+        _dw("dw3x3_s1_56x56x128", (1, 56, 56, 128), 3, 1),
+        _dw("dw3x3_s1_14x14x512", (1, 14, 14, 512), 3, 1),
+        _dw("dw3x3_s1_7x7x256", (1, 7, 7, 256), 3, 1, None),
+        _dw("dw3x3_s2_112x112x64", (1, 112, 112, 64), 3, 2),
+        _dw("dw3x3_s2_28x28x256", (1, 28, 28, 256), 3, 2),
+        _dw("dw5x5_s1_28x28x96", (1, 28, 28, 96), 5, 1),
+        _dw("dw5x5_s1_14x14x192", (1, 14, 14, 192), 5, 1),
+        _dw("dw5x5_s2_56x56x48", (1, 56, 56, 48), 5, 2),
+        _dw("dw5x5_s2_14x14x512", (1, 14, 14, 512), 5, 2, None),
+        Case("maxpool2x2_s2_112x112x16", "max_pool", (1, 112, 112, 16), 0, (2, 2), (2, 2), "VALID"),
+        Case("maxpool2x2_s2_28x28x128", "max_pool", (1, 28, 28, 128), 0, (2, 2), (2, 2), "VALID"),
+        Case("maxpool2x2_s2_14x14x512", "max_pool", (1, 14, 14, 512), 0, (2, 2), (2, 2), "VALID"),
+        Case("maxpool3x3_s2_56x56x64", "max_pool", (1, 56, 56, 64), 0, (3, 3), (2, 2), "SAME"),
+        Case("maxpool3x3_s1_28x28x32", "max_pool", (1, 28, 28, 32), 0, (3, 3), (1, 1), "SAME"),
+        Case("avgpool2x2_s2_56x56x32", "avg_pool", (1, 56, 56, 32), 0, (2, 2), (2, 2), "VALID"),
+        Case("avgpool2x2_s2_14x14x256", "avg_pool", (1, 14, 14, 256), 0, (2, 2), (2, 2), "VALID"),
+        Case("avgpool3x3_s1_28x28x64", "avg_pool", (1, 28, 28, 64), 0, (3, 3), (1, 1), "SAME"),
+        Case("avgpool7x7_global_7x7x512", "avg_pool", (1, 7, 7, 512), 0, (7, 7), (1, 1), "VALID"),
+        Case("avgpool5x5_s1_1x1x8", "avg_pool", (1, 5, 5, 8), 0, (5, 5), (1, 1), "VALID"),
+        Case("add_56x56x32", "add", (1, 56, 56, 32)),
+        Case("add_28x28x128", "add", (1, 28, 28, 128)),
+        Case("add_7x7x512", "add", (1, 7, 7, 512)),
+        Case("add_224x224x8", "add", (1, 224, 224, 8)),
+        Case("add_1x1x512", "add", (1, 1, 1, 512)),
+        Case("add_relu_28x28x64", "add", (1, 28, 28, 64), activation="RELU"),
+        Case("add_bcast_channel_28x28x64", "add", (1, 28, 28, 64), ifm2=(1, 1, 1, 64)),
+        Case("add_bcast_scalar_14x14x32", "add", (1, 14, 14, 32), ifm2=(1, 1, 1, 1)),
+        Case("mul_56x56x16", "mul", (1, 56, 56, 16)),
+        Case("mul_14x14x256", "mul", (1, 14, 14, 256)),
+        Case("mul_bcast_channel_28x28x128", "mul", (1, 28, 28, 128), ifm2=(1, 1, 1, 128)),
+        Case("mul_bcast_scalar_56x56x8", "mul", (1, 56, 56, 8), ifm2=(1, 1, 1, 1)),
+        Case("mul_bcast_row_16x16x32", "mul", (1, 16, 16, 32), ifm2=(1, 1, 16, 32)),
+        Case("fc_8_16", "fully_connected", (1, 8), 16),
+        Case("fc_64_10", "fully_connected", (1, 64), 10),
+        Case("fc_128_128_relu", "fully_connected", (1, 128), 128, activation="RELU"),
+        Case("fc_256_32", "fully_connected", (1, 256), 32),
+        Case("fc_512_512", "fully_connected", (1, 512), 512),
+        Case("fc_512_10", "fully_connected", (1, 512), 10),
+        Case("fc_320_1000", "fully_connected", (1, 320), 1000),
+        Case("fc_480_96_relu", "fully_connected", (1, 480), 96, activation="RELU"),
+    ]
+    return c
+
+
+# A fixed, fast subset for CI: one of each kind, small tensors.
+CI_SUBSET = (
+    ("conv3x3_s1_28x28x128_128", "ethos-u55-128"),
+    ("conv1x1_s2_28x28x64_128", "ethos-u55-256"),
+    ("conv5x5_s1_14x14x64_64", "ethos-u65-512"),
+    ("dw3x3_s2_28x28x256", "ethos-u55-64"),
+    ("maxpool2x2_s2_28x28x128", "ethos-u65-256"),
+    ("avgpool3x3_s1_28x28x64", "ethos-u55-128"),
+    ("add_bcast_channel_28x28x64", "ethos-u55-256"),
+    ("mul_14x14x256", "ethos-u55-128"),
+    ("fc_256_32", "ethos-u65-256"),
+)
+
+
+def vela_version() -> str:
+    from ethosu.vela import __version__  # type: ignore
+
+    return str(__version__)
+
+
+def run_vela(case: Case, accelerator: str, workdir: Optional[str] = None) -> Dict[str, float]:
+    """Compile `case` with Vela and return its cycles and encoded weight sizes."""
+    from ..tflite import save_model
+
+    vela = shutil.which("vela") or os.path.join(os.path.dirname(sys.executable), "vela")
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        path = os.path.join(tmp, f"{case.name}.tflite")
+        save_model(case.build(), path)
+        out = os.path.join(tmp, "out")
+        cmd = [vela, path, "--accelerator-config", accelerator, "--system-config", PRESET[accelerator],
+               "--memory-mode", MEMORY_MODE, "--arena-cache-size", str(ARENA_BYTES), "--verbose-performance",
+               "--output-dir", out]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"vela failed on {case.name} ({accelerator}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        summary = next(Path(out).glob("*_summary_*.csv"))
+        row = next(csv.DictReader(open(summary)))
+        layers = list(csv.DictReader(open(next(Path(out).glob("*_per-layer.csv")))))
+    flash = float(row["on_chip_flash_memory_used"]) * 1024 + float(row["off_chip_flash_memory_used"]) * 1024
+    weights = float(row["total_npu_encoded_weights"])
+    return {
+        "total": float(row["cycles_total"]),
+        "npu": float(row["cycles_npu"]),
+        "sram_access": float(row["cycles_sram_access"]),
+        "weight_bytes": weights,
+        "scale_bytes": max(0.0, round(flash - weights)) if weights else 0.0,
+        "npu_ops": float(len([r for r in layers if r["Target"] == "NPU" and float(r["Op Cycles"]) > 0])),
+        "cpu_ops": float(len([r for r in layers if r["Target"] != "NPU"])),
+    }
+
+
+def our_estimate(case: Case, accelerator: str, weight_bytes: int, scale_bytes: int) -> float:
+    kind = {"max_pool": "max_pool", "avg_pool": "avg_pool"}.get(case.kind, case.kind)
+    ifm = case.ifm if case.kind != "fully_connected" else (1, 1, 1, case.ifm[-1])
+    cost = estimate_op(
+        kind, ifm, case.ofm_shape(),
+        ifm2_shape=case.ifm2 if case.kind in ("add", "mul") and case.ifm2 else (case.ifm if case.kind in ("add", "mul") else None),
+        kernel=case.kernel, stride=case.stride, padding=case.padding,
+        weight_bytes=weight_bytes, scale_bytes=scale_bytes, activation=case.activation,
+        accelerator=accelerator, system=PRESET[accelerator], memory_mode=MEMORY_MODE,
+        weight_memory="Sram",
+    )
+    return cost.total_cycles
+
+
+@dataclass
+class Result:
+    case: str
+    accelerator: str
+    vela: float
+    ours: float
+    note: str = ""
+
+    @property
+    def error(self) -> float:
+        return (self.ours - self.vela) / self.vela if self.vela else 0.0
+
+
+def load_cache(path: Optional[str]) -> Dict[str, Dict[str, float]]:
+    if path and os.path.exists(path):
+        with open(path) as f:
+            data = json.load(f)
+        if data.get("vela_version") == vela_version():
+            return data["results"]
+    return {}
+
+
+def save_cache(path: Optional[str], results: Dict[str, Dict[str, float]]) -> None:
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"vela_version": vela_version(), "results": results}, f, indent=1, sort_keys=True)
+
+
+def calibrate(pairs: Sequence[Tuple[Case, str]], cache_path: Optional[str] = None, verbose: bool = False) -> List[Result]:
+    """Compare Vela and our model on (case, accelerator) pairs; Vela results cached in `cache_path`."""
+    cache = load_cache(cache_path)
+    results: List[Result] = []
+    for i, (case, acc) in enumerate(pairs):
+        key = f"{case.name}|{acc}|{case.key()}"
+        if key not in cache:
+            cache[key] = run_vela(case, acc)
+            if cache_path and i % 10 == 9:
+                save_cache(cache_path, cache)
+        v = cache[key]
+        ours = our_estimate(case, acc, int(v["weight_bytes"]), int(v["scale_bytes"]))
+        note = KNOWN_DEVIATIONS.get(case.name, "")
+        if v["cpu_ops"]:
+            note = (note + "; " if note else "") + "Vela ran part on the CPU"
+        results.append(Result(case.name, acc, v["total"], ours, note))
+        if verbose:
+            r = results[-1]
+            print(f"{r.case:36s} {acc:14s} vela {r.vela:>10.0f} ours {r.ours:>10.0f} {100 * r.error:+6.1f}%", flush=True)
+    save_cache(cache_path, cache)
+    return results
+
+
+def error_table(results: Sequence[Result]) -> str:
+    """Per accelerator: cases, median and worst |error|, share within 5%, and the cases outside 5%."""
+    lines = [f"Cycle model vs Vela {vela_version()} (per-op total cycles, {MEMORY_MODE}, presets: "
+             + ", ".join(sorted(set(PRESET.values()))) + ")", ""]
+    lines.append(f"{'accelerator':15s} {'cases':>5s} {'median |err|':>12s} {'worst err':>10s} {'within 5%':>10s}")
+    for acc in ACCELERATORS + ("all",):
+        rs = [r for r in results if acc == "all" or r.accelerator == acc]
+        if not rs:
+            continue
+        errs = [abs(r.error) for r in rs]
+        worst = max(rs, key=lambda r: abs(r.error))
+        within = sum(e <= WITHIN for e in errs) / len(errs)
+        lines.append(f"{acc:15s} {len(rs):5d} {100 * statistics.median(errs):11.2f}% {100 * worst.error:+9.2f}% "
+                     f"{100 * within:9.1f}%")
+    outside = sorted((r for r in results if abs(r.error) > WITHIN), key=lambda r: -abs(r.error))
+    lines += ["", f"cases outside ±{100 * WITHIN:.0f}%: {len(outside)}"]
+    for r in outside:
+        lines.append(f"  {r.case:36s} {r.accelerator:14s} vela {r.vela:>10.0f} ours {r.ours:>10.0f} "
+                     f"{100 * r.error:+6.1f}%  {r.note}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cache", default=os.path.join("build", "calibration_vela.json"),
+                   help="JSON file caching Vela's results (not committed)")
+    p.add_argument("--accelerator", action="append", help="restrict to these accelerators")
+    p.add_argument("--case", action="append", help="restrict to cases whose name contains this")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    accs = args.accelerator or list(ACCELERATORS)
+    cases = [c for c in sweep() if not args.case or any(s in c.name for s in args.case)]
+    results = calibrate([(c, a) for c in cases for a in accs], args.cache, args.verbose)
+    print(error_table(results))
+    errs = [abs(r.error) for r in results]
+    ok = sum(e <= WITHIN for e in errs) >= 0.9 * len(errs) and max(errs) <= WORST
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
