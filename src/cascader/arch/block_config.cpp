@@ -215,7 +215,7 @@ BlockConfig choose_block_config(const AcceleratorConfig& arch, const BlockQuery&
 
     float weight_fetch = float(weight_fetch_wh * ifm.c * full_h * full_w);
     if (!f.depthwise) weight_fetch *= frac_d * float(fb.depth);
-    float ifm_fetch = float(c.ifm_block.height * int64_t(c.ifm_block.width) * ifm.c * ifm_repeats) * frac_h * frac_w;
+    float ifm_fetch = float(c.ifm_block.height * int64_t(c.ifm_block.width) * ifm.c * ifm_repeats) * frac_w * frac_h;
     if (!f.equal_depth) ifm_fetch *= float(full_d);
 
     float cost = q.block_type == NpuBlockType::ElementWise ? ofm_elements / float(b.height * b.width * b.depth)
