@@ -41,7 +41,7 @@ struct Fixed {
   Shape4 ifm;  // the larger of IFM and IFM2
 };
 
-void validate(const AcceleratorConfig& arch, const BlockQuery& q) {
+void validate(const BlockQuery& q) {
   if (q.ifm_bits != 8 && q.ifm_bits != 16 && q.ifm_bits != 32) {
     throw InvalidArgument("ifm_bits must be 8, 16 or 32, got " + std::to_string(q.ifm_bits));
   }
@@ -53,11 +53,11 @@ void validate(const AcceleratorConfig& arch, const BlockQuery& q) {
   if (k.height < 1 || k.width < 1 || k.stride_y < 1 || k.stride_x < 1 || k.dilation_y < 1 || k.dilation_x < 1) {
     throw InvalidArgument("kernel size, stride and dilation must be >= 1");
   }
-  (void)arch;
+  if (q.lut_bytes < 0) throw InvalidArgument("lut_bytes must be >= 0");
 }
 
 Fixed fixed_part(const AcceleratorConfig& arch, const BlockQuery& q) {
-  validate(arch, q);
+  validate(q);
   Fixed f;
   f.ifm = q.ifm;
   if (q.ifm2 && q.ifm2->elements() > q.ifm.elements()) f.ifm = *q.ifm2;

@@ -1,16 +1,19 @@
 // The NPU cycle model: one estimate per NPU op, used by the planner, the compile summary and
 // the command-stream estimator alike.
 //
-// Structure (the same decomposition Vela's npu_performance.py uses, so figures are comparable):
-//  - compute: per OFM block, DPU cycles (micro-blocks x kernel steps x IFM depth slices, with
-//    sub-kernel splitting and the small-block pipeline delay) against output-unit cycles
-//    (elements x max(output, activation) cycles per element); the slower one is paid per
-//    block and the faster once. Each is at least a quarter of the block's command overhead
-//    (memory latency of the first IFM and OFM block).
-//  - memory: bytes moved per memory (IFM refetch per OFM block and sub-kernel, weights per
-//    OFM block, OFM once), scaled by burst efficiency for the format, over the bandwidth.
-//  - DMA: weight buffering, LUT loads and Dma ops, memory to memory.
-//  - total = max(compute + serialised DMA, access cycles of each memory).
+// Structure (the decomposition of Vela 5.2's Ethos-U55/U65 estimator, so figures compare 1:1):
+//  - MAC ops: per OFM block, DPU cycles (micro-blocks x kernel steps x IFM depth slices, with
+//    sub-kernel splitting and the small-block accumulator delay) against output-unit cycles
+//    (elements x max(output, activation) cycles per element, at least the scale/bias fetch).
+//    Both are at least a quarter of the block's command-issue work. The slower stage is paid
+//    per block, over a fractional block count in whole micro-blocks; the faster one, the first
+//    IFM block's fetch and the last OFM block's write are paid once.
+//  - Elementwise: output-unit cycles per element, or command issue when blocks are small.
+//  - Memory: bytes per memory (IFM refetch per OFM block and sub-kernel, the encoded weight
+//    and scale stream once per OFM block position, the OFM once), inflated by burst efficiency
+//    for the format, over the memory's bandwidth.
+//  - DMA: weight buffering, LUT loads and Dma ops, memory to memory, added to the NPU cycles.
+//  - total = max(npu cycles, access cycles of each memory), as Vela's "Op Cycles".
 //
 // Complexity: O(sub-kernels) per estimate, plus one block-config search per distinct op shape
 // (see block_config.hpp), cached by BlockConfigCache.
