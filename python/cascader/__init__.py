@@ -3,8 +3,10 @@
 from . import _core
 from .arch import Accelerator, MemoryMode, SystemConfig
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
+from .inspection import Inspection, inspect
 from .perf import OpCost, block_configs, estimate_op
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
+from . import zoo
 
 __version__ = "0.1.0"
 
@@ -18,6 +20,7 @@ __all__ = [
     "BinaryError",
     "BudgetError",
     "CascaderError",
+    "Inspection",
     "InvalidArgumentError",
     "Model",
     "ModelError",
@@ -25,6 +28,7 @@ __all__ = [
     "Quantization",
     "SubGraph",
     "Tensor",
+    "inspect",
     "load_model",
     "save_model",
 ]

@@ -27,6 +27,24 @@ def _model_bytes(model: ModelLike) -> bytes:
         return f.read()
 
 
+def _litert_compatible(data: bytes) -> bytes:
+    """Mend the one legacy quirk current LiteRT refuses, without changing any computed value.
+
+    TOCO-era converters (e.g. TFLM's person_detect) quantize 1-D biases per channel along
+    axis 3. TFLM and the kernels ignore the axis of a bias, but LiteRT 2.x rejects the file;
+    for a 1-D tensor the only meaningful axis is 0, so that is what we write.
+    """
+    model = load_model(data)
+    mended = False
+    for graph in model.subgraphs:
+        for t in graph.tensors:
+            q = t.quantization
+            if q is not None and q.scale.size > 1 and len(t.shape) == 1 and q.quantized_dimension != 0:
+                q.quantized_dimension = 0
+                mended = True
+    return save_model(model) if mended else data
+
+
 class ReferenceInterpreter:
     """A LiteRT interpreter on the reference kernels, single-threaded and deterministic."""
 
@@ -37,7 +55,7 @@ class ReferenceInterpreter:
             raise CascaderError(
                 "the reference interpreter needs ai-edge-litert: pip install 'cascader[test]'"
             ) from e
-        self.model_bytes = _model_bytes(model)
+        self.model_bytes = _litert_compatible(_model_bytes(model))
         self._interpreter = Interpreter(
             model_content=self.model_bytes,
             experimental_op_resolver_type=OpResolverType.BUILTIN_REF,

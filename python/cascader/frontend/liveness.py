@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _core
-from ..tflite.model import SubGraph
+from ..tflite.model import SubGraph, Tensor
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,13 @@ def activation_live_ranges(graph: SubGraph, order: list[int] | None = None) -> A
     tensors = sorted(first)
     start = np.array([first[t] for t in tensors], dtype=np.int64)
     end = np.array([last.get(t, first[t]) + 1 for t in tensors], dtype=np.int64)
-    size = np.array([_tensor_bytes(graph, t) for t in tensors], dtype=np.int64)
+    size = np.array([tensor_bytes(graph.tensors[t]) for t in tensors], dtype=np.int64)
     return ActivationRanges(np.array(tensors, dtype=np.int64), start, end, size)
 
 
-def _tensor_bytes(graph: SubGraph, index: int) -> int:
-    t = graph.tensors[index]
+def tensor_bytes(t: Tensor) -> int:
+    """Bytes of a tensor; 0 for types with no fixed size (strings, resources)."""
     try:
         return t.nbytes
-    except TypeError:  # string/resource tensors: no fixed size, not NPU memory
+    except TypeError:
         return 0

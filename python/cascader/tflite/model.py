@@ -157,7 +157,7 @@ class Operator:
             if isinstance(v, np.ndarray) or isinstance(w, np.ndarray):
                 if not _arrays_equal(np.asarray(v), np.asarray(w)):
                     return False
-            elif v != w:
+            elif v != w and not (isinstance(v, float) and isinstance(w, float) and math.isnan(v) and math.isnan(w)):
                 return False
         return (
             self.opcode == other.opcode

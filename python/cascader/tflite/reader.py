@@ -266,6 +266,7 @@ def _validate(model: Model) -> None:
         for t_index, t in enumerate(g.tensors):
             if not 0 <= t.buffer < n_buffers:
                 raise ModelError(f"{where}: tensor {t_index} ({t.name!r}) uses buffer {t.buffer}, but the model has {n_buffers} buffers")
+            _validate_tensor(t, f"{where}: tensor {t_index} ({t.name!r})")
         for o_index, op in enumerate(g.operators):
             # -1 marks an omitted optional input.
             for i in op.inputs + op.intermediates:
@@ -287,3 +288,26 @@ def _validate(model: Model) -> None:
         for i in list(sig.inputs.values()) + list(sig.outputs.values()):
             if not 0 <= i < n:
                 raise ModelError(f"signature {sig.key!r} uses tensor {i}, which is out of range ({n} tensors)")
+
+
+# No tensor an Ethos-U system can hold comes near this; beyond it a shape is corruption.
+MAX_TENSOR_ELEMENTS = 1 << 31
+
+
+def _validate_tensor(t: Tensor, where: str) -> None:
+    if any(d < 0 for d in t.shape):
+        raise ModelError(f"{where} has a negative dimension in shape {list(t.shape)}")
+    if math.prod(t.shape) > MAX_TENSOR_ELEMENTS:
+        raise ModelError(f"{where} has {math.prod(t.shape)} elements, more than cascader supports ({MAX_TENSOR_ELEMENTS})")
+    q = t.quantization
+    if q is None:
+        return
+    if q.zero_point.size and q.scale.size != q.zero_point.size:
+        raise ModelError(f"{where} has {q.scale.size} quantization scales but {q.zero_point.size} zero points")
+    # An out-of-range axis is tolerated: TOCO writes axis 3 on 1-D biases and TFLite accepts it.
+    if q.scale.size > 1 and 0 <= q.quantized_dimension < len(t.shape):
+        if t.shape[q.quantized_dimension] != q.scale.size:
+            raise ModelError(
+                f"{where} has {q.scale.size} per-channel scales for {t.shape[q.quantized_dimension]} channels "
+                f"on axis {q.quantized_dimension}"
+            )

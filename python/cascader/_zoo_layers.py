@@ -1,0 +1,486 @@
+"""The zoo's layer builder: a float forward pass in numpy that calibrates int8 quantization.
+
+`CalibratedNet` builds a model layer by layer while pushing a batch of calibration inputs
+through it in float. Each layer:
+
+1. draws He-initialised float weights from the seeded generator;
+2. folds a batch norm into them with the *calibration batch's* statistics (per output channel:
+   zero mean, unit variance, then a random gamma/beta near (1, 0)), which is what a trained
+   network with folded batch norm looks like and keeps activations healthy through any depth;
+3. quantizes the weights per channel (symmetric int8, zero point 0) and runs the float pass
+   again with the *dequantized* weights;
+4. takes the activation's observed min/max over the batch (widened to contain 0) as the int8
+   output range, and quantizes the bias with scale input_scale * weight_scale.
+
+Pooling, padding and reshapes keep their input's quantization, as the TFLite converter does
+(TFLite's int8 pooling kernels require equal input and output scales).
+
+Cost: the float pass is O(N * MACs) numpy work for N calibration samples (default 16).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+from .tflite import Model, Quantization
+from .tflite.builder import ModelBuilder, quantization
+
+ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
+
+# Operator versions the TFLite converter writes for int8 operands (tensorflow/lite/tools/versioning).
+_INT8_VERSION = {
+    "CONV_2D": 3,
+    "DEPTHWISE_CONV_2D": 3,
+    "FULLY_CONNECTED": 4,
+    "ADD": 2,
+    "MUL": 2,
+    "AVERAGE_POOL_2D": 2,
+    "MAX_POOL_2D": 2,
+    "PAD": 2,
+    "RESHAPE": 1,
+}
+
+
+@dataclass
+class Activation:
+    """An int8 activation tensor of the model being built, with its float calibration batch."""
+
+    index: int  # tensor index in the model
+    value: np.ndarray  # float32 calibration values, shape (N, *tensor shape[1:])
+    quant: Quantization
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (1,) + tuple(self.value.shape[1:])
+
+    @property
+    def scale(self) -> float:
+        return float(self.quant.scale[0])
+
+
+def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and v >= 1 for v in pair):
+        raise InvalidArgumentError(f"{what} must be a positive int or a pair of positive ints, got {value!r}")
+    return int(pair[0]), int(pair[1])
+
+
+def _check_activation(activation: str | None) -> None:
+    if activation not in ACTIVATIONS:
+        raise InvalidArgumentError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
+
+
+def _check_padding(padding: str) -> None:
+    if padding not in ("SAME", "VALID"):
+        raise InvalidArgumentError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+
+
+def output_size(size: int, kernel: int, stride: int, dilation: int, padding: str) -> tuple[int, int]:
+    """TFLite's output length and leading pad along one axis (SAME puts the odd pad at the end)."""
+    effective = (kernel - 1) * dilation + 1
+    if padding == "SAME":
+        out = -(-size // stride)
+        total = max((out - 1) * stride + effective - size, 0)
+        return out, total // 2
+    out = (size - effective) // stride + 1
+    if out < 1:
+        raise InvalidArgumentError(
+            f"VALID padding: the {kernel}-tap kernel (dilation {dilation}) does not fit in an axis of {size}; "
+            "use SAME padding or a larger input"
+        )
+    return out, 0
+
+
+def apply_activation(x: np.ndarray, activation: str | None) -> np.ndarray:
+    if activation == "RELU":
+        return np.maximum(x, 0.0)
+    if activation == "RELU6":
+        return np.clip(x, 0.0, 6.0)
+    if activation == "RELU_N1_TO_1":
+        return np.clip(x, -1.0, 1.0)
+    return x
+
+
+# Bounds each fused activation puts on its output: a calibrated range never goes past them.
+_ACTIVATION_BOUNDS = {None: (-np.inf, np.inf), "RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+# Tail allowance in standard deviations. A small tensor (the logits: a few values per sample)
+# shows too few samples in the calibration batch to reveal its extremes, so new inputs would
+# saturate; 4 sigma covers a Gaussian tail. Large tensors already show extremes beyond it.
+_TAIL_SIGMAS = 4.0
+
+
+def calibrated_range(value: np.ndarray, activation: str | None) -> tuple[float, float]:
+    """The int8 range of an activation: observed min/max widened to mean +- 4 sigma, within the
+    activation's bounds."""
+    mean, std = float(value.mean()), float(value.std())
+    low, high = _ACTIVATION_BOUNDS[activation]
+    lo = max(min(float(value.min()), mean - _TAIL_SIGMAS * std), low)
+    hi = min(max(float(value.max()), mean + _TAIL_SIGMAS * std), high)
+    return lo, hi
+
+
+def range_quantization(lo: float, hi: float) -> Quantization:
+    """Asymmetric int8 quantization covering [lo, hi] widened to contain 0 (so 0 is exact)."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if hi - lo < 1e-6:  # an all-zero activation still needs a valid scale
+        hi = lo + 1e-6
+    scale = (hi - lo) / 255.0
+    zero_point = int(np.clip(np.round(-128.0 - lo / scale), -128, 127))
+    return quantization(scale, zero_point)
+
+
+def _windows(x: np.ndarray, kernel, stride, dilation, padding, fill: float):
+    """Yield (tap_y, tap_x, strided view) for every kernel tap over the padded input."""
+    n, h, w, c = x.shape
+    oh, pt = output_size(h, kernel[0], stride[0], dilation[0], padding)
+    ow, pl = output_size(w, kernel[1], stride[1], dilation[1], padding)
+    pb = max((oh - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1 - h - pt, 0)
+    pr = max((ow - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1 - w - pl, 0)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=fill)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            y0, x0 = i * dilation[0], j * dilation[1]
+            yield i, j, xp[:, y0 : y0 + (oh - 1) * stride[0] + 1 : stride[0], x0 : x0 + (ow - 1) * stride[1] + 1 : stride[1], :]
+
+
+def conv2d_float(x, w, stride, dilation, padding) -> np.ndarray:
+    """NHWC convolution with OHWI weights; one matmul per kernel tap."""
+    out = None
+    for i, j, view in _windows(x, w.shape[1:3], stride, dilation, padding, 0.0):
+        # A contiguous 2-D product takes the BLAS path; a strided 4-D one does not.
+        rows = np.ascontiguousarray(view).reshape(-1, view.shape[3])
+        term = rows @ np.ascontiguousarray(w[:, i, j, :].T)
+        out = term if out is None else out + term
+    return out.reshape(view.shape[:3] + (w.shape[0],))
+
+
+def depthwise_conv2d_float(x, w, stride, dilation, padding, multiplier: int) -> np.ndarray:
+    """NHWC depthwise convolution with 1HW(C*M) weights: output channel c*M+m reads input c."""
+    x = np.repeat(x, multiplier, axis=3) if multiplier > 1 else x
+    out = None
+    for i, j, view in _windows(x, w.shape[1:3], stride, dilation, padding, 0.0):
+        term = view * w[0, i, j, :]
+        out = term if out is None else out + term
+    return out
+
+
+def pool_float(x, kind: str, size, stride, padding) -> np.ndarray:
+    """Max or average pool; average counts only real (unpadded) elements, as TFLite does."""
+    if kind == "MAX":
+        out = None
+        for _, _, view in _windows(x, size, stride, (1, 1), padding, -np.inf):
+            out = view if out is None else np.maximum(out, view)
+        return out
+    total = count = None
+    ones = np.ones((1,) + x.shape[1:3] + (1,), x.dtype)
+    for (_, _, view), (_, _, cview) in zip(
+        _windows(x, size, stride, (1, 1), padding, 0.0), _windows(ones, size, stride, (1, 1), padding, 0.0)
+    ):
+        total = view if total is None else total + view
+        count = cview if count is None else count + cview
+    return total / count
+
+
+def _bias_scale(x: Activation, w_scale: np.ndarray) -> np.ndarray:
+    """TFLite's int32 bias scale: input scale times each (float32-stored) weight scale."""
+    return x.scale * w_scale.astype(np.float32).astype(np.float64)
+
+
+class CalibratedNet:
+    """Builds an int8 TFLite model whose quantization comes from a float calibration pass.
+
+    Parameters
+    ----------
+    seed
+        Seeds every random draw (weights, batch-norm gamma/beta, calibration inputs).
+    calibration_samples
+        Size of the calibration batch.
+    description
+        The model description.
+    """
+
+    def __init__(self, seed: int = 0, calibration_samples: int = 16, description: str = "cascader.zoo") -> None:
+        if calibration_samples < 2:
+            raise InvalidArgumentError("calibration needs at least 2 samples to estimate a spread")
+        self.rng = np.random.default_rng(seed)
+        self.samples = calibration_samples
+        self.builder = ModelBuilder(description=description)
+        self._names: dict[str, int] = {}
+        # The calibration batch at the model's ends: int8 input codes (N, *shape[1:]) and the
+        # float outputs, so tests can check the int8 model against the float pass.
+        self.calibration_inputs: list[np.ndarray] = []
+        self.calibration_outputs: list[Activation] = []
+
+    # -- naming and bookkeeping -------------------------------------------------------------
+    def _name(self, stem: str) -> str:
+        count = self._names.get(stem, 0)
+        self._names[stem] = count + 1
+        return stem if count == 0 else f"{stem}_{count}"
+
+    def _activation(
+        self, name: str, value: np.ndarray, quant: Quantization | None = None, activation: str | None = None
+    ) -> Activation:
+        """An int8 tensor named `name` (already unique), quantized by `quant` or else by the
+        calibrated range of `value` (the output of fused `activation`)."""
+        value = value.astype(np.float32)
+        if quant is None:
+            quant = range_quantization(*calibrated_range(value, activation))
+        index = self.builder.add_tensor(name, (1,) + value.shape[1:], "int8", quant)
+        return Activation(index, value, quant)
+
+    def _op(self, opcode: str, inputs: Sequence[int], outputs: Sequence[int], options: dict | None = None) -> None:
+        self.builder.add_operator(opcode, inputs, outputs, options, version=_INT8_VERSION[opcode])
+
+    # -- graph ends ---------------------------------------------------------------------------
+    def input(self, shape: Sequence[int], low: float = -1.0, high: float = 1.0, name: str = "input") -> Activation:
+        """A model input covering [low, high]; the calibration batch is uniform over its int8 codes."""
+        shape = tuple(int(d) for d in shape)
+        if len(shape) < 2 or shape[0] != 1 or any(d < 1 for d in shape):
+            raise InvalidArgumentError(f"input shape must be (1, ...) with positive dimensions, got {shape!r}")
+        quant = range_quantization(low, high)
+        index = self.builder.add_input(self._name(name), shape, "int8", quant)
+        codes = self.rng.integers(-128, 127, size=(self.samples,) + shape[1:], endpoint=True)
+        value = (codes - quant.zero_point[0]).astype(np.float32) * quant.scale[0]
+        self.calibration_inputs.append(codes.astype(np.int8))
+        return Activation(index, value, quant)
+
+    def output(self, x: Activation) -> None:
+        self.builder.mark_output(x.index)
+        self.calibration_outputs.append(x)
+
+    def build(self) -> Model:
+        return self.builder.build()
+
+    # -- weighted layers ----------------------------------------------------------------------
+    def _fold_and_quantize(self, x: Activation, w: np.ndarray, axis: int, forward):
+        """Batch-norm fold with calibration statistics, then per-channel int8 weights and int32 bias.
+
+        `w` is float with output channels on `axis`; `forward(w)` is the layer's float output
+        without bias (channels last). Returns (int8 weights, weight scales, float bias, int32 bias).
+        """
+        z = forward(w)
+        reduce = tuple(range(z.ndim - 1))
+        mean, std = z.mean(axis=reduce), z.std(axis=reduce)
+        std = np.where(std > 1e-6, std, 1.0)  # a constant channel stays as it is
+        gamma = self.rng.uniform(0.75, 1.25, size=mean.shape)
+        beta = self.rng.normal(0.0, 0.25, size=mean.shape)
+        channel_shape = [1] * w.ndim
+        channel_shape[axis] = -1
+        w = w * (gamma / std).reshape(channel_shape)
+        bias = beta - mean * gamma / std
+        absmax = np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)).max(axis=1)
+        w_scale = np.maximum(absmax, 1e-12) / 127.0
+        w_q = np.clip(np.round(w / w_scale.reshape(channel_shape)), -127, 127).astype(np.int8)
+        b_q = np.clip(np.round(bias / _bias_scale(x, w_scale)), -(2**31), 2**31 - 1).astype(np.int32)
+        return w_q, w_scale, bias, b_q
+
+    def _weights_and_bias(self, stem: str, x: Activation, w_q, w_scale, b_q, axis: int) -> tuple[int, int]:
+        wi = self.builder.add_constant(f"{stem}/weights", w_q, "int8", quantization(w_scale, 0, axis))
+        bi = self.builder.add_constant(f"{stem}/bias", b_q, "int32", quantization(_bias_scale(x, w_scale), 0, 0))
+        return wi, bi
+
+    @staticmethod
+    def _dequantized(w_q: np.ndarray, w_scale: np.ndarray, axis: int) -> np.ndarray:
+        shape = [1] * w_q.ndim
+        shape[axis] = -1
+        return (w_q.astype(np.float32) * w_scale.astype(np.float32).reshape(shape)).astype(np.float32)
+
+    def conv2d(
+        self,
+        x: Activation,
+        filters: int,
+        kernel=(3, 3),
+        stride=(1, 1),
+        padding: str = "SAME",
+        dilation=(1, 1),
+        activation: str | None = "RELU",
+        name: str = "conv",
+    ) -> Activation:
+        kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
+        _check_padding(padding)
+        _check_activation(activation)
+        if not isinstance(filters, (int, np.integer)) or filters < 1:
+            raise InvalidArgumentError(f"filters must be a positive int, got {filters!r}")
+        self._spatial(x, "CONV_2D")
+        for axis in (1, 2):
+            output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
+        cin = x.shape[3]
+        w = self.rng.normal(0.0, math.sqrt(2.0 / (kernel[0] * kernel[1] * cin)), size=(filters, *kernel, cin)).astype(np.float32)
+        stem = self._name(name)
+
+        def forward(weights):
+            return conv2d_float(x.value, weights.astype(np.float32), stride, dilation, padding)
+
+        w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 0, forward)
+        y = apply_activation(forward(self._dequantized(w_q, w_scale, 0)) + bias.astype(np.float32), activation)
+        wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 0)
+        out = self._activation(stem, y, activation=activation)
+        self._op(
+            "CONV_2D",
+            [x.index, wi, bi],
+            [out.index],
+            {
+                "padding": padding,
+                "stride_h": stride[0],
+                "stride_w": stride[1],
+                "dilation_h_factor": dilation[0],
+                "dilation_w_factor": dilation[1],
+                "fused_activation_function": activation or "NONE",
+            },
+        )
+        return out
+
+    def depthwise_conv2d(
+        self,
+        x: Activation,
+        kernel=(3, 3),
+        stride=(1, 1),
+        padding: str = "SAME",
+        depth_multiplier: int = 1,
+        dilation=(1, 1),
+        activation: str | None = "RELU",
+        name: str = "depthwise",
+    ) -> Activation:
+        kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
+        _check_padding(padding)
+        _check_activation(activation)
+        if not isinstance(depth_multiplier, (int, np.integer)) or depth_multiplier < 1:
+            raise InvalidArgumentError(f"depth_multiplier must be a positive int, got {depth_multiplier!r}")
+        self._spatial(x, "DEPTHWISE_CONV_2D")
+        for axis in (1, 2):
+            output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
+        channels = x.shape[3] * depth_multiplier
+        # He-scaled taps with a positive mean (a low-pass filter, as trained depthwise kernels
+        # tend to be): zero-mean random taps amplify the white int8 rounding noise layer after
+        # layer, and a deep MobileNet's int8 output would then barely track its float output.
+        std = math.sqrt(2.0 / (kernel[0] * kernel[1]))
+        w = self.rng.normal(std, std, size=(1, *kernel, channels)).astype(np.float32)
+        stem = self._name(name)
+
+        def forward(weights):
+            return depthwise_conv2d_float(x.value, weights.astype(np.float32), stride, dilation, padding, depth_multiplier)
+
+        # TFLite requires per-channel depthwise weights quantized along dimension 3.
+        w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 3, forward)
+        y = apply_activation(forward(self._dequantized(w_q, w_scale, 3)) + bias.astype(np.float32), activation)
+        wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 3)
+        out = self._activation(stem, y, activation=activation)
+        self._op(
+            "DEPTHWISE_CONV_2D",
+            [x.index, wi, bi],
+            [out.index],
+            {
+                "padding": padding,
+                "stride_h": stride[0],
+                "stride_w": stride[1],
+                "depth_multiplier": depth_multiplier,
+                "dilation_h_factor": dilation[0],
+                "dilation_w_factor": dilation[1],
+                "fused_activation_function": activation or "NONE",
+            },
+        )
+        return out
+
+    def fully_connected(self, x: Activation, units: int, activation: str | None = None, name: str = "fc") -> Activation:
+        """FULLY_CONNECTED of a single row: the input is (1, ..., 1, depth), the output (1, units)."""
+        _check_activation(activation)
+        if not isinstance(units, (int, np.integer)) or units < 1:
+            raise InvalidArgumentError(f"units must be a positive int, got {units!r}")
+        depth = x.shape[-1]
+        if math.prod(x.shape) != depth:
+            raise InvalidArgumentError(
+                f"fully_connected takes one row of features, shape (1, ..., 1, depth), got {list(x.shape)}; reshape first"
+            )
+        flat = x.value.reshape(self.samples, depth)
+        w = self.rng.normal(0.0, math.sqrt(2.0 / depth), size=(units, depth)).astype(np.float32)
+        stem = self._name(name)
+
+        def forward(weights):
+            return flat @ weights.astype(np.float32).T
+
+        w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 0, forward)
+        y = apply_activation(forward(self._dequantized(w_q, w_scale, 0)) + bias.astype(np.float32), activation)
+        wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 0)
+        out = self._activation(stem, y, activation=activation)
+        self._op("FULLY_CONNECTED", [x.index, wi, bi], [out.index], {"fused_activation_function": activation or "NONE"})
+        return out
+
+    # -- layers without weights --------------------------------------------------------------
+    def pool(self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool") -> Activation:
+        if kind not in ("MAX", "AVERAGE"):
+            raise InvalidArgumentError(f"pool kind must be 'MAX' or 'AVERAGE', got {kind!r}")
+        size, stride = _pair(size, "pool size"), _pair(stride, "pool stride")
+        _check_padding(padding)
+        opcode = f"{kind}_POOL_2D"
+        self._spatial(x, opcode)
+        for axis in (1, 2):
+            output_size(x.shape[axis], size[axis - 1], stride[axis - 1], 1, padding)
+        out = self._activation(self._name(name), pool_float(x.value, kind, size, stride, padding), x.quant)
+        self._op(
+            opcode,
+            [x.index],
+            [out.index],
+            {
+                "padding": padding,
+                "stride_h": stride[0],
+                "stride_w": stride[1],
+                "filter_height": size[0],
+                "filter_width": size[1],
+                "fused_activation_function": "NONE",
+            },
+        )
+        return out
+
+    def _elementwise(self, opcode: str, a: Activation, b: Activation, activation: str | None, name: str) -> Activation:
+        _check_activation(activation)
+        if len(a.shape) != len(b.shape):
+            raise InvalidArgumentError(f"{opcode} operands need the same rank, got {list(a.shape)} and {list(b.shape)}")
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise InvalidArgumentError(f"{opcode} operand shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+        value = a.value + b.value if opcode == "ADD" else a.value * b.value
+        out = self._activation(self._name(name), apply_activation(value, activation), activation=activation)
+        self._op(opcode, [a.index, b.index], [out.index], {"fused_activation_function": activation or "NONE"})
+        return out
+
+    def add(self, a: Activation, b: Activation, activation: str | None = None, name: str = "add") -> Activation:
+        return self._elementwise("ADD", a, b, activation, name)
+
+    def mul(self, a: Activation, b: Activation, activation: str | None = None, name: str = "mul") -> Activation:
+        return self._elementwise("MUL", a, b, activation, name)
+
+    def pad(self, x: Activation, paddings, name: str = "pad") -> Activation:
+        """PAD with zeros (the zero point in int8); `paddings` is one (before, after) pair per axis."""
+        pads = np.asarray(paddings)
+        if pads.shape != (len(x.shape), 2) or pads.dtype.kind not in "iu" or np.any(pads < 0):
+            raise InvalidArgumentError(
+                f"paddings must be {len(x.shape)} (before, after) pairs of non-negative ints, got {paddings!r}"
+            )
+        if pads[0].any():
+            raise InvalidArgumentError("paddings must not pad the batch axis: use (0, 0) first")
+        value = np.pad(x.value, [(0, 0)] + [tuple(p) for p in pads[1:].tolist()])
+        out = self._activation(self._name(name), value, x.quant)
+        pi = self.builder.add_constant(self._name(name + "/paddings"), pads.astype(np.int32), "int32")
+        self._op("PAD", [x.index, pi], [out.index])
+        return out
+
+    def reshape(self, x: Activation, shape: Sequence[int], name: str = "reshape") -> Activation:
+        shape = tuple(int(d) for d in shape)
+        if math.prod(shape) != math.prod(x.shape) or shape[0] != 1:
+            raise InvalidArgumentError(f"cannot reshape {list(x.shape)} to {list(shape)}")
+        out = self._activation(self._name(name), x.value.reshape((self.samples,) + shape[1:]), x.quant)
+        si = self.builder.add_constant(self._name(name + "/shape"), np.asarray(shape, np.int32), "int32")
+        self._op("RESHAPE", [x.index, si], [out.index], {"new_shape": np.asarray(shape, np.int32)})
+        return out
+
+    @staticmethod
+    def _spatial(x: Activation, opcode: str) -> None:
+        if len(x.shape) != 4:
+            raise InvalidArgumentError(f"{opcode} needs an NHWC input of rank 4, got shape {list(x.shape)}")

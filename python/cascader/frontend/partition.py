@@ -1,0 +1,104 @@
+"""Split a subgraph into maximal NPU segments and the CPU operators between them.
+
+Each operator gets a *level*: the number of NPU/CPU changes on the longest path that reaches
+it. Operators of the same kind and level form one group. A group is convex: a path that
+leaves an NPU group through a CPU operator can only come back at a higher level, so no
+segment ever waits on itself through the CPU. Every edge goes to an equal or higher level,
+so sorting groups by level gives a valid execution order. O(V + E) after the rule checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ModelError
+from ..tflite.model import Model, SubGraph
+from .operator_view import OperatorView
+from .support import TRIVIAL_OPERATORS, Verdict, check_operator
+
+NPU, CPU = "NPU", "CPU"
+
+# Policy, not hardware: an NPU segment made only of reshapes and requantizations (typically a
+# uint8<->int8 QUANTIZE at a model's edge, or a RESHAPE before a CPU softmax) would cost an NPU
+# launch and a driver round trip for a trivial amount of work, so it stays on the CPU.
+TRIVIAL_SEGMENT = Verdict(
+    False,
+    "trivial_segment",
+    "only reshapes/requantizations would run on the NPU here; an NPU launch costs more than the CPU work",
+)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Operators (subgraph indices, in execution order) that run together on one target."""
+
+    target: str
+    operators: tuple[int, ...]
+
+
+@dataclass
+class Partition:
+    graph: SubGraph
+    verdicts: list[Verdict]  # one per operator, after policy
+    segments: list[Segment]  # in execution order
+
+    @property
+    def order(self) -> list[int]:
+        """Operator indices in execution order."""
+        return [i for s in self.segments for i in s.operators]
+
+    @property
+    def npu_segments(self) -> list[Segment]:
+        return [s for s in self.segments if s.target == NPU]
+
+
+def single_subgraph(model: Model) -> SubGraph:
+    """The subgraph to compile; control flow (several subgraphs) is not supported."""
+    if len(model.subgraphs) != 1:
+        raise ModelError(
+            f"model has {len(model.subgraphs)} subgraphs (control flow such as WHILE or IF); "
+            "cascader compiles single-subgraph models"
+        )
+    return model.subgraphs[0]
+
+
+def partition(model: Model) -> Partition:
+    """Partition subgraph 0 of `model` into NPU segments and CPU operators."""
+    graph = single_subgraph(model)
+    verdicts = [check_operator(OperatorView(graph, i)) for i in range(len(graph.operators))]
+    while True:
+        segments = _segments(graph, [v.npu for v in verdicts])
+        demoted = [s for s in segments if s.target == NPU and _trivial(graph, s)]
+        if not demoted:
+            return Partition(graph, verdicts, segments)
+        for s in demoted:
+            for i in s.operators:
+                verdicts[i] = TRIVIAL_SEGMENT
+
+
+def _trivial(graph: SubGraph, segment: Segment) -> bool:
+    return all(graph.operators[i].opcode in TRIVIAL_OPERATORS for i in segment.operators)
+
+
+def _segments(graph: SubGraph, on_npu: list[bool]) -> list[Segment]:
+    producer: dict[int, int] = {}
+    for i, op in enumerate(graph.operators):
+        for t in op.outputs:
+            producer[t] = i
+    level = [0] * len(graph.operators)
+    # TFLite stores operators in a valid execution order, so producers come first.
+    for i, op in enumerate(graph.operators):
+        for t in op.inputs:
+            p = producer.get(t)
+            if p is not None and p < i:
+                level[i] = max(level[i], level[p] + (on_npu[p] != on_npu[i]))
+    groups: dict[tuple[int, bool], list[int]] = {}
+    for i in range(len(graph.operators)):
+        groups.setdefault((level[i], on_npu[i]), []).append(i)
+    segments: list[Segment] = []
+    for (_, npu), ops in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1][0])):
+        if npu:
+            segments.append(Segment(NPU, tuple(ops)))
+        else:  # the CPU runs operators one by one; each is its own segment
+            segments.extend(Segment(CPU, (i,)) for i in ops)
+    return segments

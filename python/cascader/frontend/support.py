@@ -1,0 +1,411 @@
+"""Which TFLite operators run on the Ethos-U NPU, as data: one `Rule` per hardware constraint.
+
+The limits are the Ethos-U55/U65 hardware limits as Arm's Vela documents them (its
+`SUPPORTED_OPS.md`, generated from `tflite_supported_operators.py` and
+`tflite_model_semantic.py`); each rule names its source. A rule's `check` returns None when
+the operator satisfies it, or a sentence describing the violation.
+
+To support a new operator: add it to `NPU_OPERATORS` (and take it out of `PLANNED_OPERATORS`),
+then add rules whose `ops` name it. Nothing else changes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from .operator_view import BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
+
+# Operators cascader lowers to the NPU today.
+NPU_OPERATORS = frozenset(
+    {
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "FULLY_CONNECTED",
+        "AVERAGE_POOL_2D",
+        "MAX_POOL_2D",
+        "ADD",
+        "SUB",
+        "MUL",
+        "RESHAPE",
+        "SQUEEZE",
+        "CONCATENATION",
+        "PAD",
+        "RELU",
+        "RELU6",
+        "RELU_N1_TO_1",
+        "RELU_0_TO_1",
+        "QUANTIZE",
+    }
+)
+
+# Operators the hardware can run (Vela maps them) that cascader does not lower yet.
+PLANNED_OPERATORS = frozenset(
+    {
+        "LOGISTIC",
+        "TANH",
+        "HARD_SWISH",
+        "LEAKY_RELU",
+        "PRELU",
+        "SOFTMAX",
+        "RESIZE_BILINEAR",
+        "RESIZE_NEAREST_NEIGHBOR",
+        "MEAN",
+        "TRANSPOSE_CONV",
+        "MINIMUM",
+        "MAXIMUM",
+        "ABS",
+        "ARG_MAX",
+        "SPLIT",
+        "SPLIT_V",
+        "STRIDED_SLICE",
+        "SLICE",
+        "PACK",
+        "UNPACK",
+        "EXPAND_DIMS",
+        "TRANSPOSE",
+        "MIRROR_PAD",
+        "SQUARED_DIFFERENCE",
+        "RSQRT",
+        "SUM",
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    }
+)
+
+# Operators that move or requantize data without computing anything.
+TRIVIAL_OPERATORS = frozenset({"RESHAPE", "SQUEEZE", "QUANTIZE"})
+CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
+ACTIVATION_DTYPES = ("int8", "uint8", "int16")
+# Batch > 1 is only meaningful for these (they flatten or do not look at batch).
+BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE"})
+# int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops).
+INT32_OPS = frozenset({"ADD", "SUB", "MUL"})
+
+TENSOR_DIM_RANGE = (1, 65535)
+STRIDE_RANGE = (1, 3)
+DILATED_HEIGHT_MAX = 64
+DILATED_AREA_MAX = 64 * 64
+WEIGHT_SUM_MAX = 127 * 65536  # per OFM channel, of |w - zero_point|; the accumulator budget
+AVG_POOL_SAME_FILTER_MAX = 8
+POOL_FILTER_HEIGHT_MAX = 256
+POOL_FILTER_AREA_MAX = 256 * 256
+FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+
+Check = Callable[[OperatorView], Optional[str]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One NPU constraint. `ops` None means every NPU operator."""
+
+    name: str
+    reason: str
+    check: Check
+    ops: frozenset[str] | None = None
+    exempt: frozenset[str] = frozenset()
+    source: str = "Vela tflite_supported_operators"
+
+    def applies_to(self, opcode: str) -> bool:
+        return (self.ops is None or opcode in self.ops) and opcode not in self.exempt
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Where an operator runs, and if on the CPU, the rule that sent it there."""
+
+    npu: bool
+    rule: str | None = None
+    reason: str | None = None
+
+    def __str__(self) -> str:
+        return "NPU" if self.npu else f"CPU: {self.reason}"
+
+
+# --- checks -----------------------------------------------------------------------------
+
+
+def _dtypes(v: OperatorView) -> str | None:
+    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS else ())
+    bad = [f"{t.name!r} is {t.dtype}" for t in v.activation_tensors if t.dtype not in allowed]
+    return "; ".join(bad) or None
+
+
+def _quantized(v: OperatorView) -> str | None:
+    tensors = v.activation_tensors + ([v.weights] if v.weights is not None else [])
+    for t in tensors:
+        q = t.quantization
+        if q is None or q.scale.size == 0:
+            return f"{t.name!r} has no quantization parameters"
+        if not np.all(np.isfinite(q.scale)) or np.any(q.scale <= 0):
+            return f"{t.name!r} has a non-finite or non-positive scale"
+    return None
+
+
+def _rank(v: OperatorView) -> str | None:
+    bad = [f"{t.name!r} is {len(t.shape)}-D" for t in v.activation_tensors if len(t.shape) > 4]
+    return "; ".join(bad) or None
+
+
+def _dims(v: OperatorView) -> str | None:
+    lo, hi = TENSOR_DIM_RANGE
+    bad = [f"{t.name!r} has shape {list(t.shape)}" for t in v.activation_tensors if not all(lo <= d <= hi for d in t.shape)]
+    return "; ".join(bad) or None
+
+
+def _static(v: OperatorView) -> str | None:
+    # Converters mark the batch as -1 in the signature while `shape` holds the batch the
+    # interpreter allocates (1), so only a dynamic non-batch dimension is really dynamic.
+    for t in v.activation_tensors:
+        if t.shape_signature is not None and any(d < 0 for d in t.shape_signature[1:]):
+            return f"{t.name!r} has a dynamic shape {list(t.shape_signature)}"
+    return None
+
+
+def _batch(v: OperatorView) -> str | None:
+    for t in (v.ifm, v.ifm2):
+        if t is not None and len(t.shape) == 4 and t.shape[0] != 1:
+            return f"{t.name!r} has batch {t.shape[0]}"
+    return None
+
+
+def _per_axis(v: OperatorView) -> str | None:
+    for t in v.activation_tensors:
+        if t.quantization is not None and t.quantization.per_channel:
+            return f"{t.name!r} is quantized per axis"
+    return None
+
+
+def _fused_activation(v: OperatorView) -> str | None:
+    act = v.fused_activation
+    return None if act in FUSED_ACTIVATIONS else f"fused activation is {act}"
+
+
+def _fused_activation_dtype(v: OperatorView) -> str | None:
+    if v.fused_activation != "NONE" and v.ofm is not None and v.ofm.dtype not in ACTIVATION_DTYPES:
+        return f"fused {v.fused_activation} on a {v.ofm.dtype} output"
+    return None
+
+
+def _stride(v: OperatorView) -> str | None:
+    k, ofm = v.kernel, v.ofm
+    if k is None or ofm is None or len(ofm.shape) != 4:
+        return None
+    lo, hi = STRIDE_RANGE
+    # A stride only matters along an axis with more than one output element.
+    h_ok = ofm.shape[1] == 1 or lo <= k.stride_h <= hi
+    w_ok = ofm.shape[2] == 1 or lo <= k.stride_w <= hi
+    return None if h_ok and w_ok else f"stride is {k.stride_w}x{k.stride_h} (WxH)"
+
+
+def _dilated_height(v: OperatorView) -> str | None:
+    k = v.kernel
+    if k is None or k.dilated_height <= DILATED_HEIGHT_MAX:
+        return None
+    return f"dilated kernel height is {k.dilated_height}"
+
+
+def _dilated_area(v: OperatorView) -> str | None:
+    k = v.kernel
+    if k is None or k.dilated_height * k.dilated_width <= DILATED_AREA_MAX:
+        return None
+    return f"dilated kernel area is {k.dilated_height * k.dilated_width}"
+
+
+def _weights_8bit(v: OperatorView) -> str | None:
+    w = v.weights
+    if w is None:
+        return "the operator has no weight tensor"
+    return None if w.dtype in ("int8", "uint8") else f"weights {w.name!r} are {w.dtype}"
+
+
+def _weights_constant(v: OperatorView) -> str | None:
+    w = v.weights
+    return None if w is not None and w.is_constant else "weights are computed at run time"
+
+
+def _weights_sum(v: OperatorView) -> str | None:
+    w = v.weights
+    if w is None or w.data is None or w.quantization is None or len(w.shape) != 4:
+        return None
+    # Sum over everything except the output-channel axis (0 for conv, 3 for depthwise).
+    out_axis = 3 if v.opcode == "DEPTHWISE_CONV_2D" else 0
+    zero_points = w.quantization.zero_point
+    if zero_points.size not in (0, 1, w.shape[out_axis]):
+        return f"weights have {zero_points.size} zero points for {w.shape[out_axis]} output channels"
+    shape = [1, 1, 1, 1]
+    shape[out_axis] = zero_points.size if zero_points.size > 1 else 1
+    offsets = zero_points.reshape(shape) if zero_points.size else 0
+    sums = np.abs(w.data.astype(np.int64) - offsets).sum(axis=tuple(a for a in range(4) if a != out_axis))
+    worst = int(sums.max()) if sums.size else 0
+    return None if worst <= WEIGHT_SUM_MAX else f"the largest per-channel sum of |weights| is {worst}"
+
+
+def _bias(v: OperatorView) -> str | None:
+    b = v.bias
+    if b is None:
+        return None
+    if len(b.shape) != 1:
+        return f"bias {b.name!r} has shape {list(b.shape)}, not 1-D"
+    if b.dtype not in ("int32", "int64"):
+        return f"bias {b.name!r} is {b.dtype}"
+    if not b.is_constant:
+        return f"bias {b.name!r} is computed at run time"
+    if b.dtype == "int64" and b.data.size and int(np.abs(b.data).max()) >= 1 << 39:
+        return f"bias {b.name!r} has values beyond 40 bits"
+    return None
+
+
+def _depth_multiplier(v: OperatorView) -> str | None:
+    m = v.options.get("depth_multiplier", 1)
+    if m <= 1 or v.ifm is None or v.ofm is None:
+        return None
+    if v.ifm.shape[-1] == 1 and v.ofm.shape[-1] == m:
+        return None
+    return f"depth multiplier {m} with {v.ifm.shape[-1]} input channels"
+
+
+def _pool_filter(v: OperatorView) -> str | None:
+    k = v.kernel
+    if k is None:
+        return None
+    same = v.options.get("padding") == "SAME"
+    if v.opcode == "AVERAGE_POOL_2D" and same:
+        # The hardware pads average pooling itself only for small kernels.
+        ok = k.height <= AVG_POOL_SAME_FILTER_MAX and (k.width <= AVG_POOL_SAME_FILTER_MAX or k.width == k.stride_w)
+        return None if ok else f"SAME-padded average pool of {k.width}x{k.height} (WxH)"
+    if k.height > POOL_FILTER_HEIGHT_MAX or k.height * k.width > POOL_FILTER_AREA_MAX:
+        return f"pool filter is {k.width}x{k.height} (WxH)"
+    return None
+
+
+def _broadcast(v: OperatorView) -> str | None:
+    a, b, o = v.ifm, v.ifm2, v.ofm
+    if a is None or b is None or o is None:
+        return None
+    n = min(len(a.shape), len(b.shape))
+    for i, j, k in zip(a.shape[len(a.shape) - n :], b.shape[len(b.shape) - n :], o.shape[len(o.shape) - n :]):
+        if not (i == j or i == 1 or j == 1) or k != max(i, j):
+            return f"cannot broadcast {list(a.shape)} with {list(b.shape)} to {list(o.shape)}"
+    return None
+
+
+def _pad_tensor(v: OperatorView) -> str | None:
+    if len(v.inputs) < 2 or v.inputs[1] is None:
+        return "PAD has no paddings tensor"
+    p = v.inputs[1]
+    if not p.is_constant:
+        return "paddings are computed at run time"
+    if p.dtype not in ("int32", "int64") or list(p.shape) not in ([3, 2], [4, 2]):
+        return f"paddings tensor is {p.dtype}{list(p.shape)}"
+    if p.shape[0] == 4 and int(p.data[0].sum()) != 0:
+        return "PAD pads the batch dimension"
+    return None
+
+
+def _shape_constant(v: OperatorView) -> str | None:
+    shape = v.inputs[1] if len(v.inputs) > 1 else None
+    return None if shape is None or shape.is_constant else "the new shape is computed at run time"
+
+
+def _quantize_integer(v: OperatorView) -> str | None:
+    if v.ifm is not None and v.ifm.dtype not in ACTIVATION_DTYPES:
+        return f"QUANTIZE from {v.ifm.dtype} (float to integer conversion runs on the CPU)"
+    return None
+
+
+def _concat_axis(v: OperatorView) -> str | None:
+    o = v.ofm
+    if o is None:
+        return None
+    axis = v.options.get("axis", 0)
+    rank = len(o.shape)
+    if not -rank <= axis < rank:
+        return f"axis {axis} is out of range for a {rank}-D output"
+    axis %= rank
+    for t in v.inputs:
+        if t is None or len(t.shape) != rank:
+            return "inputs and output differ in rank"
+        if any(t.shape[i] != o.shape[i] for i in range(rank) if i != axis):
+            return f"input shape {list(t.shape)} does not match output {list(o.shape)} off the concat axis"
+    return None
+
+
+# --- the rules --------------------------------------------------------------------------
+
+RULES: tuple[Rule, ...] = (
+    # Before the generic type rule, so a float QUANTIZE gets the specific reason.
+    Rule("quantize_integer", "QUANTIZE on the NPU rescales between integer types only", _quantize_integer,
+         ops=frozenset({"QUANTIZE"})),
+    Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL)", _dtypes),
+    Rule("quantized", "feature maps and weights must have finite, positive quantization scales", _quantized,
+         source="Vela tflite_model_semantic"),
+    Rule("rank", "feature maps must be at most 4-D", _rank, source="Vela tflite_model_semantic"),
+    Rule("dimension_range", f"every tensor dimension must be in [{TENSOR_DIM_RANGE[0]}, {TENSOR_DIM_RANGE[1]}]", _dims),
+    Rule("static_shape", "feature maps must have static shapes", _static, source="Vela tflite_model_semantic"),
+    Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE),
+    Rule("per_axis_quantization", "per-axis quantization is only supported on weights of conv and fully connected",
+         _per_axis),
+    Rule("fused_activation", f"a fused activation must be one of {', '.join(FUSED_ACTIVATIONS)}", _fused_activation),
+    Rule("fused_activation_type", "a fused activation needs an 8- or 16-bit output", _fused_activation_dtype),
+    Rule("stride_range", f"strides must be in [{STRIDE_RANGE[0]}, {STRIDE_RANGE[1]}]", _stride,
+         ops=CONV_LIKE | POOL_OPS),
+    Rule("dilated_kernel_height", f"the dilated kernel height must be at most {DILATED_HEIGHT_MAX}", _dilated_height,
+         ops=CONV_LIKE),
+    Rule("dilated_kernel_area", f"the dilated kernel area must be at most {DILATED_AREA_MAX}", _dilated_area,
+         ops=CONV_LIKE),
+    Rule("weights_8bit", "weights must be 8-bit", _weights_8bit, ops=WEIGHTED),
+    Rule("weights_constant", "weights must be constant", _weights_constant, ops=WEIGHTED),
+    Rule("weights_sum", f"per output channel, the sum of |weights| must be at most {WEIGHT_SUM_MAX}", _weights_sum,
+         ops=CONV_LIKE),
+    Rule("bias", "bias must be a constant 1-D int32, or int64 within 40 bits", _bias, ops=WEIGHTED),
+    Rule("depth_multiplier", "a depth multiplier > 1 needs 1 input channel and as many output channels as the multiplier",
+         _depth_multiplier, ops=frozenset({"DEPTHWISE_CONV_2D"})),
+    Rule("pool_filter", "pool kernels: SAME-padded average pool up to 8x8, otherwise height <= 256 and area <= 65536",
+         _pool_filter, ops=POOL_OPS),
+    Rule("broadcast", "elementwise broadcasting only along dimensions of size 1", _broadcast,
+         ops=BINARY_ELEMENTWISE_OPS),
+    Rule("pad_tensor", "PAD needs constant [3,2] or [4,2] int32/int64 paddings that leave the batch alone", _pad_tensor,
+         ops=frozenset({"PAD"})),
+    Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
+         ops=frozenset({"RESHAPE"})),
+    Rule("concat_shapes", "concatenation inputs must match the output except along the axis", _concat_axis,
+         ops=frozenset({"CONCATENATION"}), source="Vela tflite_model_semantic"),
+)
+
+
+def check_operator(view: OperatorView) -> Verdict:
+    """Decide whether one operator can run on the NPU; on the CPU, say which rule forbids it."""
+    opcode = view.op.name
+    if view.opcode == "CUSTOM":
+        return Verdict(False, "operator_type", f"custom operator {opcode!r} runs on the CPU")
+    if opcode not in NPU_OPERATORS:
+        if opcode in PLANNED_OPERATORS:
+            return Verdict(False, "operator_type", f"{opcode} is NPU-capable but not lowered by cascader yet")
+        return Verdict(False, "operator_type", f"{opcode} is not supported by the Ethos-U NPU")
+    for rule in RULES:
+        if rule.applies_to(opcode):
+            detail = rule.check(view)
+            if detail is not None:
+                return Verdict(False, rule.name, f"{rule.reason} ({detail})")
+    return Verdict(True)
+
+
+def macs(view: OperatorView) -> int:
+    """Multiply-accumulates of conv, depthwise, transpose conv and fully connected ops."""
+    w, ofm = view.weights, view.ofm
+    if w is None or ofm is None or len(w.shape) < 2:
+        return 0
+    if view.opcode == "DEPTHWISE_CONV_2D":  # one kernel window per output element
+        return math.prod(ofm.shape) * w.shape[1] * w.shape[2]
+    if view.opcode == "CONV_2D":
+        return math.prod(ofm.shape) * w.shape[1] * w.shape[2] * w.shape[3]
+    if view.opcode == "FULLY_CONNECTED":
+        return math.prod(ofm.shape) * w.shape[-1]
+    if view.opcode == "TRANSPOSE_CONV":  # every input element scatters a full kernel
+        ifm = view.inputs[2] if len(view.inputs) > 2 else None
+        return 0 if ifm is None else math.prod(ifm.shape) * w.shape[0] * w.shape[1] * w.shape[2]
+    return 0

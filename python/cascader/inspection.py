@@ -1,0 +1,146 @@
+"""`cascader.inspect`: what would run where, and what it costs, before compiling anything."""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+from .frontend.liveness import activation_live_ranges, tensor_bytes
+from .frontend.operator_view import OperatorView
+from .frontend.partition import CPU, NPU, Segment, partition
+from .frontend.support import macs
+from .tflite import Model, load_model
+
+ModelSource = Union[Model, str, os.PathLike, bytes]
+
+
+@dataclass(frozen=True)
+class OperatorReport:
+    index: int
+    opcode: str
+    target: str  # "NPU" or "CPU"
+    segment: int  # index into Inspection.segments
+    rule: str | None  # the rule that sent it to the CPU
+    reason: str | None
+    macs: int
+    weight_bytes: int  # constant inputs: weights, bias, and other constants
+    ifm_bytes: int  # non-constant inputs
+    ofm_bytes: int
+    ofm_shape: tuple[int, ...]
+
+
+@dataclass
+class Inspection:
+    """The partition of a model with per-operator and per-model figures."""
+
+    name: str
+    operators: list[OperatorReport]  # in execution order
+    segments: list[Segment]
+    peak_activation_bytes: int  # peak of live feature maps, uncascaded, in execution order
+    input_shapes: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    output_shapes: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+
+    @property
+    def npu_operators(self) -> int:
+        return sum(r.target == NPU for r in self.operators)
+
+    @property
+    def cpu_operators(self) -> int:
+        return sum(r.target == CPU for r in self.operators)
+
+    @property
+    def total_macs(self) -> int:
+        return sum(r.macs for r in self.operators)
+
+    @property
+    def npu_macs(self) -> int:
+        return sum(r.macs for r in self.operators if r.target == NPU)
+
+    def table(self) -> str:
+        """A fixed-width text table: one row per operator, then the totals."""
+        header = f"{'#':>4} {'operator':<22} {'on':<4} {'seg':>3} {'MACs':>12} {'weights':>9} {'IFM B':>9} {'OFM B':>9}  OFM shape / CPU reason"
+        lines = [f"{self.name}", header, "-" * len(header)]
+        for r in self.operators:
+            note = "x".join(map(str, r.ofm_shape)) if r.target == NPU else r.reason
+            lines.append(
+                f"{r.index:>4} {r.opcode[:22]:<22} {r.target:<4} {r.segment:>3} {r.macs:>12,} {r.weight_bytes:>9,} "
+                f"{r.ifm_bytes:>9,} {r.ofm_bytes:>9,}  {note}"
+            )
+        lines.append("-" * len(header))
+        npu_segments = sum(s.target == NPU for s in self.segments)
+        lines.append(
+            f"NPU operators {self.npu_operators} in {npu_segments} segment(s), CPU operators {self.cpu_operators}; "
+            f"MACs {self.total_macs:,} ({self.npu_macs:,} on the NPU); "
+            f"weights {sum(r.weight_bytes for r in self.operators):,} B; "
+            f"peak live activations {self.peak_activation_bytes:,} B (uncascaded)"
+        )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{r.index}</td><td>{html.escape(r.opcode)}</td><td>{r.target}</td><td>{r.segment}</td>"
+            f"<td>{r.macs:,}</td><td>{r.weight_bytes:,}</td><td>{r.ifm_bytes:,}</td><td>{r.ofm_bytes:,}</td>"
+            f"<td>{html.escape(r.reason or 'x'.join(map(str, r.ofm_shape)))}</td></tr>"
+            for r in self.operators
+        )
+        return (
+            f"<p><b>{html.escape(self.name)}</b>: {self.npu_operators} NPU / {self.cpu_operators} CPU operators, "
+            f"{self.total_macs:,} MACs, peak live activations {self.peak_activation_bytes:,} B</p>"
+            "<table><tr><th>#</th><th>operator</th><th>on</th><th>seg</th><th>MACs</th><th>weights B</th>"
+            f"<th>IFM B</th><th>OFM B</th><th>OFM shape / CPU reason</th></tr>{rows}</table>"
+        )
+
+
+def inspect(model: ModelSource, name: str | None = None) -> Inspection:
+    """Partition `model` into NPU segments and CPU operators and report their costs.
+
+    Parameters
+    ----------
+    model
+        A `Model`, a path to a `.tflite` file, or its bytes.
+    name
+        Shown in the report; defaults to the file name.
+    """
+    if name is None:
+        name = Path(model).name if isinstance(model, (str, os.PathLike)) else "model"
+    if not isinstance(model, Model):
+        model = load_model(model)
+    part = partition(model)
+    graph = part.graph
+    segment_of = {i: s for s, seg in enumerate(part.segments) for i in seg.operators}
+    reports = []
+    for index in part.order:
+        view = OperatorView(graph, index)
+        verdict = part.verdicts[index]
+        inputs = [t for t in view.inputs if t is not None]
+        reports.append(
+            OperatorReport(
+                index=index,
+                opcode=view.op.name,
+                target=NPU if verdict.npu else CPU,
+                segment=segment_of[index],
+                rule=verdict.rule,
+                reason=verdict.reason,
+                macs=macs(view),
+                weight_bytes=sum(tensor_bytes(t) for t in inputs if t.is_constant),
+                ifm_bytes=sum(tensor_bytes(t) for t in inputs if not t.is_constant),
+                ofm_bytes=sum(tensor_bytes(t) for t in view.outputs),
+                ofm_shape=view.ofm.shape if view.ofm is not None else (),
+            )
+        )
+    peak = activation_live_ranges(graph, part.order).peak_bytes()
+    return Inspection(
+        name=name,
+        operators=reports,
+        segments=part.segments,
+        peak_activation_bytes=peak,
+        input_shapes=[(graph.tensors[i].name, graph.tensors[i].shape) for i in graph.inputs],
+        output_shapes=[(graph.tensors[i].name, graph.tensors[i].shape) for i in graph.outputs],
+    )
+

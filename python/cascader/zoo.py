@@ -1,0 +1,352 @@
+"""A zoo of real-architecture int8 TFLite models, built from scratch and deterministically.
+
+Every model has per-channel int8 weights (symmetric, zero point 0; quantized dimension 0 for
+CONV_2D and FULLY_CONNECTED, 3 for DEPTHWISE_CONV_2D), int32 biases with scale
+input_scale * weight_scale, int8 activations and fused ReLU / ReLU6 as the architecture has
+them. Weights are random (He initialisation with a batch norm folded in) but the quantization
+is realistic: every activation's scale and zero point come from the ranges a float forward
+pass observes on a calibration batch (see `cascader._zoo_layers`). Inputs cover [-1, 1].
+
+The networks end at their logits: the final softmax of the originals is left out, so the int8
+output spreads over its range and varies with the input, which is what tests need.
+
+Same arguments (including `seed`) give the same model bytes on the same numpy build.
+
+>>> from cascader import zoo, save_model
+>>> model = zoo.mobilenet_v2(alpha=0.35, resolution=96)
+>>> data = save_model(model)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ._zoo_layers import ACTIVATIONS, Activation, CalibratedNet
+from .errors import InvalidArgumentError
+from .tflite import Model
+
+__all__ = [
+    "ACTIVATIONS",
+    "MODELS",
+    "add",
+    "conv2d",
+    "depthwise_conv2d",
+    "ds_cnn_kws",
+    "fc_autoencoder",
+    "fully_connected",
+    "get",
+    "mobilenet_v1",
+    "mobilenet_v2",
+    "mul",
+    "pad",
+    "pool",
+    "resnet8",
+    "single_op_cases",
+    "SINGLE_OP_CASES",
+]
+
+Shape = Sequence[int]
+
+
+def _positive_int(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{what} must be a positive int, got {value!r}")
+    return value
+
+
+def _positive_alpha(alpha: float) -> float:
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha > 0:
+        raise InvalidArgumentError(f"alpha (the width multiplier) must be a positive number, got {alpha!r}")
+    return float(alpha)
+
+
+def _classifier_head(net: CalibratedNet, x: Activation, classes: int) -> Activation:
+    """Global average pool, flatten, dense logits: the head of MobileNetV2 and the MLPerf Tiny nets."""
+    x = net.pool(x, "AVERAGE", size=x.shape[1:3], stride=(1, 1), padding="VALID", name="global_pool")
+    x = net.reshape(x, (1, x.shape[3]), name="flatten")
+    return net.fully_connected(x, classes, activation=None, name="logits")
+
+
+# -- named networks ----------------------------------------------------------------------------
+
+
+def mobilenet_v1(alpha: float = 0.25, resolution: int = 96, classes: int = 2, channels: int = 3, seed: int = 0) -> Model:
+    """MobileNetV1 (Howard et al. 2017) with width multiplier `alpha`.
+
+    A 3x3/2 stem conv and 13 depthwise-separable blocks (3x3 depthwise + 1x1 pointwise, ReLU6,
+    SAME padding), then global average pool and a 1x1 conv classifier reshaped to (1, classes).
+    Channel counts are int(filters * alpha), as in Keras.
+    """
+    return _mobilenet_v1(alpha, resolution, classes, channels, seed).build()
+
+
+def _mobilenet_v1(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
+    alpha = _positive_alpha(alpha)
+    resolution, classes, channels = (_positive_int(v, n) for v, n in ((resolution, "resolution"), (classes, "classes"), (channels, "channels")))
+    net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v1 alpha={alpha} resolution={resolution}")
+    x = net.input((1, resolution, resolution, channels))
+    x = net.conv2d(x, max(1, int(32 * alpha)), (3, 3), (2, 2), activation="RELU6", name="conv1")
+    blocks = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+    for i, (filters, stride) in enumerate(blocks, start=1):
+        x = net.depthwise_conv2d(x, (3, 3), (stride, stride), activation="RELU6", name=f"block{i}/depthwise")
+        x = net.conv2d(x, max(1, int(filters * alpha)), (1, 1), activation="RELU6", name=f"block{i}/pointwise")
+    x = net.pool(x, "AVERAGE", size=x.shape[1:3], stride=(1, 1), padding="VALID", name="global_pool")
+    x = net.conv2d(x, classes, (1, 1), activation=None, name="logits")
+    net.output(net.reshape(x, (1, classes), name="flatten"))
+    return net
+
+
+def _make_divisible(value: float, divisor: int = 8) -> int:
+    """Round channel counts as the MobileNetV2 reference does: to a multiple of 8, never below 90%."""
+    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    return rounded + divisor if rounded < 0.9 * value else rounded
+
+
+# (expansion t, output channels c, repeats n, first stride s), from the MobileNetV2 paper, table 2.
+MOBILENET_V2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+def mobilenet_v2(alpha: float = 0.35, resolution: int = 96, classes: int = 2, channels: int = 3, seed: int = 0) -> Model:
+    """MobileNetV2 (Sandler et al. 2018) with width multiplier `alpha`.
+
+    Stem conv 3x3/2, then the 17 inverted-residual blocks of `MOBILENET_V2_BLOCKS`: 1x1 expand
+    (ReLU6; absent when t = 1), 3x3 depthwise (ReLU6), 1x1 linear projection, and a residual ADD
+    exactly when the block has stride 1 and equal input and output channels. Then the 1x1 conv
+    to 1280 channels (ReLU6; scaled by alpha only when alpha > 1), global average pool and the
+    dense classifier. Channel rounding follows Keras' `_make_divisible`.
+    """
+    return _mobilenet_v2(alpha, resolution, classes, channels, seed).build()
+
+
+def _mobilenet_v2(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
+    alpha = _positive_alpha(alpha)
+    resolution, classes, channels = (_positive_int(v, n) for v, n in ((resolution, "resolution"), (classes, "classes"), (channels, "channels")))
+    net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v2 alpha={alpha} resolution={resolution}")
+    x = net.input((1, resolution, resolution, channels))
+    x = net.conv2d(x, _make_divisible(32 * alpha), (3, 3), (2, 2), activation="RELU6", name="conv1")
+    block = 0
+    for t, c, n, s in MOBILENET_V2_BLOCKS:
+        out_channels = _make_divisible(c * alpha)
+        for repeat in range(n):
+            stride = s if repeat == 0 else 1
+            prefix = f"block{block}"
+            y = x
+            if t != 1:
+                y = net.conv2d(y, x.shape[3] * t, (1, 1), activation="RELU6", name=f"{prefix}/expand")
+            y = net.depthwise_conv2d(y, (3, 3), (stride, stride), activation="RELU6", name=f"{prefix}/depthwise")
+            y = net.conv2d(y, out_channels, (1, 1), activation=None, name=f"{prefix}/project")
+            if stride == 1 and x.shape[3] == out_channels:
+                y = net.add(x, y, name=f"{prefix}/add")
+            x = y
+            block += 1
+    last = _make_divisible(1280 * alpha) if alpha > 1.0 else 1280
+    x = net.conv2d(x, last, (1, 1), activation="RELU6", name="conv_last")
+    net.output(_classifier_head(net, x, classes))
+    return net
+
+
+def resnet8(seed: int = 0) -> Model:
+    """ResNet-8 of MLPerf Tiny image classification (CIFAR-10: 32x32x3 in, 10 classes out).
+
+    Stem conv 3x3 16 (ReLU), then three residual stacks of 16, 32 and 64 filters: conv 3x3
+    (stride 1, 2, 2; ReLU), conv 3x3, the shortcut (identity, then 1x1/2 convs), ADD with fused
+    ReLU. Then 8x8 average pool, flatten and a dense layer of 10 logits. Three ADDs.
+    """
+    return _resnet8(seed).build()
+
+
+def _resnet8(seed: int) -> CalibratedNet:
+    net = CalibratedNet(seed, description="cascader.zoo resnet8 (MLPerf Tiny IC)")
+    x = net.input((1, 32, 32, 3))
+    x = net.conv2d(x, 16, (3, 3), activation="RELU", name="conv1")
+    for stack, (filters, stride) in enumerate(((16, 1), (32, 2), (64, 2)), start=1):
+        prefix = f"stack{stack}"
+        y = net.conv2d(x, filters, (3, 3), (stride, stride), activation="RELU", name=f"{prefix}/conv_a")
+        y = net.conv2d(y, filters, (3, 3), activation=None, name=f"{prefix}/conv_b")
+        if stride != 1 or x.shape[3] != filters:
+            x = net.conv2d(x, filters, (1, 1), (stride, stride), activation=None, name=f"{prefix}/shortcut")
+        x = net.add(x, y, activation="RELU", name=f"{prefix}/add")
+    net.output(_classifier_head(net, x, 10))
+    return net
+
+
+def ds_cnn_kws(seed: int = 0) -> Model:
+    """DS-CNN of MLPerf Tiny keyword spotting (49x10x1 MFCC in, 12 classes out).
+
+    Conv 10x4/2 with 64 filters (ReLU), four depthwise-separable blocks (3x3 depthwise + 1x1
+    conv 64, each ReLU), 25x5 average pool, flatten and a dense layer of 12 logits.
+    """
+    return _ds_cnn_kws(seed).build()
+
+
+def _ds_cnn_kws(seed: int) -> CalibratedNet:
+    net = CalibratedNet(seed, description="cascader.zoo ds_cnn_kws (MLPerf Tiny KWS)")
+    x = net.input((1, 49, 10, 1))
+    x = net.conv2d(x, 64, (10, 4), (2, 2), activation="RELU", name="conv1")
+    for i in range(1, 5):
+        x = net.depthwise_conv2d(x, (3, 3), activation="RELU", name=f"block{i}/depthwise")
+        x = net.conv2d(x, 64, (1, 1), activation="RELU", name=f"block{i}/pointwise")
+    net.output(_classifier_head(net, x, 12))
+    return net
+
+
+def fc_autoencoder(seed: int = 0) -> Model:
+    """The fully connected autoencoder of MLPerf Tiny anomaly detection.
+
+    640 inputs, four dense layers of 128 (ReLU), a bottleneck of 8 (ReLU), four dense layers
+    of 128 (ReLU) and a linear dense output of 640.
+    """
+    return _fc_autoencoder(seed).build()
+
+
+def _fc_autoencoder(seed: int) -> CalibratedNet:
+    net = CalibratedNet(seed, description="cascader.zoo fc_autoencoder (MLPerf Tiny AD)")
+    x = net.input((1, 640))
+    for i, units in enumerate([128] * 4 + [8] + [128] * 4, start=1):
+        x = net.fully_connected(x, units, activation="RELU", name=f"dense{i}")
+    net.output(net.fully_connected(x, 640, activation=None, name="dense_out"))
+    return net
+
+
+MODELS: dict[str, Callable[..., Model]] = {
+    "mobilenet_v1": mobilenet_v1,
+    "mobilenet_v2": mobilenet_v2,
+    "resnet8": resnet8,
+    "ds_cnn_kws": ds_cnn_kws,
+    "fc_autoencoder": fc_autoencoder,
+}
+
+
+def get(name: str, **kwargs) -> Model:
+    """Build the named network of `MODELS` with its keyword arguments.
+
+    Raises
+    ------
+    InvalidArgumentError
+        If `name` is not a zoo network (the message lists the valid names).
+    """
+    try:
+        factory = MODELS[name]
+    except (KeyError, TypeError):
+        raise InvalidArgumentError(f"no zoo model named {name!r}; valid names: {', '.join(sorted(MODELS))}") from None
+    return factory(**kwargs)
+
+
+# -- single-operator models ------------------------------------------------------------------
+
+# The second operand of ADD and MUL gets its own range, so the kernel must rescale both inputs.
+_SECOND_OPERAND_RANGE = (-0.5, 2.0)
+
+
+def _single_op_net(method: str, input_shapes: Sequence[Shape], seed: int, **params) -> CalibratedNet:
+    """A network of one `CalibratedNet` layer (`method`) applied to fresh model inputs."""
+    net = CalibratedNet(seed, description=f"cascader.zoo {method}")
+    inputs = [net.input(input_shapes[0], name="input")]
+    for shape in input_shapes[1:]:
+        inputs.append(net.input(shape, *_SECOND_OPERAND_RANGE, name="input_b"))
+    net.output(getattr(net, method)(*inputs, **params))
+    return net
+
+
+def conv2d(
+    input_shape: Shape,
+    filters: int,
+    kernel=(3, 3),
+    stride=(1, 1),
+    padding: str = "SAME",
+    dilation=(1, 1),
+    activation: str | None = "RELU",
+    seed: int = 0,
+) -> Model:
+    """One CONV_2D on an NHWC int8 input."""
+    params = dict(filters=filters, kernel=kernel, stride=stride, padding=padding, dilation=dilation, activation=activation)
+    return _single_op_net("conv2d", [input_shape], seed, **params).build()
+
+
+def depthwise_conv2d(
+    input_shape: Shape,
+    kernel=(3, 3),
+    stride=(1, 1),
+    padding: str = "SAME",
+    depth_multiplier: int = 1,
+    dilation=(1, 1),
+    activation: str | None = "RELU",
+    seed: int = 0,
+) -> Model:
+    """One DEPTHWISE_CONV_2D on an NHWC int8 input."""
+    params = dict(
+        kernel=kernel, stride=stride, padding=padding, depth_multiplier=depth_multiplier, dilation=dilation, activation=activation
+    )
+    return _single_op_net("depthwise_conv2d", [input_shape], seed, **params).build()
+
+
+def pool(input_shape: Shape, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", seed: int = 0) -> Model:
+    """One MAX_POOL_2D or AVERAGE_POOL_2D (`kind` 'MAX' or 'AVERAGE')."""
+    return _single_op_net("pool", [input_shape], seed, kind=kind, size=size, stride=stride, padding=padding).build()
+
+
+def add(shape_a: Shape, shape_b: Shape | None = None, activation: str | None = None, seed: int = 0) -> Model:
+    """One ADD of two int8 inputs; `shape_b` broadcasts against `shape_a` (default: the same)."""
+    return _single_op_net("add", [shape_a, shape_a if shape_b is None else shape_b], seed, activation=activation).build()
+
+
+def mul(shape_a: Shape, shape_b: Shape | None = None, activation: str | None = None, seed: int = 0) -> Model:
+    """One MUL of two int8 inputs; `shape_b` broadcasts against `shape_a` (default: the same)."""
+    return _single_op_net("mul", [shape_a, shape_a if shape_b is None else shape_b], seed, activation=activation).build()
+
+
+def fully_connected(input_shape: Shape, units: int, activation: str | None = None, seed: int = 0) -> Model:
+    """One FULLY_CONNECTED; `input_shape` is (1, ..., 1, depth) and the output (1, units)."""
+    return _single_op_net("fully_connected", [input_shape], seed, units=units, activation=activation).build()
+
+
+def pad(input_shape: Shape, paddings, seed: int = 0) -> Model:
+    """One PAD; `paddings` is ((0, 0), (top, bottom), (left, right), (0, 0)) for NHWC."""
+    return _single_op_net("pad", [input_shape], seed, paddings=paddings).build()
+
+
+_HW = (1, 16, 16, 8)
+# (case name, CalibratedNet method, input shapes, parameters): what `single_op_cases` builds.
+SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
+    ("conv_1x1_s1", "conv2d", (_HW,), dict(filters=16, kernel=(1, 1))),
+    ("conv_1x1_s2_linear", "conv2d", (_HW,), dict(filters=16, kernel=(1, 1), stride=(2, 2), activation=None)),
+    ("conv_3x3_s1_same", "conv2d", (_HW,), dict(filters=16)),
+    ("conv_3x3_s1_valid", "conv2d", (_HW,), dict(filters=16, padding="VALID")),
+    ("conv_3x3_s2_same", "conv2d", (_HW,), dict(filters=16, stride=(2, 2))),
+    ("conv_3x3_s2_valid", "conv2d", (_HW,), dict(filters=16, stride=(2, 2), padding="VALID")),
+    ("conv_3x3_s1_same_relu6", "conv2d", (_HW,), dict(filters=16, activation="RELU6")),
+    ("conv_3x3_dilation2", "conv2d", (_HW,), dict(filters=16, dilation=(2, 2))),
+    ("conv_5x5_s1_same", "conv2d", (_HW,), dict(filters=16, kernel=(5, 5))),
+    ("conv_5x5_s2_valid", "conv2d", (_HW,), dict(filters=16, kernel=(5, 5), stride=(2, 2), padding="VALID")),
+    ("conv_7x7_s2_same", "conv2d", ((1, 32, 32, 3),), dict(filters=16, kernel=(7, 7), stride=(2, 2))),
+    ("conv_3x1_odd_shape", "conv2d", ((1, 15, 13, 5),), dict(filters=7, kernel=(3, 1), stride=(2, 1))),
+    ("dw_3x3_s1_same", "depthwise_conv2d", (_HW,), dict()),
+    ("dw_3x3_s2_same", "depthwise_conv2d", (_HW,), dict(stride=(2, 2))),
+    ("dw_3x3_s1_valid_relu6", "depthwise_conv2d", (_HW,), dict(padding="VALID", activation="RELU6")),
+    ("dw_5x5_s1_same", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5))),
+    ("dw_5x5_s2_same_linear", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5), stride=(2, 2), activation=None)),
+    ("dw_3x3_multiplier2", "depthwise_conv2d", (_HW,), dict(depth_multiplier=2)),
+    ("maxpool_2x2_s2_valid", "pool", (_HW,), dict(kind="MAX")),
+    ("maxpool_3x3_s2_same", "pool", (_HW,), dict(kind="MAX", size=(3, 3), stride=(2, 2), padding="SAME")),
+    ("avgpool_2x2_s2_valid", "pool", (_HW,), dict(kind="AVERAGE")),
+    ("avgpool_3x3_s1_same", "pool", (_HW,), dict(kind="AVERAGE", size=(3, 3), stride=(1, 1), padding="SAME")),
+    ("avgpool_global", "pool", ((1, 7, 7, 16),), dict(kind="AVERAGE", size=(7, 7), stride=(1, 1))),
+    ("add", "add", (_HW, _HW), dict()),
+    ("add_relu", "add", (_HW, _HW), dict(activation="RELU")),
+    ("add_broadcast_channel", "add", (_HW, (1, 1, 1, 8)), dict()),
+    ("mul", "mul", (_HW, _HW), dict()),
+    ("mul_broadcast_channel", "mul", (_HW, (1, 1, 1, 8)), dict()),
+    ("mul_broadcast_scalar_relu_n1_to_1", "mul", (_HW, (1, 1, 1, 1)), dict(activation="RELU_N1_TO_1")),
+    ("fc_64_10", "fully_connected", ((1, 64),), dict(units=10)),
+    ("fc_256_32_relu", "fully_connected", ((1, 256),), dict(units=32, activation="RELU")),
+    ("pad_1111", "pad", (_HW,), dict(paddings=((0, 0), (1, 1), (1, 1), (0, 0)))),
+    ("pad_asymmetric", "pad", (_HW,), dict(paddings=((0, 0), (0, 1), (2, 0), (0, 0)))),
+)
+
+
+def single_op_cases() -> list[tuple[str, Model]]:
+    """Small single-operator models (seed 0) covering the common kernel, stride and padding
+    cases of `SINGLE_OP_CASES`: conv 1x1/3x3/5x5/7x7, strides 1 and 2, SAME and VALID,
+    dilation, depthwise 3x3/5x5 and multiplier 2, max and average pool, ADD/MUL with and
+    without broadcast, FULLY_CONNECTED and PAD."""
+    return [(name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in SINGLE_OP_CASES]

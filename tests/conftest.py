@@ -1,0 +1,34 @@
+"""Shared fixtures. Real-world models come from $CASCADER_MODELS (never from the repo)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+
+def shared_models_dir() -> Path | None:
+    folder = os.environ.get("CASCADER_MODELS")
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
+def shared_model_paths() -> list[Path]:
+    """Every shared .tflite benchmark model (not vela_reference/), or [] without the folder."""
+    folder = shared_models_dir()
+    return sorted(folder.glob("*.tflite")) if folder else []
+
+
+def shared_manifest() -> dict[str, dict]:
+    folder = shared_models_dir()
+    if folder is None or not (folder / "manifest.json").exists():
+        return {}
+    return {entry["file"]: entry for entry in json.loads((folder / "manifest.json").read_text())}
+
+
+def shared_params(paths: list[Path]) -> list:
+    """pytest params with readable ids; a single skipped param when there is no shared folder."""
+    if not paths:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="CASCADER_MODELS is not set"))]
+    return [pytest.param(p, id=p.stem) for p in paths]

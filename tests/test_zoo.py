@@ -1,0 +1,374 @@
+"""The model zoo: real architectures, realistic int8 quantization, reference-interpreter runs."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cascader import InvalidArgumentError, load_model, reference, save_model, zoo
+from cascader._zoo_layers import CalibratedNet
+
+pytest.importorskip("ai_edge_litert")
+
+WEIGHTED = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+# Ops whose output must keep the input's quantization (TFLite's int8 kernels require it).
+SAME_QUANT = {"MAX_POOL_2D", "AVERAGE_POOL_2D", "PAD", "RESHAPE"}
+
+
+@functools.lru_cache(maxsize=None)
+def named_net(name: str) -> CalibratedNet:
+    """The default-configured named network, with its calibration batch (built once)."""
+    net = getattr(zoo, f"_{name}")(**_defaults(name))
+    net.model = net.build()
+    return net
+
+
+def _defaults(name: str) -> dict:
+    import inspect
+
+    return {k: p.default for k, p in inspect.signature(zoo.MODELS[name]).parameters.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def single_op_nets() -> dict[str, CalibratedNet]:
+    nets = {}
+    for name, method, shapes, params in zoo.SINGLE_OP_CASES:
+        net = zoo._single_op_net(method, shapes, 0, **params)
+        net.model = net.build()
+        nets[name] = net
+    return nets
+
+
+def opcodes(model) -> list[str]:
+    return [op.opcode for op in model.main.operators]
+
+
+def int8_vs_float(net: CalibratedNet) -> tuple[np.ndarray, np.ndarray]:
+    """Reference-interpreter output on the calibration batch, and the float pass in output LSBs."""
+    interpreter = reference.ReferenceInterpreter(net.model)
+    out = net.calibration_outputs[0]
+    got = np.concatenate(
+        [interpreter.run([x[k : k + 1] for x in net.calibration_inputs])[0] for k in range(net.samples)]
+    ).astype(np.float64)
+    expected = out.value.astype(np.float64) / out.scale + out.quant.zero_point[0]
+    return got, expected.reshape(got.shape)
+
+
+def saturated(outputs: np.ndarray, zero_point: int) -> np.ndarray:
+    """Codes pinned at the int8 limits; -128 is the real value 0 (not a clip) when it is the zero point."""
+    return (outputs == 127) | ((outputs == -128) & (zero_point != -128))
+
+
+# -- every model: round trip, reference run, quantization conventions ------------------------------
+
+ALL_CASES = [("net", n) for n in zoo.MODELS] + [("op", n) for n, *_ in zoo.SINGLE_OP_CASES]
+
+
+def case_net(kind: str, name: str) -> CalibratedNet:
+    return named_net(name) if kind == "net" else single_op_nets()[name]
+
+
+@pytest.mark.parametrize("kind,name", ALL_CASES, ids=[n for _, n in ALL_CASES])
+def test_round_trips_and_runs_int8(kind, name):
+    model = case_net(kind, name).model
+    assert load_model(save_model(model)) == model
+    interpreter = reference.ReferenceInterpreter(model)
+    assert all(d["dtype"] == np.int8 for d in interpreter.input_details + interpreter.output_details)
+    outputs = interpreter.run(reference.random_inputs(model, seed=1))
+    assert outputs[0].dtype == np.int8
+    assert outputs[0].shape == model.main.tensors[model.main.outputs[0]].shape
+
+
+@pytest.mark.parametrize("kind,name", ALL_CASES, ids=[n for _, n in ALL_CASES])
+def test_quantization_follows_tflite_conventions(kind, name):
+    graph = case_net(kind, name).model.main
+    tensors = graph.tensors
+    for op in graph.operators:
+        x, out = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        assert x.dtype == out.dtype == "int8"
+        assert x.quantization.scale.size == out.quantization.scale.size == 1
+        if op.opcode in SAME_QUANT:
+            assert out.quantization == x.quantization, op
+        if op.opcode not in WEIGHTED:
+            continue
+        w, b = tensors[op.inputs[1]], tensors[op.inputs[2]]
+        axis = 3 if op.opcode == "DEPTHWISE_CONV_2D" else 0
+        channels = w.shape[axis]
+        assert w.dtype == "int8" and b.dtype == "int32"
+        assert w.quantization.quantized_dimension == axis
+        assert w.quantization.scale.size == channels == b.shape[0] == out.shape[-1]
+        assert not w.quantization.zero_point.any() and not b.quantization.zero_point.any()
+        # Symmetric per-channel: every channel reaches +-127 and never -128.
+        per_channel = np.abs(np.moveaxis(w.data.astype(np.int32), axis, 0).reshape(channels, -1)).max(axis=1)
+        assert (per_channel == 127).all() and w.data.min() >= -127
+        np.testing.assert_allclose(b.quantization.scale, x.quantization.scale[0] * w.quantization.scale, rtol=1e-6)
+
+
+# -- realistic quantization: outputs track the float pass and vary with the input -------------------
+
+
+@pytest.mark.parametrize("name", [n for n, *_ in zoo.SINGLE_OP_CASES])
+def test_single_op_int8_matches_float_pass(name):
+    # One operator: only bias and output rounding separate the int8 kernel from the float pass,
+    # so this checks the float pass's padding, stride, dilation and broadcast conventions.
+    got, expected = int8_vs_float(single_op_nets()[name])
+    assert np.abs(got - expected).max() <= 1.0
+
+
+# Measured Pearson correlation on the calibration batch (seed 0): mobilenet_v1 0.98,
+# mobilenet_v2 0.88, resnet8 / ds_cnn_kws / fc_autoencoder >= 0.99. The gap is int8 rounding
+# noise accumulated through depth with random (untrained) weights.
+@pytest.mark.parametrize("name", list(zoo.MODELS))
+def test_network_int8_tracks_float_pass(name):
+    got, expected = int8_vs_float(named_net(name))
+    assert np.corrcoef(got.ravel(), expected.ravel())[0, 1] > 0.8
+
+
+@pytest.mark.parametrize("kind,name", ALL_CASES, ids=[n for _, n in ALL_CASES])
+def test_outputs_vary_and_are_not_saturated(kind, name):
+    model = case_net(kind, name).model
+    interpreter = reference.ReferenceInterpreter(model)
+    outputs = np.stack([interpreter.run(reference.random_inputs(model, seed=100 + s))[0] for s in range(8)])
+    zero_point = int(model.main.tensors[model.main.outputs[0]].quantization.zero_point[0])
+    assert len({o.tobytes() for o in outputs}) == len(outputs), "different inputs gave the same output"
+    assert len(np.unique(outputs)) >= min(10, outputs[0].size)
+    # Measured on networks: at most 6% saturated (mobilenet_v2); single ops at most 5%.
+    assert saturated(outputs, zero_point).mean() <= 0.15
+    # Each output element moves with the input, by several LSBs on average.
+    assert outputs.astype(np.float64).std(axis=0).mean() >= 3.0
+
+
+# -- the architectures ------------------------------------------------------------------------------
+
+
+def weight_shapes(model, opcode: str) -> list[tuple[int, ...]]:
+    g = model.main
+    return [g.tensors[op.inputs[1]].shape for op in g.operators if op.opcode == opcode]
+
+
+def test_mobilenet_v1_structure():
+    model = named_net("mobilenet_v1").model
+    ops = opcodes(model)
+    assert ops.count("DEPTHWISE_CONV_2D") == 13
+    assert ops.count("CONV_2D") == 15  # stem + 13 pointwise + 1x1 classifier
+    assert ops.count("ADD") == 0
+    pointwise = [s[0] for s in weight_shapes(model, "CONV_2D")][1:-1]
+    assert pointwise == [int(f * 0.25) for f in (64, 128, 128, 256, 256, 512, 512, 512, 512, 512, 512, 1024, 1024)]
+    strides = [op.options["stride_h"] for op in model.main.operators if op.opcode == "DEPTHWISE_CONV_2D"]
+    assert strides == [1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 2, 1]
+    assert model.main.tensors[model.main.outputs[0]].shape == (1, 2)
+    assert model.main.tensors[model.main.inputs[0]].shape == (1, 96, 96, 3)
+
+
+def mobilenet_v2_expected(alpha: float) -> tuple[int, list[int]]:
+    """ADD count and block output channels for MobileNetV2, from the paper's table 2."""
+    def divisible(v: float) -> int:
+        r = max(8, int(v + 4) // 8 * 8)
+        return r + 8 if r < 0.9 * v else r
+
+    adds, channels, c_in = 0, [], divisible(32 * alpha)
+    for _, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
+        c_out = divisible(c * alpha)
+        for i in range(n):
+            adds += (s if i == 0 else 1) == 1 and c_in == c_out
+            channels.append(c_out)
+            c_in = c_out
+    return adds, channels
+
+
+@pytest.mark.parametrize("alpha,resolution", [(0.35, 96), (1.0, 32), (0.5, 48)])
+def test_mobilenet_v2_structure(alpha, resolution):
+    model = named_net("mobilenet_v2").model if (alpha, resolution) == (0.35, 96) else zoo.mobilenet_v2(alpha, resolution, classes=5)
+    ops = opcodes(model)
+    adds, channels = mobilenet_v2_expected(alpha)
+    assert adds == 10  # the architecture's residual connections, whatever alpha is
+    assert ops.count("ADD") == adds
+    assert ops.count("DEPTHWISE_CONV_2D") == 17
+    assert ops.count("CONV_2D") == 1 + 16 + 17 + 1  # stem, expansions (not block 0), projections, last
+    assert ops.count("FULLY_CONNECTED") == 1
+    projections = [s[0] for s in weight_shapes(model, "CONV_2D")]
+    projections = [projections[i] for i, t in enumerate(model.main.tensors[op.inputs[1]].name for op in model.main.operators if op.opcode == "CONV_2D") if "project" in t]
+    assert projections == channels
+    assert weight_shapes(model, "CONV_2D")[-1][0] == 1280
+    # Each ADD joins a block's input with its linear projection (no activation on either).
+    g = model.main
+    producers = {o: op for op in g.operators for o in op.outputs}
+    for op in g.operators:
+        if op.opcode == "ADD":
+            project = producers[op.inputs[1]]
+            assert "project" in g.tensors[project.outputs[0]].name
+            assert project.options["fused_activation_function"] == "NONE"
+            assert op.options["fused_activation_function"] == "NONE"
+    out = g.tensors[g.outputs[0]]
+    assert out.shape == ((1, 2) if alpha == 0.35 else (1, 5))
+
+
+def test_resnet8_structure():
+    model = named_net("resnet8").model
+    ops = opcodes(model)
+    assert ops.count("ADD") == 3
+    assert ops.count("CONV_2D") == 9  # stem, 2 per stack, 2 strided 1x1 shortcuts
+    assert sorted(weight_shapes(model, "CONV_2D")) == sorted(
+        [(16, 3, 3, 3), (16, 3, 3, 16), (16, 3, 3, 16), (32, 3, 3, 16), (32, 3, 3, 32), (32, 1, 1, 16),
+         (64, 3, 3, 32), (64, 3, 3, 64), (64, 1, 1, 32)]
+    )
+    adds = [op for op in model.main.operators if op.opcode == "ADD"]
+    assert all(op.options["fused_activation_function"] == "RELU" for op in adds)
+    pool = next(op for op in model.main.operators if op.opcode == "AVERAGE_POOL_2D")
+    assert (pool.options["filter_height"], pool.options["filter_width"]) == (8, 8)
+    assert weight_shapes(model, "FULLY_CONNECTED") == [(10, 64)]
+    assert model.main.tensors[model.main.inputs[0]].shape == (1, 32, 32, 3)
+    assert model.main.tensors[model.main.outputs[0]].shape == (1, 10)
+
+
+def test_ds_cnn_kws_structure():
+    model = named_net("ds_cnn_kws").model
+    ops = opcodes(model)
+    assert ops.count("DEPTHWISE_CONV_2D") == 4 and ops.count("CONV_2D") == 5
+    first = model.main.operators[0]
+    assert model.main.tensors[first.inputs[1]].shape == (64, 10, 4, 1)
+    assert (first.options["stride_h"], first.options["stride_w"], first.options["padding"]) == (2, 2, "SAME")
+    assert model.main.tensors[first.outputs[0]].shape == (1, 25, 5, 64)
+    pool = next(op for op in model.main.operators if op.opcode == "AVERAGE_POOL_2D")
+    assert (pool.options["filter_height"], pool.options["filter_width"]) == (25, 5)
+    assert model.main.tensors[model.main.inputs[0]].shape == (1, 49, 10, 1)
+    assert model.main.tensors[model.main.outputs[0]].shape == (1, 12)
+
+
+def test_fc_autoencoder_structure():
+    model = named_net("fc_autoencoder").model
+    assert opcodes(model) == ["FULLY_CONNECTED"] * 10
+    dims = [640] + [128] * 4 + [8] + [128] * 4 + [640]
+    assert weight_shapes(model, "FULLY_CONNECTED") == [(o, i) for i, o in zip(dims, dims[1:])]
+    acts = [op.options["fused_activation_function"] for op in model.main.operators]
+    assert acts == ["RELU"] * 9 + ["NONE"]
+
+
+def test_single_op_cases_cover_the_common_cases():
+    cases = zoo.single_op_cases()
+    assert 25 <= len(cases) <= 40 and len({n for n, _ in cases}) == len(cases)
+    seen = set()
+    for _, model in cases:
+        for op in model.main.operators:
+            o = op.options
+            if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+                k = model.main.tensors[op.inputs[1]].shape[1:3]
+                seen.add((op.opcode, k, o["stride_h"], o["padding"]))
+            else:
+                seen.add(op.opcode)
+    for k in (1, 3, 5, 7):
+        assert any(s[0] == "CONV_2D" and s[1] == (k, k) for s in seen if isinstance(s, tuple))
+    for stride in (1, 2):
+        for padding in ("SAME", "VALID"):
+            assert ("CONV_2D", (3, 3), stride, padding) in seen
+    assert ("DEPTHWISE_CONV_2D", (3, 3), 1, "SAME") in seen and ("DEPTHWISE_CONV_2D", (5, 5), 2, "SAME") in seen
+    assert {"MAX_POOL_2D", "AVERAGE_POOL_2D", "ADD", "MUL", "FULLY_CONNECTED", "PAD"} <= seen
+    broadcast = [m for n, m in cases if "broadcast" in n]
+    assert {m.main.operators[0].opcode for m in broadcast} == {"ADD", "MUL"}
+
+
+def test_public_single_op_functions_match_the_case_table():
+    cases = dict(zoo.single_op_cases())
+    hw = (1, 16, 16, 8)
+    assert save_model(zoo.conv2d(hw, 16, stride=(2, 2))) == save_model(cases["conv_3x3_s2_same"])
+    assert save_model(zoo.depthwise_conv2d(hw, depth_multiplier=2)) == save_model(cases["dw_3x3_multiplier2"])
+    assert save_model(zoo.pool(hw, "AVERAGE")) == save_model(cases["avgpool_2x2_s2_valid"])
+    assert save_model(zoo.add(hw, (1, 1, 1, 8))) == save_model(cases["add_broadcast_channel"])
+    assert save_model(zoo.mul(hw)) == save_model(cases["mul"])
+    assert save_model(zoo.fully_connected((1, 64), 10)) == save_model(cases["fc_64_10"])
+    assert save_model(zoo.pad(hw, ((0, 0), (1, 1), (1, 1), (0, 0)))) == save_model(cases["pad_1111"])
+
+
+def test_pad_and_broadcast_shapes():
+    model = zoo.pad((1, 5, 6, 3), ((0, 0), (0, 2), (1, 0), (0, 0)))
+    assert model.main.tensors[model.main.outputs[0]].shape == (1, 7, 7, 3)
+    model = zoo.mul((1, 4, 4, 8), (1, 4, 1, 8))
+    assert model.main.tensors[model.main.outputs[0]].shape == (1, 4, 4, 8)
+    out = reference.run(model, reference.random_inputs(model))[0]
+    assert out.shape == (1, 4, 4, 8)
+
+
+# -- determinism ------------------------------------------------------------------------------------
+
+
+def test_same_seed_same_bytes_different_seed_different_weights():
+    assert save_model(zoo.resnet8(seed=3)) == save_model(zoo.resnet8(seed=3))
+    assert save_model(zoo.mobilenet_v2(resolution=32, seed=1)) == save_model(zoo.mobilenet_v2(resolution=32, seed=1))
+    a, b = zoo.ds_cnn_kws(seed=0), zoo.ds_cnn_kws(seed=1)
+    weights = lambda m: [t.data for t in m.main.tensors if t.data is not None and t.dtype == "int8"]
+    assert len(weights(a)) == len(weights(b))
+    assert all(not np.array_equal(x, y) for x, y in zip(weights(a), weights(b)))
+    assert save_model(zoo.conv2d((1, 8, 8, 4), 8, seed=5)) != save_model(zoo.conv2d((1, 8, 8, 4), 8, seed=6))
+
+
+# -- property: any conv geometry agrees with the float pass ----------------------------------------
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    h=st.integers(3, 12),
+    w=st.integers(3, 12),
+    cin=st.integers(1, 6),
+    filters=st.integers(1, 6),
+    kh=st.integers(1, 4),
+    kw=st.integers(1, 4),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    dilation=st.integers(1, 2),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    depthwise=st.booleans(),
+    activation=st.sampled_from(zoo.ACTIVATIONS),
+)
+def test_any_conv_geometry_matches_float_pass(h, w, cin, filters, kh, kw, sh, sw, dilation, padding, depthwise, activation):
+    if padding == "VALID" and ((kh - 1) * dilation + 1 > h or (kw - 1) * dilation + 1 > w):
+        with pytest.raises(InvalidArgumentError, match="VALID"):
+            zoo.conv2d((1, h, w, cin), filters, (kh, kw), (sh, sw), padding, (dilation, dilation))
+        return
+    net = CalibratedNet(seed=h * 100 + w, calibration_samples=4)
+    x = net.input((1, h, w, cin))
+    if depthwise:
+        y = net.depthwise_conv2d(x, (kh, kw), (sh, sw), padding, filters % 3 + 1, (dilation, dilation), activation)
+    else:
+        y = net.conv2d(x, filters, (kh, kw), (sh, sw), padding, (dilation, dilation), activation)
+    net.output(y)
+    net.model = net.build()
+    got, expected = int8_vs_float(net)
+    assert np.abs(got - expected).max() <= 1.0
+
+
+# -- errors -----------------------------------------------------------------------------------------
+
+
+def test_get_builds_by_name_and_lists_names_on_error():
+    assert save_model(zoo.get("resnet8", seed=0)) == save_model(named_net("resnet8").model)
+    with pytest.raises(InvalidArgumentError, match="mobilenet_v2.*resnet8|ds_cnn_kws.*mobilenet_v1"):
+        zoo.get("resnet50")
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: zoo.conv2d((1, 8, 8, 3), 4, padding="same"), "padding"),
+        (lambda: zoo.conv2d((1, 8, 8, 3), 4, activation="TANH"), "activation"),
+        (lambda: zoo.conv2d((1, 8, 8, 3), 0), "filters"),
+        (lambda: zoo.conv2d((1, 4, 4, 3), 4, kernel=(5, 5), padding="VALID"), "VALID"),
+        (lambda: zoo.conv2d((8, 8, 3), 4), "NHWC|input shape"),
+        (lambda: zoo.depthwise_conv2d((1, 8, 8, 3), stride=0), "stride"),
+        (lambda: zoo.pool((1, 8, 8, 3), kind="MIN"), "MAX"),
+        (lambda: zoo.add((1, 8, 8, 3), (1, 1, 1, 2)), "broadcast"),
+        (lambda: zoo.mul((1, 8, 8, 3), (1, 8, 3)), "rank"),
+        (lambda: zoo.fully_connected((1, 4, 4, 3), 10), "reshape"),
+        (lambda: zoo.pad((1, 8, 8, 3), ((0, 0), (1, 1), (1, 1))), "paddings"),
+        (lambda: zoo.pad((1, 8, 8, 3), ((0, 0), (-1, 1), (1, 1), (0, 0))), "paddings"),
+        (lambda: zoo.pad((1, 8, 8, 3), ((1, 0), (1, 1), (1, 1), (0, 0))), "batch"),
+        (lambda: zoo.mobilenet_v2(alpha=0), "alpha"),
+        (lambda: zoo.mobilenet_v1(resolution=0), "resolution"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(call, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        call()
