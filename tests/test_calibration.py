@@ -1,6 +1,6 @@
 """The cycle model against Vela 5.2's own per-layer estimates, on a fixed CI subset.
 
-The full sweep (66 single-op models x 5 accelerators) is the benchmark
+The full sweep (64 single-op models x 5 accelerators) is the benchmark
 ``python -m cascader.bench.calibration``; here a fixed handful of (case, accelerator) pairs
 runs Vela and checks each within ±5%.
 """

@@ -108,7 +108,7 @@ def _dw(name, ifm, k, s, act="RELU"):
 
 
 def sweep() -> List[Case]:
-    """The full calibration sweep (66 single-op models)."""
+    """The full calibration sweep (64 single-op models)."""
     c: List[Case] = [
         _conv("conv1x1_s1_56x56x32_64", (1, 56, 56, 32), 64, 1, 1),
         _conv("conv1x1_s1_14x14x256_512", (1, 14, 14, 256), 512, 1, 1),
@@ -300,7 +300,8 @@ def error_table(results: Sequence[Result]) -> str:
     """Per accelerator: cases, median and worst |error|, share within 5%, and the cases outside 5%."""
     lines = [f"Cycle model vs Vela {vela_version()} (per-op total cycles, {MEMORY_MODE}, presets: "
              + ", ".join(sorted(set(PRESET.values()))) + ")", ""]
-    lines.append(f"{'accelerator':15s} {'cases':>5s} {'median |err|':>12s} {'worst err':>10s} {'within 5%':>10s}")
+    lines.append(f"{'accelerator':15s} {'cases':>5s} {'median |err|':>12s} {'worst err':>10s} {'within 5%':>10s} "
+                 f"{'exact':>6s}")
     for acc in ACCELERATORS + ("all",):
         rs = [r for r in results if acc == "all" or r.accelerator == acc]
         if not rs:
@@ -308,8 +309,9 @@ def error_table(results: Sequence[Result]) -> str:
         errs = [abs(r.error) for r in rs]
         worst = max(rs, key=lambda r: abs(r.error))
         within = sum(e <= WITHIN for e in errs) / len(errs)
+        exact = sum(r.ours == r.vela for r in rs)
         lines.append(f"{acc:15s} {len(rs):5d} {100 * statistics.median(errs):11.2f}% {100 * worst.error:+9.2f}% "
-                     f"{100 * within:9.1f}%")
+                     f"{100 * within:9.1f}% {exact:6d}")
     outside = sorted((r for r in results if abs(r.error) > WITHIN), key=lambda r: -abs(r.error))
     lines += ["", f"cases outside ±{100 * WITHIN:.0f}%: {len(outside)}"]
     for r in outside:
