@@ -163,6 +163,9 @@ def npu_op(
     ofm_memory: str = "Sram",
     weight_memory: str = "OffChipFlash",
     weight_buffer_memory: Optional[str] = None,
+    weight_first_dma_bytes: int = 0,
+    weight_last_slice_depth: int = 0,
+    dma_slack_cycles: int = 0,
     block_config: Optional[Tuple[int, int, int]] = None,
     traversal: str = "auto",
     dma_bytes: int = 0,
@@ -186,6 +189,9 @@ def npu_op(
     op.weight_memory = _memory(weight_memory)
     if weight_buffer_memory is not None:
         op.weight_buffer_memory = _memory(weight_buffer_memory)
+    op.weight_first_dma_bytes = int(weight_first_dma_bytes)
+    op.weight_last_slice_depth = int(weight_last_slice_depth)
+    op.dma_slack_cycles = int(dma_slack_cycles)
     key = activation.upper() if isinstance(activation, str) else activation
     if key not in ACTIVATIONS:
         raise InvalidArgumentError(f"unknown activation {activation!r}; valid: {', '.join(k for k in ACTIVATIONS if k)}")
@@ -235,6 +241,9 @@ def estimate_op(
         ``lut_bytes``, ``ifm_dtype``/``ifm2_dtype``/``ofm_dtype``, ``*_format`` ("NHWC" or
         "NHCWB16"), ``ifm_memory``/``ofm_memory``/``weight_memory``/``weight_buffer_memory``
         (memory names; the weight memory defaults to the target's constants region),
+        ``weight_first_dma_bytes``/``weight_last_slice_depth`` (buffered weights: the first DMA
+        and the last depth slice; default one slice), ``dma_slack_cycles`` (cycles of the
+        preceding op that hide this op's DMA),
         ``block_config`` ((h, w, depth) OFM block, else chosen), ``traversal`` ("auto",
         "depth_first", "part_kernel_first"), ``dma_bytes`` (``dma`` ops).
 

@@ -251,7 +251,7 @@ int64_t mac_op_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig
   const double ao_compute = std::ceil(output_cycles_per_element(op, arch, cfg) * double(ofm_block.elements()));
   double bias = 0;
   if (bt != NpuBlockType::Pooling && op.scale_bytes > 0) {
-    // Scale and bias fetch per block.
+    // Scale and bias fetch per block (from the weight buffer when there is one).
     bias = 10.0 * ofm_block.c * arch.latency(const_memory(op), Direction::Read) / 256;
   }
   const double ao = std::max(ao_compute, bias);
@@ -290,8 +290,9 @@ void validate(const NpuOp& op) {
   if (!bits_ok(op.ifm.bits) || !bits_ok(op.ofm.bits) || (op.ifm2 && !bits_ok(op.ifm2->bits))) {
     throw InvalidArgument("element bits must be 8, 16 or 32");
   }
-  if (op.weight_bytes < 0 || op.scale_bytes < 0 || op.lut_bytes < 0 || op.dma_bytes < 0) {
-    throw InvalidArgument("weight_bytes, scale_bytes, lut_bytes and dma_bytes must be >= 0");
+  if (op.weight_bytes < 0 || op.scale_bytes < 0 || op.lut_bytes < 0 || op.dma_bytes < 0 ||
+      op.weight_first_dma_bytes < 0 || op.weight_last_slice_depth < 0 || op.dma_slack_cycles < 0) {
+    throw InvalidArgument("byte counts, slice depth and slack cycles must be >= 0");
   }
   if (op.ifm2 && !is_elementwise(op.type)) throw InvalidArgument("only elementwise ops take an ifm2");
   const Shape4 &i = op.ifm.shape, &o = op.ofm.shape;
@@ -419,16 +420,33 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   }
   const bool buffered = op.weight_buffer_memory && *op.weight_buffer_memory != op.weight_memory;
   int64_t dma = 0;
+  int64_t npu = op_cycles;  // compute plus the DMA it has to wait for
   auto rd = [&](MemoryArea m, int64_t b) { read[int(m)] += b; r.read_bytes[int(m)] += double(b); };
   auto wr = [&](MemoryArea m, int64_t b) { write[int(m)] += b; r.write_bytes[int(m)] += double(b); };
   if (buffered) {
-    // Weights are copied once into their buffer (not hidden: there is no preceding op here to
-    // overlap with) and the NPU reads them from there; scales are read in place.
+    // The NPU reads weights from the buffer; what the first DMA did not bring streams through
+    // both memories during the op. Scales are accounted at their home, as Vela does.
     const MemoryArea buf = *op.weight_buffer_memory;
-    dma += mem2mem_cycles(arch, op.weight_memory, buf, op.weight_bytes);
-    rd(op.weight_memory, op.weight_bytes);
-    wr(buf, op.weight_bytes);
+    const int64_t stream = op.weight_bytes + op.scale_bytes;
+    const int64_t first = op.weight_first_dma_bytes > 0 ? std::min(op.weight_first_dma_bytes, stream) : stream;
+    const int64_t streamed = std::max<int64_t>(op.weight_bytes - first, 0);
+    rd(op.weight_memory, streamed);
+    wr(buf, streamed);
     rd(buf, weight_read);
+    // Compute waits for the first slice; the whole transfer must also end before the last
+    // slice's compute can start.
+    const int64_t slack = std::max<int64_t>(op.dma_slack_cycles, 0);
+    const int64_t full = mem2mem_cycles(arch, op.weight_memory, buf, stream);
+    const int64_t first_wait = std::max<int64_t>(mem2mem_cycles(arch, op.weight_memory, buf, first) - slack, 0);
+    int64_t tail = op_cycles;
+    if (op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < ofm.c && bt != NpuBlockType::ElementWise) {
+      NpuOp last = op;
+      last.ofm.shape.c = op.weight_last_slice_depth;
+      if (bt != NpuBlockType::ConvolutionMxN && bt != NpuBlockType::VectorProduct) last.ifm.shape.c = last.ofm.shape.c;
+      tail = mac_op_cycles(last, arch, cfg);
+    }
+    npu = std::max(full - slack + tail, op_cycles + first_wait);
+    dma += full;
   } else {
     rd(op.weight_memory, weight_read);
   }
@@ -437,11 +455,13 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   // The LUT is copied into SHRAM before the op starts.
   const MemoryArea fast = arch.region_memory(Region::FastCache);
   if (op.activation == Activation::Lut && op.lut_bytes > 0 && op.lut_memory != fast) {
-    dma += mem2mem_cycles(arch, op.lut_memory, fast, op.lut_bytes);
+    const int64_t lut = mem2mem_cycles(arch, op.lut_memory, fast, op.lut_bytes);
+    dma += lut;
+    npu += lut;
     rd(op.lut_memory, op.lut_bytes);
   }
   r.dma_cycles = dma;
-  r.npu_cycles = op_cycles + dma;
+  r.npu_cycles = npu;
 
   r.total_cycles = double(r.npu_cycles);
   for (int m = 0; m < kMemoryAreaCount; ++m) {

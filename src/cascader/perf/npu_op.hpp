@@ -52,8 +52,14 @@ struct NpuOp {
   int64_t weight_bytes = 0;  // encoded weight stream
   int64_t scale_bytes = 0;   // encoded scale and bias
   MemoryArea weight_memory = MemoryArea::OnChipFlash;
-  // Where the weights are DMA'd before use (nullopt: the NPU reads them in place).
+  // Where the weights are DMA'd before use (nullopt: the NPU reads them in place). With a
+  // buffer, the DMA of the first slice must finish before the op starts; later slices stream
+  // under it (double buffering), and the DMA of the whole stream ends at least the last slice's
+  // compute before the op does.
   std::optional<MemoryArea> weight_buffer_memory;
+  int64_t weight_first_dma_bytes = 0;  // first slice's weights + scales (0: the whole stream)
+  int weight_last_slice_depth = 0;     // OFM depth of the last slice (0: the whole OFM depth)
+  int64_t dma_slack_cycles = 0;        // cycles of the preceding op that can hide this op's DMA
   Activation activation = Activation::None;
   int64_t lut_bytes = 0;     // LUT copied into SHRAM by DMA when activation == Lut
   MemoryArea lut_memory = MemoryArea::OnChipFlash;
