@@ -142,3 +142,20 @@ def test_estimates_are_sane_for_any_op(acc, kind, hw, c, oc, k, s, bits, fmt) ->
     assert cost.write_bytes[next(m for m, b in cost.write_bytes.items() if b)] >= math.prod(ofm) * (1 if bits == "int8" else 2)
     if kind in ("conv2d", "fully_connected"):
         assert cost.macs == math.prod(ofm) * (1 if kind == "fully_connected" else k * k) * ifm[3]
+
+
+def test_double_buffered_weights_follow_velas_rule() -> None:
+    """npu = max(full DMA - slack + last slice, compute + first DMA - slack) (Vela's rule)."""
+    base = dict(memory_mode="Shared_Sram", weight_buffer_memory="Sram", weight_bytes=36864, scale_bytes=640)
+    single = conv(**base)
+    double = conv(**base, weight_first_dma_bytes=18752, weight_last_slice_depth=32)
+    compute = conv(memory_mode="Sram_Only", weight_bytes=36864, scale_bytes=640).npu_cycles
+    full = single.dma_cycles
+    # One slice: the whole DMA, then the compute.
+    assert single.npu_cycles >= compute + full - 64
+    # Two slices: the second half streams under the compute.
+    assert compute < double.npu_cycles < single.npu_cycles
+    hidden = conv(**base, weight_first_dma_bytes=18752, weight_last_slice_depth=32, dma_slack_cycles=10**9)
+    assert hidden.npu_cycles <= double.npu_cycles
+    with pytest.raises(cascader.InvalidArgumentError, match=">= 0"):
+        conv(**base, dma_slack_cycles=-1)
