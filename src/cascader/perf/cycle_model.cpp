@@ -65,7 +65,7 @@ BlockQuery block_query(const NpuOp& op) {
   }
   q.ifm_bits = op.ifm.bits;
   q.kernel = op.kernel;
-  q.lut_bytes = op.activation == Activation::Lut ? int(std::max<int64_t>(op.lut_bytes, 256)) : 0;
+  q.lut_bytes = op.activation == Activation::Lut ? int(std::clamp<int64_t>(op.lut_bytes, 256, 1 << 24)) : 0;
   q.rescaled = op.rescaled;
   q.traversal = op.traversal;
   return q;
