@@ -218,16 +218,20 @@ def vela_version() -> str:
     return str(__version__)
 
 
-def _debug_row(out_dir: str) -> Dict[str, str]:
-    """The perf_debug row of the op that carries the cycles (Vela's --enable-debug-db)."""
+def _debug_ops(out_dir: str) -> List[Dict[str, str]]:
+    """Vela's scheduled NPU ops that carry cycles (from --enable-debug-db), in order, with their
+    operator name, memories, shapes and weight buffering."""
     text = next(Path(out_dir).glob("*_debug.xml")).read_text()
-    for m in re.finditer(r'<table name="perf_debug">\s*<!\[CDATA\[(.*?)\]\]>', text, re.S):
-        rows = list(csv.reader(io.StringIO(m.group(1).strip())))
-        for r in rows[1:]:
-            d = dict(zip(rows[0], r))
-            if d.get("est_op_cycles_without_buffering", "0") not in ("0", ""):
-                return d
-    return {}
+    tables: Dict[str, List[Dict[str, str]]] = {}
+    for m in re.finditer(r'<table name="([^"]+)">\s*<!\[CDATA\[(.*?)\]\]>', text, re.S):
+        rows = list(csv.reader(io.StringIO(m.group(2).strip())))
+        tables[m.group(1)] = [dict(zip(rows[0], r)) for r in rows[1:]]
+    names = {r["id"]: r.get("operator", "") for r in tables.get("perf", [])}
+    ops = []
+    for d in tables.get("perf_debug", []):
+        if d.get("est_op_cycles_without_buffering", "0") not in ("0", ""):
+            ops.append(dict(d, operator=names.get(d["id"], "")))
+    return ops
 
 
 def run_vela(case: Case, accelerator: str, mode: str = "sram_only", workdir: Optional[str] = None) -> Dict[str, object]:
@@ -249,14 +253,28 @@ def run_vela(case: Case, accelerator: str, mode: str = "sram_only", workdir: Opt
         summary = next(Path(out).glob("*_summary_*.csv"))
         row = next(csv.DictReader(open(summary)))
         layers = list(csv.DictReader(open(next(Path(out).glob("*_per-layer.csv")))))
-        dbg = _debug_row(out)
+        ops = _debug_ops(out)
     weights = float(row["total_npu_encoded_weights"])
+
+    def shape(d: Dict[str, str], t: str) -> List[int]:
+        return [int(d.get(f"{t}_shape_{a}") or 1) for a in "nhwc"]
+
+    # Vela may add ops of its own around the op (e.g. a copy of a DRAM input into SRAM).
+    schedule = [
+        {"operator": d["operator"], "ifm_memory": d.get("ifm_memory") or "Sram",
+         "ofm_memory": d.get("ofm_memory") or "Sram", "ifm_shape": shape(d, "ifm"), "ofm_shape": shape(d, "ofm"),
+         "weight_buffering": d.get("weight_buffering") or "None", "ofm_depth_slices": d.get("ofm_depth_slices") or "",
+         "weight_total_bytes": float(d.get("weight_total_bytes") or 0)}
+        for d in ops
+    ]
+    main = next((o for o in schedule if o["operator"] != "MemoryCopy"), schedule[0] if schedule else {})
     return {
-        "ifm_memory": dbg.get("ifm_memory") or "Sram",
-        "ofm_memory": dbg.get("ofm_memory") or "Sram",
-        "weight_buffering": dbg.get("weight_buffering") or "None",
-        "ofm_depth_slices": dbg.get("ofm_depth_slices") or "",
-        "weight_total_bytes": float(dbg.get("weight_total_bytes") or 0),
+        "schedule": schedule,
+        "ifm_memory": main.get("ifm_memory", "Sram"),
+        "ofm_memory": main.get("ofm_memory", "Sram"),
+        "weight_buffering": main.get("weight_buffering", "None"),
+        "ofm_depth_slices": main.get("ofm_depth_slices", ""),
+        "weight_total_bytes": main.get("weight_total_bytes", 0.0),
         "total": float(row["cycles_total"]),
         "npu": float(row["cycles_npu"]),
         "sram_access": float(row["cycles_sram_access"]),
@@ -290,7 +308,15 @@ def our_estimate(case: Case, accelerator: str, vela: Dict[str, object], mode: st
             first = round(float(vela["weight_total_bytes"]) * (slices[1] - slices[0]) / depth)
             kw.update(weight_buffer_memory="Sram", weight_first_dma_bytes=first,
                       weight_last_slice_depth=slices[-1] - slices[-2])
-    return estimate_op(case.kind, ifm, case.ofm_shape(), **kw).total_cycles
+    total = estimate_op(case.kind, ifm, case.ofm_shape(), **kw).total_cycles
+    if mode == "preset":
+        # Vela's copies of feature maps between memories run on the NPU as 1x1 average pools.
+        for op in vela.get("schedule", []):
+            if op["operator"] == "MemoryCopy":
+                total += estimate_op("avg_pool", op["ifm_shape"], op["ofm_shape"], ifm_memory=op["ifm_memory"],
+                                     ofm_memory=op["ofm_memory"], accelerator=accelerator, system=PRESET[accelerator],
+                                     memory_mode=PRESET_MODE[accelerator]).total_cycles
+    return total
 
 
 @dataclass
@@ -342,6 +368,9 @@ def calibrate(pairs: Sequence[Tuple[Case, str]], cache_path: Optional[str] = Non
             note = (note + "; " if note else "") + "Vela ran part on the CPU"
         if mode == "preset" and v["weight_buffering"] not in ("None", ""):
             note = (note + "; " if note else "") + f"weights {v['weight_buffering']}-buffered in {len(str(v['ofm_depth_slices']).split('|')) - 1} slices"
+        copies = sum(o["operator"] == "MemoryCopy" for o in v.get("schedule", []))
+        if mode == "preset" and copies:
+            note = (note + "; " if note else "") + f"Vela added {copies} feature-map copy op(s)"
         results.append(Result(case.name, acc, float(v["total"]), ours, note, mode))
         if verbose:
             r = results[-1]
