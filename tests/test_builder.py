@@ -17,9 +17,8 @@ def max_pool_model() -> tuple:
     q = quantization(0.05, -3)
     x = b.add_input("x", (1, 4, 4, 2), "int8", q)
     y = b.add_tensor("y", (1, 2, 2, 2), "int8", q)
-    b.add_operator(
-        "MAX_POOL_2D", [x], [y], {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2}, version=2
-    )
+    options = {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2}
+    b.add_operator("MAX_POOL_2D", [x], [y], options, version=2)
     b.mark_output(y)
     return b.build(), q
 

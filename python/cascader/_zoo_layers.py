@@ -9,8 +9,11 @@ through it in float. Each layer:
    network with folded batch norm looks like and keeps activations healthy through any depth;
 3. quantizes the weights per channel (symmetric int8, zero point 0) and runs the float pass
    again with the *dequantized* weights;
-4. takes the activation's observed min/max over the batch (widened to contain 0) as the int8
+4. takes the activation's observed min/max over the batch, widened to contain 0 and mean +- 4
+   sigma (small tensors such as logits show too few samples for their tails), as the int8
    output range, and quantizes the bias with scale input_scale * weight_scale.
+
+Depthwise kernels are drawn with a positive mean (low-pass); see `depthwise_conv2d`.
 
 Pooling, padding and reshapes keep their input's quantization, as the TFLite converter does
 (TFLite's int8 pooling kernels require equal input and output scales).
@@ -146,7 +149,9 @@ def _windows(x: np.ndarray, kernel, stride, dilation, padding, fill: float):
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             y0, x0 = i * dilation[0], j * dilation[1]
-            yield i, j, xp[:, y0 : y0 + (oh - 1) * stride[0] + 1 : stride[0], x0 : x0 + (ow - 1) * stride[1] + 1 : stride[1], :]
+            rows = slice(y0, y0 + (oh - 1) * stride[0] + 1, stride[0])
+            cols = slice(x0, x0 + (ow - 1) * stride[1] + 1, stride[1])
+            yield i, j, xp[:, rows, cols, :]
 
 
 def conv2d_float(x, w, stride, dilation, padding) -> np.ndarray:
@@ -187,11 +192,6 @@ def pool_float(x, kind: str, size, stride, padding) -> np.ndarray:
     return total / count
 
 
-def _bias_scale(x: Activation, w_scale: np.ndarray) -> np.ndarray:
-    """TFLite's int32 bias scale: input scale times each (float32-stored) weight scale."""
-    return x.scale * w_scale.astype(np.float32).astype(np.float64)
-
-
 class CalibratedNet:
     """Builds an int8 TFLite model whose quantization comes from a float calibration pass.
 
@@ -206,6 +206,8 @@ class CalibratedNet:
     """
 
     def __init__(self, seed: int = 0, calibration_samples: int = 16, description: str = "cascader.zoo") -> None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InvalidArgumentError(f"seed must be a non-negative int, got {seed!r}")
         if calibration_samples < 2:
             raise InvalidArgumentError("calibration needs at least 2 samples to estimate a spread")
         self.rng = np.random.default_rng(seed)
@@ -258,11 +260,14 @@ class CalibratedNet:
         return self.builder.build()
 
     # -- weighted layers ----------------------------------------------------------------------
-    def _fold_and_quantize(self, x: Activation, w: np.ndarray, axis: int, forward):
-        """Batch-norm fold with calibration statistics, then per-channel int8 weights and int32 bias.
+    def _weighted(
+        self, opcode: str, x: Activation, w: np.ndarray, axis: int, forward, activation, name: str, options: dict
+    ) -> Activation:
+        """One weighted layer: fold a batch norm with the calibration statistics into the float
+        weights `w` (output channels on `axis`), quantize them per channel, run the float pass
+        with the dequantized weights, and add the weights, bias, output tensor and operator.
 
-        `w` is float with output channels on `axis`; `forward(w)` is the layer's float output
-        without bias (channels last). Returns (int8 weights, weight scales, float bias, int32 bias).
+        `forward(w)` is the layer's float output without bias, channels last.
         """
         z = forward(w)
         reduce = tuple(range(z.ndim - 1))
@@ -274,22 +279,22 @@ class CalibratedNet:
         channel_shape[axis] = -1
         w = w * (gamma / std).reshape(channel_shape)
         bias = beta - mean * gamma / std
+
+        # Symmetric per-channel int8 (TFLite uses [-127, 127] for weights), int32 bias.
         absmax = np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)).max(axis=1)
-        w_scale = np.maximum(absmax, 1e-12) / 127.0
+        w_scale = (np.maximum(absmax, 1e-12) / 127.0).astype(np.float32)
         w_q = np.clip(np.round(w / w_scale.reshape(channel_shape)), -127, 127).astype(np.int8)
-        b_q = np.clip(np.round(bias / _bias_scale(x, w_scale)), -(2**31), 2**31 - 1).astype(np.int32)
-        return w_q, w_scale, bias, b_q
+        b_scale = x.scale * w_scale.astype(np.float64)
+        b_q = np.clip(np.round(bias / b_scale), -(2**31), 2**31 - 1).astype(np.int32)
 
-    def _weights_and_bias(self, stem: str, x: Activation, w_q, w_scale, b_q, axis: int) -> tuple[int, int]:
+        dequantized = w_q.astype(np.float32) * w_scale.reshape(channel_shape)
+        y = apply_activation(forward(dequantized) + bias.astype(np.float32), activation)
+        stem = self._name(name)
         wi = self.builder.add_constant(f"{stem}/weights", w_q, "int8", quantization(w_scale, 0, axis))
-        bi = self.builder.add_constant(f"{stem}/bias", b_q, "int32", quantization(_bias_scale(x, w_scale), 0, 0))
-        return wi, bi
-
-    @staticmethod
-    def _dequantized(w_q: np.ndarray, w_scale: np.ndarray, axis: int) -> np.ndarray:
-        shape = [1] * w_q.ndim
-        shape[axis] = -1
-        return (w_q.astype(np.float32) * w_scale.astype(np.float32).reshape(shape)).astype(np.float32)
+        bi = self.builder.add_constant(f"{stem}/bias", b_q, "int32", quantization(b_scale, 0, 0))
+        out = self._activation(stem, y, activation=activation)
+        self._op(opcode, [x.index, wi, bi], [out.index], {**options, "fused_activation_function": activation or "NONE"})
+        return out
 
     def conv2d(
         self,
@@ -311,30 +316,15 @@ class CalibratedNet:
         for axis in (1, 2):
             output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
         cin = x.shape[3]
-        w = self.rng.normal(0.0, math.sqrt(2.0 / (kernel[0] * kernel[1] * cin)), size=(filters, *kernel, cin)).astype(np.float32)
-        stem = self._name(name)
+        std = math.sqrt(2.0 / (kernel[0] * kernel[1] * cin))  # He initialisation
+        w = self.rng.normal(0.0, std, size=(filters, *kernel, cin)).astype(np.float32)
 
         def forward(weights):
-            return conv2d_float(x.value, weights.astype(np.float32), stride, dilation, padding)
+            return conv2d_float(x.value, weights, stride, dilation, padding)
 
-        w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 0, forward)
-        y = apply_activation(forward(self._dequantized(w_q, w_scale, 0)) + bias.astype(np.float32), activation)
-        wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 0)
-        out = self._activation(stem, y, activation=activation)
-        self._op(
-            "CONV_2D",
-            [x.index, wi, bi],
-            [out.index],
-            {
-                "padding": padding,
-                "stride_h": stride[0],
-                "stride_w": stride[1],
-                "dilation_h_factor": dilation[0],
-                "dilation_w_factor": dilation[1],
-                "fused_activation_function": activation or "NONE",
-            },
-        )
-        return out
+        options = {"padding": padding, "stride_h": stride[0], "stride_w": stride[1]}
+        options.update(dilation_h_factor=dilation[0], dilation_w_factor=dilation[1])
+        return self._weighted("CONV_2D", x, w, 0, forward, activation, name, options)
 
     def depthwise_conv2d(
         self,
@@ -361,31 +351,14 @@ class CalibratedNet:
         # layer, and a deep MobileNet's int8 output would then barely track its float output.
         std = math.sqrt(2.0 / (kernel[0] * kernel[1]))
         w = self.rng.normal(std, std, size=(1, *kernel, channels)).astype(np.float32)
-        stem = self._name(name)
 
         def forward(weights):
-            return depthwise_conv2d_float(x.value, weights.astype(np.float32), stride, dilation, padding, depth_multiplier)
+            return depthwise_conv2d_float(x.value, weights, stride, dilation, padding, depth_multiplier)
 
+        options = {"padding": padding, "stride_h": stride[0], "stride_w": stride[1], "depth_multiplier": depth_multiplier}
+        options.update(dilation_h_factor=dilation[0], dilation_w_factor=dilation[1])
         # TFLite requires per-channel depthwise weights quantized along dimension 3.
-        w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 3, forward)
-        y = apply_activation(forward(self._dequantized(w_q, w_scale, 3)) + bias.astype(np.float32), activation)
-        wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 3)
-        out = self._activation(stem, y, activation=activation)
-        self._op(
-            "DEPTHWISE_CONV_2D",
-            [x.index, wi, bi],
-            [out.index],
-            {
-                "padding": padding,
-                "stride_h": stride[0],
-                "stride_w": stride[1],
-                "depth_multiplier": depth_multiplier,
-                "dilation_h_factor": dilation[0],
-                "dilation_w_factor": dilation[1],
-                "fused_activation_function": activation or "NONE",
-            },
-        )
-        return out
+        return self._weighted("DEPTHWISE_CONV_2D", x, w, 3, forward, activation, name, options)
 
     def fully_connected(self, x: Activation, units: int, activation: str | None = None, name: str = "fc") -> Activation:
         """FULLY_CONNECTED of a single row: the input is (1, ..., 1, depth), the output (1, units)."""
@@ -399,20 +372,16 @@ class CalibratedNet:
             )
         flat = x.value.reshape(self.samples, depth)
         w = self.rng.normal(0.0, math.sqrt(2.0 / depth), size=(units, depth)).astype(np.float32)
-        stem = self._name(name)
 
         def forward(weights):
-            return flat @ weights.astype(np.float32).T
+            return flat @ weights.T
 
-        w_q, w_scale, bias, b_q = self._fold_and_quantize(x, w, 0, forward)
-        y = apply_activation(forward(self._dequantized(w_q, w_scale, 0)) + bias.astype(np.float32), activation)
-        wi, bi = self._weights_and_bias(stem, x, w_q, w_scale, b_q, 0)
-        out = self._activation(stem, y, activation=activation)
-        self._op("FULLY_CONNECTED", [x.index, wi, bi], [out.index], {"fused_activation_function": activation or "NONE"})
-        return out
+        return self._weighted("FULLY_CONNECTED", x, w, 0, forward, activation, name, {})
 
     # -- layers without weights --------------------------------------------------------------
-    def pool(self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool") -> Activation:
+    def pool(
+        self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool"
+    ) -> Activation:
         if kind not in ("MAX", "AVERAGE"):
             raise InvalidArgumentError(f"pool kind must be 'MAX' or 'AVERAGE', got {kind!r}")
         size, stride = _pair(size, "pool size"), _pair(stride, "pool stride")
@@ -444,7 +413,8 @@ class CalibratedNet:
         try:
             np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
-            raise InvalidArgumentError(f"{opcode} operand shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+            shapes = f"{list(a.shape)} and {list(b.shape)}"
+            raise InvalidArgumentError(f"{opcode} operand shapes {shapes} do not broadcast") from None
         value = a.value + b.value if opcode == "ADD" else a.value * b.value
         out = self._activation(self._name(name), apply_activation(value, activation), activation=activation)
         self._op(opcode, [a.index, b.index], [out.index], {"fused_activation_function": activation or "NONE"})

@@ -19,6 +19,7 @@ Same arguments (including `seed`) give the same model bytes on the same numpy bu
 
 from __future__ import annotations
 
+import inspect
 from typing import Callable, Sequence
 
 from ._zoo_layers import ACTIVATIONS, Activation, CalibratedNet
@@ -54,15 +55,22 @@ def _positive_int(value: int, what: str) -> int:
     return value
 
 
-def _positive_alpha(alpha: float) -> float:
+def _check_image_network(alpha: float, resolution: int, classes: int, channels: int) -> None:
     if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha > 0:
         raise InvalidArgumentError(f"alpha (the width multiplier) must be a positive number, got {alpha!r}")
-    return float(alpha)
+    _positive_int(resolution, "resolution")
+    _positive_int(classes, "classes")
+    _positive_int(channels, "channels")
+
+
+def _global_average_pool(net: CalibratedNet, x: Activation) -> Activation:
+    """AVERAGE_POOL_2D over the whole feature map, strided by its size as Keras writes it."""
+    return net.pool(x, "AVERAGE", size=x.shape[1:3], stride=x.shape[1:3], padding="VALID", name="global_pool")
 
 
 def _classifier_head(net: CalibratedNet, x: Activation, classes: int) -> Activation:
     """Global average pool, flatten, dense logits: the head of MobileNetV2 and the MLPerf Tiny nets."""
-    x = net.pool(x, "AVERAGE", size=x.shape[1:3], stride=(1, 1), padding="VALID", name="global_pool")
+    x = _global_average_pool(net, x)
     x = net.reshape(x, (1, x.shape[3]), name="flatten")
     return net.fully_connected(x, classes, activation=None, name="logits")
 
@@ -81,8 +89,7 @@ def mobilenet_v1(alpha: float = 0.25, resolution: int = 96, classes: int = 2, ch
 
 
 def _mobilenet_v1(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
-    alpha = _positive_alpha(alpha)
-    resolution, classes, channels = (_positive_int(v, n) for v, n in ((resolution, "resolution"), (classes, "classes"), (channels, "channels")))
+    _check_image_network(alpha, resolution, classes, channels)
     net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v1 alpha={alpha} resolution={resolution}")
     x = net.input((1, resolution, resolution, channels))
     x = net.conv2d(x, max(1, int(32 * alpha)), (3, 3), (2, 2), activation="RELU6", name="conv1")
@@ -90,7 +97,7 @@ def _mobilenet_v1(alpha: float, resolution: int, classes: int, channels: int, se
     for i, (filters, stride) in enumerate(blocks, start=1):
         x = net.depthwise_conv2d(x, (3, 3), (stride, stride), activation="RELU6", name=f"block{i}/depthwise")
         x = net.conv2d(x, max(1, int(filters * alpha)), (1, 1), activation="RELU6", name=f"block{i}/pointwise")
-    x = net.pool(x, "AVERAGE", size=x.shape[1:3], stride=(1, 1), padding="VALID", name="global_pool")
+    x = _global_average_pool(net, x)
     x = net.conv2d(x, classes, (1, 1), activation=None, name="logits")
     net.output(net.reshape(x, (1, classes), name="flatten"))
     return net
@@ -103,7 +110,9 @@ def _make_divisible(value: float, divisor: int = 8) -> int:
 
 
 # (expansion t, output channels c, repeats n, first stride s), from the MobileNetV2 paper, table 2.
-MOBILENET_V2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+MOBILENET_V2_BLOCKS = (
+    (1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)
+)
 
 
 def mobilenet_v2(alpha: float = 0.35, resolution: int = 96, classes: int = 2, channels: int = 3, seed: int = 0) -> Model:
@@ -119,8 +128,7 @@ def mobilenet_v2(alpha: float = 0.35, resolution: int = 96, classes: int = 2, ch
 
 
 def _mobilenet_v2(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
-    alpha = _positive_alpha(alpha)
-    resolution, classes, channels = (_positive_int(v, n) for v, n in ((resolution, "resolution"), (classes, "classes"), (channels, "channels")))
+    _check_image_network(alpha, resolution, classes, channels)
     net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v2 alpha={alpha} resolution={resolution}")
     x = net.input((1, resolution, resolution, channels))
     x = net.conv2d(x, _make_divisible(32 * alpha), (3, 3), (2, 2), activation="RELU6", name="conv1")
@@ -229,6 +237,10 @@ def get(name: str, **kwargs) -> Model:
         factory = MODELS[name]
     except (KeyError, TypeError):
         raise InvalidArgumentError(f"no zoo model named {name!r}; valid names: {', '.join(sorted(MODELS))}") from None
+    parameters = inspect.signature(factory).parameters
+    unknown = sorted(set(kwargs) - set(parameters))
+    if unknown:
+        raise InvalidArgumentError(f"{name} takes no argument(s) {unknown}; its arguments are {list(parameters)}")
     return factory(**kwargs)
 
 
@@ -274,9 +286,8 @@ def depthwise_conv2d(
     seed: int = 0,
 ) -> Model:
     """One DEPTHWISE_CONV_2D on an NHWC int8 input."""
-    params = dict(
-        kernel=kernel, stride=stride, padding=padding, depth_multiplier=depth_multiplier, dilation=dilation, activation=activation
-    )
+    params = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation, activation=activation)
+    params["depth_multiplier"] = depth_multiplier
     return _single_op_net("depthwise_conv2d", [input_shape], seed, **params).build()
 
 
@@ -326,6 +337,8 @@ SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("dw_5x5_s1_same", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5))),
     ("dw_5x5_s2_same_linear", "depthwise_conv2d", (_HW,), dict(kernel=(5, 5), stride=(2, 2), activation=None)),
     ("dw_3x3_multiplier2", "depthwise_conv2d", (_HW,), dict(depth_multiplier=2)),
+    # The depth-multiplier form of Vela's semantic rule: one input channel, OFM depth = multiplier.
+    ("dw_3x3_multiplier8_1ch", "depthwise_conv2d", ((1, 16, 16, 1),), dict(depth_multiplier=8)),
     ("maxpool_2x2_s2_valid", "pool", (_HW,), dict(kind="MAX")),
     ("maxpool_3x3_s2_same", "pool", (_HW,), dict(kind="MAX", size=(3, 3), stride=(2, 2), padding="SAME")),
     ("avgpool_2x2_s2_valid", "pool", (_HW,), dict(kind="AVERAGE")),
@@ -347,6 +360,6 @@ SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
 def single_op_cases() -> list[tuple[str, Model]]:
     """Small single-operator models (seed 0) covering the common kernel, stride and padding
     cases of `SINGLE_OP_CASES`: conv 1x1/3x3/5x5/7x7, strides 1 and 2, SAME and VALID,
-    dilation, depthwise 3x3/5x5 and multiplier 2, max and average pool, ADD/MUL with and
+    dilation, depthwise 3x3/5x5 and a depth multiplier, max and average pool, ADD/MUL with and
     without broadcast, FULLY_CONNECTED and PAD."""
     return [(name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in SINGLE_OP_CASES]

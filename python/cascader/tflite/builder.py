@@ -159,7 +159,9 @@ class ModelBuilder:
             dtype = names[data.dtype.newbyteorder("=")]
         return self.add_tensor(name, data.shape, dtype, quantization, data)
 
-    def add_input(self, name: str, shape: Sequence[int], dtype: str = "int8", quantization: Quantization | None = None) -> int:
+    def add_input(
+        self, name: str, shape: Sequence[int], dtype: str = "int8", quantization: Quantization | None = None
+    ) -> int:
         """Add a tensor and make it the next subgraph input."""
         index = self.add_tensor(name, shape, dtype, quantization)
         self._graph.inputs = self._graph.inputs + (index,)
@@ -245,7 +247,9 @@ class ModelBuilder:
             raise InvalidArgumentError(f"constant {name!r}: type {dtype!r} has no numpy equivalent to hold its data")
         source = np.asarray(data)
         if source.shape != shape:
-            raise InvalidArgumentError(f"constant {name!r}: data shape {list(source.shape)} differs from shape {list(shape)}")
+            raise InvalidArgumentError(
+                f"constant {name!r}: data shape {list(source.shape)} differs from shape {list(shape)}"
+            )
         if source.size == 0:
             raise InvalidArgumentError(f"constant {name!r} has no elements; TFLite stores empty constants as no buffer")
         target = NUMPY_DTYPES[dtype].newbyteorder("<")
