@@ -1,15 +1,23 @@
 """cascader: an open compiler for Arm Ethos-U NPUs with a cascading scheduler."""
 
 from . import _core
+from .arch import Accelerator, MemoryMode, SystemConfig
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
 from .inspection import Inspection, inspect
 from .memory import allocate, layout, live_ranges, lower_bound
+from .perf import OpCost, block_configs, estimate_op
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
 from . import zoo
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accelerator",
+    "MemoryMode",
+    "OpCost",
+    "SystemConfig",
+    "block_configs",
+    "estimate_op",
     "BinaryError",
     "BudgetError",
     "CascaderError",

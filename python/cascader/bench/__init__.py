@@ -1,1 +1,1 @@
-"""Benchmarks that print tables: run `python -m cascader.bench.<name>`."""
+"""Benchmarks that print tables (run `python -m cascader.bench.<name>`), and calibration against Vela."""

@@ -7,5 +7,7 @@
 namespace cascader::bindings {
 
 void bind_memory(pybind11::module_& m);
+void bind_arch(pybind11::module_& m);
+void bind_perf(pybind11::module_& m);
 
 }  // namespace cascader::bindings

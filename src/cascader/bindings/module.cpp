@@ -35,4 +35,6 @@ PYBIND11_MODULE(_core, m) {
   });
 
   cascader::bindings::bind_memory(m);
+  cascader::bindings::bind_arch(m);
+  cascader::bindings::bind_perf(m);
 }
