@@ -1,8 +1,11 @@
 """cascader: an open compiler for Arm Ethos-U NPUs with a cascading scheduler."""
 
 from . import _core
+from .arch import Accelerator, MemoryMode, SystemConfig
 from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentError, ModelError
 from .inspection import Inspection, inspect
+from .memory import allocate, layout, live_ranges, lower_bound
+from .perf import OpCost, block_configs, estimate_op
 from .sim import simulate
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
 from . import zoo
@@ -10,6 +13,12 @@ from . import zoo
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accelerator",
+    "MemoryMode",
+    "OpCost",
+    "SystemConfig",
+    "block_configs",
+    "estimate_op",
     "BinaryError",
     "BudgetError",
     "CascaderError",
@@ -21,7 +30,11 @@ __all__ = [
     "Quantization",
     "SubGraph",
     "Tensor",
+    "allocate",
     "inspect",
+    "layout",
+    "live_ranges",
+    "lower_bound",
     "load_model",
     "save_model",
     "simulate",

@@ -7,6 +7,8 @@
 namespace cascader::bindings {
 
 void bind_memory(pybind11::module_& m);
+void bind_arch(pybind11::module_& m);
+void bind_perf(pybind11::module_& m);
 void bind_sim(pybind11::module_& m);
 
 }  // namespace cascader::bindings

@@ -1,8 +1,15 @@
+#include <optional>
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/common/error.hpp"
+#include "cascader/memory/allocation.hpp"
+#include "cascader/memory/arena_layout.hpp"
+#include "cascader/memory/buffer_schedule.hpp"
+#include "cascader/memory/exact_allocator.hpp"
+#include "cascader/memory/greedy_allocator.hpp"
 #include "cascader/memory/live_range.hpp"
 
 namespace py = pybind11;
@@ -13,16 +20,19 @@ namespace {
 
 using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
-std::vector<LiveRange> to_ranges(const I64Array& start, const I64Array& end, const I64Array& size) {
+std::vector<LiveRange> to_ranges(const I64Array& start, const I64Array& end, const I64Array& size,
+                                 const std::optional<I64Array>& alignment = std::nullopt) {
   if (start.ndim() != 1 || end.ndim() != 1 || size.ndim() != 1 || start.size() != end.size() ||
-      start.size() != size.size()) {
-    throw InvalidArgument("start, end and size must be 1-D arrays of the same length");
+      start.size() != size.size() || (alignment && (alignment->ndim() != 1 || alignment->size() != start.size()))) {
+    throw InvalidArgument("start, end, size (and alignment) must be 1-D arrays of the same length");
   }
   auto s = start.unchecked<1>();
   auto e = end.unchecked<1>();
   auto z = size.unchecked<1>();
   std::vector<LiveRange> ranges(static_cast<size_t>(start.size()));
-  for (py::ssize_t i = 0; i < start.size(); ++i) ranges[static_cast<size_t>(i)] = {s(i), e(i), z(i)};
+  for (py::ssize_t i = 0; i < start.size(); ++i) {
+    ranges[static_cast<size_t>(i)] = {s(i), e(i), z(i), alignment ? alignment->at(i) : 1};
+  }
   return ranges;
 }
 
@@ -36,6 +46,139 @@ void bind_memory(py::module_& m) {
       },
       py::arg("start"), py::arg("end"), py::arg("size"),
       "Maximum over time of the bytes live in half-open intervals [start, end).");
+
+  py::class_<Allocation>(m, "Allocation")
+      .def_readonly("offsets", &Allocation::offsets)
+      .def_readonly("height", &Allocation::height)
+      .def_readonly("lower_bound", &Allocation::lower_bound)
+      .def_readonly("optimal", &Allocation::optimal)
+      .def_readonly("nodes", &Allocation::nodes)
+      .def_readonly("seconds", &Allocation::seconds)
+      .def_readonly("solver", &Allocation::solver);
+
+  py::enum_<GreedyFit>(m, "GreedyFit").value("best", GreedyFit::BestFit).value("first", GreedyFit::FirstFit);
+
+  m.def(
+      "greedy_allocate",
+      [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment, GreedyFit fit) {
+        return greedy_allocate(to_ranges(start, end, size, alignment), fit);
+      },
+      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("fit") = GreedyFit::BestFit);
+
+  m.def(
+      "exact_allocate",
+      [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment,
+         int64_t capacity, bool minimise, int64_t node_limit, double time_limit_s) {
+        ExactOptions options;
+        options.capacity = capacity;
+        options.minimise = minimise;
+        options.node_limit = node_limit;
+        options.time_limit_s = time_limit_s;
+        return exact_allocate(to_ranges(start, end, size, alignment), options);
+      },
+      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("capacity") = -1,
+      py::arg("minimise") = true, py::arg("node_limit") = 2'000'000, py::arg("time_limit_s") = 2.0);
+
+  m.def(
+      "check_allocation",
+      [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment,
+         const std::vector<int64_t>& offsets) { check_allocation(to_ranges(start, end, size, alignment), offsets); },
+      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("offsets"));
+
+  py::enum_<BufferKind>(m, "BufferKind")
+      .value("feature_map", BufferKind::FeatureMap)
+      .value("stripe_buffer", BufferKind::StripeBuffer)
+      .value("weights", BufferKind::Weights)
+      .value("double_weights", BufferKind::DoubleWeights)
+      .value("copy", BufferKind::Copy)
+      .value("lut", BufferKind::Lut)
+      .value("scratch", BufferKind::Scratch);
+  py::enum_<AliasKind>(m, "AliasKind")
+      .value("in_place", AliasKind::InPlace)
+      .value("slice", AliasKind::Slice)
+      .value("reshape", AliasKind::Reshape);
+
+  py::class_<ScheduleLiveRanges>(m, "ScheduleLiveRanges")
+      .def_readonly("range_buffer", &ScheduleLiveRanges::range_buffer)
+      .def_readonly("buffer_range", &ScheduleLiveRanges::buffer_range)
+      .def_readonly("buffer_offset", &ScheduleLiveRanges::buffer_offset)
+      .def_property_readonly("start", [](const ScheduleLiveRanges& r) {
+        std::vector<int64_t> v;
+        for (const LiveRange& x : r.ranges) v.push_back(x.start);
+        return v;
+      })
+      .def_property_readonly("end", [](const ScheduleLiveRanges& r) {
+        std::vector<int64_t> v;
+        for (const LiveRange& x : r.ranges) v.push_back(x.end);
+        return v;
+      })
+      .def_property_readonly("size", [](const ScheduleLiveRanges& r) {
+        std::vector<int64_t> v;
+        for (const LiveRange& x : r.ranges) v.push_back(x.size);
+        return v;
+      })
+      .def_property_readonly("alignment", [](const ScheduleLiveRanges& r) {
+        std::vector<int64_t> v;
+        for (const LiveRange& x : r.ranges) v.push_back(x.alignment);
+        return v;
+      });
+
+  m.def(
+      "build_live_ranges",
+      [](const std::vector<std::tuple<std::string, BufferKind, int64_t, int64_t, bool>>& buffers,
+         const std::vector<std::pair<std::vector<int>, std::vector<int>>>& steps,
+         const std::vector<std::tuple<int, int, int64_t, AliasKind>>& aliases) {
+        BufferSchedule s;
+        for (const auto& [name, kind, size, alignment, persistent] : buffers) {
+          s.buffers.push_back({name, kind, size, alignment, persistent});
+        }
+        for (const auto& [reads, writes] : steps) s.steps.push_back({reads, writes});
+        for (const auto& [buffer, target, offset, kind] : aliases) s.aliases.push_back({buffer, target, offset, kind});
+        return build_live_ranges(s);
+      },
+      py::arg("buffers"), py::arg("steps"), py::arg("aliases"),
+      "buffers: (name, kind, size, alignment, persistent); steps: (reads, writes); "
+      "aliases: (buffer, target, offset, kind).");
+
+  py::enum_<Arena>(m, "Arena")
+      .value("fast", Arena::Fast)
+      .value("slow", Arena::Slow)
+      .value("persistent", Arena::Persistent)
+      .value("flash", Arena::Flash);
+  py::class_<ArenaLayout>(m, "ArenaLayout")
+      .def_readonly("arena", &ArenaLayout::arena)
+      .def_readonly("offset", &ArenaLayout::offset)
+      .def_readonly("fast_size", &ArenaLayout::fast_size)
+      .def_readonly("slow_size", &ArenaLayout::slow_size)
+      .def_readonly("persistent_size", &ArenaLayout::persistent_size)
+      .def_readonly("flash_size", &ArenaLayout::flash_size)
+      .def_readonly("fast_lower_bound", &ArenaLayout::fast_lower_bound)
+      .def_readonly("slow_lower_bound", &ArenaLayout::slow_lower_bound)
+      .def_readonly("eviction_cycles", &ArenaLayout::eviction_cycles);
+
+  m.def(
+      "layout_arenas",
+      [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment,
+         const std::vector<bool>& persistent, const std::vector<bool>& constant, const std::vector<bool>& evictable,
+         const std::vector<double>& access_bytes, int64_t fast_capacity, int64_t slow_capacity,
+         double fast_cycles_per_byte, double slow_cycles_per_byte, bool exact, double time_limit_s) {
+        const std::vector<LiveRange> ranges = to_ranges(start, end, size, alignment);
+        if (persistent.size() != ranges.size() || constant.size() != ranges.size() ||
+            evictable.size() != ranges.size() || access_bytes.size() != ranges.size()) {
+          throw InvalidArgument("persistent, constant, evictable and access_bytes need one entry per buffer");
+        }
+        std::vector<ArenaBuffer> buffers;
+        for (size_t i = 0; i < ranges.size(); ++i) {
+          buffers.push_back({ranges[i], persistent[i], constant[i], evictable[i], access_bytes[i]});
+        }
+        MemoryConfig config{fast_capacity, slow_capacity, fast_cycles_per_byte, slow_cycles_per_byte, exact,
+                            time_limit_s};
+        return layout_arenas(buffers, config);
+      },
+      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("persistent"),
+      py::arg("constant"), py::arg("evictable"), py::arg("access_bytes"), py::arg("fast_capacity"),
+      py::arg("slow_capacity"), py::arg("fast_cycles_per_byte"), py::arg("slow_cycles_per_byte"), py::arg("exact"),
+      py::arg("time_limit_s"));
 }
 
 }  // namespace cascader::bindings

@@ -35,5 +35,7 @@ PYBIND11_MODULE(_core, m) {
   });
 
   cascader::bindings::bind_memory(m);
+  cascader::bindings::bind_arch(m);
+  cascader::bindings::bind_perf(m);
   cascader::bindings::bind_sim(m);
 }

@@ -16,6 +16,10 @@ void validate(const std::vector<LiveRange>& ranges) {
                             ", " + std::to_string(r.end) + ") of " + std::to_string(r.size) +
                             " bytes; need 0 <= start <= end and size >= 0");
     }
+    if (r.alignment < 1) {
+      throw InvalidArgument("live range " + std::to_string(i) + " has alignment " +
+                            std::to_string(r.alignment) + "; need alignment >= 1");
+    }
   }
 }
 

@@ -1,0 +1,241 @@
+"""Ethos-U targets: accelerator configs, system configs and memory modes.
+
+The values live in the C++ core (``src/cascader/arch/``); this module gives them readable
+Python shapes. A target for the cost model is the triple (``Accelerator``, ``SystemConfig``,
+``MemoryMode``); :func:`arch_config` resolves it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import enum
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple, Union
+
+from . import _core
+from .errors import InvalidArgumentError
+
+MEMORIES = ("Sram", "Dram", "OnChipFlash", "OffChipFlash")
+
+
+class MemoryMode(enum.Enum):
+    """How the constants, arena and fast-cache regions map to the AXI ports.
+
+    ``SRAM_ONLY``: everything in SRAM. ``SHARED_SRAM``: constants on AXI1 (flash), arena and
+    cache in SRAM. ``DEDICATED_SRAM``: constants and arena on AXI1 (DRAM), SRAM only as cache.
+    """
+
+    SRAM_ONLY = "Sram_Only"
+    SHARED_SRAM = "Shared_Sram"
+    DEDICATED_SRAM = "Dedicated_Sram"
+
+    @classmethod
+    def parse(cls, value: Union["MemoryMode", str]) -> "MemoryMode":
+        if isinstance(value, MemoryMode):
+            return value
+        for m in cls:
+            # Vela's Dedicated_Sram_384KB etc. only add a cache size, which the cost model ignores.
+            if str(value).lower() == m.value.lower() or str(value).lower().startswith(m.value.lower() + "_"):
+                return m
+        raise InvalidArgumentError(
+            f"unknown memory mode {value!r}; valid: {', '.join(m.value for m in cls)}"
+        )
+
+    def __repr__(self) -> str:
+        return f"MemoryMode.{self.name}"
+
+    def _core(self) -> "_core.MemoryMode":
+        return getattr(_core.MemoryMode, self.value)
+
+
+class Accelerator:
+    """One Ethos-U accelerator configuration, e.g. ``Accelerator("ethos-u55-128")``."""
+
+    def __init__(self, name: Union[str, "Accelerator"]) -> None:
+        if isinstance(name, Accelerator):
+            name = name.name
+        self._config = _core.accelerator_config(str(name).lower())
+
+    @staticmethod
+    def names() -> Tuple[str, ...]:
+        """The accelerator names cascader knows."""
+        return tuple(_core.accelerator_names())
+
+    name = property(lambda self: self._config.name)
+    macs_per_cycle = property(lambda self: self._config.macs_per_cycle, doc="MACs per cycle per core")
+    cores = property(lambda self: self._config.cores)
+    shram_banks = property(lambda self: self._config.shram_banks)
+    shram_bank_bytes = property(lambda self: self._config.shram_bank_bytes)
+    shram_reserved_output_banks = property(lambda self: self._config.shram_reserved_output_banks)
+    shram_reserved_end_banks = property(lambda self: self._config.shram_reserved_end_banks)
+    shram_granules = property(lambda self: tuple(self._config.shram_granules))
+    output_cycles_per_element = property(lambda self: tuple(self._config.output_cycles_per_element))
+    activation_cycles_per_element = property(lambda self: tuple(self._config.activation_cycles_per_element))
+    axi_data_width_bits = property(lambda self: 8 * self._config.axi_bytes_per_cycle)
+    max_outstanding_dma = property(lambda self: self._config.max_outstanding_dma)
+    max_outstanding_kernels = property(lambda self: self._config.max_outstanding_kernels)
+
+    @property
+    def ofm_ublock(self) -> Tuple[int, int, int]:
+        """OFM micro-block (height, width, depth)."""
+        b = self._config.ofm_ublock
+        return (b.height, b.width, b.depth)
+
+    @property
+    def ifm_ublock(self) -> Tuple[int, int, int]:
+        """IFM micro-block (height, width, depth)."""
+        b = self._config.ifm_ublock
+        return (b.height, b.width, b.depth)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Accelerator) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return (
+            f"Accelerator({self.name!r}: {self.macs_per_cycle} MACs/cycle x {self.cores} core(s), "
+            f"OFM ublock {self.ofm_ublock}, SHRAM {self.shram_banks} x {self.shram_bank_bytes} B, "
+            f"AXI {self.axi_data_width_bits} bit)"
+        )
+
+
+@dataclass
+class MemorySpec:
+    """Timing of one memory: clock relative to the core, burst bytes, latencies in core cycles."""
+
+    clock_scale: float = 1.0
+    burst_length: int = 1
+    read_latency: int = 0
+    write_latency: int = 0
+    ports_used: int = 1
+
+
+@dataclass
+class SystemConfig:
+    """Core clock and the memories behind the two AXI ports.
+
+    Build one from a preset (:meth:`preset`), a Vela ``.ini`` (:meth:`from_ini`) or by hand.
+    """
+
+    name: str
+    core_clock: float
+    axi0: str = "Sram"
+    axi1: str = "OffChipFlash"
+    memories: Dict[str, MemorySpec] = field(default_factory=dict)
+
+    @staticmethod
+    def preset_names() -> Tuple[str, ...]:
+        return tuple(_core.system_config_preset_names())
+
+    @classmethod
+    def preset(cls, name: str) -> "SystemConfig":
+        """One of the six presets Vela ships (e.g. ``"Ethos_U55_High_End_Embedded"``)."""
+        c = _core.system_config_preset(name)
+        mems = {
+            m: MemorySpec(s.clock_scale, s.burst_length, s.read_latency, s.write_latency, s.ports_used)
+            for m, s in zip(MEMORIES, c.memories)
+        }
+        return cls(c.name, c.core_clock, c.axi0.name, c.axi1.name, mems)
+
+    @classmethod
+    def from_ini(cls, path: Union[str, os.PathLike], name: str) -> "SystemConfig":
+        """Read section ``[System_Config.<name>]`` of a Vela-style ``.ini`` (``inherit=`` honoured)."""
+        parser = configparser.ConfigParser()
+        if not parser.read(os.fspath(path)):
+            raise InvalidArgumentError(f"cannot read config file {os.fspath(path)!r}")
+        section = name if name.startswith("System_Config.") else f"System_Config.{name}"
+        values = _read_section(parser, section)
+        short = section[len("System_Config."):]
+        try:
+            axi0 = values.get("axi0_port", "Sram")
+            axi1 = values.get("axi1_port", "OffChipFlash")
+            for port in (axi0, axi1):
+                if port not in MEMORIES:
+                    raise InvalidArgumentError(f"{section}: unknown memory {port!r}; valid: {', '.join(MEMORIES)}")
+            mems = {}
+            for m in (axi0, axi1):
+                mems[m] = MemorySpec(
+                    clock_scale=float(values.get(f"{m}_clock_scale", 1.0)),
+                    burst_length=int(values.get(f"{m}_burst_length", 1)),
+                    read_latency=int(values.get(f"{m}_read_latency", 0)),
+                    write_latency=int(values.get(f"{m}_write_latency", 0)),
+                    ports_used=max(1, int(values.get(f"{m}_ports_used", 1))),
+                )
+            return cls(short, float(values.get("core_clock", 1.0)), axi0, axi1, mems)
+        except ValueError as e:
+            raise InvalidArgumentError(f"{section} in {os.fspath(path)!r}: {e}") from None
+
+    def _core(self) -> "_core.SystemConfig":
+        c = _core.SystemConfig()
+        c.name = self.name
+        c.core_clock = float(self.core_clock)
+        try:
+            c.axi0 = getattr(_core.MemoryArea, self.axi0)
+            c.axi1 = getattr(_core.MemoryArea, self.axi1)
+        except AttributeError:
+            raise InvalidArgumentError(f"AXI ports must name one of {', '.join(MEMORIES)}") from None
+        specs = []
+        for m in MEMORIES:
+            s = self.memories.get(m, MemorySpec())
+            cs = _core.MemorySpec()
+            cs.clock_scale, cs.burst_length = float(s.clock_scale), int(s.burst_length)
+            cs.read_latency, cs.write_latency, cs.ports_used = int(s.read_latency), int(s.write_latency), int(s.ports_used)
+            specs.append(cs)
+        c.memories = specs
+        return c
+
+    def __repr__(self) -> str:
+        mems = ", ".join(
+            f"{m}(x{self.memories[m].clock_scale:g}, burst {self.memories[m].burst_length}, "
+            f"lat {self.memories[m].read_latency}/{self.memories[m].write_latency})"
+            for m in (self.axi0, self.axi1)
+            if m in self.memories
+        )
+        return f"SystemConfig({self.name!r}: {self.core_clock / 1e6:g} MHz, AXI0={self.axi0}, AXI1={self.axi1}; {mems})"
+
+
+def _read_section(parser: configparser.ConfigParser, section: str, seen: Optional[set] = None) -> Dict[str, str]:
+    """Options of `section`, with those of its ``inherit=`` chain underneath (Vela's rule)."""
+    seen = seen or set()
+    if not parser.has_section(section):
+        raise InvalidArgumentError(f"section [{section}] not found; sections: {', '.join(parser.sections())}")
+    if section in seen:
+        raise InvalidArgumentError(f"[{section}] inherits from itself")
+    seen.add(section)
+    values: Dict[str, str] = {}
+    if parser.has_option(section, "inherit"):
+        values.update(_read_section(parser, parser.get(section, "inherit"), seen))
+    values.update({k: v for k, v in parser.items(section) if k != "inherit"})
+    # configparser lower-cases keys; Vela's keys are Mixed_Case.
+    return {_vela_case(k): v for k, v in values.items()}
+
+
+def _vela_case(key: str) -> str:
+    for m in MEMORIES:
+        if key.startswith(m.lower() + "_"):
+            return m + key[len(m):]
+    return key
+
+
+DEFAULT_SYSTEM = {False: "Ethos_U55_High_End_Embedded", True: "Ethos_U65_Client_Server"}
+DEFAULT_MODE = {False: MemoryMode.SHARED_SRAM, True: MemoryMode.DEDICATED_SRAM}
+
+
+def arch_config(
+    accelerator: Union[str, Accelerator] = "ethos-u55-128",
+    system: Union[str, SystemConfig, None] = None,
+    memory_mode: Union[str, MemoryMode, None] = None,
+) -> "_core.ArchConfig":
+    """Resolve a target. Defaults follow Vela: U55 on High_End_Embedded / Shared_Sram, U65 on
+    Client_Server / Dedicated_Sram."""
+    acc = Accelerator(accelerator)
+    u65 = acc._config.is_u65
+    if system is None:
+        system = DEFAULT_SYSTEM[u65]
+    if isinstance(system, str):
+        system = SystemConfig.preset(system)
+    mode = DEFAULT_MODE[u65] if memory_mode is None else MemoryMode.parse(memory_mode)
+    return _core.ArchConfig(acc._config, system._core(), mode._core())

@@ -1,0 +1,1 @@
+"""Benchmarks that print tables (run `python -m cascader.bench.<name>`), and calibration against Vela."""

@@ -1,0 +1,416 @@
+"""Memory planning: live ranges, offset allocation and arena layout (the C++ core's `memory/`).
+
+`allocate` places buffers that live over step intervals at byte offsets so that no two buffers
+live at the same time share an address. `live_ranges` turns a scheduled list of steps into those
+intervals, and `layout` spreads a schedule's buffers over the fast, slow, persistent and flash
+arenas. `offline_memory_allocation` writes the TFLM metadata for an offline plan.
+"""
+
+from __future__ import annotations
+
+import html
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from . import _core
+from .errors import BudgetError, InvalidArgumentError
+
+Solver = Literal["exact", "greedy", "first-fit"]
+BUFFER_KINDS = ("feature_map", "stripe_buffer", "weights", "double_weights", "copy", "lut", "scratch")
+ALIAS_KINDS = ("in_place", "slice", "reshape")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One buffer to place: live over the half-open step interval [start, end), `size` bytes."""
+
+    start: int
+    end: int
+    size: int
+    alignment: int = 1
+    name: str = ""
+    kind: str = "feature_map"
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    """Where each buffer goes, and how good that is proven to be.
+
+    Attributes
+    ----------
+    offsets : np.ndarray
+        int64 byte offset per buffer, in input order.
+    height : int
+        Arena size needed: max of offset + size.
+    lower_bound : int
+        Proven lower bound on any allocation (peak live bytes, raised by infeasibility proofs).
+    optimal : bool
+        `height == lower_bound`.
+    nodes : int
+        Search nodes the exact solver explored (0 for greedy).
+    seconds : float
+        Wall time.
+    solver : str
+        Which allocator produced it.
+    """
+
+    offsets: np.ndarray
+    height: int
+    lower_bound: int
+    optimal: bool
+    nodes: int
+    seconds: float
+    solver: str
+
+    @property
+    def gap(self) -> int:
+        """Bytes above the proven lower bound (0 when optimal)."""
+        return self.height - self.lower_bound
+
+    def _repr_html_(self) -> str:
+        status = "optimal" if self.optimal else f"gap {self.gap:,} B"
+        return (
+            f"<b>{html.escape(self.solver)}</b>: {self.height:,} B for {self.offsets.size} buffers "
+            f"(lower bound {self.lower_bound:,} B, {status}; {self.nodes:,} nodes, {self.seconds * 1e3:.1f} ms)"
+        )
+
+
+def _columns(buffers: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """start, end, size, alignment int64 arrays from any accepted buffer description."""
+    if hasattr(buffers, "start") and hasattr(buffers, "end") and hasattr(buffers, "size") and not isinstance(
+        buffers, np.ndarray
+    ):
+        cols = [buffers.start, buffers.end, buffers.size, getattr(buffers, "alignment", None)]
+    elif isinstance(buffers, np.ndarray) and buffers.dtype.names:
+        names = buffers.dtype.names
+        missing = {"start", "end", "size"} - set(names)
+        if missing:
+            raise InvalidArgumentError(f"structured buffer array lacks fields {sorted(missing)}")
+        cols = [buffers["start"], buffers["end"], buffers["size"], buffers["alignment"] if "alignment" in names else None]
+    else:
+        try:
+            rows = list(buffers)
+        except TypeError:
+            raise InvalidArgumentError(
+                f"buffers must be records, rows or arrays of start, end, size; got {type(buffers).__name__}"
+            ) from None
+        if rows and not isinstance(rows[0], (Sequence, np.ndarray)):
+            cols = [[r.start for r in rows], [r.end for r in rows], [r.size for r in rows],
+                    [getattr(r, "alignment", 1) for r in rows]]
+        else:
+            try:
+                arr = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1) if rows else np.zeros((0, 3), np.int64)
+            except (ValueError, TypeError) as e:
+                raise InvalidArgumentError(f"buffer rows must be integers of equal length: {e}") from None
+            if arr.shape[1] not in (3, 4):
+                raise InvalidArgumentError(
+                    f"buffers as rows need 3 or 4 columns (start, end, size[, alignment]); got {arr.shape[1]}"
+                )
+            cols = [arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3] if arr.shape[1] == 4 else None]
+    start, end, size = (np.ascontiguousarray(c, dtype=np.int64) for c in cols[:3])
+    alignment = np.ones_like(size) if cols[3] is None else np.ascontiguousarray(cols[3], dtype=np.int64)
+    if not (start.ndim == end.ndim == size.ndim == alignment.ndim == 1) or not (
+        start.size == end.size == size.size == alignment.size
+    ):
+        raise InvalidArgumentError("start, end, size and alignment must be 1-D and of the same length")
+    return start, end, size, alignment
+
+
+def lower_bound(buffers: Any) -> int:
+    """Maximum over time of the live bytes: no allocation of `buffers` can be smaller."""
+    start, end, size, _ = _columns(buffers)
+    return int(_core.peak_live_bytes(start, end, size))
+
+
+def allocate(
+    buffers: Any,
+    capacity: int | None = None,
+    solver: Solver = "exact",
+    *,
+    minimise: bool = True,
+    time_limit: float = 2.0,
+    node_limit: int = 2_000_000,
+) -> AllocationResult:
+    """Place buffers at byte offsets so that buffers live at the same time never overlap.
+
+    Parameters
+    ----------
+    buffers
+        A structured numpy array with fields start, end, size (and optionally alignment); an
+        (n, 3|4) integer array of rows; a sequence of `Buffer` (or any records with those
+        attributes); or an object with start/end/size array attributes (e.g. ActivationRanges).
+        Each buffer lives over the half-open step interval [start, end).
+    capacity
+        Hard limit in bytes. Exceeding it raises BudgetError naming the smallest size found.
+    solver
+        "exact" (minimalloc-class search, warm-started from greedy), "greedy" (best fit by size)
+        or "first-fit" (TFLM's greedy planner: first fit by size).
+    minimise
+        Exact only: False stops at the first allocation within `capacity`.
+    time_limit, node_limit
+        Exact only: search limits. On hitting them the best allocation found is returned with
+        `optimal=False` and its gap to the proven lower bound.
+
+    Returns
+    -------
+    AllocationResult
+    """
+    start, end, size, alignment = _columns(buffers)
+    if solver == "exact":
+        result = _core.exact_allocate(
+            start, end, size, alignment, -1 if capacity is None else int(capacity), minimise, int(node_limit),
+            float(time_limit),
+        )
+    elif solver in ("greedy", "first-fit"):
+        fit = _core.GreedyFit.best if solver == "greedy" else _core.GreedyFit.first
+        result = _core.greedy_allocate(start, end, size, alignment, fit)
+        if capacity is not None and result.height > capacity:
+            raise BudgetError(
+                f"greedy allocation needs {result.height:,} B, over the capacity of {capacity:,} B "
+                f"(lower bound {result.lower_bound:,} B); try solver='exact' or raise the capacity"
+            )
+    else:
+        raise InvalidArgumentError(f"solver must be 'exact', 'greedy' or 'first-fit', not {solver!r}")
+    return AllocationResult(
+        offsets=np.asarray(result.offsets, dtype=np.int64),
+        height=int(result.height),
+        lower_bound=int(result.lower_bound),
+        optimal=bool(result.optimal),
+        nodes=int(result.nodes),
+        seconds=float(result.seconds),
+        solver=str(result.solver),
+    )
+
+
+def check_allocation(buffers: Any, offsets: Iterable[int]) -> None:
+    """Raise InvalidArgumentError if two simultaneously live buffers overlap, or an offset is misaligned."""
+    start, end, size, alignment = _columns(buffers)
+    _core.check_allocation(start, end, size, alignment, [int(o) for o in offsets])
+
+
+# --- schedules -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduledBuffer:
+    """A buffer of a scheduled proposal. `kind` is one of BUFFER_KINDS."""
+
+    name: str
+    kind: str
+    size: int
+    alignment: int = 16
+    persistent: bool = False
+    access_bytes: float = 0.0  # bytes moved per inference; from the cycle model, for eviction
+    constant: bool = False  # read-only data (encoded weights, constants): lives in flash
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stripe-level NPU op or DMA: the buffers it reads and writes (indices)."""
+
+    reads: tuple[int, ...] = ()
+    writes: tuple[int, ...] = ()
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Alias:
+    """`buffer` uses `target`'s memory at `offset`. `kind`: in_place, slice or reshape."""
+
+    buffer: int
+    target: int
+    offset: int = 0
+    kind: str = "in_place"
+
+
+@dataclass
+class Schedule:
+    """What the scheduler hands the memory planner: buffers, ordered steps, aliases."""
+
+    buffers: list[ScheduledBuffer] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    aliases: list[Alias] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScheduleRanges:
+    """Live ranges of a schedule: one per root buffer, plus where every buffer sits inside one."""
+
+    start: np.ndarray
+    end: np.ndarray
+    size: np.ndarray
+    alignment: np.ndarray
+    range_buffer: np.ndarray  # per range: its root buffer
+    buffer_range: np.ndarray  # per buffer: the range holding it
+    buffer_offset: np.ndarray  # per buffer: bytes into that range
+
+
+def _enum(enum_type: Any, names: tuple[str, ...], value: str, what: str) -> Any:
+    if value not in names:
+        raise InvalidArgumentError(f"{what} must be one of {', '.join(names)}; got {value!r}")
+    return getattr(enum_type, value)
+
+
+def live_ranges(schedule: Schedule) -> ScheduleRanges:
+    """Live ranges of every buffer of a schedule (see the rules in memory/buffer_schedule.hpp)."""
+    buffers = [
+        (b.name, _enum(_core.BufferKind, BUFFER_KINDS, b.kind, f"kind of buffer {b.name!r}"), int(b.size),
+         int(b.alignment), bool(b.persistent))
+        for b in schedule.buffers
+    ]
+    steps = [(list(s.reads), list(s.writes)) for s in schedule.steps]
+    aliases = [
+        (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"))
+        for a in schedule.aliases
+    ]
+    r = _core.build_live_ranges(buffers, steps, aliases)
+    as_array = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    return ScheduleRanges(
+        as_array(r.start), as_array(r.end), as_array(r.size), as_array(r.alignment), as_array(r.range_buffer),
+        as_array(r.buffer_range), as_array(r.buffer_offset),
+    )
+
+
+# --- arena layout ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """The memories a layout may use. Cycles per byte come from the cycle model's memory system."""
+
+    fast_capacity: int | None = None
+    slow_capacity: int | None = None
+    fast_cycles_per_byte: float = 0.0
+    slow_cycles_per_byte: float = 1.0
+    shared_sram: bool = False  # Shared_Sram: one scratch arena in SRAM, named `scratch`; no eviction
+    solver: Literal["exact", "greedy"] = "exact"
+    time_limit: float = 0.5
+
+
+@dataclass(frozen=True)
+class PlacedBuffer:
+    """One buffer of a layout: its arena, address and lifetime."""
+
+    name: str
+    kind: str
+    arena: str
+    offset: int
+    start: int
+    end: int
+    size: int
+
+
+@dataclass(frozen=True)
+class MemoryLayout:
+    """Every buffer's arena and address, and each arena's size.
+
+    Arena names follow the Ethos-U driver: `scratch_fast` (SRAM), `scratch` (off-chip, or SRAM
+    in Shared_Sram mode), `persistent` (outlives an inference: LUTs, state), `flash` (constants).
+    """
+
+    buffers: list[PlacedBuffer]
+    sizes: dict[str, int]
+    lower_bounds: dict[str, int]
+    eviction_cycles: float
+
+    @property
+    def persistent_size(self) -> int:
+        return self.sizes.get("persistent", 0)
+
+    @property
+    def non_persistent_size(self) -> int:
+        return sum(v for k, v in self.sizes.items() if k in ("scratch", "scratch_fast"))
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{v:,}</td><td>{self.lower_bounds.get(k, v):,}</td></tr>"
+            for k, v in self.sizes.items()
+        )
+        return (
+            "<table><tr><th>arena</th><th>bytes</th><th>lower bound</th></tr>"
+            f"{rows}</table><p>{len(self.buffers)} buffers; eviction cost {self.eviction_cycles:,.0f} cycles</p>"
+        )
+
+
+def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayout:
+    """Place every buffer of `schedule` in an arena and at an address.
+
+    Feature maps, stripe buffers, weight buffers, copies and scratch go to the fast arena; when
+    it does not fit `config.fast_capacity` the planner evicts to slow memory the buffers whose
+    eviction costs the fewest extra access cycles per byte freed. Persistent buffers (LUTs and
+    state) and constants are laid out linearly in their own arenas.
+    """
+    config = config or MemoryConfig()
+    if config.solver not in ("exact", "greedy"):
+        raise InvalidArgumentError(f"MemoryConfig.solver must be 'exact' or 'greedy', not {config.solver!r}")
+    ranges = live_ranges(schedule)
+    n = ranges.start.size
+    # One arena buffer per live range, carrying the flags of its root buffer and the summed
+    # access bytes of every buffer that shares it.
+    roots = [schedule.buffers[int(b)] for b in ranges.range_buffer]
+    access = np.zeros(n)
+    for i, buf in enumerate(schedule.buffers):
+        access[ranges.buffer_range[i]] += buf.access_bytes
+    result = _core.layout_arenas(
+        ranges.start, ranges.end, ranges.size, ranges.alignment,
+        [b.persistent or b.kind == "lut" for b in roots], [b.constant for b in roots],
+        [not (b.persistent or b.kind == "lut" or b.constant) for b in roots], access.tolist(),
+        # Shared_Sram has nowhere to evict to: lay out unbounded, then hold it to the capacity.
+        -1 if config.fast_capacity is None or config.shared_sram else int(config.fast_capacity),
+        -1 if config.slow_capacity is None else int(config.slow_capacity),
+        float(config.fast_cycles_per_byte), float(config.slow_cycles_per_byte), config.solver == "exact",
+        float(config.time_limit),
+    )
+    fast_name = "scratch" if config.shared_sram else "scratch_fast"
+    names = {_core.Arena.fast: fast_name, _core.Arena.slow: "scratch", _core.Arena.persistent: "persistent",
+             _core.Arena.flash: "flash"}
+    if config.shared_sram and config.fast_capacity is not None and result.fast_size > config.fast_capacity:
+        raise BudgetError(
+            f"Shared_Sram: the scratch arena needs {result.fast_size:,} B, over the SRAM capacity of "
+            f"{config.fast_capacity:,} B; raise the SRAM size to at least that or use Dedicated_Sram with eviction"
+        )
+    placed = []
+    for i, buf in enumerate(schedule.buffers):
+        r = int(ranges.buffer_range[i])
+        placed.append(PlacedBuffer(
+            name=buf.name, kind=buf.kind, arena=names[result.arena[r]],
+            offset=int(result.offset[r] + ranges.buffer_offset[i]), start=int(ranges.start[r]),
+            end=int(ranges.end[r]),
+            # A root holds its whole range (twice the stripe for double-buffered weights).
+            size=int(ranges.size[r]) if int(ranges.range_buffer[r]) == i else int(buf.size),
+        ))
+    sizes = {fast_name: int(result.fast_size)}
+    lower = {fast_name: int(result.fast_lower_bound)}
+    if not config.shared_sram:
+        sizes["scratch"] = int(result.slow_size)
+        lower["scratch"] = int(result.slow_lower_bound)
+    sizes["persistent"] = int(result.persistent_size)
+    sizes["flash"] = int(result.flash_size)
+    return MemoryLayout(placed, sizes, lower, float(result.eviction_cycles))
+
+
+def offline_memory_allocation(n_tensors: int, offsets: dict[int, int], subgraph: int = 0) -> bytes:
+    """The TFLM `OfflineMemoryAllocation` metadata payload for one subgraph.
+
+    int32 little-endian words: format version 0, subgraph index, tensor count n, then one offset
+    per tensor into the arena (-1: let TFLM's planner place it at runtime). The count must equal
+    the subgraph's tensor count, which TFLM checks.
+    """
+    words = [-1] * n_tensors
+    for t, off in offsets.items():
+        if not 0 <= t < n_tensors:
+            raise InvalidArgumentError(f"tensor {t} is outside the subgraph's {n_tensors} tensors")
+        if not 0 <= off < 2**31:
+            raise InvalidArgumentError(f"offset {off} of tensor {t} does not fit an int32 arena offset")
+        words[t] = int(off)
+    return struct.pack(f"<{3 + n_tensors}i", 0, subgraph, n_tensors, *words)
+
+
+def add_offline_memory_allocation(model: Any, offsets: dict[int, int], subgraph: int = 0) -> int:
+    """Attach an offline plan for the CPU-side tensors of `model`'s subgraph; returns the buffer index."""
+    n = len(model.subgraphs[subgraph].tensors)
+    return model.add_metadata("OfflineMemoryAllocation", offline_memory_allocation(n, offsets, subgraph))

@@ -1,0 +1,290 @@
+"""The NPU cycle model, from Python.
+
+:func:`estimate_op` describes one NPU operation and returns its :class:`OpCost`. The model itself
+is the C++ one in ``src/cascader/perf/`` (the same the planner and the estimator call); this
+module only converts arguments and results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence, Tuple, Union
+
+from . import _core
+from .arch import MEMORIES, Accelerator, MemoryMode, SystemConfig, arch_config
+from .errors import InvalidArgumentError
+
+OP_KINDS = {
+    "conv2d": "Conv2D",
+    "depthwise_conv2d": "DepthwiseConv2D",
+    "max_pool": "MaxPool",
+    "avg_pool": "AvgPool",
+    "add": "Add",
+    "sub": "Sub",
+    "mul": "Mul",
+    "minimum": "Minimum",
+    "maximum": "Maximum",
+    "fully_connected": "FullyConnected",
+    "dma": "Dma",
+}
+ACTIVATIONS = {None: "None_", "NONE": "None_", "RELU": "Relu", "RELU6": "Relu", "RELU_N1_TO_1": "Relu",
+               "LUT": "Lut", "SIGMOID": "Lut", "TANH": "Lut"}
+TRAVERSALS = {"auto": "Auto", "depth_first": "DepthFirst", "part_kernel_first": "PartKernelFirst"}
+_BITS = {"int8": 8, "uint8": 8, "int16": 16, "int32": 32, 8: 8, 16: 16, 32: 32}
+
+Shape = Sequence[int]
+
+
+@dataclass(frozen=True)
+class BlockChoice:
+    """The block config an estimate used."""
+
+    ofm_block: Tuple[int, int, int]  # height, width, depth
+    ifm_block: Tuple[int, int, int]
+    part_kernel_first: bool
+    accumulator: str
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """Cost of one NPU op, as Vela defines its per-layer figures.
+
+    ``total_cycles`` is the maximum of ``npu_cycles`` (compute plus DMA waited for) and the
+    access cycles of each memory.
+    """
+
+    total_cycles: float
+    npu_cycles: int
+    dma_cycles: int
+    access_cycles: Dict[str, float]
+    read_bytes: Dict[str, float]
+    write_bytes: Dict[str, float]
+    macs: int
+    block_config: BlockChoice
+
+    @property
+    def bound(self) -> str:
+        """What limits the op: "compute" or the name of the memory whose traffic dominates."""
+        worst = max(self.access_cycles, key=self.access_cycles.get)
+        return "compute" if self.npu_cycles >= self.access_cycles[worst] else worst
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{m} access</td><td>{c:,.0f}</td></tr>" for m, c in self.access_cycles.items() if c
+        )
+        b = self.block_config
+        return (
+            "<table><tr><th>total cycles</th><th>{:,.0f}</th></tr>"
+            "<tr><td>NPU</td><td>{:,}</td></tr><tr><td>DMA</td><td>{:,}</td></tr>{}"
+            "<tr><td>MACs</td><td>{:,}</td></tr><tr><td>block</td><td>OFM {} IFM {}{}</td></tr>"
+            "<tr><td>bound by</td><td>{}</td></tr></table>"
+        ).format(self.total_cycles, self.npu_cycles, self.dma_cycles, rows, self.macs, b.ofm_block, b.ifm_block,
+                 " part-kernel-first" if b.part_kernel_first else "", self.bound)
+
+
+def _shape4(shape: Optional[Shape], what: str) -> "_core.Shape4":
+    if shape is None:
+        raise InvalidArgumentError(f"{what} shape is required")
+    s = [int(v) for v in shape]
+    if not 1 <= len(s) <= 4:
+        raise InvalidArgumentError(f"{what} shape must have 1 to 4 dimensions (NHWC), got {tuple(shape)}")
+    s = [1] * (4 - len(s)) + s
+    if min(s) < 1:
+        raise InvalidArgumentError(f"{what} shape must be positive, got {tuple(shape)}")
+    return _core.Shape4(*s)
+
+
+def _pair(v: Union[int, Sequence[int]], what: str) -> Tuple[int, int]:
+    t = (int(v), int(v)) if isinstance(v, int) else tuple(int(x) for x in v)
+    if len(t) != 2:
+        raise InvalidArgumentError(f"{what} must be an int or a (height, width) pair, got {v!r}")
+    return t  # type: ignore[return-value]
+
+
+def _memory(name: str) -> "_core.MemoryArea":
+    if name not in MEMORIES:
+        raise InvalidArgumentError(f"unknown memory {name!r}; valid: {', '.join(MEMORIES)}")
+    return getattr(_core.MemoryArea, name)
+
+
+def _feature_map(shape: Shape, bits, fmt: str, memory: str, what: str) -> "_core.FeatureMap":
+    fm = _core.FeatureMap()
+    fm.shape = _shape4(shape, what)
+    if bits not in _BITS:
+        raise InvalidArgumentError(f"{what} dtype must be int8, int16 or int32, got {bits!r}")
+    fm.bits = _BITS[bits]
+    if fmt not in ("NHWC", "NHCWB16"):
+        raise InvalidArgumentError(f"{what} format must be 'NHWC' or 'NHCWB16', got {fmt!r}")
+    fm.format = getattr(_core.TensorFormat, fmt)
+    fm.memory = _memory(memory)
+    return fm
+
+
+def _padding(padding, ifm: "_core.Shape4", ofm: "_core.Shape4", k, s, d) -> "_core.Padding":
+    p = _core.Padding()
+    if isinstance(padding, str):
+        if padding.upper() == "VALID":
+            return p
+        if padding.upper() != "SAME":
+            raise InvalidArgumentError(f"padding must be 'SAME', 'VALID' or (top, left, bottom, right), got {padding!r}")
+        # TFLite SAME: the total padding that produces the OFM, the odd one at the end.
+        th = max((ofm.h - 1) * s[0] + (k[0] - 1) * d[0] + 1 - ifm.h, 0)
+        tw = max((ofm.w - 1) * s[1] + (k[1] - 1) * d[1] + 1 - ifm.w, 0)
+        p.top, p.bottom, p.left, p.right = th // 2, th - th // 2, tw // 2, tw - tw // 2
+        return p
+    vals = [int(v) for v in padding]
+    if len(vals) != 4 or min(vals) < 0:
+        raise InvalidArgumentError(f"padding must be 4 non-negative ints (top, left, bottom, right), got {padding!r}")
+    p.top, p.left, p.bottom, p.right = vals
+    return p
+
+
+def npu_op(
+    kind: str,
+    ifm_shape: Shape,
+    ofm_shape: Shape,
+    *,
+    ifm2_shape: Optional[Shape] = None,
+    kernel: Union[int, Sequence[int]] = 1,
+    stride: Union[int, Sequence[int]] = 1,
+    dilation: Union[int, Sequence[int]] = 1,
+    padding: Union[str, Sequence[int]] = "VALID",
+    weight_bytes: int = 0,
+    scale_bytes: int = 0,
+    activation: Optional[str] = None,
+    lut_bytes: int = 0,
+    ifm_dtype: Union[str, int] = "int8",
+    ifm2_dtype: Union[str, int, None] = None,
+    ofm_dtype: Union[str, int] = "int8",
+    ifm_format: str = "NHWC",
+    ifm2_format: str = "NHWC",
+    ofm_format: str = "NHWC",
+    ifm_memory: str = "Sram",
+    ofm_memory: str = "Sram",
+    weight_memory: str = "OffChipFlash",
+    weight_buffer_memory: Optional[str] = None,
+    weight_first_dma_bytes: int = 0,
+    weight_last_slice_depth: int = 0,
+    dma_slack_cycles: int = 0,
+    block_config: Optional[Tuple[int, int, int]] = None,
+    traversal: str = "auto",
+    dma_bytes: int = 0,
+    accelerator: Union[str, Accelerator] = "ethos-u55-128",
+) -> "_core.NpuOp":
+    """Build the core's description of one NPU op. See :func:`estimate_op` for the arguments."""
+    if kind not in OP_KINDS:
+        raise InvalidArgumentError(f"unknown op kind {kind!r}; valid: {', '.join(OP_KINDS)}")
+    op = _core.NpuOp()
+    op.type = getattr(_core.NpuOpType, OP_KINDS[kind])
+    op.ifm = _feature_map(ifm_shape, ifm_dtype, ifm_format, ifm_memory, "ifm")
+    op.ofm = _feature_map(ofm_shape, ofm_dtype, ofm_format, ofm_memory, "ofm")
+    if ifm2_shape is not None:
+        op.ifm2 = _feature_map(ifm2_shape, ifm2_dtype or ifm_dtype, ifm2_format, ifm_memory, "ifm2")
+    k, s, d = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
+    kn = _core.Kernel()
+    kn.height, kn.width, kn.stride_y, kn.stride_x, kn.dilation_y, kn.dilation_x = *k, *s, *d
+    op.kernel = kn
+    op.padding = _padding(padding, op.ifm.shape, op.ofm.shape, k, s, d)
+    op.weight_bytes, op.scale_bytes, op.lut_bytes, op.dma_bytes = int(weight_bytes), int(scale_bytes), int(lut_bytes), int(dma_bytes)
+    op.weight_memory = _memory(weight_memory)
+    if weight_buffer_memory is not None:
+        op.weight_buffer_memory = _memory(weight_buffer_memory)
+    op.weight_first_dma_bytes = int(weight_first_dma_bytes)
+    op.weight_last_slice_depth = int(weight_last_slice_depth)
+    op.dma_slack_cycles = int(dma_slack_cycles)
+    key = activation.upper() if isinstance(activation, str) else activation
+    if key not in ACTIVATIONS:
+        raise InvalidArgumentError(f"unknown activation {activation!r}; valid: {', '.join(k for k in ACTIVATIONS if k)}")
+    op.activation = getattr(_core.Activation, ACTIVATIONS[key])
+    if traversal not in TRAVERSALS:
+        raise InvalidArgumentError(f"traversal must be one of {', '.join(TRAVERSALS)}, got {traversal!r}")
+    op.traversal = getattr(_core.Traversal, TRAVERSALS[traversal])
+    if block_config is not None:
+        acc = Accelerator(accelerator)
+        h, w, c = (int(v) for v in block_config)
+        cfg = _core.try_block_config(acc._config, _core.block_query(op), _core.BlockShape(h, w, c))
+        if cfg is None:
+            raise InvalidArgumentError(
+                f"block config {block_config} is not valid for this op on {acc.name} (micro-block multiples up to "
+                f"{acc._config.ofm_block_max.height}x{acc._config.ofm_block_max.width}x{acc._config.ofm_block_max.depth} "
+                "that fit SHRAM); see cascader.block_configs()"
+            )
+        op.block_config = cfg
+    return op
+
+
+def estimate_op(
+    kind: str,
+    ifm_shape: Shape,
+    ofm_shape: Shape,
+    *,
+    accelerator: Union[str, Accelerator] = "ethos-u55-128",
+    system: Union[str, SystemConfig, None] = None,
+    memory_mode: Union[str, MemoryMode, None] = None,
+    **op_args,
+) -> OpCost:
+    """Estimate the cycles of one NPU operation.
+
+    Parameters
+    ----------
+    kind
+        One of ``conv2d``, ``depthwise_conv2d``, ``max_pool``, ``avg_pool``, ``add``, ``sub``,
+        ``mul``, ``minimum``, ``maximum``, ``fully_connected``, ``dma``.
+    ifm_shape, ofm_shape
+        NHWC shapes (shorter shapes are padded with leading 1s).
+    accelerator, system, memory_mode
+        The target (see :func:`cascader.arch.arch_config` for the defaults).
+    **op_args
+        ``ifm2_shape``, ``kernel``, ``stride``, ``dilation`` (int or (h, w)), ``padding``
+        ("SAME", "VALID" or (top, left, bottom, right)), ``weight_bytes`` and ``scale_bytes``
+        (encoded sizes), ``activation`` (None, "RELU", "RELU6", "SIGMOID", "TANH", "LUT"),
+        ``lut_bytes``, ``ifm_dtype``/``ifm2_dtype``/``ofm_dtype``, ``*_format`` ("NHWC" or
+        "NHCWB16"), ``ifm_memory``/``ofm_memory``/``weight_memory``/``weight_buffer_memory``
+        (memory names; the weight memory defaults to the target's constants region),
+        ``weight_first_dma_bytes``/``weight_last_slice_depth`` (buffered weights: the first DMA
+        and the last depth slice; default one slice), ``dma_slack_cycles`` (cycles of the
+        preceding op that hide this op's DMA),
+        ``block_config`` ((h, w, depth) OFM block, else chosen), ``traversal`` ("auto",
+        "depth_first", "part_kernel_first"), ``dma_bytes`` (``dma`` ops).
+
+    Returns
+    -------
+    OpCost
+    """
+    arch = arch_config(accelerator, system, memory_mode)
+    op_args.setdefault("weight_memory", arch.region_memory(_core.Region.Constants).name)
+    op_args.setdefault("ifm_memory", arch.region_memory(_core.Region.Arena).name)
+    op_args.setdefault("ofm_memory", arch.region_memory(_core.Region.Arena).name)
+    op = npu_op(kind, ifm_shape, ofm_shape, accelerator=accelerator, **op_args)
+    return cost_from_core(_core.estimate(op, arch))
+
+
+def cost_from_core(r: "_core.CostRecord") -> OpCost:
+    """Convert the core's CostRecord into an :class:`OpCost`."""
+    b = r.block_config
+    return OpCost(
+        total_cycles=r.total_cycles,
+        npu_cycles=r.npu_cycles,
+        dma_cycles=r.dma_cycles,
+        access_cycles=dict(zip(MEMORIES, r.access_cycles)),
+        read_bytes=dict(zip(MEMORIES, r.read_bytes)),
+        write_bytes=dict(zip(MEMORIES, r.write_bytes)),
+        macs=r.macs,
+        block_config=BlockChoice(
+            (b.ofm_block.height, b.ofm_block.width, b.ofm_block.depth),
+            (b.ifm_block.height, b.ifm_block.width, b.ifm_block.depth),
+            b.part_kernel_first,
+            b.accumulator.name,
+        ),
+    )
+
+
+def block_configs(kind: str, ifm_shape: Shape, ofm_shape: Shape, *, accelerator: Union[str, Accelerator] = "ethos-u55-128",
+                  **op_args) -> list:
+    """Every valid OFM block config (height, width, depth) for an op, in search order."""
+    acc = Accelerator(accelerator)
+    op = npu_op(kind, ifm_shape, ofm_shape, accelerator=acc, **op_args)
+    return [
+        (c.ofm_block.height, c.ofm_block.width, c.ofm_block.depth)
+        for c in _core.enumerate_block_configs(acc._config, _core.block_query(op))
+    ]

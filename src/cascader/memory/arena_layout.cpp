@@ -1,0 +1,140 @@
+#include "cascader/memory/arena_layout.hpp"
+
+#include <limits>
+#include <string>
+
+#include "cascader/common/error.hpp"
+#include "cascader/memory/exact_allocator.hpp"
+#include "cascader/memory/greedy_allocator.hpp"
+
+namespace cascader {
+
+namespace {
+
+// Node budget of the exact fit check run once per eviction round: enough for real schedules
+// (they fit within a few hundred nodes), small enough that many rounds stay fast.
+constexpr int64_t kFitCheckNodes = 50'000;
+
+int64_t align_up(int64_t x, int64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
+
+// Lays out the buffers of one arena; `members` index into `buffers`.
+Allocation allocate_members(const std::vector<ArenaBuffer>& buffers, const std::vector<size_t>& members,
+                            const MemoryConfig& config) {
+  std::vector<LiveRange> ranges;
+  for (size_t i : members) ranges.push_back(buffers[i].range);
+  if (!config.exact) return greedy_allocate(ranges, GreedyFit::BestFit);
+  ExactOptions options;
+  options.time_limit_s = config.time_limit_s;
+  return exact_allocate(ranges, options);
+}
+
+// Linear layout for buffers alive for the whole run (persistent) or never written (flash).
+int64_t lay_out_linearly(const std::vector<ArenaBuffer>& buffers, Arena which, ArenaLayout& layout) {
+  int64_t cursor = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (layout.arena[i] != which) continue;
+    cursor = align_up(cursor, buffers[i].range.alignment);
+    layout.offset[i] = cursor;
+    cursor += buffers[i].range.size;
+  }
+  return cursor;
+}
+
+}  // namespace
+
+ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryConfig& config) {
+  std::vector<LiveRange> all;
+  for (const ArenaBuffer& b : buffers) all.push_back(b.range);
+  validate(all);
+  ArenaLayout layout;
+  layout.arena.assign(buffers.size(), Arena::Fast);
+  layout.offset.assign(buffers.size(), 0);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].constant) layout.arena[i] = Arena::Flash;
+    else if (buffers[i].persistent) layout.arena[i] = Arena::Persistent;
+  }
+  const double extra_per_byte = config.slow_cycles_per_byte - config.fast_cycles_per_byte;
+  const auto members_of = [&](Arena which) {
+    std::vector<size_t> members;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (layout.arena[i] == which) members.push_back(i);
+    }
+    return members;
+  };
+  // Evict until the fast arena fits. Greedy decides who overflows (cheap and a valid witness);
+  // the exact allocator then confirms the fit, and keeps evicting only if it cannot.
+  while (config.fast_capacity >= 0) {
+    const std::vector<size_t> fast = members_of(Arena::Fast);
+    std::vector<LiveRange> ranges;
+    for (size_t i : fast) ranges.push_back(buffers[i].range);
+    const Allocation witness = greedy_allocate(ranges, GreedyFit::BestFit);
+    if (witness.height <= config.fast_capacity) break;
+    if (config.exact && witness.lower_bound <= config.fast_capacity) {
+      ExactOptions options;
+      options.capacity = config.fast_capacity;
+      options.minimise = false;
+      options.time_limit_s = config.time_limit_s;
+      options.node_limit = kFitCheckNodes;
+      try {
+        exact_allocate(ranges, options);
+        break;
+      } catch (const BudgetError&) {
+        // no fit found: evict one more
+      }
+    }
+    // Candidates: evictable buffers sharing time with a buffer that pokes above capacity.
+    double best_cost = std::numeric_limits<double>::infinity();
+    size_t victim = buffers.size();
+    for (size_t a = 0; a < fast.size(); ++a) {
+      const ArenaBuffer& cand = buffers[fast[a]];
+      if (!cand.evictable || cand.range.size == 0) continue;
+      bool at_overflow = false;
+      for (size_t o = 0; o < fast.size() && !at_overflow; ++o) {
+        const bool over = witness.offsets[o] + ranges[o].size > config.fast_capacity;
+        at_overflow = over && (o == a || overlaps_in_time(cand.range, ranges[o]));
+      }
+      if (!at_overflow) continue;
+      const double cost = cand.access_bytes * extra_per_byte / static_cast<double>(cand.range.size);
+      if (cost < best_cost) {
+        best_cost = cost;
+        victim = fast[a];
+      }
+    }
+    if (victim == buffers.size()) {
+      throw BudgetError("the on-chip buffers that cannot be evicted need " + std::to_string(witness.lower_bound) +
+                        " B or more of fast memory, over its capacity of " + std::to_string(config.fast_capacity) +
+                        " B; raise the fast capacity to at least that");
+    }
+    layout.arena[victim] = Arena::Slow;
+    layout.eviction_cycles += buffers[victim].access_bytes * extra_per_byte;
+  }
+  for (Arena which : {Arena::Fast, Arena::Slow}) {
+    const std::vector<size_t> members = members_of(which);
+    const Allocation alloc = allocate_members(buffers, members, config);
+    for (size_t k = 0; k < members.size(); ++k) layout.offset[members[k]] = alloc.offsets[k];
+    (which == Arena::Fast ? layout.fast_size : layout.slow_size) = alloc.height;
+    (which == Arena::Fast ? layout.fast_lower_bound : layout.slow_lower_bound) = alloc.lower_bound;
+  }
+  if (config.fast_capacity >= 0 && layout.fast_size > config.fast_capacity) {
+    // The final minimising search ran out of time above a fit the feasibility search had found.
+    const std::vector<size_t> fast = members_of(Arena::Fast);
+    std::vector<LiveRange> ranges;
+    for (size_t i : fast) ranges.push_back(buffers[i].range);
+    ExactOptions options;
+    options.capacity = config.fast_capacity;
+    options.minimise = false;
+    options.time_limit_s = config.time_limit_s;
+    const Allocation alloc = exact_allocate(ranges, options);
+    for (size_t k = 0; k < fast.size(); ++k) layout.offset[fast[k]] = alloc.offsets[k];
+    layout.fast_size = alloc.height;
+  }
+  if (config.slow_capacity >= 0 && layout.slow_size > config.slow_capacity) {
+    throw BudgetError("the slow scratch arena needs " + std::to_string(layout.slow_size) +
+                      " B, over its capacity of " + std::to_string(config.slow_capacity) + " B");
+  }
+  layout.persistent_size = lay_out_linearly(buffers, Arena::Persistent, layout);
+  layout.flash_size = lay_out_linearly(buffers, Arena::Flash, layout);
+  return layout;
+}
+
+}  // namespace cascader

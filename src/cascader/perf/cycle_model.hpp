@@ -1,0 +1,66 @@
+// The NPU cycle model: one estimate per NPU op, used by the planner, the compile summary and
+// the command-stream estimator alike.
+//
+// Structure (the decomposition of Vela 5.2's Ethos-U55/U65 estimator, so figures compare 1:1):
+//  - MAC ops: per OFM block, DPU cycles (micro-blocks x kernel steps x IFM depth slices, with
+//    sub-kernel splitting and the small-block accumulator delay) against output-unit cycles
+//    (elements x max(output, activation) cycles per element, at least the scale/bias fetch).
+//    Both are at least a quarter of the block's command-issue work. The slower stage is paid
+//    per block, over a fractional block count in whole micro-blocks; the faster one, the first
+//    IFM block's fetch and the last OFM block's write are paid once.
+//  - Elementwise: output-unit cycles per element, or command issue when blocks are small.
+//  - Memory: bytes per memory (IFM refetch per OFM block and sub-kernel, the encoded weight
+//    and scale stream once per OFM block position, the OFM once), inflated by burst efficiency
+//    for the format, over the memory's bandwidth.
+//  - DMA: weight buffering, LUT loads and Dma ops, memory to memory, added to the NPU cycles.
+//  - total = max(npu cycles, access cycles of each memory), as Vela's "Op Cycles".
+//
+// Complexity: O(sub-kernels) per estimate, plus one block-config search per distinct op shape
+// (see block_config.hpp), cached by BlockConfigCache.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "cascader/arch/arch_config.hpp"
+#include "cascader/perf/npu_op.hpp"
+
+namespace cascader {
+
+struct CostRecord {
+  int64_t npu_cycles = 0;    // compute, plus DMA the NPU has to wait for
+  int64_t dma_cycles = 0;    // weight / LUT / Dma-op transfers
+  std::array<double, kMemoryAreaCount> access_cycles{};  // per MemoryArea, burst-efficiency scaled
+  std::array<double, kMemoryAreaCount> read_bytes{};     // unscaled bytes per memory
+  std::array<double, kMemoryAreaCount> write_bytes{};
+  int64_t macs = 0;
+  double total_cycles = 0;   // max(npu_cycles, access_cycles...)
+  BlockConfig block_config;  // the one used
+};
+
+// Caches block-config choices by op shape. Not thread-safe: use one per thread.
+class BlockConfigCache {
+ public:
+  BlockConfigCache();
+  ~BlockConfigCache();
+  BlockConfigCache(BlockConfigCache&&) noexcept;
+  BlockConfigCache& operator=(BlockConfigCache&&) noexcept;
+  const BlockConfig& get(const AcceleratorConfig& arch, const BlockQuery& q);
+  size_t size() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The block-config query an op implies.
+BlockQuery block_query(const NpuOp& op);
+
+// Estimates one op. Uses op.block_config if set, otherwise the cache's choice. Throws
+// InvalidArgument for inconsistent ops (shapes, bits, a block config that does not fit).
+CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache);
+// Convenience form with a private, thread-local cache.
+CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
+
+}  // namespace cascader

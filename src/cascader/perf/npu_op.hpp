@@ -1,0 +1,75 @@
+// The description of one NPU operation that the cycle model costs. It carries only what the
+// hardware sees: shapes, formats, element sizes, memories, kernel, encoded weight sizes, the
+// activation, and (optionally) a fixed block config and traversal.
+#pragma once
+
+#include <optional>
+
+#include "cascader/arch/block_config.hpp"
+#include "cascader/arch/geometry.hpp"
+#include "cascader/arch/system_config.hpp"
+
+namespace cascader {
+
+enum class NpuOpType {
+  Conv2D = 0,
+  DepthwiseConv2D,
+  MaxPool,
+  AvgPool,
+  Add,
+  Sub,
+  Mul,
+  Minimum,
+  Maximum,
+  FullyConnected,
+  Dma,  // a memory-to-memory copy of ifm -> ofm (weights, LUTs, feature maps)
+};
+
+enum class TensorFormat { NHWC = 0, NHCWB16 };
+
+// Fused activation. Relu covers every clamp (ReLU, ReLU6, ReLU-N1-to-1); Lut covers sigmoid,
+// tanh and table lookups.
+enum class Activation { None = 0, Relu, Lut };
+
+struct FeatureMap {
+  Shape4 shape;
+  TensorFormat format = TensorFormat::NHWC;
+  int bits = 8;  // element size: 8, 16 or 32
+  MemoryArea memory = MemoryArea::Sram;
+};
+
+struct Padding {
+  int top = 0, left = 0, bottom = 0, right = 0;
+};
+
+struct NpuOp {
+  NpuOpType type = NpuOpType::Conv2D;
+  FeatureMap ifm;
+  std::optional<FeatureMap> ifm2;  // elementwise second operand; a 1x1x1x1 shape is a scalar
+  FeatureMap ofm;
+  Kernel kernel;
+  Padding padding;
+  int64_t weight_bytes = 0;  // encoded weight stream
+  int64_t scale_bytes = 0;   // encoded scale and bias
+  MemoryArea weight_memory = MemoryArea::OnChipFlash;
+  // Where the weights are DMA'd before use (nullopt: the NPU reads them in place). With a
+  // buffer, the DMA of the first slice must finish before the op starts; later slices stream
+  // under it (double buffering), and the DMA of the whole stream ends at least the last slice's
+  // compute before the op does.
+  std::optional<MemoryArea> weight_buffer_memory;
+  int64_t weight_first_dma_bytes = 0;  // first slice's weights + scales (0: the whole stream)
+  int weight_last_slice_depth = 0;     // OFM depth of the last slice (0: the whole OFM depth)
+  int64_t dma_slack_cycles = 0;        // cycles of the preceding op that can hide this op's DMA
+  Activation activation = Activation::None;
+  int64_t lut_bytes = 0;     // LUT copied into SHRAM by DMA when activation == Lut
+  MemoryArea lut_memory = MemoryArea::OnChipFlash;
+  bool rescaled = true;      // 16-bit ops that rescale use 40-bit accumulators
+  std::optional<BlockConfig> block_config;  // nullopt: chosen (and cached) by the model
+  Traversal traversal = Traversal::Auto;
+  int64_t dma_bytes = 0;     // Dma only: bytes copied from ifm.memory to ofm.memory
+};
+
+NpuBlockType block_type_of(NpuOpType t);
+bool is_elementwise(NpuOpType t);
+
+}  // namespace cascader

@@ -1,0 +1,48 @@
+"""The cycle model against Vela 5.2's own per-layer estimates, on a fixed CI subset.
+
+The full sweep (64 single-op models x 5 accelerators) is the benchmark
+``python -m cascader.bench.calibration``; here a fixed handful of (case, accelerator) pairs
+runs Vela and checks each within ±5% (in both sweeps: every tensor in SRAM, and the presets'
+memory modes with weights buffered from flash / DRAM).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from cascader.bench import calibration as cal
+
+pytest.importorskip("ethosu.vela")
+pytest.importorskip("cascader.zoo", reason="single-op models come from cascader.zoo")
+
+
+def test_sweep_covers_the_required_space() -> None:
+    cases = cal.sweep()
+    assert len(cases) >= 60 and len({c.name for c in cases}) == len(cases)
+    kinds = {c.kind for c in cases}
+    assert kinds == {"conv2d", "depthwise_conv2d", "max_pool", "avg_pool", "add", "mul", "fully_connected"}
+    convs = {(c.kernel[0], c.stride[0]) for c in cases if c.kind == "conv2d"}
+    assert {(k, s) for k in (1, 3, 5, 7) for s in (1, 2)} <= convs
+    assert {c.kernel[0] for c in cases if c.kind == "depthwise_conv2d"} >= {3, 5}
+    assert any(c.ifm2 for c in cases if c.kind == "add") and any(c.ifm2 for c in cases if c.kind == "mul")
+    channels = [c.ifm[-1] for c in cases] + [c.out_channels for c in cases if c.out_channels]
+    assert min(channels) <= 8 and max(channels) >= 512
+    spatial = [c.ifm[1] for c in cases if len(c.ifm) == 4]
+    assert min(spatial) == 1 and max(spatial) == 224
+    names = {c.name for c in cases}
+    assert all(name in names for name, _, _ in cal.CI_SUBSET)
+
+
+@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
+@pytest.mark.parametrize("name, accelerator, mode", cal.CI_SUBSET)
+def test_within_5_percent_of_vela(name: str, accelerator: str, mode: str) -> None:
+    case = next(c for c in cal.sweep() if c.name == name)
+    [result] = cal.calibrate([(case, accelerator)], cache_path=None, mode=mode)
+    reason = cal.KNOWN_DEVIATIONS.get(name)
+    if reason:
+        pytest.xfail(f"{name}: {reason}")
+    assert abs(result.error) <= cal.WITHIN, (
+        f"{name} on {accelerator}: Vela {result.vela:.0f} cycles, ours {result.ours:.0f} ({100 * result.error:+.1f}%)"
+    )

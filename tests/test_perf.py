@@ -1,0 +1,161 @@
+"""The NPU cycle model through its Python interface."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cascader
+from cascader.perf import OpCost
+
+
+def conv(**kw) -> OpCost:
+    args = dict(kernel=3, padding="SAME", weight_bytes=9 * 64 * 64, scale_bytes=640, activation="RELU",
+                accelerator="ethos-u55-128", memory_mode="Sram_Only")
+    args.update(kw)
+    return cascader.estimate_op("conv2d", (1, 56, 56, 64), (1, 56, 56, 64), **args)
+
+
+def test_matches_vela_on_a_known_conv() -> None:
+    """Vela 5.2 --verbose-performance: 905204 NPU cycles, SRAM AC 422772, 115605504 MACs (U55-128,
+    High_End_Embedded, Sram_Only, 34592 + 640 encoded weight + scale bytes)."""
+    c = conv(weight_bytes=34592, scale_bytes=640)
+    assert c.macs == 56 * 56 * 64 * 9 * 64
+    assert c.access_cycles["Sram"] == 422772
+    assert abs(c.npu_cycles - 905204) / 905204 < 0.01
+    assert c.block_config.ofm_block == (8, 8, 16)
+
+
+def test_total_is_the_max_of_compute_and_memory() -> None:
+    c = conv()
+    assert c.total_cycles == max([c.npu_cycles, *c.access_cycles.values()])
+    assert c.bound in ("compute", "Sram")
+    # Weights in slow off-chip flash make the same conv memory bound.
+    slow = conv(memory_mode="Shared_Sram", system="Ethos_U55_Deep_Embedded")
+    assert slow.bound == "OffChipFlash" and slow.total_cycles > c.total_cycles
+    assert "<table>" in c._repr_html_()
+
+
+def test_cost_grows_with_work() -> None:
+    small = cascader.estimate_op("conv2d", (1, 28, 28, 32), (1, 28, 28, 32), kernel=3, padding="SAME",
+                                 weight_bytes=9216, scale_bytes=320)
+    big = cascader.estimate_op("conv2d", (1, 28, 28, 64), (1, 28, 28, 128), kernel=3, padding="SAME",
+                               weight_bytes=73728, scale_bytes=1280)
+    assert big.macs == 8 * small.macs and big.npu_cycles > 4 * small.npu_cycles
+    fast = conv(accelerator="ethos-u55-256")
+    slow = conv(accelerator="ethos-u55-64")
+    assert fast.npu_cycles < conv().npu_cycles < slow.npu_cycles
+    dual = conv(accelerator="ethos-u65-512", system="Ethos_U65_High_End")
+    single = conv(accelerator="ethos-u65-256", system="Ethos_U65_High_End")
+    assert dual.npu_cycles < single.npu_cycles
+
+
+def test_activation_and_lut() -> None:
+    relu = cascader.estimate_op("add", (1, 32, 32, 64), (1, 32, 32, 64), ifm2_shape=(1, 32, 32, 64),
+                                activation="RELU", accelerator="ethos-u55-256")
+    lut = cascader.estimate_op("add", (1, 32, 32, 64), (1, 32, 32, 64), ifm2_shape=(1, 32, 32, 64),
+                               activation="SIGMOID", lut_bytes=256, accelerator="ethos-u55-256")
+    # U55-256: ADD costs 0.75 cycles/element, a LUT activation 1.0.
+    assert lut.npu_cycles > relu.npu_cycles
+    assert lut.dma_cycles > 0 and relu.dma_cycles == 0
+
+
+def test_weight_buffering_and_dma() -> None:
+    direct = conv(memory_mode="Shared_Sram")
+    buffered = conv(memory_mode="Shared_Sram", weight_buffer_memory="Sram")
+    assert buffered.dma_cycles > 0 and buffered.npu_cycles == direct.npu_cycles + buffered.dma_cycles
+    assert buffered.access_cycles["OffChipFlash"] < direct.access_cycles["OffChipFlash"]
+    dma = cascader.estimate_op("dma", (1, 1, 1, 4096), (1, 1, 1, 4096), dma_bytes=4096,
+                               ifm_memory="OffChipFlash", ofm_memory="Sram")
+    # 4096 B over 8 B/cycle x 0.125 clock scale, plus 64 cycles read latency.
+    assert dma.npu_cycles == dma.dma_cycles == 4096 // 1 + 64
+    assert dma.read_bytes["OffChipFlash"] == 4096
+
+
+def test_explicit_block_config_and_traversal() -> None:
+    auto = conv()
+    fixed = conv(block_config=auto.block_config.ofm_block)
+    assert fixed.npu_cycles == auto.npu_cycles
+    other = conv(block_config=(2, 2, 16))
+    assert other.npu_cycles != auto.npu_cycles
+    pk = conv(traversal="part_kernel_first")
+    assert pk.block_config.part_kernel_first and not auto.block_config.part_kernel_first
+    with pytest.raises(cascader.InvalidArgumentError, match="block config"):
+        conv(block_config=(3, 3, 16))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 9, 9, 8), kernel=3), "does not follow"),
+        (lambda: cascader.estimate_op("conv3d", (1, 8, 8, 8), (1, 8, 8, 8)), "unknown op kind"),
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), ifm_dtype="int4"), "dtype"),
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), ifm2_shape=(1, 8, 8, 8)), "ifm2"),
+        (lambda: cascader.estimate_op("add", (1, 8, 8, 8), (1, 8, 8, 8), ifm2_shape=(1, 8, 3, 8)), "broadcast"),
+        (lambda: cascader.estimate_op("conv2d", (1, 0, 8, 8), (1, 8, 8, 8)), "positive"),
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), weight_bytes=-1), ">= 0"),
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), padding="FULL"), "padding"),
+        (lambda: cascader.estimate_op("depthwise_conv2d", (1, 8, 8, 8), (1, 8, 8, 16)), "depth"),
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), ifm_memory="L2"), "memory"),
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), activation="GELU"), "activation"),
+        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), accelerator="ethos-u85-256"), "accelerator"),
+    ],
+)
+def test_bad_input_is_a_clear_error(call, message) -> None:
+    with pytest.raises(cascader.InvalidArgumentError, match=message):
+        call()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    acc=st.sampled_from(["ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256",
+                         "ethos-u65-512"]),
+    kind=st.sampled_from(["conv2d", "depthwise_conv2d", "max_pool", "avg_pool", "add", "mul", "fully_connected"]),
+    hw=st.integers(1, 64),
+    c=st.integers(1, 512),
+    oc=st.integers(1, 512),
+    k=st.integers(1, 9),
+    s=st.integers(1, 3),
+    bits=st.sampled_from(["int8", "int16"]),
+    fmt=st.sampled_from(["NHWC", "NHCWB16"]),
+)
+def test_estimates_are_sane_for_any_op(acc, kind, hw, c, oc, k, s, bits, fmt) -> None:
+    kw = dict(accelerator=acc, ifm_dtype=bits, ofm_dtype=bits, ifm_format=fmt, ofm_format=fmt)
+    if kind == "fully_connected":
+        ifm, ofm = (1, 1, 1, c), (1, 1, 1, oc)
+        kw.update(weight_bytes=c * oc, scale_bytes=10 * oc)
+    elif kind in ("add", "mul"):
+        ifm = ofm = (1, hw, hw, c)
+        kw.update(ifm2_shape=(1, 1, 1, c))
+    else:
+        out = -(-hw // s)
+        ifm, ofm = (1, hw, hw, c), (1, out, out, oc if kind == "conv2d" else c)
+        kw.update(kernel=k, stride=s, padding="SAME")
+        if kind != "max_pool" and kind != "avg_pool":
+            kw.update(weight_bytes=k * k * c * (oc if kind == "conv2d" else 1), scale_bytes=10 * ofm[3])
+    cost = cascader.estimate_op(kind, ifm, ofm, **kw)
+    assert cost.npu_cycles > 0 and math.isfinite(cost.total_cycles)
+    assert cost.total_cycles >= cost.npu_cycles
+    assert cost.write_bytes[next(m for m, b in cost.write_bytes.items() if b)] >= math.prod(ofm) * (1 if bits == "int8" else 2)
+    if kind in ("conv2d", "fully_connected"):
+        assert cost.macs == math.prod(ofm) * (1 if kind == "fully_connected" else k * k) * ifm[3]
+
+
+def test_double_buffered_weights_follow_velas_rule() -> None:
+    """npu = max(full DMA - slack + last slice, compute + first DMA - slack) (Vela's rule)."""
+    base = dict(memory_mode="Shared_Sram", weight_buffer_memory="Sram", weight_bytes=36864, scale_bytes=640)
+    single = conv(**base)
+    double = conv(**base, weight_first_dma_bytes=18752, weight_last_slice_depth=32)
+    compute = conv(memory_mode="Sram_Only", weight_bytes=36864, scale_bytes=640).npu_cycles
+    full = single.dma_cycles
+    # One slice: the whole DMA, then the compute.
+    assert single.npu_cycles >= compute + full - 64
+    # Two slices: the second half streams under the compute.
+    assert compute < double.npu_cycles < single.npu_cycles
+    hidden = conv(**base, weight_first_dma_bytes=18752, weight_last_slice_depth=32, dma_slack_cycles=10**9)
+    assert hidden.npu_cycles <= double.npu_cycles
+    with pytest.raises(cascader.InvalidArgumentError, match=">= 0"):
+        conv(**base, dma_slack_cycles=-1)
