@@ -296,6 +296,16 @@ class CalibratedNet:
         self._op(opcode, [x.index, wi, bi], [out.index], {**options, "fused_activation_function": activation or "NONE"})
         return out
 
+    def _window(self, x: Activation, opcode: str, kernel, stride, dilation, padding: str, activation):
+        """Validate a sliding-window op's arguments; returns (kernel, stride, dilation) pairs."""
+        kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
+        _check_padding(padding)
+        _check_activation(activation)
+        self._spatial(x, opcode)
+        for axis in (1, 2):  # raises when the window does not fit the input
+            output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
+        return kernel, stride, dilation
+
     def conv2d(
         self,
         x: Activation,
@@ -307,14 +317,9 @@ class CalibratedNet:
         activation: str | None = "RELU",
         name: str = "conv",
     ) -> Activation:
-        kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
-        _check_padding(padding)
-        _check_activation(activation)
         if not isinstance(filters, (int, np.integer)) or filters < 1:
             raise InvalidArgumentError(f"filters must be a positive int, got {filters!r}")
-        self._spatial(x, "CONV_2D")
-        for axis in (1, 2):
-            output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
+        kernel, stride, dilation = self._window(x, "CONV_2D", kernel, stride, dilation, padding, activation)
         cin = x.shape[3]
         std = math.sqrt(2.0 / (kernel[0] * kernel[1] * cin))  # He initialisation
         w = self.rng.normal(0.0, std, size=(filters, *kernel, cin)).astype(np.float32)
@@ -337,14 +342,9 @@ class CalibratedNet:
         activation: str | None = "RELU",
         name: str = "depthwise",
     ) -> Activation:
-        kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
-        _check_padding(padding)
-        _check_activation(activation)
         if not isinstance(depth_multiplier, (int, np.integer)) or depth_multiplier < 1:
             raise InvalidArgumentError(f"depth_multiplier must be a positive int, got {depth_multiplier!r}")
-        self._spatial(x, "DEPTHWISE_CONV_2D")
-        for axis in (1, 2):
-            output_size(x.shape[axis], kernel[axis - 1], stride[axis - 1], dilation[axis - 1], padding)
+        kernel, stride, dilation = self._window(x, "DEPTHWISE_CONV_2D", kernel, stride, dilation, padding, activation)
         channels = x.shape[3] * depth_multiplier
         # He-scaled taps with a positive mean (a low-pass filter, as trained depthwise kernels
         # tend to be): zero-mean random taps amplify the white int8 rounding noise layer after
