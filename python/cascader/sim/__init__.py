@@ -2,5 +2,6 @@
 
 from .binary import DecodedStream, NpuCall, npu_calls
 from .simulate import decode, simulate
+from .estimator import Estimate, OperationCycles, estimate
 
-__all__ = ["DecodedStream", "NpuCall", "decode", "npu_calls", "simulate"]
+__all__ = ["DecodedStream", "Estimate", "NpuCall", "OperationCycles", "decode", "estimate", "npu_calls", "simulate"]

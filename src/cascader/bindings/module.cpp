@@ -38,4 +38,5 @@ PYBIND11_MODULE(_core, m) {
   cascader::bindings::bind_arch(m);
   cascader::bindings::bind_perf(m);
   cascader::bindings::bind_sim(m);
+  cascader::bindings::bind_estimator(m);
 }

@@ -1,0 +1,147 @@
+"""`cascader.estimate`: cycles of an Ethos-U binary (Vela's or ours) on the shared cycle model.
+
+Every `ethos-u` operator's command stream is decoded and each NPU operation is costed by the
+C++ cycle model (``src/cascader/sim/estimator.hpp`` maps decoded operations to the model's
+``NpuOp``; the block config, stream lengths and DMAs come from the binary). This is the
+yardstick on which Vela's output and ours are compared.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple, Union
+
+from .. import _core
+from ..arch import MEMORIES, Accelerator, MemoryMode, SystemConfig, arch_config
+from ..errors import BinaryError
+from .binary import npu_calls
+from .simulate import BinaryLike, _as_model
+
+_KINDS = {
+    "Conv2D": "conv2d",
+    "DepthwiseConv2D": "depthwise_conv2d",
+    "MaxPool": "max_pool",
+    "AvgPool": "avg_pool",
+    "Add": "add",
+    "Sub": "sub",
+    "Mul": "mul",
+    "Minimum": "minimum",
+    "Maximum": "maximum",
+    "FullyConnected": "fully_connected",
+    "Dma": "dma",
+}
+
+
+@dataclass(frozen=True)
+class OperationCycles:
+    """The estimate of one NPU operation of a command stream."""
+
+    call: int  # index of the `ethos-u` operator in the subgraph
+    operation: int  # index of the operation in the decoded stream
+    word_offset: int  # of its NPU_OP_* command
+    kind: str  # the cycle model's op kind (conv2d, depthwise_conv2d, ..., dma)
+    ofm_shape: Tuple[int, int, int, int]
+    cycles: float  # max(NPU cycles, each memory's access cycles)
+    npu_cycles: int
+    dma_cycles: int  # the folded weight / LUT DMAs, or the copy itself for a dma row
+    block: Tuple[int, int, int]  # OFM block (height, width, depth) used
+    block_from_binary: bool  # False: the binary's block does not fit our SHRAM model, re-chosen
+    dmas: Tuple[int, ...]  # decoded indices of the DMA operations costed with this one
+
+
+@dataclass
+class Estimate:
+    """Cycles per operation, per NPU call and in total, and bytes per memory."""
+
+    accelerator: str
+    system: str
+    memory_mode: str
+    operations: List[OperationCycles]
+    call_cycles: Dict[int, float]  # `ethos-u` operator index -> cycles
+    total_cycles: float
+    read_bytes: Dict[str, float] = field(default_factory=dict)
+    write_bytes: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def bytes_per_memory(self) -> Dict[str, float]:
+        """Bytes read plus written, per memory that is used."""
+        return {m: self.read_bytes.get(m, 0.0) + self.write_bytes.get(m, 0.0) for m in MEMORIES
+                if self.read_bytes.get(m, 0.0) + self.write_bytes.get(m, 0.0) > 0}
+
+    def _repr_html_(self) -> str:
+        head = (f"<p>{html.escape(self.accelerator)}, {html.escape(self.system)}, {html.escape(self.memory_mode)}: "
+                f"<b>{self.total_cycles:,.0f}</b> cycles in {len(self.call_cycles)} NPU call(s); "
+                + ", ".join(f"{m} {b / 1024:,.1f} KiB" for m, b in self.bytes_per_memory.items()) + "</p>")
+        rows = "".join(
+            f"<tr><td>{o.call}</td><td>{o.operation}</td><td>{o.kind}</td><td>{'x'.join(map(str, o.ofm_shape))}</td>"
+            f"<td>{'x'.join(map(str, o.block))}{'' if o.block_from_binary else '*'}</td>"
+            f"<td>{o.npu_cycles:,}</td><td>{o.dma_cycles:,}</td><td>{o.cycles:,.0f}</td></tr>"
+            for o in self.operations
+        )
+        return (head + "<table><tr><th>call</th><th>op</th><th>kind</th><th>OFM</th><th>block</th><th>NPU</th>"
+                "<th>DMA</th><th>cycles</th></tr>" + rows + "</table>")
+
+
+def estimate(
+    binary: BinaryLike,
+    system: Union[str, SystemConfig, None] = None,
+    memory_mode: Union[str, MemoryMode, None] = None,
+    accelerator: Union[str, Accelerator, None] = None,
+    subgraph: int = 0,
+) -> Estimate:
+    """Estimate the cycles of an Ethos-U binary with the shared cycle model.
+
+    Parameters
+    ----------
+    binary
+        A path, the bytes of a `.tflite`, a :class:`~cascader.Model` or a CompiledModel.
+    system, memory_mode
+        The target system (a preset name or :class:`~cascader.SystemConfig`) and memory mode;
+        the defaults are Vela's (U55: High_End_Embedded / Shared_Sram, U65: Client_Server /
+        Dedicated_Sram).
+    accelerator
+        Defaults to the one the driver payload's config names.
+    subgraph
+        The subgraph whose `ethos-u` operators are estimated.
+
+    Returns
+    -------
+    Estimate
+
+    Raises
+    ------
+    BinaryError
+        A malformed payload or command stream, or an operation the model cannot cost; the
+        message names the word offset. Also when the binary has no `ethos-u` operator.
+    """
+    model = _as_model(binary)
+    calls = npu_calls(model, subgraph)
+    if not calls:
+        raise BinaryError("the model has no `ethos-u` operator: compile it for the NPU first (Vela or cascader)")
+    if accelerator is None:
+        accelerator = calls[0].decode().config["accelerator"]
+    acc = Accelerator(accelerator)
+    arch = arch_config(acc, system, memory_mode)
+    rows: List[OperationCycles] = []
+    per_call: Dict[int, float] = {}
+    read = dict.fromkeys(MEMORIES, 0.0)
+    write = dict.fromkeys(MEMORIES, 0.0)
+    for call in calls:
+        r = _core.estimate_driver_payload(call.payload, arch)
+        per_call[call.index] = float(r["total_cycles"])
+        for m, rb, wb in zip(MEMORIES, r["read_bytes"], r["write_bytes"]):
+            read[m] += rb
+            write[m] += wb
+        for row in r["operations"]:
+            op, cost = row["op"], row["cost"]
+            b = cost.block_config.ofm_block
+            s = op.ofm.shape
+            rows.append(OperationCycles(
+                call=call.index, operation=row["operation"], word_offset=row["word_offset"],
+                kind=_KINDS[op.type.name], ofm_shape=(s.n, s.h, s.w, s.c), cycles=float(cost.total_cycles),
+                npu_cycles=int(cost.npu_cycles), dma_cycles=int(cost.dma_cycles),
+                block=(b.height, b.width, b.depth) if op.type.name != "Dma" else (0, 0, 0),
+                block_from_binary=bool(row["block_config_from_binary"]), dmas=tuple(row["dmas"]),
+            ))
+    return Estimate(acc.name, arch.system.name, arch.memory_mode.name, rows, per_call, sum(per_call.values()), read, write)

@@ -1,0 +1,36 @@
+#include <pybind11/stl.h>
+
+#include "cascader/bindings/bindings.hpp"
+#include "cascader/sim/command_stream.hpp"
+#include "cascader/sim/driver_payload.hpp"
+#include "cascader/sim/estimator.hpp"
+
+namespace py = pybind11;
+
+namespace cascader::bindings {
+
+void bind_estimator(py::module_& m) {
+  m.def(
+      "estimate_driver_payload",
+      [](const py::bytes& payload, const ArchConfig& arch) {
+        const std::string_view s = payload;
+        const sim::DriverPayload p = sim::parse_driver_payload(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        BlockConfigCache cache;
+        const sim::StreamEstimate e = sim::estimate_stream(cs, arch, cache);
+        py::list rows;
+        for (const auto& r : e.operations) {
+          rows.append(py::dict(py::arg("operation") = r.operation,
+                               py::arg("word_offset") = cs.operations[r.operation].word_offset,
+                               py::arg("op") = r.op, py::arg("cost") = r.cost, py::arg("dmas") = r.dmas,
+                               py::arg("block_config_from_binary") = r.block_config_from_binary));
+        }
+        return py::dict(py::arg("operations") = rows, py::arg("total_cycles") = e.total_cycles,
+                        py::arg("read_bytes") = e.read_bytes, py::arg("write_bytes") = e.write_bytes);
+      },
+      py::arg("payload"), py::arg("arch"),
+      "Cycle estimate of a COP1 driver payload on a target: one row per costed operation\n"
+      "(decoded index, NpuOp, CostRecord, folded DMAs), total cycles and bytes per memory.");
+}
+
+}  // namespace cascader::bindings

@@ -1,0 +1,230 @@
+#include "cascader/sim/estimator.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "cascader/common/error.hpp"
+
+namespace cascader::sim {
+
+namespace {
+
+// A DMA not yet consumed: where it copied to, from which memory, and the cycles of the NPU
+// operations issued before it (those after it, up to its consumer, can hide it).
+struct PendingDma {
+  size_t index = 0;
+  AddressRange src, dst;
+  double issued_at = 0;
+};
+
+bool covers(const AddressRange& dst, const AddressRange& use) {
+  return use.length > 0 && dst.region == use.region && use.address >= dst.address &&
+         use.address + use.length <= dst.address + dst.length;
+}
+
+int bits_of(DataType t) { return 8 * element_size(t); }
+
+cascader::FeatureMap feature_map(const sim::FeatureMap& f, const Shape4& shape, const ArchConfig& arch) {
+  cascader::FeatureMap m;
+  m.shape = shape;
+  m.format = f.layout == Layout::NHCWB16 ? TensorFormat::NHCWB16 : TensorFormat::NHWC;
+  m.bits = bits_of(f.dtype);
+  m.memory = region_memory(f.region, arch);
+  return m;
+}
+
+// A clamp to the full range of the OFM type is no activation; a narrower one is a ReLU.
+cascader::Activation activation_of(const NpuOperation& o) {
+  if (o.activation.function != 0) return cascader::Activation::Lut;
+  const int bits = bits_of(o.ofm.dtype);
+  const int64_t lo = is_signed(o.ofm.dtype) ? -(int64_t(1) << (bits - 1)) : 0;
+  const int64_t hi = is_signed(o.ofm.dtype) ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+  return (o.activation.min > lo || o.activation.max < hi) ? cascader::Activation::Relu : cascader::Activation::None;
+}
+
+NpuOpType op_type(const NpuOperation& o) {
+  switch (o.kind) {
+    case OpKind::Conv:
+      // Vela runs fully connected layers as 1x1 convolutions over a 1x1 OFM (vector product).
+      return (o.ofm.height == 1 && o.ofm.width == 1 && o.kernel.width == 1 && o.kernel.height == 1)
+                 ? NpuOpType::FullyConnected
+                 : NpuOpType::Conv2D;
+    case OpKind::Depthwise: return NpuOpType::DepthwiseConv2D;
+    case OpKind::Pool:
+      // Reduce-sum has no type of its own in the cycle model; it is a pooling pass.
+      return static_cast<PoolMode>(o.sub_op) == PoolMode::Max ? NpuOpType::MaxPool : NpuOpType::AvgPool;
+    case OpKind::Elementwise:
+      switch (static_cast<ElementwiseMode>(o.sub_op)) {
+        case ElementwiseMode::Mul: return NpuOpType::Mul;
+        case ElementwiseMode::Add: return NpuOpType::Add;
+        case ElementwiseMode::Sub: return NpuOpType::Sub;
+        case ElementwiseMode::Min: return NpuOpType::Minimum;
+        // MAX and the unary modes (LRELU, ABS, CLZ, SHR, SHL) cost as a non-multiplying
+        // elementwise pass.
+        default: return NpuOpType::Maximum;
+      }
+    case OpKind::Dma: return NpuOpType::Dma;
+  }
+  return NpuOpType::Dma;
+}
+
+// The cycle model's description of one compute operation, without the DMA-related fields.
+NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
+  NpuOp op;
+  op.type = op_type(o);
+  const Shape4 ofm{1, o.ofm.height, o.ofm.width, o.ofm.depth};
+  op.ofm = feature_map(o.ofm, ofm, arch);
+  if (o.kind == OpKind::Elementwise) {
+    // The IFM covers the OFM; a broadcast IFM2 has size 1 on its broadcast axes.
+    op.ifm = feature_map(o.ifm, ofm, arch);
+    if (o.has_ifm2()) {
+      Shape4 s2 = ofm;
+      if (o.ifm2_is_scalar) s2 = Shape4{1, 1, 1, 1};
+      if (o.broadcast_h) s2.h = 1;
+      if (o.broadcast_w) s2.w = 1;
+      if (o.broadcast_c) s2.c = 1;
+      op.ifm2 = feature_map(o.ifm2, s2, arch);
+    }
+  } else {
+    cascader::Kernel k;
+    k.dilation_x = o.kernel.dilation_x;
+    k.dilation_y = o.kernel.dilation_y;
+    // The registers hold the dilated extent.
+    k.width = (o.kernel.width - 1) / std::max(k.dilation_x, 1) + 1;
+    k.height = (o.kernel.height - 1) / std::max(k.dilation_y, 1) + 1;
+    k.stride_x = o.kernel.stride_x;
+    k.stride_y = o.kernel.stride_y;
+    op.kernel = k;
+    op.padding = cascader::Padding{o.padding.top, o.padding.left, o.padding.bottom, o.padding.right};
+    // The IFM box the OFM box reads (the tiles may hold more than this stripe uses).
+    Shape4 ifm{1, (ofm.h - 1) * k.stride_y + k.area_height() - o.padding.top - o.padding.bottom,
+               (ofm.w - 1) * k.stride_x + k.area_width() - o.padding.left - o.padding.right,
+               op.type == NpuOpType::Conv2D || op.type == NpuOpType::FullyConnected ? o.ifm.depth : ofm.c};
+    if (ifm.h < 1 || ifm.w < 1) {
+      throw BinaryError("operation at word " + std::to_string(o.word_offset) +
+                        ": the padding exceeds the IFM area the kernel reads");
+    }
+    op.ifm = feature_map(o.ifm, ifm, arch);
+    if (op.type == NpuOpType::Conv2D) {
+      op.traversal = o.kernel.part_kernel_first ? Traversal::PartKernelFirst : Traversal::DepthFirst;
+    }
+  }
+  op.activation = activation_of(o);
+  op.weight_bytes = int64_t(o.weights.length + o.weights1.length);
+  op.scale_bytes = int64_t(o.scales.length + o.scales1.length);
+  if (op.weight_bytes > 0 || op.scale_bytes > 0) {
+    op.weight_memory = region_memory(op.weight_bytes > 0 ? o.weights.region : o.scales.region, arch);
+  }
+  return op;
+}
+
+}  // namespace
+
+MemoryArea region_memory(int region, const ArchConfig& arch) {
+  if (region == kShramRegion) throw BinaryError("the SHRAM (region 0x103) is not a system memory");
+  if (region < 0 || region > 7) throw BinaryError("region " + std::to_string(region) + " is out of range 0..7");
+  switch (region) {
+    case 0: return arch.region_memory(Region::Constants);
+    case 2: return arch.region_memory(Region::FastCache);
+    default: return arch.region_memory(Region::Arena);  // 1 scratch; 3+ IO, inside the arena
+  }
+}
+
+StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache) {
+  StreamEstimate result;
+  std::vector<PendingDma> pending;
+  double elapsed = 0;  // cycles of the compute operations so far
+  auto add = [&result](OperationEstimate&& e) {
+    result.total_cycles += e.cost.total_cycles;
+    for (int m = 0; m < kMemoryAreaCount; ++m) {
+      result.read_bytes[m] += e.cost.read_bytes[m];
+      result.write_bytes[m] += e.cost.write_bytes[m];
+    }
+    result.operations.push_back(std::move(e));
+  };
+
+  for (size_t i = 0; i < stream.operations.size(); ++i) {
+    const NpuOperation& o = stream.operations[i];
+    if (o.kind == OpKind::Dma) {
+      if (o.dma_src.region == kShramRegion) {
+        throw BinaryError("DMA at word " + std::to_string(o.word_offset) + " reads from the SHRAM");
+      }
+      // A new DMA over the same bytes replaces an older, unconsumed one.
+      pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                   [&](const PendingDma& p) { return covers(o.dma_dst, p.dst); }),
+                    pending.end());
+      pending.push_back(PendingDma{i, o.dma_src, o.dma_dst, elapsed});
+      continue;
+    }
+    OperationEstimate e;
+    e.operation = i;
+    try {
+      e.op = npu_op(o, arch);
+    } catch (const BinaryError& err) {
+      throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
+    }
+    // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation.
+    if (e.op.weight_bytes > 0) {
+      auto it = std::find_if(pending.rbegin(), pending.rend(), [&](const PendingDma& p) { return covers(p.dst, o.weights); });
+      if (it != pending.rend()) {
+        e.op.weight_memory = region_memory(it->src.region, arch);
+        e.op.weight_buffer_memory = region_memory(it->dst.region, arch);
+        e.op.weight_first_dma_bytes = int64_t(it->dst.length);
+        e.op.dma_slack_cycles = int64_t(elapsed - it->issued_at);
+        e.dmas.push_back(it->index);
+        pending.erase(std::next(it).base());
+        // Scales DMA'd separately into the buffer are part of the same transfer.
+        auto s = std::find_if(pending.begin(), pending.end(), [&](const PendingDma& p) { return covers(p.dst, o.scales); });
+        if (s != pending.end()) {
+          e.dmas.push_back(s->index);
+          pending.erase(s);
+        }
+      }
+    }
+    // The LUT this operation's activation reads was DMA'd into the SHRAM.
+    if (e.op.activation == cascader::Activation::Lut) {
+      auto it = std::find_if(pending.rbegin(), pending.rend(), [](const PendingDma& p) { return p.dst.region == kShramRegion; });
+      if (it != pending.rend()) {
+        e.op.lut_bytes = int64_t(it->dst.length);
+        e.op.lut_memory = region_memory(it->src.region, arch);
+        e.dmas.push_back(it->index);
+        pending.erase(std::next(it).base());
+      }
+    }
+    // The block config the binary runs with; one our SHRAM model rejects is re-chosen, and said.
+    const BlockShape block{o.block_height, o.block_width, o.block_depth};
+    if (auto cfg = try_block_config(arch.accelerator(), block_query(e.op), block)) {
+      e.op.block_config = *cfg;
+    } else {
+      e.block_config_from_binary = false;
+    }
+    try {
+      e.cost = estimate(e.op, arch, cache);
+    } catch (const InvalidArgument& err) {
+      throw BinaryError("operation at word " + std::to_string(o.word_offset) + " cannot be costed: " + err.what());
+    }
+    elapsed += e.cost.total_cycles;
+    add(std::move(e));
+  }
+
+  // DMAs no operation consumed (feature-map copies, buffers read by no later operation).
+  for (const PendingDma& p : pending) {
+    if (p.dst.region == kShramRegion) continue;  // a LUT no activation reads: nothing waits for it
+    const NpuOperation& o = stream.operations[p.index];
+    OperationEstimate e;
+    e.operation = p.index;
+    e.op.type = NpuOpType::Dma;
+    e.op.ifm.memory = region_memory(p.src.region, arch);
+    e.op.ofm.memory = region_memory(p.dst.region, arch);
+    e.op.dma_bytes = int64_t(o.dma_src.length);
+    e.dmas.push_back(p.index);
+    e.cost = estimate(e.op, arch, cache);
+    add(std::move(e));
+  }
+  std::stable_sort(result.operations.begin(), result.operations.end(),
+                   [](const OperationEstimate& a, const OperationEstimate& b) { return a.operation < b.operation; });
+  return result;
+}
+
+}  // namespace cascader::sim

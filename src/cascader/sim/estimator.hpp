@@ -1,0 +1,48 @@
+// The cycle estimator of Ethos-U binaries: decoded command-stream operations are turned into
+// the cycle model's NpuOp (perf/npu_op.hpp) and costed by the shared estimate() -- there is no
+// second cost model here. What the binary fixes is taken from it, never re-chosen: the block
+// config, the weight and scale stream lengths, and the DMAs that fill weight buffers and load
+// LUTs (each DMA is folded into the operation that first consumes its destination; a DMA that
+// no operation consumes, e.g. a feature-map copy, is costed as a Dma op of its own).
+//
+// Regions map to memories as Vela's npu_serialisation numbers them: 0 the constants (flash)
+// tensor, 1 the scratch arena, 2 scratch_fast, 3 and up IO (inside the arena); the target's
+// memory mode then places each region on a memory.
+//
+// Complexity: O(operations x pending DMAs), plus one block-config check per operation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "cascader/arch/arch_config.hpp"
+#include "cascader/perf/cycle_model.hpp"
+#include "cascader/sim/command_stream.hpp"
+
+namespace cascader::sim {
+
+struct OperationEstimate {
+  size_t operation = 0;          // index into CommandStream::operations
+  NpuOp op;                      // what the cycle model was given
+  CostRecord cost;
+  std::vector<size_t> dmas;      // indices of the DMA operations folded into this one
+  bool block_config_from_binary = true;  // false: the binary's block does not fit our SHRAM model
+};
+
+struct StreamEstimate {
+  std::vector<OperationEstimate> operations;  // in stream order; folded DMAs have no row
+  double total_cycles = 0;
+  std::array<double, kMemoryAreaCount> read_bytes{};
+  std::array<double, kMemoryAreaCount> write_bytes{};
+};
+
+// The memory a command-stream region lives in on `arch` (region 0x103, the SHRAM, has none:
+// throws BinaryError).
+MemoryArea region_memory(int region, const ArchConfig& arch);
+
+// Estimates one decoded command stream. Throws BinaryError for operations the cycle model
+// cannot describe (e.g. an unsupported element size), naming the word offset.
+StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache);
+
+}  // namespace cascader::sim
