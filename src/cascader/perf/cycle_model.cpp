@@ -457,7 +457,8 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   if (op.activation == Activation::Lut && op.lut_bytes > 0 && op.lut_memory != fast) {
     const int64_t lut = mem2mem_cycles(arch, op.lut_memory, fast, op.lut_bytes);
     dma += lut;
-    npu += lut;
+    // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
+    npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
     rd(op.lut_memory, op.lut_bytes);
   }
   r.dma_cycles = dma;

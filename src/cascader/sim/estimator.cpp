@@ -10,8 +10,10 @@ namespace cascader::sim {
 
 namespace {
 
-// A DMA not yet consumed: where it copied to, from which memory, and the cycles of the NPU
-// operations issued before it (those after it, up to its consumer, can hide it).
+// A DMA not yet consumed: where it copied to, from which memory, and when it started on the
+// NPU-cycle clock. The command processor moves on while an operation runs, so a DMA issued
+// after operation k overlaps k: it starts when k starts, and everything from k up to its
+// consumer can hide it (Vela's "slack").
 struct PendingDma {
   size_t index = 0;
   AddressRange src, dst;
@@ -134,7 +136,8 @@ MemoryArea region_memory(int region, const ArchConfig& arch) {
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache) {
   StreamEstimate result;
   std::vector<PendingDma> pending;
-  double elapsed = 0;  // cycles of the compute operations so far
+  double elapsed = 0;     // NPU cycles of the compute operations so far
+  double last_start = 0;  // when the last compute operation started
   auto add = [&result](OperationEstimate&& e) {
     result.total_cycles += e.cost.total_cycles;
     for (int m = 0; m < kMemoryAreaCount; ++m) {
@@ -154,7 +157,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       pending.erase(std::remove_if(pending.begin(), pending.end(),
                                    [&](const PendingDma& p) { return covers(o.dma_dst, p.dst); }),
                     pending.end());
-      pending.push_back(PendingDma{i, o.dma_src, o.dma_dst, elapsed});
+      pending.push_back(PendingDma{i, o.dma_src, o.dma_dst, last_start});
       continue;
     }
     OperationEstimate e;
@@ -188,6 +191,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       if (it != pending.rend()) {
         e.op.lut_bytes = int64_t(it->dst.length);
         e.op.lut_memory = region_memory(it->src.region, arch);
+        if (!e.op.weight_buffer_memory) e.op.dma_slack_cycles = int64_t(elapsed - it->issued_at);
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
       }
@@ -204,7 +208,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     } catch (const InvalidArgument& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + " cannot be costed: " + err.what());
     }
-    elapsed += e.cost.total_cycles;
+    last_start = elapsed;
+    elapsed += double(e.cost.npu_cycles);
     add(std::move(e));
   }
 
