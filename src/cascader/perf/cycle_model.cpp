@@ -159,7 +159,8 @@ double output_cycles_per_element(const NpuOp& op, const ArchConfig& arch, const 
   } else {
     kind = OutputKind::Other;
   }
-  const ActivationKind act = op.activation == Activation::Lut    ? ActivationKind::Lut
+  // A table lookup that is the op itself (Vela's LUT op) costs its output stage as no activation.
+  const ActivationKind act = op.activation == Activation::Lut && !op.lut_is_operation ? ActivationKind::Lut
                              : op.activation == Activation::Relu ? ActivationKind::Relu
                                                                  : ActivationKind::None;
   return std::max(a.output_cycles_per_element[int(kind)], a.activation_cycles_per_element[int(act)]);

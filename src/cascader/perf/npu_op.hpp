@@ -63,6 +63,9 @@ struct NpuOp {
   Activation activation = Activation::None;
   int64_t lut_bytes = 0;     // LUT copied into SHRAM by DMA when activation == Lut
   MemoryArea lut_memory = MemoryArea::OnChipFlash;
+  // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation
+  // fused into another op; Vela costs its output stage as no activation (its LUT DMA still counts).
+  bool lut_is_operation = false;
   bool rescaled = true;      // 16-bit ops that rescale use 40-bit accumulators
   std::optional<BlockConfig> block_config;  // nullopt: chosen (and cached) by the model
   Traversal traversal = Traversal::Auto;

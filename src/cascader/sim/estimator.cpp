@@ -10,14 +10,10 @@ namespace cascader::sim {
 
 namespace {
 
-// A DMA not yet consumed: where it copied to, from which memory, and when it started on the
-// NPU-cycle clock. The command processor moves on while an operation runs, so a DMA issued
-// after operation k overlaps k: it starts when k starts, and everything from k up to its
-// consumer can hide it (Vela's "slack").
+// A DMA not yet consumed: where it copies from and to.
 struct PendingDma {
   size_t index = 0;
   AddressRange src, dst;
-  double issued_at = 0;
 };
 
 bool covers(const AddressRange& dst, const AddressRange& use) {
@@ -113,12 +109,25 @@ NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
     }
   }
   op.activation = activation_of(o);
+  op.lut_is_operation = op.activation == cascader::Activation::Lut && o.kind == OpKind::Pool &&
+                        o.kernel.width == 1 && o.kernel.height == 1 && o.kernel.stride_x == 1 && o.kernel.stride_y == 1;
   op.weight_bytes = int64_t(o.weights.length + o.weights1.length);
   op.scale_bytes = int64_t(o.scales.length + o.scales1.length);
   if (op.weight_bytes > 0 || op.scale_bytes > 0) {
     op.weight_memory = region_memory(op.weight_bytes > 0 ? o.weights.region : o.scales.region, arch);
   }
   return op;
+}
+
+// Vela splits one operation into commands per OFM depth slice when it buffers its weights
+// (same IFM, kernel and OFM area; each slice its own weight stream). Vela costs the operation
+// once, so the DMA timing treats such a run of commands as one operation.
+bool same_operation(const NpuOperation& a, const NpuOperation& b) {
+  return a.kind == b.kind && a.sub_op == b.sub_op && a.kind != OpKind::Elementwise && a.weights.length > 0 &&
+         b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&
+         a.ifm.base[0] == b.ifm.base[0] && a.ofm.region == b.ofm.region && a.ofm.height == b.ofm.height &&
+         a.ofm.width == b.ofm.width && a.kernel.width == b.kernel.width && a.kernel.height == b.kernel.height &&
+         a.kernel.stride_x == b.kernel.stride_x && a.kernel.stride_y == b.kernel.stride_y;
 }
 
 }  // namespace
@@ -136,8 +145,16 @@ MemoryArea region_memory(int region, const ArchConfig& arch) {
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache) {
   StreamEstimate result;
   std::vector<PendingDma> pending;
-  double elapsed = 0;     // NPU cycles of the compute operations so far
-  double last_start = 0;  // when the last compute operation started
+  // A timeline in cycles. Operations run one after another; DMAs run one after another on the
+  // DMA engine, each from the start of the operation before its consumer's (Vela's slack: the
+  // previous operation hides the transfer) or when the engine is free, whichever is later. An
+  // operation waits for the DMAs it reads; the cycle model adds that wait given the slack.
+  double elapsed = 0;           // end of the last compute operation
+  double group_start = 0;       // start of the current operation (a run of depth-slice commands)
+  double prev_group_start = 0;  // start of the operation before it
+  double dma_free = 0;          // when the DMA engine is free
+  const NpuOperation* prev = nullptr;
+  auto dma_slack = [&]() { return int64_t(std::max(elapsed - std::max(prev_group_start, dma_free), 0.0)); };
   auto add = [&result](OperationEstimate&& e) {
     result.total_cycles += e.cost.total_cycles;
     for (int m = 0; m < kMemoryAreaCount; ++m) {
@@ -157,9 +174,15 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       pending.erase(std::remove_if(pending.begin(), pending.end(),
                                    [&](const PendingDma& p) { return covers(o.dma_dst, p.dst); }),
                     pending.end());
-      pending.push_back(PendingDma{i, o.dma_src, o.dma_dst, last_start});
+      pending.push_back(PendingDma{i, o.dma_src, o.dma_dst});
       continue;
     }
+    if (!prev || !same_operation(*prev, o)) {
+      prev_group_start = group_start;
+      group_start = elapsed;
+    }
+    prev = &o;
+    double dma_start = -1;  // of the DMAs folded in (-1: none)
     OperationEstimate e;
     e.operation = i;
     try {
@@ -174,7 +197,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         e.op.weight_memory = region_memory(it->src.region, arch);
         e.op.weight_buffer_memory = region_memory(it->dst.region, arch);
         e.op.weight_first_dma_bytes = int64_t(it->dst.length);
-        e.op.dma_slack_cycles = int64_t(elapsed - it->issued_at);
+        e.op.dma_slack_cycles = dma_slack();
+        dma_start = std::max(prev_group_start, dma_free);
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
         // Scales DMA'd separately into the buffer are part of the same transfer.
@@ -191,7 +215,10 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       if (it != pending.rend()) {
         e.op.lut_bytes = int64_t(it->dst.length);
         e.op.lut_memory = region_memory(it->src.region, arch);
-        if (!e.op.weight_buffer_memory) e.op.dma_slack_cycles = int64_t(elapsed - it->issued_at);
+        if (!e.op.weight_buffer_memory) {
+          e.op.dma_slack_cycles = dma_slack();
+          dma_start = std::max(prev_group_start, dma_free);
+        }
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
       }
@@ -208,8 +235,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     } catch (const InvalidArgument& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + " cannot be costed: " + err.what());
     }
-    last_start = elapsed;
-    elapsed += double(e.cost.npu_cycles);
+    elapsed += e.cost.total_cycles;
+    if (dma_start >= 0) dma_free = dma_start + double(e.cost.dma_cycles);
     add(std::move(e));
   }
 
