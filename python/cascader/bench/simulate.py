@@ -7,8 +7,9 @@ reference interpreter (BUILTIN_REF kernels) on the original model. Run as
     python -m cascader.bench.simulate [--models DIR] [--quick]
 
 which prints, per model and configuration: bit-exact yes/no (with the first differing
-output and the largest difference), Vela's printed cycles, and the simulation time.
-The cycle estimator is not part of this table yet (it needs the shared cycle model).
+output and the largest difference), Vela's printed cycles, the estimator's cycles for Vela's
+binary (`cascader.estimate`, on Vela's default system for the accelerator, as Vela's figure)
+with its error against Vela's, and the simulation time.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 
 from ..errors import CascaderError
 from ..reference import ReferenceInterpreter, random_inputs
-from ..sim import simulate
+from ..sim import estimate, simulate
 from ..tflite import Model, load_model
 
 
@@ -126,6 +127,7 @@ class Validation:
     mismatched: int = 0
     elements: int = 0
     vela_cycles: float | None = None
+    est_cycles: float | None = None  # cascader.estimate on the same binary
     sim_seconds: float = 0.0  # best over the input sets (the machine is shared; best is stablest)
     error: str = ""
     details: list[str] = field(default_factory=list)
@@ -167,6 +169,10 @@ def validate(
                 result.max_abs_diff = max(result.max_abs_diff, int(np.max(diff)))
                 result.details.append(f"seed {seed} output {i}: {bad}/{diff.size} differ, max {np.max(diff)}")
     result.bit_exact = exact
+    try:
+        result.est_cycles = estimate(binary_model).total_cycles
+    except CascaderError as e:
+        result.details.append(f"estimate: {type(e).__name__}: {e}"[:120])
     return result
 
 
@@ -182,6 +188,21 @@ def validate_with_vela(model_path: str | os.PathLike, config: VelaConfig, seeds=
         return Validation(name, config.label, None, vela_cycles=out.cycles, error=f"{type(e).__name__}: {e}"[:160])
 
 
+def estimate_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> Validation:
+    """Compile with Vela and estimate its binary, without simulating (bit_exact stays None)."""
+    name = Path(model_path).stem
+    try:
+        out = compile_with_vela(model_path, config)
+    except CascaderError as e:
+        return Validation(name, config.label, None, error=str(e).splitlines()[-1][:120])
+    row = Validation(name, config.label, None, vela_cycles=out.cycles)
+    try:
+        row.est_cycles = estimate(out.path).total_cycles
+    except CascaderError as e:
+        row.error = f"estimate: {type(e).__name__}: {e}"[:160]
+    return row
+
+
 def tight_config(model_path: str | os.PathLike, accelerator: str) -> VelaConfig | None:
     """A tight arena: the SRAM Vela's Size-optimised compile uses, rounded up to 1 KiB."""
     try:
@@ -194,15 +215,27 @@ def tight_config(model_path: str | os.PathLike, accelerator: str) -> VelaConfig 
     return VelaConfig(accelerator, "Performance", max(arena, 1024))
 
 
+def estimate_error(r: Validation) -> float | None:
+    """(estimate - Vela) / Vela, or None when either figure is missing."""
+    if not r.vela_cycles or r.est_cycles is None:
+        return None
+    return (r.est_cycles - r.vela_cycles) / r.vela_cycles
+
+
 def format_table(rows: list[Validation]) -> str:
-    head = f"{'model':40} {'config':38} {'bit-exact':9} {'max|d|':>6} {'vela cycles':>12} {'sim s':>7}  note"
+    head = (f"{'model':40} {'config':38} {'bit-exact':9} {'max|d|':>6} {'vela cycles':>12} {'est cycles':>12} "
+            f"{'err':>7} {'sim s':>7}  note")
     lines = [head, "-" * len(head)]
     for r in rows:
         exact = "-" if r.bit_exact is None else ("yes" if r.bit_exact else "NO")
         cyc = "-" if r.vela_cycles is None else f"{r.vela_cycles:,.0f}"
+        est = "-" if r.est_cycles is None else f"{r.est_cycles:,.0f}"
+        err = estimate_error(r)
+        err_s = "-" if err is None else f"{100 * err:+.1f}%"
         note = r.error or ("; ".join(r.details[:1]))
         lines.append(
-            f"{r.model[:40]:40} {r.config[:38]:38} {exact:9} {r.max_abs_diff:>6} {cyc:>12} {r.sim_seconds:>7.3f}  {note}"
+            f"{r.model[:40]:40} {r.config[:38]:38} {exact:9} {r.max_abs_diff:>6} {cyc:>12} {est:>12} {err_s:>7} "
+            f"{r.sim_seconds:>7.3f}  {note}"
         )
     return "\n".join(lines)
 
@@ -212,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
     parser.add_argument("--quick", action="store_true", help="ethos-u55-128 Performance only, one seed")
     parser.add_argument("--only", default="", help="substring filter on model names")
+    parser.add_argument("--estimate-only", action="store_true",
+                        help="no simulation: Vela's cycles against the estimator's, Performance on both accelerators")
     args = parser.parse_args(argv)
     if not args.models:
         parser.error("give --models or set CASCADER_MODELS")
@@ -224,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(rows[-1:]).splitlines()[-1], flush=True)
     seeds = (0,) if args.quick else (0, 1, 2)
     for path in paths:
+        if args.estimate_only:
+            for acc in ("ethos-u55-128", "ethos-u65-256"):
+                rows.append(estimate_with_vela(path, VelaConfig(acc, "Performance", UNLIMITED_SRAM)))
+                print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+            continue
         accelerators = ["ethos-u55-128"] if args.quick else ["ethos-u55-128", "ethos-u65-256"]
         for acc in accelerators:
             configs = [VelaConfig(acc, "Performance", UNLIMITED_SRAM)]
@@ -242,6 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(rows))
     exact = sum(1 for r in rows if r.bit_exact)
     print(f"\n{exact}/{len(rows)} bit-exact; {sum(1 for r in rows if r.bit_exact is None)} not simulated")
+    errors = [e for e in map(estimate_error, rows) if e is not None]
+    if errors:
+        within = sum(abs(e) <= 0.05 for e in errors)
+        worst = max(errors, key=abs)
+        print(f"estimator vs Vela's printed cycles: {within}/{len(errors)} within ±5%, worst {100 * worst:+.1f}%")
     return 0
 
 
