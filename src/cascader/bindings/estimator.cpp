@@ -22,7 +22,8 @@ void bind_estimator(py::module_& m) {
         for (const auto& r : e.operations) {
           rows.append(py::dict(py::arg("operation") = r.operation,
                                py::arg("word_offset") = cs.operations[r.operation].word_offset,
-                               py::arg("op") = r.op, py::arg("cost") = r.cost, py::arg("dmas") = r.dmas,
+                               py::arg("commands") = r.commands, py::arg("op") = r.op, py::arg("cost") = r.cost,
+                               py::arg("dmas") = r.dmas,
                                py::arg("block_config_from_binary") = r.block_config_from_binary));
         }
         return py::dict(py::arg("operations") = rows, py::arg("total_cycles") = e.total_cycles,

@@ -130,6 +130,21 @@ bool same_operation(const NpuOperation& a, const NpuOperation& b) {
          a.kernel.stride_x == b.kernel.stride_x && a.kernel.stride_y == b.kernel.stride_y;
 }
 
+// Vela lowers some operators (TRANSPOSE, some reshapes and concatenations) into a run of
+// identical 1x1 pooling commands, each moving a small piece, and costs the operator once over
+// the whole tensor. Such a run is costed here as one operation as many times as tall.
+bool same_piece(const NpuOperation& a, const NpuOperation& b) {
+  auto fm = [](const sim::FeatureMap& x, const sim::FeatureMap& y) {
+    return x.region == y.region && x.dtype == y.dtype && x.layout == y.layout && x.height == y.height &&
+           x.width == y.width && x.depth == y.depth;
+  };
+  return a.kind == OpKind::Pool && b.kind == OpKind::Pool && a.sub_op == b.sub_op && a.kernel.width == 1 &&
+         a.kernel.height == 1 && b.kernel.width == 1 && b.kernel.height == 1 && a.kernel.stride_x == 1 &&
+         a.kernel.stride_y == 1 && b.kernel.stride_x == 1 && b.kernel.stride_y == 1 && a.activation.function == 0 &&
+         b.activation.function == 0 && fm(a.ifm, b.ifm) && fm(a.ofm, b.ofm) && a.block_width == b.block_width &&
+         a.block_height == b.block_height && a.block_depth == b.block_depth;
+}
+
 }  // namespace
 
 MemoryArea region_memory(int region, const ArchConfig& arch) {
@@ -166,6 +181,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
 
   for (size_t i = 0; i < stream.operations.size(); ++i) {
     const NpuOperation& o = stream.operations[i];
+    size_t pieces = 1;
+    while (i + pieces < stream.operations.size() && same_piece(o, stream.operations[i + pieces])) ++pieces;
     if (o.kind == OpKind::Dma) {
       if (o.dma_src.region == kShramRegion) {
         throw BinaryError("DMA at word " + std::to_string(o.word_offset) + " reads from the SHRAM");
@@ -187,6 +204,9 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     e.operation = i;
     try {
       e.op = npu_op(o, arch);
+      e.commands = pieces;
+      e.op.ofm.shape.h *= int(pieces);
+      e.op.ifm.shape.h *= int(pieces);
     } catch (const BinaryError& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
     }
@@ -238,6 +258,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     elapsed += e.cost.total_cycles;
     if (dma_start >= 0) dma_free = dma_start + double(e.cost.dma_cycles);
     add(std::move(e));
+    i += pieces - 1;
   }
 
   // DMAs no operation consumed (feature-map copies, buffers read by no later operation).

@@ -24,6 +24,7 @@ namespace cascader::sim {
 
 struct OperationEstimate {
   size_t operation = 0;          // index into CommandStream::operations
+  size_t commands = 1;           // operations costed together (a run of identical 1x1 pieces)
   NpuOp op;                      // what the cycle model was given
   CostRecord cost;
   std::vector<size_t> dmas;      // indices of the DMA operations folded into this one
