@@ -141,14 +141,15 @@ def test_mutated_payloads_never_crash(kws_u55):
 
 @pytest.mark.skipif(not MODELS, reason="CASCADER_MODELS is not set")
 def test_vela_reference_person_detect():
-    """Vela 3.11's binary of tflm_person_detect (as TFLM ships it): its total is close to what
-    Vela 5.2 prints for its own compile of the same model, on the same target."""
+    """Vela 3.11's binary of tflm_person_detect (as TFLM ships it, for ethos-u55-256): its total
+    is close to what Vela 5.2 prints for its own compile of the same model on the same target
+    (a different Vela version schedules differently, hence ±10%, not ±5%)."""
     models = Path(MODELS)
     fixed = models / "vela_reference" / "person_detect_vela.tflite"
     if not fixed.exists():
         pytest.skip(f"{fixed} is missing")
     est = cascader.estimate(fixed)
-    assert est.accelerator == "ethos-u55-128"
+    assert est.accelerator == "ethos-u55-256"  # from the payload's config word
     assert len(est.operations) > 20 and all(o.cycles > 0 for o in est.operations if o.kind != "dma")
-    vela = compile_with_vela(models / "tflm_person_detect.tflite", VelaConfig("ethos-u55-128", "Performance"))
-    assert abs(est.total_cycles - vela.cycles) / vela.cycles < 0.25, (est.total_cycles, vela.cycles)
+    vela = compile_with_vela(models / "tflm_person_detect.tflite", VelaConfig(est.accelerator, "Performance"))
+    assert abs(est.total_cycles - vela.cycles) / vela.cycles < 0.10, (est.total_cycles, vela.cycles)
