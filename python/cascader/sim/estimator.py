@@ -39,7 +39,7 @@ class OperationCycles:
 
     call: int  # index of the `ethos-u` operator in the subgraph
     operation: int  # index of the operation in the decoded stream
-    commands: int  # operations costed together from there (Vela's runs of 1x1 pieces, e.g. TRANSPOSE)
+    merged: Tuple[int, ...]  # further operations costed in this row (Vela's 1x1 pieces, depth slices)
     word_offset: int  # of its NPU_OP_* command
     kind: str  # the cycle model's op kind (conv2d, depthwise_conv2d, ..., dma)
     ofm_shape: Tuple[int, int, int, int]
@@ -139,7 +139,7 @@ def estimate(
             b = cost.block_config.ofm_block
             s = op.ofm.shape
             rows.append(OperationCycles(
-                call=call.index, operation=row["operation"], commands=row["commands"], word_offset=row["word_offset"],
+                call=call.index, operation=row["operation"], merged=tuple(row["merged"]), word_offset=row["word_offset"],
                 kind=_KINDS[op.type.name], ofm_shape=(s.n, s.h, s.w, s.c), cycles=float(cost.total_cycles),
                 npu_cycles=int(cost.npu_cycles), dma_cycles=int(cost.dma_cycles),
                 block=(b.height, b.width, b.depth) if op.type.name != "Dma" else (0, 0, 0),

@@ -22,7 +22,7 @@ void bind_estimator(py::module_& m) {
         for (const auto& r : e.operations) {
           rows.append(py::dict(py::arg("operation") = r.operation,
                                py::arg("word_offset") = cs.operations[r.operation].word_offset,
-                               py::arg("commands") = r.commands, py::arg("op") = r.op, py::arg("cost") = r.cost,
+                               py::arg("merged") = r.merged, py::arg("op") = r.op, py::arg("cost") = r.cost,
                                py::arg("dmas") = r.dmas,
                                py::arg("block_config_from_binary") = r.block_config_from_binary));
         }

@@ -179,10 +179,11 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     result.operations.push_back(std::move(e));
   };
 
-  for (size_t i = 0; i < stream.operations.size(); ++i) {
-    const NpuOperation& o = stream.operations[i];
-    size_t pieces = 1;
-    while (i + pieces < stream.operations.size() && same_piece(o, stream.operations[i + pieces])) ++pieces;
+  const std::vector<NpuOperation>& ops = stream.operations;
+  std::vector<char> done(ops.size(), 0);  // costed already, as part of an earlier row
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (done[i]) continue;
+    const NpuOperation& o = ops[i];
     if (o.kind == OpKind::Dma) {
       if (o.dma_src.region == kShramRegion) {
         throw BinaryError("DMA at word " + std::to_string(o.word_offset) + " reads from the SHRAM");
@@ -204,12 +205,40 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     e.operation = i;
     try {
       e.op = npu_op(o, arch);
-      e.commands = pieces;
-      e.op.ofm.shape.h *= int(pieces);
-      e.op.ifm.shape.h *= int(pieces);
     } catch (const BinaryError& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
     }
+    // A run of identical 1x1 pieces is one operation, as tall as the run.
+    for (size_t k = i + 1; k < ops.size() && same_piece(o, ops[k]); ++k) e.merged.push_back(k);
+    e.op.ofm.shape.h *= int(1 + e.merged.size());
+    e.op.ifm.shape.h *= int(1 + e.merged.size());
+    // The depth slices of one operation, each after the DMA of its weights: one operation whose
+    // weight stream is the slices' together, buffered from the first slice's DMA on.
+    std::vector<size_t> slice_dmas;
+    int last_slice_depth = 0;
+    if (e.merged.empty() && o.weights.length > 0) {
+      std::vector<size_t> between;
+      size_t last = i;
+      for (size_t k = i + 1; k < ops.size(); ++k) {
+        if (ops[k].kind == OpKind::Dma) {
+          between.push_back(k);
+          continue;
+        }
+        if (!same_operation(ops[last], ops[k])) break;
+        for (size_t d : between) {
+          if (covers(ops[d].dma_dst, ops[k].weights) || covers(ops[d].dma_dst, ops[k].scales)) slice_dmas.push_back(d);
+        }
+        between.clear();
+        e.merged.push_back(k);
+        e.op.ofm.shape.c += ops[k].ofm.depth;
+        e.op.weight_bytes += int64_t(ops[k].weights.length + ops[k].weights1.length);
+        e.op.scale_bytes += int64_t(ops[k].scales.length + ops[k].scales1.length);
+        last_slice_depth = ops[k].ofm.depth;
+        last = k;
+      }
+    }
+    for (size_t k : e.merged) done[k] = 1;
+    for (size_t d : slice_dmas) done[d] = 1;
     // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation.
     if (e.op.weight_bytes > 0) {
       auto it = std::find_if(pending.rbegin(), pending.rend(), [&](const PendingDma& p) { return covers(p.dst, o.weights); });
@@ -217,6 +246,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         e.op.weight_memory = region_memory(it->src.region, arch);
         e.op.weight_buffer_memory = region_memory(it->dst.region, arch);
         e.op.weight_first_dma_bytes = int64_t(it->dst.length);
+        e.op.weight_last_slice_depth = last_slice_depth;
         e.op.dma_slack_cycles = dma_slack();
         dma_start = std::max(prev_group_start, dma_free);
         e.dmas.push_back(it->index);
@@ -257,14 +287,14 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     elapsed += e.cost.total_cycles;
     if (dma_start >= 0) dma_free = dma_start + double(e.cost.dma_cycles);
+    e.dmas.insert(e.dmas.end(), slice_dmas.begin(), slice_dmas.end());
     add(std::move(e));
-    i += pieces - 1;
   }
 
   // DMAs no operation consumed (feature-map copies, buffers read by no later operation).
   for (const PendingDma& p : pending) {
     if (p.dst.region == kShramRegion) continue;  // a LUT no activation reads: nothing waits for it
-    const NpuOperation& o = stream.operations[p.index];
+    const NpuOperation& o = ops[p.index];
     OperationEstimate e;
     e.operation = p.index;
     e.op.type = NpuOpType::Dma;

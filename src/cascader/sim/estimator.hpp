@@ -24,7 +24,10 @@ namespace cascader::sim {
 
 struct OperationEstimate {
   size_t operation = 0;          // index into CommandStream::operations
-  size_t commands = 1;           // operations costed together (a run of identical 1x1 pieces)
+  // Further compute operations costed in this row: the rest of a run of identical 1x1 pieces
+  // (Vela's lowering of TRANSPOSE and the like), or the other depth slices of a convolution
+  // whose weights Vela buffers slice by slice. Vela costs each of these as one operation.
+  std::vector<size_t> merged;
   NpuOp op;                      // what the cycle model was given
   CostRecord cost;
   std::vector<size_t> dmas;      // indices of the DMA operations folded into this one
