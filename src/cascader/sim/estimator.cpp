@@ -212,6 +212,12 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     for (size_t k = i + 1; k < ops.size() && same_piece(o, ops[k]); ++k) e.merged.push_back(k);
     e.op.ofm.shape.h *= int(1 + e.merged.size());
     e.op.ifm.shape.h *= int(1 + e.merged.size());
+    // Such pieces move one channel through strided views (a transpose); Vela costs the operator
+    // on its tensor, whose innermost axis is the one the pieces walk: cost W as the depth.
+    if (o.kind == OpKind::Pool && o.kernel.width == 1 && o.kernel.height == 1 && o.ofm.depth == 1 &&
+        o.ifm.depth == 1 && o.activation.function == 0) {
+      for (Shape4* sh : {&e.op.ifm.shape, &e.op.ofm.shape}) std::swap(sh->w, sh->c);
+    }
     // The depth slices of one operation, each after the DMA of its weights: one operation whose
     // weight stream is the slices' together, buffered from the first slice's DMA on.
     std::vector<size_t> slice_dmas;
