@@ -26,6 +26,7 @@ OP_KINDS = {
     "maximum": "Maximum",
     "fully_connected": "FullyConnected",
     "dma": "Dma",
+    "reduce_sum": "ReduceSum",
 }
 ACTIVATIONS = {None: "None_", "NONE": "None_", "RELU": "Relu", "RELU6": "Relu", "RELU_N1_TO_1": "Relu",
                "LUT": "Lut", "SIGMOID": "Lut", "TANH": "Lut"}

@@ -30,6 +30,7 @@ _KINDS = {
     "Maximum": "maximum",
     "FullyConnected": "fully_connected",
     "Dma": "dma",
+    "ReduceSum": "reduce_sum",
 }
 
 

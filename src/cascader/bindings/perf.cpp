@@ -28,7 +28,8 @@ void bind_perf(py::module_& m) {
       .value("MaxPool", NpuOpType::MaxPool).value("AvgPool", NpuOpType::AvgPool)
       .value("Add", NpuOpType::Add).value("Sub", NpuOpType::Sub).value("Mul", NpuOpType::Mul)
       .value("Minimum", NpuOpType::Minimum).value("Maximum", NpuOpType::Maximum)
-      .value("FullyConnected", NpuOpType::FullyConnected).value("Dma", NpuOpType::Dma);
+      .value("FullyConnected", NpuOpType::FullyConnected).value("Dma", NpuOpType::Dma)
+      .value("ReduceSum", NpuOpType::ReduceSum);
   py::enum_<TensorFormat>(m, "TensorFormat")
       .value("NHWC", TensorFormat::NHWC).value("NHCWB16", TensorFormat::NHCWB16);
   py::enum_<Activation>(m, "Activation")

@@ -9,6 +9,7 @@ NpuBlockType block_type_of(NpuOpType t) {
     case NpuOpType::MaxPool:
     case NpuOpType::AvgPool: return NpuBlockType::Pooling;
     case NpuOpType::FullyConnected: return NpuBlockType::VectorProduct;
+    case NpuOpType::ReduceSum: return NpuBlockType::ReduceSum;
     case NpuOpType::Add:
     case NpuOpType::Sub:
     case NpuOpType::Mul:

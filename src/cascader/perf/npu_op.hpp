@@ -23,6 +23,7 @@ enum class NpuOpType {
   Maximum,
   FullyConnected,
   Dma,  // a memory-to-memory copy of ifm -> ofm (weights, LUTs, feature maps)
+  ReduceSum,  // sum over the IFM depth into a depth-1 OFM (pooling hardware, Vela's REDUCE_SUM)
 };
 
 enum class TensorFormat { NHWC = 0, NHCWB16 };

@@ -23,6 +23,10 @@ bool covers(const AddressRange& dst, const AddressRange& use) {
 
 int bits_of(DataType t) { return 8 * element_size(t); }
 
+// Only convolutions read weight and scale streams; for other operations the registers hold
+// whatever an earlier operation left there.
+bool reads_weights(const NpuOperation& o) { return o.kind == OpKind::Conv || o.kind == OpKind::Depthwise; }
+
 cascader::FeatureMap feature_map(const sim::FeatureMap& f, const Shape4& shape, const ArchConfig& arch) {
   cascader::FeatureMap m;
   m.shape = shape;
@@ -50,8 +54,11 @@ NpuOpType op_type(const NpuOperation& o) {
                  : NpuOpType::Conv2D;
     case OpKind::Depthwise: return NpuOpType::DepthwiseConv2D;
     case OpKind::Pool:
-      // Reduce-sum has no type of its own in the cycle model; it is a pooling pass.
-      return static_cast<PoolMode>(o.sub_op) == PoolMode::Max ? NpuOpType::MaxPool : NpuOpType::AvgPool;
+      switch (static_cast<PoolMode>(o.sub_op)) {
+        case PoolMode::Max: return NpuOpType::MaxPool;
+        case PoolMode::ReduceSum: return NpuOpType::ReduceSum;
+        default: return NpuOpType::AvgPool;
+      }
     case OpKind::Elementwise:
       switch (static_cast<ElementwiseMode>(o.sub_op)) {
         case ElementwiseMode::Mul: return NpuOpType::Mul;
@@ -98,7 +105,9 @@ NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
     // The IFM box the OFM box reads (the tiles may hold more than this stripe uses).
     Shape4 ifm{1, (ofm.h - 1) * k.stride_y + k.area_height() - o.padding.top - o.padding.bottom,
                (ofm.w - 1) * k.stride_x + k.area_width() - o.padding.left - o.padding.right,
-               op.type == NpuOpType::Conv2D || op.type == NpuOpType::FullyConnected ? o.ifm.depth : ofm.c};
+               op.type == NpuOpType::Conv2D || op.type == NpuOpType::FullyConnected || op.type == NpuOpType::ReduceSum
+                   ? o.ifm.depth
+                   : ofm.c};
     if (ifm.h < 1 || ifm.w < 1) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) +
                         ": the padding exceeds the IFM area the kernel reads");
@@ -111,6 +120,7 @@ NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
   op.activation = activation_of(o);
   op.lut_is_operation = op.activation == cascader::Activation::Lut && o.kind == OpKind::Pool &&
                         o.kernel.width == 1 && o.kernel.height == 1 && o.kernel.stride_x == 1 && o.kernel.stride_y == 1;
+  if (!reads_weights(o)) return op;
   op.weight_bytes = int64_t(o.weights.length + o.weights1.length);
   op.scale_bytes = int64_t(o.scales.length + o.scales1.length);
   if (op.weight_bytes > 0 || op.scale_bytes > 0) {
@@ -123,7 +133,7 @@ NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
 // (same IFM, kernel and OFM area; each slice its own weight stream). Vela costs the operation
 // once, so the DMA timing treats such a run of commands as one operation.
 bool same_operation(const NpuOperation& a, const NpuOperation& b) {
-  return a.kind == b.kind && a.sub_op == b.sub_op && a.kind != OpKind::Elementwise && a.weights.length > 0 &&
+  return a.kind == b.kind && reads_weights(a) && a.weights.length > 0 &&
          b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&
          a.ifm.base[0] == b.ifm.base[0] && a.ofm.region == b.ofm.region && a.ofm.height == b.ofm.height &&
          a.ofm.width == b.ofm.width && a.kernel.width == b.kernel.width && a.kernel.height == b.kernel.height &&
@@ -222,7 +232,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     // weight stream is the slices' together, buffered from the first slice's DMA on.
     std::vector<size_t> slice_dmas;
     int last_slice_depth = 0;
-    if (e.merged.empty() && o.weights.length > 0) {
+    if (e.merged.empty() && reads_weights(o) && o.weights.length > 0) {
       std::vector<size_t> between;
       size_t last = i;
       for (size_t k = i + 1; k < ops.size(); ++k) {
@@ -246,7 +256,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     for (size_t k : e.merged) done[k] = 1;
     for (size_t d : slice_dmas) done[d] = 1;
     // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation.
-    if (e.op.weight_bytes > 0) {
+    if (reads_weights(o) && e.op.weight_bytes > 0) {
       auto it = std::find_if(pending.rbegin(), pending.rend(), [&](const PendingDma& p) { return covers(p.dst, o.weights); });
       if (it != pending.rend()) {
         e.op.weight_memory = region_memory(it->src.region, arch);
