@@ -137,6 +137,31 @@ def test_eviction_is_by_access_cost_not_size():
     assert result.eviction_cycles == pytest.approx(4096 * 0.9)
 
 
+def test_memory_config_from_the_cycle_model():
+    from cascader import _core
+    from cascader.arch import arch_config
+
+    # Ethos-U65 on Dedicated_Sram: SRAM is the fast cache, the arena lives in DRAM.
+    u65 = MemoryConfig.for_target("ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram", sram_size=4096)
+    arch = arch_config("ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram")
+    assert not u65.shared_sram and u65.fast_capacity == 4096
+    assert u65.fast_cycles_per_byte == pytest.approx(1 / arch.bandwidth(_core.MemoryArea.Sram))
+    assert u65.slow_cycles_per_byte == pytest.approx(1 / arch.bandwidth(_core.MemoryArea.Dram))
+    assert u65.slow_cycles_per_byte > u65.fast_cycles_per_byte
+    # The same eviction choice as above, now priced by the target's memories.
+    buffers = [
+        ScheduledBuffer("big_cold", "feature_map", 4096, access_bytes=4096),
+        ScheduledBuffer("small_hot", "feature_map", 2048, access_bytes=2048 * 50),
+        ScheduledBuffer("out", "feature_map", 16, access_bytes=1600),
+    ]
+    result = layout(Schedule(buffers, [Step((), (0, 1)), Step((0, 1), (2,))], []), u65)
+    assert {p.name: p.arena for p in result.buffers}["big_cold"] == "scratch"
+    expected = 4096 * (u65.slow_cycles_per_byte - u65.fast_cycles_per_byte)
+    assert result.eviction_cycles == pytest.approx(expected)
+    # Ethos-U55 on Shared_Sram: one SRAM arena, nothing to evict to.
+    assert MemoryConfig.for_target("ethos-u55-128", memory_mode="Shared_Sram").shared_sram
+
+
 def test_layout_budget_error_and_shared_sram():
     buffers = [ScheduledBuffer("lut", "lut", 256), ScheduledBuffer("x", "feature_map", 64)]
     steps = [Step((0,), (1,))]

@@ -290,6 +290,34 @@ class MemoryConfig:
     solver: Literal["exact", "greedy"] = "exact"
     time_limit: float = 0.5
 
+    @classmethod
+    def for_target(
+        cls,
+        accelerator: Any = "ethos-u55-128",
+        system: Any = None,
+        memory_mode: Any = None,
+        sram_size: int | None = None,
+        **options: Any,
+    ) -> "MemoryConfig":
+        """The memories of a target, with access costs from the cycle model.
+
+        The fast arena is the memory the target's fast-cache region maps to (SRAM), the slow
+        one is the arena region's memory (DRAM in Dedicated_Sram). When both are the same
+        memory (Shared_Sram, Sram_Only) there is one arena and nothing to evict to.
+        """
+        from .arch import arch_config
+
+        arch = arch_config(accelerator, system, memory_mode)
+        fast = arch.region_memory(_core.Region.FastCache)
+        slow = arch.region_memory(_core.Region.Arena)
+        return cls(
+            fast_capacity=sram_size,
+            fast_cycles_per_byte=_core.access_cycles_per_byte(arch, fast),
+            slow_cycles_per_byte=_core.access_cycles_per_byte(arch, slow),
+            shared_sram=fast == slow,
+            **options,
+        )
+
 
 @dataclass(frozen=True)
 class PlacedBuffer:

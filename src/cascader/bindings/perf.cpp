@@ -75,6 +75,7 @@ void bind_perf(py::module_& m) {
       .def_readonly("block_config", &CostRecord::block_config);
 
   m.def("block_query", &block_query, py::arg("op"));
+  m.def("access_cycles_per_byte", &access_cycles_per_byte, py::arg("arch"), py::arg("memory"));
   m.def("estimate", py::overload_cast<const NpuOp&, const ArchConfig&>(&estimate), py::arg("op"), py::arg("arch"),
         "Cost of one NPU op (block config chosen and cached when the op does not fix one).");
 }

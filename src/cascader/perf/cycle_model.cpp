@@ -478,4 +478,6 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   return estimate(op, arch, cache);
 }
 
+double access_cycles_per_byte(const ArchConfig& arch, MemoryArea m) { return 1.0 / arch.bandwidth(m); }
+
 }  // namespace cascader

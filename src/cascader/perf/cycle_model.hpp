@@ -63,4 +63,8 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
 // Convenience form with a private, thread-local cache.
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
 
+// Cycles per byte the access term charges for traffic to memory `m` (bursts aside): what a
+// byte of feature map costs where it lives. The memory planner ranks evictions by it.
+double access_cycles_per_byte(const ArchConfig& arch, MemoryArea m);
+
 }  // namespace cascader
