@@ -1,7 +1,6 @@
 #include "cascader/sim/estimator.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 
 #include "cascader/common/error.hpp"
@@ -130,8 +129,8 @@ NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
 }
 
 // Vela splits one operation into commands per OFM depth slice when it buffers its weights
-// (same IFM, kernel and OFM area; each slice its own weight stream). Vela costs the operation
-// once, so the DMA timing treats such a run of commands as one operation.
+// (same IFM, kernel and OFM area; each slice its own weight stream and DMA). Vela costs the
+// operation once, and so does the estimator: one row, and one step of the DMA timeline.
 bool same_operation(const NpuOperation& a, const NpuOperation& b) {
   return a.kind == b.kind && reads_weights(a) && a.weights.length > 0 &&
          b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&

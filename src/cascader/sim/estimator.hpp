@@ -5,6 +5,11 @@
 // LUTs (each DMA is folded into the operation that first consumes its destination; a DMA that
 // no operation consumes, e.g. a feature-map copy, is costed as a Dma op of its own).
 //
+// The figures are Vela's, so that Vela's output and ours compare on one yardstick: operations
+// Vela costs once are costed once (the depth slices of a weight-buffered convolution, the runs
+// of 1x1 pieces its TRANSPOSE lowering emits), and DMAs follow Vela's slack rule on a timeline
+// (a transfer runs under the operation before its consumer, one transfer at a time).
+//
 // Regions map to memories as Vela's npu_serialisation numbers them: 0 the constants (flash)
 // tensor, 1 the scratch arena, 2 scratch_fast, 3 and up IO (inside the arena); the target's
 // memory mode then places each region on a memory.
