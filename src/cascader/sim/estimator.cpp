@@ -252,6 +252,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         last = k;
       }
     }
+    // A depthwise operation's IFM depth follows its OFM's.
+    if (e.op.type == NpuOpType::DepthwiseConv2D) e.op.ifm.shape.c = e.op.ofm.shape.c;
     for (size_t k : e.merged) done[k] = 1;
     for (size_t d : slice_dmas) done[d] = 1;
     // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation.
