@@ -1,6 +1,8 @@
 #include "cascader/sim/estimator.hpp"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <string>
 
 #include "cascader/common/error.hpp"
@@ -190,6 +192,14 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
 
   const std::vector<NpuOperation>& ops = stream.operations;
   std::vector<char> done(ops.size(), 0);  // costed already, as part of an earlier row
+  // Convolutions reading their weights in place, by weight stream address: the stripes of one
+  // cascaded operation share it.
+  std::multimap<std::pair<int, uint64_t>, size_t> by_weights;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (reads_weights(ops[k]) && ops[k].weights.length > 0 && ops[k].weights.region == 0) {
+      by_weights.emplace(std::make_pair(ops[k].weights.region, ops[k].weights.address), k);
+    }
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     if (done[i]) continue;
     const NpuOperation& o = ops[i];
@@ -250,6 +260,29 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         e.op.scale_bytes += int64_t(ops[k].scales.length + ops[k].scales1.length);
         last_slice_depth = ops[k].ofm.depth;
         last = k;
+      }
+    }
+    // The stripes of a cascaded operation (Vela's Size schedules interleave them with the
+    // stripes of the operations they feed): Vela costs the operation once, over its whole OFM.
+    if (e.merged.empty() && reads_weights(o) && o.weights.length > 0 && o.weights.region == 0) {
+      auto range = by_weights.equal_range(std::make_pair(o.weights.region, o.weights.address));
+      int bottom = o.padding.bottom;
+      for (auto it = range.first; it != range.second; ++it) {
+        const NpuOperation& s = ops[it->second];
+        if (it->second <= i || done[it->second] || s.kind != o.kind || s.weights.length != o.weights.length ||
+            s.ofm.width != o.ofm.width || s.ofm.depth != o.ofm.depth || s.ifm.depth != o.ifm.depth ||
+            s.kernel.width != o.kernel.width || s.kernel.height != o.kernel.height ||
+            s.kernel.stride_y != o.kernel.stride_y) {
+          continue;
+        }
+        e.merged.push_back(it->second);
+        e.op.ofm.shape.h += s.ofm.height;
+        bottom = s.padding.bottom;
+      }
+      if (!e.merged.empty()) {
+        e.op.padding.bottom = bottom;
+        const cascader::Kernel& k = e.op.kernel;
+        e.op.ifm.shape.h = std::max((e.op.ofm.shape.h - 1) * k.stride_y + k.area_height() - e.op.padding.top - bottom, 1);
       }
     }
     // A depthwise operation's IFM depth follows its OFM's.
