@@ -136,7 +136,9 @@ NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
 bool same_operation(const NpuOperation& a, const NpuOperation& b) {
   return a.kind == b.kind && reads_weights(a) && a.weights.length > 0 &&
          b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&
-         a.ifm.base[0] == b.ifm.base[0] && a.ofm.region == b.ofm.region && a.ofm.height == b.ofm.height &&
+         // A depthwise slice reads its own IFM channels; a convolution slice reads them all.
+         (a.kind == OpKind::Depthwise || a.ifm.base[0] == b.ifm.base[0]) && a.ifm.stride_y == b.ifm.stride_y &&
+         a.ofm.stride_y == b.ofm.stride_y && a.ofm.region == b.ofm.region && a.ofm.height == b.ofm.height &&
          a.ofm.width == b.ofm.width && a.kernel.width == b.kernel.width && a.kernel.height == b.kernel.height &&
          a.kernel.stride_x == b.kernel.stride_x && a.kernel.stride_y == b.kernel.stride_y;
 }
