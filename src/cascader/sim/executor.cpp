@@ -269,6 +269,24 @@ std::vector<int64_t> convolve(const Geometry& g, const Dense& ifm, const std::ve
   return acc;
 }
 
+// Calls f(iy, ix) for every kernel tap of output (oy, ox) that falls inside the IFM (taps in
+// the padding are skipped); returns how many taps it visited.
+template <typename F>
+int for_each_tap(const Geometry& g, int oy, int ox, F&& f) {
+  int taps = 0;
+  for (int ky = 0; ky < g.kh; ++ky) {
+    const int iy = g.in_y(oy, ky);
+    if (iy < 0) continue;
+    for (int kx = 0; kx < g.kw; ++kx) {
+      const int ix = g.in_x(ox, kx);
+      if (ix < 0) continue;
+      f(iy, ix);
+      ++taps;
+    }
+  }
+  return taps;
+}
+
 std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense& ifm) {
   std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
   const auto mode = static_cast<PoolMode>(op.sub_op);
@@ -279,32 +297,18 @@ std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense
       if (mode == PoolMode::ReduceSum) {
         // Sums the window over every IFM channel into the single OFM channel.
         int64_t a = 0;
-        for (int ky = 0; ky < g.kh; ++ky) {
-          const int iy = g.in_y(oy, ky);
-          if (iy < 0) continue;
-          for (int kx = 0; kx < g.kw; ++kx) {
-            const int ix = g.in_x(ox, kx);
-            if (ix < 0) continue;
-            for (int c = 0; c < g.IC; ++c) a += ifm.at(iy, ix)[c];
-          }
-        }
+        for_each_tap(g, oy, ox, [&](int iy, int ix) {
+          for (int c = 0; c < g.IC; ++c) a += ifm.at(iy, ix)[c];
+        });
         acc[g.index(oy, ox, 0)] = a;
         continue;
       }
       for (int c = 0; c < g.OC; ++c) {
         int64_t a = mode == PoolMode::Max ? std::numeric_limits<int64_t>::min() : 0;
-        int count = 0;
-        for (int ky = 0; ky < g.kh; ++ky) {
-          const int iy = g.in_y(oy, ky);
-          if (iy < 0) continue;
-          for (int kx = 0; kx < g.kw; ++kx) {
-            const int ix = g.in_x(ox, kx);
-            if (ix < 0) continue;
-            const int64_t v = ifm.at(iy, ix)[c];
-            a = mode == PoolMode::Max ? std::max(a, v) : a + v;
-            ++count;
-          }
-        }
+        const int count = for_each_tap(g, oy, ox, [&](int iy, int ix) {
+          const int64_t v = ifm.at(iy, ix)[c];
+          a = mode == PoolMode::Max ? std::max(a, v) : a + v;
+        });
         if (count == 0) fail(op, "pooling window entirely in padding");
         if (mode == PoolMode::Average && padded) {
           // With IFM padding the NPU itself divides by the number of valid (non-padding)
