@@ -47,10 +47,6 @@ class Partition:
         """Operator indices in execution order."""
         return [i for s in self.segments for i in s.operators]
 
-    @property
-    def npu_segments(self) -> list[Segment]:
-        return [s for s in self.segments if s.target == NPU]
-
 
 def single_subgraph(model: Model) -> SubGraph:
     """The subgraph to compile; control flow (several subgraphs) is not supported."""
