@@ -219,12 +219,30 @@ class Step:
 
 @dataclass(frozen=True)
 class Alias:
-    """`buffer` uses `target`'s memory at `offset`. `kind`: in_place, slice or reshape."""
+    """`buffer` gets no memory of its own: it uses `target`'s.
+
+    Attributes
+    ----------
+    buffer, target
+        Buffer indices.
+    offset
+        slice / reshape: bytes into `target` (in_place: 0).
+    kind
+        ``"in_place"`` (an OFM written over its own IFM), ``"slice"`` or ``"reshape"``.
+    shift
+        in_place only: `buffer` starts this many bytes *below* `target` (a multiple of both
+        alignments); the shared live range grows to cover both. The NPU's block order makes
+        an in-place operation safe only from `cascader.sim.min_in_place_shift` up: 0 for a
+        same-shape elementwise op, about one IFM block row for a 3x3 depthwise (offset-0
+        in-place depthwise reads bytes it already overwrote). The target must not be used
+        after the step that first writes `buffer`.
+    """
 
     buffer: int
     target: int
     offset: int = 0
     kind: str = "in_place"
+    shift: int = 0
 
 
 @dataclass
@@ -264,7 +282,7 @@ def live_ranges(schedule: Schedule) -> ScheduleRanges:
     ]
     steps = [(list(s.reads), list(s.writes)) for s in schedule.steps]
     aliases = [
-        (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"))
+        (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"), int(a.shift))
         for a in schedule.aliases
     ]
     r = _core.build_live_ranges(buffers, steps, aliases)

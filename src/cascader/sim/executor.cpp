@@ -8,6 +8,7 @@
 
 #include "cascader/common/error.hpp"
 #include "cascader/emit/weights.hpp"
+#include "cascader/sim/in_place_hazard.hpp"
 
 namespace cascader::sim {
 
@@ -467,6 +468,15 @@ void Executor::block(const NpuOperation& op) {
   const int f = op.activation.function;
   if (f == 3 || f == 4) fail(op, "the built-in TANH/SIGMOID activations (int16) are not supported by the simulator");
   const Geometry g = geometry(op);
+  // An OFM over its own IFM/IFM2 (in place) is legal only where the block order never reads a
+  // byte an earlier block wrote; otherwise the hardware silently computes garbage.
+  const auto shares_ofm_memory = [&](const FeatureMap& fm) {
+    const uint8_t* a = regions_[static_cast<size_t>(fm.region)].data;
+    return fm.region == op.ofm.region || (a != nullptr && a == regions_[static_cast<size_t>(op.ofm.region)].data);
+  };
+  if (const auto hazard = find_in_place_hazard(op, shares_ofm_memory(op.ifm), op.has_ifm2() && shares_ofm_memory(op.ifm2))) {
+    fail(op, hazard->describe());
+  }
   const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
 
   // Bound the work before doing any, then read, compute and write.
