@@ -233,7 +233,7 @@ class Alias:
         in_place only: `buffer` starts this many bytes *below* `target` (a multiple of both
         alignments); the shared live range grows to cover both. The NPU's block order makes
         an in-place operation safe only from `cascader.sim.min_in_place_shift` up: 0 for a
-        same-shape elementwise op, about one IFM block row for a 3x3 depthwise (offset-0
+        same-shape elementwise op, one IFM row for a 3x3 same-padded depthwise (offset-0
         in-place depthwise reads bytes it already overwrote). The target must not be used
         after the step that first writes `buffer`.
     """

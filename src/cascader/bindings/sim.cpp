@@ -104,7 +104,7 @@ void bind_sim(py::module_& m) {
         py::list ops;
         for (const auto& op : cs.operations) ops.append(operation(op));
         return py::dict(py::arg("config") = config(p.config), py::arg("command_stream_words") = cs.words,
-                        py::arg("operations") = ops);
+                        py::arg("command_stream_word") = p.command_stream_word, py::arg("operations") = ops);
       },
       py::arg("payload"), "Decodes a COP1 driver payload into its config and typed NPU operations.");
 

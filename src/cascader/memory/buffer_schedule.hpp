@@ -11,7 +11,7 @@
 //     grows to cover both). Legal here only when the IFM is not touched after the step that
 //     first writes the alias. Within the step, the NPU's block order must never read a byte an
 //     earlier block wrote; that depends on the operation, and sim::min_in_place_shift gives the
-//     smallest safe shift: 0 for a same-shape elementwise op, about one IFM block row for a 3x3
+//     smallest safe shift: 0 for a same-shape elementwise op, one IFM row for a 3x3 same-padded
 //     depthwise (TinyEngine's offset-0 in-place depthwise is NOT safe on the NPU). Proven in
 //     tests/test_in_place.py: brute-force block-by-block execution on a shared buffer agrees
 //     with the hazard check, and the simulator raises on Vela's depthwise / ADD command streams

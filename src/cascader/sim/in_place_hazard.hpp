@@ -45,7 +45,8 @@ std::optional<InPlaceHazard> find_in_place_hazard(const NpuOperation& op, bool i
 
 // The smallest multiple of 16 bytes by which the OFM can start below the IFM (OFM BASE0 =
 // IFM BASE0 - shift, the other tiles moving with it) with no hazard through the IFM: 0 for a
-// same-shape elementwise operation, about one IFM block row ahead for a 3x3 depthwise.
+// same-shape elementwise operation, one IFM row (W x C bytes) for a 3x3 same-padded depthwise
+// whose blocks span the width.
 int64_t min_in_place_shift(const NpuOperation& op);
 
 }  // namespace cascader::sim
