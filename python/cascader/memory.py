@@ -426,8 +426,9 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
             name=buf.name, kind=buf.kind, arena=names[result.arena[r]],
             offset=int(result.offset[r] + ranges.buffer_offset[i]), start=int(ranges.start[r]),
             end=int(ranges.end[r]),
-            # A root holds its whole range (twice the stripe for double-buffered weights).
-            size=int(ranges.size[r]) if int(ranges.range_buffer[r]) == i else int(buf.size),
+            # A root holds its range from its own start on (twice the stripe for double-buffered
+            # weights); the bytes below it are its shifted in-place aliases'.
+            size=int(ranges.size[r] - ranges.buffer_offset[i]) if int(ranges.range_buffer[r]) == i else int(buf.size),
         ))
     sizes = {fast_name: int(result.fast_size)}
     lower = {fast_name: int(result.fast_lower_bound)}
