@@ -95,6 +95,22 @@ def test_footprints_by_kind():
         ((1, 4), (1, 4), (0, 8))
 
 
+def test_upscaled_ifm_maps_back_to_source_rows():
+    # transpose convolution: the kernel walks the 2x upscaled IFM; block rows 4-7 reach
+    # upscaled rows 3-7, source rows 1-3
+    op = operation("conv", (8, 8, 4), 4, kernel=(3, 3), padding=(1, 1, 1, 1), block=(4, 8, 4))
+    op["ifm_upscale"] = 2
+    assert [b.ifm for b in block_traversal(op)] == [((0, 3), (0, 4), (0, 4)), ((1, 4), (0, 4), (0, 4))]
+
+
+def test_ofm_over_ifm2_is_checked_too():
+    op = operation("elementwise", (4, 4, 16), 16, block=(2, 4, 16))
+    op["ofm"]["base"] = [op["ifm2"]["base"][0] + 16] * 4  # 16 B above IFM2: writes run ahead
+    hazard = in_place_hazard(op)
+    assert hazard is not None and hazard.operand == "IFM2" and (hazard.reader, hazard.writer) == (1, 0)
+    assert in_place_hazard(op, ifm2=False) is None  # IFM2 in other memory: nothing to overwrite
+
+
 def test_bad_operation_dicts_are_named():
     op = operation("depthwise", (4, 4, 8), 8, block=(0, 4, 8))
     with pytest.raises(InvalidArgumentError, match="positive block config"):

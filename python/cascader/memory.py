@@ -231,11 +231,13 @@ class Alias:
         ``"in_place"`` (an OFM written over its own IFM), ``"slice"`` or ``"reshape"``.
     shift
         in_place only: `buffer` starts this many bytes *below* `target` (a multiple of both
-        alignments); the shared live range grows to cover both. The NPU's block order makes
-        an in-place operation safe only from `cascader.sim.min_in_place_shift` up: 0 for a
-        same-shape elementwise op, one IFM row for a 3x3 same-padded depthwise (offset-0
-        in-place depthwise reads bytes it already overwrote). The target must not be used
-        after the step that first writes `buffer`.
+        alignments); the shared live range grows to cover both. Whether the operation is then
+        safe depends on the NPU's block order, not on this builder: `cascader.sim.min_in_place_shift`
+        gives the smallest safe shift (0 for a same-shape elementwise op, one IFM row for a
+        3x3 same-padded depthwise whose blocks span the width; offset-0 in-place depthwise
+        reads bytes it already overwrote) and `cascader.sim.in_place_hazard` checks any other
+        (safety is not monotone in the shift). The target must not be used after the step
+        that first writes `buffer`.
     """
 
     buffer: int

@@ -5,7 +5,8 @@ height, and each block reads its IFM footprint before writing its OFM block. An 
 over its IFM is therefore safe exactly when no block reads a byte an earlier block already
 wrote. Same-shape elementwise operations are safe at offset 0; a 3x3 depthwise is not (block
 row k + 1 reads the IFM row block row k overwrote) but is safe once the OFM starts
-`min_in_place_shift` bytes below the IFM, so writes trail reads. The simulator raises
+`min_in_place_shift` bytes below the IFM, so writes trail reads (a depthwise whose blocks split
+only the depth reads just its own channels, and is safe at 0 too). The simulator raises
 `BinaryError` on any operation with such a hazard. The rules and their sources are in
 src/cascader/arch/block_traversal.hpp and src/cascader/sim/in_place_hazard.hpp.
 
