@@ -25,8 +25,10 @@ struct JobRuns {
   std::vector<size_t> read_start{0}, write_start{0};  // job j: [start[j], start[j + 1])
 };
 
-// A hostile stream can declare a 1x1x1 block over a large map; the check's memory is bounded.
-constexpr size_t kMaxRuns = size_t{1} << 24;
+// A hostile stream can declare a 1x1x1 block over a large map; the check's memory is bounded
+// (real operations stay far below: a 112x112x512 map in 2x2x8 blocks is 200k jobs).
+constexpr size_t kMaxJobs = size_t{1} << 20;
+constexpr size_t kMaxRuns = size_t{1} << 23;
 
 // Appends the byte runs of `box` in `fm`, merging contiguous elements (walked in address order
 // for the layout: channels within a pixel for NHWC, 16-channel bricks along x for NHCWB16).
@@ -61,6 +63,11 @@ void append_runs(const FeatureMap& fm, const FeatureBox& box, std::vector<Run>& 
 JobRuns job_runs(const NpuOperation& op, bool ifm, bool ifm2) {
   JobRuns r;
   const TraversalShape shape = traversal_shape(op);
+  const auto blocks = [](int n, int b) { return static_cast<size_t>((n + b - 1) / b); };
+  if (blocks(shape.ofm_height, shape.block_height) * blocks(shape.ofm_width, shape.block_width) *
+          blocks(shape.ofm_depth, shape.block_depth) > kMaxJobs) {
+    throw BinaryError("an in-place operation with too many OFM blocks to check");
+  }
   r.jobs = block_traversal(shape);
   const bool with_ifm2 = ifm2 && shape.has_ifm2 && !shape.ifm2_scalar;
   for (const TraversalBlock& b : r.jobs) {
