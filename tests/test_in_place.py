@@ -334,12 +334,16 @@ def _check_shifts(source: Path, binary: Path, kind: str, unsafe: list[int], safe
         np.testing.assert_array_equal(g, e)
 
 
-def test_vela_depthwise_in_place(tmp_path):
-    source, binary = _vela(zoo.depthwise_conv2d((1, 24, 16, 16)), "dw3x3", tmp_path)
+@pytest.mark.parametrize("name, shape, expected_shift", [
+    ("dw_3x3_s1_same", (1, 16, 16, 8), 16 * 8),  # Vela's 12x16 blocks span the width: one IFM row
+    ("dw_3x3_24x16x16", (1, 24, 16, 16), None),  # 8x10 blocks: the next block in a row reads back
+])
+def test_vela_depthwise_in_place(tmp_path, name, shape, expected_shift):
+    source, binary = _vela(zoo.depthwise_conv2d(shape), name, tmp_path)
     _, _, op = _the_operation(binary, "depthwise")
     assert len(block_traversal(op)) > 1, "a single block is trivially safe; the case needs several"
     shift = min_in_place_shift(op)
-    assert shift > 0
+    assert shift > 0 and shift == (expected_shift or shift)
     _check_shifts(source, binary, "depthwise", unsafe=[0, shift - 16], safe=shift)
 
 
