@@ -16,6 +16,8 @@
 //    IFM (padding is generated, not read) and do not round it up to the IFM micro-block: the
 //    rounding is a SHRAM allocation granule, and the extra elements it would fetch never reach
 //    an output (the brute-force test in tests/test_in_place.py checks the footprint this way).
+//    The window is a box: with a stride above the kernel size, or dilation, it includes rows
+//    and columns no output uses, which only makes the hazard check conservative there.
 //  - Convolution and REDUCE_SUM read every IFM channel for each OFM block (the IFM depth is
 //    walked in IFM-block passes inside the job); depthwise, pooling and elementwise jobs read
 //    the OFM block's own channels. Source: Vela get_ifm_ofm_block_depth / arch

@@ -125,13 +125,16 @@ std::optional<InPlaceHazard> replay(const JobRuns& r, int64_t delta) {
   return std::nullopt;
 }
 
-// The lowest and one past the highest byte of an H x W x C map: addresses grow with y, x and c
-// inside a tile, so the tiles' first and last elements bound it.
+// The lowest and one past the highest byte of an H x W x C map: strides are unsigned, so inside
+// a tile addresses grow with y and x, and the last channel of the first or of the last brick
+// (NHCWB16 with any brick stride) is the farthest.
 Run span(const FeatureMap& fm, int H, int W, int C) {
   Run s{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
   const auto corner = [&](int y0, int x0, int y1, int x1) {
     s.begin = std::min(s.begin, static_cast<int64_t>(fm.address(y0, x0, 0)));
-    s.end = std::max(s.end, static_cast<int64_t>(fm.address(y1 - 1, x1 - 1, C - 1)) + element_size(fm.dtype));
+    for (int c : {C - 1, std::min(C, 16) - 1}) {
+      s.end = std::max(s.end, static_cast<int64_t>(fm.address(y1 - 1, x1 - 1, c)) + element_size(fm.dtype));
+    }
   };
   const int w0 = std::min(W, fm.width0);
   corner(0, 0, std::min(H, fm.height0), w0);
