@@ -83,11 +83,19 @@ JobRuns job_runs(const NpuOperation& op, bool ifm, bool ifm2) {
   return r;
 }
 
-// Replays the jobs with every OFM byte moved by `delta`; the first read of a written byte.
-std::optional<InPlaceHazard> replay(const JobRuns& r, int64_t delta) {
+// The first read of a written byte, and how much further the OFM must move down before this
+// read and this write stop overlapping.
+struct Conflict {
+  InPlaceHazard hazard;
+  int64_t clear_after = 1;
+};
+
+// Replays the jobs with every OFM byte moved by `delta`.
+std::optional<Conflict> replay(const JobRuns& r, int64_t delta) {
   struct Written {
     int64_t end;
     size_t job;
+    bool merged;  // holds more than one write run
   };
   std::map<int64_t, Written> written;  // disjoint intervals by start
   for (size_t j = 0; j < r.jobs.size(); ++j) {
@@ -97,18 +105,23 @@ std::optional<InPlaceHazard> replay(const JobRuns& r, int64_t delta) {
       if (it == written.begin()) continue;
       --it;  // the interval starting last before the read ends; disjointness makes it end last
       if (it->second.end <= read.begin) continue;
-      InPlaceHazard h;
+      Conflict c;
+      InPlaceHazard& h = c.hazard;
       h.reader = j;
       h.writer = it->second.job;
       h.reader_ofm = r.jobs[j].ofm;
       h.writer_ofm = r.jobs[h.writer].ofm;
       h.operand = r.read_operand[i];
       h.address = static_cast<uint64_t>(std::max(read.begin, it->first));
-      return h;
+      // One write run [c, d) overlapping the read [a, b) keeps overlapping it while the OFM moves
+      // down by less than d - a (its start only moves further below b).
+      if (!it->second.merged) c.clear_after = it->second.end - read.begin;
+      return c;
     }
     for (size_t i = r.write_start[j]; i < r.write_start[j + 1]; ++i) {
       int64_t begin = r.writes[i].begin + delta, end = r.writes[i].end + delta;
       size_t job = j;
+      bool merged = false;
       // Merge only overlapping intervals (an OFM that writes a byte twice), so the writer of
       // a byte stays exact in the common, disjoint case.
       auto it = written.lower_bound(begin);
@@ -117,9 +130,10 @@ std::optional<InPlaceHazard> replay(const JobRuns& r, int64_t delta) {
         begin = std::min(begin, it->first);
         end = std::max(end, it->second.end);
         job = std::min(job, it->second.job);
+        merged = true;
         it = written.erase(it);
       }
-      written.emplace(begin, Written{end, job});
+      written.emplace(begin, Written{end, job, merged});
     }
   }
   return std::nullopt;
@@ -210,7 +224,9 @@ std::optional<InPlaceHazard> find_in_place_hazard(const NpuOperation& op, bool i
          intersect(out, span(op.ifm2, s.broadcast_h ? 1 : s.ofm_height, s.broadcast_w ? 1 : s.ofm_width,
                              s.broadcast_c ? 1 : s.ofm_depth));
   if (!ifm && !ifm2) return std::nullopt;
-  return replay(job_runs(op, ifm, ifm2), 0);
+  const auto c = replay(job_runs(op, ifm, ifm2), 0);
+  if (!c) return std::nullopt;
+  return c->hazard;
 }
 
 int64_t min_in_place_shift(const NpuOperation& op) {
@@ -223,8 +239,11 @@ int64_t min_in_place_shift(const NpuOperation& op) {
   // At this shift every OFM byte lies below every IFM byte read: safe whatever the order.
   const int64_t disjoint = std::max<int64_t>(0, ifm_base - ofm_base + write_hi - read_lo);
   const int64_t bound = (disjoint + 15) / 16 * 16;
-  for (int64_t shift = 0; shift < bound; shift += 16) {
-    if (!replay(r, ifm_base - shift - ofm_base)) return shift;
+  for (int64_t shift = 0; shift < bound;) {
+    const auto c = replay(r, ifm_base - shift - ofm_base);
+    if (!c) return shift;
+    // Every shift before the conflicting pair clears has that same hazard: skip them.
+    shift = (shift + c->clear_after + 15) / 16 * 16;
   }
   return bound;
 }

@@ -12,8 +12,9 @@
 // is reported; and on Vela's own command streams with the OFM base patched over the IFM.
 //
 // Complexity: building the runs is O(IFM footprint + OFM elements); one check is
-// O(R log R) for R runs; min_in_place_shift repeats the check for each 16 B candidate, so
-// O((shift / 16) * R log R), stopping at the first safe shift.
+// O(R log R) for R runs. min_in_place_shift replays candidate shifts upward in 16 B steps,
+// and a hazard at one shift skips every shift that keeps the same read and write overlapping,
+// so O(K * R log R) for K replayed candidates (at most shift / 16, in practice a handful).
 #pragma once
 
 #include <cstdint>
