@@ -123,6 +123,9 @@ def test_bad_operation_dicts_are_named():
     op["ifm"]["layout"] = "NCHW"
     with pytest.raises(InvalidArgumentError, match="NHWC or NHCWB16"):
         min_in_place_shift(op)
+    op = operation("depthwise", (4, 4, 8), 8, ofm_base=-16)
+    with pytest.raises(InvalidArgumentError, match="non-negative tile addresses"):
+        in_place_hazard(op)
     # a hostile stream: 1x1x1 blocks over a large in-place map; bounded, and named
     op = operation("elementwise", (2048, 2048, 16), 16, block=(1, 1, 1), ofm_base=4096)
     with pytest.raises(BinaryError, match="too many OFM blocks"):

@@ -36,8 +36,10 @@ T field(const py::dict& d, const char* key) {
 sim::FeatureMap feature_map(const py::dict& d) {
   sim::FeatureMap f;
   f.region = field<int>(d, "region");
-  const auto base = field<std::vector<uint64_t>>(d, "base");
-  if (base.size() != 4) throw InvalidArgument("a feature map's 'base' needs 4 tile addresses");
+  const auto base = field<std::vector<int64_t>>(d, "base");
+  if (base.size() != 4 || *std::min_element(base.begin(), base.end()) < 0) {
+    throw InvalidArgument("a feature map's 'base' needs 4 non-negative tile addresses");
+  }
   std::copy(base.begin(), base.end(), f.base.begin());
   std::tie(f.height, f.width, f.depth) = field<std::tuple<int, int, int>>(d, "shape");
   std::tie(f.height0, f.height1, f.width0) = field<std::tuple<int, int, int>>(d, "tiles");

@@ -83,45 +83,60 @@ JobRuns job_runs(const NpuOperation& op, bool ifm, bool ifm2) {
   return r;
 }
 
-// The first read of a written byte, and how much further the OFM must move down before this
-// read and this write stop overlapping.
+// The first read of a written byte, and how much further the OFM can move down with that
+// read still hitting a written byte.
 struct Conflict {
   InPlaceHazard hazard;
   int64_t clear_after = 1;
 };
 
+struct Written {
+  int64_t end;
+  size_t job;
+};
+using WrittenSet = std::map<int64_t, Written>;  // disjoint intervals by start
+
+// Moving the OFM down by d moves every written interval [c, e) down by d: it overlaps the read
+// [a, b) while c - b < d < e - a. Walking the intervals upward from the read, the shifts d in
+// [0, cover) where some interval overlaps it form one run; the read conflicts all along it.
+int64_t conflict_cover(const WrittenSet& written, const Run& read) {
+  auto it = written.upper_bound(read.begin);
+  if (it != written.begin() && std::prev(it)->second.end > read.begin) --it;
+  int64_t cover = 0;
+  for (; it != written.end(); ++it) {
+    if (it->first - read.end >= cover) break;
+    cover = std::max(cover, it->second.end - read.begin);
+  }
+  return cover;
+}
+
 // Replays the jobs with every OFM byte moved by `delta`.
 std::optional<Conflict> replay(const JobRuns& r, int64_t delta) {
-  struct Written {
-    int64_t end;
-    size_t job;
-    bool merged;  // holds more than one write run
-  };
-  std::map<int64_t, Written> written;  // disjoint intervals by start
+  WrittenSet written;
   for (size_t j = 0; j < r.jobs.size(); ++j) {
+    std::optional<Conflict> c;
     for (size_t i = r.read_start[j]; i < r.read_start[j + 1]; ++i) {
       const Run& read = r.reads[i];
       auto it = written.lower_bound(read.end);
       if (it == written.begin()) continue;
       --it;  // the interval starting last before the read ends; disjointness makes it end last
       if (it->second.end <= read.begin) continue;
-      Conflict c;
-      InPlaceHazard& h = c.hazard;
-      h.reader = j;
-      h.writer = it->second.job;
-      h.reader_ofm = r.jobs[j].ofm;
-      h.writer_ofm = r.jobs[h.writer].ofm;
-      h.operand = r.read_operand[i];
-      h.address = static_cast<uint64_t>(std::max(read.begin, it->first));
-      // One write run [c, d) overlapping the read [a, b) keeps overlapping it while the OFM moves
-      // down by less than d - a (its start only moves further below b).
-      if (!it->second.merged) c.clear_after = it->second.end - read.begin;
-      return c;
+      if (!c) {
+        c.emplace();
+        InPlaceHazard& h = c->hazard;
+        h.reader = j;
+        h.writer = it->second.job;
+        h.reader_ofm = r.jobs[j].ofm;
+        h.writer_ofm = r.jobs[h.writer].ofm;
+        h.operand = r.read_operand[i];
+        h.address = static_cast<uint64_t>(std::max(read.begin, it->first));
+      }
+      c->clear_after = std::max(c->clear_after, conflict_cover(written, read));
     }
+    if (c) return c;
     for (size_t i = r.write_start[j]; i < r.write_start[j + 1]; ++i) {
       int64_t begin = r.writes[i].begin + delta, end = r.writes[i].end + delta;
       size_t job = j;
-      bool merged = false;
       // Merge only overlapping intervals (an OFM that writes a byte twice), so the writer of
       // a byte stays exact in the common, disjoint case.
       auto it = written.lower_bound(begin);
@@ -130,10 +145,9 @@ std::optional<Conflict> replay(const JobRuns& r, int64_t delta) {
         begin = std::min(begin, it->first);
         end = std::max(end, it->second.end);
         job = std::min(job, it->second.job);
-        merged = true;
         it = written.erase(it);
       }
-      written.emplace(begin, Written{end, job, merged});
+      written.emplace(begin, Written{end, job});
     }
   }
   return std::nullopt;
@@ -242,7 +256,7 @@ int64_t min_in_place_shift(const NpuOperation& op) {
   for (int64_t shift = 0; shift < bound;) {
     const auto c = replay(r, ifm_base - shift - ofm_base);
     if (!c) return shift;
-    // Every shift before the conflicting pair clears has that same hazard: skip them.
+    // Every shift before the conflicting read clears the written bytes has a hazard: skip them.
     shift = (shift + c->clear_after + 15) / 16 * 16;
   }
   return bound;

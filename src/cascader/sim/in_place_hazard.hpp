@@ -12,9 +12,10 @@
 // is reported; and on Vela's own command streams with the OFM base patched over the IFM.
 //
 // Complexity: building the runs is O(IFM footprint + OFM elements); one check is
-// O(R log R) for R runs. min_in_place_shift replays candidate shifts upward in 16 B steps,
-// and a hazard at one shift skips every shift that keeps the same read and write overlapping,
-// so O(K * R log R) for K replayed candidates (at most shift / 16, in practice a handful).
+// O(R log R) for R runs. min_in_place_shift replays candidate shifts upward in 16 B steps; a
+// hazard at one shift skips every further shift at which the same read still meets written
+// bytes (a walk over the written intervals above it), so O(K * R log R) for K replayed
+// candidates (at most shift / 16; in practice a few per IFM row of shift).
 #pragma once
 
 #include <cstdint>
