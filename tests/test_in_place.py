@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cascader import _core, load_model, save_model, zoo
-from cascader.errors import BinaryError, InvalidArgumentError
+from cascader.errors import BinaryError, CascaderError, InvalidArgumentError
 from cascader.memory import offline_memory_allocation
 from cascader.sim import block_traversal, in_place_hazard, min_in_place_shift, npu_calls, simulate
 
@@ -270,6 +270,19 @@ def test_offset_zero_depthwise_is_unsafe_and_one_row_down_is_safe():
     assert hazard is not None and (hazard.reader, hazard.writer) == (1, 0)
     assert "OFM block 1 (y 4..7" in hazard.message
     assert min_in_place_shift(op) == 8 * 16  # one IFM row
+
+
+def test_search_budget_falls_back_to_the_trailing_shift_only_when_asked():
+    # an int16 OFM from an int8 IFM outruns it: the safe shift grows with every block
+    op = operation("depthwise", (16, 16, 16), 16, kernel=(3, 3), padding=(1, 1, 1, 1), block=(2, 4, 16),
+                   dtypes=("int8", "int16"), ifm_base=1 << 20, ofm_base=1 << 20)
+    exact = min_in_place_shift(op)
+    with pytest.raises(CascaderError, match="exact=False"):
+        min_in_place_shift(op, budget=10)
+    trailing = min_in_place_shift(op, exact=False, budget=10)
+    assert trailing >= exact and trailing % 16 == 0
+    op["ofm"]["base"] = [op["ifm"]["base"][0] - trailing] * 4
+    assert in_place_hazard(op, ifm2=False) is None
 
 
 # --- Vela's command streams, patched in place ---------------------------------------------------

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _core, load_model, save_model, zoo
-from ..sim import block_traversal, in_place_hazard, min_in_place_shift, npu_calls
+from ..sim import block_traversal, in_place_hazard, npu_calls
 from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 
@@ -38,6 +38,7 @@ class InPlaceRow:
     safe_at_zero: bool
     min_shift: int
     vela_in_place: bool  # Vela already put the OFM over the IFM
+    exact: bool  # False: the search hit its budget; min_shift is the safe trailing bound
     seconds: float  # min_in_place_shift's time
 
     @property
@@ -67,7 +68,7 @@ def analyse(binary: str | os.PathLike, name: str, kinds: tuple[str, ...]) -> lis
             # tiles the map does not use may hold base 0; those stay put
             at_zero["ofm"]["base"] = [b + delta if b or t == 0 else 0 for t, b in enumerate(op["ofm"]["base"])]
             start = time.perf_counter()
-            shift = min_in_place_shift(op)
+            shift, exact = _core.min_in_place_shift(op)
             seconds = time.perf_counter() - start
             ifm_at, ofm_at = op["ifm"]["base"][0], op["ofm"]["base"][0]
             overlap = op["ifm"]["region"] == op["ofm"]["region"] and (
@@ -75,13 +76,13 @@ def analyse(binary: str | os.PathLike, name: str, kinds: tuple[str, ...]) -> lis
             rows.append(InPlaceRow(
                 name, i, op["kind"] + (f" {op['sub_op']}" if "sub_op" in op else ""), tuple(op["ofm"]["shape"]),
                 tuple(op["block"]), len(blocks), _bytes(op["ifm"], ifm_rows), _bytes(op["ofm"], op["ofm"]["shape"][0]),
-                in_place_hazard(at_zero, ifm2=False) is None, shift, overlap, seconds))
+                in_place_hazard(at_zero, ifm2=False) is None, shift, overlap, exact, seconds))
     return rows
 
 
 def format_table(rows: list[InPlaceRow]) -> str:
     head = (f"{'model':28} {'op':>3} {'kind':18} {'OFM HxWxC':>12} {'block':>10} {'#blk':>5} {'IFM B':>8} "
-            f"{'OFM B':>8} {'@0':>4} {'min shift':>9} {'separate':>9} {'in place':>9} {'saved':>6} {'vela':>5} "
+            f"{'OFM B':>8} {'@0':>4} {'min shift':>10} {'separate':>9} {'in place':>9} {'saved':>6} {'vela':>5} "
             f"{'ms':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -89,7 +90,8 @@ def format_table(rows: list[InPlaceRow]) -> str:
         lines.append(
             f"{r.model:28} {r.operation:>3} {r.kind:18} {'x'.join(map(str, r.ofm_shape)):>12} "
             f"{'x'.join(map(str, r.block)):>10} {r.blocks:>5} {r.ifm_bytes:>8,} {r.ofm_bytes:>8,} "
-            f"{'yes' if r.safe_at_zero else 'NO':>4} {r.min_shift:>9,} {r.separate_bytes:>9,} {r.in_place_bytes:>9,} "
+            f"{'yes' if r.safe_at_zero else 'NO':>4} {r.min_shift:>9,}{' ' if r.exact else '*'} {r.separate_bytes:>9,} "
+            f"{r.in_place_bytes:>9,} "
             f"{100 * saved:>5.1f}% {'yes' if r.vela_in_place else '-':>5} {1000 * r.seconds:>7.2f}")
     return "\n".join(lines)
 
@@ -118,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({', '.join(sorted({r.kind for r in unsafe})) or 'none'}); "
           f"in place saves {sum(r.separate_bytes - r.in_place_bytes for r in rows):,} of "
           f"{sum(r.separate_bytes for r in rows):,} IFM+OFM bytes over these operations; "
-          f"slowest min_in_place_shift {1000 * max((r.seconds for r in rows), default=0):.2f} ms")
+          f"slowest min_in_place_shift {1000 * max((r.seconds for r in rows), default=0):.2f} ms; "
+          f"{sum(not r.exact for r in rows)} shifts marked * are the safe trailing bound (search budget hit)")
     return 0
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .. import _core
+from ..errors import CascaderError
 
 Box = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
 """((y0, y1), (x0, x1), (c0, c1)), half-open; empty when any range is empty."""
@@ -86,11 +87,32 @@ def in_place_hazard(operation: Mapping[str, Any], ifm: bool = True, ifm2: bool =
     return None if h is None else InPlaceHazard(**h)
 
 
-def min_in_place_shift(operation: Mapping[str, Any]) -> int:
+def min_in_place_shift(operation: Mapping[str, Any], exact: bool = True, budget: int = 1 << 25) -> int:
     """Smallest multiple of 16 bytes the OFM may start below its IFM with no hazard.
 
     The OFM keeps its layout and strides and moves to ``BASE0 = IFM BASE0 - shift`` (its other
     tiles move with it); IFM2 is taken to live elsewhere. 0 for same-shape elementwise
     operations; for a 3x3 same-padded depthwise whose blocks span the width, one IFM row.
+
+    Parameters
+    ----------
+    operation
+        A block operation dict from `cascader.sim.decode`.
+    exact
+        The search visits at most `budget` byte runs. An operation whose OFM outruns its IFM
+        (an int16 OFM from an int8 IFM) can need more; with ``exact=False`` it then returns
+        the trailing shift (every block's reads above all bytes written before it: safe, and
+        not always the smallest).
+
+    Raises
+    ------
+    CascaderError
+        ``exact`` and the search exceeded its budget; the message gives the trailing shift.
     """
-    return int(_core.min_in_place_shift(dict(operation)))
+    shift, found = _core.min_in_place_shift(dict(operation), int(budget))
+    if not found and exact:
+        raise CascaderError(
+            f"the smallest safe in-place shift was not found within {budget:,} run visits; {shift:,} B "
+            "(every block's reads above all bytes written before it) is safe: pass exact=False to take it"
+        )
+    return int(shift)

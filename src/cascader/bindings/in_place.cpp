@@ -115,8 +115,14 @@ void bind_in_place(py::module_& m) {
       py::arg("operation"), py::arg("ifm") = true, py::arg("ifm2") = true,
       "The first block that reads a byte an earlier block wrote, or None.");
   m.def(
-      "min_in_place_shift", [](const py::dict& op) { return sim::min_in_place_shift(operation(op)); },
-      py::arg("operation"), "Smallest 16 B multiple the OFM may start below its IFM with no hazard.");
+      "min_in_place_shift",
+      [](const py::dict& op, uint64_t budget) {
+        const auto s = sim::min_in_place_shift(operation(op), budget);
+        return py::make_tuple(s.shift, s.exact);
+      },
+      py::arg("operation"), py::arg("budget") = uint64_t{1} << 25,
+      "(shift, exact): the smallest 16 B multiple the OFM may start below its IFM with no hazard,\n"
+      "or, when the search exceeds `budget` run visits, the trailing bound (exact False).");
 }
 
 }  // namespace cascader::bindings

@@ -110,10 +110,11 @@ int64_t conflict_cover(const WrittenSet& written, const Run& read) {
   return cover;
 }
 
-// Replays the jobs with every OFM byte moved by `delta`.
-std::optional<Conflict> replay(const JobRuns& r, int64_t delta) {
+// Replays the jobs with every OFM byte moved by `delta`; `work` counts the runs visited.
+std::optional<Conflict> replay(const JobRuns& r, int64_t delta, uint64_t& work) {
   WrittenSet written;
   for (size_t j = 0; j < r.jobs.size(); ++j) {
+    work += (r.read_start[j + 1] - r.read_start[j]) + (r.write_start[j + 1] - r.write_start[j]);
     std::optional<Conflict> c;
     for (size_t i = r.read_start[j]; i < r.read_start[j + 1]; ++i) {
       const Run& read = r.reads[i];
@@ -238,28 +239,34 @@ std::optional<InPlaceHazard> find_in_place_hazard(const NpuOperation& op, bool i
          intersect(out, span(op.ifm2, s.broadcast_h ? 1 : s.ofm_height, s.broadcast_w ? 1 : s.ofm_width,
                              s.broadcast_c ? 1 : s.ofm_depth));
   if (!ifm && !ifm2) return std::nullopt;
-  const auto c = replay(job_runs(op, ifm, ifm2), 0);
+  uint64_t work = 0;
+  const auto c = replay(job_runs(op, ifm, ifm2), 0, work);
   if (!c) return std::nullopt;
   return c->hazard;
 }
 
-int64_t min_in_place_shift(const NpuOperation& op) {
+InPlaceShift min_in_place_shift(const NpuOperation& op, uint64_t budget) {
   const JobRuns r = job_runs(op, true, false);
-  if (r.reads.empty() || r.writes.empty()) return 0;
-  int64_t read_lo = std::numeric_limits<int64_t>::max(), write_hi = std::numeric_limits<int64_t>::min();
-  for (const Run& run : r.reads) read_lo = std::min(read_lo, run.begin);
-  for (const Run& run : r.writes) write_hi = std::max(write_hi, run.end);
-  const auto ifm_base = static_cast<int64_t>(op.ifm.base[0]), ofm_base = static_cast<int64_t>(op.ofm.base[0]);
-  // At this shift every OFM byte lies below every IFM byte read: safe whatever the order.
-  const int64_t disjoint = std::max<int64_t>(0, ifm_base - ofm_base + write_hi - read_lo);
-  const int64_t bound = (disjoint + 15) / 16 * 16;
+  if (r.reads.empty() || r.writes.empty()) return {};
+  // The trailing shift: every job's lowest read above the highest byte written before it.
+  const int64_t to_ifm = static_cast<int64_t>(op.ifm.base[0]) - static_cast<int64_t>(op.ofm.base[0]);
+  int64_t trailing = 0, top = std::numeric_limits<int64_t>::min();
+  for (size_t j = 0; j < r.jobs.size(); ++j) {
+    for (size_t i = r.read_start[j]; i < r.read_start[j + 1]; ++i) {
+      if (top != std::numeric_limits<int64_t>::min()) trailing = std::max(trailing, top + to_ifm - r.reads[i].begin);
+    }
+    for (size_t i = r.write_start[j]; i < r.write_start[j + 1]; ++i) top = std::max(top, r.writes[i].end);
+  }
+  const int64_t bound = (trailing + 15) / 16 * 16;
+  uint64_t work = 0;
   for (int64_t shift = 0; shift < bound;) {
-    const auto c = replay(r, ifm_base - shift - ofm_base);
-    if (!c) return shift;
+    if (work > budget) return {bound, false};
+    const auto c = replay(r, to_ifm - shift, work);
+    if (!c) return {shift, true};
     // Every shift before the conflicting read clears the written bytes has a hazard: skip them.
     shift = (shift + c->clear_after + 15) / 16 * 16;
   }
-  return bound;
+  return {bound, true};
 }
 
 }  // namespace cascader::sim

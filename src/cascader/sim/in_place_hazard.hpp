@@ -45,10 +45,19 @@ TraversalShape traversal_shape(const NpuOperation& op);
 // operand in other memory cannot be overwritten.
 std::optional<InPlaceHazard> find_in_place_hazard(const NpuOperation& op, bool ifm = true, bool ifm2 = true);
 
+struct InPlaceShift {
+  int64_t shift = 0;
+  bool exact = true;  // false: the search hit its budget and `shift` is the trailing bound
+};
+
 // The smallest multiple of 16 bytes by which the OFM can start below the IFM (OFM BASE0 =
 // IFM BASE0 - shift, the other tiles moving with it) with no hazard through the IFM: 0 for a
 // same-shape elementwise operation, one IFM row (W x C bytes) for a 3x3 same-padded depthwise
-// whose blocks span the width.
-int64_t min_in_place_shift(const NpuOperation& op);
+// whose blocks span the width. The search is bounded by the trailing shift, at which every
+// block's reads lie above all bytes written before it (safe whatever the gaps), and by a work
+// budget of `budget` run visits; an operation whose OFM outruns its IFM (an int16 OFM from an
+// int8 IFM: the frontier walks through every block) can exceed it, and then the trailing
+// shift is returned with exact = false.
+InPlaceShift min_in_place_shift(const NpuOperation& op, uint64_t budget = uint64_t{1} << 25);
 
 }  // namespace cascader::sim
