@@ -87,7 +87,7 @@ def in_place_hazard(operation: Mapping[str, Any], ifm: bool = True, ifm2: bool =
     return None if h is None else InPlaceHazard(**h)
 
 
-def min_in_place_shift(operation: Mapping[str, Any], exact: bool = True, budget: int = 1 << 25) -> int:
+def min_in_place_shift(operation: Mapping[str, Any], exact: bool = True, budget: int = 1 << 23) -> int:
     """Smallest multiple of 16 bytes the OFM may start below its IFM with no hazard.
 
     The OFM keeps its layout and strides and moves to ``BASE0 = IFM BASE0 - shift`` (its other

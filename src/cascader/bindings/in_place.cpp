@@ -120,7 +120,7 @@ void bind_in_place(py::module_& m) {
         const auto s = sim::min_in_place_shift(operation(op), budget);
         return py::make_tuple(s.shift, s.exact);
       },
-      py::arg("operation"), py::arg("budget") = uint64_t{1} << 25,
+      py::arg("operation"), py::arg("budget") = uint64_t{1} << 23,
       "(shift, exact): the smallest 16 B multiple the OFM may start below its IFM with no hazard,\n"
       "or, when the search exceeds `budget` run visits, the trailing bound (exact False).");
 }

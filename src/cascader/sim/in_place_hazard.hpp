@@ -58,6 +58,6 @@ struct InPlaceShift {
 // budget of `budget` run visits; an operation whose OFM outruns its IFM (an int16 OFM from an
 // int8 IFM: the frontier walks through every block) can exceed it, and then the trailing
 // shift is returned with exact = false.
-InPlaceShift min_in_place_shift(const NpuOperation& op, uint64_t budget = uint64_t{1} << 25);
+InPlaceShift min_in_place_shift(const NpuOperation& op, uint64_t budget = uint64_t{1} << 23);
 
 }  // namespace cascader::sim
