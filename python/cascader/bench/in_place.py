@@ -37,7 +37,7 @@ class InPlaceRow:
     ofm_bytes: int
     safe_at_zero: bool
     min_shift: int
-    vela_in_place: bool  # Vela already put the OFM over the IFM
+    vela_in_place: bool  # Vela already put the OFM over the IFM or IFM2
     exact: bool  # False: the search hit its budget; min_shift is the safe trailing bound
     seconds: float  # min_in_place_shift's time
 
@@ -70,9 +70,12 @@ def analyse(binary: str | os.PathLike, name: str, kinds: tuple[str, ...]) -> lis
             start = time.perf_counter()
             shift, exact = _core.min_in_place_shift(op)
             seconds = time.perf_counter() - start
-            ifm_at, ofm_at = op["ifm"]["base"][0], op["ofm"]["base"][0]
-            overlap = op["ifm"]["region"] == op["ofm"]["region"] and (
-                ifm_at < ofm_at + _bytes(op["ofm"], op["ofm"]["shape"][0]) and ofm_at < ifm_at + _bytes(op["ifm"], ifm_rows))
+            ofm_at, ofm_end = op["ofm"]["base"][0], op["ofm"]["base"][0] + _bytes(op["ofm"], op["ofm"]["shape"][0])
+            inputs = [(op["ifm"], ifm_rows)]
+            if op.get("ifm2") and op.get("ifm2_scalar") is None:
+                inputs.append((op["ifm2"], 1 if op["broadcast"][0] else op["ofm"]["shape"][0]))
+            overlap = any(fm["region"] == op["ofm"]["region"] and fm["base"][0] < ofm_end
+                          and ofm_at < fm["base"][0] + _bytes(fm, rows) for fm, rows in inputs)
             rows.append(InPlaceRow(
                 name, i, op["kind"] + (f" {op['sub_op']}" if "sub_op" in op else ""), tuple(op["ofm"]["shape"]),
                 tuple(op["block"]), len(blocks), _bytes(op["ifm"], ifm_rows), _bytes(op["ofm"], op["ofm"]["shape"][0]),
