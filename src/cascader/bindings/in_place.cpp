@@ -58,7 +58,8 @@ sim::NpuOperation operation(const py::dict& d) {
     op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 3>(field<std::string>(d, "sub_op"), "pooling mode"));
   }
   if (op.kind == sim::OpKind::Elementwise) {
-    op.sub_op = static_cast<int>(enum_named<sim::ElementwiseMode, 10>(field<std::string>(d, "sub_op"), "elementwise mode"));
+    const auto mode = field<std::string>(d, "sub_op");
+    op.sub_op = static_cast<int>(enum_named<sim::ElementwiseMode, 10>(mode, "elementwise mode"));
   }
   op.word_offset = d.contains("word_offset") ? d["word_offset"].cast<size_t>() : 0;
   op.ifm = feature_map(field<py::dict>(d, "ifm"));

@@ -13,9 +13,12 @@
 //     earlier block wrote; that depends on the operation, and sim::min_in_place_shift gives the
 //     smallest safe shift: 0 for a same-shape elementwise op, one IFM row for a 3x3 same-padded
 //     depthwise (TinyEngine's offset-0 in-place depthwise is NOT safe on the NPU). Proven in
-//     tests/test_in_place.py: brute-force block-by-block execution on a shared buffer agrees
-//     with the hazard check, and the simulator raises on Vela's depthwise / ADD command streams
-//     patched to shift 0 and min - 16 while matching the reference bit-exactly at the minimum.
+//     tests/test_in_place.py: test_brute_force_agrees_with_the_hazard_check (block-by-block
+//     execution on a shared buffer differs from the separate-buffer result exactly when a
+//     hazard is reported), test_vela_depthwise_in_place / test_vela_add_in_place (the simulator
+//     raises on Vela's command streams patched to unsafe shifts and is bit-exact against the
+//     reference at min_in_place_shift). The block order itself is taken from Vela / Regor's
+//     model of the hardware (arch/block_traversal.hpp), not measured on silicon or the FVP.
 //     The scheduler owns choosing a safe shift; this builder only lays the bytes out.
 //   - Slice:   a producer writing straight into its slice of a concatenation's output.
 //   - Reshape: reshape / squeeze, same bytes at offset 0.

@@ -485,7 +485,9 @@ void Executor::block(const NpuOperation& op) {
     return fm.region == op.ofm.region || (a != nullptr && a == regions_[static_cast<size_t>(op.ofm.region)].data);
   };
   const bool ifm2_shared = op.has_ifm2() && shares_ofm_memory(op.ifm2);
-  if (const auto hazard = find_in_place_hazard(op, shares_ofm_memory(op.ifm), ifm2_shared)) fail(op, hazard->describe());
+  if (const auto hazard = find_in_place_hazard(op, shares_ofm_memory(op.ifm), ifm2_shared)) {
+    fail(op, hazard->describe());
+  }
   const Dense ifm = read_map(op, op.ifm, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
 
   std::vector<emit::BiasScale> channel_scale;

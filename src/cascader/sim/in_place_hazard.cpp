@@ -185,8 +185,8 @@ std::string box(const FeatureBox& b) {
 
 std::string InPlaceHazard::describe() const {
   std::ostringstream s;
-  s << "the OFM overwrites its " << operand << " before the NPU reads it: OFM block " << reader << " (" << box(reader_ofm)
-    << ") reads " << operand << " byte 0x" << std::hex << address << std::dec << ", which OFM block " << writer << " ("
+  s << "the OFM overwrites its " << operand << " before the NPU reads it: OFM block " << reader << " ("
+    << box(reader_ofm) << ") reads " << operand << " byte 0x" << std::hex << address << std::dec << ", which OFM block " << writer << " ("
     << box(writer_ofm) << ") already wrote (the hardware would compute garbage; move the OFM at least "
     << "min_in_place_shift bytes below the " << operand << ", or out of it)";
   return s.str();
@@ -206,16 +206,17 @@ TraversalShape traversal_shape(const NpuOperation& op) {
   s.ofm_height = op.ofm.height;
   s.ofm_width = op.ofm.width;
   s.ofm_depth = op.ofm.depth;
-  const cascader::Kernel k = {(op.kernel.height - 1) / op.kernel.dilation_y + 1, (op.kernel.width - 1) / op.kernel.dilation_x + 1,
-                    op.kernel.stride_y, op.kernel.stride_x, op.kernel.dilation_y, op.kernel.dilation_x};
+  // The registers hold the dilated kernel extent; the traversal wants the taps.
+  const cascader::Kernel k = {(op.kernel.height - 1) / op.kernel.dilation_y + 1,
+                              (op.kernel.width - 1) / op.kernel.dilation_x + 1,
+                              op.kernel.stride_y, op.kernel.stride_x, op.kernel.dilation_y, op.kernel.dilation_x};
   s.kernel = k;
   s.pad_top = op.padding.top;
   s.pad_left = op.padding.left;
   const bool elementwise = op.kind == OpKind::Elementwise;
-  s.ifm_height = elementwise ? s.ofm_height
-                             : input_extent(s.ofm_height, k.stride_y, op.kernel.height, op.padding.top, op.padding.bottom);
-  s.ifm_width = elementwise ? s.ofm_width
-                            : input_extent(s.ofm_width, k.stride_x, op.kernel.width, op.padding.left, op.padding.right);
+  const Padding& p = op.padding;
+  s.ifm_height = elementwise ? s.ofm_height : input_extent(s.ofm_height, k.stride_y, op.kernel.height, p.top, p.bottom);
+  s.ifm_width = elementwise ? s.ofm_width : input_extent(s.ofm_width, k.stride_x, op.kernel.width, p.left, p.right);
   s.ifm_depth = s.op == TraversalOp::Convolution || s.op == TraversalOp::ReduceSum ? op.ifm.depth : s.ofm_depth;
   s.block_height = op.block_height;
   s.block_width = op.block_width;
