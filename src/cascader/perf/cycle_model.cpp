@@ -280,10 +280,19 @@ int64_t elementwise_cycles(const NpuOp& op, const ArchConfig& arch, const BlockC
   return int64_t(std::max(cmd, ao));
 }
 
+// Cycles one side of a DMA takes: its bytes at the memory's bandwidth, plus its latency.
+int64_t transfer_cycles(const ArchConfig& arch, MemoryArea m, Direction d, int64_t bytes) {
+  return int64_t(float(bytes) / float(arch.bandwidth(m))) + arch.latency(m, d);
+}
+
 int64_t mem2mem_cycles(const ArchConfig& arch, MemoryArea from, MemoryArea to, int64_t bytes) {
-  const int64_t from_c = int64_t(float(bytes) / float(arch.bandwidth(from))) + arch.latency(from, Direction::Read);
-  const int64_t to_c = int64_t(float(bytes) / float(arch.bandwidth(to))) + arch.latency(to, Direction::Write);
-  return std::max(from_c, to_c);
+  return std::max(transfer_cycles(arch, from, Direction::Read, bytes), transfer_cycles(arch, to, Direction::Write, bytes));
+}
+
+// A LUT DMA writes the SHRAM, which Vela (5.2) models as a memory of 1 byte per cycle without
+// latency: a 2 KiB int16 table costs at least 2048 cycles whatever memory it comes from.
+int64_t lut_load_cycles(const ArchConfig& arch, MemoryArea from, int64_t bytes) {
+  return std::max(transfer_cycles(arch, from, Direction::Read, bytes), bytes);
 }
 
 void validate(const NpuOp& op) {
@@ -453,10 +462,9 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   }
   rd(op.weight_memory, scale_read);
 
-  // The LUT is copied into SHRAM before the op starts.
-  const MemoryArea fast = arch.region_memory(Region::FastCache);
-  if (op.activation == Activation::Lut && op.lut_bytes > 0 && op.lut_memory != fast) {
-    const int64_t lut = mem2mem_cycles(arch, op.lut_memory, fast, op.lut_bytes);
+  // The LUT is copied into SHRAM before the op starts (from whichever memory holds it).
+  if (op.activation == Activation::Lut && op.lut_bytes > 0) {
+    const int64_t lut = lut_load_cycles(arch, op.lut_memory, op.lut_bytes);
     dma += lut;
     // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
     npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
