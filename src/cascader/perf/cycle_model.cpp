@@ -462,13 +462,18 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   }
   rd(op.weight_memory, scale_read);
 
-  // The LUT is copied into SHRAM before the op starts (from whichever memory holds it).
+  // The LUT is copied into SHRAM before the op starts (from whichever memory holds it). Vela
+  // (5.2) costs that copy, in cycles and in memory traffic, only when the table lookup is the op
+  // itself; a LUT chained into another op (softmax's SUB + LUT, a convolution's fused
+  // activation) is a sub-operation whose copy its estimate leaves out, so ours does too.
   if (op.activation == Activation::Lut && op.lut_bytes > 0) {
     const int64_t lut = lut_load_cycles(arch, op.lut_memory, op.lut_bytes);
     dma += lut;
-    // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
-    npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
-    rd(op.lut_memory, op.lut_bytes);
+    if (op.lut_is_operation) {
+      // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
+      npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
+      rd(op.lut_memory, op.lut_bytes);
+    }
   }
   r.dma_cycles = dma;
   r.npu_cycles = npu;
