@@ -59,6 +59,22 @@ def test_zoo_total_within_5_percent_of_vela(zoo_paths, name, config):
     assert abs(error) <= WITHIN, f"{name} on {accelerator}: ours {est.total_cycles:,.0f} vs Vela {out.cycles:,.0f}"
 
 
+ACTIVATION_CASES = zoo.activation_op_cases()
+
+
+@pytest.mark.parametrize("config", CONFIGS[:1] + CONFIGS[3:], ids=lambda c: c.label)
+@pytest.mark.parametrize("name,model", ACTIVATION_CASES, ids=[n for n, _ in ACTIVATION_CASES])
+def test_activation_ops_within_5_percent_of_vela(name, model, config, tmp_path):
+    """LRELU, the built-in TANH/SIGMOID, 8- and 16-bit LUT operations (a 2 KiB table costs its
+    DMA into the SHRAM at 1 byte/cycle in Vela's model)."""
+    path = tmp_path / f"zoo_{name}.tflite"
+    path.write_bytes(save_model(model))
+    out = compile_with_vela(path, config)
+    est = cascader.estimate(out.path)
+    error = (est.total_cycles - out.cycles) / out.cycles
+    assert abs(error) <= WITHIN, f"{name} on {config.label}: ours {est.total_cycles:,.0f} vs Vela {out.cycles:,.0f}"
+
+
 def test_every_operation_and_dma_is_costed_once(kws_u55):
     est = cascader.estimate(kws_u55.path)
     decoded = cascader.sim.decode(kws_u55.path)
