@@ -472,16 +472,17 @@ def test_activation_cases_follow_tflite_conventions(name):
     assert x.dtype == out.dtype == dtype
     if dtype == "int16":  # 16x8: symmetric activations
         assert not x.quantization.zero_point.any() and not out.quantization.zero_point.any()
-        assert op.version == (3 if op.opcode in ("TANH", "LOGISTIC") else 2)
-    if op.opcode in ("TANH", "LOGISTIC") and dtype == "int16":
+        assert op.version == (3 if op.opcode in ("TANH", "LOGISTIC", "SOFTMAX") else 2)
+    if op.opcode in ("TANH", "LOGISTIC", "SOFTMAX") and dtype == "int16":
         assert out.quantization.scale[0] == np.float32(2.0**-15)
     if op.opcode == "LEAKY_RELU":
         assert (out.quantization == x.quantization) == bool(activation_params(name).get("same_quantization"))
     got, expected = int8_vs_float(net)
     info = np.iinfo(dtype)
     # int8: output rounding only. int16: the interpolated tables (TANH/LOGISTIC's 256 entries,
-    # EXP's 512-entry LUT) add a few LSBs of the 65536 levels.
-    bound = 1.0 if dtype == "int8" else 8.0
+    # EXP's 512-entry LUT) add a few LSBs of the 65536 levels; TFLite's int16 SOFTMAX chains
+    # two such tables (exp, then 1 / (1 + x)) and lands within 28 LSBs (measured, seed 0).
+    bound = 1.0 if dtype == "int8" else 32.0 if op.opcode == "SOFTMAX" else 8.0
     assert np.abs(got - np.clip(expected, info.min, info.max)).max() <= bound
     assert np.unique(got).size > 50  # the outputs vary over the calibration batch
 
@@ -496,6 +497,7 @@ def test_activation_functions_match_the_case_table():
     assert save_model(zoo.tanh(shape)) == save_model(cases["tanh_int16"])
     assert save_model(zoo.logistic(shape, "int8")) == save_model(cases["logistic_int8"])
     assert save_model(zoo.exp(shape)) == save_model(cases["exp_int16"])
+    assert save_model(zoo.softmax(shape)) == save_model(cases["softmax_int16"])
     lrelu = zoo.leaky_relu(shape, 1.5, "int16", same_quantization=True)
     assert save_model(lrelu) == save_model(cases["leaky_relu_int16_alpha1.5"])
 

@@ -1,7 +1,7 @@
 """The zoo's layer builder: a float forward pass in numpy that calibrates int8 quantization.
 
 Activations are int8 by default; the weightless activation layers (`leaky_relu`, `tanh`,
-`logistic`, `exp`) also take int16 inputs, quantized as TFLite's 16x8 scheme quantizes
+`logistic`, `exp`, `softmax`) also take int16 inputs, quantized as TFLite's 16x8 scheme quantizes
 activations: symmetric, zero point 0.
 
 `CalibratedNet` builds a model layer by layer while pushing a batch of calibration inputs
@@ -57,8 +57,9 @@ _VERSION = {
         "TANH": 2,
         "LOGISTIC": 2,
         "EXP": 2,
+        "SOFTMAX": 2,
     },
-    "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2},
+    "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
 }
 
 # TFLite's int8/int16 TANH and LOGISTIC kernels require these output quantizations.
@@ -67,6 +68,8 @@ _FIXED_OUTPUT = {
     ("LOGISTIC", "int8"): (1.0 / 256, -128),
     ("TANH", "int16"): (1.0 / 32768, 0),
     ("LOGISTIC", "int16"): (1.0 / 32768, 0),
+    ("SOFTMAX", "int8"): (1.0 / 256, -128),
+    ("SOFTMAX", "int16"): (1.0 / 32768, 0),
 }
 
 
@@ -105,7 +108,7 @@ def _require_int8(opcode: str, *xs: "Activation") -> None:
         if x.dtype != "int8":
             raise InvalidArgumentError(
                 f"{opcode} is built for int8 activations only, got {x.dtype}; the int16 layers are "
-                "leaky_relu, tanh, logistic and exp"
+                "leaky_relu, tanh, logistic, exp and softmax"
             )
 
 
@@ -498,10 +501,12 @@ class CalibratedNet:
         self._op("LEAKY_RELU", [x.index], [out.index], {"alpha": alpha}, dtype=x.dtype)
         return out
 
-    def _fixed_output(self, opcode: str, x: Activation, value: np.ndarray, name: str) -> Activation:
+    def _fixed_output(
+        self, opcode: str, x: Activation, value: np.ndarray, name: str, options: dict | None = None
+    ) -> Activation:
         scale, zero_point = _FIXED_OUTPUT[(opcode, x.dtype)]
         out = self._activation(self._name(name), value, quantization(scale, zero_point), dtype=x.dtype)
-        self._op(opcode, [x.index], [out.index], dtype=x.dtype)
+        self._op(opcode, [x.index], [out.index], options, dtype=x.dtype)
         return out
 
     def tanh(self, x: Activation, name: str = "tanh") -> Activation:
@@ -511,6 +516,13 @@ class CalibratedNet:
     def logistic(self, x: Activation, name: str = "logistic") -> Activation:
         """LOGISTIC (sigmoid); TFLite's required output quantization (2^-15 for int16, 2^-8 - 128 for int8)."""
         return self._fixed_output("LOGISTIC", x, 1.0 / (1.0 + np.exp(-x.value)), name)
+
+    def softmax(self, x: Activation, beta: float = 1.0, name: str = "softmax") -> Activation:
+        """SOFTMAX over the last axis; TFLite's required output quantization (2^-15 for int16,
+        2^-8 - 128 for int8)."""
+        z = float(beta) * (x.value - x.value.max(axis=-1, keepdims=True))
+        e = np.exp(z)
+        return self._fixed_output("SOFTMAX", x, e / e.sum(axis=-1, keepdims=True), name, {"beta": float(beta)})
 
     def exp(self, x: Activation, name: str = "exp") -> Activation:
         """EXP with a calibrated output (Vela runs it as a LUT: interpolating 16-bit for int16)."""

@@ -49,6 +49,7 @@ __all__ = [
     "exp",
     "leaky_relu",
     "logistic",
+    "softmax",
     "tanh",
 ]
 
@@ -394,6 +395,11 @@ def exp(input_shape: Shape, dtype: str = "int16", seed: int = 0) -> Model:
     return _single_op_net("exp", [input_shape], seed, dtype, (-4.0, 4.0)).build()
 
 
+def softmax(input_shape: Shape, dtype: str = "int16", beta: float = 1.0, seed: int = 0) -> Model:
+    """One SOFTMAX over the last axis of an int8 or int16 input covering [-12, 12]."""
+    return _single_op_net("softmax", [input_shape], seed, dtype, _ACTIVATION_RANGE, beta=beta).build()
+
+
 def single_op_cases() -> list[tuple[str, Model]]:
     """Small single-operator models (seed 0) covering the common kernel, stride and padding
     cases of `SINGLE_OP_CASES`: conv 1x1/3x3/5x5/7x7, strides 1 and 2, SAME and VALID,
@@ -410,7 +416,7 @@ _ACT = ((1, 8, 8, 16),)
 # LEAKY_RELU / TANH / LOGISTIC as 256-entry LUTs; int16 LEAKY_RELU with equal input and output
 # quantization as the elementwise LRELU (alpha above 1 included), otherwise as MUL + MAXIMUM;
 # int16 TANH / LOGISTIC as the built-in activation functions; int16 EXP as a 512-entry
-# interpolating LUT. cascader's own compiler does not lower these yet (see
+# interpolating LUT; int16 SOFTMAX as two such LUTs (exp, 1 / (1 + x)) and 32-bit arithmetic. cascader's own compiler does not lower these yet (see
 # frontend.support.PLANNED_OPERATORS); they validate the simulator on Vela's binaries.
 ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("leaky_relu_int8", "leaky_relu", _ACT, dict(alpha=0.2, input_range=_ACTIVATION_RANGE)),
@@ -424,12 +430,13 @@ ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("logistic_int8", "logistic", _ACT, dict(input_range=_ACTIVATION_RANGE)),
     ("logistic_int16", "logistic", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
     ("exp_int16", "exp", _ACT, dict(dtype="int16", input_range=(-4.0, 4.0))),
+    ("softmax_int16", "softmax", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
 )
 
 
 def activation_op_cases() -> list[tuple[str, Model]]:
     """Single activation-operator models (seed 0) of `ACTIVATION_OP_CASES`: LEAKY_RELU, TANH,
-    LOGISTIC and EXP in int8 and 16x8 int16, each hitting a different Vela lowering."""
+    LOGISTIC, EXP and SOFTMAX in int8 and 16x8 int16, each hitting a different Vela lowering."""
     return [
         (name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in ACTIVATION_OP_CASES
     ]
