@@ -341,6 +341,26 @@ void validate(const NpuOp& op) {
 
 }  // namespace
 
+// Vela's scheduler plans weight buffering on its reference schedule, before fast-storage
+// placement moves feature maps: it counts an op's compute with its feature maps in their home
+// memory, and only the last depth slice's when the weights are sliced. That figure is the
+// slack the op offers the next op's DMAs, and the tail its own buffered transfer must precede.
+// (Matching it matters on U65 Dedicated_Sram, where home is DRAM with 500-cycle latencies.)
+int64_t buffering_slack_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
+  NpuOp ref = op;
+  const MemoryArea home = arch.region_memory(Region::Arena);
+  ref.ifm.memory = home;
+  ref.ofm.memory = home;
+  if (ref.ifm2) ref.ifm2->memory = home;
+  const NpuBlockType bt = block_type_of(op.type);
+  if (bt == NpuBlockType::ElementWise) return elementwise_cycles(ref, arch, cfg);
+  if (op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < op.ofm.shape.c) {
+    ref.ofm.shape.c = op.weight_last_slice_depth;
+    if (bt != NpuBlockType::ConvolutionMxN && bt != NpuBlockType::VectorProduct) ref.ifm.shape.c = ref.ofm.shape.c;
+  }
+  return mac_op_cycles(ref, arch, cfg);
+}
+
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
   CostRecord r;
   std::array<int64_t, kMemoryAreaCount> read{}, write{};
@@ -381,6 +401,8 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
                                                                                        : k * ifm.c * ofm.elements();
     op_cycles = mac_op_cycles(op, arch, cfg);
   }
+
+  r.buffering_slack_cycles = buffering_slack_cycles(op, arch, cfg);
 
   // Elements accessed.
   const Shape4 ifm_block = min4(ifm, cfg.ifm_block);
@@ -448,14 +470,7 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
     const int64_t slack = std::max<int64_t>(op.dma_slack_cycles, 0);
     const int64_t full = mem2mem_cycles(arch, op.weight_memory, buf, stream);
     const int64_t first_wait = std::max<int64_t>(mem2mem_cycles(arch, op.weight_memory, buf, first) - slack, 0);
-    int64_t tail = op_cycles;
-    if (op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < ofm.c && bt != NpuBlockType::ElementWise) {
-      NpuOp last = op;
-      last.ofm.shape.c = op.weight_last_slice_depth;
-      if (bt != NpuBlockType::ConvolutionMxN && bt != NpuBlockType::VectorProduct) last.ifm.shape.c = last.ofm.shape.c;
-      tail = mac_op_cycles(last, arch, cfg);
-    }
-    npu = std::max(full - slack + tail, op_cycles + first_wait);
+    npu = std::max(full - slack + r.buffering_slack_cycles, op_cycles + first_wait);
     dma += full;
   } else {
     rd(op.weight_memory, weight_read);
