@@ -62,7 +62,7 @@ _VERSION = {
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
 }
 
-# TFLite's int8/int16 TANH and LOGISTIC kernels require these output quantizations.
+# TFLite's int8/int16 TANH, LOGISTIC and SOFTMAX kernels require these output quantizations.
 _FIXED_OUTPUT = {
     ("TANH", "int8"): (1.0 / 128, 0),
     ("LOGISTIC", "int8"): (1.0 / 256, -128),

@@ -416,8 +416,9 @@ _ACT = ((1, 8, 8, 16),)
 # LEAKY_RELU / TANH / LOGISTIC as 256-entry LUTs; int16 LEAKY_RELU with equal input and output
 # quantization as the elementwise LRELU (alpha above 1 included), otherwise as MUL + MAXIMUM;
 # int16 TANH / LOGISTIC as the built-in activation functions; int16 EXP as a 512-entry
-# interpolating LUT; int16 SOFTMAX as two such LUTs (exp, 1 / (1 + x)) and 32-bit arithmetic. cascader's own compiler does not lower these yet (see
-# frontend.support.PLANNED_OPERATORS); they validate the simulator on Vela's binaries.
+# interpolating LUT; int16 SOFTMAX as two such LUTs (exp, 1 / (1 + x)) and 32-bit arithmetic.
+# cascader's own compiler does not lower these yet (see frontend.support.PLANNED_OPERATORS);
+# they validate the simulator and the estimator on Vela's binaries.
 ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("leaky_relu_int8", "leaky_relu", _ACT, dict(alpha=0.2, input_range=_ACTIVATION_RANGE)),
     ("leaky_relu_int16", "leaky_relu", _ACT, dict(alpha=0.2, same_quantization=True, dtype="int16",

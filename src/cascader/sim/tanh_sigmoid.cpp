@@ -5,8 +5,8 @@ namespace cascader::sim {
 namespace {
 
 // sigmoid(i / 24) in 0.16 fixed point, TFLite's table (sigmoid_table_uint16) that the hardware
-// reproduces. A few dozen entries are one above or below the nearest integer to the exact
-// value, so the table is listed, not computed; the last entry is clipped to 65535.
+// reproduces. 44 of its entries are one above 65536 * sigmoid(i / 24) rounded to nearest, so
+// the table is listed, not computed; the last entry is clipped to 65535.
 constexpr uint16_t kSigmoidTable[256] = {
     32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
     43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
