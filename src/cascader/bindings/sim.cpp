@@ -1,6 +1,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <string>
+
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/common/error.hpp"
 #include "cascader/emit/weights.hpp"
@@ -92,7 +95,8 @@ sim::DriverPayload payload_of(const py::bytes& payload) {
 py::dict config(const sim::NpuConfig& c) {
   return py::dict(py::arg("accelerator") = c.accelerator(), py::arg("macs_per_cc") = c.macs_per_cc,
                   py::arg("shram_kib") = c.shram_kib, py::arg("product") = c.product,
-                  py::arg("cmd_stream_version") = c.cmd_stream_version);
+                  py::arg("cmd_stream_version") = c.cmd_stream_version, py::arg("config_word") = c.config_word,
+                  py::arg("id_word") = c.id_word);
 }
 
 }  // namespace
@@ -109,6 +113,32 @@ void bind_sim(py::module_& m) {
                         py::arg("operations") = ops);
       },
       py::arg("payload"), "Decodes a COP1 driver payload into its config and typed NPU operations.");
+
+  m.def(
+      "split_driver_payload",
+      [](const py::bytes& payload) {
+        const sim::DriverPayload p = payload_of(payload);
+        return py::make_tuple(config(p.config), py::array_t<uint32_t>(static_cast<py::ssize_t>(p.command_stream.size()),
+                                                                       p.command_stream.data()));
+      },
+      py::arg("payload"), "A COP1 driver payload's config (with its raw words) and command stream words.");
+
+  m.def(
+      "encode_driver_payload",
+      [](const py::array_t<uint32_t, py::array::c_style | py::array::forcecast>& words, const std::string& accelerator,
+         std::optional<uint32_t> config_word, uint32_t id_word) {
+        sim::NpuConfig c = sim::NpuConfig::for_accelerator(accelerator, id_word);
+        if (config_word) {
+          c.config_word = *config_word;
+          c.unpack();
+        }
+        const auto bytes = sim::encode_driver_payload(std::vector<uint32_t>(words.data(), words.data() + words.size()), c);
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      py::arg("command_stream"), py::arg("accelerator"), py::arg("config_word") = py::none(),
+      py::arg("id_word") = sim::kDefaultIdWord,
+      "A COP1 driver payload for a command stream, as Vela writes it; config_word overrides the\n"
+      "accelerator's (to re-encode a decoded payload exactly).");
 
   m.def(
       "simulate_driver_payload",
