@@ -389,7 +389,7 @@ def _check_regions(npu: _Npu, region_tensors: list[Tensor], has_persistent: bool
         if op["kind"] == "dma":
             for end in ("src", "dst"):
                 r = op[end]
-                if r["region"] & 0x100 == 0:  # bit 8 set: the NPU's internal SHRAM, not a base pointer
+                if (r["region"] & 0x100) == 0:  # bit 8 set: the NPU's internal SHRAM, not a base pointer
                     check(i, r["region"] & 0x7, r["address"], r["length"], f"DMA {end}")
             continue
         for key in ("weights", "scales"):
