@@ -135,6 +135,7 @@ def test_vela_5_binaries_repackage_to_the_same_model(name, config, tmp_path):
     vela = load_model(compile_with_vela(path, config).path)
     ours = repackage(load_model(path), vela)
     assert ours == vela  # tensors, buffers, operators, custom options, metadata, I/O
+    assert ArenaSizes.of_model(ours) == ArenaSizes.of_model(vela)
     assert load_model(save_model(ours)) == vela
     _same_outputs(ours, vela, original)
 
@@ -225,6 +226,7 @@ def test_persistent_arena_is_a_variable_tensor_in_region_3():
     assert call.persistent == (op.inputs[4],)
     assert call.region_tensors[REGION_PERSISTENT] == op.inputs[4]
     assert call.ifms == (op.inputs[5],)  # the state is not an IFM
+    assert ArenaSizes.of_model(model) == ArenaSizes(512, 0, NBYTES)
 
 
 def test_persistent_arena_survives_between_inferences_of_a_session():
@@ -371,3 +373,27 @@ def test_non_convex_subgraph_is_rejected():
     words = np.array(_dma(1, 0, 1, 16, 16) + STOP, np.uint32)
     with pytest.raises(InvalidArgumentError, match="not convex"):
         package(b.build(), [NpuSubgraph((0, 2), words)], b"", ArenaSizes(64), {0: 0, 1: 16, 2: 32, 3: 48})
+
+
+def test_npu_operator_placed_after_the_npu_operator_it_reads():
+    """B (op 1) computes an IFM of A (ops 0 and 2): A goes after B, though its first operator is
+    earlier; both share one flash and one scratch tensor and have their own command streams."""
+    b = ModelBuilder()
+    q = quantization(0.05, 0)
+    x = b.add_input("x", (1, 1, 1, 16), quantization=q)
+    t0, t1, y = (b.add_tensor(n, (1, 1, 1, 16), quantization=q) for n in ("t0", "t1", "y"))
+    b.add_operator("RELU", [x], [t0])
+    b.add_operator("RELU", [x], [t1])
+    b.add_operator("ADD", [t0, t1], [y], {"fused_activation_function": "NONE"})
+    b.mark_output(y)
+    copy = lambda src, dst: np.array(_dma(1, src, 1, dst, 16) + STOP, np.uint32)  # noqa: E731
+    a_ops = NpuSubgraph((0, 2), copy(16, 32))  # y = t1
+    b_ops = NpuSubgraph((1,), copy(0, 16))  # t1 = x
+    packaged = package(b.build(), [a_ops, b_ops], b"", ArenaSizes(48), {x: 0, t1: 16, y: 32})
+    sg = packaged.main
+    assert [[sg.tensors[t].name for t in op.outputs] for op in sg.operators] == [["t1"], ["y"]]
+    assert [op.inputs[1:4] for op in sg.operators][0] == [op.inputs[1:4] for op in sg.operators][1]
+    assert sg.operators[0].inputs[0] != sg.operators[1].inputs[0]
+    v = np.arange(16, dtype=np.int8).reshape(1, 1, 1, 16)
+    assert np.array_equal(simulate(packaged, v)[0], v)
+    assert ArenaSizes.of_model(packaged) == ArenaSizes(48)

@@ -73,6 +73,19 @@ class ArenaSizes:
         sizes = layout.sizes
         return cls(sizes.get("scratch", 0), sizes.get("scratch_fast", 0), sizes.get("persistent", 0))
 
+    @classmethod
+    def of_model(cls, model: Model) -> "ArenaSizes":
+        """The arena sizes a packaged model (ours or Vela's) records in its `ethos-u` operators."""
+        from ..sim.binary import npu_calls  # the reader lives with the simulator
+
+        tensors = model.main.tensors
+        calls = npu_calls(model)
+        scratch = max((tensors[c.scratch_tensor].nbytes for c in calls), default=0)
+        fast = max((tensors[c.scratch_fast_tensor].nbytes for c in calls if c.scratch_fast_tensor != c.scratch_tensor),
+                   default=0)
+        persistent = sum(tensors[t].nbytes for t in {t for c in calls for t in c.persistent})
+        return cls(scratch, fast, persistent)
+
     @property
     def non_persistent(self) -> int:
         return self.scratch + self.scratch_fast
@@ -154,7 +167,7 @@ def package(
         or a command stream addressing a region the operator does not pass or beyond its size.
     """
     sg = model.main
-    flash = bytes(np.ascontiguousarray(flash, dtype=np.uint8).tobytes()) if isinstance(flash, np.ndarray) else bytes(flash)
+    flash = np.ascontiguousarray(flash, dtype=np.uint8).tobytes() if isinstance(flash, np.ndarray) else bytes(flash)
     _check_sizes(arenas, len(flash), scratch_offset)
     npus = [_boundary(model, s, accelerator, id_word) for s in subgraphs]
     _check_disjoint(npus)
@@ -338,22 +351,37 @@ def _check_offsets(sg: SubGraph, npu: _Npu, offsets: Mapping[int, int], start: i
 
 
 def _operator_order(sg: SubGraph, npus: list[_Npu]) -> list[Any]:
-    """CPU operators (their indices) and NPU subgraphs in an order TFLM can run: each NPU operator
-    goes where its first operator was, unless an IFM is produced later, then just after that."""
+    """CPU operators (their indices) and NPU subgraphs in an order TFLM can run.
+
+    An NPU operator goes where its first operator was, or later, just after the last producer
+    of its IFMs (a CPU operator, or another NPU operator's position). O(operators + tensors).
+    """
     producer = {t: i for i, op in enumerate(sg.operators) for t in op.outputs}
-    at: dict[int, _Npu] = {}
+    owner = {i: npu for npu in npus for i in npu.ops}
+    depth: dict[int, int] = {}
+
+    def place(npu: _Npu, visiting: frozenset[int] = frozenset()) -> None:
+        if id(npu) in depth:
+            return
+        if id(npu) in visiting:
+            raise InvalidArgumentError("two NPU subgraphs feed each other; merge them or split them differently")
+        npu.position, d = min(npu.ops), 0
+        for t in npu.ifms:
+            if t not in producer:
+                continue
+            other = owner.get(producer[t])
+            if other is None:
+                npu.position = max(npu.position, producer[t])
+            else:
+                place(other, visiting | {id(npu)})
+                npu.position, d = max(npu.position, other.position), max(d, depth[id(other)] + 1)
+        depth[id(npu)] = d
+
     for npu in npus:
-        first = min(npu.ops)
-        after = max((producer[t] for t in npu.ifms if t in producer), default=-1)
-        npu.position = first if after < first else after
-        at[npu.position] = npu
-    order: list[Any] = []
-    inside = set().union(*(n.ops for n in npus)) if npus else set()
-    for i in range(len(sg.operators)):
-        if i not in inside:
-            order.append(i)
-        if i in at:
-            order.append(at[i])
+        place(npu)
+    keyed: list[tuple[tuple[int, int, int], Any]] = [((i, 0, 0), i) for i in range(len(sg.operators)) if i not in owner]
+    keyed += [((n.position, 1, depth[id(n)]), n) for n in npus]
+    order = [item for _, item in sorted(keyed, key=lambda k: k[0])]
     # Check: every tensor is produced before it is read.
     ready = set(sg.inputs)
     for item in order:
