@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from cascader import _core, load_model, save_model, simulate, zoo
+from cascader.bench.package import repackage
 from cascader.errors import BinaryError, InvalidArgumentError
 from cascader.memory import ScheduledBuffer, Schedule, Step, layout
 from cascader.reference import random_inputs
@@ -60,42 +61,6 @@ def test_payload_encoder_rejects_bad_streams():
 
 
 # --- (a) round trip through Vela's binaries -------------------------------------------------------
-
-
-def _replaced_operators(model: Model, ifms: set[int], ofms: tuple[int, ...]) -> list[int]:
-    """The operators between `ifms` and `ofms`: what one `ethos-u` operator of Vela replaced."""
-    sg = model.main
-    producer = {t: i for i, op in enumerate(sg.operators) for t in op.outputs}
-    ops: set[int] = set()
-    stack = list(ofms)
-    while stack:
-        t = stack.pop()
-        if t in ifms or t not in producer or producer[t] in ops:
-            continue
-        ops.add(producer[t])
-        stack.extend(x for x in sg.operators[producer[t]].inputs if x >= 0)
-    return sorted(ops)
-
-
-def repackage(original: Model, vela: Model, description: str = "Vela Optimised") -> Model:
-    """Decode Vela's binary into its parts and package them into the original model."""
-    vsg, osg = vela.main, original.main
-    by_name = {t.name: i for i, t in enumerate(osg.tensors)}
-    calls = npu_calls(vela)
-    parts = []
-    for call in calls:
-        ifms = tuple(by_name[vsg.tensors[t].name] for t in call.ifms)
-        ofms = tuple(by_name[vsg.tensors[t].name] for t in call.ofms)
-        config, words = _core.split_driver_payload(call.payload)
-        parts.append(NpuSubgraph(tuple(_replaced_operators(original, set(ifms), ofms)), words, ifms, ofms))
-    first = calls[0]
-    scratch = vsg.tensors[first.scratch_tensor].nbytes
-    # Vela 5.2 passes the scratch tensor again as region 2 when there is no dedicated fast memory.
-    fast = 0 if first.scratch_fast_tensor == first.scratch_tensor else vsg.tensors[first.scratch_fast_tensor].nbytes
-    offsets = {by_name[vsg.tensors[t].name]: off for t, off in first.arena_offsets.items()
-               if vsg.tensors[t].name in by_name}
-    return package(original, parts, first.flash, ArenaSizes(scratch, fast), offsets,
-                   accelerator=config["accelerator"], id_word=config["id_word"], description=description)
 
 
 def _same_outputs(ours: Model, vela: Model, original: Model, seeds=(0, 1)) -> None:
