@@ -146,7 +146,8 @@ def package(
         Scratch, scratch_fast and persistent sizes (`ArenaSizes.from_layout` gives them).
     arena_offsets
         Byte offset in TFLM's non-persistent arena per tensor index of `model`: every IFM and
-        OFM needs one inside the scratch arena; CPU tensors may have one (else TFLM plans them).
+        OFM needs one inside the scratch arena; CPU tensors may have one (else TFLM plans them);
+        offsets of tensors that disappear inside an NPU subgraph are ignored.
     accelerator, id_word
         Fill the driver payload's config action.
     scratch_offset
@@ -398,33 +399,18 @@ def _operator_order(sg: SubGraph, npus: list[_Npu]) -> list[Any]:
 
 def _check_regions(npu: _Npu, region_tensors: list[Tensor], has_persistent: bool) -> None:
     """Every region the command stream addresses is a base pointer the operator passes, and every
-    weight, scale and DMA range fits that region's tensor."""
-    decoded = _core.decode_driver_payload(npu.payload)
-    sizes = [t.nbytes for t in region_tensors[:MAX_REGIONS]]
-
-    def check(i: int, region: int, address: int, length: int, what: str) -> None:
-        if region >= len(sizes):
-            names = ", ".join(f"{r} {t.name}" for r, t in enumerate(region_tensors[:MAX_REGIONS]))
+    access (weights, scales, DMA ranges, OFMs, IFM bases) stays inside that region's tensor."""
+    passed = region_tensors[:MAX_REGIONS]
+    for region, extent in enumerate(_core.region_extents(npu.payload)):
+        if extent is None:
+            continue
+        end, i, what = extent
+        if region >= len(passed):
+            names = ", ".join(f"{r} {t.name}" for r, t in enumerate(passed))
             hint = "" if has_persistent or region != REGION_PERSISTENT else "; give a persistent arena size"
             raise InvalidArgumentError(f"command stream operation {i} ({what}) addresses region {region}, but the "
                                        f"ethos-u operator passes only regions {names}{hint}")
-        if address + length > sizes[region]:
+        if end > passed[region].nbytes:
             raise InvalidArgumentError(
-                f"command stream operation {i} ({what}) reaches byte {address + length:,} of region {region} "
-                f"({region_tensors[region].name}, {sizes[region]:,} B); the arena is too small")
-
-    for i, op in enumerate(decoded["operations"]):
-        if op["kind"] == "dma":
-            for end in ("src", "dst"):
-                r = op[end]
-                if (r["region"] & 0x100) == 0:  # bit 8 set: the NPU's internal SHRAM, not a base pointer
-                    check(i, r["region"] & 0x7, r["address"], r["length"], f"DMA {end}")
-            continue
-        for key in ("weights", "scales"):
-            r = op[key]
-            if r["length"]:
-                check(i, r["region"], r["address"], r["length"], key)
-        for key in ("ifm", "ifm2", "ofm"):
-            if key in op and not (key == "ifm2" and op["ifm2_scalar"] is not None):
-                fm = op[key]
-                check(i, fm["region"], fm["base"][0], 1, key)
+                f"command stream operation {i} ({what}) reaches byte {end:,} of region {region} "
+                f"({passed[region].name}, {passed[region].nbytes:,} B); the arena is too small")

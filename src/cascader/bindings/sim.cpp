@@ -10,6 +10,7 @@
 #include "cascader/sim/command_stream.hpp"
 #include "cascader/sim/driver_payload.hpp"
 #include "cascader/sim/executor.hpp"
+#include "cascader/sim/region_extent.hpp"
 
 namespace py = pybind11;
 
@@ -122,6 +123,19 @@ void bind_sim(py::module_& m) {
                                                                        p.command_stream.data()));
       },
       py::arg("payload"), "A COP1 driver payload's config (with its raw words) and command stream words.");
+
+  m.def(
+      "region_extents",
+      [](const py::bytes& payload) {
+        const sim::DriverPayload p = payload_of(payload);
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        py::list out;
+        for (const auto& e : sim::region_extents(cs)) {
+          out.append(e.used ? py::object(py::make_tuple(e.end, e.operation, e.what)) : py::object(py::none()));
+        }
+        return out;
+      },
+      py::arg("payload"), "Per region 0..7: (end byte, operation index, access) of the furthest access, or None.");
 
   m.def(
       "encode_driver_payload",
