@@ -116,6 +116,7 @@ def test_vela_3_person_detect_repackages_with_the_same_structure():
     ours = repackage(original, vela)
     assert _ethos_u_structure(ours) == _ethos_u_structure(vela)
     assert ours.main.operators[0].custom_options == ETHOSU_CUSTOM_OPTIONS
+    assert npu_calls(ours)[0].payload == npu_calls(vela)[0].payload  # Vela 3.11's ID word, re-encoded
     sg, vsg = ours.main, vela.main
     name_offsets = lambda m: {m.main.tensors[t].name: o for t, o in npu_calls(m)[0].arena_offsets.items()}  # noqa
     roles = {"_split_1_scratch": "scratch", "_split_1_scratch_fast": "scratch_fast"}
@@ -319,6 +320,8 @@ def test_bad_subgraphs():
         package(model, [NpuSubgraph((0,), _words()), NpuSubgraph((0,), _words())], b"", arenas, offsets)
     with pytest.raises(InvalidArgumentError, match="non-empty 1-D array"):
         package(model, [NpuSubgraph((0,), np.zeros((2, 2), np.uint32))], b"", arenas, offsets)
+    with pytest.raises(InvalidArgumentError, match="32 bits"):
+        package(model, [NpuSubgraph((0,), np.array([-1, 0], np.int64))], b"", arenas, offsets)
     with pytest.raises(InvalidArgumentError, match="IFMs are tensors \\[0\\]"):
         package(model, [NpuSubgraph((0,), _words(), ifms=(1,))], b"", arenas, offsets)
     with pytest.raises(BinaryError):  # the packager decodes the stream it packs

@@ -307,7 +307,9 @@ def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int) -> _
     words = np.asarray(s.command_stream)
     if words.ndim != 1 or words.dtype.kind not in "iu" or words.size == 0:
         raise InvalidArgumentError("command_stream must be a non-empty 1-D array of uint32 command words")
-    payload = _core.encode_driver_payload(words.astype(np.uint32), accelerator, None, int(id_word))
+    if words.min() < 0 or words.max() > 0xFFFFFFFF:
+        raise InvalidArgumentError("command_stream words must fit 32 bits unsigned")
+    payload = _core.encode_driver_payload(words.astype(np.uint32), accelerator, int(id_word))
     inside = set(ops)
     produced: dict[int, None] = {}
     consumed: dict[int, None] = {}

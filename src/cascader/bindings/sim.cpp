@@ -1,7 +1,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <optional>
 #include <string>
 
 #include "cascader/bindings/bindings.hpp"
@@ -140,19 +139,13 @@ void bind_sim(py::module_& m) {
   m.def(
       "encode_driver_payload",
       [](const py::array_t<uint32_t, py::array::c_style | py::array::forcecast>& words, const std::string& accelerator,
-         std::optional<uint32_t> config_word, uint32_t id_word) {
-        sim::NpuConfig c = sim::NpuConfig::for_accelerator(accelerator, id_word);
-        if (config_word) {
-          c.config_word = *config_word;
-          c.unpack();
-        }
-        const auto bytes = sim::encode_driver_payload(std::vector<uint32_t>(words.data(), words.data() + words.size()), c);
+         uint32_t id_word) {
+        const auto bytes = sim::encode_driver_payload(std::vector<uint32_t>(words.data(), words.data() + words.size()),
+                                                      sim::NpuConfig::for_accelerator(accelerator, id_word));
         return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
       },
-      py::arg("command_stream"), py::arg("accelerator"), py::arg("config_word") = py::none(),
-      py::arg("id_word") = sim::kDefaultIdWord,
-      "A COP1 driver payload for a command stream, as Vela writes it; config_word overrides the\n"
-      "accelerator's (to re-encode a decoded payload exactly).");
+      py::arg("command_stream"), py::arg("accelerator"), py::arg("id_word") = sim::kDefaultIdWord,
+      "A COP1 driver payload for a command stream on an accelerator, as Vela writes it.");
 
   m.def(
       "simulate_driver_payload",
