@@ -96,6 +96,44 @@ def test_bad_aliases_are_named(aliases, message):
         live_ranges(Schedule(buffers, steps, aliases))
 
 
+def test_shifted_in_place_alias_grows_the_range():
+    # ofm is written 128 B below its ifm (a 3x3 depthwise's one IFM row, see test_in_place.py)
+    buffers = [ScheduledBuffer("x", "feature_map", 1024), ScheduledBuffer("ifm", "feature_map", 2048),
+               ScheduledBuffer("ofm", "feature_map", 2048), ScheduledBuffer("y", "feature_map", 512)]
+    steps = [Step((0,), (1,)), Step((1,), (2,)), Step((2,), (3,))]
+    schedule = Schedule(buffers, steps, [Alias(2, 1, kind="in_place", shift=128)])
+    r = live_ranges(schedule)
+    k = int(r.buffer_range[1])
+    assert int(r.buffer_range[2]) == k and int(r.range_buffer[k]) == 1
+    assert (int(r.start[k]), int(r.end[k]), int(r.size[k])) == (0, 3, 2048 + 128)
+    assert (int(r.buffer_offset[1]), int(r.buffer_offset[2])) == (128, 0)
+    placed = {p.name: p for p in layout(schedule).buffers}
+    assert placed["ofm"].offset == placed["ifm"].offset - 128
+    assert placed["ifm"].size == 2048  # the root holds its range from its own start on
+    # a larger OFM sticks out past the IFM too: the range covers both
+    bigger = [*buffers[:2], ScheduledBuffer("ofm", "feature_map", 4096), buffers[3]]
+    r = live_ranges(Schedule(bigger, steps, [Alias(2, 1, kind="in_place", shift=16)]))
+    assert int(r.size[int(r.buffer_range[1])]) == 4096
+
+
+@pytest.mark.parametrize(
+    "alias, message",
+    [
+        (Alias(2, 1, kind="in_place", shift=8), "multiple of both alignments"),
+        (Alias(2, 1, kind="in_place", shift=-16), "multiple of both alignments"),
+        (Alias(2, 1, 16, kind="in_place"), "needs offset 0"),
+        (Alias(2, 1, 0, "slice", shift=16), "only an in-place alias has a shift"),
+        (Alias(3, 1, kind="in_place", shift=16), "used until step 1"),
+    ],
+)
+def test_bad_shifted_aliases_are_named(alias, message):
+    buffers = [ScheduledBuffer("x", "feature_map", 64), ScheduledBuffer("ifm", "feature_map", 64),
+               ScheduledBuffer("ofm", "feature_map", 64), ScheduledBuffer("early", "feature_map", 64)]
+    steps = [Step((0,), (1, 3)), Step((1,), (2,))]
+    with pytest.raises(InvalidArgumentError, match=message):
+        live_ranges(Schedule(buffers, steps, [alias]))
+
+
 def test_untouched_buffer_and_bad_kind():
     with pytest.raises(InvalidArgumentError, match="touched by no step"):
         live_ranges(Schedule([ScheduledBuffer("x", "feature_map", 4)], [Step()], []))
@@ -223,7 +261,19 @@ def schedules(draw):
         earlier = list(range(out))
         reads = draw(st.lists(st.sampled_from(earlier), max_size=3, unique=True)) if earlier else []
         steps.append(Step(tuple(reads), (out,)))
-    return Schedule(buffers, steps, [])
+    # An output may be written in place over a feature map its step reads last, shifted below it.
+    last = {}
+    for t, step in enumerate(steps):
+        for b in (*step.reads, *step.writes):
+            last[b] = t
+    aliases, aliased = [], set()
+    for t, step in enumerate(steps):
+        out = step.writes[0]
+        dying = [b for b in step.reads if last[b] == t and b not in aliased and buffers[b].kind == "feature_map"]
+        if dying and buffers[out].kind == "feature_map" and draw(st.booleans()):
+            aliases.append(Alias(out, dying[0], kind="in_place", shift=16 * draw(st.integers(0, 20))))
+            aliased |= {out, dying[0]}
+    return Schedule(buffers, steps, aliases)
 
 
 @settings(max_examples=60, deadline=None)
@@ -235,8 +285,18 @@ def test_random_schedules_cover_every_touch_and_never_overlap(schedule):
             k = r.buffer_range[b]
             assert r.start[k] <= t < r.end[k]
     result = layout(schedule)
-    fast = [p for p in result.buffers if p.arena == "scratch_fast"]
+    # Roots never overlap; each alias lies inside its root's range, and a root's range is its
+    # own bytes plus whatever its shifted in-place aliases put below it.
+    roots = {int(b) for b in r.range_buffer}
+    fast = [p for i, p in enumerate(result.buffers) if p.arena == "scratch_fast" and i in roots]
     check_allocation([(p.start, p.end, p.size, 16) for p in fast], [p.offset for p in fast])
+    for a in schedule.aliases:
+        k = int(r.buffer_range[a.buffer])
+        root = result.buffers[int(r.range_buffer[k])]
+        range_start = root.offset - int(r.buffer_offset[int(r.range_buffer[k])])
+        ofm, ifm = result.buffers[a.buffer], result.buffers[a.target]
+        assert ofm.offset == ifm.offset - a.shift
+        assert range_start <= ofm.offset and ofm.offset + ofm.size <= range_start + int(r.size[k])
     assert result.sizes["scratch_fast"] >= result.lower_bounds["scratch_fast"]
 
 
@@ -250,6 +310,7 @@ def test_eviction_always_meets_the_fast_capacity(schedule, fraction, rnd):
     result = layout(schedule, MemoryConfig(fast_capacity=capacity, fast_cycles_per_byte=0.1,
                                            slow_cycles_per_byte=1.0))
     assert result.sizes["scratch_fast"] <= capacity
+    roots = {int(b) for b in live_ranges(schedule).range_buffer}  # aliases share their root's bytes
     for arena in ("scratch_fast", "scratch"):
-        placed = [p for p in result.buffers if p.arena == arena]
+        placed = [p for i, p in enumerate(result.buffers) if p.arena == arena and i in roots]
         check_allocation([(p.start, p.end, p.size, 16) for p in placed], [p.offset for p in placed])

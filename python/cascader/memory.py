@@ -219,12 +219,32 @@ class Step:
 
 @dataclass(frozen=True)
 class Alias:
-    """`buffer` uses `target`'s memory at `offset`. `kind`: in_place, slice or reshape."""
+    """`buffer` gets no memory of its own: it uses `target`'s.
+
+    Attributes
+    ----------
+    buffer, target
+        Buffer indices.
+    offset
+        slice / reshape: bytes into `target` (in_place: 0).
+    kind
+        ``"in_place"`` (an OFM written over its own IFM), ``"slice"`` or ``"reshape"``.
+    shift
+        in_place only: `buffer` starts this many bytes *below* `target` (a multiple of both
+        alignments); the shared live range grows to cover both. Whether the operation is then
+        safe depends on the NPU's block order, not on this builder: `cascader.sim.min_in_place_shift`
+        gives the smallest safe shift (0 for a same-shape elementwise op, one IFM row for a
+        3x3 same-padded depthwise whose blocks span the width; offset-0 in-place depthwise
+        reads bytes it already overwrote) and `cascader.sim.in_place_hazard` checks any other
+        (safety is not monotone in the shift). The target must not be used after the step
+        that first writes `buffer`.
+    """
 
     buffer: int
     target: int
     offset: int = 0
     kind: str = "in_place"
+    shift: int = 0
 
 
 @dataclass
@@ -264,7 +284,7 @@ def live_ranges(schedule: Schedule) -> ScheduleRanges:
     ]
     steps = [(list(s.reads), list(s.writes)) for s in schedule.steps]
     aliases = [
-        (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"))
+        (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"), int(a.shift))
         for a in schedule.aliases
     ]
     r = _core.build_live_ranges(buffers, steps, aliases)
@@ -408,8 +428,9 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
             name=buf.name, kind=buf.kind, arena=names[result.arena[r]],
             offset=int(result.offset[r] + ranges.buffer_offset[i]), start=int(ranges.start[r]),
             end=int(ranges.end[r]),
-            # A root holds its whole range (twice the stripe for double-buffered weights).
-            size=int(ranges.size[r]) if int(ranges.range_buffer[r]) == i else int(buf.size),
+            # A root holds its range from its own start on (twice the stripe for double-buffered
+            # weights); the bytes below it are its shifted in-place aliases'.
+            size=int(ranges.size[r] - ranges.buffer_offset[i]) if int(ranges.range_buffer[r]) == i else int(buf.size),
         ))
     sizes = {fast_name: int(result.fast_size)}
     lower = {fast_name: int(result.fast_lower_bound)}

@@ -127,18 +127,20 @@ void bind_memory(py::module_& m) {
       "build_live_ranges",
       [](const std::vector<std::tuple<std::string, BufferKind, int64_t, int64_t, bool>>& buffers,
          const std::vector<std::pair<std::vector<int>, std::vector<int>>>& steps,
-         const std::vector<std::tuple<int, int, int64_t, AliasKind>>& aliases) {
+         const std::vector<std::tuple<int, int, int64_t, AliasKind, int64_t>>& aliases) {
         BufferSchedule s;
         for (const auto& [name, kind, size, alignment, persistent] : buffers) {
           s.buffers.push_back({name, kind, size, alignment, persistent});
         }
         for (const auto& [reads, writes] : steps) s.steps.push_back({reads, writes});
-        for (const auto& [buffer, target, offset, kind] : aliases) s.aliases.push_back({buffer, target, offset, kind});
+        for (const auto& [buffer, target, offset, kind, shift] : aliases) {
+          s.aliases.push_back({buffer, target, offset, kind, shift});
+        }
         return build_live_ranges(s);
       },
       py::arg("buffers"), py::arg("steps"), py::arg("aliases"),
       "buffers: (name, kind, size, alignment, persistent); steps: (reads, writes); "
-      "aliases: (buffer, target, offset, kind).");
+      "aliases: (buffer, target, offset, kind, shift).");
 
   py::enum_<Arena>(m, "Arena")
       .value("fast", Arena::Fast)

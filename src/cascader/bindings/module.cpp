@@ -39,4 +39,5 @@ PYBIND11_MODULE(_core, m) {
   cascader::bindings::bind_perf(m);
   cascader::bindings::bind_sim(m);
   cascader::bindings::bind_estimator(m);
+  cascader::bindings::bind_in_place(m);
 }

@@ -42,8 +42,6 @@ py::dict address_range(const sim::AddressRange& r) {
 }
 
 py::dict operation(const NpuOperation& op) {
-  static const char* pool[] = {"MAX", "AVERAGE", "REDUCE_SUM"};
-  static const char* ew[] = {"MUL", "ADD", "SUB", "MIN", "MAX", "LRELU", "ABS", "CLZ", "SHR", "SHL"};
   static const char* rounding[] = {"TFL", "TRUNCATE", "NATURAL"};
   py::dict d;
   d["kind"] = sim::name(op.kind);
@@ -53,8 +51,8 @@ py::dict operation(const NpuOperation& op) {
     d["dst"] = address_range(op.dma_dst);
     return d;
   }
-  if (op.kind == sim::OpKind::Pool) d["sub_op"] = pool[op.sub_op];
-  if (op.kind == sim::OpKind::Elementwise) d["sub_op"] = ew[op.sub_op];
+  if (op.kind == sim::OpKind::Pool) d["sub_op"] = sim::name(static_cast<sim::PoolMode>(op.sub_op));
+  if (op.kind == sim::OpKind::Elementwise) d["sub_op"] = sim::name(static_cast<sim::ElementwiseMode>(op.sub_op));
   d["ifm"] = feature_map(op.ifm);
   if (op.has_ifm2()) {
     d["ifm2"] = feature_map(op.ifm2);
@@ -110,7 +108,7 @@ void bind_sim(py::module_& m) {
         py::list ops;
         for (const auto& op : cs.operations) ops.append(operation(op));
         return py::dict(py::arg("config") = config(p.config), py::arg("command_stream_words") = cs.words,
-                        py::arg("operations") = ops);
+                        py::arg("command_stream_word") = p.command_stream_word, py::arg("operations") = ops);
       },
       py::arg("payload"), "Decodes a COP1 driver payload into its config and typed NPU operations.");
 

@@ -71,7 +71,20 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
     if (a.buffer == a.target || parent[static_cast<size_t>(a.buffer)] >= 0) {
       throw InvalidArgument(describe(schedule, a.buffer) + " is aliased to itself or twice");
     }
-    if (a.offset < 0 || a.offset + buf.size > target.size || a.offset % buf.alignment != 0) {
+    if (a.kind != AliasKind::InPlace && a.shift != 0) {
+      throw InvalidArgument("only an in-place alias has a shift; " + describe(schedule, a.buffer) + " has " +
+                            std::to_string(a.shift));
+    }
+    if (a.kind == AliasKind::InPlace) {
+      if (a.offset != 0) {
+        throw InvalidArgument("in-place alias " + describe(schedule, a.buffer) + " needs offset 0 (a shift below " +
+                              "its target is the in-place form)");
+      }
+      if (a.shift < 0 || a.shift % buf.alignment != 0 || a.shift % target.alignment != 0) {
+        throw InvalidArgument("in-place alias " + describe(schedule, a.buffer) + " has shift " +
+                              std::to_string(a.shift) + "; it needs a non-negative multiple of both alignments");
+      }
+    } else if (a.offset < 0 || a.offset + buf.size > target.size || a.offset % buf.alignment != 0) {
       throw InvalidArgument(describe(schedule, a.buffer) + " (" + std::to_string(buf.size) + " B at offset " +
                             std::to_string(a.offset) + ") does not fit, aligned, inside " +
                             describe(schedule, a.target) + " (" + std::to_string(target.size) + " B)");
@@ -81,7 +94,6 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
                             describe(schedule, a.target) + " and offset 0");
     }
     if (a.kind == AliasKind::InPlace) {
-      if (a.offset != 0) throw InvalidArgument("in-place alias " + describe(schedule, a.buffer) + " needs offset 0");
       // The op reads the IFM and writes the OFM over it in the same step; any later use of the
       // IFM would read overwritten bytes.
       if (last[static_cast<size_t>(a.target)] > first_write[static_cast<size_t>(a.buffer)]) {
@@ -92,7 +104,7 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
       }
     }
     parent[static_cast<size_t>(a.buffer)] = a.target;
-    parent_offset[static_cast<size_t>(a.buffer)] = a.offset;
+    parent_offset[static_cast<size_t>(a.buffer)] = a.kind == AliasKind::InPlace ? -a.shift : a.offset;
   }
   ScheduleLiveRanges out;
   out.buffer_range.assign(static_cast<size_t>(n), -1);
@@ -116,6 +128,9 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
     out.range_buffer.push_back(b);
     out.ranges.push_back({first[static_cast<size_t>(b)], last[static_cast<size_t>(b)] + 1, buf.size, buf.alignment});
   }
+  // Bytes of each range below its root (shifted in-place aliases) and past its end.
+  std::vector<int64_t> below(out.ranges.size(), 0), extent(out.ranges.size(), 0);
+  for (size_t r = 0; r < out.ranges.size(); ++r) extent[r] = out.ranges[r].size;
   for (int b = 0; b < n; ++b) {
     const int r = out.buffer_range[static_cast<size_t>(root[static_cast<size_t>(b)])];
     out.buffer_range[static_cast<size_t>(b)] = r;
@@ -123,6 +138,14 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
     range.start = std::min(range.start, first[static_cast<size_t>(b)]);
     range.end = std::max(range.end, last[static_cast<size_t>(b)] + 1);
     range.alignment = std::max(range.alignment, schedule.buffers[static_cast<size_t>(b)].alignment);
+    const int64_t offset = out.buffer_offset[static_cast<size_t>(b)];
+    below[static_cast<size_t>(r)] = std::max(below[static_cast<size_t>(r)], -offset);
+    extent[static_cast<size_t>(r)] =
+        std::max(extent[static_cast<size_t>(r)], offset + schedule.buffers[static_cast<size_t>(b)].size);
+  }
+  for (size_t r = 0; r < out.ranges.size(); ++r) out.ranges[r].size = below[r] + extent[r];
+  for (int b = 0; b < n; ++b) {
+    out.buffer_offset[static_cast<size_t>(b)] += below[static_cast<size_t>(out.buffer_range[static_cast<size_t>(b)])];
   }
   for (size_t r = 0; r < out.ranges.size(); ++r) {
     const int b = out.range_buffer[r];

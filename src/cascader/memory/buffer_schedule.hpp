@@ -7,10 +7,16 @@
 //     step early; DoubleWeights holds two stripes' weights (size is one stripe's).
 //   - Lut and any `persistent` buffer: live across the whole schedule (they outlive an inference).
 // Aliases declare buffers that share another's memory instead of getting their own:
-//   - InPlace: an elementwise OFM over its IFM, or a TinyEngine-style in-place depthwise output
-//     (declared with a one-channel Scratch buffer beside it). Legal here only when the IFM is not
-//     touched after the step that first writes the alias; that the NPU's access order never reads
-//     an overwritten byte within the step is the scheduler's claim, to be proven in the simulator.
+//   - InPlace: an OFM written over its own IFM, starting `shift` bytes below it (the root range
+//     grows to cover both). Legal here only when the IFM is not touched after the step that
+//     first writes the alias. Within the step, the NPU's block order must never read a byte an
+//     earlier block wrote; that depends on the operation, and sim::min_in_place_shift gives the
+//     smallest safe shift: 0 for a same-shape elementwise op, one IFM row for a 3x3 same-padded
+//     depthwise (TinyEngine's offset-0 in-place depthwise is NOT safe on the NPU). Proven in
+//     tests/test_in_place.py: brute-force block-by-block execution on a shared buffer agrees
+//     with the hazard check, and the simulator raises on Vela's depthwise / ADD command streams
+//     patched to shift 0 and min - 16 while matching the reference bit-exactly at the minimum.
+//     The scheduler owns choosing a safe shift; this builder only lays the bytes out.
 //   - Slice:   a producer writing straight into its slice of a concatenation's output.
 //   - Reshape: reshape / squeeze, same bytes at offset 0.
 // Aliases chain (a reshape of a slice...); the root buffer's range covers every alias's steps.
@@ -47,8 +53,9 @@ enum class AliasKind { InPlace, Slice, Reshape };
 struct Alias {
   int buffer = 0;      // the buffer that gets no memory of its own
   int target = 0;      // the buffer whose memory it uses
-  int64_t offset = 0;  // bytes into the target
+  int64_t offset = 0;  // Slice / Reshape: bytes into the target (InPlace: 0)
   AliasKind kind = AliasKind::InPlace;
+  int64_t shift = 0;   // InPlace: the buffer starts this many bytes below the target (aligned)
 };
 
 struct BufferSchedule {
@@ -61,11 +68,13 @@ struct ScheduleLiveRanges {
   std::vector<LiveRange> ranges;    // one per root buffer (a buffer that is nobody's alias)
   std::vector<int> range_buffer;    // per range: its root buffer
   std::vector<int> buffer_range;    // per buffer: the range that holds it
-  std::vector<int64_t> buffer_offset;  // per buffer: bytes into that range
+  std::vector<int64_t> buffer_offset;  // per buffer: bytes into that range (the root's is the
+                                       // largest in-place shift below it, else 0)
 };
 
 // Throws InvalidArgument for out-of-range indices, untouched buffers, alias cycles, aliases that
-// do not fit their target, and in-place aliases whose target is still needed.
+// do not fit their target, misaligned or negative shifts, and in-place aliases whose target is
+// still needed.
 ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule);
 
 }  // namespace cascader

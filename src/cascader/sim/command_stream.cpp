@@ -246,6 +246,16 @@ const char* name(OpKind k) {
   return names[static_cast<int>(k)];
 }
 
+const char* name(PoolMode m) {
+  static const char* names[] = {"MAX", "AVERAGE", "REDUCE_SUM"};
+  return names[static_cast<int>(m)];
+}
+
+const char* name(ElementwiseMode m) {
+  static const char* names[] = {"MUL", "ADD", "SUB", "MIN", "MAX", "LRELU", "ABS", "CLZ", "SHR", "SHL"};
+  return names[static_cast<int>(m)];
+}
+
 bool NpuOperation::has_ifm2() const {
   if (kind != OpKind::Elementwise) return false;
   const auto m = static_cast<ElementwiseMode>(sub_op);

@@ -26,6 +26,8 @@ int element_size(DataType t);
 bool is_signed(DataType t);
 const char* name(DataType t);
 const char* name(OpKind k);
+const char* name(PoolMode m);         // "MAX", "AVERAGE", "REDUCE_SUM"
+const char* name(ElementwiseMode m);  // "MUL", "ADD", ... as the register spec spells them
 
 // The SHRAM is addressed by DMA through this region number (internal bit | region 3).
 constexpr int kShramRegion = 0x103;

@@ -8,6 +8,7 @@
 
 #include "cascader/common/error.hpp"
 #include "cascader/emit/weights.hpp"
+#include "cascader/sim/in_place_hazard.hpp"
 #include "cascader/sim/tanh_sigmoid.hpp"
 
 namespace cascader::sim {
@@ -479,6 +480,14 @@ void Executor::block(const NpuOperation& op) {
     if (static_cast<uint64_t>(g.OH) * g.OW * volume > kMaxMacs) fail(op, "more MACs than the simulator accepts in one operation");
     if (volume > kMaxElements) fail(op, "a weight volume larger than the simulator accepts");
   }
+  // An OFM over its own IFM/IFM2 (in place) is legal only where the block order never reads a
+  // byte an earlier block wrote; otherwise the hardware silently computes garbage.
+  const auto shares_ofm_memory = [&](const FeatureMap& fm) {
+    const uint8_t* a = regions_[static_cast<size_t>(fm.region)].data;
+    return fm.region == op.ofm.region || (a != nullptr && a == regions_[static_cast<size_t>(op.ofm.region)].data);
+  };
+  const bool ifm2_shared = op.has_ifm2() && shares_ofm_memory(op.ifm2);
+  if (const auto hazard = find_in_place_hazard(op, shares_ofm_memory(op.ifm), ifm2_shared)) fail(op, hazard->describe());
   const Dense ifm = read_map(op, op.ifm, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
 
   std::vector<emit::BiasScale> channel_scale;
