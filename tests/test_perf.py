@@ -159,3 +159,14 @@ def test_double_buffered_weights_follow_velas_rule() -> None:
     assert hidden.npu_cycles <= double.npu_cycles
     with pytest.raises(cascader.InvalidArgumentError, match=">= 0"):
         conv(**base, dma_slack_cycles=-1)
+
+
+def test_buffering_slack_counts_feature_maps_in_their_home_memory():
+    """Vela plans weight buffering before it moves feature maps to fast storage: the slack an op
+    offers the next op's DMA is its compute with feature maps where they live by default (DRAM
+    on U65 Dedicated_Sram), whatever memory they end up in."""
+    kw = dict(accelerator="ethos-u65-256", kernel=(1, 1), weight_bytes=320, scale_bytes=160)
+    fast = cascader.estimate_op("conv2d", (1, 1, 1, 16), (1, 1, 1, 16), ifm_memory="Sram", ofm_memory="Sram", **kw)
+    home = cascader.estimate_op("conv2d", (1, 1, 1, 16), (1, 1, 1, 16), ifm_memory="Dram", ofm_memory="Dram", **kw)
+    assert fast.npu_cycles < home.npu_cycles  # DRAM's latency shows in the compute
+    assert fast.buffering_slack_cycles == home.buffering_slack_cycles == home.npu_cycles

@@ -190,3 +190,38 @@ def test_ofm_outside_its_region_is_a_binary_error():
     op.block_config = api.npu_find_block_configs(op, ACCEL)[0]
     with pytest.raises(BinaryError, match=r"command stream word \d+ \(elementwise\): OFM .* beyond region 1"):
         run([op], {1: np.zeros(60100, np.uint8)})
+
+
+def test_leaky_relu_scales_only_negative_values():
+    # Elementwise LRELU: OFM_SCALE carries alpha (Vela's API quantises the OFM scale it is given)
+    # and applies to negative values only, with TFLite's double rounding; no output rescale.
+    rng = np.random.default_rng(5)
+    H, W, C = 5, 6, 16
+    x = rng.integers(-32768, 32768, (H, W, C))
+    alpha = 0.3719
+    op = api.NpuElementWiseOperation(api.NpuElementWiseOp.LRELU)
+    op.ifm = fmap((H, W, C), 1, 0, dtype=api.NpuDataType.INT16)
+    op.ofm = fmap((H, W, C), 1, 4096, dtype=api.NpuDataType.INT16)
+    op.ofm.quantization = api.NpuQuantization(alpha, 0)
+    op.block_config = api.npu_find_block_configs(op, ACCEL)[0]
+    sram = np.zeros(8192, np.uint8)
+    sram[: x.size * 2] = x.astype("<i2").view(np.uint8).ravel()
+    run([op], {1: sram})
+    got = sram[4096 : 4096 + x.size * 2].view("<i2").reshape(x.shape)
+    from ethosu.vela.scaling import quantise_scale  # what the API puts in OFM_SCALE
+
+    scale, shift = quantise_scale(alpha)
+    expected = np.where(x < 0, requantize(x, scale, shift).astype(np.int64), x)
+    np.testing.assert_array_equal(got, np.clip(expected, -32768, 32767))
+
+
+def test_builtin_tanh_on_an_int8_ofm_is_a_binary_error():
+    op = api.NpuPoolingOperation(api.NpuPoolingOp.AVERAGE)
+    op.ifm = fmap((4, 4, 16), 1, 0)
+    op.ofm = fmap((4, 4, 16), 1, 256)
+    op.kernel = api.NpuKernel(1, 1)
+    op.padding = api.NpuPadding(0, 0, 0, 0)
+    op.activation = api.NpuActivation(api.NpuActivationOp.TANH)
+    op.block_config = api.npu_find_block_configs(op, ACCEL)[0]
+    with pytest.raises(BinaryError, match=r"TANH/SIGMOID activation needs an int16 OFM"):
+        run([op], {1: np.zeros(512, np.uint8)})

@@ -13,10 +13,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from cascader import save_model
-from cascader.bench.simulate import VelaConfig, UNLIMITED_SRAM, validate, validate_with_vela
+from cascader import load_model, save_model, zoo
+from cascader.bench.simulate import VelaConfig, UNLIMITED_SRAM, compile_with_vela, validate, validate_with_vela
+from cascader.reference import ReferenceInterpreter
+from cascader.sim import simulate
 
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("ethosu.vela")
@@ -91,13 +94,14 @@ def test_shared_models_match_reference(name, config):
 
 
 def _zoo_cases():
-    """Zoo networks on both configurations; single-operator cases on the first (they add
-    operator coverage, not memory-configuration coverage, and each Vela call costs ~1 s)."""
-    from cascader import zoo
-
+    """Zoo networks on every configuration; single-operator cases on the first (they add
+    operator coverage, not memory-configuration coverage, and each Vela call costs ~1 s), except
+    the activation cases, which run on U55 and U65 because the two differ in how they get their
+    tables (LUT DMAs) and accumulators."""
     networks = [(f"zoo_{n}", lambda n=n: zoo.get(n), c) for n in zoo.MODELS for c in CONFIGS]
     single = [(f"zoo_{n}", lambda m=m: m, CONFIGS[0]) for n, m in zoo.single_op_cases()]
-    return networks + single
+    activations = [(f"zoo_{n}", lambda m=m: m, c) for n, m in zoo.activation_op_cases() for c in CONFIGS[:2]]
+    return networks + single + activations
 
 
 ZOO_CASES = _zoo_cases()
@@ -108,3 +112,37 @@ def test_zoo_models_match_reference(name, build, config, tmp_path):
     path = tmp_path / f"{name}.tflite"
     path.write_bytes(save_model(build()))
     _check(validate_with_vela(path, config))
+
+
+def _every_int16_code(shape: tuple[int, ...]) -> np.ndarray:
+    return np.arange(-32768, 32768, dtype=np.int16).reshape(shape)
+
+
+EXHAUSTIVE_SHAPE = (1, 64, 64, 16)  # 65536 elements: each int16 input code once
+
+
+@pytest.mark.parametrize(
+    "name,build",
+    [
+        ("leaky_relu_int16", lambda: zoo.leaky_relu(EXHAUSTIVE_SHAPE, 0.2, "int16", same_quantization=True)),
+        ("leaky_relu_int16_alpha1.5", lambda: zoo.leaky_relu(EXHAUSTIVE_SHAPE, 1.5, "int16", same_quantization=True)),
+        ("tanh_int16", lambda: zoo.tanh(EXHAUSTIVE_SHAPE, "int16")),
+        ("logistic_int16", lambda: zoo.logistic(EXHAUSTIVE_SHAPE, "int16")),
+        ("exp_int16", lambda: zoo.exp(EXHAUSTIVE_SHAPE, "int16")),
+    ],
+)
+def test_int16_activations_are_bit_exact_on_every_input_code(name, build, tmp_path):
+    """Random inputs reach only some entries of the TANH/SIGMOID table and of the 16-bit LUT,
+    and few values near LRELU's rounding ties: feed every int16 code once instead."""
+    model = build()
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(save_model(model))
+    out = compile_with_vela(path, CONFIGS[0])
+    codes = _every_int16_code(EXHAUSTIVE_SHAPE)
+    expected = ReferenceInterpreter(model).run([codes])[0]
+    got = simulate(load_model(out.path), [codes])[0]
+    differ = np.flatnonzero(got != expected)
+    assert differ.size == 0, (
+        f"{differ.size} of 65536 codes differ, first at input {codes.ravel()[differ[0]]}: "
+        f"{got.ravel()[differ[0]]} vs reference {expected.ravel()[differ[0]]}"
+    )

@@ -446,3 +446,70 @@ def test_architecture_matches_the_published_model(stem, build, spatial):
         head = next(i for i, s in enumerate(real) if s[0] == "MEAN")
         real, ours = real[:head], ours[:head]
     assert ours == real
+
+
+# -- activation cases: int8 and 16x8 int16 ------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def activation_nets() -> dict[str, CalibratedNet]:
+    nets = {}
+    for name, method, shapes, params in zoo.ACTIVATION_OP_CASES:
+        net = zoo._single_op_net(method, shapes, 0, **params)
+        net.model = net.build()
+        nets[name] = net
+    return nets
+
+
+@pytest.mark.parametrize("name", [n for n, *_ in zoo.ACTIVATION_OP_CASES])
+def test_activation_cases_follow_tflite_conventions(name):
+    net = activation_nets()[name]
+    model = net.model
+    assert load_model(save_model(model)) == model
+    (op,) = model.main.operators
+    x, out = (model.main.tensors[i] for i in (op.inputs[0], op.outputs[0]))
+    dtype = activation_params(name).get("dtype", "int8")
+    assert x.dtype == out.dtype == dtype
+    if dtype == "int16":  # 16x8: symmetric activations
+        assert not x.quantization.zero_point.any() and not out.quantization.zero_point.any()
+        assert op.version == (3 if op.opcode in ("TANH", "LOGISTIC", "SOFTMAX") else 2)
+    if op.opcode in ("TANH", "LOGISTIC", "SOFTMAX") and dtype == "int16":
+        assert out.quantization.scale[0] == np.float32(2.0**-15)
+    if op.opcode == "LEAKY_RELU":
+        assert (out.quantization == x.quantization) == bool(activation_params(name).get("same_quantization"))
+    got, expected = int8_vs_float(net)
+    info = np.iinfo(dtype)
+    # int8: output rounding only. int16: the interpolated tables (TANH/LOGISTIC's 256 entries,
+    # EXP's 512-entry LUT) add a few LSBs of the 65536 levels; TFLite's int16 SOFTMAX chains
+    # two such tables (exp, then 1 / (1 + x)) and lands within 28 LSBs (measured, seed 0).
+    bound = 1.0 if dtype == "int8" else 32.0 if op.opcode == "SOFTMAX" else 8.0
+    assert np.abs(got - np.clip(expected, info.min, info.max)).max() <= bound
+    assert np.unique(got).size > 50  # the outputs vary over the calibration batch
+
+
+def activation_params(name: str) -> dict:
+    return next(params for n, _, _, params in zoo.ACTIVATION_OP_CASES if n == name)
+
+
+def test_activation_functions_match_the_case_table():
+    cases = dict(zoo.activation_op_cases())
+    shape = (1, 8, 8, 16)
+    assert save_model(zoo.tanh(shape)) == save_model(cases["tanh_int16"])
+    assert save_model(zoo.logistic(shape, "int8")) == save_model(cases["logistic_int8"])
+    assert save_model(zoo.exp(shape)) == save_model(cases["exp_int16"])
+    assert save_model(zoo.softmax(shape)) == save_model(cases["softmax_int16"])
+    lrelu = zoo.leaky_relu(shape, 1.5, "int16", same_quantization=True)
+    assert save_model(lrelu) == save_model(cases["leaky_relu_int16_alpha1.5"])
+
+
+def test_int8_only_layers_reject_int16_inputs():
+    net = CalibratedNet()
+    x = net.input((1, 8, 8, 4), dtype="int16")
+    with pytest.raises(InvalidArgumentError, match="CONV_2D is built for int8 activations only, got int16"):
+        net.conv2d(x, 8)
+    with pytest.raises(InvalidArgumentError, match="ADD is built for int8"):
+        net.add(x, x)
+    with pytest.raises(InvalidArgumentError, match="input dtype must be one of"):
+        net.input((1, 4), dtype="int32")
+    with pytest.raises(InvalidArgumentError, match="alpha must be a finite number"):
+        net.leaky_relu(x, float("nan"))

@@ -6,7 +6,7 @@ from .errors import BinaryError, BudgetError, CascaderError, InvalidArgumentErro
 from .inspection import Inspection, inspect
 from .memory import allocate, layout, live_ranges, lower_bound
 from .perf import OpCost, block_configs, estimate_op
-from .sim import Estimate, estimate, simulate
+from .sim import Estimate, Session, estimate, simulate
 from .tflite import Model, Operator, Quantization, SubGraph, Tensor, load_model, save_model
 from . import zoo
 
@@ -38,6 +38,7 @@ __all__ = [
     "load_model",
     "save_model",
     "simulate",
+    "Session",
     "Estimate",
     "estimate",
 ]

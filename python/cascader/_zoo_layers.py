@@ -1,5 +1,9 @@
 """The zoo's layer builder: a float forward pass in numpy that calibrates int8 quantization.
 
+Activations are int8 by default; the weightless activation layers (`leaky_relu`, `tanh`,
+`logistic`, `exp`, `softmax`) also take int16 inputs, quantized as TFLite's 16x8 scheme quantizes
+activations: symmetric, zero point 0.
+
 `CalibratedNet` builds a model layer by layer while pushing a batch of calibration inputs
 through it in float. Each layer:
 
@@ -34,28 +38,49 @@ from .tflite import Model, Quantization
 from .tflite.builder import ModelBuilder, quantization
 
 ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
+ACTIVATION_DTYPES = ("int8", "int16")
 
-# Operator versions the TFLite converter writes for int8 operands (tensorflow/lite/tools/versioning).
-_INT8_VERSION = {
-    "CONV_2D": 3,
-    "DEPTHWISE_CONV_2D": 3,
-    "FULLY_CONNECTED": 4,
-    "ADD": 2,
-    "MUL": 2,
-    "AVERAGE_POOL_2D": 2,
-    "MAX_POOL_2D": 2,
-    "PAD": 2,
-    "RESHAPE": 1,
+# Operator versions the TFLite converter writes for int8 / int16 operands
+# (tensorflow/lite/tools/versioning/op_version.cc).
+_VERSION = {
+    "int8": {
+        "CONV_2D": 3,
+        "DEPTHWISE_CONV_2D": 3,
+        "FULLY_CONNECTED": 4,
+        "ADD": 2,
+        "MUL": 2,
+        "AVERAGE_POOL_2D": 2,
+        "MAX_POOL_2D": 2,
+        "PAD": 2,
+        "RESHAPE": 1,
+        "LEAKY_RELU": 1,
+        "TANH": 2,
+        "LOGISTIC": 2,
+        "EXP": 2,
+        "SOFTMAX": 2,
+    },
+    "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
+}
+
+# TFLite's int8/int16 TANH, LOGISTIC and SOFTMAX kernels require these output quantizations.
+_FIXED_OUTPUT = {
+    ("TANH", "int8"): (1.0 / 128, 0),
+    ("LOGISTIC", "int8"): (1.0 / 256, -128),
+    ("TANH", "int16"): (1.0 / 32768, 0),
+    ("LOGISTIC", "int16"): (1.0 / 32768, 0),
+    ("SOFTMAX", "int8"): (1.0 / 256, -128),
+    ("SOFTMAX", "int16"): (1.0 / 32768, 0),
 }
 
 
 @dataclass
 class Activation:
-    """An int8 activation tensor of the model being built, with its float calibration batch."""
+    """An int8 (or int16) activation tensor of the model being built, with its float calibration batch."""
 
     index: int  # tensor index in the model
     value: np.ndarray  # float32 calibration values, shape (N, *tensor shape[1:])
     quant: Quantization
+    dtype: str = "int8"
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -76,6 +101,15 @@ def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
 def _check_activation(activation: str | None) -> None:
     if activation not in ACTIVATIONS:
         raise InvalidArgumentError(f"activation must be one of {list(ACTIVATIONS)}, got {activation!r}")
+
+
+def _require_int8(opcode: str, *xs: "Activation") -> None:
+    for x in xs:
+        if x.dtype != "int8":
+            raise InvalidArgumentError(
+                f"{opcode} is built for int8 activations only, got {x.dtype}; the int16 layers are "
+                "leaky_relu, tanh, logistic, exp and softmax"
+            )
 
 
 def _check_padding(padding: str) -> None:
@@ -128,11 +162,14 @@ def calibrated_range(value: np.ndarray, activation: str | None) -> tuple[float, 
     return lo, hi
 
 
-def range_quantization(lo: float, hi: float) -> Quantization:
-    """Asymmetric int8 quantization covering [lo, hi] widened to contain 0 (so 0 is exact)."""
+def range_quantization(lo: float, hi: float, dtype: str = "int8") -> Quantization:
+    """Quantization covering [lo, hi] widened to contain 0 (so 0 is exact): asymmetric for int8,
+    symmetric with zero point 0 for int16 (TFLite's 16x8 scheme)."""
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
     if hi - lo < 1e-6:  # an all-zero activation still needs a valid scale
         hi = lo + 1e-6
+    if dtype == "int16":
+        return quantization(max(-lo, hi) / 32767.0, 0)
     scale = (hi - lo) / 255.0
     zero_point = int(np.clip(np.round(-128.0 - lo / scale), -128, 127))
     return quantization(scale, zero_point)
@@ -226,31 +263,46 @@ class CalibratedNet:
         return stem if count == 0 else f"{stem}_{count}"
 
     def _activation(
-        self, name: str, value: np.ndarray, quant: Quantization | None = None, activation: str | None = None
+        self,
+        name: str,
+        value: np.ndarray,
+        quant: Quantization | None = None,
+        activation: str | None = None,
+        dtype: str = "int8",
     ) -> Activation:
-        """An int8 tensor named `name` (already unique), quantized by `quant` or else by the
+        """A `dtype` tensor named `name` (already unique), quantized by `quant` or else by the
         calibrated range of `value` (the output of fused `activation`)."""
         value = value.astype(np.float32)
         if quant is None:
-            quant = range_quantization(*calibrated_range(value, activation))
-        index = self.builder.add_tensor(name, (1,) + value.shape[1:], "int8", quant)
-        return Activation(index, value, quant)
+            quant = range_quantization(*calibrated_range(value, activation), dtype)
+        index = self.builder.add_tensor(name, (1,) + value.shape[1:], dtype, quant)
+        return Activation(index, value, quant, dtype)
 
-    def _op(self, opcode: str, inputs: Sequence[int], outputs: Sequence[int], options: dict | None = None) -> None:
-        self.builder.add_operator(opcode, inputs, outputs, options, version=_INT8_VERSION[opcode])
+    def _op(
+        self, opcode: str, inputs: Sequence[int], outputs: Sequence[int], options: dict | None = None, dtype: str = "int8"
+    ) -> None:
+        self.builder.add_operator(opcode, inputs, outputs, options, version=_VERSION[dtype][opcode])
 
     # -- graph ends ---------------------------------------------------------------------------
-    def input(self, shape: Sequence[int], low: float = -1.0, high: float = 1.0, name: str = "input") -> Activation:
-        """A model input covering [low, high]; the calibration batch is uniform over its int8 codes."""
+    def input(
+        self, shape: Sequence[int], low: float = -1.0, high: float = 1.0, name: str = "input", dtype: str = "int8"
+    ) -> Activation:
+        """A model input covering [low, high]; the calibration batch is uniform over its codes.
+
+        `dtype` 'int16' gives a symmetric input (zero point 0) for the int16 activation layers.
+        """
         shape = tuple(int(d) for d in shape)
         if len(shape) < 2 or shape[0] != 1 or any(d < 1 for d in shape):
             raise InvalidArgumentError(f"input shape must be (1, ...) with positive dimensions, got {shape!r}")
-        quant = range_quantization(low, high)
-        index = self.builder.add_input(self._name(name), shape, "int8", quant)
-        codes = self.rng.integers(-128, 127, size=(self.samples,) + shape[1:], endpoint=True)
+        if dtype not in ACTIVATION_DTYPES:
+            raise InvalidArgumentError(f"input dtype must be one of {list(ACTIVATION_DTYPES)}, got {dtype!r}")
+        quant = range_quantization(low, high, dtype)
+        index = self.builder.add_input(self._name(name), shape, dtype, quant)
+        info = np.iinfo(dtype)
+        codes = self.rng.integers(info.min, info.max, size=(self.samples,) + shape[1:], endpoint=True)
         value = (codes - quant.zero_point[0]).astype(np.float32) * quant.scale[0]
-        self.calibration_inputs.append(codes.astype(np.int8))
-        return Activation(index, value, quant)
+        self.calibration_inputs.append(codes.astype(dtype))
+        return Activation(index, value, quant, dtype)
 
     def output(self, x: Activation) -> None:
         self.builder.mark_output(x.index)
@@ -298,6 +350,7 @@ class CalibratedNet:
 
     def _window(self, x: Activation, opcode: str, kernel, stride, dilation, padding: str, activation):
         """Validate a sliding-window op's arguments; returns (kernel, stride, dilation) pairs."""
+        _require_int8(opcode, x)
         kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
         _check_padding(padding)
         _check_activation(activation)
@@ -362,6 +415,7 @@ class CalibratedNet:
 
     def fully_connected(self, x: Activation, units: int, activation: str | None = None, name: str = "fc") -> Activation:
         """FULLY_CONNECTED of a single row: the input is (1, ..., 1, depth), the output (1, units)."""
+        _require_int8("FULLY_CONNECTED", x)
         _check_activation(activation)
         if not isinstance(units, (int, np.integer)) or units < 1:
             raise InvalidArgumentError(f"units must be a positive int, got {units!r}")
@@ -382,6 +436,7 @@ class CalibratedNet:
     def pool(
         self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool"
     ) -> Activation:
+        _require_int8(f"{kind}_POOL_2D", x)
         if kind not in ("MAX", "AVERAGE"):
             raise InvalidArgumentError(f"pool kind must be 'MAX' or 'AVERAGE', got {kind!r}")
         size, stride = _pair(size, "pool size"), _pair(stride, "pool stride")
@@ -407,6 +462,7 @@ class CalibratedNet:
         return out
 
     def _elementwise(self, opcode: str, a: Activation, b: Activation, activation: str | None, name: str) -> Activation:
+        _require_int8(opcode, a, b)
         _check_activation(activation)
         if len(a.shape) != len(b.shape):
             raise InvalidArgumentError(f"{opcode} operands need the same rank, got {list(a.shape)} and {list(b.shape)}")
@@ -426,8 +482,57 @@ class CalibratedNet:
     def mul(self, a: Activation, b: Activation, activation: str | None = None, name: str = "mul") -> Activation:
         return self._elementwise("MUL", a, b, activation, name)
 
+    # -- activation layers (int8 or int16) ----------------------------------------------------
+    def leaky_relu(
+        self, x: Activation, alpha: float = 0.2, same_quantization: bool = False, name: str = "leaky_relu"
+    ) -> Activation:
+        """LEAKY_RELU: x for x >= 0, alpha * x below.
+
+        With `same_quantization` the output keeps the input's quantization (for int16, Vela then
+        runs it as the NPU's elementwise LRELU); otherwise it is calibrated (Vela lowers int16 to
+        a MUL and a MAXIMUM, int8 to a 256-entry LUT either way).
+        """
+        alpha = float(alpha)
+        if not math.isfinite(alpha):
+            raise InvalidArgumentError(f"alpha must be a finite number, got {alpha!r}")
+        value = np.where(x.value >= 0, x.value, alpha * x.value)
+        quant = x.quant if same_quantization else None
+        out = self._activation(self._name(name), value, quant, dtype=x.dtype)
+        self._op("LEAKY_RELU", [x.index], [out.index], {"alpha": alpha}, dtype=x.dtype)
+        return out
+
+    def _fixed_output(
+        self, opcode: str, x: Activation, value: np.ndarray, name: str, options: dict | None = None
+    ) -> Activation:
+        scale, zero_point = _FIXED_OUTPUT[(opcode, x.dtype)]
+        out = self._activation(self._name(name), value, quantization(scale, zero_point), dtype=x.dtype)
+        self._op(opcode, [x.index], [out.index], options, dtype=x.dtype)
+        return out
+
+    def tanh(self, x: Activation, name: str = "tanh") -> Activation:
+        """TANH; the output quantization is the one TFLite requires (2^-15 for int16, 2^-7 for int8)."""
+        return self._fixed_output("TANH", x, np.tanh(x.value), name)
+
+    def logistic(self, x: Activation, name: str = "logistic") -> Activation:
+        """LOGISTIC (sigmoid); TFLite's required output quantization (2^-15 for int16, 2^-8 - 128 for int8)."""
+        return self._fixed_output("LOGISTIC", x, 1.0 / (1.0 + np.exp(-x.value)), name)
+
+    def softmax(self, x: Activation, beta: float = 1.0, name: str = "softmax") -> Activation:
+        """SOFTMAX over the last axis; TFLite's required output quantization (2^-15 for int16,
+        2^-8 - 128 for int8)."""
+        z = float(beta) * (x.value - x.value.max(axis=-1, keepdims=True))
+        e = np.exp(z)
+        return self._fixed_output("SOFTMAX", x, e / e.sum(axis=-1, keepdims=True), name, {"beta": float(beta)})
+
+    def exp(self, x: Activation, name: str = "exp") -> Activation:
+        """EXP with a calibrated output (Vela runs it as a LUT: interpolating 16-bit for int16)."""
+        out = self._activation(self._name(name), np.exp(x.value), dtype=x.dtype)
+        self._op("EXP", [x.index], [out.index], dtype=x.dtype)
+        return out
+
     def pad(self, x: Activation, paddings, name: str = "pad") -> Activation:
         """PAD with zeros (the zero point in int8); `paddings` is one (before, after) pair per axis."""
+        _require_int8("PAD", x)
         pads = np.asarray(paddings)
         if pads.shape != (len(x.shape), 2) or pads.dtype.kind not in "iu" or np.any(pads < 0):
             raise InvalidArgumentError(
@@ -442,6 +547,7 @@ class CalibratedNet:
         return out
 
     def reshape(self, x: Activation, shape: Sequence[int], name: str = "reshape") -> Activation:
+        _require_int8("RESHAPE", x)
         shape = tuple(int(d) for d in shape)
         if math.prod(shape) != math.prod(x.shape) or shape[0] != 1:
             raise InvalidArgumentError(f"cannot reshape {list(x.shape)} to {list(shape)}")

@@ -62,6 +62,10 @@ class OpCost:
     write_bytes: Dict[str, float]
     macs: int
     block_config: BlockChoice
+    #: Cycles under which the next op's weight or LUT DMA runs (pass it as that op's
+    #: ``dma_slack_cycles``): this op's compute as Vela's scheduler counts it, with feature
+    #: maps in their home memory and only the last depth slice when weights are sliced.
+    buffering_slack_cycles: int = 0
 
     @property
     def bound(self) -> str:
@@ -243,8 +247,8 @@ def estimate_op(
         "NHCWB16"), ``ifm_memory``/``ofm_memory``/``weight_memory``/``weight_buffer_memory``
         (memory names; the weight memory defaults to the target's constants region),
         ``weight_first_dma_bytes``/``weight_last_slice_depth`` (buffered weights: the first DMA
-        and the last depth slice; default one slice), ``dma_slack_cycles`` (cycles of the
-        preceding op that hide this op's DMA),
+        and the last depth slice; default one slice), ``dma_slack_cycles`` (cycles that hide
+        this op's DMA: the preceding op's ``buffering_slack_cycles``),
         ``block_config`` ((h, w, depth) OFM block, else chosen), ``traversal`` ("auto",
         "depth_first", "part_kernel_first"), ``dma_bytes`` (``dma`` ops).
 
@@ -277,6 +281,7 @@ def cost_from_core(r: "_core.CostRecord") -> OpCost:
             b.part_kernel_first,
             b.accumulator.name,
         ),
+        buffering_slack_cycles=r.buffering_slack_cycles,
     )
 
 

@@ -44,6 +44,13 @@ __all__ = [
     "resnet8",
     "single_op_cases",
     "SINGLE_OP_CASES",
+    "ACTIVATION_OP_CASES",
+    "activation_op_cases",
+    "exp",
+    "leaky_relu",
+    "logistic",
+    "softmax",
+    "tanh",
 ]
 
 Shape = Sequence[int]
@@ -250,10 +257,18 @@ def get(name: str, **kwargs) -> Model:
 _SECOND_OPERAND_RANGE = (-0.5, 2.0)
 
 
-def _single_op_net(method: str, input_shapes: Sequence[Shape], seed: int, **params) -> CalibratedNet:
-    """A network of one `CalibratedNet` layer (`method`) applied to fresh model inputs."""
+def _single_op_net(
+    method: str,
+    input_shapes: Sequence[Shape],
+    seed: int,
+    dtype: str = "int8",
+    input_range: tuple[float, float] = (-1.0, 1.0),
+    **params,
+) -> CalibratedNet:
+    """A network of one `CalibratedNet` layer (`method`) applied to fresh model inputs; the
+    first input is `dtype` and covers `input_range`."""
     net = CalibratedNet(seed, description=f"cascader.zoo {method}")
-    inputs = [net.input(input_shapes[0], name="input")]
+    inputs = [net.input(input_shapes[0], *input_range, name="input", dtype=dtype)]
     for shape in input_shapes[1:]:
         inputs.append(net.input(shape, *_SECOND_OPERAND_RANGE, name="input_b"))
     net.output(getattr(net, method)(*inputs, **params))
@@ -357,9 +372,72 @@ SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
 )
 
 
+def leaky_relu(
+    input_shape: Shape, alpha: float = 0.2, dtype: str = "int8", same_quantization: bool = False, seed: int = 0
+) -> Model:
+    """One LEAKY_RELU on an int8 or int16 input (see `CalibratedNet.leaky_relu`)."""
+    params = dict(alpha=alpha, same_quantization=same_quantization)
+    return _single_op_net("leaky_relu", [input_shape], seed, dtype, _ACTIVATION_RANGE, **params).build()
+
+
+def tanh(input_shape: Shape, dtype: str = "int16", seed: int = 0) -> Model:
+    """One TANH on an int8 or int16 input covering [-12, 12] (past both saturation points)."""
+    return _single_op_net("tanh", [input_shape], seed, dtype, _ACTIVATION_RANGE).build()
+
+
+def logistic(input_shape: Shape, dtype: str = "int16", seed: int = 0) -> Model:
+    """One LOGISTIC on an int8 or int16 input covering [-12, 12] (past both saturation points)."""
+    return _single_op_net("logistic", [input_shape], seed, dtype, _ACTIVATION_RANGE).build()
+
+
+def exp(input_shape: Shape, dtype: str = "int16", seed: int = 0) -> Model:
+    """One EXP on an int8 or int16 input covering [-4, 4]."""
+    return _single_op_net("exp", [input_shape], seed, dtype, (-4.0, 4.0)).build()
+
+
+def softmax(input_shape: Shape, dtype: str = "int16", beta: float = 1.0, seed: int = 0) -> Model:
+    """One SOFTMAX over the last axis of an int8 or int16 input covering [-12, 12]."""
+    return _single_op_net("softmax", [input_shape], seed, dtype, _ACTIVATION_RANGE, beta=beta).build()
+
+
 def single_op_cases() -> list[tuple[str, Model]]:
     """Small single-operator models (seed 0) covering the common kernel, stride and padding
     cases of `SINGLE_OP_CASES`: conv 1x1/3x3/5x5/7x7, strides 1 and 2, SAME and VALID,
     dilation, depthwise 3x3/5x5 and a depth multiplier, max and average pool, ADD/MUL with and
     without broadcast, FULLY_CONNECTED and PAD."""
     return [(name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in SINGLE_OP_CASES]
+
+
+# Inputs of the activation cases: the int16 TANH table saturates past |x| = 5.3 and the
+# LOGISTIC one past 10.6, so [-12, 12] reaches both.
+_ACTIVATION_RANGE = (-12.0, 12.0)
+_ACT = ((1, 8, 8, 16),)
+# Activation operators, int8 and 16x8 int16, as Vela 5.2 runs them on Ethos-U55/U65: int8
+# LEAKY_RELU / TANH / LOGISTIC as 256-entry LUTs; int16 LEAKY_RELU with equal input and output
+# quantization as the elementwise LRELU (alpha above 1 included), otherwise as MUL + MAXIMUM;
+# int16 TANH / LOGISTIC as the built-in activation functions; int16 EXP as a 512-entry
+# interpolating LUT; int16 SOFTMAX as two such LUTs (exp, 1 / (1 + x)) and 32-bit arithmetic.
+# cascader's own compiler does not lower these yet (see frontend.support.PLANNED_OPERATORS);
+# they validate the simulator and the estimator on Vela's binaries.
+ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
+    ("leaky_relu_int8", "leaky_relu", _ACT, dict(alpha=0.2, input_range=_ACTIVATION_RANGE)),
+    ("leaky_relu_int16", "leaky_relu", _ACT, dict(alpha=0.2, same_quantization=True, dtype="int16",
+                                                  input_range=_ACTIVATION_RANGE)),
+    ("leaky_relu_int16_alpha1.5", "leaky_relu", _ACT, dict(alpha=1.5, same_quantization=True, dtype="int16",
+                                                           input_range=_ACTIVATION_RANGE)),
+    ("leaky_relu_int16_rescaled", "leaky_relu", _ACT, dict(alpha=0.2, dtype="int16", input_range=_ACTIVATION_RANGE)),
+    ("tanh_int8", "tanh", _ACT, dict(input_range=_ACTIVATION_RANGE)),
+    ("tanh_int16", "tanh", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
+    ("logistic_int8", "logistic", _ACT, dict(input_range=_ACTIVATION_RANGE)),
+    ("logistic_int16", "logistic", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
+    ("exp_int16", "exp", _ACT, dict(dtype="int16", input_range=(-4.0, 4.0))),
+    ("softmax_int16", "softmax", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
+)
+
+
+def activation_op_cases() -> list[tuple[str, Model]]:
+    """Single activation-operator models (seed 0) of `ACTIVATION_OP_CASES`: LEAKY_RELU, TANH,
+    LOGISTIC, EXP and SOFTMAX in int8 and 16x8 int16, each hitting a different Vela lowering."""
+    return [
+        (name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in ACTIVATION_OP_CASES
+    ]

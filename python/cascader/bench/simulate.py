@@ -246,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="ethos-u55-128 Performance only, one seed")
     parser.add_argument("--only", default="", help="substring filter on model names")
     parser.add_argument("--estimate-only", action="store_true",
-                        help="no simulation: Vela's cycles against the estimator's, Performance on both accelerators")
+                        help="no simulation: Vela's cycles against the estimator's, at Performance")
+    parser.add_argument("--accelerators", default="ethos-u55-128,ethos-u65-256",
+                        help="comma-separated, for --estimate-only")
     args = parser.parse_args(argv)
     if not args.models:
         parser.error("give --models or set CASCADER_MODELS")
@@ -260,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = (0,) if args.quick else (0, 1, 2)
     for path in paths:
         if args.estimate_only:
-            for acc in ("ethos-u55-128", "ethos-u65-256"):
+            for acc in args.accelerators.split(","):
                 rows.append(estimate_with_vela(path, VelaConfig(acc, "Performance", UNLIMITED_SRAM)))
                 print(format_table(rows[-1:]).splitlines()[-1], flush=True)
             continue

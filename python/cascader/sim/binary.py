@@ -3,11 +3,16 @@
 An Ethos-U `.tflite` (Vela's or ours) holds one `ethos-u` custom operator per NPU subgraph.
 Its inputs are, in order: the driver payload (COP1 header + command stream), the flash
 tensor (weights, biases, LUTs), the scratch and scratch_fast tensors (the NPU's working
-memory) and then the IFMs; its outputs are the OFMs. The command stream addresses memory
-by region: 0 flash, 1 scratch, 2 scratch_fast. The IFMs and OFMs live *inside* the scratch
-arena, at the offsets the `OfflineMemoryAllocation` metadata gives (TFLM honours them), so
-the simulator lays out one arena from those offsets; region 1 is a view of it. Region 2 is
-only used when Vela spills to a dedicated SRAM, a memory of its own.
+memory) and then the IFMs; its outputs are the OFMs. TFLM passes inputs 1.. and then the
+outputs to the driver as base pointers, so a tensor's position is its region: 0 flash, 1
+scratch, 2 scratch_fast, 3.. the rest (at most 8 regions). The IFMs and OFMs live *inside*
+the scratch arena, at the offsets the `OfflineMemoryAllocation` metadata gives (TFLM honours
+them), so the simulator lays out one arena from those offsets; region 1 is a view of it.
+Region 2 is only used when Vela spills to a dedicated SRAM, a memory of its own.
+
+A variable (`is_variable`) input is a persistent arena (see `cascader.tflite.ethos_u`: ours
+is input 4, region 3): TFLM keeps it in its persistent arena, zeroed at allocation, so it
+is state, not an IFM.
 """
 
 from __future__ import annotations
@@ -20,9 +25,7 @@ import numpy as np
 from .. import _core
 from ..errors import BinaryError
 from ..tflite import Model, Operator, SubGraph
-
-ETHOSU_CUSTOM_CODE = "ethos-u"
-REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST = 0, 1, 2
+from ..tflite.ethos_u import ETHOSU_CUSTOM_CODE, MAX_REGIONS, REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 
 
 @dataclass
@@ -37,6 +40,8 @@ class NpuCall:
     ifms: tuple[int, ...]  # tensor indices
     ofms: tuple[int, ...]
     arena_offsets: dict[int, int] = field(default_factory=dict)  # tensor index -> byte offset
+    persistent: tuple[int, ...] = ()  # variable inputs: arenas that outlive an inference
+    region_tensors: tuple[int, ...] = ()  # the tensor each region (base pointer) 0..7 points at
 
     def decode(self) -> "DecodedStream":
         """The config and typed NPU operations of the command stream."""
@@ -124,6 +129,8 @@ def npu_calls(model: Model, subgraph: int = 0) -> list[NpuCall]:
             raise BinaryError(f"operator {index} (ethos-u): no flash tensor")
         # An operation without weights, biases or LUTs gets an empty flash tensor (no buffer).
         flash_bytes = sg.tensors[flash].data.tobytes() if sg.tensors[flash].data is not None else b""
+        rest = tuple(op.inputs[4:])
+        persistent = tuple(t for t in rest if t >= 0 and sg.tensors[t].is_variable)
         calls.append(
             NpuCall(
                 index=index,
@@ -131,9 +138,11 @@ def npu_calls(model: Model, subgraph: int = 0) -> list[NpuCall]:
                 flash=np.frombuffer(flash_bytes, dtype=np.uint8),
                 scratch_tensor=scratch,
                 scratch_fast_tensor=scratch_fast,
-                ifms=tuple(op.inputs[4:]),
+                ifms=tuple(t for t in rest if t not in persistent),
                 ofms=tuple(op.outputs),
                 arena_offsets=offsets,
+                persistent=persistent,
+                region_tensors=(*op.inputs[1:], *op.outputs)[:MAX_REGIONS],
             )
         )
     return calls

@@ -88,8 +88,26 @@ def _fast_memory(sg: SubGraph, calls: list[NpuCall]) -> np.ndarray:
     return np.zeros(max(size, 1), dtype=np.uint8)
 
 
+def _persistent_memory(sg: SubGraph, calls: list[NpuCall]) -> dict[int, np.ndarray]:
+    """One zeroed buffer per persistent (variable) tensor the NPU operators take."""
+    return {t: np.zeros(max(sg.tensors[t].nbytes, 1), dtype=np.uint8) for c in calls for t in c.persistent}
+
+
+def _reset(sg: SubGraph, persistent: dict[int, np.ndarray]) -> None:
+    """What TFLM's ResetVariableTensors does: int8 variables to their zero point, others to 0."""
+    for t, memory in persistent.items():
+        tensor = sg.tensors[t]
+        q = tensor.quantization
+        memory.fill(int(q.zero_point[0]) & 0xFF if tensor.dtype == "int8" and q is not None else 0)
+
+
 def _run_npu(
-    sg: SubGraph, call: NpuCall, values: dict[int, np.ndarray], arena: np.ndarray, fast: np.ndarray
+    sg: SubGraph,
+    call: NpuCall,
+    values: dict[int, np.ndarray],
+    arena: np.ndarray,
+    fast: np.ndarray,
+    persistent: dict[int, np.ndarray],
 ) -> dict[str, Any]:
     tensors = sg.tensors
     offsets = call.arena_offsets
@@ -99,12 +117,19 @@ def _run_npu(
             raise CascaderError(f"operator {call.index} (ethos-u): input {tensors[t].name!r} has no value")
         raw = np.ascontiguousarray(value, dtype=tensors[t].numpy_dtype).view(np.uint8).reshape(-1)
         arena[offsets[t] : offsets[t] + raw.size] = raw
+    # Regions 3.. are the tensors at those positions, as TFLM passes them: a persistent arena,
+    # or an IFM/OFM inside the scratch arena (Vela's command streams never address those).
+    regions = {}
+    for region, t in enumerate(call.region_tensors):
+        if region > REGION_SCRATCH_FAST and t >= 0:
+            if t in persistent:
+                regions[region] = persistent[t]
+            elif t in offsets:
+                regions[region] = arena[offsets[t] : offsets[t] + tensors[t].nbytes]
     start = offsets[call.scratch_tensor]
-    regions = {
-        REGION_FLASH: call.flash.copy(),
-        REGION_SCRATCH: arena[start : start + tensors[call.scratch_tensor].nbytes],  # a view of the arena
-        REGION_SCRATCH_FAST: fast[: tensors[call.scratch_fast_tensor].nbytes],
-    }
+    regions[REGION_FLASH] = call.flash.copy()
+    regions[REGION_SCRATCH] = arena[start : start + tensors[call.scratch_tensor].nbytes]  # a view of the arena
+    regions[REGION_SCRATCH_FAST] = fast[: tensors[call.scratch_fast_tensor].nbytes]
     stats = _core.simulate_driver_payload(call.payload, regions)
     for t in call.ofms:
         tensor = tensors[t]
@@ -143,11 +168,76 @@ def _as_declared(value: np.ndarray, tensor: Tensor) -> np.ndarray:
     return value
 
 
+class Session:
+    """A binary loaded for repeated inferences: persistent arenas keep their bytes between runs.
+
+    TFLM allocates a variable tensor once, in its persistent arena, and zero-fills it (int8: the
+    zero point) when it allocates the tensors; it is not cleared between invocations. A session
+    does the same: `run` after `run` sees the state the previous inference left, `reset` clears
+    it. The scratch arena is not promised to survive (TFLM reuses it), and CPU operators run
+    without state.
+
+    Parameters
+    ----------
+    binary
+        A path, the `.tflite` bytes, a `Model`, or a CompiledModel.
+
+    Raises
+    ------
+    BinaryError
+        The binary is malformed (see `simulate`).
+    """
+
+    def __init__(self, binary: BinaryLike) -> None:
+        self.model = _as_model(binary)
+        sg = self.model.main
+        self._calls = npu_calls(self.model)
+        self._arena = _arena(sg, self._calls)
+        self._fast = _fast_memory(sg, self._calls)
+        self._persistent = _persistent_memory(sg, self._calls)
+        self.reset()
+
+    @property
+    def persistent(self) -> dict[str, np.ndarray]:
+        """The persistent arenas' bytes by tensor name (live views)."""
+        return {self.model.main.tensors[t].name: m for t, m in self._persistent.items()}
+
+    def reset(self) -> None:
+        """Zero the persistent arenas, as TFLM's ResetVariableTensors does."""
+        _reset(self.model.main, self._persistent)
+
+    def run(self, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
+        """One inference on `inputs` (one array per model input); returns the model outputs."""
+        sg = self.model.main
+        if isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        if len(inputs) != len(sg.inputs):
+            raise CascaderError(f"the model has {len(sg.inputs)} inputs, got {len(inputs)}")
+        values: dict[int, np.ndarray] = {}
+        for t, value in zip(sg.inputs, inputs):
+            tensor = sg.tensors[t]
+            value = np.asarray(value)
+            if value.dtype != tensor.numpy_dtype or tuple(value.shape) != tuple(tensor.shape):
+                raise CascaderError(
+                    f"input {tensor.name!r} needs {tensor.dtype}{list(tensor.shape)}, "
+                    f"got {value.dtype.name}{list(value.shape)}"
+                )
+            values[t] = value
+        calls = {c.index: c for c in self._calls}
+        for index, op in enumerate(sg.operators):
+            if is_npu_operator(op):
+                _run_npu(sg, calls[index], values, self._arena, self._fast, self._persistent)
+            else:
+                _run_cpu(self.model, sg, index, values)
+        return [values[t] for t in sg.outputs]
+
+
 def simulate(binary: BinaryLike, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
     """Run an Ethos-U binary on `inputs` and return the model outputs.
 
     NPU operators are decoded and executed bit-exactly in the C++ core; CPU operators left
     in the model run on TFLite's reference kernels (see the module docstring for why).
+    Persistent arenas start at zero; use a `Session` to keep them across inferences.
 
     Parameters
     ----------
@@ -162,29 +252,4 @@ def simulate(binary: BinaryLike, inputs: Sequence[np.ndarray] | np.ndarray) -> l
         The binary is malformed (the message names the command-stream word or the payload
         word), or it uses a feature the simulator does not implement.
     """
-    model = _as_model(binary)
-    sg = model.main
-    if isinstance(inputs, np.ndarray):
-        inputs = [inputs]
-    if len(inputs) != len(sg.inputs):
-        raise CascaderError(f"the model has {len(sg.inputs)} inputs, got {len(inputs)}")
-    values: dict[int, np.ndarray] = {}
-    for t, value in zip(sg.inputs, inputs):
-        tensor = sg.tensors[t]
-        value = np.asarray(value)
-        if value.dtype != tensor.numpy_dtype or tuple(value.shape) != tuple(tensor.shape):
-            raise CascaderError(
-                f"input {tensor.name!r} needs {tensor.dtype}{list(tensor.shape)}, "
-                f"got {value.dtype.name}{list(value.shape)}"
-            )
-        values[t] = value
-    call_list = npu_calls(model)
-    calls = {c.index: c for c in call_list}
-    arena = _arena(sg, call_list)
-    fast = _fast_memory(sg, call_list)
-    for index, op in enumerate(sg.operators):
-        if is_npu_operator(op):
-            _run_npu(sg, calls[index], values, arena, fast)
-        else:
-            _run_cpu(model, sg, index, values)
-    return [values[t] for t in sg.outputs]
+    return Session(binary).run(inputs)

@@ -1,7 +1,9 @@
-"""TFLite flatbuffer I/O as plain values: `load_model`, `save_model` and the `Model` records."""
+"""TFLite flatbuffer I/O as plain values: `load_model`, `save_model` and the `Model` records;
+the Ethos-U packager (`ethos_u.package`)."""
 
 from .model import Model, Operator, Quantization, SignatureDef, SubGraph, Tensor
 from .reader import load_model
 from .writer import save_model
+from .ethos_u import ArenaSizes, NpuSubgraph
 
-__all__ = ["Model", "Operator", "Quantization", "SignatureDef", "SubGraph", "Tensor", "load_model", "save_model"]
+__all__ = ["ArenaSizes", "Model", "NpuSubgraph", "Operator", "Quantization", "SignatureDef", "SubGraph", "Tensor", "load_model", "save_model"]

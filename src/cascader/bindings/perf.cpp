@@ -72,6 +72,7 @@ void bind_perf(py::module_& m) {
       .def_readonly("write_bytes", &CostRecord::write_bytes)
       .def_readonly("macs", &CostRecord::macs)
       .def_readonly("total_cycles", &CostRecord::total_cycles)
+      .def_readonly("buffering_slack_cycles", &CostRecord::buffering_slack_cycles)
       .def_readonly("block_config", &CostRecord::block_config);
 
   m.def("block_query", &block_query, py::arg("op"));

@@ -1,12 +1,15 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <string>
+
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/common/error.hpp"
 #include "cascader/emit/weights.hpp"
 #include "cascader/sim/command_stream.hpp"
 #include "cascader/sim/driver_payload.hpp"
 #include "cascader/sim/executor.hpp"
+#include "cascader/sim/region_extent.hpp"
 
 namespace py = pybind11;
 
@@ -90,7 +93,8 @@ sim::DriverPayload payload_of(const py::bytes& payload) {
 py::dict config(const sim::NpuConfig& c) {
   return py::dict(py::arg("accelerator") = c.accelerator(), py::arg("macs_per_cc") = c.macs_per_cc,
                   py::arg("shram_kib") = c.shram_kib, py::arg("product") = c.product,
-                  py::arg("cmd_stream_version") = c.cmd_stream_version);
+                  py::arg("cmd_stream_version") = c.cmd_stream_version, py::arg("config_word") = c.config_word,
+                  py::arg("id_word") = c.id_word);
 }
 
 }  // namespace
@@ -107,6 +111,39 @@ void bind_sim(py::module_& m) {
                         py::arg("command_stream_word") = p.command_stream_word, py::arg("operations") = ops);
       },
       py::arg("payload"), "Decodes a COP1 driver payload into its config and typed NPU operations.");
+
+  m.def(
+      "split_driver_payload",
+      [](const py::bytes& payload) {
+        const sim::DriverPayload p = payload_of(payload);
+        return py::make_tuple(config(p.config), py::array_t<uint32_t>(static_cast<py::ssize_t>(p.command_stream.size()),
+                                                                       p.command_stream.data()));
+      },
+      py::arg("payload"), "A COP1 driver payload's config (with its raw words) and command stream words.");
+
+  m.def(
+      "region_extents",
+      [](const py::bytes& payload) {
+        const sim::DriverPayload p = payload_of(payload);
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        py::list out;
+        for (const auto& e : sim::region_extents(cs)) {
+          out.append(e.used ? py::object(py::make_tuple(e.end, e.operation, e.what)) : py::object(py::none()));
+        }
+        return out;
+      },
+      py::arg("payload"), "Per region 0..7: (end byte, operation index, access) of the furthest access, or None.");
+
+  m.def(
+      "encode_driver_payload",
+      [](const py::array_t<uint32_t, py::array::c_style | py::array::forcecast>& words, const std::string& accelerator,
+         uint32_t id_word) {
+        const auto bytes = sim::encode_driver_payload(std::vector<uint32_t>(words.data(), words.data() + words.size()),
+                                                      sim::NpuConfig::for_accelerator(accelerator, id_word));
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      py::arg("command_stream"), py::arg("accelerator"), py::arg("id_word") = sim::kDefaultIdWord,
+      "A COP1 driver payload for a command stream on an accelerator, as Vela writes it.");
 
   m.def(
       "simulate_driver_payload",

@@ -280,10 +280,19 @@ int64_t elementwise_cycles(const NpuOp& op, const ArchConfig& arch, const BlockC
   return int64_t(std::max(cmd, ao));
 }
 
+// Cycles one side of a DMA takes: its bytes at the memory's bandwidth, plus its latency.
+int64_t transfer_cycles(const ArchConfig& arch, MemoryArea m, Direction d, int64_t bytes) {
+  return int64_t(float(bytes) / float(arch.bandwidth(m))) + arch.latency(m, d);
+}
+
 int64_t mem2mem_cycles(const ArchConfig& arch, MemoryArea from, MemoryArea to, int64_t bytes) {
-  const int64_t from_c = int64_t(float(bytes) / float(arch.bandwidth(from))) + arch.latency(from, Direction::Read);
-  const int64_t to_c = int64_t(float(bytes) / float(arch.bandwidth(to))) + arch.latency(to, Direction::Write);
-  return std::max(from_c, to_c);
+  return std::max(transfer_cycles(arch, from, Direction::Read, bytes), transfer_cycles(arch, to, Direction::Write, bytes));
+}
+
+// A LUT DMA writes the SHRAM, which Vela (5.2) models as a memory of 1 byte per cycle without
+// latency: a 2 KiB int16 table costs at least 2048 cycles whatever memory it comes from.
+int64_t lut_load_cycles(const ArchConfig& arch, MemoryArea from, int64_t bytes) {
+  return std::max(transfer_cycles(arch, from, Direction::Read, bytes), bytes);
 }
 
 void validate(const NpuOp& op) {
@@ -332,6 +341,26 @@ void validate(const NpuOp& op) {
 
 }  // namespace
 
+// Vela's scheduler plans weight buffering on its reference schedule, before fast-storage
+// placement moves feature maps: it counts an op's compute with its feature maps in their home
+// memory, and only the last depth slice's when the weights are sliced. That figure is the
+// slack the op offers the next op's DMAs, and the tail its own buffered transfer must precede.
+// (Matching it matters on U65 Dedicated_Sram, where home is DRAM with 500-cycle latencies.)
+int64_t buffering_slack_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
+  NpuOp ref = op;
+  const MemoryArea home = arch.region_memory(Region::Arena);
+  ref.ifm.memory = home;
+  ref.ofm.memory = home;
+  if (ref.ifm2) ref.ifm2->memory = home;
+  const NpuBlockType bt = block_type_of(op.type);
+  if (bt == NpuBlockType::ElementWise) return elementwise_cycles(ref, arch, cfg);
+  if (op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < op.ofm.shape.c) {
+    ref.ofm.shape.c = op.weight_last_slice_depth;
+    if (bt != NpuBlockType::ConvolutionMxN && bt != NpuBlockType::VectorProduct) ref.ifm.shape.c = ref.ofm.shape.c;
+  }
+  return mac_op_cycles(ref, arch, cfg);
+}
+
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
   CostRecord r;
   std::array<int64_t, kMemoryAreaCount> read{}, write{};
@@ -372,6 +401,8 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
                                                                                        : k * ifm.c * ofm.elements();
     op_cycles = mac_op_cycles(op, arch, cfg);
   }
+
+  r.buffering_slack_cycles = buffering_slack_cycles(op, arch, cfg);
 
   // Elements accessed.
   const Shape4 ifm_block = min4(ifm, cfg.ifm_block);
@@ -439,28 +470,25 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
     const int64_t slack = std::max<int64_t>(op.dma_slack_cycles, 0);
     const int64_t full = mem2mem_cycles(arch, op.weight_memory, buf, stream);
     const int64_t first_wait = std::max<int64_t>(mem2mem_cycles(arch, op.weight_memory, buf, first) - slack, 0);
-    int64_t tail = op_cycles;
-    if (op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < ofm.c && bt != NpuBlockType::ElementWise) {
-      NpuOp last = op;
-      last.ofm.shape.c = op.weight_last_slice_depth;
-      if (bt != NpuBlockType::ConvolutionMxN && bt != NpuBlockType::VectorProduct) last.ifm.shape.c = last.ofm.shape.c;
-      tail = mac_op_cycles(last, arch, cfg);
-    }
-    npu = std::max(full - slack + tail, op_cycles + first_wait);
+    npu = std::max(full - slack + r.buffering_slack_cycles, op_cycles + first_wait);
     dma += full;
   } else {
     rd(op.weight_memory, weight_read);
   }
   rd(op.weight_memory, scale_read);
 
-  // The LUT is copied into SHRAM before the op starts.
-  const MemoryArea fast = arch.region_memory(Region::FastCache);
-  if (op.activation == Activation::Lut && op.lut_bytes > 0 && op.lut_memory != fast) {
-    const int64_t lut = mem2mem_cycles(arch, op.lut_memory, fast, op.lut_bytes);
+  // The LUT is copied into SHRAM before the op starts (from whichever memory holds it). Vela
+  // (5.2) costs that copy, in cycles and in memory traffic, only when the table lookup is the op
+  // itself; a LUT chained into another op (softmax's SUB + LUT, a convolution's fused
+  // activation) is a sub-operation whose copy its estimate leaves out, so ours does too.
+  if (op.activation == Activation::Lut && op.lut_bytes > 0) {
+    const int64_t lut = lut_load_cycles(arch, op.lut_memory, op.lut_bytes);
     dma += lut;
-    // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
-    npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
-    rd(op.lut_memory, op.lut_bytes);
+    if (op.lut_is_operation) {
+      // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
+      npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
+      rd(op.lut_memory, op.lut_bytes);
+    }
   }
   r.dma_cycles = dma;
   r.npu_cycles = npu;

@@ -36,6 +36,10 @@ struct CostRecord {
   std::array<double, kMemoryAreaCount> write_bytes{};
   int64_t macs = 0;
   double total_cycles = 0;   // max(npu_cycles, access_cycles...)
+  // The cycles that hide the next op's weight or LUT DMA (its NpuOp::dma_slack_cycles), as
+  // Vela's scheduler counts them: this op's (last depth slice's) compute with its feature maps
+  // in their home memory.
+  int64_t buffering_slack_cycles = 0;
   BlockConfig block_config;  // the one used
 };
 

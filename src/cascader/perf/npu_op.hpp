@@ -60,7 +60,8 @@ struct NpuOp {
   std::optional<MemoryArea> weight_buffer_memory;
   int64_t weight_first_dma_bytes = 0;  // first slice's weights + scales (0: the whole stream)
   int weight_last_slice_depth = 0;     // OFM depth of the last slice (0: the whole OFM depth)
-  int64_t dma_slack_cycles = 0;        // cycles of the preceding op that can hide this op's weight or LUT DMA
+  int64_t dma_slack_cycles = 0;        // cycles that hide this op's weight or LUT DMA: the preceding op's
+                                       // CostRecord::buffering_slack_cycles
   Activation activation = Activation::None;
   int64_t lut_bytes = 0;     // LUT copied into SHRAM by DMA when activation == Lut
   MemoryArea lut_memory = MemoryArea::OnChipFlash;

@@ -336,7 +336,8 @@ CommandStream decode_command_stream(const uint32_t* words, size_t count) {
         dma.word_offset = offset;
         const int src = r.u16(DMA0_SRC_REGION), dst = r.u16(DMA0_DST_REGION);
         if (((src >> 9) & 3) != 0 || ((dst >> 9) & 3) != 0) {
-          fail(offset, "DMA stride modes other than 1-D are not supported");
+          // Vela 5.2 programs 2-D/3-D DMAs only for GATHER/SCATTER, which it maps on Ethos-U85 alone.
+          fail(offset, "DMA stride modes other than 1-D are not supported (no U55/U65 binary of Vela 5.2 uses them)");
         }
         dma.dma_src = {src & 0x1FF, r.r1[DMA0_SRC], r.r1[DMA0_LEN]};
         dma.dma_dst = {dst & 0x1FF, r.r1[DMA0_DST], r.r1[DMA0_LEN]};

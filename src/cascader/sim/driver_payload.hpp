@@ -1,13 +1,28 @@
-// The Ethos-U driver payload ("COP1"): the blob Vela stores as an `ethos-u` custom operator's
+// The Ethos-U driver payload ("COP1"): the blob an `ethos-u` custom operator carries as its
 // command-stream tensor. It is a fourcc followed by driver actions (config, NOPs, register
-// reads, SHRAM dumps) and the command stream itself. Complexity: O(words).
+// reads, SHRAM dumps) and the command stream itself. Both directions of the format live
+// here, so that the decoder (simulator) and the encoder (packager) share one set of
+// constants. Complexity: O(words) either way.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace cascader::sim {
+
+// Driver action tags (low byte of an action word) and the payload's fixed words.
+enum class DriverAction : uint32_t { Reserved = 0, Config = 1, CmdStream = 2, ReadApb = 3, DumpShram = 4, Nop = 5 };
+constexpr uint32_t kCop1Fourcc = 0x31504F43u;  // "COP1", little-endian
+// The config action's parameter: release 0, patch 1 ((patch << 4) | release), as Vela writes.
+constexpr uint32_t kConfigActionParam = 0x10;
+// The ID register value Vela 5.2 writes for every accelerator: arch 1.0.6, product major 6,
+// version status 1 (fields, LSB first: status 4, minor 4, major 4, product 4, arch patch 4,
+// arch minor 8, arch major 4 bits). The driver compares the arch fields with the NPU's.
+constexpr uint32_t kDefaultIdWord = 0x10066001u;
+// The command stream action's length field is 24 bits (8 in the tag's reserved byte, 16 high).
+constexpr size_t kMaxCommandStreamWords = (size_t{1} << 24) - 1;
 
 struct NpuConfig {
   uint32_t config_word = 0;
@@ -16,6 +31,17 @@ struct NpuConfig {
   int shram_kib = 0;
   int product = 0;        // 0 Ethos-U55, 1 Ethos-U65
   int cmd_stream_version = 0;
+
+  // The config for a named accelerator ("ethos-u55-128"): MACs and SHRAM summed over cores,
+  // as the driver checks them against the NPU's CONFIG register. Throws InvalidArgument for
+  // an unknown name.
+  static NpuConfig for_accelerator(const std::string& name, uint32_t id_word = kDefaultIdWord);
+  // Fills the fields from config_word (the inverse of pack()). Throws BinaryError on an
+  // unknown product or a SHRAM size of 0.
+  void unpack();
+  // The config word from the fields: MACs log2 bits 0-3, stream version 4-7, SHRAM KiB 8-15,
+  // product 28-31.
+  uint32_t pack() const;
 
   // Accelerator name in Vela's spelling ("ethos-u55-128"), derived from product and MACs.
   const char* accelerator() const;
@@ -37,5 +63,11 @@ struct DriverPayload {
 // Parses a driver payload. Throws BinaryError naming the word offset when the fourcc, an
 // action tag or a length is wrong.
 DriverPayload parse_driver_payload(const uint8_t* data, size_t size);
+
+// Builds a driver payload as Vela does: fourcc, config action, NOPs so that the command
+// stream starts on a 16-byte boundary, the command stream action and the words. Returns
+// little-endian bytes. Throws InvalidArgument when the stream is empty or longer than the
+// 24-bit length field allows.
+std::vector<uint8_t> encode_driver_payload(const std::vector<uint32_t>& command_stream, const NpuConfig& config);
 
 }  // namespace cascader::sim

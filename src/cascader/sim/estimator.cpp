@@ -173,16 +173,13 @@ MemoryArea region_memory(int region, const ArchConfig& arch) {
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache) {
   StreamEstimate result;
   std::vector<PendingDma> pending;
-  // A timeline in cycles. Operations run one after another; DMAs run one after another on the
-  // DMA engine, each from the start of the operation before its consumer's (Vela's slack: the
-  // previous operation hides the transfer) or when the engine is free, whichever is later. An
-  // operation waits for the DMAs it reads; the cycle model adds that wait given the slack.
-  double elapsed = 0;           // end of the last compute operation
-  double group_start = 0;       // start of the current operation (a run of depth-slice commands)
-  double prev_group_start = 0;  // start of the operation before it
-  double dma_free = 0;          // when the DMA engine is free
+  // DMA slack as Vela counts it: a weight or LUT transfer runs under the operation before its
+  // consumer, for that operation's CostRecord::buffering_slack_cycles (its compute as Vela's
+  // scheduler saw it), not for the time that operation actually took. Rows of one operation
+  // (stripes not merged into one row) share the slack of the operation before them.
+  int64_t slack = 0;         // offered to the current operation
+  int64_t last_offered = 0;  // by the last row costed
   const NpuOperation* prev = nullptr;
-  auto dma_slack = [&]() { return int64_t(std::max(elapsed - std::max(prev_group_start, dma_free), 0.0)); };
   auto add = [&result](OperationEstimate&& e) {
     result.total_cycles += e.cost.total_cycles;
     for (int m = 0; m < kMemoryAreaCount; ++m) {
@@ -216,12 +213,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       pending.push_back(PendingDma{i, o.dma_src, o.dma_dst});
       continue;
     }
-    if (!prev || !same_operation(*prev, o)) {
-      prev_group_start = group_start;
-      group_start = elapsed;
-    }
+    if (!prev || !same_operation(*prev, o)) slack = last_offered;
     prev = &o;
-    double dma_start = -1;  // of the DMAs folded in (-1: none)
     OperationEstimate e;
     e.operation = i;
     try {
@@ -299,8 +292,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         e.op.weight_buffer_memory = region_memory(it->dst.region, arch);
         e.op.weight_first_dma_bytes = int64_t(it->dst.length);
         e.op.weight_last_slice_depth = last_slice_depth;
-        e.op.dma_slack_cycles = dma_slack();
-        dma_start = std::max(prev_group_start, dma_free);
+        e.op.dma_slack_cycles = slack;
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
         // Scales DMA'd separately into the buffer are part of the same transfer.
@@ -317,10 +309,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       if (it != pending.rend()) {
         e.op.lut_bytes = int64_t(it->dst.length);
         e.op.lut_memory = region_memory(it->src.region, arch);
-        if (!e.op.weight_buffer_memory) {
-          e.op.dma_slack_cycles = dma_slack();
-          dma_start = std::max(prev_group_start, dma_free);
-        }
+        if (!e.op.weight_buffer_memory) e.op.dma_slack_cycles = slack;
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
       }
@@ -337,8 +326,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     } catch (const InvalidArgument& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + " cannot be costed: " + err.what());
     }
-    elapsed += e.cost.total_cycles;
-    if (dma_start >= 0) dma_free = dma_start + double(e.cost.dma_cycles);
+    last_offered = e.cost.buffering_slack_cycles;
     e.dmas.insert(e.dmas.end(), slice_dmas.begin(), slice_dmas.end());
     add(std::move(e));
   }

@@ -9,6 +9,7 @@
 #include "cascader/common/error.hpp"
 #include "cascader/emit/weights.hpp"
 #include "cascader/sim/in_place_hazard.hpp"
+#include "cascader/sim/tanh_sigmoid.hpp"
 
 namespace cascader::sim {
 
@@ -363,9 +364,12 @@ int64_t elementwise_value(const NpuOperation& op, int64_t a, int64_t b, int ifm_
       return op.rounding == Rounding::Truncate ? a >> shift : shift_accumulator(a, shift, op.rounding);
     }
     case ElementwiseMode::LRelu:
-      break;
+      // OFM_SCALE holds alpha (Vela: the quantised alpha, TFL rounding), applied to negative
+      // values only; the output stage then does not rescale (see write_output). Vela emits
+      // LRELU only where the IFM and OFM quantization are equal (int16).
+      return a < 0 ? scale_accumulator(a, op.ofm_scale, op.ofm_shift, op.rounding) : a;
   }
-  fail(op, "elementwise LRELU is not supported by the simulator");
+  fail(op, "unknown elementwise mode " + std::to_string(op.sub_op));
 }
 
 std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, const Dense& ifm, const Dense& ifm2) {
@@ -465,8 +469,6 @@ void Executor::load_weights(const NpuOperation& op, int kh, int kw, int ifm_dept
 
 void Executor::block(const NpuOperation& op) {
   if (op.acc_format == 2) fail(op, "the FP S5.10 accumulator format is not supported by the simulator");
-  const int f = op.activation.function;
-  if (f == 3 || f == 4) fail(op, "the built-in TANH/SIGMOID activations (int16) are not supported by the simulator");
   const Geometry g = geometry(op);
   const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
 
@@ -528,6 +530,11 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
   }
   const int f = op.activation.function;
   const bool lut = f >= 16;
+  const bool tanh_sigmoid = f == 3 || f == 4;
+  if (tanh_sigmoid && ot != DataType::S16) {
+    fail(op, "the built-in TANH/SIGMOID activation needs an int16 OFM (its result is Q0.15), not " +
+                 std::string(name(ot)));
+  }
   const uint8_t* table = nullptr;
   if (lut) {
     // LUTs live in the last 2 KiB of the SHRAM, in 256-byte slots: 256 bytes for 8-bit
@@ -539,6 +546,8 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
   }
   const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
   const bool wide_elementwise = op.kind == OpKind::Elementwise && element_size(op.ifm.dtype) == 4;
+  // LRELU spends OFM_SCALE on alpha (applied in elementwise_value): there is no output rescale.
+  const bool lrelu = op.kind == OpKind::Elementwise && static_cast<ElementwiseMode>(op.sub_op) == ElementwiseMode::LRelu;
   const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
   const int OH = op.ofm.height, OW = op.ofm.width, OC = op.ofm.depth;
   for (int y = 0; y < OH; ++y) {
@@ -553,9 +562,10 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
           // (Vela relies on this; its softmax MULs with scale 2^30, shift 31 are TFLite's
           // SaturatingRoundingDoublingHighMul).
           v = shift_accumulator(v, op.ofm_shift, op.rounding);
-        } else if (op.global_scale) {
+        } else if (op.global_scale && !lrelu) {
           v = scale_accumulator(v, op.ofm_scale, op.ofm_shift, op.rounding);
         }
+        if (tanh_sigmoid) v = f == 3 ? tanh_q15(v) : sigmoid_q15(v);
         // Vela emits the source tensor's zero point on 32-bit intermediates (softmax); the
         // NPU ignores the OFM zero point for 32-bit outputs unless the clip range narrows
         // them to 8/16 bits (a 32-bit LUT's index).

@@ -1,0 +1,45 @@
+#include "cascader/sim/region_extent.hpp"
+
+#include <algorithm>
+
+namespace cascader::sim {
+
+namespace {
+
+constexpr int kInternalRegionBit = 0x100;  // a DMA region with this bit set is the SHRAM
+
+void reach(std::array<RegionExtent, 8>& out, int region, uint64_t end, size_t op, const char* what) {
+  RegionExtent& e = out[static_cast<size_t>(region & 0x7)];
+  if (!e.used || end > e.end) e = {true, end, op, what};
+}
+
+void range(std::array<RegionExtent, 8>& out, const AddressRange& r, size_t op, const char* what) {
+  if (r.length) reach(out, r.region, r.address + r.length, op, what);
+}
+
+}  // namespace
+
+std::array<RegionExtent, 8> region_extents(const CommandStream& stream) {
+  std::array<RegionExtent, 8> out{};
+  for (size_t i = 0; i < stream.operations.size(); ++i) {
+    const NpuOperation& op = stream.operations[i];
+    if (op.kind == OpKind::Dma) {
+      if (!(op.dma_src.region & kInternalRegionBit)) range(out, op.dma_src, i, "DMA src");
+      if (!(op.dma_dst.region & kInternalRegionBit)) range(out, op.dma_dst, i, "DMA dst");
+      continue;
+    }
+    range(out, op.weights, i, "weights");
+    range(out, op.scales, i, "scales");
+    range(out, op.weights1, i, "weights (core 1)");
+    range(out, op.scales1, i, "scales (core 1)");
+    // An IFM's height and width follow from the OFM and kernel; its base is what is certain.
+    reach(out, op.ifm.region, op.ifm.base[0] + 1, i, "ifm");
+    if (op.has_ifm2() && !op.ifm2_is_scalar) reach(out, op.ifm2.region, op.ifm2.base[0] + 1, i, "ifm2");
+    const FeatureMap& f = op.ofm;
+    const uint64_t last = f.address(f.height - 1, f.width - 1, f.depth - 1) + static_cast<uint64_t>(element_size(f.dtype));
+    reach(out, f.region, std::max(last, f.base[0] + 1), i, "ofm");
+  }
+  return out;
+}
+
+}  // namespace cascader::sim
