@@ -1,0 +1,351 @@
+#include "cascader/sim/stream_schedule.hpp"
+
+#include <algorithm>
+#include <map>
+#include <cstdio>
+
+#include "cascader/common/error.hpp"
+#include "cascader/sim/byte_runs.hpp"
+#include "cascader/sim/in_place_hazard.hpp"
+
+namespace cascader::sim {
+
+namespace {
+
+constexpr int kInternalRegionBit = 0x100;  // a DMA region with this bit set is the SHRAM
+
+// One write: an OFM, a DMA destination or a boundary IFM, at one step.
+struct Write {
+  int step = 0;
+  int memory = 1;
+  int64_t lo = 0, hi = 0;
+  bool dma = false, operation = false, boundary = false;
+};
+
+struct UnionFind {
+  std::vector<int> parent;
+  int add() {
+    parent.push_back(static_cast<int>(parent.size()));
+    return parent.back();
+  }
+  int find(int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void join(int a, int b) { parent[find(a)] = find(b); }
+};
+
+// Per memory: disjoint byte intervals, each holding the write that last stored it.
+class LastWriter {
+ public:
+  void store(int memory, const std::vector<ByteRun>& runs, int write) {
+    auto& m = map_[memory];
+    for (const ByteRun& r : runs) {
+      auto it = m.lower_bound(r.begin);
+      if (it != m.begin() && std::prev(it)->second.end > r.begin) --it;
+      std::vector<std::pair<int64_t, Seg>> keep;
+      while (it != m.end() && it->first < r.end) {
+        if (it->first < r.begin) keep.push_back({it->first, {r.begin, it->second.write}});
+        if (it->second.end > r.end) keep.push_back({r.end, {it->second.end, it->second.write}});
+        it = m.erase(it);
+      }
+      for (const auto& k : keep) m.emplace(k.first, k.second);
+      m.emplace(r.begin, Seg{r.end, write});
+    }
+  }
+  // Every write whose bytes the runs reach (unsorted, may repeat).
+  void reached(int memory, const std::vector<ByteRun>& runs, std::vector<int>& out) const {
+    const auto found = map_.find(memory);
+    if (found == map_.end()) return;
+    const auto& m = found->second;
+    for (const ByteRun& r : runs) {
+      auto it = m.lower_bound(r.begin);
+      if (it != m.begin() && std::prev(it)->second.end > r.begin) --it;
+      for (; it != m.end() && it->first < r.end; ++it) out.push_back(it->second.write);
+    }
+  }
+
+ private:
+  struct Seg {
+    int64_t end;
+    int write;
+  };
+  std::map<int, std::map<int64_t, Seg>> map_;
+};
+
+// Tiles 0..3 a map of H x W elements uses (the hardware's tile choice in FeatureMap::address).
+std::array<bool, 4> used_tiles(const FeatureMap& fm, int H, int W) {
+  return {true, W > fm.width0, H > fm.height0, W > fm.width0 && H > fm.height1};
+}
+
+std::vector<ByteRun> box_runs(const FeatureMap& fm, int H, int W, int C) {
+  std::vector<ByteRun> runs;
+  append_byte_runs(fm, FeatureBox{0, H, 0, W, 0, C}, runs, 0);
+  return runs;
+}
+
+struct Access {
+  int memory = -1;
+  std::vector<ByteRun> runs;
+  std::vector<AddressField> fields;
+  std::vector<uint64_t> addresses;
+};
+
+AddressField tile_field(AddressField base0, int tile) {
+  return static_cast<AddressField>(static_cast<int>(base0) + tile);
+}
+
+class Deriver {
+ public:
+  Deriver(const std::array<int, 8>& memory_of_region, size_t operations)
+      : memory_of_region_(memory_of_region), steps_(operations + 2) {}
+
+  // The memory of `region`, or -1 for flash; throws for anything else the stream cannot use.
+  int memory(int region, size_t op, const char* what) const {
+    if (region == 0) return -1;
+    const int m = region >= 0 && region < 8 ? memory_of_region_[static_cast<size_t>(region)] : -1;
+    if (m < 0) {
+      throw BinaryError("operation " + std::to_string(op) + ": " + what + " uses region " + std::to_string(region) +
+                        ", which is neither flash nor an arena (scratch 1, scratch_fast 2); it cannot be relocated");
+    }
+    return m;
+  }
+
+  Access feature_map(const FeatureMap& fm, int H, int W, int C, AddressField base0, size_t op, const char* what) const {
+    Access a;
+    a.memory = memory(fm.region, op, what);
+    if (a.memory >= 0) a.runs = box_runs(fm, H, W, C);
+    const auto tiles = used_tiles(fm, H, W);
+    for (int t = 0; t < 4; ++t) {
+      if (!tiles[static_cast<size_t>(t)]) continue;
+      a.fields.push_back(tile_field(base0, t));
+      a.addresses.push_back(fm.base[static_cast<size_t>(t)]);
+    }
+    return a;
+  }
+
+  // A weight, scale or DMA range; an empty one is not accessed (no address use at all).
+  Access range(const AddressRange& r, AddressField field, size_t op, const char* what) const {
+    Access a;
+    if (!r.length) return a;
+    a.fields.push_back(field);
+    a.addresses.push_back(r.address);
+    if (r.region & kInternalRegionBit) return a;  // the SHRAM: not memory we place
+    a.memory = memory(r.region & 0x7, op, what);
+    if (a.memory >= 0) a.runs.push_back({static_cast<int64_t>(r.address), static_cast<int64_t>(r.address + r.length)});
+    return a;
+  }
+
+  // Address uses that stay where they are (flash, SHRAM).
+  void fixed(const Access& a, size_t op) {
+    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({op, a.fields[i], -1, a.addresses[i]});
+  }
+
+  void read(const Access& a, int step, size_t op, const char* what) {
+    if (a.memory < 0) return fixed(a, op);
+    std::vector<int> reached;
+    last_.reached(a.memory, a.runs, reached);
+    if (reached.empty()) {
+      throw BinaryError("operation " + std::to_string(op) + " reads its " + what + " at region address 0x" +
+                        hex(a.runs.front().begin) + ", which no earlier operation, DMA or IFM wrote");
+    }
+    for (int w : reached) uf_.join(w, reached.front());
+    reads_.push_back({step, reached.front()});
+    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({op, a.fields[i], reached.front(), a.addresses[i]});
+  }
+
+  int write(const Access& a, int step, size_t op, Write kind) {
+    if (a.memory < 0) {
+      fixed(a, op);
+      return -1;
+    }
+    int64_t lo = a.runs.front().begin, hi = a.runs.front().end;
+    for (const ByteRun& r : a.runs) lo = std::min(lo, r.begin), hi = std::max(hi, r.end);
+    kind.step = step;
+    kind.memory = a.memory;
+    kind.lo = lo;
+    kind.hi = hi;
+    const int w = uf_.add();
+    writes_.push_back(kind);
+    last_.store(a.memory, a.runs, w);
+    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({op, a.fields[i], w, a.addresses[i]});
+    return w;
+  }
+
+  StreamSchedule finish(const std::vector<int>& boundary_write,
+                        const std::vector<BoundaryTensor>& boundary) {
+    StreamSchedule out;
+    std::vector<int> buffer_of_root(writes_.size(), -1), buffer_of_write(writes_.size());
+    struct Traits {
+      bool dma = false, weights_read = false, boundary = false;
+      int operation_writes = 0;
+    };
+    std::vector<Traits> traits;
+    out.schedule.steps.resize(steps_);
+    for (size_t w = 0; w < writes_.size(); ++w) {
+      const int root = uf_.find(static_cast<int>(w));
+      if (buffer_of_root[static_cast<size_t>(root)] < 0) {
+        buffer_of_root[static_cast<size_t>(root)] = static_cast<int>(out.placed.size());
+        out.placed.push_back({writes_[w].memory, static_cast<uint64_t>(writes_[w].lo), 0});
+        out.schedule.buffers.push_back({});
+        traits.push_back({});
+        hull_hi_.push_back(writes_[w].hi);
+      }
+      const int b = buffer_of_root[static_cast<size_t>(root)];
+      buffer_of_write[w] = b;
+      StreamBuffer& p = out.placed[static_cast<size_t>(b)];
+      if (p.memory != writes_[w].memory) {
+        throw BinaryError("one base address reaches bytes in two memories (regions 1 and 2 are distinct arenas)");
+      }
+      p.address = std::min<uint64_t>(p.address, static_cast<uint64_t>(writes_[w].lo));
+      hull_hi_[static_cast<size_t>(b)] = std::max(hull_hi_[static_cast<size_t>(b)], writes_[w].hi);
+      Traits& t = traits[static_cast<size_t>(b)];
+      t.dma |= writes_[w].dma;
+      t.boundary |= writes_[w].boundary;
+      t.operation_writes += writes_[w].operation ? 1 : 0;
+      out.schedule.steps[static_cast<size_t>(writes_[w].step)].writes.push_back(b);
+    }
+    for (const auto& [step, w] : reads_) {
+      out.schedule.steps[static_cast<size_t>(step)].reads.push_back(buffer_of_write[static_cast<size_t>(w)]);
+    }
+    for (const AddressUse& u : pending_) {
+      const int b = u.buffer < 0 ? -1 : buffer_of_write[static_cast<size_t>(u.buffer)];
+      out.uses.push_back({u.operation, u.field, b, u.address});
+      if (b >= 0 && (u.field == AddressField::Weights || u.field == AddressField::Scales || u.field == AddressField::Weights1 ||
+          u.field == AddressField::Scales1)) {
+        traits[static_cast<size_t>(b)].weights_read = true;
+      }
+    }
+    for (auto& s : out.schedule.steps) {
+      for (auto* v : {&s.reads, &s.writes}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
+      }
+    }
+    for (size_t b = 0; b < out.placed.size(); ++b) {
+      StreamBuffer& p = out.placed[b];
+      p.size = static_cast<uint64_t>(hull_hi_[b]) - p.address;
+      ScheduledBuffer& s = out.schedule.buffers[b];
+      const Traits& t = traits[b];
+      // A DMA'd buffer that operations read as weights is a weight buffer: its range starts one
+      // step early, as the DMA runs beside the operation before it.
+      s.kind = t.dma ? (t.weights_read ? BufferKind::Weights : BufferKind::Copy)
+                     : (t.operation_writes > 1 && !t.boundary ? BufferKind::StripeBuffer : BufferKind::FeatureMap);
+      s.size = static_cast<int64_t>(p.size);
+      s.alignment = 16;
+      s.name = std::string(to_string(s.kind)) + "@" + std::to_string(p.memory) + ":0x" + hex(static_cast<int64_t>(p.address));
+    }
+    for (size_t i = 0; i < boundary.size(); ++i) {
+      const int b = buffer_of_write[static_cast<size_t>(boundary_write[i])];
+      out.boundary_buffer.push_back(b);
+      out.schedule.buffers[static_cast<size_t>(b)].name = (boundary[i].input ? "ifm:" : "ofm:") + boundary[i].name;
+    }
+    return out;
+  }
+
+  static std::string hex(int64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+    return buf;
+  }
+
+  int boundary_read_target(int memory, const std::vector<ByteRun>& runs) const {
+    std::vector<int> reached;
+    last_.reached(memory, runs, reached);
+    return reached.empty() ? -1 : reached.front();
+  }
+
+  void join_all(int memory, const std::vector<ByteRun>& runs, int step) {
+    std::vector<int> reached;
+    last_.reached(memory, runs, reached);
+    for (int w : reached) uf_.join(w, reached.front());
+    if (!reached.empty()) reads_.push_back({step, reached.front()});
+  }
+
+ private:
+  std::array<int, 8> memory_of_region_;
+  size_t steps_;
+  LastWriter last_;
+  UnionFind uf_;
+  std::vector<Write> writes_;
+  std::vector<std::pair<int, int>> reads_;  // (step, a write of the buffer read)
+  std::vector<AddressUse> pending_;         // buffer = a write of it, until finish()
+  std::vector<int64_t> hull_hi_;
+};
+
+}  // namespace
+
+const char* name(AddressField f) {
+  static const char* names[] = {"IFM_BASE0", "IFM_BASE1", "IFM_BASE2", "IFM_BASE3", "IFM2_BASE0", "IFM2_BASE1",
+                                "IFM2_BASE2", "IFM2_BASE3", "OFM_BASE0", "OFM_BASE1", "OFM_BASE2", "OFM_BASE3",
+                                "WEIGHT_BASE", "SCALE_BASE", "WEIGHT1_BASE", "SCALE1_BASE", "DMA0_SRC", "DMA0_DST"};
+  return names[static_cast<int>(f)];
+}
+
+StreamSchedule derive_stream_schedule(const CommandStream& stream, const std::array<int, 8>& memory_of_region,
+                                      const std::vector<BoundaryTensor>& boundary) {
+  const auto& ops = stream.operations;
+  Deriver d(memory_of_region, ops.size());
+  const int last_step = static_cast<int>(ops.size()) + 1;
+  std::vector<int> boundary_write(boundary.size(), -1);
+  std::vector<std::vector<ByteRun>> boundary_runs(boundary.size());
+  for (size_t i = 0; i < boundary.size(); ++i) {
+    const BoundaryTensor& t = boundary[i];
+    if (t.region != 1 && t.region != 2) {
+      throw InvalidArgument("IFM/OFM " + t.name + " is in region " + std::to_string(t.region) +
+                            "; subgraph feature maps live in the scratch arena (region 1) or scratch_fast (2)");
+    }
+    const int m = memory_of_region[static_cast<size_t>(t.region)];
+    if (m < 0) throw InvalidArgument("IFM/OFM " + t.name + ": its region is not mapped to an arena");
+    boundary_runs[i] = {{static_cast<int64_t>(t.address), static_cast<int64_t>(t.address + std::max<uint64_t>(t.size, 1))}};
+    if (!t.input) continue;
+    Access a;
+    a.memory = m;
+    a.runs = boundary_runs[i];
+    Write kind;
+    kind.boundary = true;
+    boundary_write[i] = d.write(a, 0, 0, kind);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const NpuOperation& op = ops[i];
+    const int step = static_cast<int>(i) + 1;
+    if (op.kind == OpKind::Dma) {
+      d.read(d.range(op.dma_src, AddressField::DmaSrc, i, "DMA source"), step, i, "DMA source");
+      Write kind;
+      kind.dma = true;
+      d.write(d.range(op.dma_dst, AddressField::DmaDst, i, "DMA destination"), step, i, kind);
+      continue;
+    }
+    // Reads first: an operation reads its operands before (or while) it writes its OFM.
+    const TraversalShape s = traversal_shape(op);
+    const auto source = [&](int extent) { return s.upscale == 2 ? (extent + 1) / 2 : extent; };
+    d.read(d.feature_map(op.ifm, source(s.ifm_height), source(s.ifm_width), s.ifm_depth, AddressField::IfmBase0, i, "IFM"),
+           step, i, "IFM");
+    if (s.has_ifm2 && !s.ifm2_scalar) {
+      d.read(d.feature_map(op.ifm2, s.broadcast_h ? 1 : s.ofm_height, s.broadcast_w ? 1 : s.ofm_width,
+                           s.broadcast_c ? 1 : s.ofm_depth, AddressField::Ifm2Base0, i, "IFM2"),
+             step, i, "IFM2");
+    }
+    d.read(d.range(op.weights, AddressField::Weights, i, "weights"), step, i, "weights");
+    d.read(d.range(op.scales, AddressField::Scales, i, "scales"), step, i, "scales");
+    if (op.parallel_mode) {
+      d.read(d.range(op.weights1, AddressField::Weights1, i, "weights (core 1)"), step, i, "weights (core 1)");
+      d.read(d.range(op.scales1, AddressField::Scales1, i, "scales (core 1)"), step, i, "scales (core 1)");
+    }
+    Write kind;
+    kind.operation = true;
+    d.write(d.feature_map(op.ofm, s.ofm_height, s.ofm_width, s.ofm_depth, AddressField::OfmBase0, i, "OFM"), step, i, kind);
+  }
+  for (size_t i = 0; i < boundary.size(); ++i) {
+    const BoundaryTensor& t = boundary[i];
+    if (t.input) continue;
+    const int m = memory_of_region[static_cast<size_t>(t.region)];
+    const int w = d.boundary_read_target(m, boundary_runs[i]);
+    if (w < 0) throw BinaryError("OFM " + t.name + ": no operation of the command stream writes it");
+    d.join_all(m, boundary_runs[i], last_step);
+    boundary_write[i] = w;
+  }
+  return d.finish(boundary_write, boundary);
+}
+
+}  // namespace cascader::sim
