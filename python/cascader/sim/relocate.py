@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import CascaderError
-from ..memory import AllocationResult, ScheduledBuffer, Schedule, ScheduleRanges, Step, allocate, live_ranges
+from ..memory import Alias, AllocationResult, ScheduledBuffer, Schedule, ScheduleRanges, Step, allocate, live_ranges
 from ..tflite import Model
 from .binary import REGION_SCRATCH, REGION_SCRATCH_FAST, NpuCall, npu_calls
 
@@ -122,7 +122,7 @@ def stream_schedule(binary: Model) -> StreamSchedule:
     steps = [Step(tuple(r), tuple(w), "IFMs" if i == 0 else ("OFMs" if i == len(d["steps"]) - 1 else f"op {i - 1}"))
              for i, (r, w) in enumerate(d["steps"])]
     return StreamSchedule(
-        schedule=Schedule(buffers, steps),
+        schedule=Schedule(buffers, steps, [Alias(b, t, kind="in_place", shift=s) for b, t, s in d["in_place"]]),
         memory=np.array([m for *_, m, _ in d["buffers"]], dtype=np.int64),
         address=np.array([a for *_, a in d["buffers"]], dtype=np.int64),
         uses=[AddressUse(*u) for u in d["uses"]],
@@ -161,18 +161,20 @@ def plan(ss: StreamSchedule, solver: str = "exact", time_limit: float = 2.0,
     passes a shortened one).
     """
     r = ranges if ranges is not None else live_ranges(ss.schedule)
-    if not np.array_equal(r.range_buffer, np.arange(len(ss.schedule.buffers))):
-        raise CascaderError("a stream schedule has no aliases: one live range per buffer, in order")
-    new = np.zeros(len(ss.schedule.buffers), dtype=np.int64)
-    out = RelocationPlan(new, {}, {})
+    if np.any(ss.memory != ss.memory[r.range_buffer[r.buffer_range]]):
+        raise CascaderError("an in-place alias joins buffers of two arenas")
+    memory = ss.memory[r.range_buffer]  # an in-place alias shares its root's arena
+    start = np.zeros(r.start.size, dtype=np.int64)
+    out = RelocationPlan(np.zeros(len(ss.schedule.buffers), dtype=np.int64), {}, {})
     for region in ss.arenas:
-        idx = np.flatnonzero(ss.memory == region)
+        idx = np.flatnonzero(memory == region)
         rows = np.stack([r.start[idx], r.end[idx], r.size[idx], r.alignment[idx]], axis=1)
         result = allocate(rows, solver=solver, time_limit=time_limit)
-        new[idx] = result.offsets
+        start[idx] = result.offsets
         out.sizes[region] = result.height
         out.lower_bounds[region] = result.lower_bound
         out.allocations[region] = result
+    out.new_address[:] = start[r.buffer_range] + r.buffer_offset
     return out
 
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <cstdint>
 #include <cstdio>
 
 #include "cascader/common/error.hpp"
@@ -20,7 +21,33 @@ struct Write {
   int memory = 1;
   int64_t lo = 0, hi = 0;
   bool dma = false, operation = false, boundary = false;
+  bool after_kernels = false;  // DMA: issued after a wait for every earlier NPU operation
 };
+
+constexpr uint32_t kKernelWait = 0x012;  // NPU_OP_KERNEL_WAIT (cmd0)
+
+// Whether the stream waits for all outstanding NPU operations (KERNEL_WAIT 0) between the last
+// NPU operation before DMA `i` and the DMA itself: then the DMA overlaps none of them.
+bool waits_for_kernels(const CommandStream& stream, const uint32_t* words, size_t i) {
+  const auto& ops = stream.operations;
+  size_t w = 0;
+  for (size_t p = i; p-- > 0;) {
+    if (ops[p].kind != OpKind::Dma) {
+      w = ops[p].word_offset + 1;
+      break;
+    }
+  }
+  while (w < ops[i].word_offset) {
+    const uint32_t word = words[w];
+    if (((word >> 14) & 3) == 1) {
+      w += 2;
+      continue;
+    }
+    if ((word & 0x3FF) == kKernelWait && (word >> 16) == 0) return true;
+    ++w;
+  }
+  return false;
+}
 
 struct UnionFind {
   std::vector<int> parent;
@@ -167,6 +194,13 @@ class Deriver {
     kind.hi = hi;
     const int w = uf_.add();
     writes_.push_back(kind);
+    if (kind.operation) {
+      // An OFM over bytes the operation itself reads (Vela's in-place elementwise): remember
+      // the pair; finish() makes it an in-place alias when the IFM is not used afterwards.
+      std::vector<int> reached;
+      last_.reached(a.memory, a.runs, reached);
+      for (int r : reached) in_place_.push_back({step, w, r});
+    }
     last_.store(a.memory, a.runs, w);
     for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({op, a.fields[i], w, a.addresses[i]});
     return w;
@@ -177,7 +211,7 @@ class Deriver {
     StreamSchedule out;
     std::vector<int> buffer_of_root(writes_.size(), -1), buffer_of_write(writes_.size());
     struct Traits {
-      bool dma = false, weights_read = false, boundary = false;
+      bool dma = false, weights_read = false, boundary = false, concurrent_dma = false;
       int operation_writes = 0;
     };
     std::vector<Traits> traits;
@@ -201,6 +235,7 @@ class Deriver {
       hull_hi_[static_cast<size_t>(b)] = std::max(hull_hi_[static_cast<size_t>(b)], writes_[w].hi);
       Traits& t = traits[static_cast<size_t>(b)];
       t.dma |= writes_[w].dma;
+      t.concurrent_dma |= writes_[w].dma && !writes_[w].after_kernels;
       t.boundary |= writes_[w].boundary;
       t.operation_writes += writes_[w].operation ? 1 : 0;
       out.schedule.steps[static_cast<size_t>(writes_[w].step)].writes.push_back(b);
@@ -227,20 +262,55 @@ class Deriver {
       p.size = static_cast<uint64_t>(hull_hi_[b]) - p.address;
       ScheduledBuffer& s = out.schedule.buffers[b];
       const Traits& t = traits[b];
-      // A DMA'd buffer that operations read as weights is a weight buffer: its range starts one
-      // step early, as the DMA runs beside the operation before it.
-      s.kind = t.dma ? (t.weights_read ? BufferKind::Weights : BufferKind::Copy)
+      // A DMA runs beside the NPU operations issued before it unless the stream waits for them
+      // first: such a buffer is a Weights buffer (its range starts one step early), a DMA after
+      // a kernel wait a Copy (it starts at the DMA).
+      s.kind = t.dma ? (t.concurrent_dma ? BufferKind::Weights : BufferKind::Copy)
                      : (t.operation_writes > 1 && !t.boundary ? BufferKind::StripeBuffer : BufferKind::FeatureMap);
       s.size = static_cast<int64_t>(p.size);
       s.alignment = 16;
-      s.name = std::string(to_string(s.kind)) + "@" + std::to_string(p.memory) + ":0x" + hex(static_cast<int64_t>(p.address));
+      s.name = std::string(t.weights_read ? "weights" : to_string(s.kind)) + "@" + std::to_string(p.memory) + ":0x" + hex(static_cast<int64_t>(p.address));
     }
+    add_in_place_aliases(out, buffer_of_write);
     for (size_t i = 0; i < boundary.size(); ++i) {
       const int b = buffer_of_write[static_cast<size_t>(boundary_write[i])];
       out.boundary_buffer.push_back(b);
       out.schedule.buffers[static_cast<size_t>(b)].name = (boundary[i].input ? "ifm:" : "ofm:") + boundary[i].name;
     }
     return out;
+  }
+
+  // An OFM written over an IFM the same step reads, which nothing touches afterwards, shares
+  // its memory at Vela's relative position (so the NPU's block order meets the same bytes, and
+  // Vela's in-place hazard analysis carries over): an InPlace alias with shift = how far the
+  // OFM starts below the IFM. An OFM starting above its IFM cannot be expressed as one and is
+  // left a buffer of its own (correct, only larger).
+  void add_in_place_aliases(StreamSchedule& out, const std::vector<int>& buffer_of_write) const {
+    const size_t n = out.placed.size();
+    std::vector<int64_t> first(n, INT64_MAX), last(n, -1), first_write(n, INT64_MAX);
+    for (size_t t = 0; t < out.schedule.steps.size(); ++t) {
+      const Step& st = out.schedule.steps[t];
+      for (const auto* v : {&st.reads, &st.writes}) {
+        for (int b : *v) {
+          first[static_cast<size_t>(b)] = std::min<int64_t>(first[static_cast<size_t>(b)], static_cast<int64_t>(t));
+          last[static_cast<size_t>(b)] = std::max<int64_t>(last[static_cast<size_t>(b)], static_cast<int64_t>(t));
+        }
+      }
+      for (int b : st.writes) {
+        first_write[static_cast<size_t>(b)] = std::min<int64_t>(first_write[static_cast<size_t>(b)], static_cast<int64_t>(t));
+      }
+    }
+    std::vector<bool> aliased(n, false);
+    for (const InPlace& c : in_place_) {
+      const auto ofm = static_cast<size_t>(buffer_of_write[static_cast<size_t>(c.ofm)]);
+      const auto ifm = static_cast<size_t>(buffer_of_write[static_cast<size_t>(c.ifm)]);
+      if (ofm == ifm || aliased[ofm] || first_write[ofm] != c.step || first[ofm] != c.step || last[ifm] != c.step) continue;
+      if (out.placed[ofm].address > out.placed[ifm].address) continue;
+      const auto shift = static_cast<int64_t>(out.placed[ifm].address - out.placed[ofm].address);
+      if (shift % 16) continue;
+      aliased[ofm] = true;
+      out.schedule.aliases.push_back({static_cast<int>(ofm), static_cast<int>(ifm), 0, AliasKind::InPlace, shift});
+    }
   }
 
   static std::string hex(int64_t v) {
@@ -271,6 +341,10 @@ class Deriver {
   std::vector<std::pair<int, int>> reads_;  // (step, a write of the buffer read)
   std::vector<AddressUse> pending_;         // buffer = a write of it, until finish()
   std::vector<int64_t> hull_hi_;
+  struct InPlace {
+    int step, ofm, ifm;  // writes
+  };
+  std::vector<InPlace> in_place_;
 };
 
 }  // namespace
@@ -282,7 +356,8 @@ const char* name(AddressField f) {
   return names[static_cast<int>(f)];
 }
 
-StreamSchedule derive_stream_schedule(const CommandStream& stream, const std::array<int, 8>& memory_of_region,
+StreamSchedule derive_stream_schedule(const CommandStream& stream, const uint32_t* words,
+                                      const std::array<int, 8>& memory_of_region,
                                       const std::vector<BoundaryTensor>& boundary) {
   const auto& ops = stream.operations;
   Deriver d(memory_of_region, ops.size());
@@ -313,6 +388,7 @@ StreamSchedule derive_stream_schedule(const CommandStream& stream, const std::ar
       d.read(d.range(op.dma_src, AddressField::DmaSrc, i, "DMA source"), step, i, "DMA source");
       Write kind;
       kind.dma = true;
+      kind.after_kernels = waits_for_kernels(stream, words, i);
       d.write(d.range(op.dma_dst, AddressField::DmaDst, i, "DMA destination"), step, i, kind);
       continue;
     }

@@ -14,7 +14,8 @@
 //     them all and they must move together (stripes of a cascaded OFM, rolling-buffer rows,
 //     slices of a concatenation).
 // A buffer is such a class of writes; its extent is the hull of its writes, its steps those of
-// its writes and reads. Every address register an operation uses (used IFM/IFM2/OFM tiles,
+// its writes and reads. An OFM written over an IFM the same operation reads last (Vela's
+// in-place elementwise operations) becomes an in-place alias of it, at Vela's relative offset. Every address register an operation uses (used IFM/IFM2/OFM tiles,
 // weights, scales, DMA source / destination) is recorded with its buffer, so moving a buffer
 // moves every address into it: relocation (sim/relocate.hpp) needs nothing else.
 //
@@ -72,13 +73,16 @@ struct StreamSchedule {
   std::vector<int> boundary_buffer;  // per BoundaryTensor: the buffer holding it
 };
 
+// `words` is the stream `stream` was decoded from (its waits say which DMAs run beside earlier
+// operations: those buffers start a step early, as BufferKind::Weights).
 // `memory_of_region[r]` names the memory region r addresses: 1 or 2 for the arenas (region 2
 // is given 1 when the scratch tensor is passed again as scratch_fast), -1 for memory that is
 // not relocated (flash, or a region the stream must not use). Throws BinaryError when an
 // operation uses a region mapped to -1 other than 0 (flash) for anything but a read of
 // constants, or reads arena bytes that nothing wrote, and InvalidArgument for a boundary
 // tensor outside regions 1/2.
-StreamSchedule derive_stream_schedule(const CommandStream& stream, const std::array<int, 8>& memory_of_region,
+StreamSchedule derive_stream_schedule(const CommandStream& stream, const uint32_t* words,
+                                      const std::array<int, 8>& memory_of_region,
                                       const std::vector<BoundaryTensor>& boundary);
 
 }  // namespace cascader::sim
