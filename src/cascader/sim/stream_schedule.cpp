@@ -402,9 +402,14 @@ StreamSchedule derive_stream_schedule(const CommandStream& stream, const uint32_
                            s.broadcast_c ? 1 : s.ofm_depth, AddressField::Ifm2Base0, i, "IFM2"),
              step, i, "IFM2");
     }
-    d.read(d.range(op.weights, AddressField::Weights, i, "weights"), step, i, "weights");
-    d.read(d.range(op.scales, AddressField::Scales, i, "scales"), step, i, "scales");
-    if (op.parallel_mode) {
+    // Only convolutions stream weights and per-channel scales; pooling and elementwise
+    // operations leave those registers as the last convolution set them, unread.
+    const bool streams = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
+    if (streams) {
+      d.read(d.range(op.weights, AddressField::Weights, i, "weights"), step, i, "weights");
+      d.read(d.range(op.scales, AddressField::Scales, i, "scales"), step, i, "scales");
+    }
+    if (streams && op.parallel_mode) {
       d.read(d.range(op.weights1, AddressField::Weights1, i, "weights (core 1)"), step, i, "weights (core 1)");
       d.read(d.range(op.scales1, AddressField::Scales1, i, "scales (core 1)"), step, i, "scales (core 1)");
     }
