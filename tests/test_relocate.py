@@ -74,8 +74,8 @@ def cascaded(tmp_path_factory):
 
 
 def test_derived_schedule_shape(cascaded):
-    _, vela, ss = cascaded
-    ops = vela and ss.call.decode().operations
+    _, _, ss = cascaded
+    ops = ss.call.decode().operations
     assert len(ss.schedule.steps) == len(ops) + 2
     kinds = {b.kind for b in ss.schedule.buffers}
     assert {"feature_map", "stripe_buffer"} <= kinds and kinds & {"weights", "copy"}

@@ -17,17 +17,17 @@ import glob
 import os
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CascaderError
-from ..memory import check_allocation
 from ..reference import random_inputs
 from ..sim import simulate
 from ..sim.binary import REGION_SCRATCH, REGION_SCRATCH_FAST
-from ..sim.relocate import RelocationPlan, StreamSchedule, plan, relocated_command_stream, relocated_offsets, stream_schedule
+from ..sim.relocate import (RelocationPlan, StreamSchedule, plan, relocated_command_stream, relocated_offsets,
+                            stream_schedule)
 from ..tflite import Model, load_model, save_model
 from ..tflite.ethos_u import ArenaSizes
 from .package import repackage
@@ -94,8 +94,8 @@ def relocate_row(name: str, original: Model, vela: Model, config: str, seeds=(0,
 
 
 def format_table(rows: list[Row]) -> str:
-    head = (f"{'model':28} {'config':44} {'vela scr':>9} {'vela fast':>9} {'ours scr':>9} {'ours fast':>9} "
-            f"{'bound scr':>9} {'bound fst':>9} {'bufs':>5} {'steps':>5} {'exact ms':>8} {'opt':3} {'bit-exact':9} note")
+    head = (f"{'model':28} {'config':44} {'vela scr':>9} {'vela fast':>9} {'ours scr':>9} "
+            f"{'ours fast':>9} {'bound scr':>9} {'bound fst':>9} {'bufs':>5} {'steps':>5} {'exact ms':>8} {'opt':3} {'bit-exact':9} note")
     lines = [head, "-" * len(head)]
     for r in rows:
         exact = "-" if r.bit_exact is None else ("yes" if r.bit_exact else "NO")

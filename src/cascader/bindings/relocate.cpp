@@ -35,7 +35,8 @@ void bind_relocate(py::module_& m) {
   m.def(
       "derive_stream_schedule",
       [](const Words& words, const std::array<int, 8>& memory_of_region, const Boundary& boundary) {
-        const sim::StreamSchedule s = sim::derive_stream_schedule(decode(words), words.data(), memory_of_region, boundary_of(boundary));
+        const sim::StreamSchedule s =
+            sim::derive_stream_schedule(decode(words), words.data(), memory_of_region, boundary_of(boundary));
         py::list buffers, steps, uses;
         for (size_t b = 0; b < s.placed.size(); ++b) {
           const ScheduledBuffer& sb = s.schedule.buffers[b];
@@ -62,7 +63,8 @@ void bind_relocate(py::module_& m) {
       [](const Words& words, const std::array<int, 8>& memory_of_region, const Boundary& boundary,
          const std::vector<uint64_t>& new_address) {
         const sim::CommandStream cs = decode(words);
-        const sim::StreamSchedule s = sim::derive_stream_schedule(cs, words.data(), memory_of_region, boundary_of(boundary));
+        const sim::StreamSchedule s =
+            sim::derive_stream_schedule(cs, words.data(), memory_of_region, boundary_of(boundary));
         const auto out = sim::relocate_command_stream(words.data(), words.size(), cs, s, new_address);
         return py::array_t<uint32_t>(static_cast<py::ssize_t>(out.size()), out.data());
       },

@@ -246,8 +246,9 @@ class Deriver {
     for (const AddressUse& u : pending_) {
       const int b = u.buffer < 0 ? -1 : buffer_of_write[static_cast<size_t>(u.buffer)];
       out.uses.push_back({u.operation, u.field, b, u.address});
-      if (b >= 0 && (u.field == AddressField::Weights || u.field == AddressField::Scales || u.field == AddressField::Weights1 ||
-          u.field == AddressField::Scales1)) {
+      const bool stream = u.field == AddressField::Weights || u.field == AddressField::Scales ||
+                          u.field == AddressField::Weights1 || u.field == AddressField::Scales1;
+      if (b >= 0 && stream) {
         traits[static_cast<size_t>(b)].weights_read = true;
       }
     }
@@ -269,7 +270,8 @@ class Deriver {
                      : (t.operation_writes > 1 && !t.boundary ? BufferKind::StripeBuffer : BufferKind::FeatureMap);
       s.size = static_cast<int64_t>(p.size);
       s.alignment = 16;
-      s.name = std::string(t.weights_read ? "weights" : to_string(s.kind)) + "@" + std::to_string(p.memory) + ":0x" + hex(static_cast<int64_t>(p.address));
+      s.name = std::string(t.weights_read ? "weights" : to_string(s.kind)) + "@" + std::to_string(p.memory) + ":0x" +
+               hex(static_cast<int64_t>(p.address));
     }
     add_in_place_aliases(out, buffer_of_write);
     for (size_t i = 0; i < boundary.size(); ++i) {
@@ -297,14 +299,17 @@ class Deriver {
         }
       }
       for (int b : st.writes) {
-        first_write[static_cast<size_t>(b)] = std::min<int64_t>(first_write[static_cast<size_t>(b)], static_cast<int64_t>(t));
+        int64_t& f = first_write[static_cast<size_t>(b)];
+        f = std::min<int64_t>(f, static_cast<int64_t>(t));
       }
     }
     std::vector<bool> aliased(n, false);
     for (const InPlace& c : in_place_) {
       const auto ofm = static_cast<size_t>(buffer_of_write[static_cast<size_t>(c.ofm)]);
       const auto ifm = static_cast<size_t>(buffer_of_write[static_cast<size_t>(c.ifm)]);
-      if (ofm == ifm || aliased[ofm] || first_write[ofm] != c.step || first[ofm] != c.step || last[ifm] != c.step) continue;
+      if (ofm == ifm || aliased[ofm] || first_write[ofm] != c.step || first[ofm] != c.step || last[ifm] != c.step) {
+        continue;
+      }
       if (out.placed[ofm].address > out.placed[ifm].address) continue;
       const auto shift = static_cast<int64_t>(out.placed[ifm].address - out.placed[ofm].address);
       if (shift % 16) continue;
@@ -372,7 +377,8 @@ StreamSchedule derive_stream_schedule(const CommandStream& stream, const uint32_
     }
     const int m = memory_of_region[static_cast<size_t>(t.region)];
     if (m < 0) throw InvalidArgument("IFM/OFM " + t.name + ": its region is not mapped to an arena");
-    boundary_runs[i] = {{static_cast<int64_t>(t.address), static_cast<int64_t>(t.address + std::max<uint64_t>(t.size, 1))}};
+    const auto end = static_cast<int64_t>(t.address + std::max<uint64_t>(t.size, 1));
+    boundary_runs[i] = {{static_cast<int64_t>(t.address), end}};
     if (!t.input) continue;
     Access a;
     a.memory = m;
@@ -395,7 +401,8 @@ StreamSchedule derive_stream_schedule(const CommandStream& stream, const uint32_
     // Reads first: an operation reads its operands before (or while) it writes its OFM.
     const TraversalShape s = traversal_shape(op);
     const auto source = [&](int extent) { return s.upscale == 2 ? (extent + 1) / 2 : extent; };
-    d.read(d.feature_map(op.ifm, source(s.ifm_height), source(s.ifm_width), s.ifm_depth, AddressField::IfmBase0, i, "IFM"),
+    d.read(d.feature_map(op.ifm, source(s.ifm_height), source(s.ifm_width), s.ifm_depth, AddressField::IfmBase0, i,
+                         "IFM"),
            step, i, "IFM");
     if (s.has_ifm2 && !s.ifm2_scalar) {
       d.read(d.feature_map(op.ifm2, s.broadcast_h ? 1 : s.ofm_height, s.broadcast_w ? 1 : s.ofm_width,
@@ -415,7 +422,8 @@ StreamSchedule derive_stream_schedule(const CommandStream& stream, const uint32_
     }
     Write kind;
     kind.operation = true;
-    d.write(d.feature_map(op.ofm, s.ofm_height, s.ofm_width, s.ofm_depth, AddressField::OfmBase0, i, "OFM"), step, i, kind);
+    d.write(d.feature_map(op.ofm, s.ofm_height, s.ofm_width, s.ofm_depth, AddressField::OfmBase0, i, "OFM"), step, i,
+            kind);
   }
   for (size_t i = 0; i < boundary.size(); ++i) {
     const BoundaryTensor& t = boundary[i];
