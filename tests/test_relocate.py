@@ -25,7 +25,7 @@ pytest.importorskip("ai_edge_litert")
 pytest.importorskip("ethosu.vela")
 
 from cascader.bench.relocate import CONFIGS, relocate_row, relocated_model, same_outputs  # noqa: E402
-from cascader.bench.simulate import compile_with_vela  # noqa: E402
+from cascader.bench.simulate import VelaConfig, compile_with_vela  # noqa: E402
 from cascader.sim.relocate import plan, relocated_command_stream, stream_schedule  # noqa: E402
 
 MODELS = os.environ.get("CASCADER_MODELS")
@@ -52,6 +52,16 @@ def test_zoo_relocated_is_bit_exact(name, config, tmp_path):
     # The exact allocator reaches its proven lower bound, which no allocation can beat.
     assert row.scratch >= row.bound_scratch and row.fast >= row.bound_fast
     assert row.scratch <= row.vela_scratch + 64 and row.fast <= row.vela_fast + 64, "far above Vela's own plan"
+
+
+def test_dual_core_weight_streams_relocate(tmp_path):
+    """Ethos-U65-512: each core reads its own weight and scale stream (WEIGHT1/SCALE1_BASE)."""
+    config = VelaConfig("ethos-u65-512", "Size")
+    original, vela = _zoo("resnet8", config, tmp_path)
+    ss = stream_schedule(vela)
+    assert any(u.register == "WEIGHT1_BASE" and u.buffer >= 0 for u in ss.uses)
+    row = relocate_row("resnet8", original, vela, config.label)
+    assert row.bit_exact, row.note
 
 
 @pytest.mark.skipif(not MODELS, reason="CASCADER_MODELS is not set")

@@ -9,6 +9,15 @@ IFM footprints), `plan` allocates its buffers per arena with our allocator, and
 (`sim/relocate.hpp`). Simulating the relocated binary against the original is the end-to-end
 test of the live-range builder and the allocator: a live range too short lets the allocator
 put another buffer over bytes still to be read, and the outputs change.
+
+What the sequential simulator cannot check is concurrency on the hardware. Two rules carry it:
+a DMA that the stream does not precede with a kernel wait runs beside the operation before
+it, so its buffer is a `weights` buffer whose range starts a step early; and, as in Vela's own
+plans, a buffer last used at step s may share bytes with one first written at step s + 1
+(Vela's allocations do this too, e.g. 13 times on zoo MobileNet v1; the hardware's kernel
+pipelining is ordered by the BLOCKDEP register, which relocation keeps as Vela set it).
+Binaries with more than one `ethos-u` operator (feature maps passing between them through the
+shared scratch arena) are refused.
 """
 
 from __future__ import annotations
