@@ -98,8 +98,11 @@ def _boundary(model: Model, call: NpuCall) -> list[BoundaryTensor]:
             if t not in call.arena_offsets:
                 raise CascaderError(f"{tensors[t].name!r} has no OfflineMemoryAllocation offset: its place in the "
                                     "scratch arena is unknown")
-            out.append(BoundaryTensor(t, tensors[t].name, REGION_SCRATCH, call.arena_offsets[t] - scratch,
-                                      tensors[t].nbytes, is_input))
+            address = call.arena_offsets[t] - scratch
+            if address < 0:
+                raise CascaderError(f"{tensors[t].name!r} lies {-address} bytes before the scratch tensor; the IFMs "
+                                    "and OFMs of an ethos-u operator live inside its scratch arena")
+            out.append(BoundaryTensor(t, tensors[t].name, REGION_SCRATCH, address, tensors[t].nbytes, is_input))
     return out
 
 
