@@ -198,9 +198,24 @@ def relocated_command_stream(ss: StreamSchedule, new_address: np.ndarray) -> np.
 
 
 def relocated_offsets(ss: StreamSchedule, new_address: np.ndarray) -> dict[int, int]:
-    """OfflineMemoryAllocation offsets (tensor index of the binary -> byte) after relocation."""
+    """OfflineMemoryAllocation offsets (tensor index of the binary -> byte) after relocation.
+
+    The IFMs and OFMs move with their buffers. Other tensors Vela gave offsets (CPU operators'
+    tensors) live beside them at times the stream does not show: they keep their layout among
+    themselves and move, together, above every relocated byte of the scratch arena, so no
+    relocated buffer can land on one.
+    """
     offsets = dict(ss.call.arena_offsets)
     scratch = offsets.get(ss.call.scratch_tensor, 0)
     for b, buffer in zip(ss.boundary, ss.boundary_buffer):
         offsets[b.tensor] = scratch + int(new_address[buffer]) + b.address - int(ss.address[buffer])
+    moved = {b.tensor for b in ss.boundary} | {ss.call.scratch_tensor, ss.call.scratch_fast_tensor}
+    others = {t: o for t, o in offsets.items() if t not in moved}
+    if others:
+        in_scratch = ss.memory == REGION_SCRATCH
+        sizes = np.array([b.size for b in ss.schedule.buffers], dtype=np.int64)
+        top = scratch + int(max((new_address + sizes)[in_scratch], default=0))
+        delta = (top + 15) // 16 * 16 - min(others.values())
+        if delta > 0:
+            offsets.update({t: o + delta for t, o in others.items()})
     return offsets
