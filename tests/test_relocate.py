@@ -174,3 +174,61 @@ def test_bad_inputs(cascaded, tmp_path):
     cpu_only.write_bytes(save_model(zoo.get("resnet8")))
     with pytest.raises(CascaderError, match="one ethos-u operator; this one has 0"):
         stream_schedule(load_model(cpu_only))
+
+
+# --- the derivation's rules on hand-written DMA streams (no Vela needed) ---------------------
+
+def _dma(src_region: int, src: int, dst_region: int, dst: int, length: int) -> list[int]:
+    cmd1 = lambda op, value: [(1 << 14) | op, value]  # noqa: E731
+    return [0x130 | (src_region << 16), 0x131 | (dst_region << 16), *cmd1(0x030, src), *cmd1(0x031, dst),
+            *cmd1(0x032, length), 0x010]
+
+
+def _derive(*dmas: list[int]) -> dict:
+    words = np.array([w for d in dmas for w in d] + [0x000], dtype=np.uint32)  # NPU_OP_STOP ends it
+    return _core.derive_stream_schedule(words, [-1, 1, 1, -1, -1, -1, -1, -1], [])
+
+
+def test_rewrite_after_last_read_is_a_new_version():
+    d = _derive(_dma(0, 0, 1, 0x100, 64),      # flash -> A (version 1)
+                _dma(1, 0x100, 1, 0x400, 64),  # A -> B
+                _dma(0, 64, 1, 0x100, 64),     # flash -> A again (version 2)
+                _dma(1, 0x100, 1, 0x800, 64))  # A -> C
+    starts = sorted(a for *_, a in d["buffers"])
+    assert starts == [0x100, 0x100, 0x400, 0x800]  # A twice: one buffer per version
+    ranges = [(r, w) for r, w in d["steps"]]
+    a1, b, a2, c = (w[0] for _, w in ranges[1:5])
+    assert a1 != a2 and ranges[2][0] == [a1] and ranges[4][0] == [a2]
+    assert sorted({b, c}) == sorted(set(range(4)) - {a1, a2})
+
+
+def test_one_read_over_two_writes_joins_them():
+    d = _derive(_dma(0, 0, 1, 0x100, 32),      # flash -> A[0:32]
+                _dma(0, 32, 1, 0x120, 32),     # flash -> A[32:64]
+                _dma(1, 0x100, 1, 0x400, 64))  # A[0:64] -> B: both halves move together
+    sizes = sorted((a, s) for _, _, s, _, _, a in d["buffers"])
+    assert sizes == [(0x100, 64), (0x400, 64)]
+
+
+def test_reading_unwritten_arena_bytes_is_an_error():
+    with pytest.raises(BinaryError, match="which no earlier operation, DMA or IFM wrote"):
+        _derive(_dma(1, 0x100, 1, 0x400, 64))
+
+
+def test_relocation_rewrites_each_version_separately():
+    """Version 1 and 2 of A share one address in the stream (Vela would not rewrite the
+    register); moved apart, each DMA gets its own address."""
+    from cascader.tflite.ethos_u import DEFAULT_ID_WORD
+
+    dmas = [_dma(0, 0, 1, 0x100, 64), _dma(1, 0x100, 1, 0x400, 64), _dma(0, 64, 1, 0x100, 64),
+            _dma(1, 0x100, 1, 0x800, 64)]
+    words = np.array([w for d in dmas for w in d] + [0x000], dtype=np.uint32)
+    mor = [-1, 1, 1, -1, -1, -1, -1, -1]
+    d = _core.derive_stream_schedule(words, mor, [])
+    a1, b, a2, c = (w[0] for _, w in d["steps"][1:5])
+    new = [0] * 4
+    new[a1], new[b], new[a2], new[c] = 0x000, 0x040, 0x080, 0x0C0
+    moved = _core.relocate_command_stream(words, mor, [], new)
+    ops = _core.decode_driver_payload(_core.encode_driver_payload(moved, "ethos-u55-128", DEFAULT_ID_WORD))["operations"]
+    assert [(op["src"]["address"], op["dst"]["address"]) for op in ops] == [(0, 0x000), (0x000, 0x040), (64, 0x080),
+                                                                          (0x080, 0x0C0)]
