@@ -54,6 +54,23 @@ def test_zoo_relocated_is_bit_exact(name, config, tmp_path):
     assert row.scratch <= row.vela_scratch + 64 and row.fast <= row.vela_fast + 64, "far above Vela's own plan"
 
 
+SINGLE_OPS = ["dw_3x3_multiplier2", "add_broadcast_channel", "pad_asymmetric", "conv_3x1_odd_shape"]
+ACTIVATIONS = ["tanh_int16", "softmax_int16"]
+
+
+@pytest.mark.parametrize("name", SINGLE_OPS + ACTIVATIONS)
+def test_single_operations_relocate(name, tmp_path):
+    """Vela's lowerings: a depth multiplier as strided, interleaving pooling writes (merged
+    into one buffer, not one hull each), broadcasts, padding, LUT DMAs into the SHRAM."""
+    cases = dict(zoo.single_op_cases()) | dict(zoo.activation_op_cases())
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(save_model(cases[name]))
+    original, vela = _compiled(path, CONFIGS[0])
+    row = relocate_row(name, original, vela, CONFIGS[0].label)
+    assert row.bit_exact, row.note
+    assert row.scratch <= row.vela_scratch, f"{row.scratch:,} B against Vela's {row.vela_scratch:,} B"
+
+
 def test_dual_core_weight_streams_relocate(tmp_path):
     """Ethos-U65-512: each core reads its own weight and scale stream (WEIGHT1/SCALE1_BASE)."""
     config = VelaConfig("ethos-u65-512", "Size")
@@ -229,6 +246,7 @@ def test_relocation_rewrites_each_version_separately():
     new = [0] * 4
     new[a1], new[b], new[a2], new[c] = 0x000, 0x040, 0x080, 0x0C0
     moved = _core.relocate_command_stream(words, mor, [], new)
-    ops = _core.decode_driver_payload(_core.encode_driver_payload(moved, "ethos-u55-128", DEFAULT_ID_WORD))["operations"]
+    payload = _core.encode_driver_payload(moved, "ethos-u55-128", DEFAULT_ID_WORD)
+    ops = _core.decode_driver_payload(payload)["operations"]
     assert [(op["src"]["address"], op["dst"]["address"]) for op in ops] == [(0, 0x000), (0x000, 0x040), (64, 0x080),
                                                                           (0x080, 0x0C0)]

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <cstdint>
 #include <cstdio>
 
@@ -206,8 +207,55 @@ class Deriver {
     return w;
   }
 
+  // Classes whose hulls share bytes while both are live become one buffer. Vela interleaves
+  // such writes (strided OFMs that transpose or interleave channels, e.g. a depth multiplier
+  // lowered to strided pooling): as separate buffers each would take its whole hull. Merging
+  // keeps Vela's relative layout, which is correct by construction, and covers both lifetimes.
+  // (Two classes that meet at one step only are left apart.)
+  // Repeats until no class changes (a merge widens hull and lifetime). O(rounds x n log n).
+  void merge_interleaved() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      struct Hull {
+        int root, memory;
+        int64_t lo, hi, first, last;
+      };
+      std::map<int, Hull> hulls;
+      for (size_t w = 0; w < writes_.size(); ++w) {
+        const int root = uf_.find(static_cast<int>(w));
+        const Write& x = writes_[w];
+        auto [it, fresh] = hulls.emplace(root, Hull{root, x.memory, x.lo, x.hi, x.step, x.step});
+        if (fresh) continue;
+        Hull& h = it->second;
+        h.lo = std::min(h.lo, x.lo), h.hi = std::max(h.hi, x.hi);
+        h.first = std::min<int64_t>(h.first, x.step), h.last = std::max<int64_t>(h.last, x.step);
+      }
+      for (const auto& [step, w] : reads_) {
+        Hull& h = hulls.at(uf_.find(w));
+        h.first = std::min<int64_t>(h.first, step), h.last = std::max<int64_t>(h.last, step);
+      }
+      std::vector<Hull> sorted;
+      for (const auto& [root, h] : hulls) sorted.push_back(h);
+      std::sort(sorted.begin(), sorted.end(), [](const Hull& a, const Hull& b) {
+        return std::tie(a.memory, a.lo) < std::tie(b.memory, b.lo);
+      });
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        for (size_t j = i + 1; j < sorted.size() && sorted[j].memory == sorted[i].memory && sorted[j].lo < sorted[i].hi;
+             ++j) {
+          const Hull &a = sorted[i], &b = sorted[j];
+          // Sharing only one step is a hand-over (an in-place operation): add_in_place_aliases.
+          if (a.first < b.last && b.first < a.last && uf_.find(a.root) != uf_.find(b.root)) {
+            uf_.join(a.root, b.root);
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+
   StreamSchedule finish(const std::vector<int>& boundary_write,
                         const std::vector<BoundaryTensor>& boundary) {
+    merge_interleaved();
     StreamSchedule out;
     std::vector<int> buffer_of_root(writes_.size(), -1), buffer_of_write(writes_.size());
     struct Traits {
