@@ -26,7 +26,7 @@ pytest.importorskip("ethosu.vela")
 
 from cascader.bench.relocate import CONFIGS, relocate_row, relocated_model, same_outputs  # noqa: E402
 from cascader.bench.simulate import VelaConfig, compile_with_vela  # noqa: E402
-from cascader.sim.relocate import plan, relocated_command_stream, stream_schedule  # noqa: E402
+from cascader.sim.relocate import plan, relocated_command_streams, stream_schedule  # noqa: E402
 
 MODELS = os.environ.get("CASCADER_MODELS")
 SHARED_SUBSET = ["tflm_hello_world_int8", "tflm_micro_speech_quantized", "mlperftiny_kws_ref_model",
@@ -101,9 +101,11 @@ def cascaded(tmp_path_factory):
 
 
 def test_derived_schedule_shape(cascaded):
-    _, _, ss = cascaded
-    ops = ss.call.decode().operations
-    assert len(ss.schedule.steps) == len(ops) + 2
+    _, vela, ss = cascaded
+    ops = ss.calls[0].decode().operations
+    # Steps: the inputs, the IFMs' read, the operations, the OFMs' read, each CPU operator, the outputs.
+    cpu = len(vela.main.operators) - len(ss.calls)
+    assert len(ss.schedule.steps) == len(ops) + 4 + cpu
     kinds = {b.kind for b in ss.schedule.buffers}
     assert {"feature_map", "stripe_buffer"} <= kinds and kinds & {"weights", "copy"}
     assert any(a.kind == "in_place" for a in ss.schedule.aliases)
@@ -117,20 +119,20 @@ def test_derived_schedule_shape(cascaded):
 
 def test_identity_relocation_keeps_every_address(cascaded):
     _, _, ss = cascaded
-    words = relocated_command_stream(ss, ss.address)
-    assert len(words) <= len(ss.words)  # only redundant address writes go
-    payload = _core.encode_driver_payload(words, ss.call.decode().config["accelerator"],
-                                          ss.call.decode().config["id_word"])
-    d = _core.derive_stream_schedule(words, ss.memory_of_region,
-                                     [(b.name, b.region, b.address, b.size, b.input) for b in ss.boundary])
-    assert [tuple(u) for u in d["uses"]] == [(u.operation, u.register, u.buffer, u.address) for u in ss.uses]
+    [words] = relocated_command_streams(ss, ss.address)
+    [original] = [p for p in ss.parts if isinstance(p, np.ndarray)]
+    assert len(words) <= len(original)  # only redundant address writes go
+    config = ss.calls[0].decode().config
+    payload = _core.encode_driver_payload(words, config["accelerator"], config["id_word"])
+    d = _core.derive_schedule([words if isinstance(p, np.ndarray) else p for p in ss.parts], ss.memory_of_region)
+    assert [tuple(u) for u in d["uses"]] == [(u.stream, u.operation, u.register, u.buffer, u.address) for u in ss.uses]
     # Every other register is as it was (the used addresses are compared above; an unused
     # tile's base register may keep another value, which the NPU does not read).
     def strip(ops):
         return [{k: ({**v, "base": None} if isinstance(v, dict) and "base" in v else v)
                  for k, v in op.items() if k != "word_offset"} for op in ops]
 
-    assert strip(_core.decode_driver_payload(payload)["operations"]) == strip(ss.call.decode().operations)
+    assert strip(_core.decode_driver_payload(payload)["operations"]) == strip(ss.calls[0].decode().operations)
 
 
 def test_plan_is_a_valid_allocation(cascaded):
@@ -184,12 +186,12 @@ def test_negative_control_shorter_live_range_is_caught(cascaded):
 def test_bad_inputs(cascaded, tmp_path):
     _, _, ss = cascaded
     with pytest.raises(InvalidArgumentError, match="one new address per buffer"):
-        relocated_command_stream(ss, ss.address[:-1])
+        relocated_command_streams(ss, ss.address[:-1])
     with pytest.raises(InvalidArgumentError, match="region 3"):
-        _core.derive_stream_schedule(ss.words, ss.memory_of_region, [("x", 3, 0, 16, True)])
+        _core.derive_schedule([[("x", 3, 0, 16, True)], *ss.parts], ss.memory_of_region)
     cpu_only = tmp_path / "cpu.tflite"
     cpu_only.write_bytes(save_model(zoo.get("resnet8")))
-    with pytest.raises(CascaderError, match="one ethos-u operator; this one has 0"):
+    with pytest.raises(CascaderError, match="no ethos-u operator"):
         stream_schedule(load_model(cpu_only))
 
 
@@ -203,7 +205,7 @@ def _dma(src_region: int, src: int, dst_region: int, dst: int, length: int) -> l
 
 def _derive(*dmas: list[int]) -> dict:
     words = np.array([w for d in dmas for w in d] + [0x000], dtype=np.uint32)  # NPU_OP_STOP ends it
-    return _core.derive_stream_schedule(words, [-1, 1, 1, -1, -1, -1, -1, -1], [])
+    return _core.derive_schedule([words], [-1, 1, 1, -1, -1, -1, -1, -1])
 
 
 def test_rewrite_after_last_read_is_a_new_version():
@@ -214,8 +216,8 @@ def test_rewrite_after_last_read_is_a_new_version():
     starts = sorted(a for *_, a in d["buffers"])
     assert starts == [0x100, 0x100, 0x400, 0x800]  # A twice: one buffer per version
     ranges = [(r, w) for r, w in d["steps"]]
-    a1, b, a2, c = (w[0] for _, w in ranges[1:5])
-    assert a1 != a2 and ranges[2][0] == [a1] and ranges[4][0] == [a2]
+    a1, b, a2, c = (w[0] for _, w in ranges[0:4])
+    assert a1 != a2 and ranges[1][0] == [a1] and ranges[3][0] == [a2]
     assert sorted({b, c}) == sorted(set(range(4)) - {a1, a2})
 
 
@@ -241,11 +243,11 @@ def test_relocation_rewrites_each_version_separately():
             _dma(1, 0x100, 1, 0x800, 64)]
     words = np.array([w for d in dmas for w in d] + [0x000], dtype=np.uint32)
     mor = [-1, 1, 1, -1, -1, -1, -1, -1]
-    d = _core.derive_stream_schedule(words, mor, [])
-    a1, b, a2, c = (w[0] for _, w in d["steps"][1:5])
+    d = _core.derive_schedule([words], mor)
+    a1, b, a2, c = (w[0] for _, w in d["steps"][0:4])
     new = [0] * 4
     new[a1], new[b], new[a2], new[c] = 0x000, 0x040, 0x080, 0x0C0
-    moved = _core.relocate_command_stream(words, mor, [], new)
+    [moved] = _core.relocate_command_streams([words], mor, new)
     payload = _core.encode_driver_payload(moved, "ethos-u55-128", DEFAULT_ID_WORD)
     ops = _core.decode_driver_payload(payload)["operations"]
     assert [(op["src"]["address"], op["dst"]["address"]) for op in ops] == [(0, 0x000), (0x000, 0x040), (64, 0x080),

@@ -26,7 +26,7 @@ from ..errors import CascaderError
 from ..reference import random_inputs
 from ..sim import simulate
 from ..sim.binary import REGION_SCRATCH, REGION_SCRATCH_FAST
-from ..sim.relocate import (RelocationPlan, StreamSchedule, plan, relocated_command_stream, relocated_offsets,
+from ..sim.relocate import (RelocationPlan, StreamSchedule, plan, relocated_command_streams, relocated_offsets,
                             stream_schedule)
 from ..tflite import Model, load_model, save_model
 from ..tflite.ethos_u import ArenaSizes
@@ -42,10 +42,10 @@ CONFIGS = [
 
 def relocated_model(original: Model, vela: Model, ss: StreamSchedule, p: RelocationPlan) -> Model:
     """Vela's binary with every arena buffer at the offset `p` gives it, packaged into `original`."""
-    words = relocated_command_stream(ss, p.new_address)
+    streams = relocated_command_streams(ss, p.new_address)
     fast = p.sizes.get(REGION_SCRATCH_FAST, 0) if ss.memory_of_region[REGION_SCRATCH_FAST] == REGION_SCRATCH_FAST else 0
     arenas = ArenaSizes(p.sizes.get(REGION_SCRATCH, 0), fast)
-    return repackage(original, vela, command_streams=[words], arenas=arenas,
+    return repackage(original, vela, command_streams=streams, arenas=arenas,
                      arena_offsets=relocated_offsets(ss, p.new_address))
 
 

@@ -5,7 +5,7 @@ buffers, weight buffers and their DMAs). `stream_schedule` reads one back as a
 `cascader.memory.Schedule` (the derivation is in the C++ core, `sim/stream_schedule.hpp`: one
 buffer per version of the bytes a step writes, reads resolved through the block traversal's
 IFM footprints), `plan` allocates its buffers per arena with our allocator, and
-`relocated_command_stream` rewrites every arena address of the stream to the planned offsets
+`relocated_command_streams` rewrites every arena address of the streams to the planned offsets
 (`sim/relocate.hpp`). Simulating the relocated binary against the original is the end-to-end
 test of the live-range builder and the allocator: a live range too short lets the allocator
 put another buffer over bytes still to be read, and the outputs change.
@@ -16,8 +16,9 @@ it, so its buffer is a `weights` buffer whose range starts a step early; and, as
 plans, a buffer last used at step s may share bytes with one first written at step s + 1
 (Vela's allocations do this too, e.g. 13 times on zoo MobileNet v1; the hardware's kernel
 pipelining is ordered by the BLOCKDEP register, which relocation keeps as Vela set it).
-Binaries with more than one `ethos-u` operator (feature maps passing between them through the
-shared scratch arena) are refused.
+One schedule covers the whole inference: every `ethos-u` operator's stream and a step per CPU
+operator, so feature maps passing between `ethos-u` operators through the shared scratch arena
+(named or not) are buffers like any other.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ ARENA_NAMES = {REGION_SCRATCH: "scratch", REGION_SCRATCH_FAST: "scratch_fast"}
 
 @dataclass(frozen=True)
 class BoundaryTensor:
-    """A subgraph IFM or OFM at its place in the scratch arena (from OfflineMemoryAllocation)."""
+    """A tensor a step outside the NPU writes (`input`) or reads, at its place in the scratch arena."""
 
     tensor: int  # index in the binary's main subgraph
     name: str
@@ -52,6 +53,7 @@ class BoundaryTensor:
 class AddressUse:
     """One address register an operation uses, and the buffer it points into (-1: flash/SHRAM)."""
 
+    stream: int  # which `ethos-u` operator (in operator order)
     operation: int
     register: str
     buffer: int
@@ -60,9 +62,12 @@ class AddressUse:
 
 @dataclass
 class StreamSchedule:
-    """The schedule of one `ethos-u` operator's command stream, and where Vela put each buffer.
+    """The schedule of a binary's inference, and where Vela put each buffer.
 
-    Steps: 0 writes the IFMs, 1..n are the stream's operations, n + 1 reads the OFMs.
+    Steps, in operator order: one writing the model inputs that live in the scratch arena; per
+    `ethos-u` operator, a step reading its IFMs, one per operation of its command stream and a
+    step reading its OFMs; one per CPU operator (reading, then writing, its tensors in the
+    scratch arena); one reading the model outputs.
     """
 
     schedule: Schedule
@@ -71,9 +76,9 @@ class StreamSchedule:
     uses: list[AddressUse]
     boundary: list[BoundaryTensor]
     boundary_buffer: list[int]
-    words: np.ndarray  # the original command stream
+    parts: list  # what the core derived it from: command streams (uint32 arrays), outside steps
     memory_of_region: list[int]
-    call: NpuCall
+    calls: list[NpuCall]
 
     @property
     def arenas(self) -> list[int]:
@@ -85,54 +90,73 @@ class StreamSchedule:
         for b in self.schedule.buffers:
             kinds[b.kind] = kinds.get(b.kind, 0) + 1
         summary = ", ".join(f"{n} {html.escape(k)}" for k, n in sorted(kinds.items()))
-        return (f"<p>{len(self.schedule.steps)} steps, {len(self.schedule.buffers)} buffers ({summary}), "
-                f"{len(self.uses)} address uses</p>")
-
-
-def _boundary(model: Model, call: NpuCall) -> list[BoundaryTensor]:
-    tensors = model.main.tensors
-    scratch = call.arena_offsets.get(call.scratch_tensor, 0)
-    out = []
-    for ts, is_input in ((call.ifms, True), (call.ofms, False)):
-        for t in ts:
-            if t not in call.arena_offsets:
-                raise CascaderError(f"{tensors[t].name!r} has no OfflineMemoryAllocation offset: its place in the "
-                                    "scratch arena is unknown")
-            address = call.arena_offsets[t] - scratch
-            if address < 0:
-                raise CascaderError(f"{tensors[t].name!r} lies {-address} bytes before the scratch tensor; the IFMs "
-                                    "and OFMs of an ethos-u operator live inside its scratch arena")
-            out.append(BoundaryTensor(t, tensors[t].name, REGION_SCRATCH, address, tensors[t].nbytes, is_input))
-    return out
+        return (f"<p>{len(self.calls)} ethos-u operators, {len(self.schedule.steps)} steps, "
+                f"{len(self.schedule.buffers)} buffers ({summary}), {len(self.uses)} address uses</p>")
 
 
 def stream_schedule(binary: Model) -> StreamSchedule:
-    """Derive the memory planner's schedule from a binary's (single) `ethos-u` operator.
+    """Derive the memory planner's schedule from a binary's `ethos-u` operators and CPU operators.
 
     Raises
     ------
     CascaderError
-        The binary has no, or more than one, `ethos-u` operator (Vela then passes feature maps
-        between them through the shared scratch arena, which one stream's schedule does not see).
+        No `ethos-u` operator, operators that do not share one scratch arena, or an IFM/OFM
+        without an offset in it.
     BinaryError
-        The stream uses a region other than flash / scratch / scratch_fast, or reads arena bytes
+        A stream uses a region other than flash / scratch / scratch_fast, or reads arena bytes
         nothing wrote.
     """
     calls = npu_calls(binary)
-    if len(calls) != 1:
-        raise CascaderError(f"relocation handles a binary with one ethos-u operator; this one has {len(calls)} "
-                            "(feature maps passing between them through the scratch arena are not derived)")
-    call = calls[0]
-    _, words = _core.split_driver_payload(call.payload)
+    if not calls:
+        raise CascaderError("the binary has no ethos-u operator")
+    first = calls[0]
+    if any((c.scratch_tensor, c.scratch_fast_tensor) != (first.scratch_tensor, first.scratch_fast_tensor)
+           for c in calls):
+        raise CascaderError("the ethos-u operators do not share one scratch and scratch_fast tensor")
+    sg = binary.main
+    offsets = first.arena_offsets
+    scratch = offsets.get(first.scratch_tensor, 0)
+    scratch_end = scratch + sg.tensors[first.scratch_tensor].nbytes
+
+    def in_scratch(t: int) -> bool:
+        return (t >= 0 and t in offsets and t not in (first.scratch_tensor, first.scratch_fast_tensor)
+                and scratch <= offsets[t] and offsets[t] + sg.tensors[t].nbytes <= scratch_end)
+
+    boundary: list[BoundaryTensor] = []
+
+    def step(reads, writes) -> list[tuple]:
+        out = []
+        for ts, written in ((reads, False), (writes, True)):
+            for t in dict.fromkeys(ts):
+                if not in_scratch(t):
+                    continue
+                b = BoundaryTensor(t, sg.tensors[t].name, REGION_SCRATCH, offsets[t] - scratch, sg.tensors[t].nbytes,
+                                   written)
+                boundary.append(b)
+                out.append((b.name, b.region, b.address, b.size, written))
+        return out
+
+    by_index = {c.index: c for c in calls}
+    parts: list = [step((), sg.inputs)]
+    for index, op in enumerate(sg.operators):
+        call = by_index.get(index)
+        if call is None:
+            parts.append(step([t for t in op.inputs if t >= 0], op.outputs))
+            continue
+        for t in (*call.ifms, *call.ofms):
+            if not in_scratch(t):
+                raise CascaderError(f"{sg.tensors[t].name!r} has no OfflineMemoryAllocation offset inside the scratch "
+                                    "arena: its place there is unknown")
+        parts.append(step(call.ifms, ()))
+        parts.append(np.asarray(_core.split_driver_payload(call.payload)[1], dtype=np.uint32))
+        parts.append(step(call.ofms, ()))
+    parts.append(step(sg.outputs, ()))
     # Vela passes the scratch tensor again as region 2 when there is no dedicated fast memory.
-    fast_region = REGION_SCRATCH if call.scratch_fast_tensor == call.scratch_tensor else REGION_SCRATCH_FAST
+    fast_region = REGION_SCRATCH if first.scratch_fast_tensor == first.scratch_tensor else REGION_SCRATCH_FAST
     memory_of_region = [-1, REGION_SCRATCH, fast_region, -1, -1, -1, -1, -1]
-    boundary = _boundary(binary, call)
-    d = _core.derive_stream_schedule(words, memory_of_region, [(b.name, b.region, b.address, b.size, b.input)
-                                                               for b in boundary])
+    d = _core.derive_schedule(parts, memory_of_region)
     buffers = [ScheduledBuffer(name, kind, size, alignment) for name, kind, size, alignment, _, _ in d["buffers"]]
-    steps = [Step(tuple(r), tuple(w), "IFMs" if i == 0 else ("OFMs" if i == len(d["steps"]) - 1 else f"op {i - 1}"))
-             for i, (r, w) in enumerate(d["steps"])]
+    steps = [Step(tuple(r), tuple(w)) for r, w in d["steps"]]
     return StreamSchedule(
         schedule=Schedule(buffers, steps, [Alias(b, t, kind="in_place", shift=s) for b, t, s in d["in_place"]]),
         memory=np.array([m for *_, m, _ in d["buffers"]], dtype=np.int64),
@@ -140,9 +164,9 @@ def stream_schedule(binary: Model) -> StreamSchedule:
         uses=[AddressUse(*u) for u in d["uses"]],
         boundary=boundary,
         boundary_buffer=list(d["boundary_buffer"]),
-        words=np.asarray(words, dtype=np.uint32),
+        parts=parts,
         memory_of_region=memory_of_region,
-        call=call,
+        calls=calls,
     )
 
 
@@ -190,26 +214,24 @@ def plan(ss: StreamSchedule, solver: str = "exact", time_limit: float = 2.0,
     return out
 
 
-def relocated_command_stream(ss: StreamSchedule, new_address: np.ndarray) -> np.ndarray:
-    """The command stream with every arena buffer moved to `new_address` (uint32 words)."""
-    boundary = [(b.name, b.region, b.address, b.size, b.input) for b in ss.boundary]
-    return _core.relocate_command_stream(ss.words, ss.memory_of_region, boundary,
-                                         [int(a) for a in new_address])
+def relocated_command_streams(ss: StreamSchedule, new_address: np.ndarray) -> list[np.ndarray]:
+    """Each `ethos-u` operator's command stream with every arena buffer moved to `new_address`."""
+    return list(_core.relocate_command_streams(ss.parts, ss.memory_of_region, [int(a) for a in new_address]))
 
 
 def relocated_offsets(ss: StreamSchedule, new_address: np.ndarray) -> dict[int, int]:
     """OfflineMemoryAllocation offsets (tensor index of the binary -> byte) after relocation.
 
-    The IFMs and OFMs move with their buffers. Other tensors Vela gave offsets (CPU operators'
-    tensors) live beside them at times the stream does not show: they keep their layout among
-    themselves and move, together, above every relocated byte of the scratch arena, so no
-    relocated buffer can land on one.
+    Tensors in the scratch arena move with their buffers. Other tensors Vela gave offsets live
+    at times the schedule does not show: they keep their layout among themselves and move,
+    together, above every relocated byte of the scratch arena, so no buffer can land on one.
     """
-    offsets = dict(ss.call.arena_offsets)
-    scratch = offsets.get(ss.call.scratch_tensor, 0)
+    first = ss.calls[0]
+    offsets = dict(first.arena_offsets)
+    scratch = offsets.get(first.scratch_tensor, 0)
     for b, buffer in zip(ss.boundary, ss.boundary_buffer):
         offsets[b.tensor] = scratch + int(new_address[buffer]) + b.address - int(ss.address[buffer])
-    moved = {b.tensor for b in ss.boundary} | {ss.call.scratch_tensor, ss.call.scratch_fast_tensor}
+    moved = {b.tensor for b in ss.boundary} | {first.scratch_tensor, first.scratch_fast_tensor}
     others = {t: o for t, o in offsets.items() if t not in moved}
     if others:
         in_scratch = ss.memory == REGION_SCRATCH

@@ -33,7 +33,8 @@ std::optional<int> field_of(uint32_t opcode) {
 }  // namespace
 
 std::vector<uint32_t> relocate_command_stream(const uint32_t* words, size_t count, const CommandStream& stream,
-                                              const StreamSchedule& derived, const std::vector<uint64_t>& new_address) {
+                                              const StreamSchedule& derived, const std::vector<uint64_t>& new_address,
+                                              size_t stream_index) {
   if (new_address.size() != derived.placed.size()) {
     throw InvalidArgument("relocation needs one new address per buffer: got " + std::to_string(new_address.size()) +
                           " for " + std::to_string(derived.placed.size()) + " buffers");
@@ -41,6 +42,8 @@ std::vector<uint32_t> relocate_command_stream(const uint32_t* words, size_t coun
   // Per operation (by its command word): the address registers it uses, with their new values.
   std::vector<std::vector<std::pair<int, uint64_t>>> needed(stream.operations.size());
   for (const AddressUse& u : derived.uses) {
+    if (u.stream != stream_index) continue;
+    if (u.operation >= needed.size()) throw InvalidArgument("relocation given a stream other than the derived one");
     uint64_t moved = u.address;
     if (u.buffer >= 0) {
       const StreamBuffer& p = derived.placed[static_cast<size_t>(u.buffer)];

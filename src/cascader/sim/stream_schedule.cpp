@@ -126,7 +126,10 @@ AddressField tile_field(AddressField base0, int tile) {
 class Deriver {
  public:
   Deriver(const std::array<int, 8>& memory_of_region, size_t operations)
-      : memory_of_region_(memory_of_region), steps_(operations + 2) {}
+      : memory_of_region_(memory_of_region), steps_(operations) {}
+
+  // The command stream whose operations are being read (AddressUse::stream).
+  void set_stream(size_t stream) { stream_ = stream; }
 
   // The memory of `region`, or -1 for flash; throws for anything else the stream cannot use.
   int memory(int region, size_t op, const char* what) const {
@@ -166,7 +169,7 @@ class Deriver {
 
   // Address uses that stay where they are (flash, SHRAM).
   void fixed(const Access& a, size_t op) {
-    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({op, a.fields[i], -1, a.addresses[i]});
+    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({stream_, op, a.fields[i], -1, a.addresses[i]});
   }
 
   void read(const Access& a, int step, size_t op, const char* what) {
@@ -179,7 +182,7 @@ class Deriver {
     }
     for (int w : reached) uf_.join(w, reached.front());
     reads_.push_back({step, reached.front()});
-    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({op, a.fields[i], reached.front(), a.addresses[i]});
+    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({stream_, op, a.fields[i], reached.front(), a.addresses[i]});
   }
 
   int write(const Access& a, int step, size_t op, Write kind) {
@@ -203,7 +206,7 @@ class Deriver {
       for (int r : reached) in_place_.push_back({step, w, r});
     }
     last_.store(a.memory, a.runs, w);
-    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({op, a.fields[i], w, a.addresses[i]});
+    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({stream_, op, a.fields[i], w, a.addresses[i]});
     return w;
   }
 
@@ -293,7 +296,7 @@ class Deriver {
     }
     for (const AddressUse& u : pending_) {
       const int b = u.buffer < 0 ? -1 : buffer_of_write[static_cast<size_t>(u.buffer)];
-      out.uses.push_back({u.operation, u.field, b, u.address});
+      out.uses.push_back({u.stream, u.operation, u.field, b, u.address});
       const bool stream = u.field == AddressField::Weights || u.field == AddressField::Scales ||
                           u.field == AddressField::Weights1 || u.field == AddressField::Scales1;
       if (b >= 0 && stream) {
@@ -325,6 +328,7 @@ class Deriver {
     for (size_t i = 0; i < boundary.size(); ++i) {
       const int b = buffer_of_write[static_cast<size_t>(boundary_write[i])];
       out.boundary_buffer.push_back(b);
+      if (out.schedule.buffers[static_cast<size_t>(b)].name.find(':') == 3) continue;  // named already
       out.schedule.buffers[static_cast<size_t>(b)].name = (boundary[i].input ? "ifm:" : "ofm:") + boundary[i].name;
     }
     return out;
@@ -388,6 +392,7 @@ class Deriver {
  private:
   std::array<int, 8> memory_of_region_;
   size_t steps_;
+  size_t stream_ = 0;
   LastWriter last_;
   UnionFind uf_;
   std::vector<Write> writes_;
@@ -409,80 +414,117 @@ const char* name(AddressField f) {
   return names[static_cast<int>(f)];
 }
 
+namespace {
+
+// The arena bytes of a tensor outside the NPU, checked.
+std::vector<ByteRun> tensor_runs(const BoundaryTensor& t, const std::array<int, 8>& memory_of_region, int& memory) {
+  if (t.region != 1 && t.region != 2) {
+    throw InvalidArgument("tensor " + t.name + " is in region " + std::to_string(t.region) +
+                          "; feature maps live in the scratch arena (region 1) or scratch_fast (2)");
+  }
+  memory = memory_of_region[static_cast<size_t>(t.region)];
+  if (memory < 0) throw InvalidArgument("tensor " + t.name + ": its region is not mapped to an arena");
+  const auto end = static_cast<int64_t>(t.address + std::max<uint64_t>(t.size, 1));
+  return {{static_cast<int64_t>(t.address), end}};
+}
+
+}  // namespace
+
+StreamSchedule derive_schedule(const std::vector<SchedulePart>& parts, const std::array<int, 8>& memory_of_region) {
+  size_t steps = 0;
+  for (const SchedulePart& part : parts) steps += part.stream ? part.stream->operations.size() : 1;
+  Deriver d(memory_of_region, steps);
+  std::vector<BoundaryTensor> boundary;
+  std::vector<int> boundary_write;
+  int first_step = 0;
+  size_t stream_index = 0;
+  for (const SchedulePart& part : parts) {
+    if (!part.stream) {
+      // Reads first, as for an operation: a CPU operator reads its inputs, then writes.
+      for (bool writes : {false, true}) {
+        for (const BoundaryTensor& t : part.tensors) {
+          if (t.input != writes) continue;
+          int m = -1;
+          Access a;
+          a.runs = tensor_runs(t, memory_of_region, m);
+          a.memory = m;
+          int w = -1;
+          if (writes) {
+            Write kind;
+            kind.boundary = true;
+            w = d.write(a, first_step, 0, kind);
+          } else {
+            w = d.boundary_read_target(m, a.runs);
+            if (w < 0) throw BinaryError("tensor " + t.name + ": nothing writes it before it is read");
+            d.join_all(m, a.runs, first_step);
+          }
+          boundary.push_back(t);
+          boundary_write.push_back(w);
+        }
+      }
+      ++first_step;
+      continue;
+    }
+    d.set_stream(stream_index++);
+    const CommandStream& stream = *part.stream;
+    const auto& ops = stream.operations;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const NpuOperation& op = ops[i];
+      const int step = first_step + static_cast<int>(i);
+      if (op.kind == OpKind::Dma) {
+        d.read(d.range(op.dma_src, AddressField::DmaSrc, i, "DMA source"), step, i, "DMA source");
+        Write kind;
+        kind.dma = true;
+        kind.after_kernels = waits_for_kernels(stream, part.words, i);
+        d.write(d.range(op.dma_dst, AddressField::DmaDst, i, "DMA destination"), step, i, kind);
+        continue;
+      }
+      // Reads first: an operation reads its operands before (or while) it writes its OFM.
+      const TraversalShape s = traversal_shape(op);
+      const auto source = [&](int extent) { return s.upscale == 2 ? (extent + 1) / 2 : extent; };
+      d.read(d.feature_map(op.ifm, source(s.ifm_height), source(s.ifm_width), s.ifm_depth, AddressField::IfmBase0, i,
+                           "IFM"),
+             step, i, "IFM");
+      if (s.has_ifm2 && !s.ifm2_scalar) {
+        d.read(d.feature_map(op.ifm2, s.broadcast_h ? 1 : s.ofm_height, s.broadcast_w ? 1 : s.ofm_width,
+                             s.broadcast_c ? 1 : s.ofm_depth, AddressField::Ifm2Base0, i, "IFM2"),
+               step, i, "IFM2");
+      }
+      // Only convolutions stream weights and per-channel scales; pooling and elementwise
+      // operations leave those registers as the last convolution set them, unread.
+      const bool streams = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
+      if (streams) {
+        d.read(d.range(op.weights, AddressField::Weights, i, "weights"), step, i, "weights");
+        d.read(d.range(op.scales, AddressField::Scales, i, "scales"), step, i, "scales");
+      }
+      if (streams && op.parallel_mode) {
+        d.read(d.range(op.weights1, AddressField::Weights1, i, "weights (core 1)"), step, i, "weights (core 1)");
+        d.read(d.range(op.scales1, AddressField::Scales1, i, "scales (core 1)"), step, i, "scales (core 1)");
+      }
+      Write kind;
+      kind.operation = true;
+      d.write(d.feature_map(op.ofm, s.ofm_height, s.ofm_width, s.ofm_depth, AddressField::OfmBase0, i, "OFM"), step, i,
+              kind);
+    }
+    first_step += static_cast<int>(ops.size());
+  }
+  return d.finish(boundary_write, boundary);
+}
+
 StreamSchedule derive_stream_schedule(const CommandStream& stream, const uint32_t* words,
                                       const std::array<int, 8>& memory_of_region,
                                       const std::vector<BoundaryTensor>& boundary) {
-  const auto& ops = stream.operations;
-  Deriver d(memory_of_region, ops.size());
-  const int last_step = static_cast<int>(ops.size()) + 1;
-  std::vector<int> boundary_write(boundary.size(), -1);
-  std::vector<std::vector<ByteRun>> boundary_runs(boundary.size());
-  for (size_t i = 0; i < boundary.size(); ++i) {
-    const BoundaryTensor& t = boundary[i];
-    if (t.region != 1 && t.region != 2) {
-      throw InvalidArgument("IFM/OFM " + t.name + " is in region " + std::to_string(t.region) +
-                            "; subgraph feature maps live in the scratch arena (region 1) or scratch_fast (2)");
-    }
-    const int m = memory_of_region[static_cast<size_t>(t.region)];
-    if (m < 0) throw InvalidArgument("IFM/OFM " + t.name + ": its region is not mapped to an arena");
-    const auto end = static_cast<int64_t>(t.address + std::max<uint64_t>(t.size, 1));
-    boundary_runs[i] = {{static_cast<int64_t>(t.address), end}};
-    if (!t.input) continue;
-    Access a;
-    a.memory = m;
-    a.runs = boundary_runs[i];
-    Write kind;
-    kind.boundary = true;
-    boundary_write[i] = d.write(a, 0, 0, kind);
-  }
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const NpuOperation& op = ops[i];
-    const int step = static_cast<int>(i) + 1;
-    if (op.kind == OpKind::Dma) {
-      d.read(d.range(op.dma_src, AddressField::DmaSrc, i, "DMA source"), step, i, "DMA source");
-      Write kind;
-      kind.dma = true;
-      kind.after_kernels = waits_for_kernels(stream, words, i);
-      d.write(d.range(op.dma_dst, AddressField::DmaDst, i, "DMA destination"), step, i, kind);
-      continue;
-    }
-    // Reads first: an operation reads its operands before (or while) it writes its OFM.
-    const TraversalShape s = traversal_shape(op);
-    const auto source = [&](int extent) { return s.upscale == 2 ? (extent + 1) / 2 : extent; };
-    d.read(d.feature_map(op.ifm, source(s.ifm_height), source(s.ifm_width), s.ifm_depth, AddressField::IfmBase0, i,
-                         "IFM"),
-           step, i, "IFM");
-    if (s.has_ifm2 && !s.ifm2_scalar) {
-      d.read(d.feature_map(op.ifm2, s.broadcast_h ? 1 : s.ofm_height, s.broadcast_w ? 1 : s.ofm_width,
-                           s.broadcast_c ? 1 : s.ofm_depth, AddressField::Ifm2Base0, i, "IFM2"),
-             step, i, "IFM2");
-    }
-    // Only convolutions stream weights and per-channel scales; pooling and elementwise
-    // operations leave those registers as the last convolution set them, unread.
-    const bool streams = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
-    if (streams) {
-      d.read(d.range(op.weights, AddressField::Weights, i, "weights"), step, i, "weights");
-      d.read(d.range(op.scales, AddressField::Scales, i, "scales"), step, i, "scales");
-    }
-    if (streams && op.parallel_mode) {
-      d.read(d.range(op.weights1, AddressField::Weights1, i, "weights (core 1)"), step, i, "weights (core 1)");
-      d.read(d.range(op.scales1, AddressField::Scales1, i, "scales (core 1)"), step, i, "scales (core 1)");
-    }
-    Write kind;
-    kind.operation = true;
-    d.write(d.feature_map(op.ofm, s.ofm_height, s.ofm_width, s.ofm_depth, AddressField::OfmBase0, i, "OFM"), step, i,
-            kind);
-  }
-  for (size_t i = 0; i < boundary.size(); ++i) {
-    const BoundaryTensor& t = boundary[i];
-    if (t.input) continue;
-    const int m = memory_of_region[static_cast<size_t>(t.region)];
-    const int w = d.boundary_read_target(m, boundary_runs[i]);
-    if (w < 0) throw BinaryError("OFM " + t.name + ": no operation of the command stream writes it");
-    d.join_all(m, boundary_runs[i], last_step);
-    boundary_write[i] = w;
-  }
-  return d.finish(boundary_write, boundary);
+  SchedulePart ifms, ofms, npu;
+  for (const BoundaryTensor& t : boundary) (t.input ? ifms : ofms).tensors.push_back(t);
+  npu.stream = &stream;
+  npu.words = words;
+  StreamSchedule s = derive_schedule({ifms, npu, ofms}, memory_of_region);
+  // boundary_buffer follows `boundary`'s order, not the parts' (IFMs, then OFMs).
+  std::vector<int> by_order;
+  size_t next_ifm = 0, next_ofm = ifms.tensors.size();
+  for (const BoundaryTensor& t : boundary) by_order.push_back(s.boundary_buffer[t.input ? next_ifm++ : next_ofm++]);
+  s.boundary_buffer = by_order;
+  return s;
 }
 
 }  // namespace cascader::sim

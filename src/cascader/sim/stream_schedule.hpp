@@ -43,7 +43,8 @@ enum class AddressField : uint8_t {
 
 const char* name(AddressField f);
 
-// A subgraph IFM (input) or OFM at its place in an arena region.
+// A tensor outside the NPU at its place in an arena region: an IFM written (input = true)
+// before a stream, or an OFM read (input = false) after it.
 struct BoundaryTensor {
   std::string name;
   int region = 1;
@@ -60,6 +61,7 @@ struct StreamBuffer {
 };
 
 struct AddressUse {
+  size_t stream = 0;     // which command stream (in the order of the parts)
   size_t operation = 0;  // index into CommandStream::operations
   AddressField field = AddressField::IfmBase0;
   int buffer = 0;         // -1: flash or SHRAM, stays where it is
@@ -73,7 +75,23 @@ struct StreamSchedule {
   std::vector<int> boundary_buffer;  // per BoundaryTensor: the buffer holding it
 };
 
-// `words` is the stream `stream` was decoded from (its waits say which DMAs run beside earlier
+// One part of an inference, in order: an `ethos-u` operator's command stream, or one step
+// outside the NPU (the model's inputs, a CPU operator, the outputs) that reads the tensors
+// with input = false and then writes those with input = true.
+struct SchedulePart {
+  const CommandStream* stream = nullptr;  // null: a step outside the NPU
+  const uint32_t* words = nullptr;        // the words `stream` was decoded from
+  std::vector<BoundaryTensor> tensors;
+};
+
+// The schedule of a whole inference: every stream's operations and every outside step, with one
+// last-writer map across them, so feature maps passing between `ethos-u` operators through the
+// arena (named or not) are buffers like any other. `boundary_buffer` follows the outside steps'
+// tensors in order (reads of a step before its writes).
+StreamSchedule derive_schedule(const std::vector<SchedulePart>& parts, const std::array<int, 8>& memory_of_region);
+
+// One stream between a step writing its IFMs and one reading its OFMs (boundary_buffer follows
+// `boundary`). `words` is the stream `stream` was decoded from (its waits say which DMAs run beside earlier
 // operations: those buffers start a step early, as BufferKind::Weights).
 // `memory_of_region[r]` names the memory region r addresses: 1 or 2 for the arenas (region 2
 // is given 1 when the scratch tensor is passed again as scratch_fast), -1 for memory that is
