@@ -95,7 +95,8 @@ def relocate_row(name: str, original: Model, vela: Model, config: str, seeds=(0,
 
 def format_table(rows: list[Row]) -> str:
     head = (f"{'model':28} {'config':44} {'vela scr':>9} {'vela fast':>9} {'ours scr':>9} "
-            f"{'ours fast':>9} {'bound scr':>9} {'bound fst':>9} {'bufs':>5} {'steps':>5} {'exact ms':>8} {'opt':3} {'bit-exact':9} note")
+            f"{'ours fast':>9} {'bound scr':>9} {'bound fst':>9} {'bufs':>5} {'steps':>5} {'exact ms':>8} {'opt':3} "
+            f"{'bit-exact':9} note")
     lines = [head, "-" * len(head)]
     for r in rows:
         exact = "-" if r.bit_exact is None else ("yes" if r.bit_exact else "NO")

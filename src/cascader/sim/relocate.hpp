@@ -21,8 +21,8 @@ namespace cascader::sim {
 
 // `new_address[b]` is where buffer b of `derived` goes (same memory); an address into it moves
 // by new_address[b] - derived.placed[b].address. `words` / `stream` must be command stream
-// number `stream_index` of those `derived` was derived from. Throws InvalidArgument for a wrong number of addresses or an
-// address that would leave 0..2^40.
+// number `stream_index` of those `derived` was derived from. Throws InvalidArgument for a
+// wrong number of addresses or an address that would leave 0..2^40.
 std::vector<uint32_t> relocate_command_stream(const uint32_t* words, size_t count, const CommandStream& stream,
                                               const StreamSchedule& derived, const std::vector<uint64_t>& new_address,
                                               size_t stream_index = 0);

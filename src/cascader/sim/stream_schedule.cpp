@@ -182,7 +182,9 @@ class Deriver {
     }
     for (int w : reached) uf_.join(w, reached.front());
     reads_.push_back({step, reached.front()});
-    for (size_t i = 0; i < a.fields.size(); ++i) pending_.push_back({stream_, op, a.fields[i], reached.front(), a.addresses[i]});
+    for (size_t i = 0; i < a.fields.size(); ++i) {
+      pending_.push_back({stream_, op, a.fields[i], reached.front(), a.addresses[i]});
+    }
   }
 
   int write(const Access& a, int step, size_t op, Write kind) {

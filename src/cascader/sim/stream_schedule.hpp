@@ -14,12 +14,16 @@
 //     them all and they must move together (stripes of a cascaded OFM, rolling-buffer rows,
 //     slices of a concatenation).
 // A buffer is such a class of writes; its extent is the hull of its writes, its steps those of
-// its writes and reads. An OFM written over an IFM the same operation reads last (Vela's
-// in-place elementwise operations) becomes an in-place alias of it, at Vela's relative offset. Every address register an operation uses (used IFM/IFM2/OFM tiles,
-// weights, scales, DMA source / destination) is recorded with its buffer, so moving a buffer
-// moves every address into it: relocation (sim/relocate.hpp) needs nothing else.
+// its writes and reads. Classes whose hulls share bytes while both are live (Vela interleaves
+// strided writes) merge into one. An OFM written over an IFM the same operation reads last
+// (Vela's in-place elementwise operations) becomes an in-place alias of it, at Vela's relative
+// offset. Every address register an operation uses (used IFM/IFM2/OFM tiles, weights, scales,
+// DMA source / destination) is recorded with its buffer, so moving a buffer moves every
+// address into it: relocation (sim/relocate.hpp) needs nothing else. A whole inference is one
+// schedule: every `ethos-u` operator's stream and a step per CPU operator (derive_schedule).
 //
-// Complexity: O(bytes runs of all accesses x log(live writes)) plus near-linear union-find.
+// Complexity: O(byte runs of all accesses x log(live writes)), near-linear union-find, and
+// O(rounds x n^2) at worst for merging n interleaved classes (a sweep by address in practice).
 #pragma once
 
 #include <array>
