@@ -30,7 +30,8 @@ from cascader.sim.relocate import plan, relocated_command_streams, stream_schedu
 
 MODELS = os.environ.get("CASCADER_MODELS")
 SHARED_SUBSET = ["tflm_hello_world_int8", "tflm_micro_speech_quantized", "mlperftiny_kws_ref_model",
-                 "mlperftiny_resnet8_quant", "mlperftiny_vww_96_int8", "tflm_person_detect"]
+                 "mlperftiny_resnet8_quant", "mlperftiny_vww_96_int8", "tflm_person_detect",
+                 "tinyengine_vww"]  # two ethos-u operators, a CPU operator between them
 
 
 def _compiled(path: Path, config):
