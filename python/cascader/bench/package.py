@@ -43,12 +43,22 @@ def replaced_operators(model: Model, ifms: set[int], ofms: tuple[int, ...]) -> l
     return sorted(ops)
 
 
-def repackage(original: Model, vela: Model, description: str = "Vela Optimised") -> Model:
+def repackage(
+    original: Model,
+    vela: Model,
+    description: str = "Vela Optimised",
+    *,
+    command_streams: list[np.ndarray] | None = None,
+    arenas: ArenaSizes | None = None,
+    arena_offsets: dict[int, int] | None = None,
+) -> Model:
     """Decode Vela's binary into its parts and package them into the original model.
 
-    Tensors are matched by name. Raises InvalidArgumentError when an `ethos-u` operator's
-    IFMs/OFMs do not delimit the operators it replaced (Vela 5.2 sometimes passes feature maps
-    between `ethos-u` operators through the scratch arena without naming them).
+    Tensors are matched by name. `command_streams` (one per `ethos-u` operator), `arenas` and
+    `arena_offsets` (by tensor index of `vela`) replace Vela's, e.g. after relocation. Raises
+    InvalidArgumentError when an `ethos-u` operator's IFMs/OFMs do not delimit the operators it
+    replaced (Vela 5.2 sometimes passes feature maps between `ethos-u` operators through the
+    scratch arena without naming them).
     """
     vsg, osg = vela.main, original.main
     by_name = {t.name: i for i, t in enumerate(osg.tensors)}
@@ -60,11 +70,13 @@ def repackage(original: Model, vela: Model, description: str = "Vela Optimised")
         ifms = tuple(by_name[vsg.tensors[t].name] for t in call.ifms)
         ofms = tuple(by_name[vsg.tensors[t].name] for t in call.ofms)
         config, words = _core.split_driver_payload(call.payload)
+        if command_streams is not None:
+            words = command_streams[len(parts)]
         parts.append(NpuSubgraph(tuple(replaced_operators(original, set(ifms), ofms)), words, ifms, ofms))
     first = calls[0]
     # Vela 5.2 passes the scratch tensor again as region 2 when there is no dedicated fast memory.
-    arenas = ArenaSizes.of_model(vela)
-    offsets = {by_name[vsg.tensors[t].name]: off for t, off in first.arena_offsets.items()
+    arenas = arenas or ArenaSizes.of_model(vela)
+    offsets = {by_name[vsg.tensors[t].name]: off for t, off in (arena_offsets or first.arena_offsets).items()
                if vsg.tensors[t].name in by_name}
     return package(original, parts, first.flash, arenas, offsets, accelerator=config["accelerator"],
                    id_word=config["id_word"], description=description)

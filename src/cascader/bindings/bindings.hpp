@@ -12,5 +12,6 @@ void bind_perf(pybind11::module_& m);
 void bind_sim(pybind11::module_& m);
 void bind_estimator(pybind11::module_& m);
 void bind_in_place(pybind11::module_& m);
+void bind_relocate(pybind11::module_& m);
 
 }  // namespace cascader::bindings

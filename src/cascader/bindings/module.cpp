@@ -40,4 +40,5 @@ PYBIND11_MODULE(_core, m) {
   cascader::bindings::bind_sim(m);
   cascader::bindings::bind_estimator(m);
   cascader::bindings::bind_in_place(m);
+  cascader::bindings::bind_relocate(m);
 }

@@ -7,14 +7,13 @@
 #include <vector>
 
 #include "cascader/common/error.hpp"
+#include "cascader/sim/byte_runs.hpp"
 
 namespace cascader::sim {
 
 namespace {
 
-struct Run {
-  int64_t begin = 0, end = 0;
-};
+using Run = ByteRun;
 
 // Byte runs per job: what it reads (through the operands that share the OFM's memory) and the
 // OFM bytes it writes, each list split per job by offsets.
@@ -28,37 +27,6 @@ struct JobRuns {
 // A hostile stream can declare a 1x1x1 block over a large map; the check's memory is bounded
 // (real operations stay far below: a 112x112x512 map in 2x2x8 blocks is 200k jobs).
 constexpr size_t kMaxJobs = size_t{1} << 20;
-constexpr size_t kMaxRuns = size_t{1} << 23;
-
-// Appends the byte runs of `box` in `fm`, merging contiguous elements (walked in address order
-// for the layout: channels within a pixel for NHWC, 16-channel bricks along x for NHCWB16).
-void append_runs(const FeatureMap& fm, const FeatureBox& box, std::vector<Run>& out, size_t first) {
-  if (box.empty()) return;
-  const int64_t es = element_size(fm.dtype);
-  auto push = [&](int y, int x, int c) {
-    const auto a = static_cast<int64_t>(fm.address(y, x, c));
-    if (out.size() > first && out.back().end == a) {
-      out.back().end = a + es;
-    } else {
-      if (out.size() >= kMaxRuns) throw BinaryError("an in-place operation with too many byte runs to check");
-      out.push_back({a, a + es});
-    }
-  };
-  for (int y = box.y0; y < box.y1; ++y) {
-    if (fm.layout == Layout::NHWC) {
-      for (int x = box.x0; x < box.x1; ++x) {
-        for (int c = box.c0; c < box.c1; ++c) push(y, x, c);
-      }
-      continue;
-    }
-    for (int brick = box.c0 / 16; brick * 16 < box.c1; ++brick) {
-      const int c0 = std::max(box.c0, brick * 16), c1 = std::min(box.c1, brick * 16 + 16);
-      for (int x = box.x0; x < box.x1; ++x) {
-        for (int c = c0; c < c1; ++c) push(y, x, c);
-      }
-    }
-  }
-}
 
 JobRuns job_runs(const NpuOperation& op, bool ifm, bool ifm2) {
   JobRuns r;
@@ -72,12 +40,12 @@ JobRuns job_runs(const NpuOperation& op, bool ifm, bool ifm2) {
   const bool with_ifm2 = ifm2 && shape.has_ifm2 && !shape.ifm2_scalar;
   for (const TraversalBlock& b : r.jobs) {
     const size_t read_first = r.reads.size();
-    if (ifm) append_runs(op.ifm, b.ifm, r.reads, read_first);
+    if (ifm) append_byte_runs(op.ifm, b.ifm, r.reads, read_first);
     r.read_operand.resize(r.reads.size(), "IFM");
-    if (with_ifm2) append_runs(op.ifm2, b.ifm2, r.reads, r.reads.size());
+    if (with_ifm2) append_byte_runs(op.ifm2, b.ifm2, r.reads, r.reads.size());
     r.read_operand.resize(r.reads.size(), "IFM2");
     r.read_start.push_back(r.reads.size());
-    append_runs(op.ofm, b.ofm, r.writes, r.writes.size());
+    append_byte_runs(op.ofm, b.ofm, r.writes, r.writes.size());
     r.write_start.push_back(r.writes.size());
   }
   return r;
