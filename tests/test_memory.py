@@ -314,3 +314,29 @@ def test_eviction_always_meets_the_fast_capacity(schedule, fraction, rnd):
     for arena in ("scratch_fast", "scratch"):
         placed = [p for i, p in enumerate(result.buffers) if p.arena == arena and i in roots]
         check_allocation([(p.start, p.end, p.size, 16) for p in placed], [p.offset for p in placed])
+
+
+def test_cpu_visible_tensors_live_in_the_tflm_arena():
+    """An NPU subgraph's IFM and OFM are TFLM tensors: in Dedicated_Sram they go to `scratch`
+    (the arena TFLM plans, off chip) however much SRAM is free, and the packager then gets a
+    scratch arena to put them in; in Shared_Sram `scratch` is the SRAM arena itself."""
+    from cascader.tflite import ArenaSizes
+
+    buffers = [
+        ScheduledBuffer("input", "feature_map", 96, cpu_visible=True),
+        ScheduledBuffer("mid", "feature_map", 64),
+        ScheduledBuffer("output", "feature_map", 32, cpu_visible=True),
+        ScheduledBuffer("output_view", "feature_map", 32),  # a reshape of the output
+    ]
+    steps = [Step((0,), (1,)), Step((1,), (2,)), Step((3,), ())]
+    schedule = Schedule(buffers, steps, [Alias(3, 2, 0, "reshape")])
+    dedicated = layout(schedule, MemoryConfig(fast_capacity=1 << 20))
+    arenas = {p.name: p.arena for p in dedicated.buffers}
+    assert arenas == {"input": "scratch", "mid": "scratch_fast", "output": "scratch", "output_view": "scratch"}
+    assert ArenaSizes.from_layout(dedicated) == ArenaSizes(scratch=dedicated.sizes["scratch"], scratch_fast=64)
+    assert dedicated.sizes["scratch"] == 96  # the output reuses the input's bytes (never live together)
+    shared = layout(schedule, MemoryConfig(shared_sram=True))
+    assert {p.arena for p in shared.buffers} == {"scratch"} and shared.sizes["scratch"] == 160
+    with pytest.raises(InvalidArgumentError, match="slow-only"):
+        layout(Schedule([ScheduledBuffer("s", "feature_map", 16, persistent=True, cpu_visible=True)],
+                        [Step((), (0,))], []))

@@ -206,6 +206,9 @@ class ScheduledBuffer:
     persistent: bool = False
     access_bytes: float = 0.0  # bytes moved per inference; from the cycle model, for eviction
     constant: bool = False  # read-only data (encoded weights, constants): lives in flash
+    # A tensor the CPU sees too (an NPU subgraph's IFM or OFM): TFLM places it in its arena,
+    # which the driver passes as `scratch`, so it never goes to `scratch_fast`.
+    cpu_visible: bool = False
 
 
 @dataclass(frozen=True)
@@ -389,8 +392,10 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
 
     Feature maps, stripe buffers, weight buffers, copies and scratch go to the fast arena; when
     it does not fit `config.fast_capacity` the planner evicts to slow memory the buffers whose
-    eviction costs the fewest extra access cycles per byte freed. Persistent buffers (LUTs and
-    state) and constants are laid out linearly in their own arenas.
+    eviction costs the fewest extra access cycles per byte freed. CPU-visible buffers (the NPU
+    subgraph's IFMs and OFMs) go to `scratch`, the arena TFLM plans, which outside Shared_Sram
+    is the slow one. Persistent buffers (LUTs and state) and constants are laid out linearly in
+    their own arenas.
     """
     config = config or MemoryConfig()
     if config.solver not in ("exact", "greedy"):
@@ -401,12 +406,16 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
     # access bytes of every buffer that shares it.
     roots = [schedule.buffers[int(b)] for b in ranges.range_buffer]
     access = np.zeros(n)
+    cpu_visible = [False] * n
     for i, buf in enumerate(schedule.buffers):
         access[ranges.buffer_range[i]] += buf.access_bytes
+        cpu_visible[int(ranges.buffer_range[i])] |= buf.cpu_visible
     result = _core.layout_arenas(
         ranges.start, ranges.end, ranges.size, ranges.alignment,
         [b.persistent or b.kind == "lut" for b in roots], [b.constant for b in roots],
-        [not (b.persistent or b.kind == "lut" or b.constant) for b in roots], access.tolist(),
+        [not (b.persistent or b.kind == "lut" or b.constant) for b in roots],
+        # In Shared_Sram `scratch` is the fast arena itself: nothing to pin.
+        [v and not config.shared_sram for v in cpu_visible], access.tolist(),
         # Shared_Sram has nowhere to evict to: lay out unbounded, then hold it to the capacity.
         -1 if config.fast_capacity is None or config.shared_sram else int(config.fast_capacity),
         -1 if config.slow_capacity is None else int(config.slow_capacity),

@@ -162,23 +162,24 @@ void bind_memory(py::module_& m) {
       "layout_arenas",
       [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment,
          const std::vector<bool>& persistent, const std::vector<bool>& constant, const std::vector<bool>& evictable,
-         const std::vector<double>& access_bytes, int64_t fast_capacity, int64_t slow_capacity,
+         const std::vector<bool>& slow_only, const std::vector<double>& access_bytes, int64_t fast_capacity, int64_t slow_capacity,
          double fast_cycles_per_byte, double slow_cycles_per_byte, bool exact, double time_limit_s) {
         const std::vector<LiveRange> ranges = to_ranges(start, end, size, alignment);
         if (persistent.size() != ranges.size() || constant.size() != ranges.size() ||
-            evictable.size() != ranges.size() || access_bytes.size() != ranges.size()) {
-          throw InvalidArgument("persistent, constant, evictable and access_bytes need one entry per buffer");
+            evictable.size() != ranges.size() || slow_only.size() != ranges.size() ||
+            access_bytes.size() != ranges.size()) {
+          throw InvalidArgument("persistent, constant, evictable, slow_only and access_bytes need one entry per buffer");
         }
         std::vector<ArenaBuffer> buffers;
         for (size_t i = 0; i < ranges.size(); ++i) {
-          buffers.push_back({ranges[i], persistent[i], constant[i], evictable[i], access_bytes[i]});
+          buffers.push_back({ranges[i], persistent[i], constant[i], evictable[i], slow_only[i], access_bytes[i]});
         }
         MemoryConfig config{fast_capacity, slow_capacity, fast_cycles_per_byte, slow_cycles_per_byte, exact,
                             time_limit_s};
         return layout_arenas(buffers, config);
       },
       py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("persistent"),
-      py::arg("constant"), py::arg("evictable"), py::arg("access_bytes"), py::arg("fast_capacity"),
+      py::arg("constant"), py::arg("evictable"), py::arg("slow_only"), py::arg("access_bytes"), py::arg("fast_capacity"),
       py::arg("slow_capacity"), py::arg("fast_cycles_per_byte"), py::arg("slow_cycles_per_byte"), py::arg("exact"),
       py::arg("time_limit_s"));
 }

@@ -50,8 +50,12 @@ ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryC
   layout.arena.assign(buffers.size(), Arena::Fast);
   layout.offset.assign(buffers.size(), 0);
   for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].slow_only && (buffers[i].constant || buffers[i].persistent)) {
+      throw InvalidArgument("buffer " + std::to_string(i) + " cannot be both slow-only and persistent or constant");
+    }
     if (buffers[i].constant) layout.arena[i] = Arena::Flash;
     else if (buffers[i].persistent) layout.arena[i] = Arena::Persistent;
+    else if (buffers[i].slow_only) layout.arena[i] = Arena::Slow;
   }
   const double extra_per_byte = config.slow_cycles_per_byte - config.fast_cycles_per_byte;
   const auto members_of = [&](Arena which) {

@@ -2,7 +2,9 @@
 //
 // Arenas (the names TFLM and the Ethos-U driver use):
 //   - fast scratch: on-chip SRAM (`scratch_fast`, or `scratch` itself in Shared_Sram mode);
-//   - slow scratch: DRAM or other off-chip memory (`scratch`), for evicted feature maps;
+//   - slow scratch: DRAM or other off-chip memory (`scratch`), for evicted feature maps and for
+//     the tensors the CPU sees too (an NPU subgraph's IFMs and OFMs live in TFLM's arena, which
+//     is `scratch`);
 //   - persistent:   buffers that outlive one inference (LUTs, state), laid out linearly;
 //   - flash:        constants and encoded weights, laid out linearly.
 // Fast/slow placement: while the fast arena does not fit its capacity, evict to slow memory the
@@ -26,6 +28,7 @@ struct ArenaBuffer {
   bool persistent = false;   // outlives an inference
   bool constant = false;     // read-only data: flash
   bool evictable = true;     // may move to slow memory (false: must stay on chip)
+  bool slow_only = false;    // must live in the slow arena (a tensor TFLM places: scratch)
   double access_bytes = 0;   // bytes the NPU moves to/from this buffer per inference
 };
 
@@ -46,7 +49,8 @@ struct ArenaLayout {
   double eviction_cycles = 0;   // extra access cycles paid for buffers moved to slow memory
 };
 
-// Throws BudgetError when even after evicting every evictable buffer the fast arena does not fit
+// Throws InvalidArgument for a buffer both slow_only and persistent or constant. Throws
+// BudgetError when even after evicting every evictable buffer the fast arena does not fit
 // (naming the size it needs), or the slow arena exceeds its capacity.
 ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryConfig& config);
 
