@@ -13,5 +13,7 @@ void bind_sim(pybind11::module_& m);
 void bind_estimator(pybind11::module_& m);
 void bind_in_place(pybind11::module_& m);
 void bind_relocate(pybind11::module_& m);
+void bind_weight_encoder(pybind11::module_& m);
+void bind_command_encoder(pybind11::module_& m);
 
 }  // namespace cascader::bindings

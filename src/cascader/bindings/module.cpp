@@ -41,4 +41,6 @@ PYBIND11_MODULE(_core, m) {
   cascader::bindings::bind_estimator(m);
   cascader::bindings::bind_in_place(m);
   cascader::bindings::bind_relocate(m);
+  cascader::bindings::bind_weight_encoder(m);
+  cascader::bindings::bind_command_encoder(m);
 }

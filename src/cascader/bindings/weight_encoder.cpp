@@ -1,0 +1,7 @@
+#include "cascader/bindings/bindings.hpp"
+
+namespace cascader::bindings {
+
+void bind_weight_encoder(pybind11::module_& m) { (void)m; }
+
+}  // namespace cascader::bindings
