@@ -73,19 +73,6 @@ class ArenaSizes:
         sizes = layout.sizes
         return cls(sizes.get("scratch", 0), sizes.get("scratch_fast", 0), sizes.get("persistent", 0))
 
-    @classmethod
-    def of_model(cls, model: Model) -> "ArenaSizes":
-        """The arena sizes a packaged model (ours or Vela's) records in its `ethos-u` operators."""
-        from ..sim.binary import npu_calls  # the reader lives with the simulator
-
-        tensors = model.main.tensors
-        calls = npu_calls(model)
-        scratch = max((tensors[c.scratch_tensor].nbytes for c in calls), default=0)
-        fast = max((tensors[c.scratch_fast_tensor].nbytes for c in calls if c.scratch_fast_tensor != c.scratch_tensor),
-                   default=0)
-        persistent = sum(tensors[t].nbytes for t in {t for c in calls for t in c.persistent})
-        return cls(scratch, fast, persistent)
-
     @property
     def non_persistent(self) -> int:
         return self.scratch + self.scratch_fast
