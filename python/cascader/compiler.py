@@ -20,7 +20,7 @@ from .frontend.lower import LoweredSegment, lower_segment
 from .frontend.partition import NPU, Partition, partition
 from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
-from .schedule import NpuSchedule, memory_schedule, schedule_uncascaded
+from .schedule import NpuSchedule, memory_schedule, schedule_uncascaded, without_weight_buffers
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 
@@ -87,39 +87,44 @@ def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, 
     return schedule_uncascaded(segments, order, accelerator, system, memory_mode)
 
 
-def allocate(sched: NpuSchedule, part: Partition, sram: int | None) -> tuple[MemoryLayout, Placement, dict[int, int]]:
-    """Lay out every feature-map buffer under the SRAM budget.
+def allocate(sched: NpuSchedule, part: Partition, sram: int | None
+             ) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
+    """Lay out every buffer under the SRAM budget.
 
-    Returns the layout, each buffer's (region, address), and the TFLM arena offset of every
-    tensor the CPU sees (the NPU subgraphs' IFMs and OFMs).
+    When the schedule's weight buffers do not fit, the same schedule without them (weights read
+    from flash) is tried before giving up. Returns the schedule that fits, the layout, each
+    buffer's (region, address), and the TFLM arena offset of every tensor the CPU sees (the
+    NPU subgraphs' IFMs and OFMs).
 
     Raises
     ------
     InfeasibleError
-        The budget is below what this schedule needs; the message and `minimum_sram` give the
-        smallest budget that works.
+        The budget is below what even the leanest schedule needs; the message and
+        `minimum_sram` give the smallest budget that works.
     """
-    msched, index = memory_schedule(sched, part.graph)
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram)
-    try:
-        result = layout(msched, config)
-    except BudgetError:
-        unlimited = layout(msched, MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode))
-        need = sram_bytes(unlimited, config)
-        raise InfeasibleError(
-            f"the model needs at least {need:,} B of SRAM uncascaded; the budget is {sram:,} B. "
-            f"Pass sram={need} or more (cascading, which lowers this, is not implemented yet)",
-            minimum_sram=need,
-        ) from None
-    placed = result.buffers
-    address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
-    offsets = {}
-    for s in sched.segments:
-        for t, b in s.segment.aliases.items():
-            region, at = address[b]
-            if placed[index[b]].arena == "scratch":
-                offsets[t] = at
-    return result, Placement(address), offsets
+    candidates = [sched]
+    if any(op.weight_buffer for op in sched.operations):
+        candidates.append(without_weight_buffers(sched))
+    for candidate in candidates:
+        msched, index = memory_schedule(candidate, part.graph)
+        try:
+            result = layout(msched, config)
+        except BudgetError:
+            continue
+        placed = result.buffers
+        address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
+        offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
+                   if placed[index[b]].arena == "scratch"}
+        return candidate, result, Placement(address), offsets
+    msched, _ = memory_schedule(candidates[-1], part.graph)
+    unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
+    need = sram_bytes(layout(msched, unlimited), unlimited)
+    raise InfeasibleError(
+        f"the model needs at least {need:,} B of SRAM uncascaded; the budget is {sram:,} B. "
+        f"Pass sram={need} or more (cascading, which will lower this, is not implemented yet)",
+        minimum_sram=need,
+    )
 
 
 def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
@@ -170,11 +175,13 @@ def compile(
     part, segments = lower(m)
     mode = MemoryMode.parse(memory_mode).value if memory_mode is not None else None
     sched = schedule(part, segments, acc.name, system, mode)
-    result, placement, offsets = allocate(sched, part, budget)
+    sched, result, placement, offsets = allocate(sched, part, budget)
     flash = FlashImage()
     subgraphs = []
+    first = 0
     for seg in sched.segments:
-        _, words = emit_segment(seg, placement, flash, acc.name)
+        _, words = emit_segment(seg, first, placement, flash, acc.name)
+        first += len(seg.operations)
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
     out = package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets, accelerator=acc.name,
                   description="cascader Optimised")

@@ -2,31 +2,47 @@
 
 A `NpuSchedule` is the value every later stage consumes (memory layout, emission). The
 uncascaded scheduler here fills it with one whole-tensor stripe per lowered operation; the
-cascading planner fills the same type with stripes, rolling buffers and DMAs. Block configs and
-traversals come from the cycle model (`cascader.estimate_op`), the same model the estimator
-costs binaries with, so the choice and the report cannot disagree.
+cascading planner fills the same type with stripes, rolling buffers and DMAs. Block configs,
+traversals and whether a convolution's weights are first copied into SRAM come from the cycle
+model (`cascader.estimate_op`), the same model the estimator costs binaries with, so the choice
+and the report cannot disagree.
+
+Weights are encoded here, not at emission: the encoded size is what the cycle model and the
+memory planner (a weight buffer's size) need, and it depends only on the block config and the
+traversal, never on an address.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
+
+from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
+from .emit.weights import encode_weights
 from .frontend.lower import LoweredOperation, LoweredSegment
 from .perf import OpCost, estimate_op
 from .tflite.model import SubGraph
-from . import _core
 
 
 @dataclass
 class ScheduledOperation:
-    """One NPU operation with its hardware choices."""
+    """One NPU operation with its hardware choices.
+
+    `encoded` holds the weight and scale streams (None without weights). With
+    `weight_buffer`, a DMA copies them from flash into an SRAM buffer just before the
+    operation (it runs under the previous operation) and the NPU reads them there.
+    """
 
     lowered: LoweredOperation
     block: tuple[int, int, int]  # OFM block height, width, depth
     part_kernel_first: bool
     cost: OpCost
+    encoded: Any = None  # cascader.emit.weights.EncodedWeights
+    weight_buffer: bool = False
 
 
 @dataclass
@@ -39,10 +55,9 @@ class SegmentSchedule:
 
 @dataclass
 class NpuSchedule:
-    """The whole inference: segments and CPU operators in execution order.
+    """The whole inference: NPU segments and CPU operators in execution order.
 
-    `order` lists, per position, either a segment index (into `segments`) or a CPU operator
-    index prefixed by the string "cpu" (``("cpu", i)``).
+    `order` lists ``("npu", k)`` for `segments[k]` and ``("cpu", i)`` for CPU operator i.
     """
 
     segments: list[SegmentSchedule]
@@ -56,55 +71,112 @@ class NpuSchedule:
     def operations(self) -> list[ScheduledOperation]:
         return [op for s in self.segments for op in s.operations]
 
+    @property
+    def total_cycles(self) -> float:
+        """The schedule's cycles as the cycle model predicts them (the binary's estimate agrees)."""
+        return float(sum(op.cost.total_cycles for op in self.operations))
 
-def _cost(op: LoweredOperation, accelerator: str, system, memory_mode, weight_memory: str,
-          arena_memory: str) -> OpCost:
-    ifm, ofm = op.ifm, op.ofm
-    args: dict = dict(
-        ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_memory=arena_memory, ofm_memory=arena_memory,
-        accelerator=accelerator, system=system, memory_mode=memory_mode,
+
+class _Target:
+    def __init__(self, accelerator: str, system: Any, memory_mode: Any) -> None:
+        arch = arch_config(accelerator, system, memory_mode)
+        self.accelerator, self.system, self.memory_mode = accelerator, system, memory_mode
+        self.weight_memory = arch.region_memory(_core.Region.Constants).name
+        self.arena_memory = arch.region_memory(_core.Region.Arena).name
+        self.buffer_memory = arch.region_memory(_core.Region.FastCache).name
+
+    def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
+             part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0) -> OpCost:
+        ifm, ofm = op.ifm, op.ofm
+        args: dict[str, Any] = dict(
+            ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_memory=self.arena_memory, ofm_memory=self.arena_memory,
+            accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode, block_config=block,
+        )
+        if part_kernel_first is not None:
+            args["traversal"] = "part_kernel_first" if part_kernel_first else "depth_first"
+        k = op.registers.get("kernel")
+        if op.kind in ("conv", "depthwise", "pool"):
+            d = k["dilation"]
+            kh, kw = (k["height"] - 1) // d[0] + 1, (k["width"] - 1) // d[1] + 1
+            args.update(kernel=(kh, kw), stride=k["stride"], dilation=d, padding=op.registers["padding"])
+        if op.weights is not None:
+            args.update(weight_bytes=weight_bytes, scale_bytes=scale_bytes, weight_memory=self.weight_memory)
+            if buffered:
+                args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack)
+        if op.ifm2 is not None:
+            args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype)
+        return estimate_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args)
+
+
+def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str):
+    v = op.weights
+    k = op.registers["kernel"]
+    return encode_weights(
+        v.values, v.zero_points, v.bias, np.array([m for m, _ in v.scales], dtype=np.int64),
+        np.array([s for _, s in v.scales], dtype=np.int64), depthwise=v.depthwise,
+        part_kernel_first=part_kernel_first, ofm_block_depth=block[2], ifm_bits=8 * op.ifm.element_size,
+        dilation=tuple(k["dilation"]), accelerator=accelerator,
     )
-    k = op.registers.get("kernel")
-    if op.kind in ("conv", "depthwise", "pool"):
-        d = k["dilation"]
-        kh, kw = (k["height"] - 1) // d[0] + 1, (k["width"] - 1) // d[1] + 1
-        args.update(kernel=(kh, kw), stride=k["stride"], dilation=d, padding=op.registers["padding"])
-    if op.weights is not None:
-        w = op.weights.values
-        # Block choice needs a size before the encoder has run: the raw weight bytes (the
-        # encoder compresses them, the ranking between configs is what matters here).
-        args.update(weight_bytes=int(w.size), scale_bytes=10 * int(w.shape[0]), weight_memory=weight_memory)
-    if op.ifm2 is not None:
-        args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype)
-    return estimate_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args)
+
+
+def _stream_bytes(encoded) -> tuple[int, int]:
+    weights = sum(s.weight_length for streams in encoded.slices for s in streams)
+    scales = sum(s.scale_length for streams in encoded.slices for s in streams)
+    return weights, scales
+
+
+def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool) -> ScheduledOperation:
+    """Block config and traversal from the cycle model; weights encoded for that block; the
+    weights buffered in SRAM when the model says that is faster (and `buffering` allows)."""
+    if op.weights is None:
+        cost = target.cost(op)
+        return ScheduledOperation(op, cost.block_config.ofm_block, False, cost)
+    # The block choice needs a size before the encoder has run: the raw weight bytes rank the
+    # configs; the encoded size then costs the chosen one.
+    raw = target.cost(op, int(op.weights.values.size), 10 * int(op.weights.values.shape[0]))
+    block = raw.block_config.ofm_block
+    pkf = raw.block_config.part_kernel_first if op.kind == "conv" else False
+    encoded = _encode(op, block, pkf, target.accelerator)
+    w, s = _stream_bytes(encoded)
+    direct = target.cost(op, w, s, block, pkf if op.kind == "conv" else None)
+    if buffering and target.weight_memory != target.buffer_memory:
+        buffered = target.cost(op, w, s, block, pkf if op.kind == "conv" else None, buffered=True, slack=slack)
+        if buffered.total_cycles < direct.total_cycles:
+            return ScheduledOperation(op, block, pkf, buffered, encoded, weight_buffer=True)
+    return ScheduledOperation(op, block, pkf, direct, encoded)
 
 
 def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, int]], accelerator: str = "ethos-u55-128",
-                        system=None, memory_mode=None) -> NpuSchedule:
-    """Every lowered operation as its own whole-tensor stripe, with the best block config the
-    cycle model finds for it."""
-    arch = arch_config(accelerator, system, memory_mode)
-    weight_memory = arch.region_memory(_core.Region.Constants).name
-    arena_memory = arch.region_memory(_core.Region.Arena).name
+                        system=None, memory_mode=None, buffering: bool = True) -> NpuSchedule:
+    """Every lowered operation as its own whole-tensor stripe, in the order given."""
+    target = _Target(Accelerator(accelerator).name, system, memory_mode)
     out = []
     for seg in segments:
-        ops = []
+        ops, slack = [], 0
         for op in seg.operations:
-            cost = _cost(op, accelerator, system, memory_mode, weight_memory, arena_memory)
-            b = cost.block_config
-            ops.append(ScheduledOperation(op, b.ofm_block, b.part_kernel_first if op.kind == "conv" else False, cost))
+            sop = schedule_operation(op, target, slack, buffering)
+            slack = sop.cost.buffering_slack_cycles
+            ops.append(sop)
         out.append(SegmentSchedule(seg, ops))
-    return NpuSchedule(out, order, Accelerator(accelerator).name, system, memory_mode)
+    return NpuSchedule(out, order, target.accelerator, system, memory_mode)
 
 
-def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedule, dict[int, int]]:
-    """The memory planner's view: one buffer per feature-map buffer, one step per operation.
+def without_weight_buffers(schedule: NpuSchedule) -> NpuSchedule:
+    """The same schedule with every operation reading its weights from flash (the smallest SRAM)."""
+    return schedule_uncascaded([s.segment for s in schedule.segments], schedule.order, schedule.accelerator,
+                               schedule.system, schedule.memory_mode, buffering=False)
 
-    CPU operators are steps too, so the NPU subgraphs' IFMs and OFMs stay live across them.
-    Returns the schedule and, per buffer (a tensor index), its index in `schedule.buffers`.
+
+def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedule, dict[Any, int]]:
+    """The memory planner's view: a buffer per feature-map buffer and per weight buffer, a step
+    per operation and per CPU operator (so the NPU subgraphs' IFMs and OFMs stay live across
+    the CPU work between them).
+
+    Returns the schedule and the index of each buffer in it: feature-map buffers by tensor
+    index, weight buffers by ``("weights", position in schedule.operations)``.
     """
     buffers: list[mem.ScheduledBuffer] = []
-    index: dict[int, int] = {}
+    index: dict[Any, int] = {}
     cpu_visible: set[int] = set()
     for s in schedule.segments:
         seg = s.segment
@@ -116,7 +188,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 buffers.append(mem.ScheduledBuffer(graph.tensors[b].name, "feature_map", size,
                                                    cpu_visible=b in cpu_visible))
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index), name="inputs")]
-    # A tensor the CPU hands over is alive from where a CPU operator (or the model input) writes it.
+    position = 0
     for kind, i in schedule.order:
         if kind == "cpu":
             op = graph.operators[i]
@@ -125,7 +197,13 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             continue
         for sop in schedule.segments[i].operations:
             lo = sop.lowered
-            reads = tuple(index[v.buffer] for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in index)
-            steps.append(mem.Step(reads, (index[lo.ofm.buffer],), lo.name))
+            reads = [index[v.buffer] for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in index]
+            if sop.weight_buffer:
+                key = ("weights", position)
+                index[key] = len(buffers)
+                buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", "weights", len(sop.encoded.data)))
+                reads.append(index[key])
+            steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
+            position += 1
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
     return mem.Schedule(buffers, steps, []), index

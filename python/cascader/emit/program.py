@@ -17,7 +17,6 @@ from ..frontend.lower import FeatureMapView
 from ..schedule import ScheduledOperation, SegmentSchedule
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
-from .weights import encode_weights
 
 FLASH_ALIGNMENT = 16
 ARENA_REGIONS = {"scratch": REGION_SCRATCH, "scratch_fast": REGION_SCRATCH_FAST}
@@ -58,8 +57,9 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
 
 
 def operation_record(sop: ScheduledOperation, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
-                     accelerator: str) -> dict[str, Any]:
-    """The decoder-format record of one scheduled operation, weights encoded into `flash`."""
+                     weights_at: tuple[int, int]) -> dict[str, Any]:
+    """The decoder-format record of one scheduled operation; its weight streams are at
+    `weights_at` (region, address)."""
     lo = sop.lowered
     r = lo.registers
     record: dict[str, Any] = dict(
@@ -90,27 +90,45 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
         record["ifm2_scalar"] = r.get("ifm2_scalar")
         record["broadcast"] = tuple(r.get("broadcast", (False, False, False)))
         record["reversed_operands"] = r.get("reversed_operands", False)
-    if lo.weights is not None:
-        v = lo.weights
-        encoded = encode_weights(
-            v.values, v.zero_points, v.bias, np.array([m for m, _ in v.scales], dtype=np.int64),
-            np.array([s for _, s in v.scales], dtype=np.int64), depthwise=v.depthwise,
-            part_kernel_first=sop.part_kernel_first, ofm_block_depth=sop.block[2],
-            ifm_bits=8 * lo.ifm.element_size, dilation=tuple(r["kernel"]["dilation"]), accelerator=accelerator,
-        )
-        base = flash.append(encoded.data)
-        streams = encoded.slices[0]
-        for core, s in enumerate(streams):
-            suffix = "" if core == 0 else str(core)
-            record["weights" + suffix] = dict(region=REGION_FLASH, address=base + s.weight_offset, length=s.weight_length)
-            record["scales" + suffix] = dict(region=REGION_FLASH, address=base + s.scale_offset, length=s.scale_length)
-        record["parallel_mode"] = len(streams) - 1
+    if sop.encoded is not None:
+        record.update(_weight_ranges(sop, weights_at))
     return record
 
 
-def emit_segment(segment: SegmentSchedule, placement: Placement, flash: FlashImage, accelerator: str
+def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int]) -> dict[str, Any]:
+    """WEIGHT/SCALE (and the second core's WEIGHT1/SCALE1) ranges of the encoded streams at `at`.
+
+    Uncascaded, an operation runs its whole OFM depth at once: the streams of its single depth
+    slice, one per core.
+    """
+    region, base = at
+    streams = sop.encoded.slices[0]
+    out: dict[str, Any] = {"parallel_mode": len(streams) - 1}
+    for core, s in enumerate(streams):
+        suffix = "" if core == 0 else str(core)
+        out["weights" + suffix] = dict(region=region, address=base + s.weight_offset, length=s.weight_length)
+        out["scales" + suffix] = dict(region=region, address=base + s.scale_offset, length=s.scale_length)
+    return out
+
+
+def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, flash: FlashImage, accelerator: str
                  ) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """Operation records and the command stream (uint32 words, ending in STOP) of one segment."""
-    records = [operation_record(s, placement, flash, segment.segment.constants, accelerator)
-               for s in segment.operations]
+    """Operation records and the command stream (uint32 words, ending in STOP) of one segment.
+
+    `first` is the position of the segment's first operation in the whole schedule (weight
+    buffers are keyed by it). A buffered operation is preceded by the DMA that copies its
+    streams from flash into its buffer; the encoder makes the operation wait for it.
+    """
+    records: list[dict[str, Any]] = []
+    for k, sop in enumerate(segment.operations):
+        weights_at = (REGION_FLASH, 0)
+        if sop.encoded is not None:
+            src = flash.append(bytes(sop.encoded.data))
+            weights_at = (REGION_FLASH, src)
+            if sop.weight_buffer:
+                weights_at = placement.address[("weights", first + k)]
+                size = len(sop.encoded.data)
+                records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src, length=size),
+                                    dst=dict(region=weights_at[0], address=weights_at[1], length=size)))
+        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at))
     return records, encode_command_stream(records, accelerator=accelerator)
