@@ -94,7 +94,7 @@ class CompiledModel:
         return Summary(
             accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode,
             sram_bytes=self.sram_bytes, sram_budget=self.sram_budget, flash_bytes=self.flash_bytes,
-            total_cycles=float(self.estimate.total_cycles), npu_operators=npu_ops,
+            total_cycles=float(self.estimate.total_cycles) if self.schedule.operations else 0.0, npu_operators=npu_ops,
             cpu_operators=len(self.partition.graph.operators) - npu_ops,
             npu_operations=len(self.schedule.operations), compile_seconds=self.compile_seconds,
         )

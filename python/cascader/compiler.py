@@ -183,8 +183,9 @@ def compile(
         _, words = emit_segment(seg, first, placement, flash, acc.name)
         first += len(seg.operations)
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
-    out = package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets, accelerator=acc.name,
-                  description="cascader Optimised")
+    # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
+    out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
+                                          accelerator=acc.name, description="cascader Optimised")
     config = MemoryConfig.for_target(acc.name, system, mode)
     return CompiledModel(
         model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,

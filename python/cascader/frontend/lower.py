@@ -173,6 +173,9 @@ class _Lowering:
         self.next_pseudo = -2  # constant buffers made here get negative ids
         self.folded_pad: dict[int, tuple[int, int, int, int]] = {}  # consumer op -> padding from a PAD
         self.skipped: set[int] = set()
+        # Concatenation inputs their producer writes straight into the output's slice:
+        # tensor -> (concatenation output, axis in H/W/C, start along it).
+        self.slices: dict[int, tuple[int, int, int]] = {}
         consumers: dict[int, list[int]] = {}
         for i, op in enumerate(graph.operators):
             for t in op.inputs:
@@ -183,11 +186,17 @@ class _Lowering:
     # --- buffers ----------------------------------------------------------------------------
 
     def buffer(self, t: int) -> int:
-        while t in self.root:
-            t = self.root[t]
+        """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
+        while t in self.root or t in self.slices:
+            t = self.root[t] if t in self.root else self.slices[t][0]
         return t
 
     def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
+        if t in self.slices:
+            out, axis, start = self.slices[t]
+            parent = self.view(out)
+            hwc = shape or _hwc(self.graph.tensors[t])
+            return replace(parent, shape=hwc, offset=parent.offset + start * parent.strides[axis])
         tensor = self.graph.tensors[t]
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
@@ -230,6 +239,7 @@ class _Lowering:
                     raise UnsupportedError(f"operator {i} ({op.opcode}) reshapes a constant")
                 self.root[dst] = src
         self._fold_pads()
+        self._slice_concatenations()
         for i in self.operators:
             if i in self.skipped:
                 continue
@@ -275,6 +285,32 @@ class _Lowering:
             self.folded_pad[users[0]] = (int(top), int(left), int(bottom), int(right))
             self.root[out] = op.inputs[0]
             self.skipped.add(i)
+
+    def _slice_concatenations(self) -> None:
+        """Let producers write their concatenation slice in place, which saves a copy and a
+        buffer, when nothing else reads the input and nothing would need rescaling."""
+        producer = {t: i for i in self.operators for t in self.graph.operators[i].outputs}
+        for i in self.operators:
+            v = OperatorView(self.graph, i)
+            if v.opcode != "CONCATENATION" or v.fused_activation != "NONE":
+                continue
+            out = v.op.outputs[0]
+            rank = len(v.ofm.shape)
+            axis = v.options.get("axis", -1) % rank
+            if rank == 4 and axis == 0:
+                continue
+            hwc_axis = axis + (3 - rank) if rank <= 3 else axis - 1
+            start = 0
+            for t in v.op.inputs:
+                tensor = self.graph.tensors[t]
+                size = _hwc(tensor)[hwc_axis] if not tensor.is_constant else 0
+                p = producer.get(t)
+                if (p is not None and not tensor.is_constant and self.consumers.get(t) == [i]
+                        and t not in self.graph.outputs and t not in self.root and t not in self.slices
+                        and self.graph.operators[p].opcode not in ALIAS_OPS | {"CONCATENATION", "PAD"}
+                        and _quant(tensor) == _quant(v.ofm) and v.op.inputs.count(t) == 1):
+                    self.slices[t] = (out, hwc_axis, start)
+                start += size
 
     def _weighted(self, v: OperatorView, depthwise: bool) -> None:
         ifm_t, w_t, ofm_t = v.ifm, v.weights, v.ofm
@@ -367,12 +403,20 @@ class _Lowering:
         k = v.kernel
         assert k is not None
         padding = self._padding(v, ifm, ofm)
+        # TFLite pools the raw values (equal input and output quantization) and rounds an
+        # average half away from zero. With zero points 0 the NPU does the same; with the real
+        # ones it would round ties of (x - zp) instead, one off wherever the sign differs.
+        ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
         if mode == "MAX" or any(padding):
             ofm_scale = (1, 0)  # max needs none; a padded average is divided by the NPU itself
         else:
             ofm_scale = pooling_scale(k.height * k.width)
         lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
-        registers = dict(sub_op=mode, kernel=_kernel(k.height, k.width, (k.stride_h, k.stride_w), (1, 1)),
+        # A window that covers the whole input (a global pool) has no second position: its
+        # stride is irrelevant, and TFLite models often give it the kernel size, past the
+        # NPU's limit.
+        stride = (1 if ofm.shape[0] == 1 else k.stride_h, 1 if ofm.shape[1] == 1 else k.stride_w)
+        registers = dict(sub_op=mode, kernel=_kernel(k.height, k.width, stride, (1, 1)),
                          padding=padding, activation=_clamp(v.ofm, lo, hi), rounding="NATURAL", global_scale=True,
                          ofm_scale=ofm_scale)
         cost = "max_pool" if mode == "MAX" else "avg_pool"
@@ -439,6 +483,9 @@ class _Lowering:
         start = 0
         for t in v.op.inputs:
             src = self.view(t)
+            if t in self.slices:  # its producer already wrote it there
+                start += src.shape[hwc_axis]
+                continue
             shape = list(ofm.shape)
             shape[hwc_axis] = src.shape[hwc_axis]
             if tuple(shape) != src.shape:
