@@ -172,6 +172,7 @@ class _Lowering:
         self.fill_constants: dict[tuple[int, str], int] = {}  # (value, dtype) -> pseudo buffer
         self.next_pseudo = -2  # constant buffers made here get negative ids
         self.folded_pad: dict[int, tuple[int, int, int, int]] = {}  # consumer op -> padding from a PAD
+        self.folded_input: dict[int, int] = {}  # consumer op -> the PAD's input tensor
         self.skipped: set[int] = set()
         # Concatenation inputs their producer writes straight into the output's slice:
         # tensor -> (concatenation output, axis in H/W/C, start along it).
@@ -283,6 +284,7 @@ class _Lowering:
             if _quant(self.graph.tensors[out]) != _quant(self.graph.tensors[op.inputs[0]]):
                 continue
             self.folded_pad[users[0]] = (int(top), int(left), int(bottom), int(right))
+            self.folded_input[users[0]] = op.inputs[0]
             self.root[out] = op.inputs[0]
             self.skipped.add(i)
 
@@ -324,7 +326,8 @@ class _Lowering:
         wzp = np.asarray(wq.zero_point, dtype=np.int64).reshape(-1)
         wscale = np.asarray(wq.scale, dtype=np.float32).reshape(-1)
         fc = v.opcode == "FULLY_CONNECTED"
-        ifm_view = self.view(v.op.inputs[0])
+        # A folded PAD: the operation reads the PAD's input and pads it itself.
+        ifm_view = self.view(self.folded_input.get(v.index, v.op.inputs[0]))
         ofm_view = self.view(v.op.outputs[0])
         kind, cost_kind = "conv", "conv2d"
         if fc:
@@ -359,7 +362,14 @@ class _Lowering:
             else:
                 ohwi = w
             kernel = _kernel(k.height, k.width, (k.stride_h, k.stride_w), (k.dilation_h, k.dilation_w))
-            padding = self.folded_pad.get(v.index) or self._padding(v, ifm_view, ofm_view)
+            padding = self._padding(v, ifm_view, ofm_view)
+            if v.index in self.folded_pad:
+                top, left, _, _ = self.folded_pad[v.index]
+                # The NPU takes the IFM to end where the last window does, (OH-1)*stride +
+                # kernel - top - bottom rows: bottom/right padding is only what the windows reach.
+                bottom = (ofm_view.shape[0] - 1) * k.stride_h + k.dilated_height - top - ifm_view.shape[0]
+                right = (ofm_view.shape[1] - 1) * k.stride_w + k.dilated_width - left - ifm_view.shape[1]
+                padding = (top, left, max(bottom, 0), max(right, 0))
         out_channels = ohwi.shape[0]
         bias_t = v.bias
         bias = (np.zeros(out_channels, dtype=np.int64) if bias_t is None
