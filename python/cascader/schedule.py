@@ -175,18 +175,38 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     Returns the schedule and the index of each buffer in it: feature-map buffers by tensor
     index, weight buffers by ``("weights", position in schedule.operations)``.
     """
-    buffers: list[mem.ScheduledBuffer] = []
-    index: dict[Any, int] = {}
+    # A tensor is one buffer for the whole inference. Each segment resolves its own aliases
+    # (a reshape in one segment, its output read as an IFM by the next): join them across
+    # segments so that every segment's name for the bytes lands on the same buffer.
+    parent: dict[int, int] = {}
+
+    def find(t: int) -> int:
+        while parent.get(t, t) != t:
+            parent[t] = parent.get(parent[t], parent[t])
+            t = parent[t]
+        return t
+
+    for s in schedule.segments:
+        for t, b in s.segment.aliases.items():
+            rt, rb = find(t), find(b)
+            if rt != rb:
+                parent[max(rt, rb)] = min(rt, rb)
+    sizes: dict[int, int] = {}
     cpu_visible: set[int] = set()
     for s in schedule.segments:
         seg = s.segment
-        cpu_visible.update(seg.aliases[t] for t in (*seg.ifms, *seg.ofms))
+        for b, size in seg.buffers.items():
+            sizes[find(b)] = max(sizes.get(find(b), 0), size)
+        cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
+    buffers: list[mem.ScheduledBuffer] = []
+    index: dict[Any, int] = {}
+    for root in sorted(sizes):
+        index[root] = len(buffers)
+        buffers.append(mem.ScheduledBuffer(graph.tensors[root].name, "feature_map", sizes[root],
+                                           cpu_visible=root in cpu_visible))
     for s in schedule.segments:
-        for b, size in s.segment.buffers.items():
-            if b not in index:
-                index[b] = len(buffers)
-                buffers.append(mem.ScheduledBuffer(graph.tensors[b].name, "feature_map", size,
-                                                   cpu_visible=b in cpu_visible))
+        for t, b in s.segment.aliases.items():
+            index[t] = index[b] = index[find(b)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index), name="inputs")]
     position = 0
     for kind, i in schedule.order:

@@ -27,7 +27,7 @@ class FlashImage:
     """The read-only bytes every `ethos-u` operator of a model addresses as region 0."""
 
     data: bytearray = field(default_factory=bytearray)
-    constants: dict[int, int] = field(default_factory=dict)  # constant buffer -> address
+    constants: dict[bytes, int] = field(default_factory=dict)  # constant feature-map bytes -> address
 
     def append(self, blob: bytes) -> int:
         pad = -len(self.data) % FLASH_ALIGNMENT
@@ -46,9 +46,12 @@ class Placement:
 
 def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, constants: dict[int, bytes]) -> dict:
     if view.buffer in constants:
-        if view.buffer not in flash.constants:
-            flash.constants[view.buffer] = flash.append(constants[view.buffer])
-        region, base = REGION_FLASH, flash.constants[view.buffer]
+        # Keyed by content: equal constants are stored once, and segments' constant ids (local
+        # to each segment) cannot collide.
+        blob = constants[view.buffer]
+        if blob not in flash.constants:
+            flash.constants[blob] = flash.append(blob)
+        region, base = REGION_FLASH, flash.constants[blob]
     else:
         region, base = placement.address[view.buffer]
     h, w, c = view.shape
