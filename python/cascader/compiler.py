@@ -185,7 +185,7 @@ def compile(
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
     # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
     out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
-                                          accelerator=acc.name, description="cascader Optimised")
+                                          accelerator=acc.name, description="cascader Optimised", order=sched.order)
     config = MemoryConfig.for_target(acc.name, system, mode)
     return CompiledModel(
         model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,
