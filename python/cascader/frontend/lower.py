@@ -460,13 +460,10 @@ class _Lowering:
                              ifm_scale_mode=0)
         else:
             bits = 16 if a.dtype == "int16" else 8
-            # The scales are computed in TFLite's operand order; swapping the operands swaps
-            # which one the NPU scales.
+            # With REVERSED_OPERANDS the ALU's operand A is the IFM2 (SUB computes A - B), so A
+            # and B stay TFLite's first and second operand, and so does the scale mode (1: A).
             first, second = (b, a) if reversed_operands else (a, b)
-            s = add_sub_scales(first.scale, second.scale, ofm.scale, bits)
-            if reversed_operands:
-                s["ifm_scale_mode"] = 3 - s["ifm_scale_mode"]
-            registers.update(s)
+            registers.update(add_sub_scales(first.scale, second.scale, ofm.scale, bits))
         cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
         self.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
                                   registers=registers))
