@@ -89,7 +89,8 @@ class _Target:
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0) -> OpCost:
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
-            ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_memory=self.arena_memory, ofm_memory=self.arena_memory,
+            ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
+            ifm_memory=self.arena_memory, ofm_memory=self.arena_memory,
             accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode, block_config=block,
         )
         if part_kernel_first is not None:
@@ -104,7 +105,7 @@ class _Target:
             if buffered:
                 args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack)
         if op.ifm2 is not None:
-            args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype)
+            args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
         return estimate_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args)
 
 

@@ -56,7 +56,7 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
         region, base = placement.address[view.buffer]
     h, w, c = view.shape
     return dict(region=region, base=[base + view.offset, 0, 0, 0], shape=(h, w, c), tiles=(h, h, w),
-                strides=tuple(view.strides), dtype=view.dtype, layout="NHWC", zero_point=view.zero_point)
+                strides=tuple(view.strides), dtype=view.dtype, layout=view.layout, zero_point=view.zero_point)
 
 
 def operation_record(sop: ScheduledOperation, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
