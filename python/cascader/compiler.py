@@ -20,7 +20,7 @@ from .frontend.lower import LoweredSegment, lower_segment
 from .frontend.partition import NPU, Partition, partition
 from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
-from .schedule import NpuSchedule, memory_schedule, schedule_uncascaded, without_weight_buffers
+from .schedule import NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, without_weight_buffers
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 
@@ -103,11 +103,11 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
         `minimum_sram` give the smallest budget that works.
     """
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram)
-    candidates = [sched]
-    if any(op.weight_buffer for op in sched.operations):
+    candidates = [fit_weight_buffers(sched, part.graph)]
+    if any(op.weight_buffer for op in candidates[0].operations):
         candidates.append(without_weight_buffers(sched))
     for candidate in candidates:
-        msched, index = memory_schedule(candidate, part.graph)
+        msched, index, _ = memory_schedule(candidate, part.graph)
         try:
             result = layout(msched, config)
         except BudgetError:
@@ -117,7 +117,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
         offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
                    if placed[index[b]].arena == "scratch"}
         return candidate, result, Placement(address), offsets
-    msched, _ = memory_schedule(candidates[-1], part.graph)
+    msched, _, _ = memory_schedule(candidates[-1], part.graph)
     unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     need = sram_bytes(layout(msched, unlimited), unlimited)
     raise InfeasibleError(

@@ -14,7 +14,7 @@ traversal, never on an address.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ class ScheduledOperation:
     cost: OpCost
     encoded: Any = None  # cascader.emit.weights.EncodedWeights
     weight_buffer: bool = False
+    direct_cost: OpCost | None = None  # with weight_buffer: the cost reading the weights from flash
 
 
 @dataclass
@@ -143,7 +144,7 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
     if buffering and target.weight_memory != target.buffer_memory:
         buffered = target.cost(op, w, s, block, pkf if op.kind == "conv" else None, buffered=True, slack=slack)
         if buffered.total_cycles < direct.total_cycles:
-            return ScheduledOperation(op, block, pkf, buffered, encoded, weight_buffer=True)
+            return ScheduledOperation(op, block, pkf, buffered, encoded, weight_buffer=True, direct_cost=direct)
     return ScheduledOperation(op, block, pkf, direct, encoded)
 
 
@@ -162,19 +163,59 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     return NpuSchedule(out, order, target.accelerator, system, memory_mode)
 
 
-def without_weight_buffers(schedule: NpuSchedule) -> NpuSchedule:
-    """The same schedule with every operation reading its weights from flash (the smallest SRAM)."""
-    return schedule_uncascaded([s.segment for s in schedule.segments], schedule.order, schedule.accelerator,
-                               schedule.system, schedule.memory_mode, buffering=False)
+def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) -> NpuSchedule:
+    """The same schedule with every operation but those at positions `keep` reading its weights
+    from flash."""
+    segments, k = [], 0
+    for seg in schedule.segments:
+        ops = []
+        for sop in seg.operations:
+            if sop.weight_buffer and k not in keep:
+                sop = replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None)
+            ops.append(sop)
+            k += 1
+        segments.append(SegmentSchedule(seg.segment, ops))
+    return replace(schedule, segments=segments)
 
 
-def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedule, dict[Any, int]]:
+def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph) -> NpuSchedule:
+    """Keep the weight buffers that fit under the feature maps' own peak.
+
+    Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
+    peak anyway; a buffer is kept when, over the two steps it is live (its DMA runs under the
+    previous operation), the feature maps live then leave room for it below that peak. The most
+    cycles saved per byte go first. The SRAM a compile uses is then the feature maps' alone.
+    O(operations log operations) after one live-range pass.
+    """
+    lean = without_weight_buffers(schedule)
+    msched, _, op_steps = memory_schedule(lean, graph)
+    r = mem.live_ranges(msched)
+    live = np.zeros(len(msched.steps) + 1, dtype=np.int64)
+    for start, end, size, align in zip(r.start, r.end, r.size, r.alignment):
+        live[start:end] += (size + align - 1) // align * align
+    peak = int(live.max(initial=0))
+    ops = schedule.operations
+    wanted = [k for k, sop in enumerate(ops) if sop.weight_buffer]
+    gain = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(len(ops[k].encoded.data), 1)
+            for k in wanted}
+    keep: set[int] = set()
+    for k in sorted(wanted, key=lambda k: -gain[k]):
+        size = (len(ops[k].encoded.data) + 15) // 16 * 16
+        steps = slice(max(op_steps[k] - 1, 0), op_steps[k] + 1)
+        if int(live[steps].max()) + size <= peak:
+            live[steps] += size
+            keep.add(k)
+    return without_weight_buffers(schedule, keep)
+
+
+def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedule, dict[Any, int], list[int]]:
     """The memory planner's view: a buffer per feature-map buffer and per weight buffer, a step
     per operation and per CPU operator (so the NPU subgraphs' IFMs and OFMs stay live across
     the CPU work between them).
 
-    Returns the schedule and the index of each buffer in it: feature-map buffers by tensor
-    index, weight buffers by ``("weights", position in schedule.operations)``.
+    Returns the schedule, the index of each buffer in it (feature-map buffers by tensor index,
+    weight buffers by ``("weights", position in schedule.operations)``), and the step of each
+    operation.
     """
     # A tensor is one buffer for the whole inference. Each segment resolves its own aliases
     # (a reshape in one segment, its output read as an IFM by the next): join them across
@@ -209,6 +250,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
         for t, b in s.segment.aliases.items():
             index[t] = index[b] = index[find(b)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index), name="inputs")]
+    op_steps: list[int] = []  # the step of each scheduled operation
     position = 0
     for kind, i in schedule.order:
         if kind == "cpu":
@@ -224,7 +266,8 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 index[key] = len(buffers)
                 buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", "weights", len(sop.encoded.data)))
                 reads.append(index[key])
+            op_steps.append(len(steps))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
             position += 1
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
-    return mem.Schedule(buffers, steps, []), index
+    return mem.Schedule(buffers, steps, []), index, op_steps
