@@ -45,6 +45,22 @@ def test_single_op_cases_bit_exact(tmp_path, name):
     assert compiled.summary().npu_operations >= 1 or compiled.summary().npu_operators == 0
 
 
+BROADCAST_CASES = {
+    # The broadcast operand first: the NPU swaps the operands (REVERSED_OPERANDS), and SUB's
+    # operand order and the scaled operand must follow.
+    "sub_first_broadcast": lambda: zoo.sub((1, 1, 1, 8), (1, 8, 8, 8)),
+    "sub_second_broadcast": lambda: zoo.sub((1, 8, 8, 8), (1, 1, 8, 1)),
+    "add_first_broadcast": lambda: zoo.add((1, 8, 1, 8), (1, 8, 8, 8)),
+    "mul_first_scalar": lambda: zoo.mul((1, 1, 1, 1), (1, 8, 8, 8)),
+    "sub_same_shape": lambda: zoo.sub((1, 8, 8, 16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROADCAST_CASES))
+def test_broadcast_operand_order_bit_exact(tmp_path, name):
+    _check_bit_exact(tmp_path, name, BROADCAST_CASES[name](), seeds=(0, 1, 2))
+
+
 @pytest.mark.parametrize("name", sorted(NETWORKS))
 def test_zoo_networks_bit_exact(tmp_path, name):
     compiled = _check_bit_exact(tmp_path, name, NETWORKS[name]())

@@ -36,8 +36,7 @@ class Summary:
     def __str__(self) -> str:
         budget = "unlimited" if self.sram_budget is None else f"{self.sram_budget:,} B"
         return "\n".join([
-            f"accelerator      {self.accelerator} ({self.system or 'default system'}, "
-            f"{self.memory_mode or 'default memory mode'})",
+            f"accelerator      {self.accelerator} ({self.system}, {self.memory_mode})",
             f"SRAM used        {self.sram_bytes:,} B (budget {budget})",
             f"flash            {self.flash_bytes:,} B",
             f"cycles           {self.total_cycles:,.0f}",

@@ -12,7 +12,7 @@ import re
 import time
 from typing import Union
 
-from .arch import Accelerator, MemoryMode
+from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .compiled import CompiledModel
 from .emit.program import ARENA_REGIONS, FlashImage, Placement, emit_segment
 from .errors import BudgetError, InfeasibleError, InvalidArgumentError, UnsupportedError
@@ -173,7 +173,10 @@ def compile(
     acc = Accelerator(accelerator)
     m = _as_model(model)
     part, segments = lower(m)
-    mode = MemoryMode.parse(memory_mode).value if memory_mode is not None else None
+    # The target's defaults, resolved here so the result names the system and mode it ran on.
+    u65 = acc._config.is_u65
+    mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
+    system = system if system is not None else DEFAULT_SYSTEM[u65]
     sched = schedule(part, segments, acc.name, system, mode)
     sched, result, placement, offsets = allocate(sched, part, budget)
     flash = FlashImage()
