@@ -25,6 +25,7 @@ from cascader.errors import BinaryError, InvalidArgumentError
 from cascader.memory import ScheduledBuffer, Schedule, Step, layout
 from cascader.reference import random_inputs
 from cascader.sim import Session, npu_calls
+from cascader.sim.binary import arena_sizes
 from cascader.tflite import Model
 from cascader.tflite.builder import ModelBuilder, quantization
 from cascader.tflite.ethos_u import (
@@ -100,7 +101,7 @@ def test_vela_5_binaries_repackage_to_the_same_model(name, config, tmp_path):
     vela = load_model(compile_with_vela(path, config).path)
     ours = repackage(load_model(path), vela)
     assert ours == vela  # tensors, buffers, operators, custom options, metadata, I/O
-    assert ArenaSizes.of_model(ours) == ArenaSizes.of_model(vela)
+    assert arena_sizes(ours) == arena_sizes(vela)
     assert load_model(save_model(ours)) == vela
     _same_outputs(ours, vela, original)
 
@@ -192,7 +193,7 @@ def test_persistent_arena_is_a_variable_tensor_in_region_3():
     assert call.persistent == (op.inputs[4],)
     assert call.region_tensors[REGION_PERSISTENT] == op.inputs[4]
     assert call.ifms == (op.inputs[5],)  # the state is not an IFM
-    assert ArenaSizes.of_model(model) == ArenaSizes(512, 0, NBYTES)
+    assert arena_sizes(model) == ArenaSizes(512, 0, NBYTES)
 
 
 def test_persistent_arena_survives_between_inferences_of_a_session():
@@ -364,4 +365,4 @@ def test_npu_operator_placed_after_the_npu_operator_it_reads():
     assert sg.operators[0].inputs[0] != sg.operators[1].inputs[0]
     v = np.arange(16, dtype=np.int8).reshape(1, 1, 1, 16)
     assert np.array_equal(simulate(packaged, v)[0], v)
-    assert ArenaSizes.of_model(packaged) == ArenaSizes(48)
+    assert arena_sizes(packaged) == ArenaSizes(48)

@@ -49,6 +49,7 @@ _VERSION = {
         "FULLY_CONNECTED": 4,
         "ADD": 2,
         "MUL": 2,
+        "SUB": 2,
         "AVERAGE_POOL_2D": 2,
         "MAX_POOL_2D": 2,
         "PAD": 2,
@@ -471,7 +472,7 @@ class CalibratedNet:
         except ValueError:
             shapes = f"{list(a.shape)} and {list(b.shape)}"
             raise InvalidArgumentError(f"{opcode} operand shapes {shapes} do not broadcast") from None
-        value = a.value + b.value if opcode == "ADD" else a.value * b.value
+        value = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}[opcode](a.value, b.value)
         out = self._activation(self._name(name), apply_activation(value, activation), activation=activation)
         self._op(opcode, [a.index, b.index], [out.index], {"fused_activation_function": activation or "NONE"})
         return out
@@ -481,6 +482,9 @@ class CalibratedNet:
 
     def mul(self, a: Activation, b: Activation, activation: str | None = None, name: str = "mul") -> Activation:
         return self._elementwise("MUL", a, b, activation, name)
+
+    def sub(self, a: Activation, b: Activation, activation: str | None = None, name: str = "sub") -> Activation:
+        return self._elementwise("SUB", a, b, activation, name)
 
     # -- activation layers (int8 or int16) ----------------------------------------------------
     def leaky_relu(

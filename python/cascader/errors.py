@@ -25,3 +25,19 @@ class BinaryError(CascaderError, ValueError):
 
 class BudgetError(CascaderError):
     """A memory budget cannot be met. The message names the smallest budget that works."""
+
+
+class InfeasibleError(BudgetError):
+    """`cascader.compile` cannot fit the model into the SRAM budget it was given.
+
+    ``minimum_sram`` is the smallest budget (bytes) that the same compile fits into.
+    """
+
+    def __init__(self, message: str, minimum_sram: int | None = None) -> None:
+        super().__init__(message)
+        self.minimum_sram = minimum_sram
+
+
+class UnsupportedError(CascaderError, ValueError):
+    """The model uses something the NPU path cannot compile (an operator, a data type, a
+    quantization); the message names it and why."""

@@ -321,6 +321,11 @@ def mul(shape_a: Shape, shape_b: Shape | None = None, activation: str | None = N
     return _single_op_net("mul", [shape_a, shape_a if shape_b is None else shape_b], seed, activation=activation).build()
 
 
+def sub(shape_a: Shape, shape_b: Shape | None = None, activation: str | None = None, seed: int = 0) -> Model:
+    """One SUB of two int8 inputs (a - b); either may broadcast against the other."""
+    return _single_op_net("sub", [shape_a, shape_a if shape_b is None else shape_b], seed, activation=activation).build()
+
+
 def fully_connected(input_shape: Shape, units: int, activation: str | None = None, seed: int = 0) -> Model:
     """One FULLY_CONNECTED; `input_shape` is (1, ..., 1, depth) and the output (1, units)."""
     return _single_op_net("fully_connected", [input_shape], seed, units=units, activation=activation).build()

@@ -23,6 +23,7 @@ from .. import _core
 from ..errors import CascaderError
 from ..reference import random_inputs
 from ..sim import npu_calls, simulate
+from ..sim.binary import arena_sizes
 from ..tflite import Model, load_model
 from ..tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
@@ -75,7 +76,7 @@ def repackage(
         parts.append(NpuSubgraph(tuple(replaced_operators(original, set(ifms), ofms)), words, ifms, ofms))
     first = calls[0]
     # Vela 5.2 passes the scratch tensor again as region 2 when there is no dedicated fast memory.
-    arenas = arenas or ArenaSizes.of_model(vela)
+    arenas = arenas or arena_sizes(vela)
     offsets = {by_name[vsg.tensors[t].name]: off for t, off in (arena_offsets or first.arena_offsets).items()
                if vsg.tensors[t].name in by_name}
     return package(original, parts, first.flash, arenas, offsets, accelerator=config["accelerator"],

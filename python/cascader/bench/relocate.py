@@ -25,11 +25,11 @@ import numpy as np
 from ..errors import CascaderError
 from ..reference import random_inputs
 from ..sim import simulate
-from ..sim.binary import REGION_SCRATCH, REGION_SCRATCH_FAST
 from ..sim.relocate import (RelocationPlan, StreamSchedule, plan, relocated_command_streams, relocated_offsets,
                             stream_schedule)
 from ..tflite import Model, load_model, save_model
-from ..tflite.ethos_u import ArenaSizes
+from ..sim.binary import arena_sizes
+from ..tflite.ethos_u import REGION_SCRATCH, REGION_SCRATCH_FAST, ArenaSizes
 from .package import repackage
 from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
@@ -73,7 +73,7 @@ class Row:
 
 def relocate_row(name: str, original: Model, vela: Model, config: str, seeds=(0, 1, 2), time_limit: float = 2.0) -> Row:
     row = Row(name, config)
-    sizes = ArenaSizes.of_model(vela)
+    sizes = arena_sizes(vela)
     row.vela_scratch, row.vela_fast = sizes.scratch, sizes.scratch_fast
     try:
         ss = stream_schedule(vela)

@@ -9,6 +9,7 @@ so sorting groups by level gives a valid execution order. O(V + E) after the rul
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ModelError
@@ -58,10 +59,16 @@ def single_subgraph(model: Model) -> SubGraph:
     return model.subgraphs[0]
 
 
-def partition(model: Model) -> Partition:
-    """Partition subgraph 0 of `model` into NPU segments and CPU operators."""
+def partition(model: Model, cpu: Mapping[int, Verdict] | None = None) -> Partition:
+    """Partition subgraph 0 of `model` into NPU segments and CPU operators.
+
+    `cpu` overrides the rules for some operators (index -> the verdict sending it to the CPU):
+    the compiler uses it for operators the rules accept but the lowering cannot express.
+    """
     graph = single_subgraph(model)
     verdicts = [check_operator(OperatorView(graph, i)) for i in range(len(graph.operators))]
+    for i, verdict in (cpu or {}).items():
+        verdicts[i] = verdict
     while True:
         segments = _segments(graph, [v.npu for v in verdicts])
         demoted = [s for s in segments if s.target == NPU and _trivial(graph, s)]

@@ -25,7 +25,7 @@ import numpy as np
 from .. import _core
 from ..errors import BinaryError
 from ..tflite import Model, Operator, SubGraph
-from ..tflite.ethos_u import ETHOSU_CUSTOM_CODE, MAX_REGIONS, REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
+from ..tflite.ethos_u import ETHOSU_CUSTOM_CODE, MAX_REGIONS, ArenaSizes
 
 
 @dataclass
@@ -150,3 +150,17 @@ def npu_calls(model: Model, subgraph: int = 0) -> list[NpuCall]:
 
 def is_npu_operator(op: Operator) -> bool:
     return op.opcode == "CUSTOM" and op.custom_code == ETHOSU_CUSTOM_CODE
+
+
+def arena_sizes(model: Model) -> ArenaSizes:
+    """The arena sizes a packaged model (ours or Vela's) records in its `ethos-u` operators.
+
+    This reader lives with the simulator, not with the packager: `tflite` never imports `sim`.
+    """
+    tensors = model.main.tensors
+    calls = npu_calls(model)
+    scratch = max((tensors[c.scratch_tensor].nbytes for c in calls), default=0)
+    fast = max((tensors[c.scratch_fast_tensor].nbytes for c in calls if c.scratch_fast_tensor != c.scratch_tensor),
+               default=0)
+    persistent = sum(tensors[t].nbytes for t in {t for c in calls for t in c.persistent})
+    return ArenaSizes(scratch, fast, persistent)

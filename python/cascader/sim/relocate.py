@@ -32,7 +32,8 @@ from .. import _core
 from ..errors import CascaderError
 from ..memory import Alias, AllocationResult, ScheduledBuffer, Schedule, ScheduleRanges, Step, allocate, live_ranges
 from ..tflite import Model
-from .binary import REGION_SCRATCH, REGION_SCRATCH_FAST, NpuCall, npu_calls
+from ..tflite.ethos_u import REGION_SCRATCH, REGION_SCRATCH_FAST
+from .binary import NpuCall, npu_calls
 
 ARENA_NAMES = {REGION_SCRATCH: "scratch", REGION_SCRATCH_FAST: "scratch_fast"}
 

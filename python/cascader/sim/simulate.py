@@ -21,15 +21,8 @@ from .. import _core
 from ..errors import BinaryError, CascaderError
 from ..reference import ReferenceInterpreter
 from ..tflite import Model, SubGraph, Tensor, load_model
-from .binary import (
-    REGION_FLASH,
-    REGION_SCRATCH,
-    REGION_SCRATCH_FAST,
-    DecodedStream,
-    NpuCall,
-    is_npu_operator,
-    npu_calls,
-)
+from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
+from .binary import DecodedStream, NpuCall, is_npu_operator, npu_calls
 
 BinaryLike = Union[Model, bytes, bytearray, memoryview, str, os.PathLike, Any]
 

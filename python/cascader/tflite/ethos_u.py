@@ -73,19 +73,6 @@ class ArenaSizes:
         sizes = layout.sizes
         return cls(sizes.get("scratch", 0), sizes.get("scratch_fast", 0), sizes.get("persistent", 0))
 
-    @classmethod
-    def of_model(cls, model: Model) -> "ArenaSizes":
-        """The arena sizes a packaged model (ours or Vela's) records in its `ethos-u` operators."""
-        from ..sim.binary import npu_calls  # the reader lives with the simulator
-
-        tensors = model.main.tensors
-        calls = npu_calls(model)
-        scratch = max((tensors[c.scratch_tensor].nbytes for c in calls), default=0)
-        fast = max((tensors[c.scratch_fast_tensor].nbytes for c in calls if c.scratch_fast_tensor != c.scratch_tensor),
-                   default=0)
-        persistent = sum(tensors[t].nbytes for t in {t for c in calls for t in c.persistent})
-        return cls(scratch, fast, persistent)
-
     @property
     def non_persistent(self) -> int:
         return self.scratch + self.scratch_fast
@@ -131,6 +118,7 @@ def package(
     id_word: int = DEFAULT_ID_WORD,
     scratch_offset: int = 0,
     description: str = "cascader Optimised",
+    order: Sequence[tuple[str, int]] | None = None,
 ) -> Model:
     """Replace each NPU subgraph of `model` by one `ethos-u` operator (see the module docstring).
 
@@ -154,6 +142,10 @@ def package(
         Where the scratch tensor sits in the arena (Vela: 0).
     description
         The model's description string (Vela writes "Vela Optimised").
+    order
+        The execution order, as ``("cpu", operator index)`` and ``("npu", index into
+        subgraphs)``; by default each NPU subgraph goes where its first operator was, or just
+        after the last producer of its IFMs.
 
     Returns
     -------
@@ -174,7 +166,15 @@ def package(
     _check_disjoint(npus)
     for npu in npus:
         _check_offsets(sg, npu, arena_offsets, scratch_offset, arenas.scratch)
-    order = _operator_order(sg, npus)
+    if order is None:
+        items = _operator_order(sg, npus)
+    else:
+        owned = {i for npu in npus for i in npu.ops}
+        items = [npus[k] if kind == "npu" else k for kind, k in order]
+        cpu = [k for kind, k in order if kind != "npu"]
+        if sorted(cpu) != sorted(set(range(len(sg.operators))) - owned) or len(items) != len(cpu) + len(npus):
+            raise InvalidArgumentError("order must name every CPU operator and every NPU subgraph exactly once")
+    items = _check_order(sg, items)
 
     out = Model(description=description, version=model.version, metadata_buffer=())
     tensors: list[Tensor] = []
@@ -198,7 +198,7 @@ def package(
     shared: dict[str, int] = {}
     operators: list[Operator] = []
     offsets: dict[int, int] = {}
-    for item in order:
+    for item in items:
         if isinstance(item, int):
             op = sg.operators[item]
             inputs = tuple(take(t) for t in op.inputs)
@@ -384,8 +384,12 @@ def _operator_order(sg: SubGraph, npus: list[_Npu]) -> list[Any]:
         place(npu)
     keyed: list[tuple[tuple[int, int, int], Any]] = [((i, 0, 0), i) for i in range(len(sg.operators)) if i not in owner]
     keyed += [((n.position, 1, depth[id(n)]), n) for n in npus]
-    order = [item for _, item in sorted(keyed, key=lambda k: k[0])]
-    # Check: every tensor is produced before it is read.
+    return [item for _, item in sorted(keyed, key=lambda k: k[0])]
+
+
+def _check_order(sg: SubGraph, order: list[Any]) -> list[Any]:
+    """Every tensor is produced before it is read."""
+    producer = {t: i for i, op in enumerate(sg.operators) for t in op.outputs}
     ready = set(sg.inputs)
     for item in order:
         reads = item.ifms if isinstance(item, _Npu) else sg.operators[item].inputs

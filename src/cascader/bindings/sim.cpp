@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cascader/bindings/bindings.hpp"
+#include "cascader/bindings/operation_dict.hpp"
 #include "cascader/common/error.hpp"
 #include "cascader/emit/weights.hpp"
 #include "cascader/sim/command_stream.hpp"
@@ -16,74 +17,6 @@ namespace py = pybind11;
 namespace cascader::bindings {
 
 namespace {
-
-using sim::FeatureMap;
-using sim::NpuOperation;
-
-py::dict feature_map(const FeatureMap& f) {
-  py::dict d;
-  d["region"] = f.region;
-  d["base"] = std::vector<uint64_t>(f.base.begin(), f.base.end());
-  d["shape"] = py::make_tuple(f.height, f.width, f.depth);
-  d["tiles"] = py::make_tuple(f.height0, f.height1, f.width0);
-  d["strides"] = py::make_tuple(f.stride_y, f.stride_x, f.stride_c);
-  d["dtype"] = sim::name(f.dtype);
-  d["layout"] = f.layout == sim::Layout::NHWC ? "NHWC" : "NHCWB16";
-  d["zero_point"] = f.zero_point;
-  return d;
-}
-
-py::dict address_range(const sim::AddressRange& r) {
-  py::dict d;
-  d["region"] = r.region;
-  d["address"] = r.address;
-  d["length"] = r.length;
-  return d;
-}
-
-py::dict operation(const NpuOperation& op) {
-  static const char* rounding[] = {"TFL", "TRUNCATE", "NATURAL"};
-  py::dict d;
-  d["kind"] = sim::name(op.kind);
-  d["word_offset"] = op.word_offset;
-  if (op.kind == sim::OpKind::Dma) {
-    d["src"] = address_range(op.dma_src);
-    d["dst"] = address_range(op.dma_dst);
-    return d;
-  }
-  if (op.kind == sim::OpKind::Pool) d["sub_op"] = sim::name(static_cast<sim::PoolMode>(op.sub_op));
-  if (op.kind == sim::OpKind::Elementwise) d["sub_op"] = sim::name(static_cast<sim::ElementwiseMode>(op.sub_op));
-  d["ifm"] = feature_map(op.ifm);
-  if (op.has_ifm2()) {
-    d["ifm2"] = feature_map(op.ifm2);
-    d["ifm2_scalar"] = op.ifm2_is_scalar ? py::object(py::int_(op.ifm2_scalar)) : py::object(py::none());
-    d["broadcast"] = py::make_tuple(op.broadcast_h, op.broadcast_w, op.broadcast_c);
-    d["reversed_operands"] = op.reversed_operands;
-  }
-  d["ofm"] = feature_map(op.ofm);
-  d["kernel"] = py::dict(py::arg("height") = op.kernel.height, py::arg("width") = op.kernel.width,
-                         py::arg("stride") = py::make_tuple(op.kernel.stride_y, op.kernel.stride_x),
-                         py::arg("dilation") = py::make_tuple(op.kernel.dilation_y, op.kernel.dilation_x),
-                         py::arg("part_kernel_first") = op.kernel.part_kernel_first);
-  d["padding"] = py::make_tuple(op.padding.top, op.padding.left, op.padding.bottom, op.padding.right);
-  d["weights"] = address_range(op.weights);
-  d["scales"] = address_range(op.scales);
-  d["activation"] = py::dict(py::arg("function") = op.activation.function,
-                             py::arg("clip_range") = op.activation.clip_range, py::arg("min") = op.activation.min,
-                             py::arg("max") = op.activation.max);
-  d["rounding"] = rounding[static_cast<int>(op.rounding)];
-  d["ifm_rounding"] = rounding[static_cast<int>(op.ifm_rounding)];
-  d["global_scale"] = op.global_scale;
-  d["ofm_scale"] = py::make_tuple(op.ofm_scale, op.ofm_shift);
-  d["opa_scale"] = py::make_tuple(op.opa_scale, op.opa_shift);
-  d["opb_scale"] = op.opb_scale;
-  d["ifm_scale_mode"] = op.ifm_scale_mode;
-  d["ifm_upscale"] = op.ifm_upscale;
-  d["acc_format"] = op.acc_format;
-  d["parallel_mode"] = op.parallel_mode;
-  d["block"] = py::make_tuple(op.block_height, op.block_width, op.block_depth);
-  return d;
-}
 
 sim::DriverPayload payload_of(const py::bytes& payload) {
   const std::string_view s = payload;
@@ -106,7 +39,7 @@ void bind_sim(py::module_& m) {
         const sim::DriverPayload p = payload_of(payload);
         const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
         py::list ops;
-        for (const auto& op : cs.operations) ops.append(operation(op));
+        for (const auto& op : cs.operations) ops.append(operation_to_dict(op));
         return py::dict(py::arg("config") = config(p.config), py::arg("command_stream_words") = cs.words,
                         py::arg("command_stream_word") = p.command_stream_word, py::arg("operations") = ops);
       },

@@ -1,7 +1,73 @@
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <string_view>
+#include <vector>
+
 #include "cascader/bindings/bindings.hpp"
+#include "cascader/common/error.hpp"
+#include "cascader/emit/weight_encoder.hpp"
+
+namespace py = pybind11;
 
 namespace cascader::bindings {
 
-void bind_weight_encoder(pybind11::module_& m) { (void)m; }
+namespace {
+
+template <typename T>
+std::vector<T> as_vector(const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
+  return std::vector<T>(a.data(), a.data() + a.size());
+}
+
+}  // namespace
+
+void bind_weight_encoder(py::module_& m) {
+  m.def(
+      "encode_weight_stream",
+      [](const py::array_t<int16_t, py::array::c_style | py::array::forcecast>& values) {
+        const auto bytes = emit::encode_weight_stream(as_vector(values));
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      py::arg("values"), "Compresses stream-ordered 9-bit weight values into an Ethos-U weight stream.");
+
+  m.def(
+      "encode_operation_weights",
+      [](const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& ohwi,
+         const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
+         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bias,
+         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& scale,
+         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& shift, int ofm_block_depth,
+         bool depthwise, bool part_kernel_first, int ifm_bits, int dilation_y, int dilation_x, int ifm_ublock_depth,
+         int ofm_ublock_depth, int cores, int depth_step) {
+        if (ohwi.ndim() != 4) throw InvalidArgument("weights must be OHWI (4 dimensions)");
+        const auto b = as_vector(bias), s = as_vector(scale), sh = as_vector(shift);
+        if (b.size() != s.size() || b.size() != sh.size()) throw InvalidArgument("bias, scale and shift differ in length");
+        std::vector<emit::BiasScale> channels(b.size());
+        for (size_t c = 0; c < b.size(); ++c) {
+          if (s[c] < 0 || s[c] > 0xFFFFFFFFll) throw InvalidArgument("scale of channel " + std::to_string(c) + " is not 32-bit");
+          channels[c] = emit::BiasScale{b[c], static_cast<uint32_t>(s[c]), static_cast<int>(sh[c])};
+        }
+        const emit::WeightLayout layout{static_cast<int>(ohwi.shape(0)), static_cast<int>(ohwi.shape(1)),
+                                        static_cast<int>(ohwi.shape(2)), static_cast<int>(ohwi.shape(3)),
+                                        ofm_block_depth, depthwise, part_kernel_first, ifm_bits, dilation_x,
+                                        dilation_y, ifm_ublock_depth, ofm_ublock_depth};
+        const emit::EncodedWeights e =
+            emit::encode_operation_weights(as_vector(ohwi), as_vector(zero_points), channels, layout, cores, depth_step);
+        py::list slices;
+        for (const auto& streams : e.slices) {
+          py::list cores_out;
+          for (const auto& r : streams) {
+            cores_out.append(py::make_tuple(r.scale_offset, r.scale_length, r.weight_offset, r.weight_length));
+          }
+          slices.append(cores_out);
+        }
+        return py::make_tuple(py::bytes(reinterpret_cast<const char*>(e.data.data()), e.data.size()), slices);
+      },
+      py::arg("ohwi"), py::arg("zero_points"), py::arg("bias"), py::arg("scale"), py::arg("shift"),
+      py::arg("ofm_block_depth"), py::arg("depthwise"), py::arg("part_kernel_first"), py::arg("ifm_bits"),
+      py::arg("dilation_y"), py::arg("dilation_x"), py::arg("ifm_ublock_depth"), py::arg("ofm_ublock_depth"),
+      py::arg("cores"), py::arg("depth_step"),
+      "(data, [[(scale offset, scale length, weight offset, weight length) per core] per depth slice]).");
+}
 
 }  // namespace cascader::bindings

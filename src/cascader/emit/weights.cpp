@@ -275,6 +275,43 @@ std::vector<int16_t> unpack_weights(const std::vector<int16_t>& stream, const We
   return ohwi;
 }
 
+std::vector<int16_t> pack_weights(const std::vector<int16_t>& ohwi, const WeightLayout& l) {
+  check_layout(l);
+  const int ifm_depth = l.depthwise ? 1 : l.ifm_depth;
+  const size_t volume = static_cast<size_t>(l.ofm_depth) * l.kernel_height * l.kernel_width * ifm_depth;
+  if (ohwi.size() != volume) {
+    throw InvalidArgument("weights hold " + std::to_string(ohwi.size()) + " values, the layout needs " +
+                          std::to_string(volume));
+  }
+  std::vector<int16_t> stream;
+  stream.reserve(volume);
+  walk_weight_order(l, [&](int o, int y, int x, int i, bool valid) {
+    stream.push_back(valid ? ohwi[((static_cast<size_t>(o) * l.kernel_height + y) * l.kernel_width + x) * ifm_depth + i]
+                           : int16_t{0});
+  });
+  return stream;
+}
+
+std::vector<uint8_t> encode_scale_stream(const std::vector<BiasScale>& entries) {
+  std::vector<uint8_t> out((entries.size() * 10 + 15) / 16 * 16, 0);
+  for (size_t c = 0; c < entries.size(); ++c) {
+    const BiasScale& e = entries[c];
+    if (e.bias < -(int64_t{1} << 39) || e.bias >= (int64_t{1} << 39)) {
+      throw InvalidArgument("channel " + std::to_string(c) + ": bias " + std::to_string(e.bias) +
+                            " does not fit 40 signed bits");
+    }
+    if (e.shift < 0 || e.shift > 63) {
+      throw InvalidArgument("channel " + std::to_string(c) + ": shift " + std::to_string(e.shift) + " is outside 0..63");
+    }
+    uint8_t* p = out.data() + c * 10;
+    const uint64_t b = static_cast<uint64_t>(e.bias);
+    for (int i = 0; i < 5; ++i) p[i] = static_cast<uint8_t>(b >> (8 * i));
+    for (int i = 0; i < 4; ++i) p[5 + i] = static_cast<uint8_t>(e.scale >> (8 * i));
+    p[9] = static_cast<uint8_t>(e.shift);
+  }
+  return out;
+}
+
 std::vector<BiasScale> decode_scale_stream(const uint8_t* data, size_t size, size_t count) {
   if (size < count * 10) {
     throw BinaryError("scale stream of " + std::to_string(size) + " bytes is too short for " +

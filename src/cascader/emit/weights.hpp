@@ -6,8 +6,9 @@
 // optional palette. The scale stream holds 10 bytes per OFM channel: a 40-bit bias, a 32-bit
 // multiplier and a 6-bit shift.
 //
-// This file holds the decoder (the simulator's side); the emitter adds the encoder here.
-// decode_weight_stream is O(stream bits); unpack_weights is O(padded weight count).
+// This file holds the stream layout both directions share: the reorder (pack/unpack) and the
+// scale stream. The compression itself is decoded here and encoded in weight_encoder.
+// decode_weight_stream is O(stream bits); pack/unpack_weights are O(padded weight count).
 #pragma once
 
 #include <cstddef>
@@ -36,6 +37,11 @@ struct WeightLayout {
 // Number of values (padding included) the NPU reads for this layout.
 size_t padded_weight_count(const WeightLayout& layout);
 
+// The NPU reorder: dense OHWI (I = 1 for depthwise) -> stream values, padding zero. The exact
+// inverse of unpack_weights (one walker serves both). Throws InvalidArgument when `ohwi`
+// does not hold the layout's volume.
+std::vector<int16_t> pack_weights(const std::vector<int16_t>& ohwi, const WeightLayout& layout);
+
 // Inverse of the NPU reorder: stream values -> dense OHWI (I = 1 for depthwise).
 // Throws BinaryError when the stream holds fewer values than the layout needs.
 std::vector<int16_t> unpack_weights(const std::vector<int16_t>& stream, const WeightLayout& layout);
@@ -48,5 +54,10 @@ struct BiasScale {
 
 // Reads `count` 10-byte bias/scale entries. Throws BinaryError if `size` is too small.
 std::vector<BiasScale> decode_scale_stream(const uint8_t* data, size_t size, size_t count);
+
+// Writes 10 bytes per entry, padded with zeros to a multiple of 16 bytes (the alignment the
+// NPU's scale fetch expects). Throws InvalidArgument naming the channel when a bias does not
+// fit 40 signed bits or a shift 6 bits.
+std::vector<uint8_t> encode_scale_stream(const std::vector<BiasScale>& entries);
 
 }  // namespace cascader::emit

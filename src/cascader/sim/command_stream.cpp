@@ -2,72 +2,14 @@
 
 #include <sstream>
 
+#include "cascader/arch/npu_registers.hpp"
 #include "cascader/common/error.hpp"
 
 namespace cascader::sim {
 
 namespace {
 
-// cmd0 opcodes (10 bits). Operation commands are < 0x100, register writes >= 0x100.
-enum Cmd0 : uint32_t {
-  OP_STOP = 0x000, OP_IRQ = 0x001, OP_CONV = 0x002, OP_DEPTHWISE = 0x003, OP_POOL = 0x005,
-  OP_ELEMENTWISE = 0x006, OP_DMA_START = 0x010, OP_DMA_WAIT = 0x011, OP_KERNEL_WAIT = 0x012,
-  OP_PMU_MASK = 0x013,
-  IFM_PAD_TOP = 0x100, IFM_PAD_LEFT = 0x101, IFM_PAD_RIGHT = 0x102, IFM_PAD_BOTTOM = 0x103,
-  IFM_DEPTH_M1 = 0x104, IFM_PRECISION = 0x105, IFM_UPSCALE = 0x107, IFM_ZERO_POINT = 0x109,
-  IFM_WIDTH0_M1 = 0x10A, IFM_HEIGHT0_M1 = 0x10B, IFM_HEIGHT1_M1 = 0x10C, IFM_IB_END = 0x10D,
-  IFM_REGION = 0x10F, OFM_WIDTH_M1 = 0x111, OFM_HEIGHT_M1 = 0x112, OFM_DEPTH_M1 = 0x113,
-  OFM_PRECISION = 0x114, OFM_BLK_WIDTH_M1 = 0x115, OFM_BLK_HEIGHT_M1 = 0x116,
-  OFM_BLK_DEPTH_M1 = 0x117, OFM_ZERO_POINT = 0x118, OFM_WIDTH0_M1 = 0x11A,
-  OFM_HEIGHT0_M1 = 0x11B, OFM_HEIGHT1_M1 = 0x11C, OFM_REGION = 0x11F,
-  KERNEL_WIDTH_M1 = 0x120, KERNEL_HEIGHT_M1 = 0x121, KERNEL_STRIDE = 0x122,
-  PARALLEL_MODE = 0x123, ACC_FORMAT = 0x124, ACTIVATION = 0x125, ACTIVATION_MIN = 0x126,
-  ACTIVATION_MAX = 0x127, WEIGHT_REGION = 0x128, SCALE_REGION = 0x129, AB_START = 0x12D,
-  BLOCKDEP = 0x12F, DMA0_SRC_REGION = 0x130, DMA0_DST_REGION = 0x131, DMA0_SIZE0 = 0x132,
-  DMA0_SIZE1 = 0x133, IFM2_BROADCAST = 0x180, IFM2_SCALAR = 0x181, IFM2_PRECISION = 0x185,
-  IFM2_ZERO_POINT = 0x189, IFM2_WIDTH0_M1 = 0x18A, IFM2_HEIGHT0_M1 = 0x18B,
-  IFM2_HEIGHT1_M1 = 0x18C, IFM2_IB_START = 0x18D, IFM2_REGION = 0x18F,
-};
-
-// cmd1 opcodes (10 bits), each followed by a 32-bit payload word.
-enum Cmd1 : uint32_t {
-  IFM_BASE0 = 0x000, IFM_BASE1, IFM_BASE2, IFM_BASE3, IFM_STRIDE_X, IFM_STRIDE_Y, IFM_STRIDE_C,
-  OFM_BASE0 = 0x010, OFM_BASE1, OFM_BASE2, OFM_BASE3, OFM_STRIDE_X, OFM_STRIDE_Y, OFM_STRIDE_C,
-  WEIGHT_BASE = 0x020, WEIGHT_LENGTH, SCALE_BASE, SCALE_LENGTH, OFM_SCALE, OPA_SCALE, OPB_SCALE,
-  DMA0_SRC = 0x030, DMA0_DST, DMA0_LEN, DMA0_SKIP0, DMA0_SKIP1,
-  IFM2_BASE0 = 0x080, IFM2_BASE1, IFM2_BASE2, IFM2_BASE3, IFM2_STRIDE_X, IFM2_STRIDE_Y,
-  IFM2_STRIDE_C,
-  WEIGHT1_BASE = 0x090, WEIGHT1_LENGTH, SCALE1_BASE, SCALE1_LENGTH,
-};
-
-bool known_cmd0(uint32_t op) {
-  switch (op) {
-    case OP_STOP: case OP_IRQ: case OP_CONV: case OP_DEPTHWISE: case OP_POOL: case OP_ELEMENTWISE:
-    case OP_DMA_START: case OP_DMA_WAIT: case OP_KERNEL_WAIT: case OP_PMU_MASK:
-    case IFM_PAD_TOP: case IFM_PAD_LEFT: case IFM_PAD_RIGHT: case IFM_PAD_BOTTOM:
-    case IFM_DEPTH_M1: case IFM_PRECISION: case IFM_UPSCALE: case IFM_ZERO_POINT:
-    case IFM_WIDTH0_M1: case IFM_HEIGHT0_M1: case IFM_HEIGHT1_M1: case IFM_IB_END: case IFM_REGION:
-    case OFM_WIDTH_M1: case OFM_HEIGHT_M1: case OFM_DEPTH_M1: case OFM_PRECISION:
-    case OFM_BLK_WIDTH_M1: case OFM_BLK_HEIGHT_M1: case OFM_BLK_DEPTH_M1: case OFM_ZERO_POINT:
-    case OFM_WIDTH0_M1: case OFM_HEIGHT0_M1: case OFM_HEIGHT1_M1: case OFM_REGION:
-    case KERNEL_WIDTH_M1: case KERNEL_HEIGHT_M1: case KERNEL_STRIDE: case PARALLEL_MODE:
-    case ACC_FORMAT: case ACTIVATION: case ACTIVATION_MIN: case ACTIVATION_MAX:
-    case WEIGHT_REGION: case SCALE_REGION: case AB_START: case BLOCKDEP:
-    case DMA0_SRC_REGION: case DMA0_DST_REGION: case DMA0_SIZE0: case DMA0_SIZE1:
-    case IFM2_BROADCAST: case IFM2_SCALAR: case IFM2_PRECISION: case IFM2_ZERO_POINT:
-    case IFM2_WIDTH0_M1: case IFM2_HEIGHT0_M1: case IFM2_HEIGHT1_M1: case IFM2_IB_START:
-    case IFM2_REGION:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool known_cmd1(uint32_t op) {
-  return (op <= IFM_STRIDE_C) || (op >= OFM_BASE0 && op <= OFM_STRIDE_C) ||
-         (op >= WEIGHT_BASE && op <= OPB_SCALE) || (op >= DMA0_SRC && op <= DMA0_SKIP1) ||
-         (op >= IFM2_BASE0 && op <= IFM2_STRIDE_C) || (op >= WEIGHT1_BASE && op <= SCALE1_LENGTH);
-}
+using namespace npu;  // the register map shared with the encoder
 
 std::string hex(uint32_t v) {
   std::ostringstream s;
@@ -148,19 +90,19 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
             IFM_ZERO_POINT);
   const int ifm_prec = r.u16(IFM_PRECISION);
   op.ifm.dtype = ifm_dtype(ifm_prec, offset);
-  op.ifm.layout = layout_of((ifm_prec >> 6) & 3, offset);
+  op.ifm.layout = layout_of((ifm_prec >> kFormatShift) & 3, offset);
   op.ifm.depth = r.u16(IFM_DEPTH_M1) + 1;
-  op.ifm_scale_mode = (ifm_prec >> 8) & 3;
+  op.ifm_scale_mode = (ifm_prec >> kScaleModeShift) & 3;
   if (op.ifm_scale_mode == 3) fail(offset, "reserved IFM scale mode 3");
-  op.ifm_rounding = rounding_of((ifm_prec >> 14) & 3, offset);
+  op.ifm_rounding = rounding_of((ifm_prec >> kRoundingShift) & 3, offset);
 
   input_map(r, op.ofm, OFM_REGION, OFM_BASE0, OFM_HEIGHT0_M1, OFM_HEIGHT1_M1, OFM_WIDTH0_M1,
             OFM_ZERO_POINT);
   const int ofm_prec = r.u16(OFM_PRECISION);
   op.ofm.dtype = ofm_dtype(ofm_prec, offset);
-  op.ofm.layout = layout_of((ofm_prec >> 6) & 3, offset);
-  op.global_scale = (ofm_prec >> 8) & 1;
-  op.rounding = rounding_of((ofm_prec >> 14) & 3, offset);
+  op.ofm.layout = layout_of((ofm_prec >> kFormatShift) & 3, offset);
+  op.global_scale = (ofm_prec >> kOfmScalingShift) & 1;
+  op.rounding = rounding_of((ofm_prec >> kRoundingShift) & 3, offset);
   op.ofm.height = r.u16(OFM_HEIGHT_M1) + 1;
   op.ofm.width = r.u16(OFM_WIDTH_M1) + 1;
   op.ofm.depth = r.u16(OFM_DEPTH_M1) + 1;
@@ -170,11 +112,11 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
   if (op.ifm_upscale == 3) fail(offset, "reserved IFM upscale mode 3");
 
   const int ks = r.u16(KERNEL_STRIDE);
-  op.kernel.stride_x = ((ks & 1) | (((ks >> 6) & 7) << 1)) + 1;
-  op.kernel.stride_y = (((ks >> 1) & 1) | (((ks >> 9) & 7) << 1)) + 1;
-  op.kernel.part_kernel_first = (ks >> 2) & 1;
-  op.kernel.dilation_x = ((ks >> 3) & 1) + 1;
-  op.kernel.dilation_y = ((ks >> 4) & 1) + 1;
+  op.kernel.stride_x = (((ks >> kStrideXLsb) & 1) | (((ks >> kStrideXMsb) & 7) << 1)) + 1;
+  op.kernel.stride_y = (((ks >> kStrideYLsb) & 1) | (((ks >> kStrideYMsb) & 7) << 1)) + 1;
+  op.kernel.part_kernel_first = (ks >> kPartKernelFirst) & 1;
+  op.kernel.dilation_x = ((ks >> kDilationX) & 1) + 1;
+  op.kernel.dilation_y = ((ks >> kDilationY) & 1) + 1;
   op.kernel.width = r.u16(KERNEL_WIDTH_M1) + 1;
   op.kernel.height = r.u16(KERNEL_HEIGHT_M1) + 1;
   if (kind == OpKind::Elementwise) op.kernel = Kernel{};
@@ -184,7 +126,7 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
 
   const int act = r.u16(ACTIVATION);
   op.activation.function = act & 0xFFF;
-  op.activation.clip_range = (act >> 12) & 0xF;
+  op.activation.clip_range = (act >> kClipRangeShift) & 0xF;
   op.activation.min = r.s16(ACTIVATION_MIN);
   op.activation.max = r.s16(ACTIVATION_MAX);
   const int f = op.activation.function;
@@ -210,14 +152,14 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
     op.broadcast_h = bc & 1;
     op.broadcast_w = (bc >> 1) & 1;
     op.broadcast_c = (bc >> 2) & 1;
-    op.reversed_operands = (bc >> 6) & 1;
-    op.ifm2_is_scalar = (bc >> 7) & 1;
+    op.reversed_operands = (bc >> kReversedOperands) & 1;
+    op.ifm2_is_scalar = (bc >> kIfm2Scalar) & 1;
     op.ifm2_scalar = r.s16(IFM2_SCALAR);
     input_map(r, op.ifm2, IFM2_REGION, IFM2_BASE0, IFM2_HEIGHT0_M1, IFM2_HEIGHT1_M1,
               IFM2_WIDTH0_M1, IFM2_ZERO_POINT);
     const int p2 = r.u16(IFM2_PRECISION);
     op.ifm2.dtype = ifm_dtype(p2, offset);
-    op.ifm2.layout = layout_of((p2 >> 6) & 3, offset);
+    op.ifm2.layout = layout_of((p2 >> kFormatShift) & 3, offset);
     op.ifm2.depth = op.broadcast_c ? 1 : op.ofm.depth;
   }
   return op;
@@ -298,7 +240,7 @@ CommandStream decode_command_stream(const uint32_t* words, size_t count) {
     const uint32_t code = w & 0xFFFF;
     const uint32_t param = w >> 16;
     const uint32_t mode = (code >> 14) & 3;
-    const uint32_t op = code & 0x3FF;
+    const uint32_t op = code & kOpcodeMask;
     if ((code >> 10) & 0xF) fail(offset, "reserved bits set in command word " + hex(w));
     if (mode == 1) {
       if (!known_cmd1(op)) fail(offset, "unknown cmd1 opcode " + hex(op));
@@ -339,8 +281,8 @@ CommandStream decode_command_stream(const uint32_t* words, size_t count) {
           // Vela 5.2 programs 2-D/3-D DMAs only for GATHER/SCATTER, which it maps on Ethos-U85 alone.
           fail(offset, "DMA stride modes other than 1-D are not supported (no U55/U65 binary of Vela 5.2 uses them)");
         }
-        dma.dma_src = {src & 0x1FF, r.r1[DMA0_SRC], r.r1[DMA0_LEN]};
-        dma.dma_dst = {dst & 0x1FF, r.r1[DMA0_DST], r.r1[DMA0_LEN]};
+        dma.dma_src = {static_cast<int>(src & kDmaRegionMask), r.r1[DMA0_SRC], r.r1[DMA0_LEN]};
+        dma.dma_dst = {static_cast<int>(dst & kDmaRegionMask), r.r1[DMA0_DST], r.r1[DMA0_LEN]};
         cs.operations.push_back(dma);
         break;
       }

@@ -75,8 +75,37 @@ NpuOpType op_type(const NpuOperation& o) {
   return NpuOpType::Dma;
 }
 
-// The cycle model's description of one compute operation, without the DMA-related fields.
-NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
+// Vela splits one operation into commands per OFM depth slice when it buffers its weights
+// (same IFM, kernel and OFM area; each slice its own weight stream and DMA). Vela costs the
+// operation once, and so does the estimator: one row, and one step of the DMA timeline.
+bool same_operation(const NpuOperation& a, const NpuOperation& b) {
+  return a.kind == b.kind && reads_weights(a) && a.weights.length > 0 &&
+         b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&
+         // A depthwise slice reads its own IFM channels; a convolution slice reads them all.
+         (a.kind == OpKind::Depthwise || a.ifm.base[0] == b.ifm.base[0]) && a.ifm.stride_y == b.ifm.stride_y &&
+         a.ofm.stride_y == b.ofm.stride_y && a.ofm.region == b.ofm.region && a.ofm.height == b.ofm.height &&
+         a.ofm.width == b.ofm.width && a.kernel.width == b.kernel.width && a.kernel.height == b.kernel.height &&
+         a.kernel.stride_x == b.kernel.stride_x && a.kernel.stride_y == b.kernel.stride_y;
+}
+
+// Vela lowers some operators (TRANSPOSE, some reshapes and concatenations) into a run of
+// identical 1x1 pooling commands, each moving a small piece, and costs the operator once over
+// the whole tensor. Such a run is costed here as one operation as many times as tall.
+bool same_piece(const NpuOperation& a, const NpuOperation& b) {
+  auto fm = [](const sim::FeatureMap& x, const sim::FeatureMap& y) {
+    return x.region == y.region && x.dtype == y.dtype && x.layout == y.layout && x.height == y.height &&
+           x.width == y.width && x.depth == y.depth;
+  };
+  return a.kind == OpKind::Pool && b.kind == OpKind::Pool && a.sub_op == b.sub_op && a.kernel.width == 1 &&
+         a.kernel.height == 1 && b.kernel.width == 1 && b.kernel.height == 1 && a.kernel.stride_x == 1 &&
+         a.kernel.stride_y == 1 && b.kernel.stride_x == 1 && b.kernel.stride_y == 1 && a.activation.function == 0 &&
+         b.activation.function == 0 && fm(a.ifm, b.ifm) && fm(a.ofm, b.ofm) && a.block_width == b.block_width &&
+         a.block_height == b.block_height && a.block_depth == b.block_depth;
+}
+
+}  // namespace
+
+NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
   NpuOp op;
   op.type = op_type(o);
   const Shape4 ofm{1, o.ofm.height, o.ofm.width, o.ofm.depth};
@@ -129,36 +158,6 @@ NpuOp npu_op(const NpuOperation& o, const ArchConfig& arch) {
   }
   return op;
 }
-
-// Vela splits one operation into commands per OFM depth slice when it buffers its weights
-// (same IFM, kernel and OFM area; each slice its own weight stream and DMA). Vela costs the
-// operation once, and so does the estimator: one row, and one step of the DMA timeline.
-bool same_operation(const NpuOperation& a, const NpuOperation& b) {
-  return a.kind == b.kind && reads_weights(a) && a.weights.length > 0 &&
-         b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&
-         // A depthwise slice reads its own IFM channels; a convolution slice reads them all.
-         (a.kind == OpKind::Depthwise || a.ifm.base[0] == b.ifm.base[0]) && a.ifm.stride_y == b.ifm.stride_y &&
-         a.ofm.stride_y == b.ofm.stride_y && a.ofm.region == b.ofm.region && a.ofm.height == b.ofm.height &&
-         a.ofm.width == b.ofm.width && a.kernel.width == b.kernel.width && a.kernel.height == b.kernel.height &&
-         a.kernel.stride_x == b.kernel.stride_x && a.kernel.stride_y == b.kernel.stride_y;
-}
-
-// Vela lowers some operators (TRANSPOSE, some reshapes and concatenations) into a run of
-// identical 1x1 pooling commands, each moving a small piece, and costs the operator once over
-// the whole tensor. Such a run is costed here as one operation as many times as tall.
-bool same_piece(const NpuOperation& a, const NpuOperation& b) {
-  auto fm = [](const sim::FeatureMap& x, const sim::FeatureMap& y) {
-    return x.region == y.region && x.dtype == y.dtype && x.layout == y.layout && x.height == y.height &&
-           x.width == y.width && x.depth == y.depth;
-  };
-  return a.kind == OpKind::Pool && b.kind == OpKind::Pool && a.sub_op == b.sub_op && a.kernel.width == 1 &&
-         a.kernel.height == 1 && b.kernel.width == 1 && b.kernel.height == 1 && a.kernel.stride_x == 1 &&
-         a.kernel.stride_y == 1 && b.kernel.stride_x == 1 && b.kernel.stride_y == 1 && a.activation.function == 0 &&
-         b.activation.function == 0 && fm(a.ifm, b.ifm) && fm(a.ofm, b.ofm) && a.block_width == b.block_width &&
-         a.block_height == b.block_height && a.block_depth == b.block_depth;
-}
-
-}  // namespace
 
 MemoryArea region_memory(int region, const ArchConfig& arch) {
   if (region == kShramRegion) throw BinaryError("the SHRAM (region 0x103) is not a system memory");
@@ -218,7 +217,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     OperationEstimate e;
     e.operation = i;
     try {
-      e.op = npu_op(o, arch);
+      e.op = npu_op_of(o, arch);
     } catch (const BinaryError& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
     }

@@ -50,6 +50,11 @@ struct StreamEstimate {
 // throws BinaryError).
 MemoryArea region_memory(int region, const ArchConfig& arch);
 
+// The cycle model's description of one decoded compute operation (shapes, formats, kernel,
+// activation, weight stream sizes), without the DMA-related fields. Also what the command
+// encoder derives the operation's SHRAM layout from, so both agree on the block query.
+NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch);
+
 // Estimates one decoded command stream. Throws BinaryError for operations the cycle model
 // cannot describe (e.g. an unsupported element size), naming the word offset.
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache);

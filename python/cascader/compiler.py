@@ -1,0 +1,197 @@
+"""`cascader.compile`: a TFLite model -> an Ethos-U binary, as values through each stage.
+
+lower (frontend.lower) -> schedule (schedule) -> allocate (memory.layout) -> emit (emit.program)
+-> package (tflite.ethos_u). Each stage is a function of the previous one's value, so a
+notebook can stop after any of them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Union
+
+from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
+from .compiled import CompiledModel
+from .emit.program import ARENA_REGIONS, FlashImage, Placement, emit_segment
+from .errors import BudgetError, InfeasibleError, InvalidArgumentError, UnsupportedError
+from .frontend.lower import LoweredSegment, lower_segment
+from .frontend.partition import NPU, Partition, partition
+from .frontend.support import Verdict
+from .memory import MemoryConfig, MemoryLayout, layout
+from .schedule import NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, without_weight_buffers
+from .tflite import Model, load_model
+from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
+
+ModelLike = Union[str, os.PathLike, bytes, bytearray, Model]
+_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1000, "KIB": 1024, "M": 1 << 20, "MB": 1000**2, "MIB": 1 << 20}
+
+
+def parse_size(value: Union[int, str, None]) -> int | None:
+    """Bytes from an int or a string such as "256KiB", "1.5MiB", "300kB" (None: unlimited)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"sram must be bytes or a size such as '256KiB', not {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise InvalidArgumentError(f"sram must not be negative, got {value}")
+        return value
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(value))
+    unit = m.group(2).upper() if m else None
+    if m is None or unit not in _UNITS:
+        raise InvalidArgumentError(f"sram {value!r} is not a size; write bytes or e.g. '256KiB', '1.5MiB'")
+    return int(float(m.group(1)) * _UNITS[unit])
+
+
+def _as_model(model: ModelLike) -> Model:
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        return load_model(bytes(model))
+    if isinstance(model, (str, os.PathLike)):
+        return load_model(model)
+    raise InvalidArgumentError(f"model must be a path, bytes or a cascader.Model, not {type(model).__name__}")
+
+
+def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
+    """Partition the model and lower every NPU segment.
+
+    An operator the rules accept but the lowering cannot express goes to the CPU, with the
+    lowering's reason as its verdict, and the partition is redone.
+    """
+    forced: dict[int, Verdict] = {}
+    while True:
+        part = partition(model, forced)
+        try:
+            return part, [lower_segment(part.graph, s.operators) for s in part.segments if s.target == NPU]
+        except UnsupportedError as e:
+            op = getattr(e, "operator", None)
+            if op is None or op in forced:
+                raise
+            forced[op] = Verdict(False, "lowering", str(e))
+
+
+def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, system=None,
+             memory_mode=None) -> NpuSchedule:
+    """The uncascaded schedule: one whole-tensor stripe per operation, in partition order."""
+    order: list[tuple[str, int]] = []
+    k = 0
+    for s in part.segments:
+        if s.target == NPU:
+            order.append(("npu", k))
+            k += 1
+        else:
+            order.extend(("cpu", i) for i in s.operators)
+    return schedule_uncascaded(segments, order, accelerator, system, memory_mode)
+
+
+def allocate(sched: NpuSchedule, part: Partition, sram: int | None
+             ) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
+    """Lay out every buffer under the SRAM budget.
+
+    When the schedule's weight buffers do not fit, the same schedule without them (weights read
+    from flash) is tried before giving up. Returns the schedule that fits, the layout, each
+    buffer's (region, address), and the TFLM arena offset of every tensor the CPU sees (the
+    NPU subgraphs' IFMs and OFMs).
+
+    Raises
+    ------
+    InfeasibleError
+        The budget is below what even the leanest schedule needs; the message and
+        `minimum_sram` give the smallest budget that works.
+    """
+    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram)
+    candidates = [fit_weight_buffers(sched, part.graph)]
+    if any(op.weight_buffer for op in candidates[0].operations):
+        candidates.append(without_weight_buffers(sched))
+    for candidate in candidates:
+        msched, index, _ = memory_schedule(candidate, part.graph)
+        try:
+            result = layout(msched, config)
+        except BudgetError:
+            continue
+        placed = result.buffers
+        address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
+        offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
+                   if placed[index[b]].arena == "scratch"}
+        return candidate, result, Placement(address), offsets
+    msched, _, _ = memory_schedule(candidates[-1], part.graph)
+    unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
+    need = sram_bytes(layout(msched, unlimited), unlimited)
+    raise InfeasibleError(
+        f"the model needs at least {need:,} B of SRAM uncascaded; the budget is {sram:,} B. "
+        f"Pass sram={need} or more (cascading, which will lower this, is not implemented yet)",
+        minimum_sram=need,
+    )
+
+
+def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
+    """The SRAM a layout uses: the whole scratch arena when it is in SRAM (Shared_Sram,
+    Sram_Only), else the fast arena."""
+    return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
+
+
+def compile(
+    model: ModelLike,
+    sram: Union[int, str, None] = None,
+    accelerator: Union[str, Accelerator] = "ethos-u55-128",
+    system: str | None = None,
+    memory_mode: Union[str, MemoryMode, None] = None,
+) -> CompiledModel:
+    """Compile a TFLite model for an Ethos-U NPU.
+
+    Parameters
+    ----------
+    model
+        A path, the bytes of a `.tflite`, or a :class:`cascader.Model`.
+    sram
+        A hard cap on the SRAM the layout uses: bytes, a size string ("256KiB", "1.5MiB") or
+        None (unlimited).
+    accelerator
+        ethos-u55-32/64/128/256 or ethos-u65-256/512.
+    system, memory_mode
+        A vela.ini system preset (e.g. "Ethos_U55_High_End_Embedded") and memory mode
+        ("Shared_Sram", "Sram_Only", "Dedicated_Sram"); the accelerator's defaults when None.
+
+    Returns
+    -------
+    CompiledModel
+
+    Raises
+    ------
+    ModelError
+        The file is not a readable TFLite model.
+    InvalidArgumentError
+        An unknown accelerator, system or memory mode, or a malformed `sram`.
+    InfeasibleError
+        The model does not fit the SRAM budget; `minimum_sram` names the smallest that does.
+    """
+    start = time.perf_counter()
+    budget = parse_size(sram)
+    acc = Accelerator(accelerator)
+    m = _as_model(model)
+    part, segments = lower(m)
+    # The target's defaults, resolved here so the result names the system and mode it ran on.
+    u65 = acc._config.is_u65
+    mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
+    system = system if system is not None else DEFAULT_SYSTEM[u65]
+    sched = schedule(part, segments, acc.name, system, mode)
+    sched, result, placement, offsets = allocate(sched, part, budget)
+    flash = FlashImage()
+    subgraphs = []
+    first = 0
+    for seg in sched.segments:
+        _, words = emit_segment(seg, first, placement, flash, acc.name)
+        first += len(seg.operations)
+        subgraphs.append(NpuSubgraph(seg.segment.operators, words))
+    # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
+    out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
+                                          accelerator=acc.name, description="cascader Optimised", order=sched.order)
+    config = MemoryConfig.for_target(acc.name, system, mode)
+    return CompiledModel(
+        model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,
+        sram_bytes=sram_bytes(result, config), flash_bytes=len(flash.data), accelerator=acc.name, system=system,
+        memory_mode=mode, compile_seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,137 @@
+"""Emission: a scheduled, laid-out NPU segment -> operation records, flash bytes, command words.
+
+The records are exactly what `cascader.sim.decode` returns for a binary (the decoder's and the
+encoder's one operation type), with every address resolved: feature maps from the memory
+layout, weights and scales from the flash image built here. `encode_command_stream` turns them
+into register commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..frontend.lower import FeatureMapView
+from ..schedule import ScheduledOperation, SegmentSchedule
+from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
+from .commands import encode_command_stream
+
+FLASH_ALIGNMENT = 16
+ARENA_REGIONS = {"scratch": REGION_SCRATCH, "scratch_fast": REGION_SCRATCH_FAST}
+
+
+@dataclass
+class FlashImage:
+    """The read-only bytes every `ethos-u` operator of a model addresses as region 0."""
+
+    data: bytearray = field(default_factory=bytearray)
+    constants: dict[bytes, int] = field(default_factory=dict)  # constant feature-map bytes -> address
+
+    def append(self, blob: bytes) -> int:
+        pad = -len(self.data) % FLASH_ALIGNMENT
+        self.data.extend(b"\0" * pad)
+        at = len(self.data)
+        self.data.extend(blob)
+        return at
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where each feature-map buffer lives: (region, byte address in that region)."""
+
+    address: dict[int, tuple[int, int]]
+
+
+def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, constants: dict[int, bytes]) -> dict:
+    if view.buffer in constants:
+        # Keyed by content: equal constants are stored once, and segments' constant ids (local
+        # to each segment) cannot collide.
+        blob = constants[view.buffer]
+        if blob not in flash.constants:
+            flash.constants[blob] = flash.append(blob)
+        region, base = REGION_FLASH, flash.constants[blob]
+    else:
+        region, base = placement.address[view.buffer]
+    h, w, c = view.shape
+    return dict(region=region, base=[base + view.offset, 0, 0, 0], shape=(h, w, c), tiles=(h, h, w),
+                strides=tuple(view.strides), dtype=view.dtype, layout=view.layout, zero_point=view.zero_point)
+
+
+def operation_record(sop: ScheduledOperation, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
+                     weights_at: tuple[int, int]) -> dict[str, Any]:
+    """The decoder-format record of one scheduled operation; its weight streams are at
+    `weights_at` (region, address)."""
+    lo = sop.lowered
+    r = lo.registers
+    record: dict[str, Any] = dict(
+        kind=lo.kind,
+        ifm=_feature_map(lo.ifm, placement, flash, constants),
+        ofm=_feature_map(lo.ofm, placement, flash, constants),
+        kernel=dict(r["kernel"], part_kernel_first=sop.part_kernel_first),
+        padding=tuple(r.get("padding", (0, 0, 0, 0))),
+        activation=dict(r["activation"]),
+        rounding=r.get("rounding", "TFL"),
+        ifm_rounding="TFL",
+        global_scale=r.get("global_scale", True),
+        ofm_scale=tuple(r.get("ofm_scale", (1, 0))),
+        opa_scale=tuple(r.get("opa_scale", (0, 0))),
+        opb_scale=r.get("opb_scale", 0),
+        ifm_scale_mode=r.get("ifm_scale_mode", 0),
+        ifm_upscale=0,
+        acc_format=r.get("acc_format", 0),
+        parallel_mode=0,
+        block=tuple(sop.block),
+        weights=dict(region=0, address=0, length=0),
+        scales=dict(region=0, address=0, length=0),
+    )
+    if "sub_op" in r:
+        record["sub_op"] = r["sub_op"]
+    if lo.ifm2 is not None:
+        record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants)
+        record["ifm2_scalar"] = r.get("ifm2_scalar")
+        record["broadcast"] = tuple(r.get("broadcast", (False, False, False)))
+        record["reversed_operands"] = r.get("reversed_operands", False)
+    if sop.encoded is not None:
+        record.update(_weight_ranges(sop, weights_at))
+    return record
+
+
+def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int]) -> dict[str, Any]:
+    """WEIGHT/SCALE (and the second core's WEIGHT1/SCALE1) ranges of the encoded streams at `at`.
+
+    Uncascaded, an operation runs its whole OFM depth at once: the streams of its single depth
+    slice, one per core.
+    """
+    region, base = at
+    streams = sop.encoded.slices[0]
+    out: dict[str, Any] = {"parallel_mode": len(streams) - 1}
+    for core, s in enumerate(streams):
+        suffix = "" if core == 0 else str(core)
+        out["weights" + suffix] = dict(region=region, address=base + s.weight_offset, length=s.weight_length)
+        out["scales" + suffix] = dict(region=region, address=base + s.scale_offset, length=s.scale_length)
+    return out
+
+
+def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, flash: FlashImage, accelerator: str
+                 ) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Operation records and the command stream (uint32 words, ending in STOP) of one segment.
+
+    `first` is the position of the segment's first operation in the whole schedule (weight
+    buffers are keyed by it). A buffered operation is preceded by the DMA that copies its
+    streams from flash into its buffer; the encoder makes the operation wait for it.
+    """
+    records: list[dict[str, Any]] = []
+    for k, sop in enumerate(segment.operations):
+        weights_at = (REGION_FLASH, 0)
+        if sop.encoded is not None:
+            src = flash.append(bytes(sop.encoded.data))
+            weights_at = (REGION_FLASH, src)
+            if sop.weight_buffer:
+                weights_at = placement.address[("weights", first + k)]
+                size = len(sop.encoded.data)
+                records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src, length=size),
+                                    dst=dict(region=weights_at[0], address=weights_at[1], length=size)))
+        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at))
+    return records, encode_command_stream(records, accelerator=accelerator)

@@ -1,0 +1,652 @@
+"""Lowering: the operators of one NPU segment -> register-level NPU operations.
+
+Each TFLite operator becomes zero or more `LoweredOperation`s, whose `registers` are the
+placement-independent fields of the operation record `cascader.sim.decode` returns (kind,
+kernel, padding, activation, rounding, scales...): the emitter adds addresses, block config and
+weight streams, and encodes exactly that record, so a decode of our binary gives back the same
+values. How each operator maps:
+
+- CONV_2D, DEPTHWISE_CONV_2D: one convolution; the per-channel rescale goes to the scale stream.
+  A depth multiplier above 1 becomes an ordinary convolution whose weights are zero outside
+  each output channel's own input channel (exact, and the zeros cost little once compressed).
+- FULLY_CONNECTED: a 1x1 convolution over a 1 x N x K view of the input. Its rescale rounds
+  once (NATURAL): TFLite's reference FULLY_CONNECTED rounds once, its convolutions twice (TFL).
+- AVERAGE_POOL_2D, MAX_POOL_2D: a pooling operation; the average divides by the window size
+  through OFM_SCALE (padded windows: the NPU divides by the valid count itself).
+- ADD, SUB, MUL: elementwise; operand and output scales from `quantization`. A smaller operand
+  is broadcast; when it is the first one the operands are swapped (REVERSED_OPERANDS).
+- RESHAPE, SQUEEZE: no operation; the output is the input's buffer (an alias).
+- CONCATENATION: one copy (a 1x1 average pool, rescaling when quantizations differ) per input
+  into its slice of the output.
+- PAD: folded into the consuming convolution's padding when the pad value is the zero point
+  and the amounts fit; else a copy into the interior plus fills of the border from a constant.
+- QUANTIZE, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1: a 1x1 average pool that rescales and clamps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..tflite.model import SubGraph, Tensor
+from .operator_view import OperatorView
+from .quantization import (
+    add_sub_scales,
+    convolution_scales,
+    multiply_scale,
+    pooling_scale,
+    quantize_value,
+    rescale_scale,
+)
+
+ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE"})
+CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
+FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+DTYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+MAX_PADDING = 127  # the IFM_PAD_* registers
+
+
+@dataclass(frozen=True)
+class FeatureMapView:
+    """How an operation sees a feature map: which buffer, where in it, in what shape.
+
+    `buffer` is the tensor index owning the bytes (aliases resolved). `offset` is the byte of
+    element (0, 0, 0) in it and `strides` the (y, x, c) byte strides, both of the buffer's
+    own NHWC layout, so a concatenation slice is a view with an offset and its parent's strides.
+    """
+
+    buffer: int
+    shape: tuple[int, int, int]
+    dtype: str
+    zero_point: int
+    scale: float
+    strides: tuple[int, int, int]
+    offset: int = 0
+    layout: str = "NHWC"  # or "NHCWB16": 16-channel bricks, the NPU's native format
+
+    @property
+    def element_size(self) -> int:
+        return 2 if self.dtype == "int16" else 1
+
+
+@dataclass(frozen=True)
+class WeightVolume:
+    """A convolution's constants before encoding: OHWI weights (I = 1 for depthwise), their zero
+    points, and per OFM channel the bias and the (multiplier, shift) rescale."""
+
+    values: np.ndarray
+    zero_points: np.ndarray
+    bias: np.ndarray
+    scales: tuple[tuple[int, int], ...]
+    depthwise: bool
+
+
+@dataclass
+class LoweredOperation:
+    """One NPU operation before scheduling: the register fields, its feature maps and constants."""
+
+    kind: str  # the decoder's kind: conv, depthwise, pool, elementwise
+    cost_kind: str  # the cycle model's kind (`cascader.estimate_op`)
+    name: str
+    sources: tuple[int, ...]  # TFLite operator indices it implements
+    ifm: FeatureMapView
+    ofm: FeatureMapView
+    ifm2: FeatureMapView | None = None
+    weights: WeightVolume | None = None
+    registers: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoweredSegment:
+    """An NPU segment as operations over buffers.
+
+    `buffers` maps every buffer (a tensor index) to its byte size; `aliases` maps every tensor
+    the segment touches to its buffer; `ifms` / `ofms` are the tensors the CPU side hands in
+    and reads back (model tensors, in first-use order); `constants` holds the bytes of constant
+    feature maps (they go to flash).
+    """
+
+    operators: tuple[int, ...]
+    operations: list[LoweredOperation]
+    buffers: dict[int, int]
+    aliases: dict[int, int]
+    ifms: tuple[int, ...]
+    ofms: tuple[int, ...]
+    constants: dict[int, bytes]
+
+
+def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
+    h, w, c = shape
+    return (w * c * element_size, c * element_size, element_size)
+
+
+def brick_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
+    """(y, x, c) strides of NHCWB16: x steps within a 16-channel brick, c from brick to brick."""
+    h, w, c = shape
+    return (w * _round16(c) * element_size, 16 * element_size, w * 16 * element_size)
+
+
+def _round16(c: int) -> int:
+    return (c + 15) // 16 * 16
+
+
+def _hwc(t: Tensor) -> tuple[int, int, int]:
+    shape = tuple(int(d) for d in t.shape)
+    if len(shape) == 4:
+        if shape[0] != 1:
+            raise UnsupportedError(f"tensor {t.name!r} has batch {shape[0]}; the NPU path compiles batch 1")
+        return shape[1], shape[2], shape[3]
+    if len(shape) == 3:
+        return shape
+    if len(shape) == 2:
+        return 1, shape[0], shape[1]
+    if len(shape) == 1:
+        return 1, 1, shape[0]
+    if len(shape) == 0:
+        return 1, 1, 1
+    raise UnsupportedError(f"tensor {t.name!r} has rank {len(shape)}; the NPU path takes rank 4 or less")
+
+
+def _quant(t: Tensor) -> tuple[float, int]:
+    q = t.quantization
+    if q is None or q.scale.size == 0:
+        raise UnsupportedError(f"tensor {t.name!r} is not quantized")
+    return float(q.scale[0]), int(q.zero_point[0])
+
+
+def _clamp(ofm: Tensor, lo: float | None, hi: float | None) -> dict[str, int]:
+    scale, zp = _quant(ofm)
+    tmin, tmax = DTYPE_RANGE[ofm.dtype]
+    qmin = tmin if lo is None else max(tmin, quantize_value(lo, scale, zp))
+    qmax = tmax if hi is None else min(tmax, quantize_value(hi, scale, zp))
+    return dict(function=0, clip_range=0, min=qmin, max=qmax)
+
+
+def same_padding(in_size: int, out_size: int, stride: int, dilated_kernel: int) -> tuple[int, int]:
+    """TFLite's SAME padding (before, after): the extra row or column goes after."""
+    total = max((out_size - 1) * stride + dilated_kernel - in_size, 0)
+    return total // 2, total - total // 2
+
+
+class _Lowering:
+    def __init__(self, graph: SubGraph, operators: tuple[int, ...]) -> None:
+        self.graph = graph
+        self.operators = operators
+        self.members = set(operators)
+        self.root: dict[int, int] = {}
+        self.ops: list[LoweredOperation] = []
+        self.constants: dict[int, bytes] = {}
+        self.fill_constants: dict[tuple[int, str], int] = {}  # (value, dtype) -> pseudo buffer
+        self.next_pseudo = -2  # constant buffers made here get negative ids
+        self.folded_pad: dict[int, tuple[int, int, int, int]] = {}  # consumer op -> padding from a PAD
+        self.folded_input: dict[int, int] = {}  # consumer op -> the PAD's input tensor
+        self.skipped: set[int] = set()
+        # Concatenation inputs their producer writes straight into the output's slice:
+        # tensor -> (concatenation output, axis in H/W/C, start along it).
+        self.slices: dict[int, tuple[int, int, int]] = {}
+        consumers: dict[int, list[int]] = {}
+        for i, op in enumerate(graph.operators):
+            for t in op.inputs:
+                if t >= 0:
+                    consumers.setdefault(t, []).append(i)
+        self.consumers = consumers
+
+    # --- buffers ----------------------------------------------------------------------------
+
+    def buffer(self, t: int) -> int:
+        """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
+        while t in self.root or t in self.slices:
+            t = self.root[t] if t in self.root else self.slices[t][0]
+        return t
+
+    def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
+        if t in self.slices:
+            out, axis, start = self.slices[t]
+            parent = self.view(out)
+            hwc = shape or _hwc(self.graph.tensors[t])
+            return replace(parent, shape=hwc, offset=parent.offset + start * parent.strides[axis])
+        tensor = self.graph.tensors[t]
+        scale, zp = _quant(tensor)
+        hwc = shape or _hwc(tensor)
+        if tensor.dtype not in DTYPE_RANGE:
+            raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16")
+        size = 2 if tensor.dtype == "int16" else 1
+        if tensor.is_constant:
+            self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
+        return FeatureMapView(self.buffer(t), hwc, tensor.dtype, zp, scale, dense_strides(hwc, size))
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def add(self, op: LoweredOperation) -> None:
+        self.ops.append(op)
+
+    def copy(self, index: int, name: str, src: FeatureMapView, dst: FeatureMapView, clamp: dict | None = None,
+             requantize: bool = True) -> None:
+        """A 1x1 average pool: dst = clamp(rescale(src)). Rounds once (NATURAL), like TFLite's
+        requantize; with equal scales the rescale is exact."""
+        if requantize and not math.isclose(src.scale, dst.scale, rel_tol=0, abs_tol=0):
+            ofm_scale = rescale_scale(src.scale, dst.scale)
+        else:
+            ofm_scale = (1, 0)
+        tmin, tmax = DTYPE_RANGE[dst.dtype]
+        registers = dict(
+            sub_op="AVERAGE", kernel=_kernel(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
+            activation=clamp or dict(function=0, clip_range=0, min=tmin, max=tmax), rounding="NATURAL",
+            global_scale=True, ofm_scale=ofm_scale,
+        )
+        self.add(LoweredOperation("pool", "avg_pool", name, (index,), src, dst, registers=registers))
+
+    # --- operators --------------------------------------------------------------------------
+
+    def run(self) -> LoweredSegment:
+        for i in self.operators:
+            op = self.graph.operators[i]
+            if op.opcode in ALIAS_OPS:
+                src, dst = op.inputs[0], op.outputs[0]
+                if self.graph.tensors[src].is_constant:
+                    raise UnsupportedError(f"operator {i} ({op.opcode}) reshapes a constant")
+                self.root[dst] = src
+        self._fold_pads()
+        self._slice_concatenations()
+        for i in self.operators:
+            if i in self.skipped:
+                continue
+            view = OperatorView(self.graph, i)
+            handler = getattr(self, "_" + view.opcode.lower(), None)
+            if view.opcode in ALIAS_OPS:
+                continue
+            try:
+                if handler is None:
+                    raise UnsupportedError(f"operator {i} ({view.opcode}) has no NPU lowering")
+                handler(view)
+            except UnsupportedError as e:
+                e.operator = i  # the compiler sends this operator to the CPU and tries again
+                raise
+        return self._segment()
+
+    def _fold_pads(self) -> None:
+        for i in self.operators:
+            op = self.graph.operators[i]
+            if op.opcode != "PAD":
+                continue
+            out = op.outputs[0]
+            users = self.consumers.get(out, [])
+            if len(users) != 1 or users[0] not in self.members or out in self.graph.outputs:
+                continue
+            user = OperatorView(self.graph, users[0])
+            if user.opcode not in ("CONV_2D", "DEPTHWISE_CONV_2D") or user.ifm is not self.graph.tensors[out]:
+                continue
+            if user.options.get("padding", "VALID") != "VALID":
+                continue
+            pads = np.asarray(self.graph.tensors[op.inputs[1]].data).reshape(-1, 2)
+            if len(pads) != 4 or pads[0].any() or pads[3].any():
+                continue
+            (top, bottom), (left, right) = pads[1], pads[2]
+            k = user.kernel
+            if max(top, bottom) >= k.dilated_height or max(left, right) >= k.dilated_width:
+                continue
+            if max(top, bottom, left, right) > MAX_PADDING:
+                continue
+            # TFLite pads with the output zero point; the NPU pads with the IFM zero point.
+            if _quant(self.graph.tensors[out]) != _quant(self.graph.tensors[op.inputs[0]]):
+                continue
+            self.folded_pad[users[0]] = (int(top), int(left), int(bottom), int(right))
+            self.folded_input[users[0]] = op.inputs[0]
+            self.root[out] = op.inputs[0]
+            self.skipped.add(i)
+
+    def _slice_concatenations(self) -> None:
+        """Let producers write their concatenation slice in place, which saves a copy and a
+        buffer, when nothing else reads the input and nothing would need rescaling."""
+        producer = {t: i for i in self.operators for t in self.graph.operators[i].outputs}
+        for i in self.operators:
+            v = OperatorView(self.graph, i)
+            if v.opcode != "CONCATENATION" or v.fused_activation != "NONE":
+                continue
+            out = v.op.outputs[0]
+            rank = len(v.ofm.shape)
+            axis = v.options.get("axis", -1) % rank
+            if rank == 4 and axis == 0:
+                continue
+            hwc_axis = axis + (3 - rank) if rank <= 3 else axis - 1
+            start = 0
+            for t in v.op.inputs:
+                tensor = self.graph.tensors[t]
+                size = _hwc(tensor)[hwc_axis] if not tensor.is_constant else 0
+                p = producer.get(t)
+                if (p is not None and not tensor.is_constant and self.consumers.get(t) == [i]
+                        and t not in self.graph.outputs and t not in self.root and t not in self.slices
+                        and self.graph.operators[p].opcode not in ALIAS_OPS | {"CONCATENATION", "PAD"}
+                        and _quant(tensor) == _quant(v.ofm) and v.op.inputs.count(t) == 1):
+                    self.slices[t] = (out, hwc_axis, start)
+                start += size
+
+    def _weighted(self, v: OperatorView, depthwise: bool) -> None:
+        ifm_t, w_t, ofm_t = v.ifm, v.weights, v.ofm
+        assert ifm_t is not None and w_t is not None and ofm_t is not None
+        ifm_scale, _ = _quant(ifm_t)
+        ofm_scale, _ = _quant(ofm_t)
+        wq = w_t.quantization
+        if wq is None:
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): weights are not quantized")
+        w = np.asarray(w_t.data).astype(np.int64)
+        wzp = np.asarray(wq.zero_point, dtype=np.int64).reshape(-1)
+        wscale = np.asarray(wq.scale, dtype=np.float32).reshape(-1)
+        fc = v.opcode == "FULLY_CONNECTED"
+        # A folded PAD: the operation reads the PAD's input and pads it itself.
+        ifm_view = self.view(self.folded_input.get(v.index, v.op.inputs[0]))
+        ofm_view = self.view(v.op.outputs[0])
+        kind, cost_kind = "conv", "conv2d"
+        if fc:
+            k_in = w.shape[-1]
+            n = ifm_t.size // k_in
+            ifm_view = replace(ifm_view, shape=(1, n, k_in), strides=dense_strides((1, n, k_in), ifm_view.element_size))
+            ofm_view = replace(ofm_view, shape=(1, n, w.shape[0]),
+                               strides=dense_strides((1, n, w.shape[0]), ofm_view.element_size))
+            ohwi = w.reshape(w.shape[0], 1, 1, k_in)
+            kernel = _kernel(1, 1, (1, 1), (1, 1))
+            padding = (0, 0, 0, 0)
+            cost_kind = "fully_connected"
+        else:
+            k = v.kernel
+            assert k is not None
+            if depthwise:
+                channels = ifm_view.shape[2]
+                out_channels = w.shape[3]
+                multiplier = out_channels // max(channels, 1)
+                dw = w.reshape(w.shape[1], w.shape[2], out_channels)
+                if multiplier == 1:
+                    ohwi = dw.transpose(2, 0, 1)[..., None]
+                    kind, cost_kind = "depthwise", "depthwise_conv2d"
+                else:
+                    # Outside each output channel's own input channel the weight is zero in
+                    # real terms: that channel's zero point.
+                    zp = np.broadcast_to(wzp, (out_channels,))
+                    ohwi = np.repeat(zp[:, None, None, None], channels, axis=3)
+                    ohwi = np.repeat(np.repeat(ohwi, w.shape[1], axis=1), w.shape[2], axis=2).copy()
+                    for o in range(out_channels):
+                        ohwi[o, :, :, o // multiplier] = dw[:, :, o]
+            else:
+                ohwi = w
+            kernel = _kernel(k.height, k.width, (k.stride_h, k.stride_w), (k.dilation_h, k.dilation_w))
+            padding = self._padding(v, ifm_view, ofm_view)
+            if v.index in self.folded_pad:
+                top, left, _, _ = self.folded_pad[v.index]
+                # The NPU takes the IFM to end where the last window does, (OH-1)*stride +
+                # kernel - top - bottom rows: bottom/right padding is only what the windows reach.
+                bottom = (ofm_view.shape[0] - 1) * k.stride_h + k.dilated_height - top - ifm_view.shape[0]
+                right = (ofm_view.shape[1] - 1) * k.stride_w + k.dilated_width - left - ifm_view.shape[1]
+                padding = (top, left, max(bottom, 0), max(right, 0))
+        out_channels = ohwi.shape[0]
+        bias_t = v.bias
+        bias = (np.zeros(out_channels, dtype=np.int64) if bias_t is None
+                else np.asarray(bias_t.data).astype(np.int64).reshape(-1))
+        reduced = ifm_t.dtype == "int16" and bias_t is not None and bias_t.dtype == "int64"
+        scales = convolution_scales(ifm_scale, wscale, ofm_scale, float32_product=ifm_t.dtype == "uint8" or (fc and wscale.size == 1),
+                                    reduced=reduced)
+        if len(scales) == 1:
+            scales = scales * out_channels
+        zps = wzp if wzp.size > 1 else np.full(out_channels, int(wzp[0]), dtype=np.int64)
+        volume = WeightVolume(ohwi, zps, bias, tuple(scales), kind == "depthwise")
+        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
+        registers = dict(kernel=kernel, padding=padding, activation=_clamp(ofm_t, lo, hi),
+                         rounding="NATURAL" if fc else "TFL", global_scale=False, ofm_scale=(0, 0),
+                         acc_format=1 if ifm_t.dtype == "int16" else 0)
+        self.add(LoweredOperation(kind, cost_kind, f"{v.index}:{v.opcode}", (v.index,), ifm_view, ofm_view,
+                                  weights=volume, registers=registers))
+
+    def _padding(self, v: OperatorView, ifm: FeatureMapView, ofm: FeatureMapView) -> tuple[int, int, int, int]:
+        if v.options.get("padding", "VALID") != "SAME":
+            return (0, 0, 0, 0)
+        k = v.kernel
+        assert k is not None
+        top, bottom = same_padding(ifm.shape[0], ofm.shape[0], k.stride_h, k.dilated_height)
+        left, right = same_padding(ifm.shape[1], ofm.shape[1], k.stride_w, k.dilated_width)
+        return (top, left, bottom, right)
+
+    def _conv_2d(self, v: OperatorView) -> None:
+        self._weighted(v, depthwise=False)
+
+    def _depthwise_conv_2d(self, v: OperatorView) -> None:
+        self._weighted(v, depthwise=True)
+
+    def _fully_connected(self, v: OperatorView) -> None:
+        self._weighted(v, depthwise=False)
+
+    def _pool(self, v: OperatorView, mode: str) -> None:
+        ifm, ofm = self.view(v.op.inputs[0]), self.view(v.op.outputs[0])
+        if (ifm.scale, ifm.zero_point) != (ofm.scale, ofm.zero_point):
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): input and output quantization differ")
+        k = v.kernel
+        assert k is not None
+        padding = self._padding(v, ifm, ofm)
+        # TFLite pools the raw values (equal input and output quantization) and rounds an
+        # average half away from zero. With zero points 0 the NPU does the same; with the real
+        # ones it would round ties of (x - zp) instead, one off wherever the sign differs.
+        ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
+        if mode == "MAX" or any(padding):
+            ofm_scale = (1, 0)  # max needs none; a padded average is divided by the NPU itself
+        else:
+            ofm_scale = pooling_scale(k.height * k.width)
+        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
+        # A window that covers the whole input (a global pool) has no second position: its
+        # stride is irrelevant, and TFLite models often give it the kernel size, past the
+        # NPU's limit.
+        stride = (1 if ofm.shape[0] == 1 else k.stride_h, 1 if ofm.shape[1] == 1 else k.stride_w)
+        registers = dict(sub_op=mode, kernel=_kernel(k.height, k.width, stride, (1, 1)),
+                         padding=padding, activation=_clamp(v.ofm, lo, hi), rounding="NATURAL", global_scale=True,
+                         ofm_scale=ofm_scale)
+        cost = "max_pool" if mode == "MAX" else "avg_pool"
+        self.add(LoweredOperation("pool", cost, f"{v.index}:{v.opcode}", (v.index,), ifm, ofm, registers=registers))
+
+    def _max_pool_2d(self, v: OperatorView) -> None:
+        self._pool(v, "MAX")
+
+    def _average_pool_2d(self, v: OperatorView) -> None:
+        self._pool(v, "AVERAGE")
+
+    def _elementwise(self, v: OperatorView, mode: str) -> None:
+        a, b = self.view(v.op.inputs[0]), self.view(v.op.inputs[1])
+        ofm = self.view(v.op.outputs[0])
+        reversed_operands = False
+        if a.shape != ofm.shape:
+            if b.shape != ofm.shape:
+                raise UnsupportedError(f"operator {v.index} ({v.opcode}): neither operand has the output's shape")
+            a, b, reversed_operands = b, a, True
+        broadcast = tuple(bd != od for bd, od in zip(b.shape, ofm.shape))
+        if any(bd not in (1, od) for bd, od in zip(b.shape, ofm.shape)):
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): operand shapes do not broadcast")
+        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
+        registers: dict[str, Any] = dict(
+            sub_op=mode, kernel=_kernel(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
+            activation=_clamp(v.ofm, lo, hi), rounding="TFL", global_scale=True, broadcast=broadcast,
+            reversed_operands=reversed_operands, ifm2_scalar=None,
+        )
+        if mode == "MUL":
+            registers.update(ofm_scale=multiply_scale(a.scale, b.scale, ofm.scale), opa_scale=(0, 0), opb_scale=0,
+                             ifm_scale_mode=0)
+        else:
+            bits = 16 if a.dtype == "int16" else 8
+            # With REVERSED_OPERANDS the ALU's operand A is the IFM2 (SUB computes A - B), so A
+            # and B stay TFLite's first and second operand, and so does the scale mode (1: A).
+            first, second = (b, a) if reversed_operands else (a, b)
+            registers.update(add_sub_scales(first.scale, second.scale, ofm.scale, bits))
+        cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
+        self.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
+                                  registers=registers))
+
+    def _add(self, v: OperatorView) -> None:
+        self._elementwise(v, "ADD")
+
+    def _sub(self, v: OperatorView) -> None:
+        self._elementwise(v, "SUB")
+
+    def _mul(self, v: OperatorView) -> None:
+        self._elementwise(v, "MUL")
+
+    def _concatenation(self, v: OperatorView) -> None:
+        ofm = self.view(v.op.outputs[0])
+        rank = len(v.ofm.shape)
+        axis = v.options.get("axis", -1) % rank
+        # The axis in the NPU's H, W, C view of the output.
+        hwc_axis = axis + (3 - rank) if rank <= 3 else axis - 1
+        if rank == 4 and axis == 0:
+            raise UnsupportedError(f"operator {v.index}: concatenation along the batch")
+        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
+        clamp = _clamp(v.ofm, lo, hi)
+        start = 0
+        for t in v.op.inputs:
+            src = self.view(t)
+            if t in self.slices:  # its producer already wrote it there
+                start += src.shape[hwc_axis]
+                continue
+            shape = list(ofm.shape)
+            shape[hwc_axis] = src.shape[hwc_axis]
+            if tuple(shape) != src.shape:
+                raise UnsupportedError(f"operator {v.index}: input {self.graph.tensors[t].name!r} does not fit its slice")
+            offset = start * ofm.strides[hwc_axis]
+            dst = replace(ofm, shape=tuple(shape), offset=ofm.offset + offset)
+            self.copy(v.index, f"{v.index}:CONCATENATION[{t}]", src, dst, clamp)
+            start += src.shape[hwc_axis]
+
+    def _pad(self, v: OperatorView) -> None:
+        src, dst = self.view(v.op.inputs[0]), self.view(v.op.outputs[0])
+        pads = np.asarray(self.graph.tensors[v.op.inputs[1]].data).reshape(-1, 2)
+        rank = len(v.ofm.shape)
+        if rank == 4 and pads[0].any():
+            raise UnsupportedError(f"operator {v.index}: PAD along the batch")
+        hwc = [(0, 0)] * (3 - min(rank, 3)) + [tuple(int(p) for p in row) for row in pads[-3:]]
+        pad_value = dst.zero_point
+        if len(v.op.inputs) > 2 and v.op.inputs[2] >= 0:  # PADV2's constant
+            pad_value = int(np.asarray(self.graph.tensors[v.op.inputs[2]].data).reshape(-1)[0])
+        h, w, c = dst.shape
+        (top, _), (left, _), (front, _) = hwc
+        interior = src.offset + top * dst.strides[0] + left * dst.strides[1] + front * dst.strides[2]
+        self.copy(v.index, f"{v.index}:PAD", src, replace(dst, shape=src.shape, offset=interior), requantize=False)
+        # The border: up to six boxes around the interior, filled from a constant.
+        boxes = []
+        (t0, t1), (l0, l1), (c0, c1) = hwc
+        sh, sw, sc = src.shape
+        if t0:
+            boxes.append(((0, 0, 0), (t0, w, c)))
+        if t1:
+            boxes.append(((h - t1, 0, 0), (t1, w, c)))
+        if l0:
+            boxes.append(((t0, 0, 0), (sh, l0, c)))
+        if l1:
+            boxes.append(((t0, w - l1, 0), (sh, l1, c)))
+        if c0:
+            boxes.append(((t0, l0, 0), (sh, sw, c0)))
+        if c1:
+            boxes.append(((t0, l0, c - c1), (sh, sw, c1)))
+        for origin, shape in boxes:
+            fill = self.fill(pad_value, dst, shape)
+            offset = dst.offset + sum(o * s for o, s in zip(origin, dst.strides))
+            self.copy(v.index, f"{v.index}:PAD(border)", fill, replace(dst, shape=shape, offset=offset),
+                      requantize=False)
+
+    def fill(self, value: int, like: FeatureMapView, shape: tuple[int, int, int]) -> FeatureMapView:
+        """A constant feature map of `shape` holding `value` everywhere, in flash."""
+        size = like.element_size
+        dtype = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16}[like.dtype]
+        key = (value, like.dtype)
+        need = math.prod(shape) * size
+        buffer = self.fill_constants.get(key)
+        if buffer is None or len(self.constants[buffer]) < need:
+            buffer = buffer if buffer is not None else self.next_pseudo
+            if key not in self.fill_constants:
+                self.next_pseudo -= 1
+            self.fill_constants[key] = buffer
+            self.constants[buffer] = np.full(math.prod(shape), value, dtype=dtype).tobytes()
+        return FeatureMapView(buffer, shape, like.dtype, like.zero_point, like.scale, dense_strides(shape, size))
+
+    def _quantize(self, v: OperatorView) -> None:
+        src, dst = self.view(v.op.inputs[0]), self.view(v.op.outputs[0])
+        self.copy(v.index, f"{v.index}:QUANTIZE", src, dst)
+
+    def _clamp_op(self, v: OperatorView) -> None:
+        src, dst = self.view(v.op.inputs[0]), self.view(v.op.outputs[0])
+        lo, hi = CLAMP_OPS[v.opcode]
+        self.copy(v.index, f"{v.index}:{v.opcode}", src, dst, _clamp(v.ofm, lo, hi))
+
+    _relu = _relu6 = _relu_n1_to_1 = _relu_0_to_1 = _clamp_op
+
+    # --- result -----------------------------------------------------------------------------
+
+    def _choose_layouts(self, cpu_visible: set[int], buffers: dict[int, int]) -> None:
+        """NHCWB16 for every buffer only the NPU sees and every operation views whole.
+
+        The NPU reads and writes 16-channel bricks fastest (the cycle model agrees: a strided
+        NHWC depthwise costs up to twice as much). The CPU needs NHWC, and so do views that
+        are not the whole buffer in its own shape (reshapes, concatenation slices, padding
+        interiors), whose addresses assume the dense layout.
+        """
+        whole: dict[int, bool] = {}
+        for op in self.ops:
+            for v in (op.ifm, op.ifm2, op.ofm):
+                if v is None or v.buffer in self.constants:
+                    continue
+                natural = _hwc(self.graph.tensors[v.buffer])
+                whole[v.buffer] = whole.get(v.buffer, True) and v.offset == 0 and v.shape == natural
+        brick = {b for b, ok in whole.items() if ok and b not in cpu_visible}
+        for b in brick:
+            h, w, c = _hwc(self.graph.tensors[b])
+            buffers[b] = h * w * _round16(c) * (2 if self.graph.tensors[b].dtype == "int16" else 1)
+
+        def convert(v: FeatureMapView | None) -> FeatureMapView | None:
+            if v is None or v.buffer not in brick:
+                return v
+            return replace(v, layout="NHCWB16", strides=brick_strides(v.shape, v.element_size))
+
+        for op in self.ops:
+            op.ifm, op.ifm2, op.ofm = convert(op.ifm), convert(op.ifm2), convert(op.ofm)
+
+    def _segment(self) -> LoweredSegment:
+        tensors = self.graph.tensors
+        buffers: dict[int, int] = {}
+        aliases: dict[int, int] = {}
+        produced: set[int] = set()
+        ifms: list[int] = []
+        ofms: list[int] = []
+        for i in self.operators:
+            op = self.graph.operators[i]
+            for t in op.inputs:
+                if t < 0 or tensors[t].is_constant:
+                    continue
+                if t not in produced and t not in ifms:
+                    ifms.append(t)
+            for t in op.outputs:
+                produced.add(t)
+        for i in self.operators:
+            for t in self.graph.operators[i].outputs:
+                outside = any(c not in self.members for c in self.consumers.get(t, []))
+                if (outside or t in self.graph.outputs) and t not in ofms:
+                    ofms.append(t)
+        for t in {*ifms, *produced}:
+            b = self.buffer(t)
+            aliases[t] = b
+            buffers[b] = max(buffers.get(b, 0), tensors[b].nbytes)
+        self._choose_layouts({aliases[t] for t in (*ifms, *ofms)}, buffers)
+        return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants)
+
+
+def _kernel(height: int, width: int, stride: tuple[int, int], dilation: tuple[int, int]) -> dict[str, Any]:
+    """The decoder's kernel record: height/width are the dilated extents."""
+    return dict(height=(height - 1) * dilation[0] + 1, width=(width - 1) * dilation[1] + 1, stride=tuple(stride),
+                dilation=tuple(dilation), part_kernel_first=False)
+
+
+def lower_segment(graph: SubGraph, operators: tuple[int, ...]) -> LoweredSegment:
+    """Lower the operators of one NPU segment (in execution order).
+
+    Raises
+    ------
+    UnsupportedError
+        An operator, data type, shape or quantization this lowering cannot express; the
+        message names the operator.
+    """
+    return _Lowering(graph, tuple(operators)).run()

@@ -1,0 +1,106 @@
+"""Fixed-point rescaling as the NPU's output and operand units apply it.
+
+The NPU rescales with a 32-bit multiplier and a 6-bit right shift: ``(acc * scale) >> shift``
+with the rounding the operation's register selects. These functions turn TFLite's float
+scales into those pairs the way TFLite's reference kernels do (double precision, the
+significand rounded half away from zero), so that the integer results match the reference
+interpreter bit for bit. The formulas are the ones Vela uses (its ``scaling.py``): matching
+them is what makes the NPU's rounding equal TFLite's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import UnsupportedError
+
+MAX_SHIFT = 63  # the 6-bit shift field
+
+
+def round_half_away(x: float) -> int:
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def quantise_scale(scale: float) -> tuple[int, int]:
+    """(multiplier, shift) with ``scale == multiplier * 2**-shift`` and a 31-bit multiplier.
+
+    A scale too small or too large for the 6-bit shift cannot be represented: TFLite would
+    flush it to zero, the NPU cannot express it, so it is an error rather than a silent 0.
+    """
+    if scale == 0.0:
+        return 0, 0
+    significand, exponent = math.frexp(float(scale))
+    multiplier = round_half_away(significand * (1 << 31))
+    shift = 31 - exponent
+    if multiplier == 1 << 31:  # the significand rounded up to 1.0
+        multiplier >>= 1
+        shift -= 1
+    if not 0 <= shift <= MAX_SHIFT:
+        raise UnsupportedError(f"rescale factor {scale:.6g} needs a shift of {shift}, outside the NPU's 0..63")
+    return multiplier, shift
+
+
+def reduced_quantise_scale(scale: float) -> tuple[int, int]:
+    """The 16-bit multiplier TFLite's int16x8 kernels with 64-bit bias use (rounded from the 31-bit one)."""
+    multiplier, shift = quantise_scale(scale)
+    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < (32767 << 16) else 32767
+    return reduced, shift - 16
+
+
+def convolution_scales(ifm_scale: float, weight_scales: np.ndarray, ofm_scale: float, *, float32_product: bool,
+                       reduced: bool) -> list[tuple[int, int]]:
+    """Per-OFM-channel (multiplier, shift) of a convolution: ifm * weight / ofm.
+
+    TFLite forms the product in float32 where it uses one scale for the whole layer (uint8
+    models, per-tensor FULLY_CONNECTED: ``GetQuantizedConvolutionMultipler``) and in double
+    for per-channel scales; the multiplier's last bits depend on which.
+    """
+    out = []
+    for w in np.asarray(weight_scales, dtype=np.float32).reshape(-1):
+        if float32_product:
+            real = float(np.float32(ifm_scale) * np.float32(w)) / float(np.float32(ofm_scale))
+        else:
+            real = float(np.float32(ifm_scale)) * float(w) / float(np.float32(ofm_scale))
+        out.append(reduced_quantise_scale(real) if reduced else quantise_scale(real))
+    return out
+
+
+def pooling_scale(kernel_elements: int, rescale_bits: int = 0) -> tuple[int, int]:
+    """(multiplier, shift) that divides a sum of `kernel_elements` values, as TFLite's average pool rounds it."""
+    _, k = math.frexp(kernel_elements - 1)
+    n = 31 - rescale_bits
+    return ((1 << (n + k)) + (1 << k)) // kernel_elements, n + k
+
+
+def rescale_scale(ifm_scale: float, ofm_scale: float) -> tuple[int, int]:
+    """A plain requantization ifm -> ofm (QUANTIZE, copies between different quantizations)."""
+    return quantise_scale(float(np.float32(ifm_scale)) / float(np.float32(ofm_scale)))
+
+
+def multiply_scale(ifm_scale: float, ifm2_scale: float, ofm_scale: float) -> tuple[int, int]:
+    """MUL's output scale; TFLite forms it in float32."""
+    return quantise_scale(float(np.float32(ifm_scale) * np.float32(ifm2_scale) / np.float32(ofm_scale)))
+
+
+def add_sub_scales(ifm_scale: float, ifm2_scale: float, ofm_scale: float, bits: int) -> dict:
+    """Operand and output scaling of ADD/SUB, TFLite's way: both inputs are brought to twice the
+    larger input scale with ``bits``-dependent headroom (20 bits for 8-bit inputs, 15 for
+    16-bit); the NPU scales only one operand (the smaller-scaled one) with the 32-bit OPA
+    scale and shifts the other, then rescales the sum.
+
+    Returns the register values: ``opa_scale`` (multiplier, shift), ``opb_scale``,
+    ``ifm_scale_mode`` (1: the IFM is scaled, 2: the IFM2 is), ``ofm_scale`` (multiplier, shift).
+    """
+    a, b, o = (float(np.float32(s)) for s in (ifm_scale, ifm2_scale, ofm_scale))
+    headroom = 20 if bits == 8 else 15
+    big, small = max(a, b), min(a, b)
+    operand = quantise_scale(small * (1 << headroom) / (2 * big))
+    ofm = quantise_scale(2 * big / (o * (1 << headroom)))
+    return dict(opa_scale=operand, opb_scale=0, ifm_scale_mode=1 if a < b else 2, ofm_scale=ofm)
+
+
+def quantize_value(real: float, scale: float, zero_point: int) -> int:
+    """TFLite's Quantize: zero point + the real value in scale units, rounded half away from zero."""
+    return int(zero_point) + round_half_away(float(real) / float(np.float32(scale)))

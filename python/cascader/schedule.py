@@ -1,0 +1,273 @@
+"""The schedule: what runs on the NPU, in which order, with which block config, over which buffers.
+
+A `NpuSchedule` is the value every later stage consumes (memory layout, emission). The
+uncascaded scheduler here fills it with one whole-tensor stripe per lowered operation; the
+cascading planner fills the same type with stripes, rolling buffers and DMAs. Block configs,
+traversals and whether a convolution's weights are first copied into SRAM come from the cycle
+model (`cascader.estimate_op`), the same model the estimator costs binaries with, so the choice
+and the report cannot disagree.
+
+Weights are encoded here, not at emission: the encoded size is what the cycle model and the
+memory planner (a weight buffer's size) need, and it depends only on the block config and the
+traversal, never on an address.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from . import memory as mem
+from .arch import Accelerator, arch_config
+from .emit.weights import encode_weights
+from .frontend.lower import LoweredOperation, LoweredSegment
+from .perf import OpCost, estimate_op
+from .tflite.model import SubGraph
+
+
+@dataclass
+class ScheduledOperation:
+    """One NPU operation with its hardware choices.
+
+    `encoded` holds the weight and scale streams (None without weights). With
+    `weight_buffer`, a DMA copies them from flash into an SRAM buffer just before the
+    operation (it runs under the previous operation) and the NPU reads them there.
+    """
+
+    lowered: LoweredOperation
+    block: tuple[int, int, int]  # OFM block height, width, depth
+    part_kernel_first: bool
+    cost: OpCost
+    encoded: Any = None  # cascader.emit.weights.EncodedWeights
+    weight_buffer: bool = False
+    direct_cost: OpCost | None = None  # with weight_buffer: the cost reading the weights from flash
+
+
+@dataclass
+class SegmentSchedule:
+    """One NPU segment (one `ethos-u` operator) in execution order."""
+
+    segment: LoweredSegment
+    operations: list[ScheduledOperation]
+
+
+@dataclass
+class NpuSchedule:
+    """The whole inference: NPU segments and CPU operators in execution order.
+
+    `order` lists ``("npu", k)`` for `segments[k]` and ``("cpu", i)`` for CPU operator i.
+    """
+
+    segments: list[SegmentSchedule]
+    order: list[tuple[str, int]]
+    accelerator: str
+    system: str | None = None
+    memory_mode: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def operations(self) -> list[ScheduledOperation]:
+        return [op for s in self.segments for op in s.operations]
+
+    @property
+    def total_cycles(self) -> float:
+        """The schedule's cycles as the cycle model predicts them (the binary's estimate agrees)."""
+        return float(sum(op.cost.total_cycles for op in self.operations))
+
+
+class _Target:
+    def __init__(self, accelerator: str, system: Any, memory_mode: Any) -> None:
+        arch = arch_config(accelerator, system, memory_mode)
+        self.accelerator, self.system, self.memory_mode = accelerator, system, memory_mode
+        self.weight_memory = arch.region_memory(_core.Region.Constants).name
+        self.arena_memory = arch.region_memory(_core.Region.Arena).name
+        self.buffer_memory = arch.region_memory(_core.Region.FastCache).name
+
+    def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
+             part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0) -> OpCost:
+        ifm, ofm = op.ifm, op.ofm
+        args: dict[str, Any] = dict(
+            ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
+            ifm_memory=self.arena_memory, ofm_memory=self.arena_memory,
+            accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode, block_config=block,
+        )
+        if part_kernel_first is not None:
+            args["traversal"] = "part_kernel_first" if part_kernel_first else "depth_first"
+        k = op.registers.get("kernel")
+        if op.kind in ("conv", "depthwise", "pool"):
+            d = k["dilation"]
+            kh, kw = (k["height"] - 1) // d[0] + 1, (k["width"] - 1) // d[1] + 1
+            args.update(kernel=(kh, kw), stride=k["stride"], dilation=d, padding=op.registers["padding"])
+        if op.weights is not None:
+            args.update(weight_bytes=weight_bytes, scale_bytes=scale_bytes, weight_memory=self.weight_memory)
+            if buffered:
+                args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack)
+        if op.ifm2 is not None:
+            args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
+        return estimate_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args)
+
+
+def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str):
+    v = op.weights
+    k = op.registers["kernel"]
+    return encode_weights(
+        v.values, v.zero_points, v.bias, np.array([m for m, _ in v.scales], dtype=np.int64),
+        np.array([s for _, s in v.scales], dtype=np.int64), depthwise=v.depthwise,
+        part_kernel_first=part_kernel_first, ofm_block_depth=block[2], ifm_bits=8 * op.ifm.element_size,
+        dilation=tuple(k["dilation"]), accelerator=accelerator,
+    )
+
+
+def _stream_bytes(encoded) -> tuple[int, int]:
+    weights = sum(s.weight_length for streams in encoded.slices for s in streams)
+    scales = sum(s.scale_length for streams in encoded.slices for s in streams)
+    return weights, scales
+
+
+def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool) -> ScheduledOperation:
+    """Block config and traversal from the cycle model; weights encoded for that block; the
+    weights buffered in SRAM when the model says that is faster (and `buffering` allows)."""
+    if op.weights is None:
+        cost = target.cost(op)
+        return ScheduledOperation(op, cost.block_config.ofm_block, False, cost)
+    # The block choice needs a size before the encoder has run: the raw weight bytes rank the
+    # configs; the encoded size then costs the chosen one.
+    raw = target.cost(op, int(op.weights.values.size), 10 * int(op.weights.values.shape[0]))
+    block = raw.block_config.ofm_block
+    pkf = raw.block_config.part_kernel_first if op.kind == "conv" else False
+    encoded = _encode(op, block, pkf, target.accelerator)
+    w, s = _stream_bytes(encoded)
+    direct = target.cost(op, w, s, block, pkf if op.kind == "conv" else None)
+    if buffering and target.weight_memory != target.buffer_memory:
+        buffered = target.cost(op, w, s, block, pkf if op.kind == "conv" else None, buffered=True, slack=slack)
+        if buffered.total_cycles < direct.total_cycles:
+            return ScheduledOperation(op, block, pkf, buffered, encoded, weight_buffer=True, direct_cost=direct)
+    return ScheduledOperation(op, block, pkf, direct, encoded)
+
+
+def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, int]], accelerator: str = "ethos-u55-128",
+                        system=None, memory_mode=None, buffering: bool = True) -> NpuSchedule:
+    """Every lowered operation as its own whole-tensor stripe, in the order given."""
+    target = _Target(Accelerator(accelerator).name, system, memory_mode)
+    out = []
+    for seg in segments:
+        ops, slack = [], 0
+        for op in seg.operations:
+            sop = schedule_operation(op, target, slack, buffering)
+            slack = sop.cost.buffering_slack_cycles
+            ops.append(sop)
+        out.append(SegmentSchedule(seg, ops))
+    return NpuSchedule(out, order, target.accelerator, system, memory_mode)
+
+
+def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) -> NpuSchedule:
+    """The same schedule with every operation but those at positions `keep` reading its weights
+    from flash."""
+    segments, k = [], 0
+    for seg in schedule.segments:
+        ops = []
+        for sop in seg.operations:
+            if sop.weight_buffer and k not in keep:
+                sop = replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None)
+            ops.append(sop)
+            k += 1
+        segments.append(SegmentSchedule(seg.segment, ops))
+    return replace(schedule, segments=segments)
+
+
+def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph) -> NpuSchedule:
+    """Keep the weight buffers that fit under the feature maps' own peak.
+
+    Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
+    peak anyway; a buffer is kept when, over the two steps it is live (its DMA runs under the
+    previous operation), the feature maps live then leave room for it below that peak. The most
+    cycles saved per byte go first. The SRAM a compile uses is then the feature maps' alone.
+    O(operations log operations) after one live-range pass.
+    """
+    lean = without_weight_buffers(schedule)
+    msched, _, op_steps = memory_schedule(lean, graph)
+    r = mem.live_ranges(msched)
+    live = np.zeros(len(msched.steps) + 1, dtype=np.int64)
+    for start, end, size, align in zip(r.start, r.end, r.size, r.alignment):
+        live[start:end] += (size + align - 1) // align * align
+    peak = int(live.max(initial=0))
+    ops = schedule.operations
+    wanted = [k for k, sop in enumerate(ops) if sop.weight_buffer]
+    gain = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(len(ops[k].encoded.data), 1)
+            for k in wanted}
+    keep: set[int] = set()
+    for k in sorted(wanted, key=lambda k: -gain[k]):
+        size = (len(ops[k].encoded.data) + 15) // 16 * 16
+        steps = slice(max(op_steps[k] - 1, 0), op_steps[k] + 1)
+        if int(live[steps].max()) + size <= peak:
+            live[steps] += size
+            keep.add(k)
+    return without_weight_buffers(schedule, keep)
+
+
+def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedule, dict[Any, int], list[int]]:
+    """The memory planner's view: a buffer per feature-map buffer and per weight buffer, a step
+    per operation and per CPU operator (so the NPU subgraphs' IFMs and OFMs stay live across
+    the CPU work between them).
+
+    Returns the schedule, the index of each buffer in it (feature-map buffers by tensor index,
+    weight buffers by ``("weights", position in schedule.operations)``), and the step of each
+    operation.
+    """
+    # A tensor is one buffer for the whole inference. Each segment resolves its own aliases
+    # (a reshape in one segment, its output read as an IFM by the next): join them across
+    # segments so that every segment's name for the bytes lands on the same buffer.
+    parent: dict[int, int] = {}
+
+    def find(t: int) -> int:
+        while parent.get(t, t) != t:
+            parent[t] = parent.get(parent[t], parent[t])
+            t = parent[t]
+        return t
+
+    for s in schedule.segments:
+        for t, b in s.segment.aliases.items():
+            rt, rb = find(t), find(b)
+            if rt != rb:
+                parent[max(rt, rb)] = min(rt, rb)
+    sizes: dict[int, int] = {}
+    cpu_visible: set[int] = set()
+    for s in schedule.segments:
+        seg = s.segment
+        for b, size in seg.buffers.items():
+            sizes[find(b)] = max(sizes.get(find(b), 0), size)
+        cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
+    buffers: list[mem.ScheduledBuffer] = []
+    index: dict[Any, int] = {}
+    for root in sorted(sizes):
+        index[root] = len(buffers)
+        buffers.append(mem.ScheduledBuffer(graph.tensors[root].name, "feature_map", sizes[root],
+                                           cpu_visible=root in cpu_visible))
+    for s in schedule.segments:
+        for t, b in s.segment.aliases.items():
+            index[t] = index[b] = index[find(b)]
+    steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index), name="inputs")]
+    op_steps: list[int] = []  # the step of each scheduled operation
+    position = 0
+    for kind, i in schedule.order:
+        if kind == "cpu":
+            op = graph.operators[i]
+            steps.append(mem.Step(tuple(index[t] for t in op.inputs if t in index),
+                                  tuple(index[t] for t in op.outputs if t in index), f"cpu {i}"))
+            continue
+        for sop in schedule.segments[i].operations:
+            lo = sop.lowered
+            reads = [index[v.buffer] for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in index]
+            if sop.weight_buffer:
+                key = ("weights", position)
+                index[key] = len(buffers)
+                buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", "weights", len(sop.encoded.data)))
+                reads.append(index[key])
+            op_steps.append(len(steps))
+            steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
+            position += 1
+    steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
+    return mem.Schedule(buffers, steps, []), index, op_steps

@@ -1,0 +1,208 @@
+#include "cascader/bindings/operation_dict.hpp"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cascader/common/error.hpp"
+
+namespace py = pybind11;
+
+namespace cascader::bindings {
+
+namespace {
+
+using sim::FeatureMap;
+using sim::NpuOperation;
+
+const char* const kRounding[] = {"TFL", "TRUNCATE", "NATURAL"};
+
+py::dict feature_map(const FeatureMap& f) {
+  py::dict d;
+  d["region"] = f.region;
+  d["base"] = std::vector<uint64_t>(f.base.begin(), f.base.end());
+  d["shape"] = py::make_tuple(f.height, f.width, f.depth);
+  d["tiles"] = py::make_tuple(f.height0, f.height1, f.width0);
+  d["strides"] = py::make_tuple(f.stride_y, f.stride_x, f.stride_c);
+  d["dtype"] = sim::name(f.dtype);
+  d["layout"] = f.layout == sim::Layout::NHWC ? "NHWC" : "NHCWB16";
+  d["zero_point"] = f.zero_point;
+  return d;
+}
+
+py::dict address_range(const sim::AddressRange& r) {
+  py::dict d;
+  d["region"] = r.region;
+  d["address"] = r.address;
+  d["length"] = r.length;
+  return d;
+}
+
+template <typename Enum, int N>
+Enum enum_named(const std::string& value, const char* what) {
+  for (int i = 0; i < N; ++i) {
+    if (value == sim::name(static_cast<Enum>(i))) return static_cast<Enum>(i);
+  }
+  throw InvalidArgument(std::string("unknown ") + what + " " + value);
+}
+
+sim::Rounding rounding_named(const std::string& value) {
+  for (int i = 0; i < 3; ++i) {
+    if (value == kRounding[i]) return static_cast<sim::Rounding>(i);
+  }
+  throw InvalidArgument("rounding must be TFL, TRUNCATE or NATURAL, got " + value);
+}
+
+template <typename T>
+T field(const py::dict& d, const char* key) {
+  if (!d.contains(key)) throw InvalidArgument(std::string("operation dict has no '") + key + "'");
+  try {
+    return d[key].cast<T>();
+  } catch (const py::cast_error&) {
+    throw InvalidArgument(std::string("operation dict: '") + key + "' has the wrong type");
+  }
+}
+
+template <typename T>
+T field_or(const py::dict& d, const char* key, T fallback) {
+  return d.contains(key) && !d[key].is_none() ? field<T>(d, key) : fallback;
+}
+
+FeatureMap feature_map(const py::dict& d) {
+  FeatureMap f;
+  f.region = field<int>(d, "region");
+  const auto base = field<std::vector<int64_t>>(d, "base");
+  if (base.size() != 4 || *std::min_element(base.begin(), base.end()) < 0) {
+    throw InvalidArgument("a feature map's 'base' needs 4 non-negative tile addresses");
+  }
+  std::copy(base.begin(), base.end(), f.base.begin());
+  std::tie(f.height, f.width, f.depth) = field<std::tuple<int, int, int>>(d, "shape");
+  std::tie(f.height0, f.height1, f.width0) = field<std::tuple<int, int, int>>(d, "tiles");
+  std::tie(f.stride_y, f.stride_x, f.stride_c) = field<std::tuple<int64_t, int64_t, int64_t>>(d, "strides");
+  f.dtype = enum_named<sim::DataType, 5>(field<std::string>(d, "dtype"), "dtype");
+  const auto layout = field<std::string>(d, "layout");
+  if (layout != "NHWC" && layout != "NHCWB16") throw InvalidArgument("layout must be NHWC or NHCWB16, got " + layout);
+  f.layout = layout == "NHWC" ? sim::Layout::NHWC : sim::Layout::NHCWB16;
+  f.zero_point = field_or<int>(d, "zero_point", 0);
+  return f;
+}
+
+sim::AddressRange address_range(const py::dict& d) {
+  const int64_t address = field<int64_t>(d, "address"), length = field<int64_t>(d, "length");
+  if (address < 0 || length < 0) throw InvalidArgument("address ranges must not be negative");
+  return sim::AddressRange{field<int>(d, "region"), static_cast<uint64_t>(address), static_cast<uint64_t>(length)};
+}
+
+}  // namespace
+
+py::dict operation_to_dict(const NpuOperation& op) {
+  py::dict d;
+  d["kind"] = sim::name(op.kind);
+  d["word_offset"] = op.word_offset;
+  if (op.kind == sim::OpKind::Dma) {
+    d["src"] = address_range(op.dma_src);
+    d["dst"] = address_range(op.dma_dst);
+    return d;
+  }
+  if (op.kind == sim::OpKind::Pool) d["sub_op"] = sim::name(static_cast<sim::PoolMode>(op.sub_op));
+  if (op.kind == sim::OpKind::Elementwise) d["sub_op"] = sim::name(static_cast<sim::ElementwiseMode>(op.sub_op));
+  d["ifm"] = feature_map(op.ifm);
+  if (op.has_ifm2()) {
+    d["ifm2"] = feature_map(op.ifm2);
+    d["ifm2_scalar"] = op.ifm2_is_scalar ? py::object(py::int_(op.ifm2_scalar)) : py::object(py::none());
+    d["broadcast"] = py::make_tuple(op.broadcast_h, op.broadcast_w, op.broadcast_c);
+    d["reversed_operands"] = op.reversed_operands;
+  }
+  d["ofm"] = feature_map(op.ofm);
+  d["kernel"] = py::dict(py::arg("height") = op.kernel.height, py::arg("width") = op.kernel.width,
+                         py::arg("stride") = py::make_tuple(op.kernel.stride_y, op.kernel.stride_x),
+                         py::arg("dilation") = py::make_tuple(op.kernel.dilation_y, op.kernel.dilation_x),
+                         py::arg("part_kernel_first") = op.kernel.part_kernel_first);
+  d["padding"] = py::make_tuple(op.padding.top, op.padding.left, op.padding.bottom, op.padding.right);
+  d["weights"] = address_range(op.weights);
+  d["scales"] = address_range(op.scales);
+  if (op.parallel_mode > 0) {
+    d["weights1"] = address_range(op.weights1);
+    d["scales1"] = address_range(op.scales1);
+  }
+  d["activation"] = py::dict(py::arg("function") = op.activation.function,
+                             py::arg("clip_range") = op.activation.clip_range, py::arg("min") = op.activation.min,
+                             py::arg("max") = op.activation.max);
+  d["rounding"] = kRounding[static_cast<int>(op.rounding)];
+  d["ifm_rounding"] = kRounding[static_cast<int>(op.ifm_rounding)];
+  d["global_scale"] = op.global_scale;
+  d["ofm_scale"] = py::make_tuple(op.ofm_scale, op.ofm_shift);
+  d["opa_scale"] = py::make_tuple(op.opa_scale, op.opa_shift);
+  d["opb_scale"] = op.opb_scale;
+  d["ifm_scale_mode"] = op.ifm_scale_mode;
+  d["ifm_upscale"] = op.ifm_upscale;
+  d["acc_format"] = op.acc_format;
+  d["parallel_mode"] = op.parallel_mode;
+  d["block"] = py::make_tuple(op.block_height, op.block_width, op.block_depth);
+  return d;
+}
+
+NpuOperation operation_from_dict(const py::dict& d) {
+  NpuOperation op;
+  op.kind = enum_named<sim::OpKind, 5>(field<std::string>(d, "kind"), "operation kind");
+  op.word_offset = field_or<size_t>(d, "word_offset", 0);
+  if (op.kind == sim::OpKind::Dma) {
+    op.dma_src = address_range(field<py::dict>(d, "src"));
+    op.dma_dst = address_range(field<py::dict>(d, "dst"));
+    return op;
+  }
+  if (op.kind == sim::OpKind::Pool) {
+    op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 3>(field<std::string>(d, "sub_op"), "pooling mode"));
+  }
+  if (op.kind == sim::OpKind::Elementwise) {
+    const auto mode = field<std::string>(d, "sub_op");
+    op.sub_op = static_cast<int>(enum_named<sim::ElementwiseMode, 10>(mode, "elementwise mode"));
+  }
+  op.ifm = feature_map(field<py::dict>(d, "ifm"));
+  op.ofm = feature_map(field<py::dict>(d, "ofm"));
+  if (op.has_ifm2()) {
+    op.ifm2 = feature_map(field<py::dict>(d, "ifm2"));
+    const py::object scalar = d.contains("ifm2_scalar") ? py::object(d["ifm2_scalar"]) : py::object(py::none());
+    op.ifm2_is_scalar = !scalar.is_none();
+    if (op.ifm2_is_scalar) op.ifm2_scalar = scalar.cast<int>();
+    std::tie(op.broadcast_h, op.broadcast_w, op.broadcast_c) = field<std::tuple<bool, bool, bool>>(d, "broadcast");
+    op.reversed_operands = field_or<bool>(d, "reversed_operands", false);
+  }
+  const auto kernel = field<py::dict>(d, "kernel");
+  op.kernel.height = field<int>(kernel, "height");
+  op.kernel.width = field<int>(kernel, "width");
+  std::tie(op.kernel.stride_y, op.kernel.stride_x) = field<std::tuple<int, int>>(kernel, "stride");
+  std::tie(op.kernel.dilation_y, op.kernel.dilation_x) = field<std::tuple<int, int>>(kernel, "dilation");
+  op.kernel.part_kernel_first = field_or<bool>(kernel, "part_kernel_first", false);
+  if (op.kernel.dilation_y < 1 || op.kernel.dilation_x < 1) throw InvalidArgument("dilation must be >= 1");
+  std::tie(op.padding.top, op.padding.left, op.padding.bottom, op.padding.right) =
+      field<std::tuple<int, int, int, int>>(d, "padding");
+  std::tie(op.block_height, op.block_width, op.block_depth) = field<std::tuple<int, int, int>>(d, "block");
+  if (d.contains("weights")) op.weights = address_range(field<py::dict>(d, "weights"));
+  if (d.contains("scales")) op.scales = address_range(field<py::dict>(d, "scales"));
+  if (d.contains("weights1")) op.weights1 = address_range(field<py::dict>(d, "weights1"));
+  if (d.contains("scales1")) op.scales1 = address_range(field<py::dict>(d, "scales1"));
+  if (d.contains("activation")) {
+    const auto a = field<py::dict>(d, "activation");
+    op.activation.function = field<int>(a, "function");
+    op.activation.clip_range = field_or<int>(a, "clip_range", 0);
+    op.activation.min = field<int>(a, "min");
+    op.activation.max = field<int>(a, "max");
+  }
+  op.rounding = rounding_named(field_or<std::string>(d, "rounding", "TFL"));
+  op.ifm_rounding = rounding_named(field_or<std::string>(d, "ifm_rounding", "TFL"));
+  op.global_scale = field_or<bool>(d, "global_scale", false);
+  std::tie(op.ofm_scale, op.ofm_shift) = field_or<std::tuple<uint32_t, int>>(d, "ofm_scale", {1, 0});
+  std::tie(op.opa_scale, op.opa_shift) = field_or<std::tuple<uint32_t, int>>(d, "opa_scale", {0, 0});
+  op.opb_scale = field_or<uint32_t>(d, "opb_scale", 0);
+  op.ifm_scale_mode = field_or<int>(d, "ifm_scale_mode", 0);
+  op.ifm_upscale = field_or<int>(d, "ifm_upscale", 0);
+  op.acc_format = field_or<int>(d, "acc_format", 0);
+  op.parallel_mode = field_or<int>(d, "parallel_mode", 0);
+  return op;
+}
+
+}  // namespace cascader::bindings

@@ -1,0 +1,367 @@
+#include "cascader/emit/command_encoder.hpp"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+
+#include "cascader/arch/block_config.hpp"
+#include "cascader/arch/npu_registers.hpp"
+#include "cascader/common/error.hpp"
+#include "cascader/perf/cycle_model.hpp"
+#include "cascader/sim/estimator.hpp"
+
+namespace cascader::emit {
+
+namespace {
+
+using namespace npu;
+using sim::AddressRange;
+using sim::DataType;
+using sim::FeatureMap;
+using sim::NpuOperation;
+using sim::OpKind;
+
+// A byte range of one region, for the dependency checks.
+struct Span {
+  int region = 0;
+  uint64_t begin = 0, end = 0;
+  bool overlaps(const Span& o) const { return region == o.region && begin < o.end && o.begin < end; }
+};
+
+class Writer {
+ public:
+  Writer(size_t index) : index_(index) {}
+
+  void set_index(size_t index) { index_ = index; }
+
+  // A cmd0 register write, skipped when the register already holds the value.
+  void reg0(uint32_t op, int64_t value, const char* name, int64_t lo, int64_t hi) {
+    check(value, lo, hi, name);
+    const uint16_t v = static_cast<uint16_t>(value & 0xFFFF);
+    if (r0_[op] == v) return;
+    r0_[op] = v;
+    words_.push_back(op | (static_cast<uint32_t>(v) << kParamShift));
+  }
+  // A cmd1 register write (48-bit value: the low 32 bits in the payload word).
+  void reg1(uint32_t op, uint64_t value, const char* name, uint64_t max = (uint64_t{1} << 48) - 1) {
+    if (value > max) fail(name, std::to_string(value) + " exceeds " + std::to_string(max));
+    if (r1_[op] == value) return;
+    r1_[op] = value;
+    words_.push_back(op | kCmd1Flag | (static_cast<uint32_t>(value >> 32) << kParamShift));
+    words_.push_back(static_cast<uint32_t>(value & 0xFFFFFFFFu));
+  }
+  // An operation command (never elided).
+  void command(uint32_t op, int64_t param, const char* name) {
+    check(param, 0, 0xFFFF, name);
+    words_.push_back(op | (static_cast<uint32_t>(param) << kParamShift));
+  }
+
+  void check(int64_t value, int64_t lo, int64_t hi, const char* name) const {
+    if (value < lo || value > hi) {
+      fail(name, std::to_string(value) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+    }
+  }
+  [[noreturn]] void fail(const char* name, const std::string& what) const {
+    throw InvalidArgument("operation " + std::to_string(index_) + ": " + name + " " + what);
+  }
+
+  std::vector<uint32_t> take() { return std::move(words_); }
+
+ private:
+  size_t index_;
+  std::vector<uint32_t> words_;
+  // -1 (all bits set) marks "never written": a real 16-bit value is at most 0xFFFF.
+  std::array<int32_t, 1024> r0_ = filled<int32_t, 1024>(-1);
+  std::array<uint64_t, 1024> r1_ = filled<uint64_t, 1024>(~uint64_t{0});
+
+  template <typename T, size_t N>
+  static std::array<T, N> filled(T v) {
+    std::array<T, N> a;
+    a.fill(v);
+    return a;
+  }
+};
+
+int ifm_precision_code(DataType t) {
+  switch (t) {
+    case DataType::U8: return 0;
+    case DataType::S8: return 1;
+    case DataType::U16: return 4;
+    case DataType::S16: return 5;
+    case DataType::S32: return 9;
+  }
+  return 0;
+}
+
+int ofm_precision_code(DataType t) {
+  switch (t) {
+    case DataType::U8: return 0;
+    case DataType::S8: return 1;
+    case DataType::U16: return 2;
+    case DataType::S16: return 3;
+    case DataType::S32: return 5;
+  }
+  return 0;
+}
+
+int format_code(const FeatureMap& f) { return f.layout == sim::Layout::NHCWB16 ? 1 : 0; }
+
+// The registers of one feature map: region, tile bases, strides, tile sizes, zero point.
+struct MapRegisters {
+  uint32_t region, base0, h0, h1, w0, zp;
+};
+constexpr MapRegisters kIfm{IFM_REGION, IFM_BASE0, IFM_HEIGHT0_M1, IFM_HEIGHT1_M1, IFM_WIDTH0_M1, IFM_ZERO_POINT};
+constexpr MapRegisters kIfm2{IFM2_REGION, IFM2_BASE0, IFM2_HEIGHT0_M1, IFM2_HEIGHT1_M1, IFM2_WIDTH0_M1,
+                             IFM2_ZERO_POINT};
+constexpr MapRegisters kOfm{OFM_REGION, OFM_BASE0, OFM_HEIGHT0_M1, OFM_HEIGHT1_M1, OFM_WIDTH0_M1, OFM_ZERO_POINT};
+
+void feature_map(Writer& w, const FeatureMap& f, const MapRegisters& r) {
+  w.reg0(r.region, f.region, "region", 0, 7);
+  for (int i = 0; i < 4; ++i) w.reg1(r.base0 + i, f.base[i], "tile base");
+  w.reg1(r.base0 + 4, static_cast<uint64_t>(f.stride_x), "stride x", 0xFFFFFFFFu);
+  w.reg1(r.base0 + 5, static_cast<uint64_t>(f.stride_y), "stride y", 0xFFFFFFFFu);
+  w.reg1(r.base0 + 6, static_cast<uint64_t>(f.stride_c), "stride c", 0xFFFFFFFFu);
+  if (f.stride_x < 0 || f.stride_y < 0 || f.stride_c < 0) w.fail("strides", "must not be negative");
+  w.reg0(r.h0, f.height0 - 1, "tile height0", 0, 0xFFFF);
+  w.reg0(r.h1, f.height1 - 1, "tile height1", 0, 0xFFFF);
+  w.reg0(r.w0, f.width0 - 1, "tile width0", 0, 0xFFFF);
+  const bool is_unsigned = f.dtype == DataType::U8 || f.dtype == DataType::U16;
+  w.reg0(r.zp, f.zero_point, "zero point", is_unsigned ? 0 : -32768, is_unsigned ? 65535 : 32767);
+}
+
+void address_range(Writer& w, const AddressRange& a, uint32_t base, uint32_t length, const char* name) {
+  w.reg1(base, a.address, name);
+  w.reg1(length, a.length, name, 0xFFFFFFFFu);
+}
+
+uint32_t operation_command(const NpuOperation& op) {
+  switch (op.kind) {
+    case OpKind::Conv: return OP_CONV;
+    case OpKind::Depthwise: return OP_DEPTHWISE;
+    case OpKind::Pool: return OP_POOL;
+    case OpKind::Elementwise: return OP_ELEMENTWISE;
+    case OpKind::Dma: return OP_DMA_START;
+  }
+  return OP_STOP;
+}
+
+// The SHRAM layout the block config needs, from the same model that chose the block.
+ShramLayout shram_layout(Writer& w, const NpuOperation& op, const ArchConfig& arch) {
+  const BlockQuery q = block_query(sim::npu_op_of(op, arch));
+  // The block as programmed, as the estimator checks it (on an Ethos-U65-512 the register
+  // holds both cores' depth; the SHRAM model is per accelerator).
+  const BlockShape block{op.block_height, op.block_width, op.block_depth};
+  const auto cfg = try_block_config(arch.accelerator(), q, block);
+  if (!cfg) {
+    w.fail("block config", std::to_string(op.block_height) + "x" + std::to_string(op.block_width) + "x" +
+                               std::to_string(op.block_depth) + " is not valid for this operation on " +
+                               arch.accelerator().name);
+  }
+  return cfg->layout;
+}
+
+void compute_registers(Writer& w, const NpuOperation& op, const ArchConfig& arch) {
+  const bool elementwise = op.kind == OpKind::Elementwise;
+  const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
+
+  feature_map(w, op.ifm, kIfm);
+  w.reg0(IFM_DEPTH_M1, op.ifm.depth - 1, "IFM depth", 0, 0xFFFF);
+  w.reg0(IFM_PRECISION,
+         ifm_precision_code(op.ifm.dtype) | (format_code(op.ifm) << kFormatShift) |
+             (op.ifm_scale_mode << kScaleModeShift) | (static_cast<int>(op.ifm_rounding) << kRoundingShift),
+         "IFM precision", 0, 0xFFFF);
+  w.reg0(IFM_UPSCALE, op.ifm_upscale, "IFM upscale", 0, 2);
+  if (op.ifm_scale_mode < 0 || op.ifm_scale_mode > 2) w.fail("IFM scale mode", std::to_string(op.ifm_scale_mode));
+
+  feature_map(w, op.ofm, kOfm);
+  w.reg0(OFM_WIDTH_M1, op.ofm.width - 1, "OFM width", 0, 0xFFFF);
+  w.reg0(OFM_HEIGHT_M1, op.ofm.height - 1, "OFM height", 0, 0xFFFF);
+  w.reg0(OFM_DEPTH_M1, op.ofm.depth - 1, "OFM depth", 0, 0xFFFF);
+  w.reg0(OFM_PRECISION,
+         ofm_precision_code(op.ofm.dtype) | (format_code(op.ofm) << kFormatShift) |
+             (int(op.global_scale) << kOfmScalingShift) | (static_cast<int>(op.rounding) << kRoundingShift),
+         "OFM precision", 0, 0xFFFF);
+  w.reg0(OFM_BLK_WIDTH_M1, op.block_width - 1, "block width", 0, 63);
+  w.reg0(OFM_BLK_HEIGHT_M1, op.block_height - 1, "block height", 0, 31);
+  w.reg0(OFM_BLK_DEPTH_M1, op.block_depth - 1, "block depth", 0, 127);
+
+  if (!elementwise) {
+    w.reg0(IFM_PAD_TOP, op.padding.top, "padding top", 0, 127);
+    w.reg0(IFM_PAD_LEFT, op.padding.left, "padding left", 0, 127);
+    w.reg0(IFM_PAD_BOTTOM, op.padding.bottom, "padding bottom", 0, 127);
+    w.reg0(IFM_PAD_RIGHT, op.padding.right, "padding right", 0, 127);
+    const sim::Kernel& k = op.kernel;
+    w.reg0(KERNEL_WIDTH_M1, k.width - 1, "kernel width", 0, 0xFFFF);
+    w.reg0(KERNEL_HEIGHT_M1, k.height - 1, "kernel height", 0, 0xFFFF);
+    w.check(k.stride_x, 1, 16, "stride x");
+    w.check(k.stride_y, 1, 16, "stride y");
+    w.check(k.dilation_x, 1, 2, "dilation x");
+    w.check(k.dilation_y, 1, 2, "dilation y");
+    const int sx = k.stride_x - 1, sy = k.stride_y - 1;
+    w.reg0(KERNEL_STRIDE,
+           ((sx & 1) << kStrideXLsb) | ((sy & 1) << kStrideYLsb) | (int(k.part_kernel_first) << kPartKernelFirst) |
+               ((k.dilation_x - 1) << kDilationX) | ((k.dilation_y - 1) << kDilationY) | ((sx >> 1) << kStrideXMsb) |
+               ((sy >> 1) << kStrideYMsb),
+           "kernel stride", 0, 0xFFFF);
+  }
+
+  w.reg0(ACC_FORMAT, op.acc_format, "accumulator format", 0, 2);
+  w.reg0(ACTIVATION, op.activation.function | (op.activation.clip_range << kClipRangeShift), "activation", 0,
+         0xFFFF);
+  w.reg0(ACTIVATION_MIN, op.activation.min, "activation min", -32768, 32767);
+  w.reg0(ACTIVATION_MAX, op.activation.max, "activation max", -32768, 32767);
+
+  if (convolution) {
+    const int cores = op.parallel_mode + 1;
+    if (cores > arch.accelerator().cores) {
+      w.fail("parallel mode", std::to_string(op.parallel_mode) + " needs " + std::to_string(cores) + " cores; " +
+                                  arch.accelerator().name + " has " + std::to_string(arch.accelerator().cores));
+    }
+    if (op.weights.region != op.scales.region) w.fail("weights", "and scales must share a region");
+    w.reg0(WEIGHT_REGION, op.weights.region, "weight region", 0, 7);
+    w.reg0(SCALE_REGION, op.scales.region, "scale region", 0, 7);
+    address_range(w, op.weights, WEIGHT_BASE, WEIGHT_LENGTH, "weights");
+    address_range(w, op.scales, SCALE_BASE, SCALE_LENGTH, "scales");
+    if (cores > 1) {
+      address_range(w, op.weights1, WEIGHT1_BASE, WEIGHT1_LENGTH, "second core's weights");
+      address_range(w, op.scales1, SCALE1_BASE, SCALE1_LENGTH, "second core's scales");
+    }
+  }
+  if (arch.accelerator().cores > 1) w.reg0(PARALLEL_MODE, op.parallel_mode, "parallel mode", 0, 1);
+
+  // OFM_SCALE's high half holds the shift; OPA likewise.
+  w.check(op.ofm_shift, 0, 63, "OFM shift");
+  w.check(op.opa_shift, 0, 63, "OPA shift");
+  w.reg1(OFM_SCALE, (static_cast<uint64_t>(op.ofm_shift) << 32) | op.ofm_scale, "OFM scale");
+  if (elementwise) {
+    w.reg1(OPA_SCALE, (static_cast<uint64_t>(op.opa_shift) << 32) | op.opa_scale, "OPA scale");
+    w.reg1(OPB_SCALE, op.opb_scale, "OPB scale");
+  }
+
+  const ShramLayout shram = shram_layout(w, op, arch);
+  w.reg0(IFM_IB_END, shram.ifm_end, "IFM buffer end", 0, 0xFFFF);
+  w.reg0(AB_START, shram.acc_start, "accumulator start", 0, 0xFFFF);
+
+  if (op.has_ifm2()) {
+    w.reg0(IFM2_BROADCAST,
+           int(op.broadcast_h) | (int(op.broadcast_w) << 1) | (int(op.broadcast_c) << 2) |
+               (int(op.reversed_operands) << kReversedOperands) | (int(op.ifm2_is_scalar) << kIfm2Scalar),
+           "IFM2 broadcast", 0, 0xFFFF);
+    if (op.ifm2_is_scalar) {
+      w.reg0(IFM2_SCALAR, op.ifm2_scalar, "IFM2 scalar", -32768, 32767);
+    } else {
+      feature_map(w, op.ifm2, kIfm2);
+    }
+    w.reg0(IFM2_ZERO_POINT, op.ifm2.zero_point, "IFM2 zero point", -32768, 65535);
+    w.reg0(IFM2_PRECISION, ifm_precision_code(op.ifm2.dtype) | (format_code(op.ifm2) << kFormatShift),
+           "IFM2 precision", 0, 0xFFFF);
+    w.reg0(IFM2_IB_START, shram.ifm2_start, "IFM2 buffer start", 0, 0xFFFF);
+  }
+}
+
+// Bytes of a feature map the operation touches: the span from its lowest to its highest
+// addressed element over every tile (coarse, never smaller than the real footprint).
+std::vector<Span> map_spans(const FeatureMap& f, int height, int width, int depth) {
+  const int es = sim::element_size(f.dtype);
+  const uint64_t last_c = f.layout == sim::Layout::NHWC
+                              ? static_cast<uint64_t>(depth - 1) * es
+                              : static_cast<uint64_t>((depth - 1) / 16) * f.stride_c + ((depth - 1) % 16) * es;
+  const uint64_t extent = static_cast<uint64_t>(std::max(height - 1, 0)) * f.stride_y +
+                          static_cast<uint64_t>(std::max(width - 1, 0)) * f.stride_x + last_c + es;
+  std::vector<Span> out;
+  for (uint64_t b : f.base) out.push_back(Span{f.region, b, b + extent});
+  return out;
+}
+
+struct Access {
+  std::vector<Span> reads, writes;
+};
+
+Access accesses(const NpuOperation& op) {
+  Access a;
+  if (op.kind == OpKind::Dma) {
+    a.reads.push_back(Span{op.dma_src.region, op.dma_src.address, op.dma_src.address + op.dma_src.length});
+    a.writes.push_back(Span{op.dma_dst.region, op.dma_dst.address, op.dma_dst.address + op.dma_dst.length});
+    return a;
+  }
+  // The IFM extent the operation may read: the tiles as programmed cover it.
+  const int ih = std::max(op.ifm.height0, op.ifm.height1), iw = op.ifm.width0;
+  auto add = [](std::vector<Span>& to, const std::vector<Span>& from) { to.insert(to.end(), from.begin(), from.end()); };
+  add(a.reads, map_spans(op.ifm, ih, iw, op.ifm.depth));
+  if (op.has_ifm2() && !op.ifm2_is_scalar) {
+    add(a.reads, map_spans(op.ifm2, std::max(op.ifm2.height0, op.ifm2.height1), op.ifm2.width0,
+                           op.broadcast_c ? 1 : op.ofm.depth));
+  }
+  if (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) {
+    for (const AddressRange* r : {&op.weights, &op.scales, &op.weights1, &op.scales1}) {
+      if (r->length > 0) a.reads.push_back(Span{r->region, r->address, r->address + r->length});
+    }
+  }
+  add(a.writes, map_spans(op.ofm, op.ofm.height, op.ofm.width, op.ofm.depth));
+  return a;
+}
+
+bool any_overlap(const std::vector<Span>& x, const std::vector<Span>& y) {
+  for (const Span& a : x) {
+    for (const Span& b : y) {
+      if (a.overlaps(b)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops, const ArchConfig& arch) {
+  Writer w(0);
+  std::vector<Access> dmas;     // issued DMAs not yet waited for, oldest first
+  std::vector<Access> kernels;  // issued kernels not yet waited for
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const NpuOperation& op = ops[i];
+    w.set_index(i);
+    const Access access = accesses(op);
+    if (op.kind == OpKind::Dma) {
+      if (op.dma_src.length != op.dma_dst.length) w.fail("DMA", "source and destination lengths differ");
+      bool conflict = false;
+      for (const Access& k : kernels) {
+        conflict |= any_overlap(access.writes, k.reads) || any_overlap(access.writes, k.writes) ||
+                    any_overlap(access.reads, k.writes);
+      }
+      if (conflict) {
+        w.command(OP_KERNEL_WAIT, 0, "kernel wait");
+        kernels.clear();
+      }
+      w.reg0(DMA0_SRC_REGION, op.dma_src.region, "DMA source region", 0, static_cast<int64_t>(kDmaRegionMask));
+      w.reg0(DMA0_DST_REGION, op.dma_dst.region, "DMA destination region", 0, static_cast<int64_t>(kDmaRegionMask));
+      w.reg1(DMA0_SRC, op.dma_src.address, "DMA source");
+      w.reg1(DMA0_DST, op.dma_dst.address, "DMA destination");
+      w.reg1(DMA0_LEN, op.dma_src.length, "DMA length");
+      w.command(OP_DMA_START, 0, "DMA start");
+      dmas.push_back(access);
+      if (dmas.size() > static_cast<size_t>(arch.accelerator().max_outstanding_dma)) dmas.erase(dmas.begin());
+      continue;
+    }
+    // Wait for the newest DMA this kernel depends on; the ones issued after it may go on.
+    for (size_t d = dmas.size(); d-- > 0;) {
+      const Access& dma = dmas[d];
+      if (any_overlap(access.reads, dma.writes) || any_overlap(access.writes, dma.writes) ||
+          any_overlap(access.writes, dma.reads)) {
+        const size_t keep = dmas.size() - 1 - d;
+        w.command(OP_DMA_WAIT, static_cast<int64_t>(keep), "DMA wait");
+        dmas.erase(dmas.begin(), dmas.begin() + static_cast<std::ptrdiff_t>(d + 1));
+        break;
+      }
+    }
+    compute_registers(w, op, arch);
+    w.reg0(BLOCKDEP, 0, "block dependency", 0, 3);
+    const uint32_t cmd = operation_command(op);
+    w.command(cmd, (op.kind == OpKind::Pool || op.kind == OpKind::Elementwise) ? op.sub_op : 0, "operation");
+    kernels.push_back(access);
+    if (kernels.size() > static_cast<size_t>(arch.accelerator().max_outstanding_kernels)) kernels.erase(kernels.begin());
+  }
+  w.command(OP_STOP, 0, "stop");
+  return w.take();
+}
+
+}  // namespace cascader::emit

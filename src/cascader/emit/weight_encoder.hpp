@@ -1,0 +1,56 @@
+// The Ethos-U weight-stream encoder: the inverse of emit::decode_weight_stream.
+//
+// A stream is a sequence of slices (at most 32768 coded values each), then an end marker
+// (ZDIV = 7), byte alignment and 0xFF padding to a multiple of 16 bytes. Every slice carries
+// its own parameters, chosen here by exact bit cost over all of them, not greedily:
+//  - zero runs on or off, and their Golomb-Rice divisor (ZDIV 0..3);
+//  - a palette of the most frequent values (none, or 2..32 entries) with a direct offset
+//    for the values outside it;
+//  - the weights' Golomb-Rice divisor (WDIV 0..5), truncated quotients (WTRUNC) when every
+//    quotient is at most 2, or uncompressed fixed-width indices.
+// The cost of a parameter set is computed from value and run histograms (O(512 + runs)), so
+// the search is cheap; the slice is then written once with the winner.
+//
+// A weight is a 9-bit signed value (the weight minus its zero point, -255..255) coded as
+// 2|w| + (w < 0): the code's low bit is the sign.
+//
+// Complexity: O(values + slices x candidates x 512).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cascader/emit/weights.hpp"
+
+namespace cascader::emit {
+
+// Compresses stream-ordered values (pack_weights' output). Throws InvalidArgument naming the
+// position of a value outside -255..255.
+std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values);
+
+// Where one core's streams of one depth slice sit inside EncodedWeights::data.
+struct StreamRanges {
+  size_t scale_offset = 0, scale_length = 0;
+  size_t weight_offset = 0, weight_length = 0;
+};
+
+// An operation's encoded constants, laid out as the NPU fetches them: per OFM-depth slice, per
+// core, the scale stream then the weight stream, each starting on a 16-byte boundary.
+struct EncodedWeights {
+  std::vector<uint8_t> data;
+  std::vector<std::vector<StreamRanges>> slices;  // [depth slice][core]
+};
+
+// Encodes one operation's weights. `ohwi` holds the raw quantized weights (I = 1 for
+// depthwise), `zero_points` one per OFM channel, `channels` the bias and rescale per OFM
+// channel. `layout` describes the whole operation (its block depth included); `cores` splits
+// each slice's channels round-robin between the cores (the second core of an Ethos-U65-512
+// takes channels 1, 3, ...) with each core's share of the block depth; `depth_step` cuts the
+// OFM depth into slices of that many channels (0: one slice), each an independent stream for
+// weight double-buffering. Throws InvalidArgument on inconsistent sizes or values out of range.
+EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const std::vector<int32_t>& zero_points,
+                                        const std::vector<BiasScale>& channels, const WeightLayout& layout,
+                                        int cores = 1, int depth_step = 0);
+
+}  // namespace cascader::emit

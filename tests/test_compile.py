@@ -1,0 +1,153 @@
+"""cascader.compile end to end: compile, simulate our binary, compare with the reference interpreter.
+
+Every binary must be bit-exact against TFLite's reference kernels on the original model. The
+FULLY_CONNECTED rounding class that Vela gets ±1 wrong (see test_sim_vela.py) is exact here:
+the lowering rounds FC outputs once, as the reference kernel does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cascader
+from cascader import zoo
+from cascader.bench.simulate import validate
+from cascader.errors import InfeasibleError, InvalidArgumentError, ModelError
+
+from conftest import shared_models_dir
+
+pytest.importorskip("ai_edge_litert")
+
+NETWORKS = {
+    "mobilenet_v1": lambda: zoo.mobilenet_v1(),
+    "mobilenet_v2": lambda: zoo.mobilenet_v2(),
+    "resnet8": lambda: zoo.resnet8(),
+    "ds_cnn_kws": lambda: zoo.ds_cnn_kws(),
+    "fc_autoencoder": lambda: zoo.fc_autoencoder(),
+}
+
+
+def _check_bit_exact(tmp_path, name: str, model: cascader.Model, accelerator: str = "ethos-u55-128",
+                     seeds=(0, 1), **options) -> cascader.CompiledModel:
+    path = tmp_path / f"{name}.tflite"
+    cascader.save_model(model, path)
+    compiled = cascader.compile(path, accelerator=accelerator, **options)
+    result = validate(path, compiled.model, seeds)
+    assert result.bit_exact, f"{name} on {accelerator}: {result.details}"
+    return compiled
+
+
+@pytest.mark.parametrize("name", [name for name, _ in zoo.single_op_cases()])
+def test_single_op_cases_bit_exact(tmp_path, name):
+    model = dict(zoo.single_op_cases())[name]
+    compiled = _check_bit_exact(tmp_path, name, model)
+    assert compiled.summary().npu_operations >= 1 or compiled.summary().npu_operators == 0
+
+
+BROADCAST_CASES = {
+    # The broadcast operand first: the NPU swaps the operands (REVERSED_OPERANDS), and SUB's
+    # operand order and the scaled operand must follow.
+    "sub_first_broadcast": lambda: zoo.sub((1, 1, 1, 8), (1, 8, 8, 8)),
+    "sub_second_broadcast": lambda: zoo.sub((1, 8, 8, 8), (1, 1, 8, 1)),
+    "add_first_broadcast": lambda: zoo.add((1, 8, 1, 8), (1, 8, 8, 8)),
+    "mul_first_scalar": lambda: zoo.mul((1, 1, 1, 1), (1, 8, 8, 8)),
+    "sub_same_shape": lambda: zoo.sub((1, 8, 8, 16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROADCAST_CASES))
+def test_broadcast_operand_order_bit_exact(tmp_path, name):
+    _check_bit_exact(tmp_path, name, BROADCAST_CASES[name](), seeds=(0, 1, 2))
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_zoo_networks_bit_exact(tmp_path, name):
+    compiled = _check_bit_exact(tmp_path, name, NETWORKS[name]())
+    s = compiled.summary()
+    assert s.cpu_operators == 0 and s.total_cycles > 0 and s.sram_bytes > 0
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512"])
+def test_accelerators_bit_exact(tmp_path, accelerator):
+    _check_bit_exact(tmp_path, "mobilenet_v2", zoo.mobilenet_v2(), accelerator, seeds=(0,))
+
+
+@pytest.mark.parametrize("memory_mode", ["Sram_Only", "Shared_Sram", "Dedicated_Sram"])
+def test_memory_modes_bit_exact(tmp_path, memory_mode):
+    acc = "ethos-u65-256" if memory_mode == "Dedicated_Sram" else "ethos-u55-128"
+    _check_bit_exact(tmp_path, "resnet8", zoo.resnet8(), acc, seeds=(0,), memory_mode=memory_mode)
+
+
+def test_deterministic():
+    model = zoo.mobilenet_v2()
+    a = cascader.compile(model).binary
+    b = cascader.compile(model).binary
+    assert a == b
+
+
+def test_decode_returns_the_emitted_operations():
+    """The emitter's records and the decoder's are one type: a round trip compares values."""
+    compiled = cascader.compile(zoo.resnet8())
+    decoded = [op for s in cascader.sim.decode(compiled.model) for op in s["operations"] if op["kind"] != "dma"]
+    assert len(decoded) == len(compiled.schedule.operations)
+    for op, sop in zip(decoded, compiled.schedule.operations):
+        assert op["kind"] == sop.lowered.kind
+        assert tuple(op["block"]) == tuple(sop.block)
+        assert tuple(op["ofm"]["shape"]) == tuple(sop.lowered.ofm.shape)
+        assert op["activation"]["min"] == sop.lowered.registers["activation"]["min"]
+
+
+def test_budget_is_hard():
+    model = zoo.mobilenet_v2()
+    with pytest.raises(InfeasibleError) as info:
+        cascader.compile(model, sram=1024)
+    need = info.value.minimum_sram
+    assert need is not None and str(need) in str(info.value).replace(",", "")
+    fits = cascader.compile(model, sram=need)
+    assert fits.sram_bytes <= need
+    with pytest.raises(InfeasibleError):
+        cascader.compile(model, sram=need - 1)
+    assert cascader.compile(model, sram=f"{need / 1024 + 1}KiB").sram_bytes <= need + 1024
+    # Unlimited SRAM may buy speed (weights copied to SRAM); a budget never buys it past the cap.
+    unlimited = cascader.compile(model)
+    assert unlimited.sram_bytes >= need
+    assert unlimited.schedule.total_cycles <= fits.schedule.total_cycles
+
+
+def test_bad_inputs_raise_typed_errors():
+    with pytest.raises(ModelError):
+        cascader.compile(b"not a tflite model at all")
+    with pytest.raises(InvalidArgumentError, match="ethos"):
+        cascader.compile(zoo.resnet8(), accelerator="ethos-u99-7")
+    with pytest.raises(InvalidArgumentError, match="KiB"):
+        cascader.compile(zoo.resnet8(), sram="lots")
+    with pytest.raises(InvalidArgumentError):
+        cascader.compile(zoo.resnet8(), memory_mode="Cache_Only")
+
+
+def test_save_and_cli(tmp_path):
+    from cascader.cli import main
+
+    src = tmp_path / "kws.tflite"
+    cascader.save_model(zoo.ds_cnn_kws(), src)
+    assert main(["compile", str(src), "--output-dir", str(tmp_path)]) == 0
+    out = tmp_path / "kws_cascader.tflite"
+    assert out.read_bytes() == cascader.compile(src).binary
+    inputs = [np.zeros(t.shape, t.numpy_dtype) for t in (cascader.load_model(src).main.tensors[i]
+                                                          for i in cascader.load_model(src).main.inputs)]
+    assert cascader.simulate(str(out), inputs)[0].shape == cascader.simulate(cascader.compile(src), inputs)[0].shape
+
+
+SHARED = ["tflm_hello_world_int8", "tflm_micro_speech_quantized", "mlperftiny_kws_ref_model",
+          "mlperftiny_resnet8_quant", "mlperftiny_vww_96_int8", "mlperftiny_ad01_int8", "tflm_person_detect",
+          "coral_mobilenet_v1_0.25_128_quant"]
+
+
+@pytest.mark.skipif(shared_models_dir() is None, reason="CASCADER_MODELS is not set")
+@pytest.mark.parametrize("name", SHARED)
+def test_shared_models_bit_exact(tmp_path, name):
+    path = shared_models_dir() / f"{name}.tflite"
+    compiled = cascader.compile(path)
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, f"{name}: {result.details}"
