@@ -103,9 +103,11 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
         `minimum_sram` give the smallest budget that works.
     """
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram)
-    candidates = [fit_weight_buffers(sched, part.graph)]
-    if any(op.weight_buffer for op in candidates[0].operations):
-        candidates.append(without_weight_buffers(sched))
+    # Fastest first: every weight buffer that pays, then those that fit under the feature
+    # maps' own peak, then none.
+    candidates = [sched]
+    if any(op.weight_buffer for op in sched.operations):
+        candidates += [fit_weight_buffers(sched, part.graph), without_weight_buffers(sched)]
     for candidate in candidates:
         msched, index, _ = memory_schedule(candidate, part.graph)
         try:

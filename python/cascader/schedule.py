@@ -141,7 +141,12 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
     encoded = _encode(op, block, pkf, target.accelerator)
     w, s = _stream_bytes(encoded)
     direct = target.cost(op, w, s, block, pkf if op.kind == "conv" else None)
-    if buffering and target.weight_memory != target.buffer_memory:
+    # Copy the weights to SRAM only where the NPU reads them more than once (one pass per OFM
+    # block in height and width): a single pass reads flash once either way. This is Vela's
+    # Performance rule, and what keeps SRAM within Vela's; the cycle model must agree it pays.
+    h, w, _ = op.ofm.shape
+    passes = -(-h // block[0]) * -(-w // block[1])
+    if buffering and passes > 1 and target.weight_memory != target.buffer_memory:
         buffered = target.cost(op, w, s, block, pkf if op.kind == "conv" else None, buffered=True, slack=slack)
         if buffered.total_cycles < direct.total_cycles:
             return ScheduledOperation(op, block, pkf, buffered, encoded, weight_buffer=True, direct_cost=direct)
@@ -270,4 +275,44 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
             position += 1
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
-    return mem.Schedule(buffers, steps, []), index, op_steps
+    aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,
+                                    {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
+    return mem.Schedule(buffers, steps, aliases), index, op_steps
+
+
+def _in_place_elementwise(schedule: NpuSchedule, steps: list[mem.Step], index: dict[Any, int], op_steps: list[int],
+                          buffers: list[mem.ScheduledBuffer], model_io: set[int]) -> list[mem.Alias]:
+    """An elementwise OFM written over an operand read for the last time (a residual ADD's
+    input, typically): the same bytes, one buffer less.
+
+    Safe at offset 0: each OFM element depends only on the operand elements at its own
+    position, which the NPU reads before it writes that block (proven block by block in
+    tests/test_in_place.py). The operand must be viewed whole, in the OFM's shape and layout,
+    and live no longer than this step; model inputs and outputs are left alone.
+    """
+    last: dict[int, int] = {}
+    first_write: dict[int, int] = {}
+    for k, step in enumerate(steps):
+        for b in (*step.reads, *step.writes):
+            last[b] = k
+        for b in step.writes:
+            first_write.setdefault(b, k)
+    aliased: set[int] = set()
+    aliases = []
+    for sop, k in zip(schedule.operations, op_steps):
+        lo = sop.lowered
+        if lo.kind != "elementwise" or lo.ofm.offset:
+            continue
+        out = index[lo.ofm.buffer]
+        if out in aliased or out in model_io or first_write.get(out) != k:
+            continue
+        for v in (lo.ifm, lo.ifm2):
+            t = index.get(v.buffer) if v is not None else None
+            if (t is None or t in aliased or t in model_io or last.get(t) != k or v.offset
+                    or (v.shape, v.layout, v.strides) != (lo.ofm.shape, lo.ofm.layout, lo.ofm.strides)
+                    or buffers[t].size != buffers[out].size or buffers[t].cpu_visible != buffers[out].cpu_visible):
+                continue
+            aliases.append(mem.Alias(out, t, kind="in_place"))
+            aliased.update((out, t))
+            break
+    return aliases
