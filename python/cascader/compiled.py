@@ -65,6 +65,7 @@ class CompiledModel:
     accelerator: str
     system: str | None
     memory_mode: str | None
+    operations: list[list[dict]]  # per ethos-u operator, the emitted records (cascader.sim.decode's format)
     compile_seconds: float
     _binary: bytes | None = field(default=None, repr=False)
 

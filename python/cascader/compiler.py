@@ -182,11 +182,12 @@ def compile(
     sched = schedule(part, segments, acc.name, system, mode)
     sched, result, placement, offsets = allocate(sched, part, budget)
     flash = FlashImage()
-    subgraphs = []
+    subgraphs, records = [], []
     first = 0
     for seg in sched.segments:
-        _, words = emit_segment(seg, first, placement, flash, acc.name)
+        ops, words = emit_segment(seg, first, placement, flash, acc.name)
         first += len(seg.operations)
+        records.append(ops)
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
     # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
     out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
@@ -195,5 +196,5 @@ def compile(
     return CompiledModel(
         model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,
         sram_bytes=sram_bytes(result, config), flash_bytes=len(flash.data), accelerator=acc.name, system=system,
-        memory_mode=mode, compile_seconds=time.perf_counter() - start,
+        memory_mode=mode, operations=records, compile_seconds=time.perf_counter() - start,
     )

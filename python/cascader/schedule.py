@@ -44,6 +44,11 @@ class ScheduledOperation:
     encoded: Any = None  # cascader.emit.weights.EncodedWeights
     weight_buffer: bool = False
     direct_cost: OpCost | None = None  # with weight_buffer: the cost reading the weights from flash
+    # With weight_buffer: 0 copies the whole streams before the operation; N > 0 splits the OFM
+    # depth into slices of N channels, each its own stream, DMA'd into alternating halves of a
+    # double buffer while the previous slice computes (one NPU operation per slice).
+    depth_step: int = 0
+    direct_encoded: Any = None  # with depth_step: the unsliced streams, for reading from flash
 
 
 @dataclass
@@ -87,7 +92,8 @@ class _Target:
         self.buffer_memory = arch.region_memory(_core.Region.FastCache).name
 
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
-             part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0) -> OpCost:
+             part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
+             first_dma_bytes: int = 0, last_slice_depth: int = 0) -> OpCost:
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
@@ -104,21 +110,38 @@ class _Target:
         if op.weights is not None:
             args.update(weight_bytes=weight_bytes, scale_bytes=scale_bytes, weight_memory=self.weight_memory)
             if buffered:
-                args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack)
+                args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack,
+                            weight_first_dma_bytes=first_dma_bytes, weight_last_slice_depth=last_slice_depth)
         if op.ifm2 is not None:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
         return estimate_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args)
 
 
-def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str):
+def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
+            depth_step: int = 0):
     v = op.weights
     k = op.registers["kernel"]
     return encode_weights(
         v.values, v.zero_points, v.bias, np.array([m for m, _ in v.scales], dtype=np.int64),
         np.array([s for _, s in v.scales], dtype=np.int64), depthwise=v.depthwise,
         part_kernel_first=part_kernel_first, ofm_block_depth=block[2], ifm_bits=8 * op.ifm.element_size,
-        dilation=tuple(k["dilation"]), accelerator=accelerator,
+        dilation=tuple(k["dilation"]), accelerator=accelerator, depth_step=depth_step or None,
     )
+
+
+def slice_span(encoded, s: int) -> tuple[int, int]:
+    """[start, end) of depth slice `s`'s streams (every core's scales and weights) in the data."""
+    streams = [r for r in encoded.slices[s] if r.scale_length or r.weight_length]
+    return (min(r.scale_offset for r in streams),
+            max(max(r.scale_offset + r.scale_length, r.weight_offset + r.weight_length) for r in streams))
+
+
+def weight_buffer_bytes(sop: "ScheduledOperation") -> int:
+    """SRAM a buffered operation's weights take: the whole streams, or for depth slices one
+    slot per slice in flight (the memory planner's double_weights doubles it)."""
+    if not sop.depth_step:
+        return len(sop.encoded.data)
+    return max(end - start for start, end in (slice_span(sop.encoded, s) for s in range(len(sop.encoded.slices))))
 
 
 def _stream_bytes(encoded) -> tuple[int, int]:
@@ -144,13 +167,30 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
     # Copy the weights to SRAM only where the NPU reads them more than once (one pass per OFM
     # block in height and width): a single pass reads flash once either way. This is Vela's
     # Performance rule, and what keeps SRAM within Vela's; the cycle model must agree it pays.
-    h, w, _ = op.ofm.shape
-    passes = -(-h // block[0]) * -(-w // block[1])
+    ofm_h, ofm_w, _ = op.ofm.shape
+    passes = -(-ofm_h // block[0]) * -(-ofm_w // block[1])
+    traversal = pkf if op.kind == "conv" else None
+    best = ScheduledOperation(op, block, pkf, direct, encoded)
     if buffering and passes > 1 and target.weight_memory != target.buffer_memory:
-        buffered = target.cost(op, w, s, block, pkf if op.kind == "conv" else None, buffered=True, slack=slack)
-        if buffered.total_cycles < direct.total_cycles:
-            return ScheduledOperation(op, block, pkf, buffered, encoded, weight_buffer=True, direct_cost=direct)
-    return ScheduledOperation(op, block, pkf, direct, encoded)
+        whole = target.cost(op, w, s, block, traversal, buffered=True, slack=slack)
+        if whole.total_cycles < best.cost.total_cycles:
+            best = ScheduledOperation(op, block, pkf, whole, encoded, weight_buffer=True, direct_cost=direct)
+        # Depth slices let the DMA of slice k+1 run under slice k: only the first slice's DMA
+        # is exposed. Slices are whole blocks, split evenly, on 16-channel brick boundaries.
+        depth = op.ofm.shape[2]
+        for blocks in (1, 2, 4):
+            step = block[2] * blocks
+            if step >= depth or depth % step or step % 16:
+                continue
+            sliced = _encode(op, block, pkf, target.accelerator, depth_step=step)
+            sw, ss = _stream_bytes(sliced)
+            start, end = slice_span(sliced, 0)
+            cost = target.cost(op, sw, ss, block, traversal, buffered=True, slack=slack, first_dma_bytes=end - start,
+                               last_slice_depth=step)
+            if cost.total_cycles < best.cost.total_cycles:
+                best = ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct,
+                                          depth_step=step, direct_encoded=encoded)
+    return best
 
 
 def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, int]], accelerator: str = "ethos-u55-128",
@@ -176,7 +216,8 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
         ops = []
         for sop in seg.operations:
             if sop.weight_buffer and k not in keep:
-                sop = replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None)
+                sop = replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0,
+                              encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
             ops.append(sop)
             k += 1
         segments.append(SegmentSchedule(seg.segment, ops))
@@ -201,11 +242,14 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph) -> NpuSchedule:
     peak = int(live.max(initial=0))
     ops = schedule.operations
     wanted = [k for k, sop in enumerate(ops) if sop.weight_buffer]
-    gain = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(len(ops[k].encoded.data), 1)
-            for k in wanted}
+    def size_of(k: int) -> int:
+        slots = 2 if ops[k].depth_step else 1
+        return slots * ((weight_buffer_bytes(ops[k]) + 15) // 16 * 16)
+
+    gain = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(size_of(k), 1) for k in wanted}
     keep: set[int] = set()
     for k in sorted(wanted, key=lambda k: -gain[k]):
-        size = (len(ops[k].encoded.data) + 15) // 16 * 16
+        size = size_of(k)
         steps = slice(max(op_steps[k] - 1, 0), op_steps[k] + 1)
         if int(live[steps].max()) + size <= peak:
             live[steps] += size
@@ -269,7 +313,8 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             if sop.weight_buffer:
                 key = ("weights", position)
                 index[key] = len(buffers)
-                buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", "weights", len(sop.encoded.data)))
+                kind = "double_weights" if sop.depth_step else "weights"
+                buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
                 reads.append(index[key])
             op_steps.append(len(steps))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))

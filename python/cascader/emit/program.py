@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..frontend.lower import FeatureMapView
-from ..schedule import ScheduledOperation, SegmentSchedule
+from ..schedule import ScheduledOperation, SegmentSchedule, slice_span
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
 
@@ -44,7 +44,10 @@ class Placement:
     address: dict[int, tuple[int, int]]
 
 
-def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, constants: dict[int, bytes]) -> dict:
+def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
+                 operand: bool = False) -> dict:
+    """The decoder's feature-map record. An operand (IFM, IFM2) has no height and width
+    registers: the NPU derives them from the OFM and the kernel, and the tiles bound them."""
     if view.buffer in constants:
         # Keyed by content: equal constants are stored once, and segments' constant ids (local
         # to each segment) cannot collide.
@@ -55,7 +58,8 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
     else:
         region, base = placement.address[view.buffer]
     h, w, c = view.shape
-    return dict(region=region, base=[base + view.offset, 0, 0, 0], shape=(h, w, c), tiles=(h, h, w),
+    return dict(region=region, base=[base + view.offset, 0, 0, 0], shape=(1, 1, c) if operand else (h, w, c),
+                tiles=(h, h, w),
                 strides=tuple(view.strides), dtype=view.dtype, layout=view.layout, zero_point=view.zero_point)
 
 
@@ -67,7 +71,7 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
     r = lo.registers
     record: dict[str, Any] = dict(
         kind=lo.kind,
-        ifm=_feature_map(lo.ifm, placement, flash, constants),
+        ifm=_feature_map(lo.ifm, placement, flash, constants, operand=True),
         ofm=_feature_map(lo.ofm, placement, flash, constants),
         kernel=dict(r["kernel"], part_kernel_first=sop.part_kernel_first),
         padding=tuple(r.get("padding", (0, 0, 0, 0))),
@@ -76,8 +80,10 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
         ifm_rounding="TFL",
         global_scale=r.get("global_scale", True),
         ofm_scale=tuple(r.get("ofm_scale", (1, 0))),
-        opa_scale=tuple(r.get("opa_scale", (0, 0))),
-        opb_scale=r.get("opb_scale", 0),
+        # The operand scales only exist for elementwise operations; elsewhere the decoder
+        # reports the type's defaults, and so does this record.
+        opa_scale=tuple(r.get("opa_scale", (1, 0))),
+        opb_scale=r.get("opb_scale", 1),
         ifm_scale_mode=r.get("ifm_scale_mode", 0),
         ifm_upscale=0,
         acc_format=r.get("acc_format", 0),
@@ -89,7 +95,7 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
     if "sub_op" in r:
         record["sub_op"] = r["sub_op"]
     if lo.ifm2 is not None:
-        record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants)
+        record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants, operand=True)
         record["ifm2_scalar"] = r.get("ifm2_scalar")
         record["broadcast"] = tuple(r.get("broadcast", (False, False, False)))
         record["reversed_operands"] = r.get("reversed_operands", False)
@@ -98,19 +104,51 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
     return record
 
 
-def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int]) -> dict[str, Any]:
-    """WEIGHT/SCALE (and the second core's WEIGHT1/SCALE1) ranges of the encoded streams at `at`.
-
-    Uncascaded, an operation runs its whole OFM depth at once: the streams of its single depth
-    slice, one per core.
-    """
+def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int], s: int = 0) -> dict[str, Any]:
+    """WEIGHT/SCALE (and the second core's WEIGHT1/SCALE1) ranges of depth slice `s`'s streams,
+    with the encoded data's byte 0 at `at` (region, address)."""
     region, base = at
-    streams = sop.encoded.slices[0]
+    streams = sop.encoded.slices[s]
     out: dict[str, Any] = {"parallel_mode": len(streams) - 1}
     for core, s in enumerate(streams):
         suffix = "" if core == 0 else str(core)
         out["weights" + suffix] = dict(region=region, address=base + s.weight_offset, length=s.weight_length)
         out["scales" + suffix] = dict(region=region, address=base + s.scale_offset, length=s.scale_length)
+    return out
+
+
+def _channel_slice(fm: dict[str, Any], start: int, depth: int) -> dict[str, Any]:
+    """A feature-map record narrowed to channels [start, start + depth)."""
+    y, x, c = fm["strides"]
+    es = 2 if fm["dtype"] == "int16" else 1
+    shift = (start // 16) * c + (start % 16) * es if fm["layout"] == "NHCWB16" else start * es
+    h, w, _ = fm["shape"]
+    return dict(fm, base=[b + shift if i == 0 else b for i, b in enumerate(fm["base"])], shape=(h, w, depth))
+
+
+def _depth_slices(sop: ScheduledOperation, buffer: tuple[int, int], placement: Placement, flash: FlashImage,
+                  constants: dict[int, bytes]) -> list[dict[str, Any]]:
+    """A weight double-buffered operation: per depth slice, the DMA of its streams into one half
+    of the buffer, then the operation on its OFM channels (a depthwise slice reads its own IFM
+    channels too). The encoder makes each slice wait for its DMA, and each DMA for the kernel
+    still reading the half it overwrites."""
+    region, base = buffer
+    src = flash.append(bytes(sop.encoded.data))
+    slot = (max(e - b for b, e in (slice_span(sop.encoded, s) for s in range(len(sop.encoded.slices)))) + 15) // 16 * 16
+    whole = operation_record(sop, placement, flash, constants, (REGION_FLASH, 0))
+    out: list[dict[str, Any]] = []
+    for s in range(len(sop.encoded.slices)):
+        start, end = slice_span(sop.encoded, s)
+        half = base + (s % 2) * slot
+        out.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src + start, length=end - start),
+                        dst=dict(region=region, address=half, length=end - start)))
+        first_channel = s * sop.depth_step
+        depth = min(sop.depth_step, sop.lowered.ofm.shape[2] - first_channel)
+        record = dict(whole, ofm=_channel_slice(whole["ofm"], first_channel, depth))
+        if sop.lowered.kind == "depthwise":
+            record["ifm"] = _channel_slice(whole["ifm"], first_channel, depth)
+        record.update(_weight_ranges(sop, (region, half - start), s))
+        out.append(record)
     return out
 
 
@@ -124,6 +162,10 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     """
     records: list[dict[str, Any]] = []
     for k, sop in enumerate(segment.operations):
+        if sop.depth_step:
+            records += _depth_slices(sop, placement.address[("weights", first + k)], placement, flash,
+                                     segment.segment.constants)
+            continue
         weights_at = (REGION_FLASH, 0)
         if sop.encoded is not None:
             src = flash.append(bytes(sop.encoded.data))

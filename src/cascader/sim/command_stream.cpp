@@ -119,10 +119,17 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
   op.kernel.dilation_y = ((ks >> kDilationY) & 1) + 1;
   op.kernel.width = r.u16(KERNEL_WIDTH_M1) + 1;
   op.kernel.height = r.u16(KERNEL_HEIGHT_M1) + 1;
-  if (kind == OpKind::Elementwise) op.kernel = Kernel{};
+  // Elementwise operations have no kernel or padding; the registers hold an earlier op's.
+  if (kind == OpKind::Elementwise) {
+    op.kernel = Kernel{};
+    op.padding = Padding{};
+  }
 
-  op.weights = {r.u16(WEIGHT_REGION) & 0x7, r.r1[WEIGHT_BASE], r.lo(WEIGHT_LENGTH)};
-  op.scales = {r.u16(SCALE_REGION) & 0x7, r.r1[SCALE_BASE], r.lo(SCALE_LENGTH)};
+  // Only convolutions read weight and scale streams; elsewhere the registers are stale.
+  if (kind == OpKind::Conv || kind == OpKind::Depthwise) {
+    op.weights = {r.u16(WEIGHT_REGION) & 0x7, r.r1[WEIGHT_BASE], r.lo(WEIGHT_LENGTH)};
+    op.scales = {r.u16(SCALE_REGION) & 0x7, r.r1[SCALE_BASE], r.lo(SCALE_LENGTH)};
+  }
 
   const int act = r.u16(ACTIVATION);
   op.activation.function = act & 0xFFF;
@@ -136,13 +143,17 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
 
   op.ofm_scale = r.lo(OFM_SCALE);
   op.ofm_shift = r.hi(OFM_SCALE) & 0x3F;
-  op.opa_scale = r.lo(OPA_SCALE);
-  op.opa_shift = r.hi(OPA_SCALE) & 0x3F;
-  op.opb_scale = r.lo(OPB_SCALE);
+  if (kind == OpKind::Elementwise) {  // only the elementwise unit scales its operands
+    op.opa_scale = r.lo(OPA_SCALE);
+    op.opa_shift = r.hi(OPA_SCALE) & 0x3F;
+    op.opb_scale = r.lo(OPB_SCALE);
+  }
   op.acc_format = r.u16(ACC_FORMAT) & 3;
   op.parallel_mode = r.u16(PARALLEL_MODE);
-  op.weights1 = {r.u16(WEIGHT_REGION) & 0x7, r.r1[WEIGHT1_BASE], r.lo(WEIGHT1_LENGTH)};
-  op.scales1 = {r.u16(SCALE_REGION) & 0x7, r.r1[SCALE1_BASE], r.lo(SCALE1_LENGTH)};
+  if (kind == OpKind::Conv || kind == OpKind::Depthwise) {
+    op.weights1 = {r.u16(WEIGHT_REGION) & 0x7, r.r1[WEIGHT1_BASE], r.lo(WEIGHT1_LENGTH)};
+    op.scales1 = {r.u16(SCALE_REGION) & 0x7, r.r1[SCALE1_BASE], r.lo(SCALE1_LENGTH)};
+  }
   op.block_width = r.u16(OFM_BLK_WIDTH_M1) + 1;
   op.block_height = r.u16(OFM_BLK_HEIGHT_M1) + 1;
   op.block_depth = r.u16(OFM_BLK_DEPTH_M1) + 1;
