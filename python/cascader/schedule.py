@@ -24,7 +24,7 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
 from .frontend.lower import LoweredOperation, LoweredSegment
-from .perf import OpCost, estimate_op
+from .perf import OpCost, cost_from_core, npu_op
 from .tflite.model import SubGraph
 
 
@@ -86,6 +86,7 @@ class NpuSchedule:
 class _Target:
     def __init__(self, accelerator: str, system: Any, memory_mode: Any) -> None:
         arch = arch_config(accelerator, system, memory_mode)
+        self.arch = arch  # resolved once: the cycle model is called a few times per operation
         self.accelerator, self.system, self.memory_mode = accelerator, system, memory_mode
         self.weight_memory = arch.region_memory(_core.Region.Constants).name
         self.arena_memory = arch.region_memory(_core.Region.Arena).name
@@ -98,7 +99,7 @@ class _Target:
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
             ifm_memory=self.arena_memory, ofm_memory=self.arena_memory,
-            accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode, block_config=block,
+            accelerator=self.accelerator, block_config=block,
         )
         if part_kernel_first is not None:
             args["traversal"] = "part_kernel_first" if part_kernel_first else "depth_first"
@@ -114,7 +115,7 @@ class _Target:
                             weight_first_dma_bytes=first_dma_bytes, weight_last_slice_depth=last_slice_depth)
         if op.ifm2 is not None:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
-        return estimate_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args)
+        return cost_from_core(_core.estimate(npu_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args), self.arch))
 
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
@@ -178,18 +179,30 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
         # Depth slices let the DMA of slice k+1 run under slice k: only the first slice's DMA
         # is exposed. Slices are whole blocks, split evenly, on 16-channel brick boundaries.
         depth = op.ofm.shape[2]
+        # The slices' sizes are estimated from the whole streams for the choice (encoding every
+        # candidate would double the compile time); the winner is encoded and costed exactly.
+        chosen = 0
         for blocks in (1, 2, 4):
             step = block[2] * blocks
             if step >= depth or depth % step or step % 16:
                 continue
-            sliced = _encode(op, block, pkf, target.accelerator, depth_step=step)
+            first = (w + s) * step // depth
+            cost = target.cost(op, w, s, block, traversal, buffered=True, slack=slack, first_dma_bytes=first,
+                               last_slice_depth=step)
+            if cost.total_cycles < best.cost.total_cycles:
+                best, chosen = replace(best, cost=cost), step
+        if chosen:
+            sliced = _encode(op, block, pkf, target.accelerator, depth_step=chosen)
             sw, ss = _stream_bytes(sliced)
             start, end = slice_span(sliced, 0)
             cost = target.cost(op, sw, ss, block, traversal, buffered=True, slack=slack, first_dma_bytes=end - start,
-                               last_slice_depth=step)
-            if cost.total_cycles < best.cost.total_cycles:
+                               last_slice_depth=chosen)
+            best = ScheduledOperation(op, block, pkf, whole, encoded, weight_buffer=True, direct_cost=direct)
+            if cost.total_cycles < min(whole.total_cycles, direct.total_cycles):
                 best = ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct,
-                                          depth_step=step, direct_encoded=encoded)
+                                          depth_step=chosen, direct_encoded=encoded)
+            elif direct.total_cycles <= whole.total_cycles:
+                best = ScheduledOperation(op, block, pkf, direct, encoded)
     return best
 
 

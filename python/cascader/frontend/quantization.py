@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 
-MAX_SHIFT = 63  # the 6-bit shift field
+TFLITE_MAX_SHIFT = 62  # TFLite's QuantizeMultiplier zeroes smaller multipliers (exponent < -31)
 
 
 def round_half_away(x: float) -> int:
@@ -37,8 +37,12 @@ def quantise_scale(scale: float) -> tuple[int, int]:
     if multiplier == 1 << 31:  # the significand rounded up to 1.0
         multiplier >>= 1
         shift -= 1
-    if not 0 <= shift <= MAX_SHIFT:
-        raise UnsupportedError(f"rescale factor {scale:.6g} needs a shift of {shift}, outside the NPU's 0..63")
+    if shift > TFLITE_MAX_SHIFT:
+        # TFLite flushes a multiplier this small to zero (QuantizeMultiplier); so does the NPU
+        # with a zero scale, and the results agree.
+        return 0, 0
+    if shift < 0:
+        raise UnsupportedError(f"rescale factor {scale:.6g} needs a left shift of {-shift}; the NPU only shifts right")
     return multiplier, shift
 
 
@@ -57,14 +61,26 @@ def convolution_scales(ifm_scale: float, weight_scales: np.ndarray, ofm_scale: f
     models, per-tensor FULLY_CONNECTED: ``GetQuantizedConvolutionMultipler``) and in double
     for per-channel scales; the multiplier's last bits depend on which.
     """
-    out = []
-    for w in np.asarray(weight_scales, dtype=np.float32).reshape(-1):
-        if float32_product:
-            real = float(np.float32(ifm_scale) * np.float32(w)) / float(np.float32(ofm_scale))
-        else:
-            real = float(np.float32(ifm_scale)) * float(w) / float(np.float32(ofm_scale))
-        out.append(reduced_quantise_scale(real) if reduced else quantise_scale(real))
-    return out
+    w = np.asarray(weight_scales, dtype=np.float32).reshape(-1)
+    if float32_product:
+        real = (np.float32(ifm_scale) * w).astype(np.float64) / np.float64(np.float32(ofm_scale))
+    else:
+        real = np.float64(np.float32(ifm_scale)) * w.astype(np.float64) / np.float64(np.float32(ofm_scale))
+    if reduced:
+        return [reduced_quantise_scale(float(x)) for x in real]
+    # quantise_scale over the whole array: frexp, the significand rounded half away from zero.
+    significand, exponent = np.frexp(real)
+    multiplier = np.floor(np.abs(significand) * (1 << 31) + 0.5).astype(np.int64) * np.sign(significand).astype(np.int64)
+    shift = 31 - exponent.astype(np.int64)
+    carry = multiplier == (1 << 31)
+    multiplier = np.where(carry, multiplier >> 1, multiplier)
+    shift = np.where(carry, shift - 1, shift)
+    zero = (real == 0.0) | (shift > TFLITE_MAX_SHIFT)
+    multiplier, shift = np.where(zero, 0, multiplier), np.where(zero, 0, shift)
+    bad = ~zero & (shift < 0)
+    if bad.any():
+        quantise_scale(float(real[np.argmax(bad)]))  # raises with the message for that scale
+    return list(zip(multiplier.tolist(), shift.tolist()))
 
 
 def pooling_scale(kernel_elements: int, rescale_bits: int = 0) -> tuple[int, int]:

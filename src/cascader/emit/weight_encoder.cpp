@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "cascader/common/error.hpp"
 
@@ -69,12 +70,12 @@ struct Plan {
 
 // Bits of a Golomb-Rice code: the quotient in the decoder's unary form (q + 1 bits, or q + 1
 // capped at 2 bits when truncated) and the remainder.
-int64_t weight_bits(const std::array<int64_t, kCodes>& index_hist, int wdiv, bool trunc) {
+// `used` holds (index, count) for the indices that occur.
+int64_t weight_bits(const std::vector<std::pair<int, int64_t>>& used, int wdiv, bool trunc) {
   int64_t bits = 0;
-  for (int i = 0; i < kCodes; ++i) {
-    if (!index_hist[i]) continue;
+  for (const auto& [i, count] : used) {
     const int q = i >> wdiv;
-    bits += index_hist[i] * ((trunc ? std::min(q + 1, 2) : q + 1) + wdiv);
+    bits += count * ((trunc ? std::min(q + 1, 2) : q + 1) + wdiv);
   }
   return bits;
 }
@@ -96,13 +97,22 @@ Plan choose_plan(const std::vector<int>& codes) {
   }
   Plan best;
   const int64_t nonzero_count = static_cast<int64_t>(codes.size()) - all[0];
-  for (int zr = -1; zr <= 3; ++zr) {  // -1: no zero runs
+  // The zero-run divisor only changes the runs' own bits: pick it first, then search the
+  // weight parameters once with zero runs and once without (-1).
+  int best_zdiv = 0;
+  int64_t best_run_bits = std::numeric_limits<int64_t>::max();
+  for (int zdiv = 0; zdiv <= 3; ++zdiv) {
+    int64_t bits = 0;
+    for (int r : runs) bits += (r >> zdiv) + 1 + zdiv;
+    if (bits < best_run_bits) {
+      best_run_bits = bits;
+      best_zdiv = zdiv;
+    }
+  }
+  for (int zr : {-1, best_zdiv}) {  // -1: no zero runs
     if (zr >= 0 && nonzero_count == 0) continue;  // a slice needs at least one coded value
     const std::array<int64_t, kCodes>& hist = zr >= 0 ? nonzero : all;
-    int64_t run_bits = 0;
-    if (zr >= 0) {
-      for (int r : runs) run_bits += (r >> zr) + 1 + zr;
-    }
+    const int64_t run_bits = zr >= 0 ? best_run_bits : 0;
     // Palettes: the k most frequent codes, ties to the smaller code.
     std::vector<int> order;
     for (int c = 0; c < kCodes; ++c) {
@@ -152,12 +162,15 @@ Plan choose_plan(const std::vector<int>& codes) {
         }
       };
       int max_index = 0;
+      std::vector<std::pair<int, int64_t>> used;
       for (int i = 0; i < kCodes; ++i) {
-        if (index_hist[i]) max_index = i;
+        if (!index_hist[i]) continue;
+        max_index = i;
+        used.emplace_back(i, index_hist[i]);
       }
       for (int wdiv = 0; wdiv <= 5; ++wdiv) {
-        consider(false, wdiv, false, palbits, weight_bits(index_hist, wdiv, false));
-        if ((max_index >> wdiv) <= 2) consider(false, wdiv, true, palbits, weight_bits(index_hist, wdiv, true));
+        consider(false, wdiv, false, palbits, weight_bits(used, wdiv, false));
+        if ((max_index >> wdiv) <= 2) consider(false, wdiv, true, palbits, weight_bits(used, wdiv, true));
       }
       // Uncompressed: fixed-width indices. With a palette every value must be in it (the
       // width is the palette's index width); without, the width is the palette-bits field.
