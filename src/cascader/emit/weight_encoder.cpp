@@ -97,6 +97,11 @@ Plan choose_plan(const std::vector<int>& codes) {
   }
   Plan best;
   const int64_t nonzero_count = static_cast<int64_t>(codes.size()) - all[0];
+  if (nonzero_count == 0) {
+    // A slice codes at least one value: an all-zero slice codes its last zero, the rest is a run.
+    runs = {static_cast<int>(codes.size()) - 1, 0};
+    nonzero[0] = 1;
+  }
   // The zero-run divisor only changes the runs' own bits: pick it first, then search the
   // weight parameters once with zero runs and once without (-1).
   int best_zdiv = 0;
@@ -110,7 +115,6 @@ Plan choose_plan(const std::vector<int>& codes) {
     }
   }
   for (int zr : {-1, best_zdiv}) {  // -1: no zero runs
-    if (zr >= 0 && nonzero_count == 0) continue;  // a slice needs at least one coded value
     const std::array<int64_t, kCodes>& hist = zr >= 0 ? nonzero : all;
     const int64_t run_bits = zr >= 0 ? best_run_bits : 0;
     // Palettes: the k most frequent codes, ties to the smaller code.
@@ -198,8 +202,10 @@ void write_slice(BitWriter& out, const Plan& p, const std::vector<int>& codes) {
   }
   std::vector<int> values, runs;
   if (p.zero_runs) runs.push_back(0);
-  for (int c : codes) {
-    if (p.zero_runs && c == 0) {
+  const bool all_zero = std::all_of(codes.begin(), codes.end(), [](int c) { return c == 0; });
+  for (size_t k = 0; k < codes.size(); ++k) {
+    const int c = codes[k];
+    if (p.zero_runs && c == 0 && !(all_zero && k + 1 == codes.size())) {
       ++runs.back();
       continue;
     }

@@ -1,0 +1,104 @@
+"""The weight-stream encoder (emit/weight_encoder): round trips through our decoder, Vela's
+codec decoding our streams, our streams never larger than Vela's, and whole operations
+(OFM-depth slices, the two cores of an Ethos-U65-512) reassembling to the weights encoded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cascader import InvalidArgumentError, _core
+from cascader.emit import encode_weights
+
+mlw_codec = pytest.importorskip("ethosu.mlw_codec")
+
+
+@st.composite
+def value_streams(draw):
+    n = draw(st.integers(1, 70_000))  # past one 32768-value slice
+    style = draw(st.sampled_from(["uniform", "sparse", "narrow", "normal", "zeros", "extremes"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    if style == "uniform":
+        v = rng.integers(-255, 256, n)
+    elif style == "sparse":  # zero runs
+        v = rng.integers(-128, 128, n) * (rng.random(n) < 0.1)
+    elif style == "narrow":  # palettes
+        v = rng.choice(np.array([-7, -1, 0, 3, 12, 100]), n)
+    elif style == "normal":
+        v = np.clip(np.round(rng.normal(0, 15, n)), -255, 255)
+    elif style == "zeros":
+        v = np.zeros(n)
+    else:
+        v = rng.choice(np.array([-255, 255, 0]), n)
+    return v.astype(np.int16)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value_streams())
+def test_round_trip_and_vela_decodes_ours(values):
+    stream = _core.encode_weight_stream(values)
+    assert len(stream) % 16 == 0
+    ours = _core.decode_weight_stream(stream)
+    assert np.array_equal(ours[: values.size], values)
+    assert not ours[values.size:].any()  # only end markers follow
+    vela = np.asarray(mlw_codec.decode(bytearray(stream))).reshape(-1)
+    assert np.array_equal(vela[: values.size], values)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value_streams())
+def test_never_larger_than_vela(values):
+    ours = len(_core.encode_weight_stream(values))
+    vela = len(mlw_codec.encode(values.tolist()))
+    assert ours <= vela
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u55-128", "ethos-u65-512"])
+@pytest.mark.parametrize("depthwise,part_kernel_first", [(False, False), (False, True), (True, False)])
+@pytest.mark.parametrize("depth_step", [None, 16])
+def test_operation_streams_reassemble(accelerator, depthwise, part_kernel_first, depth_step):
+    rng = np.random.default_rng(7)
+    ofm, kh, kw, ifm = 48, 3, 3, (1 if depthwise else 24)
+    w = rng.integers(0, 256, (ofm, kh, kw, ifm))
+    zp = rng.integers(100, 156, ofm)
+    bias = rng.integers(-(2**35), 2**35, ofm)
+    scale = rng.integers(2**30, 2**31, ofm)
+    shift = rng.integers(20, 40, ofm)
+    block = 16
+    e = encode_weights(w, zp, bias, scale, shift, depthwise=depthwise, part_kernel_first=part_kernel_first,
+                       ofm_block_depth=block, accelerator=accelerator, depth_step=depth_step)
+    cores = 2 if accelerator == "ethos-u65-512" else 1
+    ublock = 4 if accelerator == "ethos-u55-32" else 8
+    step = depth_step or ofm
+    assert len(e.slices) == ofm // step
+    got = np.zeros_like(w)
+    got_scales = [None] * ofm
+    for s, streams in enumerate(e.slices):
+        assert len(streams) == cores
+        for core, r in enumerate(streams):
+            channels = list(range(s * step + core, (s + 1) * step, cores))
+            values = _core.decode_weight_stream(e.data[r.weight_offset: r.weight_offset + r.weight_length])
+            part = _core.unpack_weights(values, len(channels), kh, kw, ifm, (block + cores - 1 - core) // cores,
+                                        depthwise=depthwise, part_kernel_first=part_kernel_first,
+                                        ofm_ublock_depth=ublock)
+            got[channels] = part + zp[channels][:, None, None, None]
+            for c, entry in zip(channels, _core.decode_scale_stream(
+                    e.data[r.scale_offset: r.scale_offset + r.scale_length], len(channels))):
+                got_scales[c] = entry
+    assert np.array_equal(got, w)
+    assert got_scales == [(int(b), int(m), int(x)) for b, m, x in zip(bias, scale, shift)]
+
+
+def test_bad_inputs():
+    with pytest.raises(InvalidArgumentError, match="-255..255"):
+        _core.encode_weight_stream(np.array([256], np.int16))
+    w = np.zeros((2, 1, 1, 4), np.int64)
+    with pytest.raises(InvalidArgumentError, match="channel 1"):
+        encode_weights(np.array([[[[0]]], [[[300]]]]), 0, [0, 0], [1, 1], [0, 0], depthwise=True,
+                       part_kernel_first=False, ofm_block_depth=8)
+    with pytest.raises(InvalidArgumentError, match="40 signed bits"):
+        encode_weights(w, 0, [2**40, 0], [1, 1], [0, 0], depthwise=False, part_kernel_first=False, ofm_block_depth=8)
+    with pytest.raises(InvalidArgumentError):
+        encode_weights(w, 0, [0], [1], [0], depthwise=False, part_kernel_first=False, ofm_block_depth=8)
