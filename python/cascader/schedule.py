@@ -172,7 +172,10 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
     passes = -(-ofm_h // block[0]) * -(-ofm_w // block[1])
     traversal = pkf if op.kind == "conv" else None
     best = ScheduledOperation(op, block, pkf, direct, encoded)
-    if buffering and passes > 1 and target.weight_memory != target.buffer_memory:
+    # With the weights in DRAM (Dedicated_Sram) Vela buffers single-pass weights too: DRAM's
+    # latency makes the NPU's own fetches slow, and the DMA runs under the previous operation.
+    rereads = passes > 1 or target.weight_memory == "Dram"
+    if buffering and rereads and target.weight_memory != target.buffer_memory:
         whole = target.cost(op, w, s, block, traversal, buffered=True, slack=slack)
         if whole.total_cycles < best.cost.total_cycles:
             best = ScheduledOperation(op, block, pkf, whole, encoded, weight_buffer=True, direct_cost=direct)
