@@ -8,7 +8,6 @@ from pathlib import Path
 
 from . import __version__
 from .errors import CascaderError
-from .inspection import inspect
 from .tflite import Model, load_model
 
 _ZOO_PREFIX = "zoo:"
@@ -44,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "inspect":
+            from .inspection import inspect
+
             model, name = resolve_model(args.model)
             print(inspect(model, name=name).table())
         elif args.command == "compile":

@@ -310,22 +310,46 @@ void write_slice(BitWriter& out, const Plan& p, const std::vector<int>& codes) {
 }  // namespace
 
 std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
-  BitWriter out;
-  std::vector<int> codes;
-  for (size_t start = 0; start < values.size() || start == 0; start += kMaxSliceValues) {
-    const size_t end = std::min(values.size(), start + kMaxSliceValues);
-    codes.clear();
-    for (size_t i = start; i < end; ++i) {
-      if (values[i] < -255 || values[i] > 255) {
-        throw InvalidArgument("weight value " + std::to_string(values[i]) + " at stream position " +
-                              std::to_string(i) + " is outside -255..255 (9 bits after the zero point)");
-      }
-      codes.push_back(code_of(values[i]));
+  std::vector<int> codes(std::max<size_t>(values.size(), 1), 0);  // an empty stream still needs one slice
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < -255 || values[i] > 255) {
+      throw InvalidArgument("weight value " + std::to_string(values[i]) + " at stream position " + std::to_string(i) +
+                            " is outside -255..255 (9 bits after the zero point)");
     }
-    if (codes.empty()) codes.push_back(0);  // an empty stream still needs one slice
-    write_slice(out, choose_plan(codes), codes);
-    if (end >= values.size()) break;
+    codes[i] = code_of(values[i]);
   }
+  // Where the slices end changes their statistics: full slices then a remainder, or equal
+  // slices. Both are costed from their plans and the cheaper one is written.
+  const size_t n = codes.size();
+  const size_t count = (n + kMaxSliceValues - 1) / kMaxSliceValues;
+  std::vector<size_t> full, equal;
+  for (size_t k = 1; k <= count; ++k) {
+    full.push_back(std::min(n, k * kMaxSliceValues));
+    equal.push_back(n * k / count);
+  }
+  auto slices = [&](const std::vector<size_t>& ends) {
+    std::vector<std::pair<std::vector<int>, Plan>> out;
+    size_t begin = 0;
+    for (size_t e : ends) {
+      std::vector<int> part(codes.begin() + static_cast<std::ptrdiff_t>(begin), codes.begin() + static_cast<std::ptrdiff_t>(e));
+      Plan plan = choose_plan(part);
+      out.emplace_back(std::move(part), std::move(plan));
+      begin = e;
+    }
+    return out;
+  };
+  auto total = [](const std::vector<std::pair<std::vector<int>, Plan>>& parts) {
+    int64_t bits = 0;
+    for (const auto& part : parts) bits += part.second.cost;
+    return bits;
+  };
+  auto chosen = slices(full);
+  if (count > 1) {
+    auto alternative = slices(equal);
+    if (total(alternative) < total(chosen)) chosen = std::move(alternative);
+  }
+  BitWriter out;
+  for (const auto& [part, plan] : chosen) write_slice(out, plan, part);
   out.put(kZDivEnd, 3);
   out.align();
   std::vector<uint8_t>& bytes = out.bytes();
