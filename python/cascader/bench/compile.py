@@ -141,6 +141,10 @@ def summarize(rows: list[Row]) -> str:
         worst = max(done, key=lambda r: r.ratio)
         out.append(f"cycles ours/Vela: geometric mean {geo:.3f}, worst {worst.ratio:.3f} ({worst.model}, "
                    f"{worst.accelerator}); {sum(r.ratio <= 1.02 for r in done)}/{len(done)} within 1.02x")
+        flash = [r.flash / r.vela_flash for r in done if r.vela_flash]
+        if flash:
+            out.append(f"flash ours/Vela (weights, scales, constants): geometric mean "
+                       f"{math.exp(sum(map(math.log, flash)) / len(flash)):.3f}, worst {max(flash):.3f}")
         sram = [r for r in done if r.vela_sram]
         out.append(f"SRAM: ours <= Vela's in {sum(r.sram <= r.vela_sram for r in sram)}/{len(sram)}; "
                    f"flash: ours <= Vela's in {sum(r.flash <= r.vela_flash for r in done if r.vela_flash)}/"
