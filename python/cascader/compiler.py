@@ -107,7 +107,12 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
     # maps' own peak, then none.
     candidates = [sched]
     if any(op.weight_buffer for op in sched.operations):
-        candidates += [fit_weight_buffers(sched, part.graph), without_weight_buffers(sched)]
+        fitted = fit_weight_buffers(sched, part.graph)
+        candidates += [fitted, without_weight_buffers(sched)]
+        if not config.shared_sram and fitted.total_cycles <= 1.01 * sched.total_cycles:
+            # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
+            # feature maps' peak are nearly as fast, the SRAM the rest would take is not worth it.
+            candidates = candidates[1:]
     for candidate in candidates:
         msched, index, _ = memory_schedule(candidate, part.graph)
         try:

@@ -185,10 +185,14 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
         # The slices' sizes are estimated from the whole streams for the choice (encoding every
         # candidate would double the compile time); the winner is encoded and costed exactly.
         chosen = 0
+        # Slice depths: whole 16-channel bricks that divide the OFM depth evenly, the smallest
+        # at least 1, 2 and 4 blocks deep (a block deeper than its slice just runs short).
+        steps = []
         for blocks in (1, 2, 4):
-            step = block[2] * blocks
-            if step >= depth or depth % step or step % 16:
-                continue
+            step = next((d for d in range(16, depth, 16) if depth % d == 0 and d >= block[2] * blocks), 0)
+            if step and step not in steps:
+                steps.append(step)
+        for step in steps:
             first = (w + s) * step // depth
             cost = target.cost(op, w, s, block, traversal, buffered=True, slack=slack, first_dma_bytes=first,
                                last_slice_depth=step)
