@@ -53,11 +53,15 @@ BROADCAST_CASES = {
     "add_first_broadcast": lambda: zoo.add((1, 8, 1, 8), (1, 8, 8, 8)),
     "mul_first_scalar": lambda: zoo.mul((1, 1, 1, 1), (1, 8, 8, 8)),
     "sub_same_shape": lambda: zoo.sub((1, 8, 8, 16)),
+    # PAD that cannot fold into a convolution: an interior copy and border fills from flash
+    # constants, one per pad value (two models' constants once collided in flash).
+    "pad_channels": lambda: zoo.pad((1, 6, 6, 8), ((0, 0), (0, 0), (0, 0), (0, 8))),
+    "pad_all_sides": lambda: zoo.pad((1, 5, 7, 3), ((0, 0), (2, 1), (0, 3), (1, 2))),
 }
 
 
 @pytest.mark.parametrize("name", sorted(BROADCAST_CASES))
-def test_broadcast_operand_order_bit_exact(tmp_path, name):
+def test_operand_order_and_padding_bit_exact(tmp_path, name):
     _check_bit_exact(tmp_path, name, BROADCAST_CASES[name](), seeds=(0, 1, 2))
 
 

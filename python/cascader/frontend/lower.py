@@ -550,17 +550,17 @@ class _Lowering:
                       requantize=False)
 
     def fill(self, value: int, like: FeatureMapView, shape: tuple[int, int, int]) -> FeatureMapView:
-        """A constant feature map of `shape` holding `value` everywhere, in flash."""
+        """A constant feature map of `shape` holding `value` everywhere, in flash. One constant
+        per value and type serves every fill, grown to the largest; its id is negative, apart
+        from the tensor indices."""
         size = like.element_size
         dtype = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16}[like.dtype]
         key = (value, like.dtype)
-        need = math.prod(shape) * size
-        buffer = self.fill_constants.get(key)
-        if buffer is None or len(self.constants[buffer]) < need:
-            buffer = buffer if buffer is not None else self.next_pseudo
-            if key not in self.fill_constants:
-                self.next_pseudo -= 1
-            self.fill_constants[key] = buffer
+        if key not in self.fill_constants:
+            self.fill_constants[key] = self.next_pseudo
+            self.next_pseudo -= 1
+        buffer = self.fill_constants[key]
+        if len(self.constants.get(buffer, b"")) < math.prod(shape) * size:
             self.constants[buffer] = np.full(math.prod(shape), value, dtype=dtype).tobytes()
         return FeatureMapView(buffer, shape, like.dtype, like.zero_point, like.scale, dense_strides(shape, size))
 
