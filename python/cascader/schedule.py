@@ -14,6 +14,8 @@ traversal, never on an address.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -151,18 +153,25 @@ def _stream_bytes(encoded) -> tuple[int, int]:
     return weights, scales
 
 
-def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool) -> ScheduledOperation:
+def block_choice(op: LoweredOperation, target: _Target) -> tuple[tuple[int, int, int], bool]:
+    """The OFM block and traversal (part-kernel-first) the cycle model picks for a weighted
+    operation. The choice needs a size before the encoder has run: the raw weight bytes rank
+    the configs; the encoded size then costs the chosen one."""
+    raw = target.cost(op, int(op.weights.values.size), 10 * int(op.weights.values.shape[0]))
+    return raw.block_config.ofm_block, raw.block_config.part_kernel_first if op.kind == "conv" else False
+
+
+def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
+                       encoded: Any = None) -> ScheduledOperation:
     """Block config and traversal from the cycle model; weights encoded for that block; the
-    weights buffered in SRAM when the model says that is faster (and `buffering` allows)."""
+    weights buffered in SRAM when the model says that is faster (and `buffering` allows).
+    `encoded` may bring the streams for `block_choice`'s block, encoded ahead."""
     if op.weights is None:
         cost = target.cost(op)
         return ScheduledOperation(op, cost.block_config.ofm_block, False, cost)
-    # The block choice needs a size before the encoder has run: the raw weight bytes rank the
-    # configs; the encoded size then costs the chosen one.
-    raw = target.cost(op, int(op.weights.values.size), 10 * int(op.weights.values.shape[0]))
-    block = raw.block_config.ofm_block
-    pkf = raw.block_config.part_kernel_first if op.kind == "conv" else False
-    encoded = _encode(op, block, pkf, target.accelerator)
+    block, pkf = block_choice(op, target)
+    if encoded is None:
+        encoded = _encode(op, block, pkf, target.accelerator)
     w, s = _stream_bytes(encoded)
     direct = target.cost(op, w, s, block, pkf if op.kind == "conv" else None)
     # Copy the weights to SRAM only where the NPU reads them more than once (one pass per OFM
@@ -180,36 +189,32 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
         if whole.total_cycles < best.cost.total_cycles:
             best = ScheduledOperation(op, block, pkf, whole, encoded, weight_buffer=True, direct_cost=direct)
         # Depth slices let the DMA of slice k+1 run under slice k: only the first slice's DMA
-        # is exposed. Slices are whole blocks, split evenly, on 16-channel brick boundaries.
+        # is exposed. Candidate slice depths are whole 16-channel bricks dividing the OFM depth,
+        # the smallest at least 1, 2 and 4 blocks deep (a block deeper than its slice just runs
+        # short). Their stream sizes are estimated from the whole streams for the choice
+        # (encoding every candidate would double the compile time); only the winner is encoded
+        # and costed exactly.
         depth = op.ofm.shape[2]
-        # The slices' sizes are estimated from the whole streams for the choice (encoding every
-        # candidate would double the compile time); the winner is encoded and costed exactly.
-        chosen = 0
-        # Slice depths: whole 16-channel bricks that divide the OFM depth evenly, the smallest
-        # at least 1, 2 and 4 blocks deep (a block deeper than its slice just runs short).
         steps = []
         for blocks in (1, 2, 4):
             step = next((d for d in range(16, depth, 16) if depth % d == 0 and d >= block[2] * blocks), 0)
             if step and step not in steps:
                 steps.append(step)
+        chosen, best_cycles = 0, best.cost.total_cycles
         for step in steps:
-            first = (w + s) * step // depth
-            cost = target.cost(op, w, s, block, traversal, buffered=True, slack=slack, first_dma_bytes=first,
-                               last_slice_depth=step)
-            if cost.total_cycles < best.cost.total_cycles:
-                best, chosen = replace(best, cost=cost), step
+            cost = target.cost(op, w, s, block, traversal, buffered=True, slack=slack,
+                               first_dma_bytes=(w + s) * step // depth, last_slice_depth=step)
+            if cost.total_cycles < best_cycles:
+                chosen, best_cycles = step, cost.total_cycles
         if chosen:
             sliced = _encode(op, block, pkf, target.accelerator, depth_step=chosen)
             sw, ss = _stream_bytes(sliced)
             start, end = slice_span(sliced, 0)
             cost = target.cost(op, sw, ss, block, traversal, buffered=True, slack=slack, first_dma_bytes=end - start,
                                last_slice_depth=chosen)
-            best = ScheduledOperation(op, block, pkf, whole, encoded, weight_buffer=True, direct_cost=direct)
-            if cost.total_cycles < min(whole.total_cycles, direct.total_cycles):
+            if cost.total_cycles < best.cost.total_cycles:
                 best = ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct,
                                           depth_step=chosen, direct_encoded=encoded)
-            elif direct.total_cycles <= whole.total_cycles:
-                best = ScheduledOperation(op, block, pkf, direct, encoded)
     return best
 
 
@@ -217,11 +222,17 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
                         system=None, memory_mode=None, buffering: bool = True) -> NpuSchedule:
     """Every lowered operation as its own whole-tensor stripe, in the order given."""
     target = _Target(Accelerator(accelerator).name, system, memory_mode)
+    # Encoding the weights is most of a compile and independent per operation: it runs on
+    # every core (the encoder releases the GIL), the rest of the schedule in order.
+    weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {id(op): pool.submit(_encode, op, *block_choice(op, target), target.accelerator) for op in weighted}
+        encoded = {k: f.result() for k, f in futures.items()}
     out = []
     for seg in segments:
         ops, slack = [], 0
         for op in seg.operations:
-            sop = schedule_operation(op, target, slack, buffering)
+            sop = schedule_operation(op, target, slack, buffering, encoded.get(id(op)))
             slack = sop.cost.buffering_slack_cycles
             ops.append(sop)
         out.append(SegmentSchedule(seg, ops))

@@ -51,8 +51,13 @@ void bind_weight_encoder(py::module_& m) {
                                         static_cast<int>(ohwi.shape(2)), static_cast<int>(ohwi.shape(3)),
                                         ofm_block_depth, depthwise, part_kernel_first, ifm_bits, dilation_x,
                                         dilation_y, ifm_ublock_depth, ofm_ublock_depth};
-        const emit::EncodedWeights e =
-            emit::encode_operation_weights(as_vector(ohwi), as_vector(zero_points), channels, layout, cores, depth_step);
+        const std::vector<int32_t> weights = as_vector(ohwi), zps = as_vector(zero_points);
+        emit::EncodedWeights e;
+        {
+          // The encoder touches no Python object: other threads may encode other operations.
+          py::gil_scoped_release release;
+          e = emit::encode_operation_weights(weights, zps, channels, layout, cores, depth_step);
+        }
         py::list slices;
         for (const auto& streams : e.slices) {
           py::list cores_out;
