@@ -192,16 +192,20 @@ NpuOperation operation_from_dict(const py::dict& d) {
     op.activation.min = field<int>(a, "min");
     op.activation.max = field<int>(a, "max");
   }
-  op.rounding = rounding_named(field_or<std::string>(d, "rounding", "TFL"));
-  op.ifm_rounding = rounding_named(field_or<std::string>(d, "ifm_rounding", "TFL"));
-  op.global_scale = field_or<bool>(d, "global_scale", false);
-  std::tie(op.ofm_scale, op.ofm_shift) = field_or<std::tuple<uint32_t, int>>(d, "ofm_scale", {1, 0});
-  std::tie(op.opa_scale, op.opa_shift) = field_or<std::tuple<uint32_t, int>>(d, "opa_scale", {0, 0});
-  op.opb_scale = field_or<uint32_t>(d, "opb_scale", 0);
-  op.ifm_scale_mode = field_or<int>(d, "ifm_scale_mode", 0);
-  op.ifm_upscale = field_or<int>(d, "ifm_upscale", 0);
-  op.acc_format = field_or<int>(d, "acc_format", 0);
-  op.parallel_mode = field_or<int>(d, "parallel_mode", 0);
+  // A key left out keeps NpuOperation's own default.
+  op.rounding = rounding_named(field_or<std::string>(d, "rounding", kRounding[static_cast<int>(op.rounding)]));
+  op.ifm_rounding =
+      rounding_named(field_or<std::string>(d, "ifm_rounding", kRounding[static_cast<int>(op.ifm_rounding)]));
+  op.global_scale = field_or<bool>(d, "global_scale", op.global_scale);
+  std::tie(op.ofm_scale, op.ofm_shift) =
+      field_or<std::tuple<uint32_t, int>>(d, "ofm_scale", {op.ofm_scale, op.ofm_shift});
+  std::tie(op.opa_scale, op.opa_shift) =
+      field_or<std::tuple<uint32_t, int>>(d, "opa_scale", {op.opa_scale, op.opa_shift});
+  op.opb_scale = field_or<uint32_t>(d, "opb_scale", op.opb_scale);
+  op.ifm_scale_mode = field_or<int>(d, "ifm_scale_mode", op.ifm_scale_mode);
+  op.ifm_upscale = field_or<int>(d, "ifm_upscale", op.ifm_upscale);
+  op.acc_format = field_or<int>(d, "acc_format", op.acc_format);
+  op.parallel_mode = field_or<int>(d, "parallel_mode", op.parallel_mode);
   return op;
 }
 
