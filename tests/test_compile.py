@@ -72,9 +72,26 @@ def test_zoo_networks_bit_exact(tmp_path, name):
     assert s.cpu_operators == 0 and s.total_cycles > 0 and s.sram_bytes > 0
 
 
-@pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512"])
+@pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u55-64", "ethos-u55-256", "ethos-u65-256",
+                                         "ethos-u65-512"])
 def test_accelerators_bit_exact(tmp_path, accelerator):
     _check_bit_exact(tmp_path, "mobilenet_v2", zoo.mobilenet_v2(), accelerator, seeds=(0,))
+
+
+@pytest.mark.parametrize("accelerator,system,mode", [
+    ("ethos-u55-128", "Ethos_U55_Deep_Embedded", None),
+    ("ethos-u65-256", "Ethos_U65_Embedded", "Shared_Sram"),  # no DRAM: vela.ini pairs it with Shared_Sram
+    ("ethos-u65-512", "Ethos_U65_High_End", None),
+])
+def test_system_presets_bit_exact(tmp_path, accelerator, system, mode):
+    compiled = _check_bit_exact(tmp_path, "ds_cnn_kws", zoo.ds_cnn_kws(), accelerator, seeds=(0,), system=system,
+                                memory_mode=mode)
+    assert compiled.summary().system == system
+
+
+def test_memory_mode_the_system_cannot_realise():
+    with pytest.raises(InvalidArgumentError, match="Dedicated_Sram"):
+        cascader.compile(zoo.resnet8(), accelerator="ethos-u65-256", system="Ethos_U65_Embedded")
 
 
 @pytest.mark.parametrize("memory_mode", ["Sram_Only", "Shared_Sram", "Dedicated_Sram"])
