@@ -38,6 +38,12 @@ def _check_bit_exact(tmp_path, name: str, model: cascader.Model, accelerator: st
     return compiled
 
 
+@pytest.mark.parametrize("name", [name for name, _ in zoo.activation_op_cases()])
+def test_activation_cases_bit_exact(tmp_path, name):
+    """Whatever cascader lowers of them is exact; the rest runs on the CPU."""
+    _check_bit_exact(tmp_path, name, dict(zoo.activation_op_cases())[name])
+
+
 @pytest.mark.parametrize("name", [name for name, _ in zoo.single_op_cases()])
 def test_single_op_cases_bit_exact(tmp_path, name):
     model = dict(zoo.single_op_cases())[name]

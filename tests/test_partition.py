@@ -102,7 +102,7 @@ def test_unsupported_and_planned_operators_are_named():
     model.main.operators[0] = dataclasses.replace(model.main.operators[0], opcode="GATHER_ND", options={},
                                                   options_type=None)
     assert "not supported by the Ethos-U NPU" in check_operator(OperatorView(model.main, 0)).reason
-    model.main.operators[0] = dataclasses.replace(model.main.operators[0], opcode="SOFTMAX")
+    model.main.operators[0] = dataclasses.replace(model.main.operators[0], opcode="TRANSPOSE_CONV")
     assert "not lowered by cascader yet" in check_operator(OperatorView(model.main, 0)).reason
 
 
@@ -204,7 +204,8 @@ def test_person_detect_matches_published_figures():
     if not paths:
         pytest.skip("CASCADER_MODELS is not set")
     report = cascader.inspect(paths[0])
-    assert (report.npu_operators, report.cpu_operators) == (30, 1)
+    # Vela 5.2 maps all 31 operators, the final SOFTMAX included, and so does cascader.
+    assert (report.npu_operators, report.cpu_operators) == (31, 0)
     assert len([s for s in report.segments if s.target == NPU]) == 1
     # TFLM's own planner reports a 55,296 B non-persistent arena for this model
     # (tflite-micro benchmarking README); the uncascaded activation peak is the same figure.

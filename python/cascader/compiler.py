@@ -16,7 +16,8 @@ from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .compiled import CompiledModel
 from .emit.program import ARENA_REGIONS, FlashImage, Placement, emit_segment
 from .errors import BudgetError, InfeasibleError, InvalidArgumentError, UnsupportedError
-from .frontend.lower import LoweredSegment, lower_segment
+from .frontend.lower import lower_segment
+from .frontend.lowered import LoweredSegment
 from .frontend.partition import NPU, Partition, partition
 from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
@@ -123,7 +124,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
         placed = result.buffers
         address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
         offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
-                   if placed[index[b]].arena == "scratch"}
+                   if placed[index[b]].arena == "scratch" and t not in s.segment.scratch}
         return candidate, result, Placement(address), offsets
     msched, _, _ = memory_schedule(candidates[-1], part.graph)
     unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)

@@ -25,7 +25,7 @@ from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
-from .frontend.lower import LoweredOperation, LoweredSegment
+from .frontend.lowered import LoweredOperation, LoweredSegment
 from .perf import OpCost, cost_from_core, npu_op
 from .tflite.model import SubGraph
 
@@ -117,6 +117,8 @@ class _Target:
                             weight_first_dma_bytes=first_dma_bytes, weight_last_slice_depth=last_slice_depth)
         if op.ifm2 is not None:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
+        if op.lut is not None:
+            args.update(activation="LUT", lut_bytes=len(op.lut))
         return cost_from_core(_core.estimate(npu_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args), self.arch))
 
 
@@ -315,8 +317,10 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 parent[max(rt, rb)] = min(rt, rb)
     sizes: dict[int, int] = {}
     cpu_visible: set[int] = set()
+    names = {b: graph.tensors[b].name for b in range(len(graph.tensors))}
     for s in schedule.segments:
         seg = s.segment
+        names.update(seg.scratch)
         for b, size in seg.buffers.items():
             sizes[find(b)] = max(sizes.get(find(b), 0), size)
         cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
@@ -324,7 +328,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     index: dict[Any, int] = {}
     for root in sorted(sizes):
         index[root] = len(buffers)
-        buffers.append(mem.ScheduledBuffer(graph.tensors[root].name, "feature_map", sizes[root],
+        buffers.append(mem.ScheduledBuffer(names[root], "feature_map", sizes[root],
                                            cpu_visible=root in cpu_visible))
     for s in schedule.segments:
         for t, b in s.segment.aliases.items():

@@ -13,12 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from ..frontend.lower import FeatureMapView
+from ..arch import Accelerator
+from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
 from ..schedule import ScheduledOperation, SegmentSchedule, slice_span
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
 
 FLASH_ALIGNMENT = 16
+REGION_SHRAM = 0x103  # a DMA destination in the NPU's internal SHRAM (where LUTs live)
+LUT_AREA_BYTES = 2048  # the LUT slots are the last 2 KiB of each core's SHRAM
 ARENA_REGIONS = {"scratch": REGION_SCRATCH, "scratch_fast": REGION_SCRATCH_FAST}
 
 
@@ -120,7 +123,7 @@ def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int], s: int = 0) -> 
 def _channel_slice(fm: dict[str, Any], start: int, depth: int) -> dict[str, Any]:
     """A feature-map record narrowed to channels [start, start + depth)."""
     y, x, c = fm["strides"]
-    es = 2 if fm["dtype"] == "int16" else 1
+    es = ELEMENT_SIZE[fm["dtype"]]
     shift = (start // 16) * c + (start % 16) * es if fm["layout"] == "NHCWB16" else start * es
     h, w, _ = fm["shape"]
     return dict(fm, base=[b + shift if i == 0 else b for i, b in enumerate(fm["base"])], shape=(h, w, depth))
@@ -161,7 +164,19 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     streams from flash into its buffer; the encoder makes the operation wait for it.
     """
     records: list[dict[str, Any]] = []
+    npu = Accelerator(accelerator)
+    lut_slot = npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
+    loaded_lut: bytes | None = None  # the table in the LUT slot, while nothing else used the SHRAM
     for k, sop in enumerate(segment.operations):
+        lut = sop.lowered.lut
+        if lut is not None and lut != loaded_lut:
+            # Every operation without a LUT may use the whole SHRAM for its buffers: a table
+            # stays valid only from one LUT operation to the next.
+            if lut not in flash.constants:
+                flash.constants[lut] = flash.append(lut)
+            records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[lut], length=len(lut)),
+                                dst=dict(region=REGION_SHRAM, address=lut_slot, length=len(lut))))
+        loaded_lut = lut
         if sop.depth_step:
             records += _depth_slices(sop, placement.address[("weights", first + k)], placement, flash,
                                      segment.segment.constants)

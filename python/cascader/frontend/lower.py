@@ -26,13 +26,26 @@ values. How each operator maps:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from ..tflite.model import SubGraph, Tensor
+from .lowered import (
+    ELEMENT_SIZE,
+    FeatureMapView,
+    LoweredOperation,
+    LoweredSegment,
+    WeightVolume,
+    brick_strides,
+    dense_strides,
+    full_range,
+    kernel_record,
+    round16,
+)
+from .lower_softmax import lower_softmax
 from .operator_view import OperatorView
 from .quantization import (
     add_sub_scales,
@@ -48,90 +61,6 @@ CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.
 FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 DTYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 MAX_PADDING = 127  # the IFM_PAD_* registers
-
-
-@dataclass(frozen=True)
-class FeatureMapView:
-    """How an operation sees a feature map: which buffer, where in it, in what shape.
-
-    `buffer` is the tensor index owning the bytes (aliases resolved). `offset` is the byte of
-    element (0, 0, 0) in it and `strides` the (y, x, c) byte strides, both of the buffer's
-    own NHWC layout, so a concatenation slice is a view with an offset and its parent's strides.
-    """
-
-    buffer: int
-    shape: tuple[int, int, int]
-    dtype: str
-    zero_point: int
-    scale: float
-    strides: tuple[int, int, int]
-    offset: int = 0
-    layout: str = "NHWC"  # or "NHCWB16": 16-channel bricks, the NPU's native format
-
-    @property
-    def element_size(self) -> int:
-        return 2 if self.dtype == "int16" else 1
-
-
-@dataclass(frozen=True)
-class WeightVolume:
-    """A convolution's constants before encoding: OHWI weights (I = 1 for depthwise), their zero
-    points, and per OFM channel the bias and the (multiplier, shift) rescale."""
-
-    values: np.ndarray
-    zero_points: np.ndarray
-    bias: np.ndarray
-    scales: tuple[tuple[int, int], ...]
-    depthwise: bool
-
-
-@dataclass
-class LoweredOperation:
-    """One NPU operation before scheduling: the register fields, its feature maps and constants."""
-
-    kind: str  # the decoder's kind: conv, depthwise, pool, elementwise
-    cost_kind: str  # the cycle model's kind (`cascader.estimate_op`)
-    name: str
-    sources: tuple[int, ...]  # TFLite operator indices it implements
-    ifm: FeatureMapView
-    ofm: FeatureMapView
-    ifm2: FeatureMapView | None = None
-    weights: WeightVolume | None = None
-    registers: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class LoweredSegment:
-    """An NPU segment as operations over buffers.
-
-    `buffers` maps every buffer (a tensor index) to its byte size; `aliases` maps every tensor
-    the segment touches to its buffer; `ifms` / `ofms` are the tensors the CPU side hands in
-    and reads back (model tensors, in first-use order); `constants` holds the bytes of constant
-    feature maps (they go to flash).
-    """
-
-    operators: tuple[int, ...]
-    operations: list[LoweredOperation]
-    buffers: dict[int, int]
-    aliases: dict[int, int]
-    ifms: tuple[int, ...]
-    ofms: tuple[int, ...]
-    constants: dict[int, bytes]
-
-
-def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
-    h, w, c = shape
-    return (w * c * element_size, c * element_size, element_size)
-
-
-def brick_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
-    """(y, x, c) strides of NHCWB16: x steps within a 16-channel brick, c from brick to brick."""
-    h, w, c = shape
-    return (w * _round16(c) * element_size, 16 * element_size, w * 16 * element_size)
-
-
-def _round16(c: int) -> int:
-    return (c + 15) // 16 * 16
 
 
 def _hwc(t: Tensor) -> tuple[int, int, int]:
@@ -194,6 +123,9 @@ class _Lowering:
                 if t >= 0:
                     consumers.setdefault(t, []).append(i)
         self.consumers = consumers
+        # Scratch buffers: id -> (name, natural H x W x C, dtype). Their ids follow the model's
+        # tensors, 1000 per operator, so that every segment's ids are distinct.
+        self.scratch_buffers: dict[int, tuple[str, tuple[int, int, int], str]] = {}
 
     # --- buffers ----------------------------------------------------------------------------
 
@@ -214,10 +146,38 @@ class _Lowering:
         hwc = shape or _hwc(tensor)
         if tensor.dtype not in DTYPE_RANGE:
             raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16")
-        size = 2 if tensor.dtype == "int16" else 1
+        size = ELEMENT_SIZE[tensor.dtype]
         if tensor.is_constant:
             self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
         return FeatureMapView(self.buffer(t), hwc, tensor.dtype, zp, scale, dense_strides(hwc, size))
+
+    def scratch(self, index: int, name: str, shape: tuple[int, int, int], dtype: str,
+                zero_point: int = 0, scale: float = 1.0) -> FeatureMapView:
+        """A new buffer only this segment's operations use, for the intermediate results of
+        operator `index`'s lowering."""
+        b = len(self.graph.tensors) + 1000 * index
+        while b in self.scratch_buffers:
+            b += 1
+        self.scratch_buffers[b] = (f"{self.graph.tensors[self.graph.operators[index].outputs[0]].name}/{name}",
+                                   shape, dtype)
+        return FeatureMapView(b, shape, dtype, zero_point, scale, dense_strides(shape, ELEMENT_SIZE[dtype]))
+
+    def constant(self, values: np.ndarray, dtype: str) -> FeatureMapView:
+        """A constant feature map in flash (a 1 x 1 x N vector of `values`)."""
+        data = np.asarray(values, dtype=dtype).reshape(-1)
+        b = self.next_pseudo
+        self.next_pseudo -= 1
+        self.constants[b] = data.tobytes()
+        shape = (1, 1, data.size)
+        return FeatureMapView(b, shape, dtype, 0, 1.0, dense_strides(shape, ELEMENT_SIZE[dtype]))
+
+    def natural(self, b: int) -> tuple[tuple[int, int, int], str]:
+        """A buffer's own shape and type: its tensor's, or a scratch buffer's."""
+        if b in self.scratch_buffers:
+            _, shape, dtype = self.scratch_buffers[b]
+            return shape, dtype
+        t = self.graph.tensors[b]
+        return _hwc(t), t.dtype
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -234,7 +194,7 @@ class _Lowering:
             ofm_scale = (1, 0)
         tmin, tmax = DTYPE_RANGE[dst.dtype]
         registers = dict(
-            sub_op="AVERAGE", kernel=_kernel(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
+            sub_op="AVERAGE", kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
             activation=clamp or dict(function=0, clip_range=0, min=tmin, max=tmax), rounding="NATURAL",
             global_scale=True, ofm_scale=ofm_scale,
         )
@@ -275,27 +235,28 @@ class _Lowering:
                 continue
             out = op.outputs[0]
             users = self.consumers.get(out, [])
-            if len(users) != 1 or users[0] not in self.members or out in self.graph.outputs:
-                continue
-            user = OperatorView(self.graph, users[0])
-            if user.opcode not in ("CONV_2D", "DEPTHWISE_CONV_2D") or user.ifm is not self.graph.tensors[out]:
-                continue
-            if user.options.get("padding", "VALID") != "VALID":
+            if not users or any(u not in self.members for u in users) or out in self.graph.outputs:
                 continue
             pads = np.asarray(self.graph.tensors[op.inputs[1]].data).reshape(-1, 2)
             if len(pads) != 4 or pads[0].any() or pads[3].any():
                 continue
             (top, bottom), (left, right) = pads[1], pads[2]
-            k = user.kernel
-            if max(top, bottom) >= k.dilated_height or max(left, right) >= k.dilated_width:
-                continue
             if max(top, bottom, left, right) > MAX_PADDING:
                 continue
             # TFLite pads with the output zero point; the NPU pads with the IFM zero point.
             if _quant(self.graph.tensors[out]) != _quant(self.graph.tensors[op.inputs[0]]):
                 continue
-            self.folded_pad[users[0]] = (int(top), int(left), int(bottom), int(right))
-            self.folded_input[users[0]] = op.inputs[0]
+            # Every consumer pads for itself (SSD heads read one padded map with three
+            # depthwise convolutions): all of them must be able to.
+            views = [OperatorView(self.graph, u) for u in users]
+            if not all(u.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D") and u.ifm is self.graph.tensors[out]
+                       and u.options.get("padding", "VALID") == "VALID"
+                       and max(top, bottom) < u.kernel.dilated_height and max(left, right) < u.kernel.dilated_width
+                       for u in views):
+                continue
+            for u in users:
+                self.folded_pad[u] = (int(top), int(left), int(bottom), int(right))
+                self.folded_input[u] = op.inputs[0]
             self.root[out] = op.inputs[0]
             self.skipped.add(i)
 
@@ -348,7 +309,7 @@ class _Lowering:
             ofm_view = replace(ofm_view, shape=(1, n, w.shape[0]),
                                strides=dense_strides((1, n, w.shape[0]), ofm_view.element_size))
             ohwi = w.reshape(w.shape[0], 1, 1, k_in)
-            kernel = _kernel(1, 1, (1, 1), (1, 1))
+            kernel = kernel_record(1, 1, (1, 1), (1, 1))
             padding = (0, 0, 0, 0)
             cost_kind = "fully_connected"
         else:
@@ -372,7 +333,7 @@ class _Lowering:
                         ohwi[o, :, :, o // multiplier] = dw[:, :, o]
             else:
                 ohwi = w
-            kernel = _kernel(k.height, k.width, (k.stride_h, k.stride_w), (k.dilation_h, k.dilation_w))
+            kernel = kernel_record(k.height, k.width, (k.stride_h, k.stride_w), (k.dilation_h, k.dilation_w))
             padding = self._padding(v, ifm_view, ofm_view)
             if v.index in self.folded_pad:
                 top, left, _, _ = self.folded_pad[v.index]
@@ -437,7 +398,7 @@ class _Lowering:
         # stride is irrelevant, and TFLite models often give it the kernel size, past the
         # NPU's limit.
         stride = (1 if ofm.shape[0] == 1 else k.stride_h, 1 if ofm.shape[1] == 1 else k.stride_w)
-        registers = dict(sub_op=mode, kernel=_kernel(k.height, k.width, stride, (1, 1)),
+        registers = dict(sub_op=mode, kernel=kernel_record(k.height, k.width, stride, (1, 1)),
                          padding=padding, activation=_clamp(v.ofm, lo, hi), rounding="NATURAL", global_scale=True,
                          ofm_scale=ofm_scale)
         cost = "max_pool" if mode == "MAX" else "avg_pool"
@@ -462,7 +423,7 @@ class _Lowering:
             raise UnsupportedError(f"operator {v.index} ({v.opcode}): operand shapes do not broadcast")
         lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
         registers: dict[str, Any] = dict(
-            sub_op=mode, kernel=_kernel(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
+            sub_op=mode, kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
             activation=_clamp(v.ofm, lo, hi), rounding="TFL", global_scale=True, broadcast=broadcast,
             reversed_operands=reversed_operands, ifm2_scalar=None,
         )
@@ -574,6 +535,7 @@ class _Lowering:
         self.copy(v.index, f"{v.index}:{v.opcode}", src, dst, _clamp(v.ofm, lo, hi))
 
     _relu = _relu6 = _relu_n1_to_1 = _relu_0_to_1 = _clamp_op
+    _softmax = lower_softmax
 
     # --- result -----------------------------------------------------------------------------
 
@@ -591,17 +553,16 @@ class _Lowering:
             for v in (op.ifm, op.ifm2, op.ofm):
                 if v is None or v.buffer in self.constants:
                     continue
-                natural = _hwc(self.graph.tensors[v.buffer])
+                natural, _ = self.natural(v.buffer)
                 whole[v.buffer] = whole.get(v.buffer, True) and v.offset == 0 and v.shape == natural
         # Bricks of a depth that is not a multiple of 16 carry padding the NPU reads and writes
         # too: 17 channels move as 32, and there NHWC is faster and smaller. Up to a third of
         # padding (24 as 32) the bricks still win (a 24-channel depthwise costs 1.5x in NHWC).
         brick = {b for b, ok in whole.items()
-                 if ok and b not in cpu_visible and 3 * _round16(_hwc(self.graph.tensors[b])[2])
-                 <= 4 * _hwc(self.graph.tensors[b])[2]}
+                 if ok and b not in cpu_visible and 3 * round16(self.natural(b)[0][2]) <= 4 * self.natural(b)[0][2]}
         for b in brick:
-            h, w, c = _hwc(self.graph.tensors[b])
-            buffers[b] = h * w * _round16(c) * (2 if self.graph.tensors[b].dtype == "int16" else 1)
+            (h, w, c), dtype = self.natural(b)
+            buffers[b] = h * w * round16(c) * ELEMENT_SIZE[dtype]
 
         def convert(v: FeatureMapView | None) -> FeatureMapView | None:
             if v is None or v.buffer not in brick:
@@ -636,14 +597,12 @@ class _Lowering:
             b = self.buffer(t)
             aliases[t] = b
             buffers[b] = max(buffers.get(b, 0), tensors[b].nbytes)
+        for b, (_, (h, w, c), dtype) in self.scratch_buffers.items():
+            aliases[b] = b
+            buffers[b] = h * w * c * ELEMENT_SIZE[dtype]
         self._choose_layouts({aliases[t] for t in (*ifms, *ofms)}, buffers)
-        return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants)
-
-
-def _kernel(height: int, width: int, stride: tuple[int, int], dilation: tuple[int, int]) -> dict[str, Any]:
-    """The decoder's kernel record: height/width are the dilated extents."""
-    return dict(height=(height - 1) * dilation[0] + 1, width=(width - 1) * dilation[1] + 1, stride=tuple(stride),
-                dilation=tuple(dilation), part_kernel_first=False)
+        return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants,
+                              {b: name for b, (name, _, _) in self.scratch_buffers.items()})
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...]) -> LoweredSegment:

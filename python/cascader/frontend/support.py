@@ -39,6 +39,7 @@ NPU_OPERATORS = frozenset(
         "RELU_N1_TO_1",
         "RELU_0_TO_1",
         "QUANTIZE",
+        "SOFTMAX",
     }
 )
 
@@ -50,7 +51,6 @@ PLANNED_OPERATORS = frozenset(
         "HARD_SWISH",
         "LEAKY_RELU",
         "PRELU",
-        "SOFTMAX",
         "RESIZE_BILINEAR",
         "RESIZE_NEAREST_NEIGHBOR",
         "MEAN",
@@ -81,7 +81,7 @@ CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
-BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE"})
+BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX"})
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops).
 INT32_OPS = frozenset({"ADD", "SUB", "MUL"})
 
@@ -317,6 +317,27 @@ def _quantize_integer(v: OperatorView) -> str | None:
     return None
 
 
+def _softmax_types(v: OperatorView) -> str | None:
+    i, o = v.ifm, v.ofm
+    if i is None or o is None:
+        return None
+    if i.dtype not in ("int8", "uint8") or o.dtype != i.dtype:
+        return f"{i.dtype} -> {o.dtype}"
+    return None
+
+
+def _softmax_beta(v: OperatorView) -> str | None:
+    beta = float(v.options.get("beta", 1.0))
+    return None if beta > 0 else f"beta is {beta}"
+
+
+def _matching_shapes(v: OperatorView) -> str | None:
+    i, o = v.ifm, v.ofm
+    if i is None or o is None or list(i.shape) == list(o.shape):
+        return None
+    return f"input {list(i.shape)}, output {list(o.shape)}"
+
+
 def _concat_axis(v: OperatorView) -> str | None:
     o = v.ofm
     if o is None:
@@ -372,6 +393,12 @@ RULES: tuple[Rule, ...] = (
          ops=frozenset({"PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
          ops=frozenset({"RESHAPE"})),
+    Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _softmax_types,
+         ops=frozenset({"SOFTMAX"}), source="cascader"),
+    Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
+         source="Vela tflite_model_semantic"),
+    Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),
+         source="Vela tflite_model_semantic"),
     Rule("concat_shapes", "concatenation inputs must match the output except along the axis", _concat_axis,
          ops=frozenset({"CONCATENATION"}), source="Vela tflite_model_semantic"),
 )

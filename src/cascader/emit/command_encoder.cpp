@@ -278,7 +278,19 @@ struct Access {
   std::vector<Span> reads, writes;
 };
 
-Access accesses(const NpuOperation& op) {
+// The LUT an activation reads: slot (function - 16) of the last 2 KiB of the SHRAM, 256 bytes
+// per 8-bit table, 1 KiB for a 32-bit one, all 2 KiB for a 16-bit one. A DMA that loads the
+// next table must wait for the kernels still reading this one.
+std::optional<Span> lut_span(const NpuOperation& op, const ArchConfig& arch) {
+  const int f = op.activation.function;
+  if (f < 16) return std::nullopt;
+  const auto& npu = arch.accelerator();
+  const uint64_t at = uint64_t(npu.shram_banks) * uint64_t(npu.shram_bank_bytes) - 2048 + uint64_t(f - 16) * 256;
+  const int es = sim::element_size(op.ofm.dtype);
+  return Span{sim::kShramRegion, at, at + (es == 1 ? 256 : es == 4 ? 1024 : 2048)};
+}
+
+Access accesses(const NpuOperation& op, const ArchConfig& arch) {
   Access a;
   if (op.kind == OpKind::Dma) {
     a.reads.push_back(Span{op.dma_src.region, op.dma_src.address, op.dma_src.address + op.dma_src.length});
@@ -298,6 +310,7 @@ Access accesses(const NpuOperation& op) {
       if (r->length > 0) a.reads.push_back(Span{r->region, r->address, r->address + r->length});
     }
   }
+  if (const auto lut = lut_span(op, arch)) a.reads.push_back(*lut);
   add(a.writes, map_spans(op.ofm, op.ofm.height, op.ofm.width, op.ofm.depth));
   return a;
 }
@@ -320,7 +333,7 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
   for (size_t i = 0; i < ops.size(); ++i) {
     const NpuOperation& op = ops[i];
     w.set_index(i);
-    const Access access = accesses(op);
+    const Access access = accesses(op, arch);
     if (op.kind == OpKind::Dma) {
       if (op.dma_src.length != op.dma_dst.length) w.fail("DMA", "source and destination lengths differ");
       bool conflict = false;

@@ -1,0 +1,123 @@
+"""The lowering's value types: NPU operations over views of buffers, before scheduling.
+
+A `LoweredOperation`'s `registers` are the placement-independent fields of the operation
+record `cascader.sim.decode` returns (kind, kernel, padding, activation, rounding, scales...):
+the emitter adds addresses, block config and weight streams, and encodes exactly that record,
+so a decode of our binary gives back the same values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+ELEMENT_SIZE = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4}
+
+
+@dataclass(frozen=True)
+class FeatureMapView:
+    """How an operation sees a feature map: which buffer, where in it, in what shape.
+
+    `buffer` is the tensor index owning the bytes (aliases resolved), a negative id for a
+    constant made by the lowering, or an id past the model's tensors for a scratch buffer the
+    lowering needs between its own operations (a softmax's int32 intermediates). `offset` is
+    the byte of element (0, 0, 0) in it and `strides` the (y, x, c) byte strides, both of the
+    buffer's own NHWC layout, so a concatenation slice is a view with an offset and its
+    parent's strides.
+    """
+
+    buffer: int
+    shape: tuple[int, int, int]
+    dtype: str
+    zero_point: int
+    scale: float
+    strides: tuple[int, int, int]
+    offset: int = 0
+    layout: str = "NHWC"  # or "NHCWB16": 16-channel bricks, the NPU's native format
+
+    @property
+    def element_size(self) -> int:
+        return ELEMENT_SIZE[self.dtype]
+
+
+@dataclass(frozen=True)
+class WeightVolume:
+    """A convolution's constants before encoding: OHWI weights (I = 1 for depthwise), their zero
+    points, and per OFM channel the bias and the (multiplier, shift) rescale."""
+
+    values: np.ndarray
+    zero_points: np.ndarray
+    bias: np.ndarray
+    scales: tuple[tuple[int, int], ...]
+    depthwise: bool
+
+
+@dataclass
+class LoweredOperation:
+    """One NPU operation before scheduling: the register fields, its feature maps and constants.
+
+    `lut` holds the bytes of the lookup table its activation applies (256 int8 entries, or 256
+    int32 words for a 32-bit output); the emitter copies it into the SHRAM before the operation.
+    """
+
+    kind: str  # the decoder's kind: conv, depthwise, pool, elementwise
+    cost_kind: str  # the cycle model's kind (`cascader.estimate_op`)
+    name: str
+    sources: tuple[int, ...]  # TFLite operator indices it implements
+    ifm: FeatureMapView
+    ofm: FeatureMapView
+    ifm2: FeatureMapView | None = None
+    weights: WeightVolume | None = None
+    registers: dict[str, Any] = field(default_factory=dict)
+    lut: bytes | None = None
+
+
+@dataclass
+class LoweredSegment:
+    """An NPU segment as operations over buffers.
+
+    `buffers` maps every buffer (a tensor index, or a scratch id) to its byte size; `aliases`
+    maps every tensor the segment touches to its buffer; `ifms` / `ofms` are the tensors the
+    CPU side hands in and reads back (model tensors, in first-use order); `constants` holds the
+    bytes of constant feature maps (they go to flash); `scratch` names the scratch buffers.
+    """
+
+    operators: tuple[int, ...]
+    operations: list[LoweredOperation]
+    buffers: dict[int, int]
+    aliases: dict[int, int]
+    ifms: tuple[int, ...]
+    ofms: tuple[int, ...]
+    constants: dict[int, bytes]
+    scratch: dict[int, str] = field(default_factory=dict)
+
+
+def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
+    h, w, c = shape
+    return (w * c * element_size, c * element_size, element_size)
+
+
+def brick_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
+    """(y, x, c) strides of NHCWB16: x steps within a 16-channel brick, c from brick to brick."""
+    h, w, c = shape
+    return (w * round16(c) * element_size, 16 * element_size, w * 16 * element_size)
+
+
+def round16(c: int) -> int:
+    return (c + 15) // 16 * 16
+
+
+def kernel_record(height: int, width: int, stride: tuple[int, int] = (1, 1),
+                  dilation: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+    """The decoder's kernel record: height/width are the dilated extents."""
+    return dict(height=(height - 1) * dilation[0] + 1, width=(width - 1) * dilation[1] + 1, stride=tuple(stride),
+                dilation=tuple(dilation), part_kernel_first=False)
+
+
+def full_range(dtype: str) -> dict[str, int]:
+    """An activation record that clamps to nothing but the type (the 16-bit registers' range for
+    int32, which the NPU does not apply to 32-bit outputs)."""
+    lo, hi = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "int32": (-32768, 32767)}[dtype]
+    return dict(function=0, clip_range=0, min=lo, max=hi)
