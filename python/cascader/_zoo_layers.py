@@ -59,6 +59,7 @@ _VERSION = {
         "LOGISTIC": 2,
         "EXP": 2,
         "SOFTMAX": 2,
+        "HARD_SWISH": 1,
     },
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
 }
@@ -532,6 +533,13 @@ class CalibratedNet:
         """EXP with a calibrated output (Vela runs it as a LUT: interpolating 16-bit for int16)."""
         out = self._activation(self._name(name), np.exp(x.value), dtype=x.dtype)
         self._op("EXP", [x.index], [out.index], dtype=x.dtype)
+        return out
+
+    def hard_swish(self, x: Activation, name: str = "hard_swish") -> Activation:
+        """HARD_SWISH, x * relu6(x + 3) / 6 (MobileNetV3), int8 with a calibrated output."""
+        _require_int8("HARD_SWISH", x)
+        out = self._activation(self._name(name), x.value * np.clip(x.value + 3.0, 0.0, 6.0) / 6.0, dtype=x.dtype)
+        self._op("HARD_SWISH", [x.index], [out.index], dtype=x.dtype)
         return out
 
     def pad(self, x: Activation, paddings, name: str = "pad") -> Activation:

@@ -47,6 +47,7 @@ __all__ = [
     "ACTIVATION_OP_CASES",
     "activation_op_cases",
     "exp",
+    "hard_swish",
     "leaky_relu",
     "logistic",
     "softmax",
@@ -400,6 +401,11 @@ def exp(input_shape: Shape, dtype: str = "int16", seed: int = 0) -> Model:
     return _single_op_net("exp", [input_shape], seed, dtype, (-4.0, 4.0)).build()
 
 
+def hard_swish(input_shape: Shape, seed: int = 0) -> Model:
+    """One int8 HARD_SWISH over an input covering [-6, 6]."""
+    return _single_op_net("hard_swish", [input_shape], seed, "int8", (-6.0, 6.0)).build()
+
+
 def softmax(input_shape: Shape, dtype: str = "int16", beta: float = 1.0, seed: int = 0) -> Model:
     """One SOFTMAX over the last axis of an int8 or int16 input covering [-12, 12]."""
     return _single_op_net("softmax", [input_shape], seed, dtype, _ACTIVATION_RANGE, beta=beta).build()
@@ -436,6 +442,8 @@ ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("logistic_int8", "logistic", _ACT, dict(input_range=_ACTIVATION_RANGE)),
     ("logistic_int16", "logistic", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
     ("exp_int16", "exp", _ACT, dict(dtype="int16", input_range=(-4.0, 4.0))),
+    ("hard_swish_int8", "hard_swish", _ACT, dict(input_range=(-6.0, 6.0))),
+    ("exp_int8", "exp", _ACT, dict(input_range=(-4.0, 2.0))),
     ("softmax_int8", "softmax", _ACT, dict(input_range=_ACTIVATION_RANGE)),
     ("softmax_int16", "softmax", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
 )

@@ -101,17 +101,68 @@ def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
     return np.where(a == 0, INT32_MAX, result)
 
 
-def quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplierGreaterThanOne: (Q0.31 multiplier, left shift) of real > 1."""
-    if real <= 1.0:
-        raise ValueError(f"multiplier {real} is not greater than one")
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: (Q0.31 multiplier, exponent) with real = m * 2^(exponent - 31);
+    multipliers below 2^-31 flush to zero."""
+    if real == 0.0:
+        return 0, 0
     significand, exponent = math.frexp(real)
     q = round_half_away(significand * (1 << 31))
     if q == 1 << 31:
         q //= 2
         exponent += 1
+    if exponent < -31:
+        return 0, 0
     return q, exponent
+
+
+def quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplierGreaterThanOne: (multiplier, left shift) of real > 1."""
+    if real <= 1.0:
+        raise ValueError(f"multiplier {real} is not greater than one")
+    return quantize_multiplier(real)
 
 
 def multiply_by_quantized_multiplier_greater_than_one(x, multiplier: int, left_shift: int) -> np.ndarray:
     return saturating_rounding_doubling_high_mul(_i64(x) * (1 << left_shift), multiplier)
+
+
+def multiply_by_quantized_multiplier(x, multiplier: int, exponent: int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier (two roundings: the high multiply, then the shift)."""
+    left, right = max(exponent, 0), max(-exponent, 0)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(_i64(x) * (1 << left), multiplier), right)
+
+
+# --- 16-bit: the arithmetic of TFLite's int8 HARD_SWISH ------------------------------------
+
+
+def wrap16(x) -> np.ndarray:
+    """int16 wrap-around of a C++ narrowing store."""
+    return ((_i64(x) + (1 << 15)) & 0xFFFF) - (1 << 15)
+
+
+def downscale_int32_to_int16_multiplier(multiplier: int) -> int:
+    """TFLite's DownScaleInt32ToInt16Multiplier: the Q0.15 multiplier nearest a Q0.31 one."""
+    if multiplier >= INT32_MAX - (1 << 15):
+        return (1 << 15) - 1
+    return (multiplier + (1 << 15)) >> 16
+
+
+def saturating_rounding_doubling_high_mul16(a, b) -> np.ndarray:
+    a, b = _i64(a), _i64(b)
+    ab = a * b
+    q = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    high = np.where(q >= 0, q >> 15, -((-q) >> 15))  # truncating division
+    return np.where((a == -(1 << 15)) & (b == -(1 << 15)), (1 << 15) - 1, wrap16(high))
+
+
+def saturating_doubling_high_mul16(a, b) -> np.ndarray:
+    """As above without the rounding nudge (TFLite's hard_swish.h)."""
+    a, b = _i64(a), _i64(b)
+    ab = a * b
+    high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
+    return np.where((a == -(1 << 15)) & (b == -(1 << 15)), (1 << 15) - 1, wrap16(high))
+
+
+def saturating_left_shift16(x, amount: int) -> np.ndarray:
+    return np.clip(_i64(x) * (1 << amount), -(1 << 15), (1 << 15) - 1)

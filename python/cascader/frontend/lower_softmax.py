@@ -19,12 +19,14 @@ pool over the same bytes viewed as R x C x 1, the row sum a REDUCE_SUM over the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
+from .lower_lut import LUT_SLOT_0
 from .lowered import FeatureMapView, LoweredOperation, dense_strides, full_range, kernel_record
 from .operator_view import OperatorView
 
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
 
 SCALED_DIFF_INTEGER_BITS = 5  # the reference's Q5.26 input to exp()
 ACCUMULATION_INTEGER_BITS = 12  # its Q12.19 sum of exponentials
-LUT_SLOT_0 = 16  # activation function: the table in LUT slot 0
 
 
 def exp_table(beta: float, input_scale: float) -> np.ndarray:
@@ -78,9 +79,9 @@ def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
     ops.pool("MAX", as_columns, peak, kernel=(1, depth))
     # diff = x - max, offset by 127 into the LUT's signed 8-bit index, looked up as exp(diff).
     exp = ops.scratch("exp", vec, "int32", zero_point=127)
-    ops.elementwise("SUB", _raw(x), peak, exp, lut=table.astype("<i4").tobytes(),
+    ops.elementwise("SUB", replace(x, zero_point=0), peak, exp, lut=table.astype("<i4").tobytes(),
                     activation=dict(function=LUT_SLOT_0, clip_range=3, min=-128, max=127))
-    exp = _raw(exp)
+    exp = replace(exp, zero_point=0)
     # Rescale<12>: into the Q12.19 accumulator, rounding half up (the values are >= 0).
     exp12 = ops.scratch("exp_q12", vec, "int32")
     ops.elementwise("SHR", exp, one(ACCUMULATION_INTEGER_BITS), exp12, rounding="NATURAL", global_scale=False)
@@ -124,11 +125,6 @@ def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
     # zero point), clamped to the type.
     ops.elementwise("SHR", scaled, right_shift, out, rounding="NATURAL", global_scale=False,
                     activation=full_range(out.dtype))
-
-
-def _raw(view: FeatureMapView) -> FeatureMapView:
-    """The same bytes read without a zero point."""
-    return FeatureMapView(view.buffer, view.shape, view.dtype, 0, view.scale, view.strides, view.offset, view.layout)
 
 
 class _Builder:

@@ -40,16 +40,17 @@ NPU_OPERATORS = frozenset(
         "RELU_0_TO_1",
         "QUANTIZE",
         "SOFTMAX",
+        "LOGISTIC",
+        "TANH",
+        "EXP",
+        "HARD_SWISH",
+        "LEAKY_RELU",
     }
 )
 
 # Operators the hardware can run (Vela maps them) that cascader does not lower yet.
 PLANNED_OPERATORS = frozenset(
     {
-        "LOGISTIC",
-        "TANH",
-        "HARD_SWISH",
-        "LEAKY_RELU",
         "PRELU",
         "RESIZE_BILINEAR",
         "RESIZE_NEAREST_NEIGHBOR",
@@ -326,6 +327,15 @@ def _softmax_types(v: OperatorView) -> str | None:
     return None
 
 
+def _lut_types(v: OperatorView) -> str | None:
+    i, o = v.ifm, v.ofm
+    if i is None or o is None:
+        return None
+    if i.dtype not in ("int8", "uint8") or o.dtype != i.dtype:
+        return f"{i.dtype} -> {o.dtype}"
+    return None
+
+
 def _softmax_beta(v: OperatorView) -> str | None:
     beta = float(v.options.get("beta", 1.0))
     return None if beta > 0 else f"beta is {beta}"
@@ -395,6 +405,9 @@ RULES: tuple[Rule, ...] = (
          ops=frozenset({"RESHAPE"})),
     Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _softmax_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
+    Rule("table_types", "LOGISTIC, TANH, EXP, HARD_SWISH and LEAKY_RELU are lowered as 8-bit tables: int8 or uint8 "
+         "in and out (int16 is not yet)", _lut_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"}),
+         source="cascader"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),

@@ -1,0 +1,131 @@
+"""8-bit unary activations as one NPU table lookup: LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU.
+
+An int8/uint8 unary operator's output depends only on its input value, so it is a 256-entry
+table. Each table here is computed by TFLite's reference kernel's own arithmetic, value by
+value, so the NPU's lookup returns exactly what the reference returns:
+
+- LOGISTIC, TANH, EXP: TFLite fills a table itself (``PopulateLookupTable``/``LUTPopulate``)
+  in float32: dequantize, apply the function, divide by the output scale, round half away
+  from zero, add the zero point, clamp. Reproduced in numpy float32.
+- HARD_SWISH: the reference's 16-bit fixed-point arithmetic (``reference_ops::HardSwish``).
+- LEAKY_RELU: ``QuantizeLeakyRelu``: the identity or the alpha rescale by sign, each a
+  MultiplyByQuantizedMultiplier.
+
+On the NPU the lookup is a 1x1 average pool over raw values (zero points 0, scale 1): the
+pool's output is the input value, which indexes the table (the activation function names the
+LUT slot; the emitter DMAs the table there first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from . import fixed_point as fp
+from .lowered import LoweredOperation, kernel_record
+from .operator_view import OperatorView
+
+if TYPE_CHECKING:
+    from .lower import _Lowering
+
+LUT_SLOT_0 = 16  # activation function: the table in LUT slot 0
+TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+def _float_table(fn: Callable[[np.ndarray], np.ndarray], ifm: tuple[float, int], ofm: tuple[float, int],
+                 dtype: str) -> np.ndarray:
+    """TFLite's float32 table fill: clamp(int(round(fn(scale * (q - zp)) / out_scale) + out_zp))."""
+    lo, hi = TYPE_RANGE[dtype]
+    q = np.arange(lo, hi + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dequantized = np.float32(ifm[0]) * (q - ifm[1]).astype(np.float32)
+        scaled = (fn(dequantized).astype(np.float32) * (np.float32(1) / np.float32(ofm[0]))).astype(np.float64)
+        rounded = np.where(scaled >= 0, np.floor(scaled + 0.5), -np.floor(-scaled + 0.5))  # std::round
+        shifted = (rounded.astype(np.float32) + np.float32(ofm[1])).astype(np.float64)
+    # The float-to-int32 conversion: a value it cannot represent (an EXP overflowing to inf)
+    # becomes INT32_MIN on the x86 and Arm targets TFLite runs on, and then clamps to the minimum.
+    representable = np.isfinite(shifted) & (shifted >= -(2.0**31)) & (shifted < 2.0**31)
+    quantized = np.where(representable, np.trunc(np.where(representable, shifted, 0)), fp.INT32_MIN)
+    return np.clip(quantized.astype(np.int64), lo, hi)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return np.float32(1) / (np.float32(1) + np.exp(-x))
+
+
+def _hard_swish_table(ifm: tuple[float, int], ofm: tuple[float, int], dtype: str) -> np.ndarray:
+    """reference_ops::HardSwish on every input value, with HardSwishPrepare's parameters."""
+    lo, hi = TYPE_RANGE[dtype]
+    hires_input_scale = np.float32(1.0 / 128.0) * np.float32(ifm[0])
+    reluish_scale = np.float32(3.0 / 32768.0)
+    out_m, out_e = fp.quantize_multiplier(float(hires_input_scale / np.float32(ofm[0])))
+    relu_m, relu_e = fp.quantize_multiplier(float(hires_input_scale / reluish_scale))
+    if out_e > 0:
+        raise UnsupportedError("HARD_SWISH whose output scale is below input scale / 128")
+    out_m16, relu_m16 = fp.downscale_int32_to_int16_multiplier(out_m), fp.downscale_int32_to_int16_multiplier(relu_m)
+    x = np.arange(lo, hi + 1, dtype=np.int64) - ifm[1]
+    hires = fp.wrap16(x * (1 << 7))
+    preshift_output = fp.saturating_rounding_doubling_high_mul16(hires, out_m16)
+    reluish = hires
+    if relu_e > 0:
+        reluish = fp.saturating_left_shift16(reluish, relu_e - 1)
+    reluish = fp.saturating_rounding_doubling_high_mul16(reluish, relu_m16)
+    if relu_e > 0:
+        reluish = fp.saturating_left_shift16(reluish, 1)
+    if relu_e < 0:
+        reluish = fp.rounding_divide_by_pot(reluish, -relu_e)
+    reluish = fp.wrap16((reluish + (1 << 15)) >> 1)
+    preshift = fp.saturating_doubling_high_mul16(reluish, preshift_output)
+    out = fp.rounding_divide_by_pot(preshift, -out_e) + ofm[1]
+    return np.clip(fp.wrap16(out), lo, hi)
+
+
+def _leaky_relu_table(ifm: tuple[float, int], ofm: tuple[float, int], alpha: float, dtype: str) -> np.ndarray:
+    """reference_ops::QuantizeLeakyRelu on every input value; LeakyReluPrepare forms both
+    multipliers in float32."""
+    lo, hi = TYPE_RANGE[dtype]
+    alpha_m, alpha_e = fp.quantize_multiplier(float(np.float32(ifm[0]) * np.float32(alpha) / np.float32(ofm[0])))
+    identity_m, identity_e = fp.quantize_multiplier(float(np.float32(ifm[0]) / np.float32(ofm[0])))
+    x = np.arange(lo, hi + 1, dtype=np.int64) - ifm[1]
+    out = np.where(x >= 0, fp.multiply_by_quantized_multiplier(x, identity_m, identity_e),
+                   fp.multiply_by_quantized_multiplier(x, alpha_m, alpha_e)) + ofm[1]
+    return np.clip(out, lo, hi)
+
+
+def lut_table(opcode: str, ifm: tuple[float, int], ofm: tuple[float, int], dtype: str,
+              options: dict | None = None) -> np.ndarray:
+    """The outputs of `opcode` for every input value lo..hi of the 8-bit `dtype`."""
+    if opcode == "LOGISTIC":
+        return _float_table(_sigmoid, ifm, ofm, dtype)
+    if opcode == "TANH":
+        return _float_table(np.tanh, ifm, ofm, dtype)
+    if opcode == "EXP":
+        return _float_table(np.exp, ifm, ofm, dtype)
+    if opcode == "HARD_SWISH":
+        return _hard_swish_table(ifm, ofm, dtype)
+    if opcode == "LEAKY_RELU":
+        return _leaky_relu_table(ifm, ofm, float((options or {}).get("alpha", 0.2)), dtype)
+    raise UnsupportedError(f"{opcode} has no table lowering")
+
+
+LUT_OPERATORS = frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"})
+
+
+def lower_lut(lw: "_Lowering", v: OperatorView) -> None:
+    ifm_t, ofm_t = v.ifm, v.ofm
+    assert ifm_t is not None and ofm_t is not None
+    if ifm_t.dtype not in TYPE_RANGE or ofm_t.dtype != ifm_t.dtype:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {ifm_t.dtype} -> {ofm_t.dtype}; the table "
+                               "lowering takes int8 or uint8 in and out")
+    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    table = lut_table(v.opcode, (src.scale, src.zero_point), (dst.scale, dst.zero_point), ifm_t.dtype, v.options)
+    lo, hi = TYPE_RANGE[dst.dtype]
+    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                     activation=dict(function=LUT_SLOT_0, clip_range=0, min=lo, max=hi), rounding="NATURAL",
+                     global_scale=True, ofm_scale=(1, 0))
+    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), replace(src, zero_point=0),
+                            replace(dst, zero_point=0),
+                            registers=registers, lut=table.astype(ifm_t.dtype).tobytes()))
