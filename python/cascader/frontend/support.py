@@ -318,16 +318,7 @@ def _quantize_integer(v: OperatorView) -> str | None:
     return None
 
 
-def _softmax_types(v: OperatorView) -> str | None:
-    i, o = v.ifm, v.ofm
-    if i is None or o is None:
-        return None
-    if i.dtype not in ("int8", "uint8") or o.dtype != i.dtype:
-        return f"{i.dtype} -> {o.dtype}"
-    return None
-
-
-def _lut_types(v: OperatorView) -> str | None:
+def _same_8bit_types(v: OperatorView) -> str | None:
     i, o = v.ifm, v.ofm
     if i is None or o is None:
         return None
@@ -406,7 +397,7 @@ RULES: tuple[Rule, ...] = (
     Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _softmax_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
     Rule("table_types", "LOGISTIC, TANH, EXP, HARD_SWISH and LEAKY_RELU are lowered as 8-bit tables: int8 or uint8 "
-         "in and out (int16 is not yet)", _lut_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"}),
+         "in and out (int16 is not yet)", _same_8bit_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"}),
          source="cascader"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
