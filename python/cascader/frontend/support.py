@@ -394,7 +394,7 @@ RULES: tuple[Rule, ...] = (
          ops=frozenset({"PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
          ops=frozenset({"RESHAPE"})),
-    Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _softmax_types,
+    Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _same_8bit_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
     Rule("table_types", "LOGISTIC, TANH, EXP, HARD_SWISH and LEAKY_RELU are lowered as 8-bit tables: int8 or uint8 "
          "in and out (int16 is not yet)", _same_8bit_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"}),
