@@ -60,6 +60,7 @@ _VERSION = {
         "EXP": 2,
         "SOFTMAX": 2,
         "HARD_SWISH": 1,
+        "PRELU": 1,
     },
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
 }
@@ -540,6 +541,20 @@ class CalibratedNet:
         _require_int8("HARD_SWISH", x)
         out = self._activation(self._name(name), x.value * np.clip(x.value + 3.0, 0.0, 6.0) / 6.0, dtype=x.dtype)
         self._op("HARD_SWISH", [x.index], [out.index], dtype=x.dtype)
+        return out
+
+    def prelu(self, x: Activation, alpha_range: tuple[float, float] = (-0.5, 0.5), name: str = "prelu") -> Activation:
+        """PRELU with a random per-channel alpha in `alpha_range` (int8, one quantization for
+        the whole alpha tensor, as TFLite's kernel requires), output calibrated."""
+        _require_int8("PRELU", x)
+        alpha = self.rng.uniform(*alpha_range, size=(1, 1, x.shape[-1])).astype(np.float32)
+        a_quant = range_quantization(min(float(alpha.min()), 0.0), max(float(alpha.max()), 0.0))
+        a_q = np.clip(np.round(alpha / a_quant.scale[0]) + a_quant.zero_point[0], -128, 127).astype(np.int8)
+        a_real = (a_q.astype(np.float32) - a_quant.zero_point[0]) * a_quant.scale[0]
+        stem = self._name(name)
+        ai = self.builder.add_constant(f"{stem}/alpha", a_q, "int8", a_quant)
+        out = self._activation(stem, np.where(x.value >= 0, x.value, x.value * a_real), dtype=x.dtype)
+        self._op("PRELU", [x.index, ai], [out.index], dtype=x.dtype)
         return out
 
     def pad(self, x: Activation, paddings, name: str = "pad") -> Activation:

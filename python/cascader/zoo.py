@@ -50,6 +50,7 @@ __all__ = [
     "hard_swish",
     "leaky_relu",
     "logistic",
+    "prelu",
     "softmax",
     "tanh",
 ]
@@ -406,6 +407,11 @@ def hard_swish(input_shape: Shape, seed: int = 0) -> Model:
     return _single_op_net("hard_swish", [input_shape], seed, "int8", (-6.0, 6.0)).build()
 
 
+def prelu(input_shape: Shape, alpha_range: tuple[float, float] = (-0.5, 0.5), seed: int = 0) -> Model:
+    """One int8 PRELU with a per-channel alpha drawn from `alpha_range`, input over [-4, 4]."""
+    return _single_op_net("prelu", [input_shape], seed, "int8", (-4.0, 4.0), alpha_range=alpha_range).build()
+
+
 def softmax(input_shape: Shape, dtype: str = "int16", beta: float = 1.0, seed: int = 0) -> Model:
     """One SOFTMAX over the last axis of an int8 or int16 input covering [-12, 12]."""
     return _single_op_net("softmax", [input_shape], seed, dtype, _ACTIVATION_RANGE, beta=beta).build()
@@ -444,6 +450,7 @@ ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("exp_int16", "exp", _ACT, dict(dtype="int16", input_range=(-4.0, 4.0))),
     ("hard_swish_int8", "hard_swish", _ACT, dict(input_range=(-6.0, 6.0))),
     ("exp_int8", "exp", _ACT, dict(input_range=(-4.0, 2.0))),
+    ("prelu_int8", "prelu", _ACT, dict(input_range=(-4.0, 4.0))),
     ("softmax_int8", "softmax", _ACT, dict(input_range=_ACTIVATION_RANGE)),
     ("softmax_int16", "softmax", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
 )

@@ -41,11 +41,11 @@ from .lowered import (
     WeightVolume,
     brick_strides,
     dense_strides,
-    full_range,
     kernel_record,
     round16,
 )
-from .lower_lut import LUT_OPERATORS, lower_lut
+from .lower_lut import lower_lut
+from .lower_prelu import lower_prelu
 from .lower_softmax import lower_softmax
 from .operator_view import OperatorView
 from .quantization import (
@@ -538,6 +538,7 @@ class _Lowering:
     _relu = _relu6 = _relu_n1_to_1 = _relu_0_to_1 = _clamp_op
     _softmax = lower_softmax
     _logistic = _tanh = _exp = _hard_swish = _leaky_relu = lower_lut
+    _prelu = lower_prelu
 
     # --- result -----------------------------------------------------------------------------
 

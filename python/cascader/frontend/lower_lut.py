@@ -26,19 +26,19 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lowered import LoweredOperation, kernel_record
+from .operation_builder import EIGHT_BIT_RANGE, require_8bit_in_out
 from .operator_view import OperatorView
 
 if TYPE_CHECKING:
     from .lower import _Lowering
 
 LUT_SLOT_0 = 16  # activation function: the table in LUT slot 0
-TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
 def _float_table(fn: Callable[[np.ndarray], np.ndarray], ifm: tuple[float, int], ofm: tuple[float, int],
                  dtype: str) -> np.ndarray:
     """TFLite's float32 table fill: clamp(int(round(fn(scale * (q - zp)) / out_scale) + out_zp))."""
-    lo, hi = TYPE_RANGE[dtype]
+    lo, hi = EIGHT_BIT_RANGE[dtype]
     q = np.arange(lo, hi + 1)
     with np.errstate(over="ignore", invalid="ignore"):
         dequantized = np.float32(ifm[0]) * (q - ifm[1]).astype(np.float32)
@@ -58,7 +58,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _hard_swish_table(ifm: tuple[float, int], ofm: tuple[float, int], dtype: str) -> np.ndarray:
     """reference_ops::HardSwish on every input value, with HardSwishPrepare's parameters."""
-    lo, hi = TYPE_RANGE[dtype]
+    lo, hi = EIGHT_BIT_RANGE[dtype]
     hires_input_scale = np.float32(1.0 / 128.0) * np.float32(ifm[0])
     reluish_scale = np.float32(3.0 / 32768.0)
     out_m, out_e = fp.quantize_multiplier(float(hires_input_scale / np.float32(ofm[0])))
@@ -86,7 +86,7 @@ def _hard_swish_table(ifm: tuple[float, int], ofm: tuple[float, int], dtype: str
 def _leaky_relu_table(ifm: tuple[float, int], ofm: tuple[float, int], alpha: float, dtype: str) -> np.ndarray:
     """reference_ops::QuantizeLeakyRelu on every input value; LeakyReluPrepare forms both
     multipliers in float32."""
-    lo, hi = TYPE_RANGE[dtype]
+    lo, hi = EIGHT_BIT_RANGE[dtype]
     alpha_m, alpha_e = fp.quantize_multiplier(float(np.float32(ifm[0]) * np.float32(alpha) / np.float32(ofm[0])))
     identity_m, identity_e = fp.quantize_multiplier(float(np.float32(ifm[0]) / np.float32(ofm[0])))
     x = np.arange(lo, hi + 1, dtype=np.int64) - ifm[1]
@@ -115,17 +115,13 @@ LUT_OPERATORS = frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"
 
 
 def lower_lut(lw: "_Lowering", v: OperatorView) -> None:
-    ifm_t, ofm_t = v.ifm, v.ofm
-    assert ifm_t is not None and ofm_t is not None
-    if ifm_t.dtype not in TYPE_RANGE or ofm_t.dtype != ifm_t.dtype:
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {ifm_t.dtype} -> {ofm_t.dtype}; the table "
-                               "lowering takes int8 or uint8 in and out")
+    dtype = require_8bit_in_out(v)
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    table = lut_table(v.opcode, (src.scale, src.zero_point), (dst.scale, dst.zero_point), ifm_t.dtype, v.options)
-    lo, hi = TYPE_RANGE[dst.dtype]
+    table = lut_table(v.opcode, (src.scale, src.zero_point), (dst.scale, dst.zero_point), dtype, v.options)
+    lo, hi = EIGHT_BIT_RANGE[dst.dtype]
     registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
                      activation=dict(function=LUT_SLOT_0, clip_range=0, min=lo, max=hi), rounding="NATURAL",
                      global_scale=True, ofm_scale=(1, 0))
     lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), replace(src, zero_point=0),
                             replace(dst, zero_point=0),
-                            registers=registers, lut=table.astype(ifm_t.dtype).tobytes()))
+                            registers=registers, lut=table.astype(dtype).tobytes()))

@@ -20,14 +20,15 @@ pool over the same bytes viewed as R x C x 1, the row sum a REDUCE_SUM over the 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_lut import LUT_SLOT_0
-from .lowered import FeatureMapView, LoweredOperation, dense_strides, full_range, kernel_record
+from .lowered import FeatureMapView, dense_strides, full_range
+from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
 
 if TYPE_CHECKING:
@@ -55,11 +56,9 @@ def exp_table(beta: float, input_scale: float) -> np.ndarray:
 
 
 def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
-    ifm_t, ofm_t = v.ifm, v.ofm
-    assert ifm_t is not None and ofm_t is not None
-    if ifm_t.dtype not in ("int8", "uint8") or ofm_t.dtype != ifm_t.dtype:
-        raise UnsupportedError(f"operator {v.index} (SOFTMAX): {ifm_t.dtype} -> {ofm_t.dtype}; the NPU lowering "
-                               "takes int8 or uint8 in and out")
+    require_8bit_in_out(v)
+    ifm_t = v.ifm
+    assert ifm_t is not None
     depth = int(ifm_t.shape[-1]) if len(ifm_t.shape) else 1
     rows = int(ifm_t.size) // depth
     x = lw.view(v.op.inputs[0], (rows, 1, depth))
@@ -68,7 +67,7 @@ def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
         raise UnsupportedError(f"operator {v.index} (SOFTMAX): output zero point {out.zero_point}; TFLite's "
                                "reference writes the type's minimum as zero")
     table = exp_table(float(v.options.get("beta", 1.0)), x.scale)
-    ops = _Builder(lw, v.index)
+    ops = OperationBuilder(lw, v.index, "SOFTMAX")
     row, vec = (rows, 1, 1), (rows, 1, depth)
     one = lambda value: lw.constant(np.array([value]), "int32")  # noqa: E731
 
@@ -86,7 +85,7 @@ def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
     exp12 = ops.scratch("exp_q12", vec, "int32")
     ops.elementwise("SHR", exp, one(ACCUMULATION_INTEGER_BITS), exp12, rounding="NATURAL", global_scale=False)
     total = ops.scratch("sum", row, "int32")
-    ops.pool("REDUCE_SUM", exp12, total, kernel=(1, 1), rounding="NATURAL")
+    ops.pool("REDUCE_SUM", exp12, total, rounding="NATURAL")
     # GetReciprocal: normalise the sum to [1, 2) by its leading zeros.
     clz = ops.scratch("headroom_plus_one", row, "int32")
     ops.elementwise("CLZ", total, None, clz, global_scale=False)
@@ -125,46 +124,3 @@ def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
     # zero point), clamped to the type.
     ops.elementwise("SHR", scaled, right_shift, out, rounding="NATURAL", global_scale=False,
                     activation=full_range(out.dtype))
-
-
-class _Builder:
-    """Appends one operator's NPU operations, with scratch buffers named after it."""
-
-    def __init__(self, lw: "_Lowering", index: int) -> None:
-        self.lw, self.index = lw, index
-
-    def scratch(self, name: str, shape: tuple[int, int, int], dtype: str, zero_point: int = 0) -> FeatureMapView:
-        return self.lw.scratch(self.index, name, shape, dtype, zero_point)
-
-    def _add(self, kind: str, cost_kind: str, name: str, ifm, ofm, ifm2=None, lut=None, **registers: Any) -> None:
-        self.lw.add(LoweredOperation(kind, cost_kind, f"{self.index}:SOFTMAX({name})", (self.index,), ifm, ofm,
-                                     ifm2=ifm2, registers=registers, lut=lut))
-
-    def pool(self, mode: str, ifm: FeatureMapView, ofm: FeatureMapView, kernel: tuple[int, int],
-             rounding: str = "TFL") -> None:
-        self._add("pool", "max_pool" if mode == "MAX" else "reduce_sum", mode.lower(), ifm, ofm, sub_op=mode,
-                  kernel=kernel_record(*kernel), padding=(0, 0, 0, 0), activation=full_range(ofm.dtype),
-                  rounding=rounding, global_scale=True, ofm_scale=(1, 0))
-
-    def elementwise(self, mode: str, a: FeatureMapView, b: FeatureMapView | None, ofm: FeatureMapView, *,
-                    rounding: str = "TFL", global_scale: bool = True, ofm_scale: tuple[int, int] = (1, 0),
-                    activation: dict | None = None, lut: bytes | None = None) -> None:
-        """`ofm = a <mode> b`. The NPU broadcasts only its second operand: a smaller first
-        operand is swapped in as the IFM2 with REVERSED_OPERANDS."""
-        reversed_operands = b is not None and a.shape != ofm.shape
-        if reversed_operands:
-            a, b = b, a
-        registers: dict[str, Any] = dict(
-            sub_op=mode, kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
-            activation=activation or full_range(ofm.dtype), rounding=rounding, global_scale=global_scale,
-            ofm_scale=ofm_scale, opa_scale=(1, 0), opb_scale=1, ifm_scale_mode=0)
-        if b is not None:
-            registers.update(broadcast=tuple(bd != od for bd, od in zip(b.shape, ofm.shape)),
-                             reversed_operands=reversed_operands, ifm2_scalar=None)
-        cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}.get(mode, "maximum")
-        self._add("elementwise", cost, mode.lower(), a, ofm, ifm2=b, lut=lut, **registers)
-
-    def multiply(self, a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView) -> None:
-        """gemmlowp's fixed-point product, SaturatingRoundingDoublingHighMul: a 32-bit MUL
-        keeps only the shift of its output scale, here 31 with TFL rounding."""
-        self.elementwise("MUL", a, b, ofm, ofm_scale=(1 << 30, 31))

@@ -45,13 +45,13 @@ NPU_OPERATORS = frozenset(
         "EXP",
         "HARD_SWISH",
         "LEAKY_RELU",
+        "PRELU",
     }
 )
 
 # Operators the hardware can run (Vela maps them) that cascader does not lower yet.
 PLANNED_OPERATORS = frozenset(
     {
-        "PRELU",
         "RESIZE_BILINEAR",
         "RESIZE_NEAREST_NEIGHBOR",
         "MEAN",
@@ -396,8 +396,8 @@ RULES: tuple[Rule, ...] = (
          ops=frozenset({"RESHAPE"})),
     Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _same_8bit_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
-    Rule("table_types", "LOGISTIC, TANH, EXP, HARD_SWISH and LEAKY_RELU are lowered as 8-bit tables: int8 or uint8 "
-         "in and out (int16 is not yet)", _same_8bit_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"}),
+    Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
+         "in and out (int16 is not yet)", _same_8bit_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),

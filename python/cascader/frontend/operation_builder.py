@@ -1,0 +1,75 @@
+"""Building one operator's NPU operations: pools, elementwise operations and scratch buffers.
+
+The multi-operation lowerings (SOFTMAX, PRELU, ...) are sequences of the NPU's primitive
+operations over scratch buffers; this names them after their operator and fills the register
+fields the emitter encodes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UnsupportedError
+from .lowered import FeatureMapView, LoweredOperation, full_range, kernel_record
+from .operator_view import OperatorView
+
+if TYPE_CHECKING:
+    from .lower import _Lowering
+
+ELEMENTWISE_COST = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MIN": "minimum"}  # the rest cost as MAX
+POOL_COST = {"MAX": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}
+EIGHT_BIT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+def require_8bit_in_out(v: OperatorView) -> str:
+    """The operator's 8-bit type, the same in and out; else UnsupportedError (its CPU reason)."""
+    ifm, ofm = v.ifm, v.ofm
+    assert ifm is not None and ofm is not None
+    if ifm.dtype not in EIGHT_BIT_RANGE or ofm.dtype != ifm.dtype:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {ifm.dtype} -> {ofm.dtype}; the NPU lowering takes "
+                               "int8 or uint8 in and out")
+    return ifm.dtype
+
+
+class OperationBuilder:
+    """Appends operator `index`'s NPU operations to a lowering, with scratch buffers named after it."""
+
+    def __init__(self, lw: "_Lowering", index: int, opcode: str) -> None:
+        self.lw, self.index, self.opcode = lw, index, opcode
+
+    def scratch(self, name: str, shape: tuple[int, int, int], dtype: str, zero_point: int = 0,
+                scale: float = 1.0) -> FeatureMapView:
+        return self.lw.scratch(self.index, name, shape, dtype, zero_point, scale)
+
+    def _add(self, kind: str, cost_kind: str, name: str, ifm, ofm, ifm2=None, lut=None, **registers: Any) -> None:
+        self.lw.add(LoweredOperation(kind, cost_kind, f"{self.index}:{self.opcode}({name})", (self.index,), ifm, ofm,
+                                     ifm2=ifm2, registers=registers, lut=lut))
+
+    def pool(self, mode: str, ifm: FeatureMapView, ofm: FeatureMapView, kernel: tuple[int, int] = (1, 1), *,
+             rounding: str = "TFL", ofm_scale: tuple[int, int] = (1, 0), activation: dict | None = None) -> None:
+        self._add("pool", POOL_COST[mode], mode.lower(), ifm, ofm, sub_op=mode, kernel=kernel_record(*kernel),
+                  padding=(0, 0, 0, 0), activation=activation or full_range(ofm.dtype), rounding=rounding,
+                  global_scale=True, ofm_scale=ofm_scale)
+
+    def elementwise(self, mode: str, a: FeatureMapView, b: FeatureMapView | None, ofm: FeatureMapView, *,
+                    rounding: str = "TFL", global_scale: bool = True, ofm_scale: tuple[int, int] = (1, 0),
+                    activation: dict | None = None, lut: bytes | None = None) -> None:
+        """`ofm = a <mode> b`, operands unscaled (OPA and OPB 1). The NPU broadcasts only its
+        second operand: a smaller first operand is swapped in as the IFM2 with REVERSED_OPERANDS."""
+        reversed_operands = b is not None and a.shape != ofm.shape
+        if reversed_operands:
+            a, b = b, a
+        registers: dict[str, Any] = dict(
+            sub_op=mode, kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+            activation=activation or full_range(ofm.dtype), rounding=rounding, global_scale=global_scale,
+            ofm_scale=ofm_scale, opa_scale=(1, 0), opb_scale=1, ifm_scale_mode=0)
+        if b is not None:
+            registers.update(broadcast=tuple(bd != od for bd, od in zip(b.shape, ofm.shape)),
+                             reversed_operands=reversed_operands, ifm2_scalar=None)
+        self._add("elementwise", ELEMENTWISE_COST.get(mode, "maximum"), mode.lower(), a, ofm, ifm2=b, lut=lut,
+                  **registers)
+
+    def multiply(self, a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView) -> None:
+        """gemmlowp's fixed-point product, SaturatingRoundingDoublingHighMul: a 32-bit MUL
+        keeps only the shift of its output scale, here 31 with TFL rounding."""
+        self.elementwise("MUL", a, b, ofm, ofm_scale=(1 << 30, 31))
