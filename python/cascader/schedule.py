@@ -119,7 +119,9 @@ class _Target:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
         if op.lut is not None:
             args.update(activation="LUT", lut_bytes=len(op.lut))
-        return cost_from_core(_core.estimate(npu_op(op.cost_kind, (1, *ifm.shape), (1, *ofm.shape), **args), self.arch))
+        # An upscaled IFM is read as if it had the OFM's size (the NPU repeats its elements).
+        ifm_shape = ofm.shape if op.registers.get("ifm_upscale") else ifm.shape
+        return cost_from_core(_core.estimate(npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args), self.arch))
 
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,

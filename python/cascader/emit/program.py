@@ -88,7 +88,7 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
         opa_scale=tuple(r.get("opa_scale", (1, 0))),
         opb_scale=r.get("opb_scale", 1),
         ifm_scale_mode=r.get("ifm_scale_mode", 0),
-        ifm_upscale=0,
+        ifm_upscale=r.get("ifm_upscale", 0),
         acc_format=r.get("acc_format", 0),
         parallel_mode=0,
         block=tuple(sop.block),

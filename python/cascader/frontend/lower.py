@@ -45,6 +45,15 @@ from .lowered import (
     round16,
 )
 from .lower_lut import lower_lut
+from .lower_movement import (
+    SLICE_OPS,
+    Box,
+    box_view,
+    lower_resize_nearest,
+    lower_slice,
+    lower_transpose,
+    plan_slice_views,
+)
 from .lower_prelu import lower_prelu
 from .lower_softmax import lower_softmax
 from .operator_view import OperatorView
@@ -57,7 +66,7 @@ from .quantization import (
     rescale_scale,
 )
 
-ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE"})
+ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 DTYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
@@ -127,16 +136,24 @@ class _Lowering:
         # Scratch buffers: id -> (name, natural H x W x C, dtype). Their ids follow the model's
         # tensors, 1000 per operator, so that every segment's ids are distinct.
         self.scratch_buffers: dict[int, tuple[str, tuple[int, int, int], str]] = {}
+        # Slicing outputs read in place: tensor -> its box of the sliced tensor.
+        self.subviews: dict[int, Box] = {}
 
     # --- buffers ----------------------------------------------------------------------------
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
-        while t in self.root or t in self.slices:
-            t = self.root[t] if t in self.root else self.slices[t][0]
+        while t in self.root or t in self.slices or t in self.subviews:
+            t = self.root[t] if t in self.root else self.slices[t][0] if t in self.slices else self.subviews[t].source
         return t
 
     def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
+        if t in self.subviews:
+            box = self.subviews[t]
+            if shape is not None and shape != box.extent:
+                raise UnsupportedError(f"tensor {self.graph.tensors[t].name!r} is a strided view; it cannot be "
+                                       f"re-viewed as {shape}")
+            return box_view(self, box, self.graph.tensors[t])
         if t in self.slices:
             out, axis, start = self.slices[t]
             parent = self.view(out)
@@ -212,6 +229,7 @@ class _Lowering:
                     raise UnsupportedError(f"operator {i} ({op.opcode}) reshapes a constant")
                 self.root[dst] = src
         self._fold_pads()
+        plan_slice_views(self)
         self._slice_concatenations()
         for i in self.operators:
             if i in self.skipped:
@@ -282,7 +300,7 @@ class _Lowering:
                 p = producer.get(t)
                 if (p is not None and not tensor.is_constant and self.consumers.get(t) == [i]
                         and t not in self.graph.outputs and t not in self.root and t not in self.slices
-                        and self.graph.operators[p].opcode not in ALIAS_OPS | {"CONCATENATION", "PAD"}
+                        and self.graph.operators[p].opcode not in ALIAS_OPS | SLICE_OPS | {"CONCATENATION", "PAD"}
                         and _quant(tensor) == _quant(v.ofm) and v.op.inputs.count(t) == 1):
                     self.slices[t] = (out, hwc_axis, start)
                 start += size
@@ -539,6 +557,9 @@ class _Lowering:
     _softmax = lower_softmax
     _logistic = _tanh = _exp = _hard_swish = _leaky_relu = lower_lut
     _prelu = lower_prelu
+    _strided_slice = _slice = _split = _split_v = _unpack = lower_slice
+    _transpose = lower_transpose
+    _resize_nearest_neighbor = lower_resize_nearest
 
     # --- result -----------------------------------------------------------------------------
 

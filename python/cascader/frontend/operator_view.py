@@ -11,6 +11,7 @@ from ..tflite.model import Operator, SubGraph, Tensor
 WEIGHTED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"})
 POOL_OPS = frozenset({"AVERAGE_POOL_2D", "MAX_POOL_2D"})
 BINARY_ELEMENTWISE_OPS = frozenset({"ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "SQUARED_DIFFERENCE"})
+MULTI_OUTPUT_OPS = frozenset({"SPLIT", "SPLIT_V", "UNPACK"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class OperatorView:
 
     @property
     def ifm(self) -> Tensor | None:
+        if self.opcode == "SPLIT":  # inputs: axis, data
+            return self.inputs[1] if len(self.inputs) > 1 else None
         return self.inputs[0] if self.inputs else None
 
     @property
@@ -95,8 +98,10 @@ class OperatorView:
             candidates = [self.inputs[2] if len(self.inputs) > 2 else None, self.ofm]
         else:
             candidates = [self.ifm, self.ifm2, self.ofm]
-            if self.opcode == "CONCATENATION":
+            if self.opcode in ("CONCATENATION", "PACK"):
                 candidates = list(self.inputs) + [self.ofm]
+            elif self.opcode in MULTI_OUTPUT_OPS:
+                candidates = [self.ifm, *self.outputs]
         return [t for t in candidates if t is not None and not t.is_constant]
 
     @cached_property

@@ -46,6 +46,14 @@ NPU_OPERATORS = frozenset(
         "HARD_SWISH",
         "LEAKY_RELU",
         "PRELU",
+        "STRIDED_SLICE",
+        "SLICE",
+        "SPLIT",
+        "SPLIT_V",
+        "UNPACK",
+        "EXPAND_DIMS",
+        "TRANSPOSE",
+        "RESIZE_NEAREST_NEIGHBOR",
     }
 )
 
@@ -53,21 +61,13 @@ NPU_OPERATORS = frozenset(
 PLANNED_OPERATORS = frozenset(
     {
         "RESIZE_BILINEAR",
-        "RESIZE_NEAREST_NEIGHBOR",
         "MEAN",
         "TRANSPOSE_CONV",
         "MINIMUM",
         "MAXIMUM",
         "ABS",
         "ARG_MAX",
-        "SPLIT",
-        "SPLIT_V",
-        "STRIDED_SLICE",
-        "SLICE",
         "PACK",
-        "UNPACK",
-        "EXPAND_DIMS",
-        "TRANSPOSE",
         "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
         "RSQRT",
@@ -77,7 +77,7 @@ PLANNED_OPERATORS = frozenset(
 )
 
 # Operators that move or requantize data without computing anything.
-TRIVIAL_OPERATORS = frozenset({"RESHAPE", "SQUEEZE", "QUANTIZE"})
+TRIVIAL_OPERATORS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "QUANTIZE"})
 CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")

@@ -1,0 +1,252 @@
+"""Data movement: slices as views, transposes and resizes as strided copies.
+
+- STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, UNPACK take boxes of their input. Where every reader
+  of an output is an NPU operation that takes any strided IFM, the output is a *view* of the
+  input (an offset and the input's strides): no operation at all, the readers address the box
+  in place. Otherwise (a model output, a CPU reader, a reader that re-views its input densely)
+  it is one raw copy of the box.
+- TRANSPOSE is a copy through a permuted view when the channel axis stays innermost. A
+  permutation that moves the channels cannot stream them (an NHWC view has no channel
+  stride), so it becomes one copy per position along the shortest other axis, each moving a
+  depth-1 plane with arbitrary row and column strides on both sides.
+- RESIZE_NEAREST_NEIGHBOR by exactly 2 (no align_corners) is a 1x1 pool reading its IFM
+  through the NPU's nearest-neighbour upscale.
+- EXPAND_DIMS is an alias, as RESHAPE is.
+
+All copies are raw (zero points 0, scale 1): these operators move values without
+requantizing them, as TFLite's kernels do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..tflite.model import Tensor
+from .lowered import FeatureMapView, LoweredOperation, dense_strides, full_range, kernel_record
+from .operator_view import OperatorView
+
+if TYPE_CHECKING:
+    from .lower import _Lowering
+
+SLICE_OPS = frozenset({"STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "UNPACK"})
+# Readers that take their IFM through `view()` as it is, so a strided box works. Readers that
+# re-view their input densely (FULLY_CONNECTED, SOFTMAX, reshapes) need a real copy.
+VIEW_READERS = frozenset({
+    "CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "CONCATENATION", "PAD",
+    "QUANTIZE", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU",
+    "PRELU", "TRANSPOSE", "RESIZE_NEAREST_NEIGHBOR", *SLICE_OPS,
+})
+
+
+@dataclass(frozen=True)
+class Box:
+    """A strided box of `source` in the NPU's H x W x C terms: element `origin`, `extent`
+    elements per axis, every `step`-th one."""
+
+    source: int
+    origin: tuple[int, int, int]
+    extent: tuple[int, int, int]
+    step: tuple[int, int, int] = (1, 1, 1)
+
+
+def hwc_axis(rank: int, axis: int) -> int | None:
+    """Where tensor axis `axis` of a rank-`rank` tensor lands in H x W x C (None: the batch)."""
+    axis %= max(rank, 1)
+    if rank == 4:
+        return None if axis == 0 else axis - 1
+    return axis + (3 - rank)
+
+
+def _as_box(source: int, t: Tensor, begin, size, step) -> Box:
+    rank = len(t.shape)
+    origin, extent, steps = [0, 0, 0], [1, 1, 1], [1, 1, 1]
+    for axis in range(rank):
+        k = hwc_axis(rank, axis)
+        if k is None:
+            if begin[axis] != 0 or size[axis] != 1:
+                raise UnsupportedError("a slice along the batch")
+            continue
+        origin[k], extent[k], steps[k] = int(begin[axis]), int(size[axis]), int(step[axis])
+    return Box(source, tuple(origin), tuple(extent), tuple(steps))
+
+
+def _constant(v: OperatorView, i: int) -> np.ndarray:
+    t = v.inputs[i] if i < len(v.inputs) else None
+    if t is None or not t.is_constant:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): input {i} is computed at run time")
+    return np.asarray(t.data).astype(np.int64).reshape(-1)
+
+
+def slice_boxes(v: OperatorView) -> list[tuple[int, Box]]:
+    """(output tensor, box of the input) for each output of a slicing operator."""
+    src = v.ifm
+    assert src is not None
+    shape = list(src.shape)
+    rank = len(shape)
+    source = v.op.inputs[1] if v.opcode == "SPLIT" else v.op.inputs[0]
+    outs = list(v.op.outputs)
+    if v.opcode in ("SPLIT", "SPLIT_V", "UNPACK"):
+        if v.opcode == "SPLIT":
+            axis = int(_constant(v, 0)[0])
+        elif v.opcode == "SPLIT_V":
+            axis = int(_constant(v, 2)[0])
+        else:
+            axis = int(v.options.get("axis", 0))
+        axis %= rank
+        if v.opcode == "SPLIT":
+            sizes = [shape[axis] // len(outs)] * len(outs)
+        elif v.opcode == "SPLIT_V":
+            sizes = [int(s) for s in _constant(v, 1)]
+            if -1 in sizes:
+                sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
+        else:
+            sizes = [1] * len(outs)
+        boxes, start = [], 0
+        for out, n in zip(outs, sizes):
+            begin, size = [0] * rank, list(shape)
+            begin[axis], size[axis] = start, n
+            boxes.append((out, _as_box(source, src, begin, size, [1] * rank)))
+            start += n
+        return boxes
+    if v.opcode == "SLICE":
+        begin = [int(b) for b in _constant(v, 1)]
+        size = [shape[i] - begin[i] if s == -1 else int(s) for i, s in enumerate(_constant(v, 2))]
+        return [(outs[0], _as_box(source, src, begin, size, [1] * rank))]
+    # STRIDED_SLICE, TFLite's semantics for positive strides.
+    o = v.options
+    if o.get("ellipsis_mask", 0) or o.get("new_axis_mask", 0):
+        raise UnsupportedError(f"operator {v.index} (STRIDED_SLICE): ellipsis or new-axis masks")
+    begin, end, strides = _constant(v, 1), _constant(v, 2), _constant(v, 3)
+    b_out, size, step = [], [], []
+    for i, dim in enumerate(shape):
+        s = int(strides[i])
+        if s <= 0:
+            raise UnsupportedError(f"operator {v.index} (STRIDED_SLICE): stride {s}")
+        b = 0 if o.get("begin_mask", 0) >> i & 1 else int(begin[i])
+        e = int(begin[i] + end[i]) if o.get("offset", False) else int(end[i])
+        e = dim if o.get("end_mask", 0) >> i & 1 else e
+        b = min(max(b + dim if b < 0 else b, 0), dim)
+        e = min(max(e + dim if e < 0 else e, 0), dim)
+        if o.get("shrink_axis_mask", 0) >> i & 1:
+            e = b + 1
+        b_out.append(b)
+        size.append(max(0, -(-(e - b) // s)))
+        step.append(s)
+    return [(outs[0], _as_box(source, src, b_out, size, step))]
+
+
+def box_view(lw: "_Lowering", box: Box, like: Tensor | None = None) -> FeatureMapView:
+    """The box as a view of its source's bytes, quantized as `like` (the output tensor; a raw
+    move keeps the values, so the output's parameters read them)."""
+    parent = lw.view(box.source)
+    if box.step[2] != 1 and box.extent[2] > 1:
+        raise UnsupportedError("a channel stride (an NHWC view steps through its channels one by one)")
+    offset = parent.offset + sum(o * s for o, s in zip(box.origin, parent.strides))
+    strides = tuple(s * k for s, k in zip(parent.strides, box.step))
+    view = replace(parent, shape=box.extent, offset=offset, strides=strides)
+    if like is not None and like.quantization is not None and like.quantization.scale.size:
+        view = replace(view, scale=float(like.quantization.scale[0]), zero_point=int(like.quantization.zero_point[0]))
+    return view
+
+
+def plan_slice_views(lw: "_Lowering") -> None:
+    """Make every slicing output that only NPU view-readers read a view of its input; the
+    slicing operator then needs no operation for it."""
+    g = lw.graph
+    for i in lw.operators:
+        v = OperatorView(g, i)
+        if v.opcode not in SLICE_OPS:
+            continue
+        try:
+            boxes = slice_boxes(v)
+        except UnsupportedError:
+            continue  # the handler raises it again, with the operator named
+        aliased = 0
+        for out, box in boxes:
+            readers = lw.consumers.get(out, [])
+            if (out in g.outputs or not readers or any(r not in lw.members for r in readers)
+                    or any(g.operators[r].opcode not in VIEW_READERS for r in readers)
+                    or box.extent != _hwc_shape(g.tensors[out]) or (box.step[2] != 1 and box.extent[2] > 1)):
+                continue
+            lw.subviews[out] = box
+            aliased += 1
+        if aliased == len(boxes):
+            lw.skipped.add(i)
+
+
+def _hwc_shape(t: Tensor) -> tuple[int, int, int]:
+    shape = [int(d) for d in t.shape]
+    if len(shape) == 4:
+        return shape[1], shape[2], shape[3]
+    return tuple([1] * (3 - len(shape)) + shape)  # type: ignore[return-value]
+
+
+def raw_copy(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
+    lw.copy(index, name, replace(src, zero_point=0), replace(dst, zero_point=0), requantize=False)
+
+
+def lower_slice(lw: "_Lowering", v: OperatorView) -> None:
+    for out, box in slice_boxes(v):
+        if out in lw.subviews:
+            continue
+        src = box_view(lw, box)
+        dst = lw.view(out)
+        # An output of another rank (a shrunk or unpacked axis) holds the same elements in the
+        # same order: write it densely in the box's shape.
+        dst = replace(dst, shape=box.extent, strides=dense_strides(box.extent, dst.element_size))
+        raw_copy(lw, v.index, f"{v.index}:{v.opcode}[{out}]", src, dst)
+
+
+def lower_transpose(lw: "_Lowering", v: OperatorView) -> None:
+    src_t, out_t = v.ifm, v.ofm
+    assert src_t is not None and out_t is not None
+    perm = [int(p) for p in _constant(v, 1)]
+    rank = len(src_t.shape)
+    if rank == 4 and perm[0] != 0:
+        raise UnsupportedError(f"operator {v.index} (TRANSPOSE): moves the batch axis")
+    # Output H/W/C axis k reads source H/W/C axis source_axis[k].
+    source_axis = [0, 1, 2]
+    for axis_out, axis_in in enumerate(perm):
+        k_out, k_in = hwc_axis(rank, axis_out), hwc_axis(rank, axis_in)
+        if k_out is not None and k_in is not None:
+            source_axis[k_out] = k_in
+    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    strides = tuple(src.strides[source_axis[k]] for k in range(3))
+    if source_axis[2] == 2:
+        permuted = replace(src, shape=dst.shape, strides=strides)
+        raw_copy(lw, v.index, f"{v.index}:TRANSPOSE", permuted, dst)
+        return
+    # The channels move: copy depth-1 planes, one per position along the loop axis (the
+    # shortest of the output's H and W... or C, whichever leaves a plane to stream).
+    loop = min(range(3), key=lambda k: dst.shape[k])
+    plane = [k for k in range(3) if k != loop]
+    shape = tuple(dst.shape[k] for k in plane) + (1,)
+    for p in range(dst.shape[loop]):
+        s = replace(src, shape=shape, offset=src.offset + p * strides[loop],
+                    strides=(strides[plane[0]], strides[plane[1]], src.element_size))
+        d = replace(dst, shape=shape, offset=dst.offset + p * dst.strides[loop],
+                    strides=(dst.strides[plane[0]], dst.strides[plane[1]], dst.element_size))
+        raw_copy(lw, v.index, f"{v.index}:TRANSPOSE[{p}]", s, d)
+
+
+def lower_resize_nearest(lw: "_Lowering", v: OperatorView) -> None:
+    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    if v.options.get("align_corners", False):
+        raise UnsupportedError(f"operator {v.index} (RESIZE_NEAREST_NEIGHBOR): align_corners")
+    (h, w, _), (oh, ow, _) = src.shape, dst.shape
+    if (oh, ow) == (h, w):
+        raw_copy(lw, v.index, f"{v.index}:RESIZE_NEAREST_NEIGHBOR", src, dst)
+        return
+    # floor(y * in / out), or floor((y + 0.5) * in / out) with half-pixel centres: y // 2
+    # either way when the output is exactly twice the input.
+    if (oh, ow) != (2 * h, 2 * w):
+        raise UnsupportedError(f"operator {v.index} (RESIZE_NEAREST_NEIGHBOR): {h}x{w} -> {oh}x{ow} is not 2x")
+    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                     activation=full_range(dst.dtype), rounding="NATURAL", global_scale=True, ofm_scale=(1, 0),
+                     ifm_upscale=1)
+    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:RESIZE_NEAREST_NEIGHBOR", (v.index,),
+                            replace(src, zero_point=0), replace(dst, zero_point=0), registers=registers))
