@@ -55,6 +55,7 @@ from .lower_movement import (
     plan_slice_views,
 )
 from .lower_prelu import lower_prelu
+from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
 from .operator_view import OperatorView
 from .quantization import (
@@ -71,6 +72,7 @@ CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.
 FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 DTYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 MAX_PADDING = 127  # the IFM_PAD_* registers
+TENSOR_DIM_MAX = 65535  # a feature map's height, width or depth
 
 
 def _hwc(t: Tensor) -> tuple[int, int, int]:
@@ -559,6 +561,7 @@ class _Lowering:
     _prelu = lower_prelu
     _strided_slice = _slice = _split = _split_v = _unpack = lower_slice
     _transpose = lower_transpose
+    _mean = lower_reduce
     _resize_nearest_neighbor = lower_resize_nearest
 
     # --- result -----------------------------------------------------------------------------
@@ -596,6 +599,32 @@ class _Lowering:
         for op in self.ops:
             op.ifm, op.ifm2, op.ofm = convert(op.ifm), convert(op.ifm2), convert(op.ofm)
 
+    def _flatten_copies(self) -> None:
+        """Stream 1x1 copies of dense NHWC maps 16 channels wide.
+
+        A per-element copy (a requantization, a table lookup) only needs both sides to hold the
+        same elements in the same order: a 224 x 224 x 3 input is as well a 1 x 9408 x 16 one,
+        and the NPU moves 16 channels per step where it moved 3 (2.7x fewer cycles, Vela does
+        the same). Runs after the layout choice, so no other operation's view changes.
+        """
+        for op in self.ops:
+            r = op.registers
+            if (op.kind != "pool" or r.get("sub_op") != "AVERAGE" or r.get("ifm_upscale")
+                    or (r["kernel"]["height"], r["kernel"]["width"]) != (1, 1) or any(r.get("padding", (0,) * 4))):
+                continue
+            a, b = op.ifm, op.ofm
+            if (a.layout, b.layout) != ("NHWC", "NHWC") or a.shape != b.shape or a.strides != dense_strides(
+                    a.shape, a.element_size) or b.strides != dense_strides(b.shape, b.element_size):
+                continue
+            n = math.prod(a.shape)
+            if a.shape[2] % 16 == 0 or n % 16:
+                continue
+            m = n // 16
+            h = next(h for h in range(1, m + 1) if m % h == 0 and m // h <= TENSOR_DIM_MAX)
+            shape = (h, m // h, 16)
+            op.ifm = replace(a, shape=shape, strides=dense_strides(shape, a.element_size))
+            op.ofm = replace(b, shape=shape, strides=dense_strides(shape, b.element_size))
+
     def _segment(self) -> LoweredSegment:
         tensors = self.graph.tensors
         buffers: dict[int, int] = {}
@@ -625,6 +654,7 @@ class _Lowering:
             aliases[b] = b
             buffers[b] = h * w * c * ELEMENT_SIZE[dtype]
         self._choose_layouts({aliases[t] for t in (*ifms, *ofms)}, buffers)
+        self._flatten_copies()
         return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants,
                               {b: name for b, (name, _, _) in self.scratch_buffers.items()})
 

@@ -54,14 +54,15 @@ NPU_OPERATORS = frozenset(
         "EXPAND_DIMS",
         "TRANSPOSE",
         "RESIZE_NEAREST_NEIGHBOR",
+        "MEAN",
     }
 )
 
 # Operators the hardware can run (Vela maps them) that cascader does not lower yet.
 PLANNED_OPERATORS = frozenset(
     {
+        "SUM",
         "RESIZE_BILINEAR",
-        "MEAN",
         "TRANSPOSE_CONV",
         "MINIMUM",
         "MAXIMUM",
@@ -71,7 +72,6 @@ PLANNED_OPERATORS = frozenset(
         "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
         "RSQRT",
-        "SUM",
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
 )
