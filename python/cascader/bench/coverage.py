@@ -1,0 +1,79 @@
+"""Operator coverage against Vela 5.2: how many operators stay on the CPU, and which.
+
+    python -m cascader.bench.coverage [--models DIR] [--accelerators a,b] [--only SUBSTR]
+
+Per model (the zoo networks and operator cases, then every `.tflite` in `--models` /
+`$CASCADER_MODELS`) and per accelerator: the operators cascader's compiled model leaves to the
+CPU, the operators Vela's output leaves to the CPU (every operator of its main subgraph that
+is not an `ethos-u` custom operator), and the operator types where the two differ (+: only
+cascader keeps it on the CPU; -: only Vela does). Whether each of our binaries is bit-exact is
+the compile benchmark's job (`python -m cascader.bench.compile`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from .. import zoo
+from ..compiler import compile as compile_model
+from ..errors import CascaderError
+from ..tflite import load_model, save_model
+from .compile import ZOO_NETWORKS
+from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+
+ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
+
+
+def cpu_operators(model) -> Counter:
+    """Opcodes of the main subgraph's operators that are not NPU calls."""
+    return Counter(op.opcode for op in model.main.operators if not (op.opcode == "CUSTOM" and op.custom_code == "ethos-u"))
+
+
+def _difference(ours: Counter, vela: Counter) -> str:
+    more, fewer = ours - vela, vela - ours
+    return " ".join([f"+{k}x{n}" for k, n in sorted(more.items())] + [f"-{k}x{n}" for k, n in sorted(fewer.items())])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
+    parser.add_argument("--accelerators", default=",".join(ACCELERATORS))
+    parser.add_argument("--only", default="", help="substring filter on model names")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="cascader-bench-coverage-"))
+    paths = []
+    for name, model in [(n, zoo.get(n)) for n in ZOO_NETWORKS] + zoo.activation_op_cases():
+        p = work / f"zoo_{name}.tflite"
+        save_model(model, p)
+        paths.append(p)
+    if args.models:
+        paths += [Path(p) for p in sorted(glob.glob(os.path.join(args.models, "*.tflite")))]
+    paths = [p for p in paths if args.only in p.stem]
+    header = f"{'model':<40} {'accelerator':<14} {'ours':>5} {'vela':>5}  difference"
+    print(header)
+    print("-" * len(header))
+    at_most, total = 0, 0
+    for path in paths:
+        for acc in args.accelerators.split(","):
+            try:
+                ours = cpu_operators(compile_model(path, accelerator=acc).model)
+                vela = cpu_operators(load_model(compile_with_vela(path, VelaConfig(acc, "Performance", UNLIMITED_SRAM)).path))
+            except CascaderError as e:
+                print(f"{path.stem[:40]:<40} {acc:<14} error: {e}")
+                continue
+            n, m = sum(ours.values()), sum(vela.values())
+            total += 1
+            at_most += n <= m
+            print(f"{path.stem[:40]:<40} {acc:<14} {n:>5} {m:>5}  {_difference(ours, vela)}", flush=True)
+    print()
+    print(f"CPU operators at most Vela's: {at_most}/{total}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
