@@ -1,4 +1,4 @@
-"""Data movement on the NPU: slices as in-place views or raw copies, transposes, 2x nearest resize.
+"""Data movement on the NPU: slices as in-place views or raw copies, transposes.
 
 Every model is checked bit-exact against the reference interpreter; the operation counts show
 which path was taken (a slice that only NPU operations read costs no operation at all).
@@ -111,26 +111,3 @@ def test_transpose(tmp_path, in_shape, perm):
     b.add_operator("ADD", [y, y], [z], {"fused_activation_function": "NONE"}, version=2)
     b.mark_output(z)
     _check(tmp_path, b.build())
-
-
-@pytest.mark.parametrize("half_pixel", [False, True])
-def test_resize_nearest_2x(tmp_path, half_pixel):
-    b = ModelBuilder()
-    x = b.add_input("x", (1, 6, 5, 24), "int8", Q)
-    y = b.add_tensor("y", (1, 12, 10, 24), "int8", Q)
-    size = b.add_constant("size", np.array([12, 10], np.int32))
-    b.add_operator("RESIZE_NEAREST_NEIGHBOR", [x, size], [y], {"half_pixel_centers": half_pixel},
-                   version=3 if half_pixel else 2)
-    b.mark_output(y)
-    _check(tmp_path, b.build(), operations=1)
-
-
-def test_align_corners_resize_stays_on_the_cpu():
-    b = ModelBuilder()
-    x = b.add_input("x", (1, 6, 5, 24), "int8", Q)
-    y = b.add_tensor("y", (1, 12, 10, 24), "int8", Q)
-    b.add_operator("RESIZE_NEAREST_NEIGHBOR", [x, b.add_constant("size", np.array([12, 10], np.int32))], [y],
-                   {"align_corners": True}, version=2)
-    b.mark_output(y)
-    compiled = cascader.compile(b.build())
-    assert compiled.summary().cpu_operators == 1

@@ -49,12 +49,12 @@ from .lower_movement import (
     SLICE_OPS,
     Box,
     box_view,
-    lower_resize_nearest,
     lower_slice,
     lower_transpose,
     plan_slice_views,
 )
 from .lower_prelu import lower_prelu
+from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
 from .operator_view import OperatorView
@@ -563,6 +563,7 @@ class _Lowering:
     _transpose = lower_transpose
     _mean = lower_reduce
     _resize_nearest_neighbor = lower_resize_nearest
+    _resize_bilinear = lower_resize_bilinear
 
     # --- result -----------------------------------------------------------------------------
 

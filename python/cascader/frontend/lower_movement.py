@@ -1,4 +1,4 @@
-"""Data movement: slices as views, transposes and resizes as strided copies.
+"""Data movement: slices as views, transposes as strided copies.
 
 - STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, UNPACK take boxes of their input. Where every reader
   of an output is an NPU operation that takes any strided IFM, the output is a *view* of the
@@ -9,8 +9,6 @@
   permutation that moves the channels cannot stream them (an NHWC view has no channel
   stride), so it becomes one copy per position along the shortest other axis, each moving a
   depth-1 plane with arbitrary row and column strides on both sides.
-- RESIZE_NEAREST_NEIGHBOR by exactly 2 (no align_corners) is a 1x1 pool reading its IFM
-  through the NPU's nearest-neighbour upscale.
 - EXPAND_DIMS is an alias, as RESHAPE is.
 
 All copies are raw (zero points 0, scale 1): these operators move values without
@@ -26,7 +24,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..tflite.model import Tensor
-from .lowered import FeatureMapView, LoweredOperation, dense_strides, full_range, kernel_record
+from .lowered import FeatureMapView, dense_strides
 from .operator_view import OperatorView
 
 if TYPE_CHECKING:
@@ -38,7 +36,7 @@ SLICE_OPS = frozenset({"STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "UNPACK"})
 VIEW_READERS = frozenset({
     "CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "CONCATENATION", "PAD",
     "QUANTIZE", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU",
-    "PRELU", "TRANSPOSE", "RESIZE_NEAREST_NEIGHBOR", *SLICE_OPS,
+    "PRELU", "TRANSPOSE", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "MEAN", *SLICE_OPS,
 })
 
 
@@ -231,22 +229,3 @@ def lower_transpose(lw: "_Lowering", v: OperatorView) -> None:
         d = replace(dst, shape=shape, offset=dst.offset + p * dst.strides[loop],
                     strides=(dst.strides[plane[0]], dst.strides[plane[1]], dst.element_size))
         raw_copy(lw, v.index, f"{v.index}:TRANSPOSE[{p}]", s, d)
-
-
-def lower_resize_nearest(lw: "_Lowering", v: OperatorView) -> None:
-    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    if v.options.get("align_corners", False):
-        raise UnsupportedError(f"operator {v.index} (RESIZE_NEAREST_NEIGHBOR): align_corners")
-    (h, w, _), (oh, ow, _) = src.shape, dst.shape
-    if (oh, ow) == (h, w):
-        raw_copy(lw, v.index, f"{v.index}:RESIZE_NEAREST_NEIGHBOR", src, dst)
-        return
-    # floor(y * in / out), or floor((y + 0.5) * in / out) with half-pixel centres: y // 2
-    # either way when the output is exactly twice the input.
-    if (oh, ow) != (2 * h, 2 * w):
-        raise UnsupportedError(f"operator {v.index} (RESIZE_NEAREST_NEIGHBOR): {h}x{w} -> {oh}x{ow} is not 2x")
-    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
-                     activation=full_range(dst.dtype), rounding="NATURAL", global_scale=True, ofm_scale=(1, 0),
-                     ifm_upscale=1)
-    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:RESIZE_NEAREST_NEIGHBOR", (v.index,),
-                            replace(src, zero_point=0), replace(dst, zero_point=0), registers=registers))

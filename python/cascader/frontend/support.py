@@ -55,6 +55,7 @@ NPU_OPERATORS = frozenset(
         "TRANSPOSE",
         "RESIZE_NEAREST_NEIGHBOR",
         "MEAN",
+        "RESIZE_BILINEAR",
     }
 )
 
@@ -62,7 +63,6 @@ NPU_OPERATORS = frozenset(
 PLANNED_OPERATORS = frozenset(
     {
         "SUM",
-        "RESIZE_BILINEAR",
         "TRANSPOSE_CONV",
         "MINIMUM",
         "MAXIMUM",

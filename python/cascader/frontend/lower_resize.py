@@ -1,0 +1,101 @@
+"""Resizes by exactly 2 (and identity resizes) on the NPU, bit-exact.
+
+- RESIZE_NEAREST_NEIGHBOR: output (y, x) reads input (y // 2, x // 2), with or without
+  half-pixel centres. One 1x1 pool reading its IFM through the NPU's nearest-neighbour
+  upscale.
+- RESIZE_BILINEAR: TFLite's reference interpolates the raw values in 1/1024 steps and rounds
+  the 2^-20 sum half away from zero. At exactly 2x every output is one of four phases (row
+  and column parity), each a fixed 2x2 blend of neighbours in 1/16ths: (1, 3) and (3, 1) per
+  axis with half-pixel centres, (4, 0) and (2, 2) without; border rows and columns repeat the
+  edge. So: copy the input into an edge-replicated (H+2) x (W+2) scratch map, then one 2x2
+  depthwise convolution per phase writing every other row and column of the output. The
+  weights are doubled and the scale is 2^-5 via (2^30, shift 35): the high multiply is then
+  exact and the one rounding left is the final shift, half away from zero, as the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from .lower_movement import raw_copy
+from .lowered import FeatureMapView, LoweredOperation, WeightVolume, full_range, kernel_record
+from .operation_builder import OperationBuilder
+from .operator_view import OperatorView
+
+if TYPE_CHECKING:
+    from .lower import _Lowering
+
+# Per axis and output parity: (first input row of the 2-row window in the edge-padded map,
+# the two weights in quarters).
+BILINEAR_PHASES = {
+    True: ((0, (1, 3)), (1, (3, 1))),  # half-pixel centres
+    False: ((1, (4, 0)), (1, (2, 2))),
+}
+BLEND_SCALE = (1 << 30, 35)  # x 2^-5: the doubled 1/16ths
+
+
+def _two_x(v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
+    (h, w, _), (oh, ow, _) = src.shape, dst.shape
+    if (oh, ow) == (h, w):
+        return False
+    if v.options.get("align_corners", False) or (oh, ow) != (2 * h, 2 * w):
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {h}x{w} -> {oh}x{ow}"
+                               f"{' with align_corners' if v.options.get('align_corners') else ''}; the NPU "
+                               "lowering resizes by exactly 2 without align_corners")
+    return True
+
+
+def lower_resize_nearest(lw: "_Lowering", v: OperatorView) -> None:
+    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    if not _two_x(v, src, dst):
+        raw_copy(lw, v.index, f"{v.index}:{v.opcode}", src, dst)
+        return
+    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                     activation=full_range(dst.dtype), rounding="NATURAL", global_scale=True, ofm_scale=(1, 0),
+                     ifm_upscale=1)
+    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,),
+                            replace(src, zero_point=0), replace(dst, zero_point=0), registers=registers))
+
+
+def lower_resize_bilinear(lw: "_Lowering", v: OperatorView) -> None:
+    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    if src.dtype not in ("int8", "uint8") or dst.dtype != src.dtype:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {src.dtype} -> {dst.dtype}; the NPU lowering takes "
+                               "int8 or uint8 in and out")
+    if not _two_x(v, src, dst):
+        raw_copy(lw, v.index, f"{v.index}:{v.opcode}", src, dst)
+        return
+    src, dst = replace(src, zero_point=0), replace(dst, zero_point=0)
+    h, w, c = src.shape
+    ops = OperationBuilder(lw, v.index, v.opcode)
+    padded = ops.scratch("edge_padded", (h + 2, w + 2, c), src.dtype)
+    sy, sx, _ = padded.strides
+
+    def box(y: int, x: int, rows: int, cols: int) -> FeatureMapView:
+        return replace(padded, shape=(rows, cols, c), offset=y * sy + x * sx)
+
+    def row(view: FeatureMapView, y: int) -> FeatureMapView:
+        return replace(view, shape=(1, view.shape[1], c), offset=view.offset + y * view.strides[0])
+
+    name = f"{v.index}:{v.opcode}"
+    raw_copy(lw, v.index, f"{name}(interior)", src, box(1, 1, h, w))
+    raw_copy(lw, v.index, f"{name}(top)", row(src, 0), box(0, 1, 1, w))
+    raw_copy(lw, v.index, f"{name}(bottom)", row(src, h - 1), box(h + 1, 1, 1, w))
+    raw_copy(lw, v.index, f"{name}(left)", box(0, 1, h + 2, 1), box(0, 0, h + 2, 1))
+    raw_copy(lw, v.index, f"{name}(right)", box(0, w, h + 2, 1), box(0, w + 1, h + 2, 1))
+    phases = BILINEAR_PHASES[bool(v.options.get("half_pixel_centers", False))]
+    dy, dx, dc = dst.strides
+    for py, (oy, wy) in enumerate(phases):
+        for px, (ox, wx) in enumerate(phases):
+            weights = 2 * np.outer(wy, wx).astype(np.int64)  # doubled: see the module docstring
+            volume = WeightVolume(np.broadcast_to(weights[None, :, :, None], (c, 2, 2, 1)).copy(),
+                                  np.zeros(c, np.int64), np.zeros(c, np.int64), (BLEND_SCALE,) * c, True)
+            phase = replace(dst, shape=(h, w, c), offset=dst.offset + py * dy + px * dx, strides=(2 * dy, 2 * dx, dc))
+            registers = dict(kernel=kernel_record(2, 2), padding=(0, 0, 0, 0), activation=full_range(dst.dtype),
+                             rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=0)
+            lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{name}(phase {py}{px})", (v.index,),
+                                    box(oy, ox, h + 1, w + 1), phase, weights=volume, registers=registers))

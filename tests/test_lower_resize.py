@@ -1,0 +1,61 @@
+"""Resizes by 2 on the NPU: nearest through the IFM upscale, bilinear as four phase convolutions
+over an edge-replicated copy; bit-exact against the reference interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cascader
+from cascader.tflite.builder import ModelBuilder, quantization
+
+pytest.importorskip("ai_edge_litert")
+from test_lower_movement import Q, _check  # noqa: E402
+
+
+@pytest.mark.parametrize("half_pixel", [False, True])
+def test_resize_nearest_2x(tmp_path, half_pixel):
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 6, 5, 24), "int8", Q)
+    y = b.add_tensor("y", (1, 12, 10, 24), "int8", Q)
+    size = b.add_constant("size", np.array([12, 10], np.int32))
+    b.add_operator("RESIZE_NEAREST_NEIGHBOR", [x, size], [y], {"half_pixel_centers": half_pixel},
+                   version=3 if half_pixel else 2)
+    b.mark_output(y)
+    _check(tmp_path, b.build(), operations=1)
+
+
+def test_align_corners_resize_stays_on_the_cpu():
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 6, 5, 24), "int8", Q)
+    y = b.add_tensor("y", (1, 12, 10, 24), "int8", Q)
+    b.add_operator("RESIZE_NEAREST_NEIGHBOR", [x, b.add_constant("size", np.array([12, 10], np.int32))], [y],
+                   {"align_corners": True}, version=2)
+    b.mark_output(y)
+    compiled = cascader.compile(b.build())
+    assert compiled.summary().cpu_operators == 1
+
+
+@pytest.mark.parametrize("half_pixel", [False, True])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("shape", [(1, 1, 1, 3), (1, 6, 6, 64), (1, 3, 5, 17)])
+def test_resize_bilinear_2x(tmp_path, half_pixel, dtype, shape):
+    b = ModelBuilder()
+    q = quantization(0.05, 3 if dtype == "int8" else 128)
+    x = b.add_input("x", shape, dtype, q)
+    _, h, w, c = shape
+    y = b.add_tensor("y", (1, 2 * h, 2 * w, c), dtype, q)
+    b.add_operator("RESIZE_BILINEAR", [x, b.add_constant("size", np.array([2 * h, 2 * w], np.int32))], [y],
+                   {"half_pixel_centers": half_pixel}, version=3 if half_pixel else 2)
+    b.mark_output(y)
+    _check(tmp_path, b.build(), operations=9)  # 5 edge copies, 4 phases
+
+
+def test_bilinear_other_factors_stay_on_the_cpu():
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 4, 4, 8), "int8", Q)
+    y = b.add_tensor("y", (1, 12, 12, 8), "int8", Q)
+    b.add_operator("RESIZE_BILINEAR", [x, b.add_constant("size", np.array([12, 12], np.int32))], [y], version=2)
+    b.mark_output(y)
+    compiled = cascader.compile(b.build())
+    assert compiled.summary().cpu_operators == 1
