@@ -65,3 +65,17 @@ def test_logistic_compiles_to_one_npu_table_lookup(tmp_path):
     compiled = cascader.compile(path)
     assert compiled.summary().cpu_operators == 0
     assert validate(path, compiled.model, (0, 1)).bit_exact
+
+
+@pytest.mark.parametrize("method", ["tanh", "logistic"])
+@pytest.mark.parametrize("high", [0.7, 3.0, 8.0, 16.0])
+def test_int16_tanh_and_logistic_use_the_npu_functions(tmp_path, method, high):
+    from cascader.bench.simulate import validate
+
+    model = _single_op_net(method, [(1, 8, 8, 16)], 0, "int16", (-high, high)).build()
+    path = tmp_path / f"{method}.tflite"
+    cascader.save_model(model, path)
+    compiled = cascader.compile(path)
+    assert compiled.summary().cpu_operators == 0
+    assert compiled.operations[0][0]["activation"]["function"] in (3, 4)
+    assert validate(path, compiled.model, (0, 1)).bit_exact

@@ -25,7 +25,7 @@ from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
-from .frontend.lowered import LoweredOperation, LoweredSegment
+from .frontend.lowered import SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment
 from .perf import OpCost, cost_from_core, npu_op
 from .tflite.model import SubGraph
 
@@ -119,6 +119,8 @@ class _Target:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
         if op.lut is not None:
             args.update(activation="LUT", lut_bytes=len(op.lut))
+        elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
+            args.update(activation="TANH")
         # An upscaled IFM is read as if it had the OFM's size (the NPU repeats its elements).
         ifm_shape = ofm.shape if op.registers.get("ifm_upscale") else ifm.shape
         return cost_from_core(_core.estimate(npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args), self.arch))

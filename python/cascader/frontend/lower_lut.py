@@ -18,6 +18,7 @@ LUT slot; the emitter DMAs the table there first).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
@@ -25,14 +26,13 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
-from .lowered import LoweredOperation, kernel_record
+from .lowered import LUT_SLOT_0, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, kernel_record
 from .operation_builder import EIGHT_BIT_RANGE, require_8bit_in_out
 from .operator_view import OperatorView
 
 if TYPE_CHECKING:
     from .lower import _Lowering
 
-LUT_SLOT_0 = 16  # activation function: the table in LUT slot 0
 
 
 def _float_table(fn: Callable[[np.ndarray], np.ndarray], ifm: tuple[float, int], ofm: tuple[float, int],
@@ -114,7 +114,38 @@ def lut_table(opcode: str, ifm: tuple[float, int], ofm: tuple[float, int], dtype
 LUT_OPERATORS = frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"})
 
 
+def builtin_scale(input_scale: float, opcode: str) -> tuple[int, int]:
+    """OFM_SCALE of the NPU's int16 TANH/SIGMOID: the input brought to the function's fixed
+    input format (3 * 2^12 per unit), Vela's rule (its binaries are exact on the reference)."""
+    rescale = 0x3000 * float(np.float32(input_scale))
+    x_log2 = math.log2(float(np.float32(input_scale)))
+    shift = int(round(x_log2)) + 12
+    if abs(x_log2 - round(x_log2)) < 0.001 and ((opcode == "TANH" and shift in (0, 1)) or shift == 0):
+        return 3 << shift, 0
+    shift = 0
+    while rescale <= 32767 / 2 and shift <= 30:
+        shift += 1
+        rescale *= 2
+    return int(rescale), shift
+
+
+def _lower_builtin(lw: "_Lowering", v: OperatorView) -> None:
+    """int16 LOGISTIC and TANH: a 1x1 pool through the NPU's own function."""
+    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    if src.zero_point or dst.zero_point:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): int16 with a non-zero zero point")
+    function = TANH_FUNCTION if v.opcode == "TANH" else SIGMOID_FUNCTION
+    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                     activation=dict(function=function, clip_range=0, min=-32768, max=32767), rounding="TFL",
+                     global_scale=True, ofm_scale=builtin_scale(src.scale, v.opcode))
+    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), src, dst, registers=registers))
+
+
 def lower_lut(lw: "_Lowering", v: OperatorView) -> None:
+    if v.opcode in ("LOGISTIC", "TANH") and v.ifm is not None and v.ifm.dtype == "int16" \
+            and v.ofm is not None and v.ofm.dtype == "int16":
+        _lower_builtin(lw, v)
+        return
     dtype = require_8bit_in_out(v)
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     table = lut_table(v.opcode, (src.scale, src.zero_point), (dst.scale, dst.zero_point), dtype, v.options)

@@ -26,8 +26,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
-from .lower_lut import LUT_SLOT_0
-from .lowered import FeatureMapView, dense_strides, full_range
+from .lowered import LUT_SLOT_0, FeatureMapView, dense_strides, full_range
 from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
 

@@ -14,6 +14,9 @@ from typing import Any
 import numpy as np
 
 ELEMENT_SIZE = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4}
+# The activation register's functions beside clamping: the NPU's own int16 TANH and SIGMOID,
+# and a table in LUT slot 0 (slots 1-7 follow).
+TANH_FUNCTION, SIGMOID_FUNCTION, LUT_SLOT_0 = 3, 4, 16
 
 
 @dataclass(frozen=True)

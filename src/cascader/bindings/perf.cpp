@@ -58,7 +58,6 @@ void bind_perf(py::module_& m) {
       .def_readwrite("activation", &NpuOp::activation)
       .def_readwrite("lut_bytes", &NpuOp::lut_bytes)
       .def_readwrite("lut_memory", &NpuOp::lut_memory)
-      .def_readwrite("lut_is_operation", &NpuOp::lut_is_operation)
       .def_readwrite("rescaled", &NpuOp::rescaled)
       .def_readwrite("block_config", &NpuOp::block_config)
       .def_readwrite("traversal", &NpuOp::traversal)

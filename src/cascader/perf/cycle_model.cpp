@@ -160,7 +160,7 @@ double output_cycles_per_element(const NpuOp& op, const ArchConfig& arch, const 
     kind = OutputKind::Other;
   }
   // A table lookup that is the op itself (Vela's LUT op) costs its output stage as no activation.
-  const ActivationKind act = op.activation == Activation::Lut && !op.lut_is_operation ? ActivationKind::Lut
+  const ActivationKind act = op.activation == Activation::Lut && !is_lut_operation(op) ? ActivationKind::Lut
                              : op.activation == Activation::Relu ? ActivationKind::Relu
                                                                  : ActivationKind::None;
   return std::max(a.output_cycles_per_element[int(kind)], a.activation_cycles_per_element[int(act)]);
@@ -484,7 +484,7 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   if (op.activation == Activation::Lut && op.lut_bytes > 0) {
     const int64_t lut = lut_load_cycles(arch, op.lut_memory, op.lut_bytes);
     dma += lut;
-    if (op.lut_is_operation) {
+    if (is_lut_operation(op)) {
       // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
       npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
       rd(op.lut_memory, op.lut_bytes);

@@ -65,14 +65,19 @@ struct NpuOp {
   Activation activation = Activation::None;
   int64_t lut_bytes = 0;     // LUT copied into SHRAM by DMA when activation == Lut
   MemoryArea lut_memory = MemoryArea::OnChipFlash;
-  // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation
-  // fused into another op; Vela costs its output stage as no activation (its LUT DMA still counts).
-  bool lut_is_operation = false;
   bool rescaled = true;      // 16-bit ops that rescale use 40-bit accumulators
   std::optional<BlockConfig> block_config;  // nullopt: chosen (and cached) by the model
   Traversal traversal = Traversal::Auto;
   int64_t dma_bytes = 0;     // Dma only: bytes copied from ifm.memory to ofm.memory
 };
+
+// The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation
+// fused into another op; Vela costs its output stage as no activation (its LUT DMA still counts).
+inline bool is_lut_operation(const NpuOp& op) {
+  return op.activation == Activation::Lut && op.type == NpuOpType::AvgPool && op.kernel.width == 1 &&
+         op.kernel.height == 1 && op.kernel.stride_x == 1 && op.kernel.stride_y == 1;
+}
+
 
 NpuBlockType block_type_of(NpuOpType t);
 bool is_elementwise(NpuOpType t);

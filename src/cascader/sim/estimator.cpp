@@ -148,8 +148,6 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
     }
   }
   op.activation = activation_of(o);
-  op.lut_is_operation = op.activation == cascader::Activation::Lut && o.kind == OpKind::Pool &&
-                        o.kernel.width == 1 && o.kernel.height == 1 && o.kernel.stride_x == 1 && o.kernel.stride_y == 1;
   if (!reads_weights(o)) return op;
   op.weight_bytes = int64_t(o.weights.length + o.weights1.length);
   op.scale_bytes = int64_t(o.scales.length + o.scales1.length);
