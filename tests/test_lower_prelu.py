@@ -26,3 +26,19 @@ def test_prelu_bit_exact(tmp_path, shape, alpha_range, operations):
     assert (summary.npu_operations, summary.cpu_operators) == (operations, 0)
     result = validate(path, compiled.model, (0, 1, 2))
     assert result.bit_exact, result.details
+
+
+@pytest.mark.parametrize("alpha", [0.2, -0.3, 1.7, -2.0, 0.0])
+@pytest.mark.parametrize("same_quantization", [True, False])
+def test_int16_leaky_relu_bit_exact(tmp_path, alpha, same_quantization):
+    from cascader.zoo import _single_op_net
+
+    model = _single_op_net("leaky_relu", [(1, 8, 8, 16)], 1, "int16", (-5.0, 5.0), alpha=alpha,
+                           same_quantization=same_quantization).build()
+    path = tmp_path / "leaky_relu.tflite"
+    cascader.save_model(model, path)
+    compiled = cascader.compile(path)
+    # The NPU's LRELU where it applies (equal quantizations, alpha >= 0), else the sign select.
+    expected = 1 if same_quantization and alpha >= 0 else 3
+    assert (compiled.summary().npu_operations, compiled.summary().cpu_operators) == (expected, 0)
+    assert validate(path, compiled.model, (0, 1, 2)).bit_exact

@@ -53,7 +53,7 @@ from .lower_movement import (
     lower_transpose,
     plan_slice_views,
 )
-from .lower_prelu import lower_prelu
+from .lower_prelu import lower_leaky_relu_int16, lower_prelu
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
@@ -557,7 +557,10 @@ class _Lowering:
 
     _relu = _relu6 = _relu_n1_to_1 = _relu_0_to_1 = _clamp_op
     _softmax = lower_softmax
-    _logistic = _tanh = _exp = _hard_swish = _leaky_relu = lower_lut
+    _logistic = _tanh = _exp = _hard_swish = lower_lut
+
+    def _leaky_relu(self, v: OperatorView) -> None:
+        (lower_leaky_relu_int16 if v.ifm is not None and v.ifm.dtype == "int16" else lower_lut)(self, v)
     _prelu = lower_prelu
     _strided_slice = _slice = _split = _split_v = _unpack = lower_slice
     _transpose = lower_transpose

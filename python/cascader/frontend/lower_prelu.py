@@ -1,4 +1,4 @@
-"""PRELU (int8, uint8) as three or four NPU operations, bit-exact.
+"""PRELU (int8, uint8) and int16 LEAKY_RELU as three or four NPU operations, bit-exact.
 
 TFLite's reference PRELU picks one of two rescales by the input's sign:
 
@@ -43,28 +43,68 @@ def lower_prelu(lw: "_Lowering", v: OperatorView) -> None:
         raise UnsupportedError(f"operator {v.index} (PRELU): alpha is {alpha.dtype}, input {x.dtype}")
     if any(a not in (1, o) for a, o in zip(alpha.shape, out.shape)):
         raise UnsupportedError(f"operator {v.index} (PRELU): alpha {alpha.shape} does not broadcast to {out.shape}")
-    lo, hi = EIGHT_BIT_RANGE[x.dtype]
     ops = OperationBuilder(lw, v.index, "PRELU")
-    # PreluPrepare forms both multipliers in float32.
-    identity = quantise_scale(float(np.float32(x.scale) / np.float32(out.scale)))
-    positive = ops.scratch("positive", out.shape, out.dtype, out.zero_point, out.scale)
-    ops.pool("AVERAGE", x, positive, ofm_scale=identity,
-             activation=dict(function=0, clip_range=0, min=max(out.zero_point, lo), max=hi))
+    positive = _positive_part(ops, x, out)
     negative = ops.scratch("negative", out.shape, out.dtype, out.zero_point, out.scale)
+    # PreluPrepare forms the multiplier in float32.
     m2 = multiply_scale(x.scale, alpha.scale, out.scale)
     slopes = _constant_slopes(lw, v)
     if slopes is not None and ((slopes >= 0).all() or (slopes <= 0).all()):
         # One-signed alpha (the usual case): the product has the sign of x (or the opposite)
         # everywhere, so clamping the MUL at zp_out already zeroes it for x >= zp.
-        keep = dict(min=lo, max=out.zero_point) if (slopes >= 0).all() else dict(min=out.zero_point, max=hi)
-        ops.elementwise("MUL", x, alpha, negative, ofm_scale=m2, activation=dict(function=0, clip_range=0, **keep))
+        ops.elementwise("MUL", x, alpha, negative, ofm_scale=m2, activation=_below(out, (slopes >= 0).all()))
     else:
         # An elementwise MIN against the zero point costs half a clamping pool.
+        lo, _ = RANGE[x.dtype]
         below = ops.scratch("input_below_zero", x.shape, x.dtype, x.zero_point, x.scale)
         zero = lw.constant(np.array([x.zero_point]), x.dtype)
         ops.elementwise("MIN", replace(x, zero_point=0), zero, replace(below, zero_point=0))
         ops.elementwise("MUL", below, alpha, negative, ofm_scale=m2)
     ops.elementwise("ADD", positive, negative, out, activation=full_range(out.dtype))
+
+
+def lower_leaky_relu_int16(lw: "_Lowering", v: OperatorView) -> None:
+    """int16 LEAKY_RELU (QuantizeLeakyRelu: the identity or the alpha rescale by sign). With
+    equal quantizations the NPU's LRELU does it alone (alpha is its output scale); otherwise,
+    or for a negative alpha, the same three operations as PRELU, alpha a MUL by the constant 1
+    scaled by alpha's multiplier."""
+    x, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    if x.zero_point or out.zero_point:
+        raise UnsupportedError(f"operator {v.index} (LEAKY_RELU): int16 with a non-zero zero point")
+    alpha = float(v.options.get("alpha", 0.2))
+    # LeakyReluPrepare forms both multipliers in float32.
+    ops = OperationBuilder(lw, v.index, "LEAKY_RELU")
+    if x.scale == out.scale and alpha >= 0:
+        ops.elementwise("LRELU", x, None, out, ofm_scale=quantise_scale(float(
+            np.float32(x.scale) * np.float32(alpha) / np.float32(out.scale))))
+        return
+    positive = _positive_part(ops, x, out)
+    negative = ops.scratch("negative", out.shape, out.dtype, out.zero_point, out.scale)
+    # x * -1 scaled by |m| is the very product x * m the reference rounds (m < 0 for alpha < 0).
+    sign = lw.constant(np.array([1 if alpha >= 0 else -1]), "int16")
+    ops.elementwise("MUL", x, sign, negative, ofm_scale=quantise_scale(abs(float(
+        np.float32(x.scale) * np.float32(alpha) / np.float32(out.scale)))), activation=_below(out, alpha >= 0))
+    ops.elementwise("ADD", positive, negative, out, activation=full_range(out.dtype))
+
+
+RANGE = {**EIGHT_BIT_RANGE, "int16": (-32768, 32767)}
+
+
+def _positive_part(ops: OperationBuilder, x, out):
+    """clamp(zp_out + MBQM(x - zp, s_in / s_out), min=zp_out): the x >= zp branch, zp_out elsewhere."""
+    lo, hi = RANGE[out.dtype]
+    identity = quantise_scale(float(np.float32(x.scale) / np.float32(out.scale)))
+    positive = ops.scratch("positive", out.shape, out.dtype, out.zero_point, out.scale)
+    ops.pool("AVERAGE", x, positive, ofm_scale=identity,
+             activation=dict(function=0, clip_range=0, min=max(out.zero_point, lo), max=hi))
+    return positive
+
+
+def _below(out, alpha_positive: bool) -> dict:
+    """The clamp that keeps a one-signed alpha branch on its side of zp_out."""
+    lo, hi = RANGE[out.dtype]
+    keep = dict(min=lo, max=out.zero_point) if alpha_positive else dict(min=out.zero_point, max=hi)
+    return dict(function=0, clip_range=0, **keep)
 
 
 def _constant_slopes(lw: "_Lowering", v: OperatorView) -> np.ndarray | None:

@@ -329,8 +329,8 @@ def _same_8bit_types(v: OperatorView) -> str | None:
 
 def _activation_types(v: OperatorView) -> str | None:
     i, o = v.ifm, v.ofm
-    if i is not None and o is not None and v.opcode in ("LOGISTIC", "TANH") and i.dtype == o.dtype == "int16":
-        return None  # the NPU's own int16 functions
+    if i is not None and o is not None and v.opcode in ("LOGISTIC", "TANH", "LEAKY_RELU") and i.dtype == o.dtype == "int16":
+        return None  # the NPU's own int16 functions; LRELU or the sign select
     return _same_8bit_types(v)
 
 
@@ -404,7 +404,7 @@ RULES: tuple[Rule, ...] = (
     Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _same_8bit_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
     Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
-         "in and out, LOGISTIC and TANH for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
+         "in and out, LOGISTIC, TANH and LEAKY_RELU for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
