@@ -21,9 +21,11 @@ _LAZY = {
     "Tensor": ".tflite", "load_model": ".tflite", "save_model": ".tflite",
     "CompiledModel": ".compiled", "Summary": ".compiled",
     "compile": ".compiler",
+    "plan": ".planner", "Frontier": ".planner", "PlanOptions": ".planner", "PlanPoint": ".planner",
 }
 _SUBMODULES = {"zoo", "sim", "emit", "frontend", "tflite", "memory", "perf", "arch", "schedule", "compiler",
-               "compiled", "reference", "bench", "_core", "errors", "inspection", "plot", "cli"}
+               "compiled", "reference", "bench", "_core", "errors", "inspection", "plot", "cli",
+               "planner"}
 
 
 def __getattr__(name: str) -> Any:
@@ -49,6 +51,10 @@ __all__ = [
     "Summary",
     "UnsupportedError",
     "compile",
+    "plan",
+    "Frontier",
+    "PlanOptions",
+    "PlanPoint",
     "Accelerator",
     "MemoryMode",
     "OpCost",

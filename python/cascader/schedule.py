@@ -97,6 +97,13 @@ class _Target:
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
              first_dma_bytes: int = 0, last_slice_depth: int = 0) -> OpCost:
+        return cost_from_core(_core.estimate(self.npu_op(op, weight_bytes, scale_bytes, block, part_kernel_first, buffered,
+                                                         slack, first_dma_bytes, last_slice_depth), self.arch))
+
+    def npu_op(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
+               part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
+               first_dma_bytes: int = 0, last_slice_depth: int = 0) -> "_core.NpuOp":
+        """The cycle model's description of a lowered operation (the planner costs stripes of it)."""
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
@@ -123,7 +130,7 @@ class _Target:
             args.update(activation="TANH")
         # An upscaled IFM is read as if it had the OFM's size (the NPU repeats its elements).
         ifm_shape = ofm.shape if op.registers.get("ifm_upscale") else ifm.shape
-        return cost_from_core(_core.estimate(npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args), self.arch))
+        return npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args)
 
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,

@@ -156,6 +156,20 @@ def summarize(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def model_paths(models: str, only: str = "", zoo_models: list | None = None) -> list[Path]:
+    """The benchmark's models as files: the zoo networks (or `zoo_models`, (name, Model) pairs)
+    written to a temporary folder, then every `.tflite` in `models`; names containing `only`."""
+    work = Path(tempfile.mkdtemp(prefix="cascader-bench-"))
+    paths = []
+    for name, model in zoo_models if zoo_models is not None else [(n, zoo.get(n)) for n in ZOO_NETWORKS]:
+        p = work / f"zoo_{name}.tflite"
+        save_model(model, p)
+        paths.append(p)
+    if models:
+        paths += [Path(p) for p in sorted(glob.glob(os.path.join(models, "*.tflite")))]
+    return [p for p in paths if only in p.stem]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
@@ -163,15 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="substring filter on model names")
     parser.add_argument("--no-process", action="store_true", help="skip the process wall-time columns")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="cascader-bench-compile-"))
-    paths = []
-    for name in ZOO_NETWORKS:
-        p = work / f"zoo_{name}.tflite"
-        save_model(zoo.get(name), p)
-        paths.append(p)
-    if args.models:
-        paths += [Path(p) for p in sorted(glob.glob(os.path.join(args.models, "*.tflite")))]
-    paths = [p for p in paths if args.only in p.stem]
+    paths = model_paths(args.models, args.only)
     rows: list[Row] = []
     for path in paths:
         for acc in args.accelerators.split(","):

@@ -13,17 +13,14 @@ the compile benchmark's job (`python -m cascader.bench.compile`).
 from __future__ import annotations
 
 import argparse
-import glob
 import os
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 from .. import zoo
 from ..compiler import compile as compile_model
 from ..errors import CascaderError
-from ..tflite import load_model, save_model
-from .compile import ZOO_NETWORKS
+from ..tflite import load_model
+from .compile import ZOO_NETWORKS, model_paths
 from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
@@ -45,15 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accelerators", default=",".join(ACCELERATORS))
     parser.add_argument("--only", default="", help="substring filter on model names")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="cascader-bench-coverage-"))
-    paths = []
-    for name, model in [(n, zoo.get(n)) for n in ZOO_NETWORKS] + zoo.activation_op_cases():
-        p = work / f"zoo_{name}.tflite"
-        save_model(model, p)
-        paths.append(p)
-    if args.models:
-        paths += [Path(p) for p in sorted(glob.glob(os.path.join(args.models, "*.tflite")))]
-    paths = [p for p in paths if args.only in p.stem]
+    zoo_models = [(n, zoo.get(n)) for n in ZOO_NETWORKS] + zoo.activation_op_cases()
+    paths = model_paths(args.models, args.only, zoo_models)
     header = f"{'model':<40} {'accelerator':<14} {'ours':>5} {'vela':>5}  difference"
     print(header)
     print("-" * len(header))

@@ -660,7 +660,8 @@ class _Lowering:
         self._choose_layouts({aliases[t] for t in (*ifms, *ofms)}, buffers)
         self._flatten_copies()
         return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants,
-                              {b: name for b, (name, _, _) in self.scratch_buffers.items()})
+                              {b: name for b, (name, _, _) in self.scratch_buffers.items()},
+                              {b: self.natural(b)[0] for b in buffers})
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...]) -> LoweredSegment:

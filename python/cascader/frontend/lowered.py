@@ -95,6 +95,7 @@ class LoweredSegment:
     ofms: tuple[int, ...]
     constants: dict[int, bytes]
     scratch: dict[int, str] = field(default_factory=dict)
+    shapes: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # every buffer's own H x W x C
 
 
 def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:

@@ -15,5 +15,6 @@ void bind_in_place(pybind11::module_& m);
 void bind_relocate(pybind11::module_& m);
 void bind_weight_encoder(pybind11::module_& m);
 void bind_command_encoder(pybind11::module_& m);
+void bind_planner(pybind11::module_& m);
 
 }  // namespace cascader::bindings

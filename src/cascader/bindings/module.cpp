@@ -43,4 +43,5 @@ PYBIND11_MODULE(_core, m) {
   cascader::bindings::bind_relocate(m);
   cascader::bindings::bind_weight_encoder(m);
   cascader::bindings::bind_command_encoder(m);
+  cascader::bindings::bind_planner(m);
 }

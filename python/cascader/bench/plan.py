@@ -1,0 +1,79 @@
+"""The cascading planner against Vela 5.2's SRAM-versus-cycles points.
+
+    python -m cascader.bench.plan [--models DIR] [--accelerator A] [--only SUBSTR]
+
+Per model (the zoo networks, then every `.tflite` in `--models` / `$CASCADER_MODELS`), on one
+accelerator with its default system and Shared_Sram: the planning time, the frontier's size,
+its least SRAM (exactly laid out) and that point's cycles, the cycles with unlimited SRAM, and
+Vela's points: `--optimise Size`, and `--optimise Performance` at arena cache sizes of 2x, 1x
+and 0.7x its Size SRAM. Vela's cycles are its binaries through our estimator, ours the
+planner's prediction (proposals are not binaries yet). "ratio" is our least SRAM over Vela's
+Size SRAM (the target: at most 0.7); "dominated" counts Vela points that some frontier point
+matches or beats in both SRAM and cycles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..errors import CascaderError
+from ..planner import plan
+from ..sim import estimate
+from .compile import model_paths
+from .simulate import VelaConfig, compile_with_vela
+
+
+def vela_points(path: Path, accelerator: str) -> list[tuple[str, float, float]]:
+    """(label, SRAM bytes, cycles on our estimator) of Vela's Size compile and of Performance
+    compiles around its SRAM."""
+    size = compile_with_vela(path, VelaConfig(accelerator, "Size"))
+    points = [("Size", size.sram_bytes, estimate(size.path).total_cycles)]
+    for factor in (2.0, 1.0, 0.7):
+        cfg = VelaConfig(accelerator, "Performance", int(size.sram_bytes * factor))
+        try:
+            out = compile_with_vela(path, cfg)
+        except CascaderError:
+            continue
+        points.append((f"Perf@{factor:g}x", out.sram_bytes, estimate(out.path).total_cycles))
+    return points
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
+    parser.add_argument("--accelerator", default="ethos-u55-128")
+    parser.add_argument("--only", default="", help="substring filter on model names")
+    args = parser.parse_args(argv)
+    paths = model_paths(args.models, args.only)
+    header = (f"{'model':<36} {'plan ms':>8} {'points':>6} {'min SRAM':>10} {'cycles':>11} {'unlim cyc':>11} "
+              f"{'Vela Size':>10} {'ratio':>6} {'dominated':>9}  Vela points (SRAM/cycles)")
+    print(header)
+    print("-" * len(header))
+    ratios = []
+    for path in paths:
+        try:
+            frontier = plan(path, accelerator=args.accelerator)
+            vela = vela_points(path, args.accelerator)
+        except CascaderError as e:
+            print(f"{path.stem[:36]:<36} error: {e}")
+            continue
+        lo, hi = frontier.points[0], frontier.points[-1]
+        size_sram = vela[0][1]
+        ratio = lo.sram_bytes / size_sram if size_sram else float("nan")
+        ratios.append(ratio)
+        dominated = sum(any(p.sram_bytes <= s and p.cycles <= c for p in frontier.points) for _, s, c in vela)
+        shown = " ".join(f"{label}:{s / 1024:.0f}K/{c / 1e3:.0f}k" for label, s, c in vela)
+        print(f"{path.stem[:36]:<36} {frontier.seconds * 1000:>8.0f} {len(frontier.points):>6} {lo.sram_bytes:>10,} "
+              f"{lo.cycles:>11,.0f} {hi.cycles:>11,.0f} {size_sram:>10,.0f} {ratio:>6.2f} {dominated:>4}/{len(vela):<4}"
+              f"  {shown}", flush=True)
+    if ratios:
+        print()
+        print(f"least SRAM / Vela Size SRAM: at most 0.7 on {sum(r <= 0.7 for r in ratios)}/{len(ratios)} models; "
+              f"worst {max(ratios):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,259 @@
+"""The cascading planner: the SRAM-versus-cycles frontier of a model.
+
+    frontier = cascader.plan("model.tflite", accelerator="ethos-u55-128")
+    frontier.points[0]            # the least SRAM; .points[-1] the fewest cycles
+    frontier.select(256 * 1024)   # the fastest point within 256 KiB
+
+The model is lowered and scheduled as `cascader.compile` does (uncascaded), then turned into
+the C++ planner's graph (`_core.PlanGraph`): one Part per NPU operation with its cycle-model
+op and one Propagator per input, and one tensor per buffer; CPU operators are parts that
+cannot stripe. `_core.generate_proposals` returns the Pareto set of proposals under the
+planner's memory model (rolling buffers plus the whole tensors live across each cascade); each
+surviving proposal is then laid out by the exact allocator, and that layout's SRAM is the
+point's `sram_bytes`.
+
+Turning a proposal into a binary (stripe-level operations, rolling-buffer addressing) is the
+cascaded-binary step, not done yet: until then these figures are the planner's claims.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Union
+
+from . import _core
+from . import memory as mem
+from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
+from .errors import InfeasibleError
+from .frontend.lowered import FeatureMapView, LoweredOperation, dense_strides
+from .schedule import NpuSchedule, _Target, memory_schedule, without_weight_buffers
+from .tflite import Model
+
+STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """Planner options. Defaults: see `python -m cascader.bench.plan`."""
+
+    max_cascade_parts: int = 12
+    stripe_heights: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    max_proposals: int = 48
+
+    def to_core(self) -> "_core.ProposalOptions":
+        o = _core.ProposalOptions()
+        o.max_cascade_parts, o.stripe_heights, o.max_proposals = (self.max_cascade_parts, list(self.stripe_heights),
+                                                                  self.max_proposals)
+        return o
+
+
+@dataclass
+class PlanPoint:
+    """One proposal: the SRAM its exact layout takes, its cycles, and the proposal itself."""
+
+    sram_bytes: int
+    cycles: float
+    proposal: Any  # _core.Proposal
+    estimated_bytes: int  # the planner's own peak (a lower bound of sram_bytes)
+
+    @property
+    def cascades(self) -> int:
+        return sum(1 for c in self.proposal.cascades if c.last - c.first > 1 and c.stripes > 1)
+
+    def __repr__(self) -> str:
+        return (f"PlanPoint(sram={self.sram_bytes:,} B, cycles={self.cycles:,.0f}, "
+                f"{self.cascades} cascades of {len(self.proposal.cascades)} groups)")
+
+
+@dataclass
+class Frontier:
+    """The Pareto frontier of a model's proposals, by increasing SRAM."""
+
+    points: list[PlanPoint]
+    graph: Any  # _core.PlanGraph
+    seconds: float
+    accelerator: str
+    notes: list[str] = field(default_factory=list)
+
+    def select(self, budget: int | None) -> PlanPoint:
+        """The fastest point whose SRAM fits `budget` (None: unlimited).
+
+        Raises InfeasibleError naming the smallest SRAM on the frontier when none fits.
+        """
+        fitting = [p for p in self.points if budget is None or p.sram_bytes <= budget]
+        if not fitting:
+            least = self.points[0].sram_bytes
+            raise InfeasibleError(f"no proposal fits {budget:,} B of SRAM; the least any needs is {least:,} B. "
+                                  f"Pass sram={least} or more", minimum_sram=least)
+        return min(fitting, key=lambda p: (p.cycles, p.sram_bytes))
+
+    def __repr__(self) -> str:
+        lo, hi = self.points[0], self.points[-1]
+        return (f"Frontier({len(self.points)} points on {self.accelerator}: {lo.sram_bytes:,} B at {lo.cycles:,.0f} cycles"
+                f" .. {hi.sram_bytes:,} B at {hi.cycles:,.0f} cycles; planned in {self.seconds * 1000:.0f} ms)")
+
+
+def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
+    if lo.kind == "elementwise":
+        operand = (1, *view.shape)
+        if second:
+            bshape = tuple(1 if b else d for b, d in zip(lo.registers.get("broadcast", (False,) * 3), lo.ofm.shape))
+            operand = (1, *bshape)
+        return _core.Propagator.broadcast(list(operand), [1, *lo.ofm.shape])
+    k = lo.registers["kernel"]
+    d = k["dilation"]
+    kh, kw = (k["height"] - 1) // d[0] + 1, (k["width"] - 1) // d[1] + 1
+    top, left, _, _ = lo.registers.get("padding", (0, 0, 0, 0))
+    depthwise = lo.kind == "depthwise" or (lo.kind == "pool" and lo.registers.get("sub_op") != "REDUCE_SUM")
+    return _core.Propagator.window(kh, kw, k["stride"][0], k["stride"][1], d[0], d[1], top, left, depthwise,
+                                   view.shape[2])
+
+
+def _unflattened(lo: LoweredOperation, shapes: dict[int, tuple[int, int, int]]) -> LoweredOperation:
+    """A per-element copy that the lowering streams 16 channels wide (`_flatten_copies`), seen
+    in its tensors' own shapes again: the planner stripes rows of those."""
+    r = lo.registers
+    if (lo.kind != "pool" or r.get("sub_op") != "AVERAGE" or (r["kernel"]["height"], r["kernel"]["width"]) != (1, 1)
+            or lo.ifm.buffer not in shapes or lo.ofm.buffer not in shapes):
+        return lo
+    a, b = shapes[lo.ifm.buffer], shapes[lo.ofm.buffer]
+    if (a != b or lo.ifm.shape == a or lo.ifm.offset or lo.ofm.offset or lo.ifm.layout != "NHWC"
+            or lo.ofm.layout != "NHWC" or math.prod(a) != math.prod(lo.ifm.shape)):
+        return lo
+    return replace(lo, ifm=replace(lo.ifm, shape=a, strides=dense_strides(a, lo.ifm.element_size)),
+                   ofm=replace(lo.ofm, shape=b, strides=dense_strides(b, lo.ofm.element_size)))
+
+
+def build_graph(schedule: NpuSchedule, graph, target: _Target) -> Any:
+    """The planner's graph of an uncascaded schedule whose weights are read from flash (the
+    planner decides nothing about weight buffers yet). Its tensors are the buffers of
+    `memory_schedule(schedule)`, in the same order."""
+    msched, index, op_steps = memory_schedule(schedule, graph)
+    shapes: dict[int, tuple[int, int, int]] = {}  # buffer id -> its own shape
+    for seg in schedule.segments:
+        shapes.update(seg.segment.shapes)
+    lowered = [_unflattened(sop.lowered, shapes) for sop in schedule.operations]
+    step_op = {step: k for k, step in enumerate(op_steps)}
+    natural: dict[int, tuple[int, int, int]] = {index[b]: shape for b, shape in shapes.items() if b in index}
+
+    def whole(v: FeatureMapView | None) -> bool:
+        return v is None or v.buffer not in index or (v.offset == 0 and v.shape == natural.get(index[v.buffer]))
+
+    readers_whole: dict[int, bool] = {}
+    writers: dict[int, int] = {}
+    for lo in lowered:
+        for v in (lo.ifm, lo.ifm2, lo.ofm):
+            if v is not None and v.buffer in index:
+                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and whole(v)
+        b = index[lo.ofm.buffer]
+        writers[b] = writers.get(b, 0) + 1
+    pg = _core.PlanGraph()
+    for b, buf in enumerate(msched.buffers):
+        t = _core.PlanTensor()
+        t.name = buf.name
+        t.shape = [1, *natural.get(b, (1, 1, max(buf.size, 1)))]
+        t.bytes = (buf.size + 15) // 16 * 16
+        t.cascadable = readers_whole.get(b, False) and writers.get(b, 0) == 1 and not buf.cpu_visible
+        pg.add_tensor(t)
+    for s, step in enumerate(msched.steps):
+        if s == 0 or s == len(msched.steps) - 1:
+            continue  # the inputs and outputs pseudo steps
+        part = _core.Part()
+        part.name = step.name
+        if s in step_op:
+            sop, lo = schedule.operations[step_op[s]], lowered[step_op[s]]
+            w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
+            sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
+            part.op = target.npu_op(lo, w, sc)
+            inputs, props = [], []
+            for v, second in ((lo.ifm, False), (lo.ifm2, True)):
+                if v is not None and v.buffer in index:
+                    inputs.append(index[v.buffer])
+                    props.append(_propagator(lo, v, second))
+            part.inputs, part.propagators = inputs, props
+            part.output = index[lo.ofm.buffer]
+            part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale")
+                              and all(whole(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+        else:
+            # A CPU operator: it reads and writes whole tensors, in no time the NPU sees.
+            part.op = _core.NpuOp()
+            part.op.type = _core.NpuOpType.Dma
+            part.inputs = list(step.reads)
+            part.propagators = [_core.Propagator.identity() for _ in step.reads]
+            part.output = step.writes[0] if step.writes else (step.reads[0] if step.reads else 0)
+            part.stripable = False
+        pg.add_part(part)
+    pg.inputs = list(msched.steps[0].writes)
+    pg.outputs = list(msched.steps[-1].reads)
+    return pg
+
+
+def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -> int:
+    """The SRAM the exact allocator lays out for a proposal: each cascade is one step, its
+    internal tensors rolling buffers that live in it alone. (The uncascaded schedule's in-place
+    aliases are not carried over: this can only overstate the SRAM.)"""
+    rolled = {t for c in proposal.cascades for t, _ in c.buffers}
+    keep = [b for b in range(len(msched.buffers)) if b not in rolled]
+    position = {b: k for k, b in enumerate(keep)}
+    buffers = [msched.buffers[b] for b in keep]
+
+    def renumber(ids) -> tuple[int, ...]:
+        return tuple(sorted({position[b] for b in ids if b in position}))
+
+    steps = [mem.Step((), renumber(msched.steps[0].writes), "inputs")]
+    for c in proposal.cascades:
+        held = dict(c.buffers)
+        reads, writes = set(), set()
+        for k in range(c.first, c.last):
+            part = pg.parts[k]
+            reads.update(t for t in part.inputs if t not in held)
+            if part.output not in held:
+                writes.add(part.output)
+        rolling = []
+        for t, rows in held.items():
+            tensor = pg.tensors[t]
+            row_bytes = -(-tensor.bytes // tensor.shape[1])
+            buffers.append(mem.ScheduledBuffer(f"{tensor.name} (rolling, {rows} rows)", "feature_map",
+                                               (rows * row_bytes + 15) // 16 * 16))
+            rolling.append(len(buffers) - 1)
+        steps.append(mem.Step(renumber(reads), renumber(writes) + tuple(rolling), f"cascade {c.first}..{c.last - 1}"))
+    steps.append(mem.Step(renumber(msched.steps[-1].reads), (), "outputs"))
+    # An in-place alias stays valid where its operation still runs alone (a one-part group):
+    # inside a cascade, other parts may still read rows of the operand it overwrites.
+    alone = {c.first for c in proposal.cascades if c.last - c.first == 1}
+    writer = {pg.parts[k].output: k for k in range(len(pg.parts))}
+    aliases = [replace(a, buffer=position[a.buffer], target=position[a.target]) for a in msched.aliases
+               if a.buffer in position and a.target in position and writer.get(a.buffer) in alone]
+    result = mem.layout(mem.Schedule(buffers, steps, aliases), config)
+    return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
+
+
+def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos-u55-128", system: str | None = None,
+         memory_mode: Union[str, MemoryMode, None] = None, options: PlanOptions | None = None) -> Frontier:
+    """The SRAM-versus-cycles frontier of `model`'s cascading proposals (see the module docstring).
+
+    Raises the errors `cascader.compile` raises for a bad model or target.
+    """
+    from .compiler import _as_model, lower, schedule  # the compile pipeline's own first stages
+
+    start = time.perf_counter()
+    options = options or PlanOptions()
+    acc = Accelerator(accelerator)
+    u65 = acc._config.is_u65
+    mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
+    system = system if system is not None else DEFAULT_SYSTEM[u65]
+    m = _as_model(model)
+    part, segments = lower(m)
+    sched = without_weight_buffers(schedule(part, segments, acc.name, system, mode))
+    target = _Target(acc.name, system, mode)
+    pg = build_graph(sched, part.graph, target)
+    proposals = _core.generate_proposals(pg, target.arch, options.to_core())
+    msched, _, _ = memory_schedule(sched, part.graph)
+    config = mem.MemoryConfig.for_target(acc.name, system, mode)
+    scored = [PlanPoint(_layout_sram(pg, p, msched, config), p.cycles, p, p.memory) for p in proposals]
+    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])
+    points = [scored[k] for k in front]
+    return Frontier(points, pg, time.perf_counter() - start, acc.name)

@@ -1,0 +1,101 @@
+#include <pybind11/stl.h>
+
+#include "cascader/bindings/bindings.hpp"
+#include "cascader/graph/plan_graph.hpp"
+#include "cascader/graph/propagator.hpp"
+#include "cascader/plan/cascade.hpp"
+#include "cascader/plan/pareto.hpp"
+#include "cascader/proposal/proposal.hpp"
+
+namespace py = pybind11;
+
+namespace cascader::bindings {
+
+void bind_planner(py::module_& m) {
+  py::class_<Box>(m, "Box")
+      .def(py::init<>())
+      .def(py::init([](std::array<int64_t, 4> offset, std::array<int64_t, 4> extent) { return Box{offset, extent}; }),
+           py::arg("offset"), py::arg("extent"))
+      .def_readwrite("offset", &Box::offset)
+      .def_readwrite("extent", &Box::extent)
+      .def("cropped", &Box::cropped, py::arg("shape"))
+      .def("__eq__", &Box::operator==);
+  py::class_<AxisMap>(m, "AxisMap")
+      .def(py::init<>())
+      .def_readwrite("scale", &AxisMap::scale)
+      .def_readwrite("extent_bias", &AxisMap::extent_bias)
+      .def_readwrite("offset_bias", &AxisMap::offset_bias);
+  py::class_<Propagator>(m, "Propagator")
+      .def(py::init<>())
+      .def_readwrite("axes", &Propagator::axes)
+      .def("propagate", &Propagator::propagate, py::arg("box"))
+      .def("__repr__", &Propagator::repr)
+      .def_static("identity", &Propagator::identity)
+      .def_static("window", &Propagator::window, py::arg("kernel_h"), py::arg("kernel_w"), py::arg("stride_h"),
+                  py::arg("stride_w"), py::arg("dilation_h"), py::arg("dilation_w"), py::arg("pad_top"),
+                  py::arg("pad_left"), py::arg("depthwise"), py::arg("input_depth"))
+      .def_static("broadcast", &Propagator::broadcast, py::arg("operand"), py::arg("output"));
+
+  py::class_<PlanTensor>(m, "PlanTensor")
+      .def(py::init<>())
+      .def_readwrite("name", &PlanTensor::name)
+      .def_readwrite("shape", &PlanTensor::shape)
+      .def_readwrite("bytes", &PlanTensor::bytes)
+      .def_readwrite("cascadable", &PlanTensor::cascadable);
+  py::class_<Part>(m, "Part")
+      .def(py::init<>())
+      .def_readwrite("name", &Part::name)
+      .def_readwrite("op", &Part::op)
+      .def_readwrite("inputs", &Part::inputs)
+      .def_readwrite("propagators", &Part::propagators)
+      .def_readwrite("output", &Part::output)
+      .def_readwrite("stripable", &Part::stripable);
+  py::class_<PlanGraph>(m, "PlanGraph")
+      .def(py::init<>())
+      .def_readonly("tensors", &PlanGraph::tensors)
+      .def_readonly("parts", &PlanGraph::parts)
+      .def_readwrite("inputs", &PlanGraph::inputs)
+      .def_readwrite("outputs", &PlanGraph::outputs)
+      .def("add_tensor", &PlanGraph::add_tensor, py::arg("tensor"))
+      .def("add_part", &PlanGraph::add_part, py::arg("part"))
+      .def("validate", &PlanGraph::validate);
+
+  py::class_<CascadePlan>(m, "CascadePlan")
+      .def_readonly("first", &CascadePlan::first)
+      .def_readonly("last", &CascadePlan::last)
+      .def_readonly("stripe_height", &CascadePlan::stripe_height)
+      .def_readonly("stripes", &CascadePlan::stripes)
+      .def_readonly("buffer_bytes", &CascadePlan::buffer_bytes)
+      .def_readonly("buffers", &CascadePlan::buffers)
+      .def_readonly("cycles", &CascadePlan::cycles)
+      .def_readonly("operations", &CascadePlan::operations);
+  py::class_<ProposalOptions>(m, "ProposalOptions")
+      .def(py::init<>())
+      .def_readwrite("max_cascade_parts", &ProposalOptions::max_cascade_parts)
+      .def_readwrite("stripe_heights", &ProposalOptions::stripe_heights)
+      .def_readwrite("max_proposals", &ProposalOptions::max_proposals);
+  py::class_<Proposal>(m, "Proposal")
+      .def_readonly("cascades", &Proposal::cascades)
+      .def_readonly("memory", &Proposal::memory)
+      .def_readonly("cycles", &Proposal::cycles);
+
+  m.def("plan_cascade", [](const PlanGraph& g, int first, int last, int stripe_height, const ArchConfig& arch) {
+    StripeCoster coster(g, arch);
+    return plan_cascade(g, g.uses(), first, last, stripe_height, coster);
+  }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"));
+  m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def("pareto_frontier", [](const std::vector<std::pair<int64_t, double>>& pts) {
+    std::vector<CostPoint> p;
+    for (const auto& [m_, c] : pts) p.push_back(CostPoint{m_, c});
+    return pareto_frontier(p);
+  }, py::arg("points"));
+  m.def("thin_frontier", [](const std::vector<std::pair<int64_t, double>>& pts, const std::vector<size_t>& front,
+                            size_t keep) {
+    std::vector<CostPoint> p;
+    for (const auto& [m_, c] : pts) p.push_back(CostPoint{m_, c});
+    return thin_frontier(p, front, keep);
+  }, py::arg("points"), py::arg("front"), py::arg("keep"));
+}
+
+}  // namespace cascader::bindings

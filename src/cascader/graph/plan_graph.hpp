@@ -1,0 +1,59 @@
+// The planner's graph: NPU operations (Parts) over feature maps (tensors), in execution order.
+//
+// A Part is one lowered NPU operation: the NpuOp the cycle model costs (whole-tensor shapes),
+// its feature-map inputs with one Propagator each, and its output. A tensor is one buffer; it
+// can be cascaded through (kept as a rolling window of rows inside a cascade) only when one
+// part writes it whole and every reader reads it whole (`cascadable`): a concatenation slice
+// or a buffer re-viewed in another shape cannot. Parts that are not `stripable` (their output
+// rows are not a bounded window of their input rows: a fully connected layer, a softmax over a
+// re-viewed tensor, an upscaling resize) run whole, outside cascades.
+//
+// Built from Python (cascader.planner) from the lowered model, or by hand.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cascader/graph/propagator.hpp"
+#include "cascader/perf/npu_op.hpp"
+
+namespace cascader {
+
+struct PlanTensor {
+  std::string name;
+  std::array<int64_t, 4> shape{1, 1, 1, 1};  // NHWC
+  int64_t bytes = 0;                         // the whole buffer as laid out
+  bool cascadable = true;
+  int64_t row_bytes() const { return shape[1] > 0 ? (bytes + shape[1] - 1) / shape[1] : bytes; }
+};
+
+struct Part {
+  std::string name;
+  NpuOp op;
+  std::vector<int> inputs;               // feature-map tensors (not weights)
+  std::vector<Propagator> propagators;   // one per input
+  int output = -1;
+  bool stripable = true;
+};
+
+struct PlanGraph {
+  std::vector<PlanTensor> tensors;
+  std::vector<Part> parts;                 // execution order
+  std::vector<int> inputs, outputs;        // live from the start / to the end
+
+  int add_tensor(PlanTensor t);
+  int add_part(Part p);
+  // Checks indices and shapes; throws InvalidArgument naming the first problem.
+  void validate() const;
+
+  // Derived once per graph (call after the last add): producers and consumers by position.
+  struct Uses {
+    std::vector<std::vector<int>> producers, consumers;  // part positions per tensor
+    std::vector<int> first, last;                        // live interval in part positions
+  };
+  Uses uses() const;
+};
+
+}  // namespace cascader

@@ -1,0 +1,77 @@
+#include "cascader/graph/propagator.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "cascader/common/error.hpp"
+
+namespace cascader {
+
+bool Box::empty() const {
+  return std::any_of(extent.begin(), extent.end(), [](int64_t e) { return e <= 0; });
+}
+
+Box Box::cropped(const std::array<int64_t, 4>& shape) const {
+  Box b;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t lo = std::clamp<int64_t>(offset[i], 0, shape[i]);
+    const int64_t hi = std::clamp<int64_t>(offset[i] + extent[i], 0, shape[i]);
+    b.offset[i] = lo;
+    b.extent[i] = std::max<int64_t>(hi - lo, 0);
+  }
+  return b;
+}
+
+Box Propagator::propagate(const Box& out) const {
+  Box in;
+  for (int i = 0; i < 4; ++i) {
+    const AxisMap& m = axes[i];
+    in.extent[i] = m.scale * out.extent[i] + m.extent_bias;
+    in.offset[i] = m.scale * out.offset[i] + m.offset_bias;
+  }
+  return in;
+}
+
+std::string Propagator::repr() const {
+  static const char* names = "NHWC";
+  std::ostringstream s;
+  s << "Propagator(";
+  for (int i = 0; i < 4; ++i) {
+    const AxisMap& m = axes[i];
+    s << (i ? ", " : "") << names[i] << ": extent " << m.scale << "x";
+    if (m.extent_bias) s << (m.extent_bias > 0 ? "+" : "") << m.extent_bias;
+    s << " offset " << m.scale << "x";
+    if (m.offset_bias) s << (m.offset_bias > 0 ? "+" : "") << m.offset_bias;
+  }
+  s << ")";
+  return s.str();
+}
+
+Propagator Propagator::identity() { return Propagator{}; }
+
+Propagator Propagator::window(int kernel_h, int kernel_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+                              int pad_top, int pad_left, bool depthwise, int input_depth) {
+  if (kernel_h < 1 || kernel_w < 1 || stride_h < 1 || stride_w < 1 || dilation_h < 1 || dilation_w < 1 ||
+      input_depth < 1 || pad_top < 0 || pad_left < 0) {
+    throw InvalidArgument("window propagator: kernel, stride, dilation and depth must be >= 1, padding >= 0");
+  }
+  Propagator p;
+  const int64_t dk_h = int64_t(kernel_h - 1) * dilation_h + 1, dk_w = int64_t(kernel_w - 1) * dilation_w + 1;
+  // Output rows [o, o + e) read input rows [o*s - pad, (o + e - 1)*s - pad + dk).
+  p.axes[1] = AxisMap{stride_h, dk_h - stride_h, -pad_top};
+  p.axes[2] = AxisMap{stride_w, dk_w - stride_w, -pad_left};
+  p.axes[3] = depthwise ? AxisMap{1, 0, 0} : AxisMap{0, input_depth, 0};
+  return p;
+}
+
+Propagator Propagator::broadcast(const std::array<int64_t, 4>& operand, const std::array<int64_t, 4>& output) {
+  Propagator p;
+  for (int i = 0; i < 4; ++i) {
+    if (operand[i] == output[i]) continue;
+    if (operand[i] != 1) throw InvalidArgument("broadcast propagator: operand axes must equal the output's or be 1");
+    p.axes[i] = AxisMap{0, 1, 0};
+  }
+  return p;
+}
+
+}  // namespace cascader

@@ -1,0 +1,50 @@
+// Propagators: which region of an input a region of the output reads.
+//
+// A region is a box over the NHWC axes (offset and extent per axis). A Propagator is an affine
+// map from an output box to the input box its computation reads, before cropping to the input
+// tensor: per axis, extent_in = a * extent_out + b and offset_in = a * offset_out + c. For a
+// convolution along H: a = stride, b = dilated kernel - stride, c = -pad_top. The offset is
+// scaled by the stride (TVM's cascader did not, and misplaced every stripe after the first);
+// property-tested against the brute-force set of input elements a convolution reads.
+//
+// Axes with a = 0 read a fixed range whatever the output box: a convolution's input channels
+// (b = input depth), a broadcast operand's size-1 axes (b = 1).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace cascader {
+
+struct Box {
+  std::array<int64_t, 4> offset{0, 0, 0, 0};
+  std::array<int64_t, 4> extent{1, 1, 1, 1};
+  bool operator==(const Box& o) const { return offset == o.offset && extent == o.extent; }
+  bool empty() const;
+  // The part of this box inside [0, shape) per axis.
+  Box cropped(const std::array<int64_t, 4>& shape) const;
+};
+
+struct AxisMap {
+  int64_t scale = 1;         // a: input elements per output element
+  int64_t extent_bias = 0;   // b
+  int64_t offset_bias = 0;   // c
+};
+
+struct Propagator {
+  std::array<AxisMap, 4> axes;
+
+  Box propagate(const Box& out) const;
+  std::string repr() const;
+
+  static Propagator identity();
+  // A window operation (convolution, depthwise, pooling) along H and W. `depthwise` keeps the
+  // channel mapping 1:1; otherwise every output channel reads all `input_depth` channels.
+  static Propagator window(int kernel_h, int kernel_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+                           int pad_top, int pad_left, bool depthwise, int input_depth);
+  // An elementwise operand of shape `operand` broadcast to the output (size-1 axes read element 0).
+  static Propagator broadcast(const std::array<int64_t, 4>& operand, const std::array<int64_t, 4>& output);
+};
+
+}  // namespace cascader

@@ -1,0 +1,58 @@
+// Cascades: a run of consecutive parts executed stripe by stripe.
+//
+// The last part's output (the sink) is produced in stripes of `stripe_height` rows. Going
+// backwards through the cascade, each stripe's rows propagate to the rows every internal
+// tensor must hold (the union over its readers in the cascade: residual blocks, whose input
+// feeds both a convolution and the ADD, cascade too). Internal tensors are rolling buffers: a
+// row is computed once, when a stripe first needs it, and kept while a later stripe still
+// does, so a buffer holds the largest window of rows any stripe needs. Cycles are the cycle
+// model's, per part and stripe (each stripe re-reads the part's weights, as the NPU does).
+//
+// Tensors that enter the cascade from outside or leave it are whole buffers; the proposal DP
+// accounts for them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "cascader/arch/arch_config.hpp"
+#include "cascader/graph/plan_graph.hpp"
+#include "cascader/perf/cycle_model.hpp"
+
+namespace cascader {
+
+struct CascadePlan {
+  int first = 0, last = 0;    // parts [first, last)
+  int stripe_height = 0;      // sink rows per stripe (its height: one stripe)
+  int stripes = 0;
+  int64_t buffer_bytes = 0;   // rolling buffers of the internal tensors
+  std::vector<std::pair<int, int64_t>> buffers;  // (tensor, rows held)
+  double cycles = 0;
+  int operations = 0;         // NPU operations: non-empty (part, stripe) pairs
+};
+
+// Costs a part on a band of its output rows, cached. Not thread-safe.
+class StripeCoster {
+ public:
+  StripeCoster(const PlanGraph& graph, const ArchConfig& arch) : graph_(graph), arch_(arch) {}
+  // Output rows [begin, end) of part `k`; the inputs' rows follow from the propagators.
+  double cost(int k, int64_t begin, int64_t end);
+
+ private:
+  const PlanGraph& graph_;
+  const ArchConfig& arch_;
+  BlockConfigCache blocks_;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> cache_;  // (part, rows, pad top, pad bottom)
+};
+
+// The cascade of parts [first, last) with the sink striped `stripe_height` rows at a time, or
+// nullopt when those parts cannot cascade (a part that is not stripable, a tensor produced
+// inside that escapes before the sink, or an internal tensor that is not cascadable).
+std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
+                                        int stripe_height, StripeCoster& coster);
+
+}  // namespace cascader

@@ -1,0 +1,94 @@
+#include "cascader/proposal/proposal.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "cascader/common/error.hpp"
+#include "cascader/plan/pareto.hpp"
+
+namespace cascader {
+
+int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
+  std::unordered_set<int> held;
+  for (const auto& [t, _] : plan.buffers) held.insert(t);
+  int64_t bytes = plan.buffer_bytes;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (held.count(int(t)) || uses.first[t] > plan.last - 1 || uses.last[t] < plan.first) continue;
+    bytes += graph.tensors[t].bytes;
+  }
+  return bytes;
+}
+
+namespace {
+
+struct Partial {
+  int64_t memory = 0;
+  double cycles = 0;
+  int from = -1;     // prefix end this one extends (-1: the empty prefix)
+  int parent = -1;   // index in the frontier at `from`
+  int plan = -1;     // index into the plans table
+};
+
+}  // namespace
+
+std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfig& arch,
+                                         const ProposalOptions& options) {
+  graph.validate();
+  if (options.max_cascade_parts < 1 || options.max_proposals < 2) {
+    throw InvalidArgument("generate_proposals: max_cascade_parts must be >= 1 and max_proposals >= 2");
+  }
+  const int n = int(graph.parts.size());
+  if (n == 0) return {Proposal{}};
+  const PlanGraph::Uses uses = graph.uses();
+  StripeCoster coster(graph, arch);
+  std::vector<CascadePlan> plans;
+  std::vector<int64_t> plan_memory;
+  std::vector<std::vector<Partial>> front(size_t(n) + 1);
+  front[0].push_back(Partial{});
+  for (int i = 0; i < n; ++i) {
+    if (front[size_t(i)].empty()) continue;
+    for (int j = i + 1; j <= std::min(n, i + options.max_cascade_parts); ++j) {
+      const int64_t height = graph.tensors[size_t(graph.parts[size_t(j - 1)].output)].shape[1];
+      std::vector<int> heights{int(height)};
+      if (j - i > 1) {
+        for (int h : options.stripe_heights) {
+          if (h >= 1 && h < height) heights.push_back(h);
+        }
+      }
+      for (int h : heights) {
+        auto plan = plan_cascade(graph, uses, i, j, h, coster);
+        if (!plan) continue;
+        const int id = int(plans.size());
+        plan_memory.push_back(cascade_memory(graph, uses, *plan));
+        plans.push_back(std::move(*plan));
+        for (int p = 0; p < int(front[size_t(i)].size()); ++p) {
+          const Partial& base = front[size_t(i)][size_t(p)];
+          front[size_t(j)].push_back(Partial{std::max(base.memory, plan_memory.back()),
+                                             base.cycles + plans.back().cycles, i, p, id});
+        }
+      }
+    }
+    // Prune every frontier the moment it is final (all its extensions came from earlier i).
+    auto& next = front[size_t(i) + 1];
+    std::vector<CostPoint> points;
+    points.reserve(next.size());
+    for (const Partial& q : next) points.push_back(CostPoint{q.memory, q.cycles});
+    std::vector<Partial> kept;
+    for (size_t k : thin_frontier(points, pareto_frontier(points), options.max_proposals)) kept.push_back(next[k]);
+    next = std::move(kept);
+  }
+  std::vector<Proposal> out;
+  for (const Partial& end : front[size_t(n)]) {
+    Proposal prop;
+    prop.memory = end.memory;
+    prop.cycles = end.cycles;
+    for (const Partial* q = &end; q->from >= 0; q = &front[size_t(q->from)][size_t(q->parent)]) {
+      prop.cascades.push_back(plans[size_t(q->plan)]);
+    }
+    std::reverse(prop.cascades.begin(), prop.cascades.end());
+    out.push_back(std::move(prop));
+  }
+  return out;
+}
+
+}  // namespace cascader

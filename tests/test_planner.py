@@ -1,0 +1,181 @@
+"""The cascading planner: propagators against brute force, Pareto frontiers, cascades of a
+hand-built graph, and the frontier of whole models (its ends, its order, its allocator-scored
+SRAM)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cascader
+from cascader import _core, zoo
+from cascader.errors import InfeasibleError
+from cascader.planner import PlanOptions, plan
+
+
+@st.composite
+def window_case(draw):
+    k = (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
+    s = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    d = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    pad = (draw(st.integers(0, k[0] - 1)), draw(st.integers(0, k[1] - 1)))
+    in_shape = (draw(st.integers(max((k[0] - 1) * d[0] + 1 - 2 * pad[0], 1), 16)),
+                draw(st.integers(max((k[1] - 1) * d[1] + 1 - 2 * pad[1], 1), 16)), draw(st.integers(1, 4)))
+    depthwise = draw(st.booleans())
+    out_h = (in_shape[0] + 2 * pad[0] - ((k[0] - 1) * d[0] + 1)) // s[0] + 1
+    out_w = (in_shape[1] + 2 * pad[1] - ((k[1] - 1) * d[1] + 1)) // s[1] + 1
+    out_c = in_shape[2] if depthwise else draw(st.integers(1, 3))
+    oh0 = draw(st.integers(0, out_h - 1))
+    ow0 = draw(st.integers(0, out_w - 1))
+    oc0 = draw(st.integers(0, out_c - 1))
+    box = ((oh0, ow0, oc0), (draw(st.integers(1, out_h - oh0)), draw(st.integers(1, out_w - ow0)),
+                             draw(st.integers(1, out_c - oc0))))
+    return k, s, d, pad, in_shape, depthwise, box
+
+
+@settings(max_examples=300, deadline=None)
+@given(window_case())
+def test_window_propagator_matches_brute_force(case):
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl), (ih, iw, ic), depthwise, ((oh0, ow0, oc0), (eh, ew, ec)) = case
+    read = set()
+    for oh, ow, oc in itertools.product(range(oh0, oh0 + eh), range(ow0, ow0 + ew), range(oc0, oc0 + ec)):
+        for a, b in itertools.product(range(kh), range(kw)):
+            y, x = oh * sh - pt + a * dh, ow * sw - pl + b * dw
+            if 0 <= y < ih and 0 <= x < iw:
+                for c in ([oc] if depthwise else range(ic)):
+                    read.add((y, x, c))
+    p = _core.Propagator.window(kh, kw, sh, sw, dh, dw, pt, pl, depthwise, ic)
+    box = p.propagate(_core.Box([0, oh0, ow0, oc0], [1, eh, ew, ec])).cropped([1, ih, iw, ic])
+    lo, hi = list(box.offset[1:]), [o + e for o, e in zip(box.offset[1:], box.extent[1:])]
+    # Everything the computation reads is in the box...
+    assert all(lo[a] <= v[a] < hi[a] for v in read for a in range(3))
+    if not read:
+        return
+    # ...and the box is exactly its bounding box along every axis without dilation gaps (a
+    # dilated kernel's outermost taps may fall on rows it skips; the buffer holds them anyway).
+    arr = np.array(sorted(read))
+    for axis, dilation in ((0, dh), (1, dw), (2, 1)):
+        if dilation == 1:
+            assert (lo[axis], hi[axis]) == (arr[:, axis].min(), arr[:, axis].max() + 1)
+
+
+def test_offsets_scale_with_the_stride():
+    # TVM's cascader placed stripe k of a stride-2 convolution at k rows instead of 2k.
+    p = _core.Propagator.window(3, 3, 2, 2, 1, 1, 1, 1, False, 8)
+    box = p.propagate(_core.Box([0, 4, 0, 0], [1, 2, 5, 16]))
+    assert (box.offset[1], box.extent[1]) == (4 * 2 - 1, 2 * 2 + 1)
+    assert (box.offset[3], box.extent[3]) == (0, 8)
+
+
+def test_broadcast_propagator_reads_element_zero_of_size_one_axes():
+    p = _core.Propagator.broadcast([1, 1, 7, 16], [1, 9, 7, 16])
+    box = p.propagate(_core.Box([0, 3, 2, 0], [1, 4, 5, 16]))
+    assert (box.offset[1], box.extent[1]) == (0, 1) and (box.offset[2], box.extent[2]) == (2, 5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1000), st.floats(0, 1000, allow_nan=False)), min_size=1, max_size=60))
+def test_pareto_frontier_is_the_non_dominated_set(points):
+    front = _core.pareto_frontier(points)
+    brute = {i for i, (m, c) in enumerate(points)
+             if not any((m2 <= m and c2 <= c and (m2, c2) != (m, c)) for m2, c2 in points)}
+    assert {points[i] for i in front} == {points[i] for i in brute}
+    assert [points[i][0] for i in front] == sorted(points[i][0] for i in front)
+
+
+def test_thinning_keeps_both_ends():
+    pts = [(m, 1000.0 / (m + 1)) for m in range(100)]
+    front = _core.pareto_frontier(pts)
+    thin = _core.thin_frontier(pts, front, 10)
+    assert len(thin) == 10 and thin[0] == front[0] and thin[-1] == front[-1]
+
+
+def _conv_part(name, inp, out, h, w, c_in, c_out, stride=1, k=3):
+    part = _core.Part()
+    part.name = name
+    part.op = cascader.perf.npu_op("conv2d", (1, h * stride, w * stride, c_in), (1, h, w, c_out), kernel=k,
+                                   stride=stride, padding="SAME", weight_bytes=k * k * c_in * c_out)
+    part.inputs, part.output = [inp], out
+    part.propagators = [_core.Propagator.window(k, k, stride, stride, 1, 1, k // 2, k // 2, False, c_in)]
+    return part
+
+
+def _tensor(name, h, w, c):
+    t = _core.PlanTensor()
+    t.name, t.shape, t.bytes = name, [1, h, w, c], h * w * c
+    return t
+
+
+def test_hand_built_three_part_graph_plans():
+    """An expand / 3x3 / project chain at 64x64: uncascaded, the two 64-channel maps are live
+    together (512 KiB); cascaded, only rows of them are, beside the 16-channel ends."""
+    g = _core.PlanGraph()
+    a = g.add_tensor(_tensor("a", 64, 64, 16))
+    b = g.add_tensor(_tensor("b", 64, 64, 64))
+    c = g.add_tensor(_tensor("c", 64, 64, 64))
+    d = g.add_tensor(_tensor("d", 64, 64, 16))
+    g.add_part(_conv_part("expand", a, b, 64, 64, 16, 64, k=1))
+    g.add_part(_conv_part("conv", b, c, 64, 64, 64, 64))
+    g.add_part(_conv_part("project", c, d, 64, 64, 64, 16, k=1))
+    g.inputs, g.outputs = [a], [d]
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    cascade = _core.plan_cascade(g, 0, 3, 8, arch)
+    # 8 output rows need 8 rows of c and 10 of b: rolling buffers, not whole maps.
+    assert dict(cascade.buffers) == {b: 10, c: 8} and cascade.stripes == 8
+    proposals = _core.generate_proposals(g, arch, _core.ProposalOptions())
+    memories = [p.memory for p in proposals]
+    assert memories == sorted(memories) and len(proposals) >= 2
+    assert memories[-1] <= 2 * 64 * 64 * 64  # uncascaded, b and c are live together
+    assert memories[0] < 2 * 64 * 64 * 16 + 20 * 64 * 64  # a, d and some rows
+    cycles = [p.cycles for p in proposals]
+    assert cycles == sorted(cycles, reverse=True)
+
+
+def test_residual_block_cascades_through_its_two_consumer_input():
+    """x -> conv1 -> conv2 -> add(conv2, conv1 output): conv1's output feeds two parts inside
+    the cascade, and the rows held for it cover both."""
+    g = _core.PlanGraph()
+    x = g.add_tensor(_tensor("x", 32, 32, 8))
+    y = g.add_tensor(_tensor("y", 32, 32, 8))
+    z = g.add_tensor(_tensor("z", 32, 32, 8))
+    out = g.add_tensor(_tensor("out", 32, 32, 8))
+    g.add_part(_conv_part("conv1", x, y, 32, 32, 8, 8))
+    g.add_part(_conv_part("conv2", y, z, 32, 32, 8, 8))
+    add = _core.Part()
+    add.name = "add"
+    add.op = cascader.perf.npu_op("add", (1, 32, 32, 8), (1, 32, 32, 8), ifm2_shape=(1, 32, 32, 8))
+    add.inputs, add.output = [z, y], out
+    add.propagators = [_core.Propagator.identity(), _core.Propagator.identity()]
+    g.add_part(add)
+    g.inputs, g.outputs = [x], [out]
+    cascade = _core.plan_cascade(g, 0, 3, 4, cascader.arch.arch_config("ethos-u55-128"))
+    held = dict(cascade.buffers)
+    assert set(held) == {y, z} and held[y] == 4 + 2 and held[z] == 4
+
+
+@pytest.mark.parametrize("name, at_most", [("mobilenet_v2", 0.5), ("resnet8", 0.7), ("mobilenet_v1", 0.8)])
+def test_model_frontier(name, at_most):
+    frontier = plan(zoo.get(name))
+    points = frontier.points
+    assert len(points) >= 2
+    assert [p.sram_bytes for p in points] == sorted(p.sram_bytes for p in points)
+    assert all(a.cycles > b.cycles for a, b in zip(points, points[1:]))
+    # The allocator's layout is at least the planner's own peak, which is its lower bound.
+    assert all(p.sram_bytes >= p.estimated_bytes for p in points)
+    uncascaded = cascader.compile(zoo.get(name)).sram_bytes
+    # The least SRAM against the uncascaded compile's (MobileNetV1's whole 96x96x3 input bounds it).
+    assert points[0].sram_bytes < at_most * uncascaded
+    assert frontier.select(None) is points[-1]
+    with pytest.raises(InfeasibleError) as err:
+        frontier.select(1024)
+    assert err.value.minimum_sram == points[0].sram_bytes
+
+
+def test_plan_options_change_the_frontier():
+    model = zoo.mobilenet_v2()
+    narrow = plan(model, options=PlanOptions(max_cascade_parts=1))
+    assert len(narrow.points) == 1 and narrow.points[0].cascades == 0
