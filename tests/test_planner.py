@@ -129,7 +129,8 @@ def test_hand_built_three_part_graph_plans():
     proposals = _core.generate_proposals(g, arch, _core.ProposalOptions())
     memories = [p.memory for p in proposals]
     assert memories == sorted(memories) and len(proposals) >= 2
-    assert memories[-1] <= 2 * 64 * 64 * 64  # uncascaded, b and c are live together
+    weights = sum(p.op.weight_bytes for p in g.parts)
+    assert memories[-1] <= 2 * 64 * 64 * 64 + weights  # uncascaded, b and c live together (+ weight buffers)
     assert memories[0] < 2 * 64 * 64 * 16 + 20 * 64 * 64  # a, d and some rows
     cycles = [p.cycles for p in proposals]
     assert cycles == sorted(cycles, reverse=True)
@@ -179,3 +180,23 @@ def test_plan_options_change_the_frontier():
     model = zoo.mobilenet_v2()
     narrow = plan(model, options=PlanOptions(max_cascade_parts=1))
     assert len(narrow.points) == 1 and narrow.points[0].cascades == 0
+
+
+def test_weight_buffers_are_a_plan_option():
+    """Buffering a cascade's weights costs their bytes of SRAM for the cascade and saves the
+    re-reads from flash every further stripe makes."""
+    g = _core.PlanGraph()
+    a = g.add_tensor(_tensor("a", 32, 32, 64))
+    b = g.add_tensor(_tensor("b", 32, 32, 64))
+    c = g.add_tensor(_tensor("c", 32, 32, 64))
+    for name, i, o in (("conv1", a, b), ("conv2", b, c)):
+        part = _conv_part(name, i, o, 32, 32, 64, 64)
+        part.op.weight_memory = _core.MemoryArea.OffChipFlash
+        g.add_part(part)
+    g.inputs, g.outputs = [a], [c]
+    arch = cascader.arch.arch_config("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram")
+    plain = _core.plan_cascade(g, 0, 2, 2, arch)
+    buffered = _core.plan_cascade(g, 0, 2, 2, arch, buffer_weights=True)
+    assert not plain.buffered_weights and plain.weight_buffer_bytes == 0
+    assert buffered.weight_buffer_bytes == 2 * 9 * 64 * 64
+    assert buffered.cycles < plain.cycles

@@ -151,6 +151,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target) -> Any:
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
     pg = _core.PlanGraph()
+    pg.weight_buffer_memory = getattr(_core.MemoryArea, target.buffer_memory)
     for b, buf in enumerate(msched.buffers):
         t = _core.PlanTensor()
         t.name = buf.name
@@ -191,6 +192,25 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target) -> Any:
     return pg
 
 
+@dataclass
+class _Proposal:
+    """A proposal rebuilt in Python (the same fields as `_core.Proposal`)."""
+
+    cascades: list
+    memory: int
+    cycles: float
+
+
+def _without_weight_buffers(pg, proposal, target: _Target) -> _Proposal | None:
+    """`proposal` with every cascade reading its weights from where they live (None when it
+    buffers none)."""
+    if not any(c.buffered_weights for c in proposal.cascades):
+        return None
+    cascades = [_core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch) if c.buffered_weights else c
+                for c in proposal.cascades]
+    return _Proposal(cascades, max(_core.cascade_memory(pg, c) for c in cascades), sum(c.cycles for c in cascades))
+
+
 def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -> int:
     """The SRAM the exact allocator lays out for a proposal: each cascade is one step, its
     internal tensors rolling buffers that live in it alone. (The uncascaded schedule's in-place
@@ -218,6 +238,10 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
             row_bytes = -(-tensor.bytes // tensor.shape[1])
             buffers.append(mem.ScheduledBuffer(f"{tensor.name} (rolling, {rows} rows)", "feature_map",
                                                (rows * row_bytes + 15) // 16 * 16))
+            rolling.append(len(buffers) - 1)
+        if c.weight_buffer_bytes:
+            buffers.append(mem.ScheduledBuffer(f"cascade {c.first}..{c.last - 1} weights", "weights",
+                                               c.weight_buffer_bytes))
             rolling.append(len(buffers) - 1)
         steps.append(mem.Step(renumber(reads), renumber(writes) + tuple(rolling), f"cascade {c.first}..{c.last - 1}"))
     steps.append(mem.Step(renumber(msched.steps[-1].reads), (), "outputs"))
@@ -250,7 +274,10 @@ def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos
     sched = without_weight_buffers(schedule(part, segments, acc.name, system, mode))
     target = _Target(acc.name, system, mode)
     pg = build_graph(sched, part.graph, target)
-    proposals = _core.generate_proposals(pg, target.arch, options.to_core())
+    proposals = list(_core.generate_proposals(pg, target.arch, options.to_core()))
+    # A weight buffer that fits beside the peak is free to the planner's memory model but can
+    # fragment the real layout: the allocator also scores each proposal without them.
+    proposals += [lean for p in proposals if (lean := _without_weight_buffers(pg, p, target)) is not None]
     msched, _, _ = memory_schedule(sched, part.graph)
     config = mem.MemoryConfig.for_target(acc.name, system, mode)
     scored = [PlanPoint(_layout_sram(pg, p, msched, config), p.cycles, p, p.memory) for p in proposals]

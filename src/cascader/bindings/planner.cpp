@@ -52,6 +52,7 @@ void bind_planner(py::module_& m) {
       .def_readwrite("stripable", &Part::stripable);
   py::class_<PlanGraph>(m, "PlanGraph")
       .def(py::init<>())
+      .def_readwrite("weight_buffer_memory", &PlanGraph::weight_buffer_memory)
       .def_readonly("tensors", &PlanGraph::tensors)
       .def_readonly("parts", &PlanGraph::parts)
       .def_readwrite("inputs", &PlanGraph::inputs)
@@ -66,6 +67,8 @@ void bind_planner(py::module_& m) {
       .def_readonly("stripe_height", &CascadePlan::stripe_height)
       .def_readonly("stripes", &CascadePlan::stripes)
       .def_readonly("buffer_bytes", &CascadePlan::buffer_bytes)
+      .def_readonly("buffered_weights", &CascadePlan::buffered_weights)
+      .def_readonly("weight_buffer_bytes", &CascadePlan::weight_buffer_bytes)
       .def_readonly("buffers", &CascadePlan::buffers)
       .def_readonly("cycles", &CascadePlan::cycles)
       .def_readonly("operations", &CascadePlan::operations);
@@ -79,10 +82,14 @@ void bind_planner(py::module_& m) {
       .def_readonly("memory", &Proposal::memory)
       .def_readonly("cycles", &Proposal::cycles);
 
-  m.def("plan_cascade", [](const PlanGraph& g, int first, int last, int stripe_height, const ArchConfig& arch) {
+  m.def("plan_cascade", [](const PlanGraph& g, int first, int last, int stripe_height, const ArchConfig& arch,
+                           bool buffer_weights) {
     StripeCoster coster(g, arch);
-    return plan_cascade(g, g.uses(), first, last, stripe_height, coster);
-  }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"));
+    return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights);
+  }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"),
+        py::arg("buffer_weights") = false);
+  m.def("cascade_memory", [](const PlanGraph& g, const CascadePlan& plan) { return cascade_memory(g, g.uses(), plan); },
+        py::arg("graph"), py::arg("plan"));
   m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),
         py::call_guard<py::gil_scoped_release>());
   m.def("pareto_frontier", [](const std::vector<std::pair<int64_t, double>>& pts) {

@@ -31,14 +31,18 @@ struct PlanTensor {
 
 struct Part {
   std::string name;
-  NpuOp op;
+  NpuOp op;  // weights where they live (flash); a plan may buffer them (PlanGraph)
   std::vector<int> inputs;               // feature-map tensors (not weights)
   std::vector<Propagator> propagators;   // one per input
   int output = -1;
   bool stripable = true;
+  int64_t weight_stream_bytes() const { return op.weight_bytes + op.scale_bytes; }
 };
 
 struct PlanGraph {
+  // Where a cascade may copy its parts' weights (the fast arena's memory): a plan option, so
+  // the trade between weight buffers and feature maps is made inside the proposal search.
+  MemoryArea weight_buffer_memory = MemoryArea::Sram;
   std::vector<PlanTensor> tensors;
   std::vector<Part> parts;                 // execution order
   std::vector<int> inputs, outputs;        // live from the start / to the end

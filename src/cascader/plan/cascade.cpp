@@ -21,16 +21,19 @@ Box rows_box(const PlanTensor& t, int64_t begin, int64_t end) {
 
 }  // namespace
 
-double StripeCoster::cost(int k, int64_t begin, int64_t end) {
+double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights) {
   const Part& p = graph_.parts[size_t(k)];
   const PlanTensor& out = graph_.tensors[size_t(p.output)];
+  NpuOp op = p.op;
+  if (p.weight_stream_bytes() == 0) weights = Weights::InPlace;
+  if (weights == Weights::CopiedIn) op.weight_buffer_memory = graph_.weight_buffer_memory;
+  if (weights == Weights::Buffered) op.weight_memory = graph_.weight_buffer_memory;
   if (begin == 0 && end == out.shape[H]) {
-    const auto key = std::make_tuple(k, end, int64_t(-1), int64_t(-1));
+    const auto key = std::make_tuple(k, end, int64_t(-1), int64_t(-1), int(weights));
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    return cache_[key] = estimate(p.op, arch_, blocks_).total_cycles;
+    return cache_[key] = estimate(op, arch_, blocks_).total_cycles;
   }
-  NpuOp op = p.op;
   op.ofm.shape.h = int(end - begin);
   int64_t pad_top = 0, pad_bottom = 0;
   for (size_t i = 0; i < p.inputs.size() && i < 2; ++i) {
@@ -50,17 +53,29 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end) {
     op.padding.top = int(pad_top);
     op.padding.bottom = int(pad_bottom);
   }
-  const auto key = std::make_tuple(k, end - begin, pad_top, pad_bottom);
+  const auto key = std::make_tuple(k, end - begin, pad_top, pad_bottom, int(weights));
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   return cache_[key] = estimate(op, arch_, blocks_).total_cycles;
 }
 
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
-                                        int stripe_height, StripeCoster& coster) {
+                                        int stripe_height, StripeCoster& coster, bool buffer_weights) {
   if (first < 0 || last > int(graph.parts.size()) || first >= last || stripe_height < 1) {
     throw InvalidArgument("plan_cascade: parts [first, last) must be a non-empty range and stripe_height >= 1");
   }
+  int64_t weight_bytes = 0;
+  for (int k = first; k < last; ++k) weight_bytes += (graph.parts[size_t(k)].weight_stream_bytes() + 15) / 16 * 16;
+  if (buffer_weights && weight_bytes == 0) return std::nullopt;
+  using Weights = StripeCoster::Weights;
+  std::vector<bool> copied(graph.parts.size(), false);
+  // The first run of a part copies its weights in; later stripes read the buffer.
+  auto weights_for = [&](int k) {
+    if (!buffer_weights) return Weights::InPlace;
+    if (copied[size_t(k)]) return Weights::Buffered;
+    copied[size_t(k)] = true;
+    return Weights::CopiedIn;
+  };
   const Part& sink_part = graph.parts[size_t(last - 1)];
   const PlanTensor& sink = graph.tensors[size_t(sink_part.output)];
   const int64_t height = sink.shape[H];
@@ -69,10 +84,12 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   plan.last = last;
   plan.stripe_height = int(std::min<int64_t>(stripe_height, height));
   plan.stripes = int((height + plan.stripe_height - 1) / plan.stripe_height);
+  plan.buffered_weights = buffer_weights;
+  plan.weight_buffer_bytes = buffer_weights ? weight_bytes : 0;
   if (last - first == 1 || plan.stripes == 1) {
     // Parts run whole one after another: internal tensors are whole buffers.
     for (int k = first; k < last; ++k) {
-      plan.cycles += coster.cost(k, 0, graph.tensors[size_t(graph.parts[size_t(k)].output)].shape[H]);
+      plan.cycles += coster.cost(k, 0, graph.tensors[size_t(graph.parts[size_t(k)].output)].shape[H], weights_for(k));
       ++plan.operations;
     }
     for (int k = first; k + 1 < last; ++k) {
@@ -133,7 +150,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         if (a >= b) continue;
         done[t] = b;
       }
-      plan.cycles += coster.cost(k, a, b);
+      plan.cycles += coster.cost(k, a, b, weights_for(k));
       ++plan.operations;
     }
   }

@@ -30,6 +30,10 @@ struct CascadePlan {
   int stripe_height = 0;      // sink rows per stripe (its height: one stripe)
   int stripes = 0;
   int64_t buffer_bytes = 0;   // rolling buffers of the internal tensors
+  // With buffered weights: every part's weight and scale streams are copied into one SRAM
+  // buffer when the part first runs and read from there by every later stripe.
+  bool buffered_weights = false;
+  int64_t weight_buffer_bytes = 0;
   std::vector<std::pair<int, int64_t>> buffers;  // (tensor, rows held)
   double cycles = 0;
   int operations = 0;         // NPU operations: non-empty (part, stripe) pairs
@@ -39,20 +43,24 @@ struct CascadePlan {
 class StripeCoster {
  public:
   StripeCoster(const PlanGraph& graph, const ArchConfig& arch) : graph_(graph), arch_(arch) {}
+  // Where part `k` reads its weights on one run: where they live, copied into the buffer
+  // first (the DMA is costed), or already in the buffer.
+  enum class Weights { InPlace, CopiedIn, Buffered };
   // Output rows [begin, end) of part `k`; the inputs' rows follow from the propagators.
-  double cost(int k, int64_t begin, int64_t end);
+  double cost(int k, int64_t begin, int64_t end, Weights weights = Weights::InPlace);
 
  private:
   const PlanGraph& graph_;
   const ArchConfig& arch_;
   BlockConfigCache blocks_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> cache_;  // (part, rows, pad top, pad bottom)
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int>, double> cache_;  // part, rows, pads, weights
 };
 
 // The cascade of parts [first, last) with the sink striped `stripe_height` rows at a time, or
 // nullopt when those parts cannot cascade (a part that is not stripable, a tensor produced
-// inside that escapes before the sink, or an internal tensor that is not cascadable).
+// inside that escapes before the sink, or an internal tensor that is not cascadable), or when
+// `buffer_weights` is asked of parts without weights.
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
-                                        int stripe_height, StripeCoster& coster);
+                                        int stripe_height, StripeCoster& coster, bool buffer_weights = false);
 
 }  // namespace cascader

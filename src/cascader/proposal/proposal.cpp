@@ -11,7 +11,7 @@ namespace cascader {
 int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
   std::unordered_set<int> held;
   for (const auto& [t, _] : plan.buffers) held.insert(t);
-  int64_t bytes = plan.buffer_bytes;
+  int64_t bytes = plan.buffer_bytes + plan.weight_buffer_bytes;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     if (held.count(int(t)) || uses.first[t] > plan.last - 1 || uses.last[t] < plan.first) continue;
     bytes += graph.tensors[t].bytes;
@@ -20,6 +20,13 @@ int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, cons
 }
 
 namespace {
+
+// Every stripe height, with the weights read where they live and copied into SRAM.
+std::vector<std::pair<int, bool>> variants(const std::vector<int>& heights) {
+  std::vector<std::pair<int, bool>> out;
+  for (int h : heights) out.emplace_back(h, false), out.emplace_back(h, true);
+  return out;
+}
 
 struct Partial {
   int64_t memory = 0;
@@ -55,8 +62,8 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
           if (h >= 1 && h < height) heights.push_back(h);
         }
       }
-      for (int h : heights) {
-        auto plan = plan_cascade(graph, uses, i, j, h, coster);
+      for (const auto& [h, buffered] : variants(heights)) {
+        auto plan = plan_cascade(graph, uses, i, j, h, coster, buffered);
         if (!plan) continue;
         const int id = int(plans.size());
         plan_memory.push_back(cascade_memory(graph, uses, *plan));
