@@ -136,6 +136,36 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
     )
 
 
+def _cascade(model: Model, part: Partition, sched: NpuSchedule, budget: int, uncascaded: InfeasibleError):
+    """The fastest cascaded schedule whose layout fits `budget` (the planner's frontier, from
+    the fastest point that claims to fit down to the leanest).
+
+    Raises InfeasibleError naming the least SRAM any proposal needs when none fits.
+    """
+    from .planner import build_graph, plan_schedule
+    from .schedule import _Target
+    from .stripes import cascaded_schedule
+
+    lean = without_weight_buffers(sched)
+    target = _Target(sched.accelerator, sched.system, sched.memory_mode)
+    frontier = plan_schedule(lean, part.graph, target)
+    pg = build_graph(lean, part.graph, target)
+    for point in sorted((p for p in frontier.points if p.sram_bytes <= budget), key=lambda p: p.cycles):
+        try:
+            return allocate(cascaded_schedule(lean, pg, point.proposal, target), part, budget)
+        except InfeasibleError:
+            continue
+    # The least SRAM that really compiles: the leanest point as the compile lays it out (the
+    # planner's layout of it leaves out what only the binary has, e.g. arena placement rules).
+    leanest, layout_result, _, _ = allocate(cascaded_schedule(lean, pg, frontier.points[0].proposal, target), part, None)
+    config = MemoryConfig.for_target(leanest.accelerator, leanest.system, leanest.memory_mode)
+    least = min(sram_bytes(layout_result, config), uncascaded.minimum_sram)
+    raise InfeasibleError(
+        f"the model needs at least {least:,} B of SRAM (cascaded); the budget is {budget:,} B. Pass sram={least} or more",
+        minimum_sram=least,
+    )
+
+
 def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
     """The SRAM a layout uses: the whole scratch arena when it is in SRAM (Shared_Sram,
     Sram_Only), else the fast arena."""
@@ -187,7 +217,10 @@ def compile(
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
     system = system if system is not None else DEFAULT_SYSTEM[u65]
     sched = schedule(part, segments, acc.name, system, mode)
-    sched, result, placement, offsets = allocate(sched, part, budget)
+    try:
+        sched, result, placement, offsets = allocate(sched, part, budget)
+    except InfeasibleError as uncascaded:
+        sched, result, placement, offsets = _cascade(m, part, sched, budget, uncascaded)
     flash = FlashImage()
     subgraphs, records = [], []
     first = 0

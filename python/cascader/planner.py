@@ -272,15 +272,24 @@ def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos
     m = _as_model(model)
     part, segments = lower(m)
     sched = without_weight_buffers(schedule(part, segments, acc.name, system, mode))
-    target = _Target(acc.name, system, mode)
-    pg = build_graph(sched, part.graph, target)
+    frontier = plan_schedule(sched, part.graph, _Target(acc.name, system, mode), options)
+    frontier.seconds = time.perf_counter() - start
+    return frontier
+
+
+def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None) -> Frontier:
+    """The frontier of an uncascaded schedule whose weights are read in place (`plan`'s work
+    after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades)."""
+    start = time.perf_counter()
+    options = options or PlanOptions()
+    pg = build_graph(sched, graph, target)
     proposals = list(_core.generate_proposals(pg, target.arch, options.to_core()))
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.
     proposals += [lean for p in proposals if (lean := _without_weight_buffers(pg, p, target)) is not None]
-    msched, _, _ = memory_schedule(sched, part.graph)
-    config = mem.MemoryConfig.for_target(acc.name, system, mode)
+    msched, _, _ = memory_schedule(sched, graph)
+    config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
     scored = [PlanPoint(_layout_sram(pg, p, msched, config), p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])
     points = [scored[k] for k in front]
-    return Frontier(points, pg, time.perf_counter() - start, acc.name)
+    return Frontier(points, pg, time.perf_counter() - start, target.accelerator)

@@ -61,8 +61,13 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
     else:
         region, base = placement.address[view.buffer]
     h, w, c = view.shape
-    return dict(region=region, base=[base + view.offset, 0, 0, 0], shape=(1, 1, c) if operand else (h, w, c),
-                tiles=(h, h, w),
+    bases, tiles = [base + view.offset, 0, 0, 0], (h, h, w)
+    if view.wrap_rows:
+        start = view.offset // view.strides[0]
+        if start + h > view.wrap_rows:  # the rows past the buffer's end continue at its start
+            top = view.wrap_rows - start
+            bases, tiles = [base + view.offset, base + view.offset, base, base], (top, top, w)
+    return dict(region=region, base=bases, shape=(1, 1, c) if operand else (h, w, c), tiles=tiles,
                 strides=tuple(view.strides), dtype=view.dtype, layout=view.layout, zero_point=view.zero_point)
 
 
@@ -183,7 +188,11 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             continue
         weights_at = (REGION_FLASH, 0)
         if sop.encoded is not None:
-            src = flash.append(bytes(sop.encoded.data))
+            # The stripes of one operation share its streams: stored once.
+            data = bytes(sop.encoded.data)
+            if data not in flash.constants:
+                flash.constants[data] = flash.append(data)
+            src = flash.constants[data]
             weights_at = (REGION_FLASH, src)
             if sop.weight_buffer:
                 weights_at = placement.address[("weights", first + k)]

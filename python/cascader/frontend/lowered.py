@@ -39,6 +39,10 @@ class FeatureMapView:
     strides: tuple[int, int, int]
     offset: int = 0
     layout: str = "NHWC"  # or "NHCWB16": 16-channel bricks, the NPU's native format
+    # A rolling buffer's height in rows (0: an ordinary buffer). Row r of the view is row
+    # (start + r) mod wrap_rows of the buffer, start = offset // strides[0]: the emitter splits
+    # the rows that wrap into the NPU's second tile, based at the buffer's first row.
+    wrap_rows: int = 0
 
     @property
     def element_size(self) -> int:

@@ -1,0 +1,171 @@
+"""A proposal as a schedule: every cascade's parts as stripe-level NPU operations.
+
+For each cascade of more than one stripe, stripe by stripe and part by part (the order the
+planner costs), one NPU operation computes the rows of the part's output that stripe first
+needs. Its OFM is that band of rows; its IFMs are the bands its propagators give, cropped to
+the tensors, with the top and bottom padding only where a band reaches past a tensor's edge.
+Tensors internal to a cascade live in rolling buffers of the planner's height: logical row r
+is buffer row r mod R, and a band that wraps is split over the NPU's two vertical tiles (the
+second based at the buffer's first row). Everything else is unchanged from the uncascaded
+schedule: whole-tensor operations, their block configs and their encoded weights (every
+stripe of an operation reads the same streams).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from . import _core
+from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
+from .planner import _unflattened
+from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
+
+ROLLING_BASE = 1 << 40  # ids of rolling buffers: apart from tensor, scratch and constant ids
+
+
+def _rows(view: FeatureMapView, begin: int, end: int) -> FeatureMapView:
+    """Rows [begin, end) of a view of a whole buffer."""
+    h, w, c = view.shape
+    return replace(view, shape=(end - begin, w, c), offset=view.offset + begin * view.strides[0])
+
+
+def _rolling_view(like: FeatureMapView, buffer: int, rows: int, begin: int, end: int) -> FeatureMapView:
+    h, w, c = like.shape
+    strides = (brick_strides if like.layout == "NHCWB16" else dense_strides)((rows, w, c), like.element_size)
+    return replace(like, buffer=buffer, shape=(end - begin, w, c), offset=(begin % rows) * strides[0],
+                   strides=strides, wrap_rows=rows)
+
+
+def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target) -> NpuSchedule:
+    """`sched` (uncascaded, weights read in place) with `proposal`'s cascades as stripes.
+
+    `pg` is the planner graph `cascader.planner.build_graph` made of `sched`; its parts are the
+    schedule's operations and CPU operators in order.
+    """
+    # Plan parts -> scheduled operations (segment, position): NPU parts in schedule order.
+    positions = [(s, k) for s, seg in enumerate(sched.segments) for k in range(len(seg.operations))]
+    part_op: dict[int, tuple[int, int]] = {}
+    n = 0
+    for k, part in enumerate(pg.parts):
+        if part.op.type != _core.NpuOpType.Dma or part.stripable:
+            part_op[k] = positions[n]
+            n += 1
+    if n != len(positions):
+        raise ValueError("the planner graph does not match the schedule")
+    shapes: dict[int, tuple[int, int, int]] = {}
+    for seg in sched.segments:
+        shapes.update(seg.segment.shapes)
+    replaced: dict[tuple[int, int], list[ScheduledOperation]] = {}
+    dropped: set[tuple[int, int]] = set()
+    new_buffers: dict[int, dict[int, tuple[int, str, tuple[int, int, int]]]] = {}  # segment -> id -> (bytes, name, shape)
+    gone: dict[int, set[int]] = {}  # segment -> whole buffers now rolling
+    for c in proposal.cascades:
+        if c.last - c.first < 2 or c.stripes < 2:
+            continue
+        segment = part_op[c.first][0]
+        ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}
+        lowered = {k: _unflattened(sop.lowered, shapes) for k, sop in ops.items()}
+        # Rolling buffers of the internal tensors, and every part's natural output view.
+        rolling: dict[int, tuple[int, int]] = {}  # plan tensor -> (buffer id, rows)
+        for t, rows in c.buffers:
+            writer = next(k for k in range(c.first, c.last) if pg.parts[k].output == t)
+            view = lowered[writer].ofm
+            b = ROLLING_BASE + 1000 * c.first + len(rolling)
+            h, w, ch = view.shape
+            size = rows * (w * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size)
+            new_buffers.setdefault(segment, {})[b] = (size, f"{pg.tensors[t].name} (rolling, {rows} rows)",
+                                                      (rows, w, ch))
+            rolling[t] = (b, rows)
+            gone.setdefault(segment, set()).add(view.buffer)  # the whole buffer it replaces
+
+        def band(view: FeatureMapView, t: int, begin: int, end: int) -> FeatureMapView:
+            if t in rolling:
+                return _rolling_view(view, rolling[t][0], rolling[t][1], begin, end)
+            return _rows(view, begin, end)
+
+        stripes: list[ScheduledOperation] = []
+        done = {t: 0 for t in rolling}
+        sink = pg.parts[c.last - 1].output
+        height = pg.tensors[sink].shape[1]
+        for s in range(c.stripes):
+            need = {sink: (s * c.stripe_height, min(height, (s + 1) * c.stripe_height))}
+            for k in range(c.last - 1, c.first - 1, -1):
+                part = pg.parts[k]
+                a, b = need.get(part.output, (0, 0))
+                if a >= b:
+                    continue
+                for t, prop in zip(part.inputs, part.propagators):
+                    if t not in rolling:
+                        continue
+                    box = prop.propagate(_core.Box([0, a, 0, 0], [1, b - a, *pg.tensors[part.output].shape[2:]]))
+                    box = box.cropped(list(pg.tensors[t].shape))
+                    lo, hi = need.get(t, (box.offset[1], box.offset[1] + box.extent[1]))
+                    need[t] = (min(lo, box.offset[1]), max(hi, box.offset[1] + box.extent[1]))
+            for k in range(c.first, c.last):
+                part = pg.parts[k]
+                a, b = need.get(part.output, (0, 0))
+                if part.output in rolling:
+                    a = max(a, done[part.output])
+                    if a >= b:
+                        continue
+                    done[part.output] = b
+                if a >= b:
+                    continue
+                stripes.append(_stripe(ops[k], lowered[k], pg, part, a, b, band, target))
+        replaced[part_op[c.first]] = stripes
+        dropped.update(part_op[k] for k in range(c.first + 1, c.last))
+    segments = []
+    for s, seg in enumerate(sched.segments):
+        ops = []
+        for k, sop in enumerate(seg.operations):
+            if (s, k) in dropped:
+                continue
+            ops.extend(replaced.get((s, k), [sop]))
+        lowered_seg = seg.segment
+        if s in new_buffers:
+            extra, old = new_buffers[s], gone[s]
+            kept = {b: size for b, size in lowered_seg.buffers.items() if b not in old}
+            lowered_seg = replace(lowered_seg, buffers={**kept, **{b: v[0] for b, v in extra.items()}},
+                                  aliases={**{t: b for t, b in lowered_seg.aliases.items() if b not in old},
+                                           **{b: b for b in extra}},
+                                  scratch={**lowered_seg.scratch, **{b: v[1] for b, v in extra.items()}},
+                                  shapes={**lowered_seg.shapes, **{b: v[2] for b, v in extra.items()}})
+        segments.append(SegmentSchedule(lowered_seg, ops))
+    return replace(sched, segments=segments)
+
+
+def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, begin: int, end: int, band,
+            target: _Target) -> ScheduledOperation:
+    """Part `part`'s operation on output rows [begin, end)."""
+    out = pg.tensors[part.output]
+    ofm = band(lo.ofm, part.output, begin, end)
+    views = {}
+    padding = list(lo.registers.get("padding", (0, 0, 0, 0)))
+    for i, (t, prop) in enumerate(zip(part.inputs, part.propagators)):
+        want = prop.propagate(_core.Box([0, begin, 0, 0], [1, end - begin, *out.shape[2:]]))
+        got = want.cropped(list(pg.tensors[t].shape))
+        rows = (got.offset[1], got.offset[1] + got.extent[1])
+        view = lo.ifm if i == 0 else lo.ifm2
+        # An operand broadcast along H (or read whole) is read as it is by every stripe.
+        views[i] = band(view, t, *rows) if prop.axes[1].scale else view
+        if i == 0 and lo.kind in ("conv", "depthwise", "pool"):
+            padding[0] = got.offset[1] - want.offset[1]
+            padding[2] = (want.offset[1] + want.extent[1]) - (got.offset[1] + got.extent[1])
+            # The NPU reads the bottom padding only as far as the windows reach.
+            padding[2] = max(padding[2], 0)
+    registers = dict(lo.registers)
+    if "padding" in registers:
+        registers["padding"] = tuple(padding)
+    stripe_lo = replace(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
+                        ofm=ofm, registers=registers, name=f"{lo.name}[rows {begin}:{end}]")
+    w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
+    sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
+    block = sop.block
+    try:
+        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None)
+    except Exception:  # the uncascaded block does not fit this band: the model picks one of the same depth
+        cost = target.cost(stripe_lo, w, sc)
+        block = (cost.block_config.ofm_block[0], cost.block_config.ofm_block[1], sop.block[2])
+        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None)
+    return replace(sop, lowered=stripe_lo, block=block, cost=cost)
