@@ -1,0 +1,88 @@
+"""Cascaded binaries under hard SRAM budgets, against Vela 5.2's Size mode.
+
+    python -m cascader.bench.cascade [--models DIR] [--accelerators a,b] [--only SUBSTR]
+
+Per model (the zoo networks, then every `.tflite` in `--models` / `$CASCADER_MODELS`) and per
+accelerator, at four budgets: unlimited, Vela's `--optimise Size` SRAM, 0.7x that, and the least
+SRAM of our frontier. Each compile is checked: bit-exact against the reference interpreter
+(2 seeds), SRAM laid out within the budget, and its cycles on our estimator beside the
+planner's prediction. At Vela's Size SRAM the ratio of our binary's cycles to Vela's Size
+binary's (both on our estimator) is printed. A 1 KiB budget must raise InfeasibleError with
+a minimum. The compile time of the least-SRAM compile (planning included) is the last column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from pathlib import Path
+
+from ..compiler import compile as compile_model
+from ..errors import CascaderError, InfeasibleError
+from ..planner import plan
+from ..sim import estimate
+from .compile import model_paths
+from .simulate import VelaConfig, compile_with_vela, validate
+
+ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
+
+
+def _row(path: Path, accelerator: str, label: str, budget: int | None) -> tuple[str, float | None, float]:
+    start = time.perf_counter()
+    try:
+        compiled = compile_model(path, sram=budget, accelerator=accelerator)
+    except InfeasibleError as e:
+        return f"{label:>9}: infeasible (min {e.minimum_sram:,})", None, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    exact = validate(path, compiled.model, (0, 1)).bit_exact
+    cycles = estimate(compiled.model).total_cycles
+    fits = budget is None or compiled.sram_bytes <= budget
+    text = (f"{label:>9}: {compiled.sram_bytes / 1024:7.1f}K {'fits' if fits else 'OVER'} "
+            f"{'exact' if exact else 'NOT-EXACT'} {cycles / 1e3:8.0f}k cyc")
+    return text, cycles, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
+    parser.add_argument("--accelerators", default=",".join(ACCELERATORS))
+    parser.add_argument("--only", default="", help="substring filter on model names")
+    args = parser.parse_args(argv)
+    ratios = []
+    for path in model_paths(args.models, args.only):
+        for acc in args.accelerators.split(","):
+            try:
+                frontier = plan(path, accelerator=acc)
+                vela = compile_with_vela(path, VelaConfig(acc, "Size"))
+            except CascaderError as e:
+                print(f"{path.stem[:32]:<32} {acc:<14} error: {e}")
+                continue
+            vela_cycles = estimate(vela.path).total_cycles
+            budgets = [("unlimited", None), ("vela-size", int(vela.sram_bytes)), ("0.7x", int(0.7 * vela.sram_bytes)),
+                       ("least", frontier.points[0].sram_bytes)]
+            cells, least_seconds = [], 0.0
+            for label, budget in budgets:
+                text, cycles, seconds = _row(path, acc, label, budget)
+                cells.append(text)
+                if label == "vela-size" and cycles:
+                    ratios.append(cycles / vela_cycles)
+                    cells[-1] += f" ({cycles / vela_cycles:.2f}x Vela)"
+                if label == "least":
+                    least_seconds = seconds
+            try:
+                compile_model(path, sram=1024, accelerator=acc)
+                tiny = "1K: FITS?"
+            except InfeasibleError as e:
+                tiny = "1K: infeasible" if e.minimum_sram else "1K: no minimum"
+            print(f"{path.stem[:32]:<32} {acc:<14} " + " | ".join(cells) + f" | {tiny} | {least_seconds:.2f}s", flush=True)
+    if ratios:
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"\nat Vela's Size SRAM, our cycles / Vela Size cycles: geometric mean {geomean:.3f}, "
+              f"worst {max(ratios):.3f}, {sum(r <= 1.0 for r in ratios)}/{len(ratios)} no slower")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
