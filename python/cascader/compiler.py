@@ -142,14 +142,16 @@ def _cascade(model: Model, part: Partition, sched: NpuSchedule, budget: int, unc
 
     Raises InfeasibleError naming the least SRAM any proposal needs when none fits.
     """
-    from .planner import build_graph, plan_schedule
+    from .planner import plan_schedule
     from .schedule import _Target
     from .stripes import cascaded_schedule
 
     lean = without_weight_buffers(sched)
     target = _Target(sched.accelerator, sched.system, sched.memory_mode)
-    frontier = plan_schedule(lean, part.graph, target)
-    pg = build_graph(lean, part.graph, target)
+    # The planner's memory bound is a lower bound of a layout: only proposals within the budget
+    # by it can fit, and only those are laid out, fastest first.
+    frontier = plan_schedule(lean, part.graph, target, score=False)
+    pg = frontier.graph
     for point in sorted((p for p in frontier.points if p.sram_bytes <= budget), key=lambda p: p.cycles):
         try:
             return allocate(cascaded_schedule(lean, pg, point.proposal, target), part, budget)

@@ -277,9 +277,12 @@ def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos
     return frontier
 
 
-def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None) -> Frontier:
+def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,
+                  score: bool = True) -> Frontier:
     """The frontier of an uncascaded schedule whose weights are read in place (`plan`'s work
-    after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades)."""
+    after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades).
+    Without `score`, points keep the planner's own memory bound as `sram_bytes` (the compile
+    lays out only the proposals it tries)."""
     start = time.perf_counter()
     options = options or PlanOptions()
     pg = build_graph(sched, graph, target)
@@ -287,9 +290,12 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.
     proposals += [lean for p in proposals if (lean := _without_weight_buffers(pg, p, target)) is not None]
-    msched, _, _ = memory_schedule(sched, graph)
-    config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
-    scored = [PlanPoint(_layout_sram(pg, p, msched, config), p.cycles, p, p.memory) for p in proposals]
+    if score:
+        msched, _, _ = memory_schedule(sched, graph)
+        config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
+        scored = [PlanPoint(_layout_sram(pg, p, msched, config), p.cycles, p, p.memory) for p in proposals]
+    else:
+        scored = [PlanPoint(p.memory, p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])
     points = [scored[k] for k in front]
     return Frontier(points, pg, time.perf_counter() - start, target.accelerator)
