@@ -41,3 +41,15 @@ class InfeasibleError(BudgetError):
 class UnsupportedError(CascaderError, ValueError):
     """The model uses something the NPU path cannot compile (an operator, a data type, a
     quantization); the message names it and why."""
+
+
+class ReferenceCrashed(CascaderError):
+    """TFLite's reference interpreter aborted (LiteRT's reference kernels end the process on
+    some inputs, e.g. an int8 SOFTMAX whose input scale is too small for its fixed-point
+    multiplier). It runs in a child process, so only that process ends; ``operator`` is the
+    index of the operator that aborts it alone, when found, and ``opcode`` its type."""
+
+    def __init__(self, message: str, operator: int | None = None, opcode: str | None = None) -> None:
+        super().__init__(message)
+        self.operator = operator
+        self.opcode = opcode

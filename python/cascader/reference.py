@@ -7,13 +7,20 @@ kernels that TFLM and the Ethos-U semantics follow.
 
 from __future__ import annotations
 
+import itertools
 import os
+import pickle
+import subprocess
+import sys
+import threading
+from dataclasses import replace
 from typing import Sequence, Union
 
 import numpy as np
 
-from .errors import CascaderError
+from .errors import CascaderError, ReferenceCrashed
 from .tflite import Model, load_model, save_model
+from .tflite.model import SubGraph
 
 ModelLike = Union[Model, bytes, str, os.PathLike]
 
@@ -45,26 +52,101 @@ def _litert_compatible(data: bytes) -> bytes:
     return save_model(model) if mended else data
 
 
+class _Died(Exception):
+    """The child process ended in the middle of a call."""
+
+
+class _Worker:
+    """One child process running LiteRT (`cascader._reference_worker`), started on first use
+    and again after a crash. A plain subprocess, so a caller's script needs no main guard."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "cascader._reference_worker"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def call(self, *message):
+        try:
+            pickle.dump(message, self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.process.stdin.flush()
+            status, reply = pickle.load(self.process.stdout)
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError, pickle.UnpicklingError):
+            self.process.wait(timeout=10)
+            raise _Died from None
+        if status == "error":
+            raise CascaderError(f"the reference interpreter: {reply}")
+        return reply
+
+    def send(self, *message) -> None:
+        try:
+            pickle.dump(message, self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+
+_worker: _Worker | None = None
+_dropped: list[int] = []  # interpreters collected since the last call
+_lock = threading.Lock()
+_keys = itertools.count()
+
+
+def _call(*message):
+    """A call to the worker; a new one replaces a worker that has died."""
+    global _worker
+    with _lock:
+        if _worker is None or not _worker.alive():
+            _worker = _Worker()
+            _dropped.clear()
+        while _dropped:
+            _worker.send("drop", _dropped.pop())
+        try:
+            return _worker.call(*message)
+        except _Died:
+            _worker = None
+            raise
+
+
+def _crash_error(data: bytes) -> ReferenceCrashed:
+    """The error for a model that took the interpreter down, naming the first operator that does
+    so alone (each run in turn, on random inputs, in one more child process)."""
+    model = load_model(data)
+    name = model.description or "the model"
+    for index, op in enumerate(model.main.operators):
+        try:
+            sub, _, _ = single_operator_model(model, model.main, index)
+            sub_data = save_model(sub)
+            key = next(_keys)
+            _call("load", key, sub_data, False)
+            _call("run", key, random_inputs(sub_data))
+            _dropped.append(key)
+        except _Died:
+            return ReferenceCrashed(f"the reference interpreter crashed (its process aborted) on {name!r}, at "
+                                    f"operator {index} ({op.opcode}); the reference cannot judge this model",
+                                    operator=index, opcode=op.opcode)
+        except CascaderError:
+            continue
+    return ReferenceCrashed(f"the reference interpreter crashed (its process aborted) on {name!r}; no single "
+                            "operator does so alone")
+
+
 class ReferenceInterpreter:
-    """A LiteRT interpreter on the reference kernels, single-threaded and deterministic."""
+    """A LiteRT interpreter on the reference kernels, single-threaded and deterministic.
+
+    It runs in a child process: LiteRT's reference kernels abort the whole process on some
+    models, and a crash then raises ReferenceCrashed (naming the operator) here instead of
+    ending the caller.
+    """
 
     def __init__(self, model: ModelLike, preserve_all_tensors: bool = False) -> None:
-        try:
-            from ai_edge_litert.interpreter import Interpreter, OpResolverType
-        except ImportError as e:  # pragma: no cover - depends on the environment
-            raise CascaderError(
-                "the reference interpreter needs ai-edge-litert: pip install 'cascader[test]'"
-            ) from e
         self.model_bytes = _litert_compatible(_model_bytes(model))
-        self._interpreter = Interpreter(
-            model_content=self.model_bytes,
-            experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
-            experimental_preserve_all_tensors=preserve_all_tensors,
-            num_threads=1,
-        )
-        self._interpreter.allocate_tensors()
-        self.input_details = self._interpreter.get_input_details()
-        self.output_details = self._interpreter.get_output_details()
+        self._key = next(_keys)
+        try:
+            self.input_details, self.output_details = _call("load", self._key, self.model_bytes, preserve_all_tensors)
+        except _Died:
+            raise _crash_error(self.model_bytes) from None
 
     def run(self, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
         """Run one inference; returns the subgraph outputs in order."""
@@ -72,6 +154,7 @@ class ReferenceInterpreter:
             inputs = [inputs]
         if len(inputs) != len(self.input_details):
             raise CascaderError(f"model has {len(self.input_details)} inputs, got {len(inputs)}")
+        values = []
         for detail, value in zip(self.input_details, inputs):
             value = np.asarray(value)
             if value.dtype != detail["dtype"] or tuple(value.shape) != tuple(detail["shape"]):
@@ -79,13 +162,38 @@ class ReferenceInterpreter:
                     f"input {detail['name']!r} needs {np.dtype(detail['dtype']).name}{list(detail['shape'])}, "
                     f"got {value.dtype.name}{list(value.shape)}"
                 )
-            self._interpreter.set_tensor(detail["index"], value)
-        self._interpreter.invoke()
-        return [self._interpreter.get_tensor(d["index"]).copy() for d in self.output_details]
+            values.append(value)
+        try:
+            return _call("run", self._key, values)
+        except _Died:
+            raise _crash_error(self.model_bytes) from None
 
     def tensor(self, index: int) -> np.ndarray:
         """Any tensor by subgraph-0 index (intermediates need preserve_all_tensors=True)."""
-        return self._interpreter.get_tensor(index).copy()
+        try:
+            return _call("tensor", self._key, index)
+        except _Died:
+            raise _crash_error(self.model_bytes) from None
+
+    def __del__(self) -> None:
+        # Only queued: a collection can run this in the middle of another message's write.
+        if hasattr(self, "_key"):
+            _dropped.append(self._key)
+
+
+def single_operator_model(model: Model, sg: SubGraph, index: int) -> tuple[Model, tuple[int, ...], tuple[int, ...]]:
+    """Operator `index` of `sg` alone as a model (constants keep their buffers); with the
+    subgraph tensor each of its inputs and outputs is."""
+    op = sg.operators[index]
+    used = sorted({t for t in (*op.inputs, *op.outputs, *op.intermediates) if t >= 0})
+    remap = {t: i for i, t in enumerate(used)}
+    inputs = tuple(remap[t] for t in op.inputs if t >= 0 and sg.tensors[t].data is None)
+    outputs = tuple(remap[t] for t in op.outputs)
+    alone = replace(op, inputs=tuple(remap[t] if t >= 0 else -1 for t in op.inputs), outputs=outputs,
+                    intermediates=tuple(remap[t] for t in op.intermediates if t >= 0))
+    sub = Model(subgraphs=[SubGraph(tensors=[sg.tensors[t] for t in used], operators=[alone], inputs=inputs,
+                                    outputs=outputs)], buffers=list(model.buffers))
+    return sub, tuple(used[i] for i in inputs), tuple(used[i] for i in outputs)
 
 
 def run(model: ModelLike, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:

@@ -12,14 +12,13 @@ baseline anyway.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from typing import Any, Sequence, Union
 
 import numpy as np
 
 from .. import _core
 from ..errors import BinaryError, CascaderError
-from ..reference import ReferenceInterpreter
+from ..reference import ReferenceInterpreter, single_operator_model
 from ..tflite import Model, SubGraph, Tensor, load_model
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .binary import DecodedStream, NpuCall, is_npu_operator, npu_calls
@@ -133,26 +132,12 @@ def _run_npu(
 
 def _run_cpu(model: Model, sg: SubGraph, index: int, values: dict[int, np.ndarray]) -> None:
     """Run operator `index` alone on the reference kernels; constants keep their buffers."""
-    op = sg.operators[index]
-    used = sorted({t for t in (*op.inputs, *op.outputs, *op.intermediates) if t >= 0})
-    remap = {t: i for i, t in enumerate(used)}
-    inputs = tuple(remap[t] for t in op.inputs if t >= 0 and sg.tensors[t].data is None)
-    outputs = tuple(remap[t] for t in op.outputs)
-    alone = replace(
-        op,
-        inputs=tuple(remap[t] if t >= 0 else -1 for t in op.inputs),
-        outputs=outputs,
-        intermediates=tuple(remap[t] for t in op.intermediates if t >= 0),
-    )
-    sub = Model(
-        subgraphs=[SubGraph(tensors=[sg.tensors[t] for t in used], operators=[alone], inputs=inputs, outputs=outputs)],
-        buffers=list(model.buffers),
-    )
+    sub, inputs, outputs = single_operator_model(model, sg, index)
     # Vela rewrites some shapes around the operators it leaves on the CPU (a (1,) CAST input
     # feeding a (1, 1) output); TFLM only needs the element counts to agree, so do we.
-    feed = [_as_declared(values[used[i]], sg.tensors[used[i]]) for i in inputs]
+    feed = [_as_declared(values[t], sg.tensors[t]) for t in inputs]
     for t, v in zip(outputs, ReferenceInterpreter(sub).run(feed)):
-        values[used[t]] = _as_declared(v, sg.tensors[used[t]])
+        values[t] = _as_declared(v, sg.tensors[t])
 
 
 def _as_declared(value: np.ndarray, tensor: Tensor) -> np.ndarray:
