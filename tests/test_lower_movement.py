@@ -111,3 +111,17 @@ def test_transpose(tmp_path, in_shape, perm):
     b.add_operator("ADD", [y, y], [z], {"fused_activation_function": "NONE"}, version=2)
     b.mark_output(z)
     _check(tmp_path, b.build())
+
+
+@pytest.mark.parametrize("shape, axis, count", [((1, 17), 2, 2), ((1, 17), 1, 3), ((2, 3), 0, 4)])
+def test_pack(tmp_path, shape, axis, count):
+    b = ModelBuilder()
+    inputs = [b.add_input(f"x{k}", shape, "int8", Q) for k in range(count)]
+    out_shape = list(shape)
+    out_shape.insert(axis, count)
+    y = b.add_tensor("y", out_shape, "int8", Q)
+    b.add_operator("PACK", inputs, [y], {"axis": axis, "values_count": count}, version=2)
+    z = b.add_tensor("z", out_shape, "int8", Q2)
+    b.add_operator("ADD", [y, y], [z], {"fused_activation_function": "NONE"}, version=2)
+    b.mark_output(z)
+    _check(tmp_path, b.build(), operations=count + 1)  # a copy per input, then the ADD

@@ -49,6 +49,7 @@ from .lower_movement import (
     SLICE_OPS,
     Box,
     box_view,
+    lower_pack,
     lower_slice,
     lower_transpose,
     plan_slice_views,
@@ -564,6 +565,7 @@ class _Lowering:
     _prelu = lower_prelu
     _strided_slice = _slice = _split = _split_v = _unpack = lower_slice
     _transpose = lower_transpose
+    _pack = lower_pack
     _mean = lower_reduce
     _resize_nearest_neighbor = lower_resize_nearest
     _resize_bilinear = lower_resize_bilinear

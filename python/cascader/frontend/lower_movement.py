@@ -229,3 +229,23 @@ def lower_transpose(lw: "_Lowering", v: OperatorView) -> None:
         d = replace(dst, shape=shape, offset=dst.offset + p * dst.strides[loop],
                     strides=(dst.strides[plane[0]], dst.strides[plane[1]], dst.element_size))
         raw_copy(lw, v.index, f"{v.index}:TRANSPOSE[{p}]", s, d)
+
+
+def lower_pack(lw: "_Lowering", v: OperatorView) -> None:
+    """PACK: input k is the slice at index k of the output's new axis, one raw copy each."""
+    out_t = v.ofm
+    assert out_t is not None
+    rank = len(out_t.shape)
+    axis = hwc_axis(rank, int(v.options.get("axis", 0)))
+    if axis is None:
+        raise UnsupportedError(f"operator {v.index} (PACK): packs along the batch")
+    extent = list(_hwc_shape(out_t))
+    extent[axis] = 1
+    for k, t in enumerate(v.op.inputs):
+        origin = [0, 0, 0]
+        origin[axis] = k
+        dst = box_view(lw, Box(v.op.outputs[0], tuple(origin), tuple(extent)))
+        src = lw.view(t)
+        # The input holds the slice's elements in the same order: read it densely in its shape.
+        src = replace(src, shape=tuple(extent), strides=dense_strides(tuple(extent), src.element_size))
+        raw_copy(lw, v.index, f"{v.index}:PACK[{k}]", src, dst)

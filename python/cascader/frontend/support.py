@@ -56,6 +56,7 @@ NPU_OPERATORS = frozenset(
         "RESIZE_NEAREST_NEIGHBOR",
         "MEAN",
         "RESIZE_BILINEAR",
+        "PACK",
     }
 )
 
@@ -68,7 +69,6 @@ PLANNED_OPERATORS = frozenset(
         "MAXIMUM",
         "ABS",
         "ARG_MAX",
-        "PACK",
         "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
         "RSQRT",
