@@ -611,7 +611,7 @@ class _Lowering:
         """Stream 1x1 copies of dense NHWC maps 16 channels wide.
 
         A per-element copy (a requantization, a table lookup) only needs both sides to hold the
-        same elements in the same order: a 224 x 224 x 3 input is as well a 1 x 9408 x 16 one,
+        same elements in the same order: a 224 x 224 x 3 input is as well a 168 x 56 x 16 one,
         and the NPU moves 16 channels per step where it moved 3 (2.7x fewer cycles, Vela does
         the same). Runs after the layout choice, so no other operation's view changes.
         """
@@ -627,9 +627,10 @@ class _Lowering:
             n = math.prod(a.shape)
             if a.shape[2] % 16 == 0 or n % 16:
                 continue
+            # Rows of at most 64 columns: U65's 2x2 micro-blocks waste half of a one-row map.
             m = n // 16
-            h = next(h for h in range(1, m + 1) if m % h == 0 and m // h <= TENSOR_DIM_MAX)
-            shape = (h, m // h, 16)
+            w = next(w for w in range(min(m, 64), 0, -1) if m % w == 0 and m // w <= TENSOR_DIM_MAX)
+            shape = (m // w, w, 16)
             op.ifm = replace(a, shape=shape, strides=dense_strides(shape, a.element_size))
             op.ofm = replace(b, shape=shape, strides=dense_strides(shape, b.element_size))
 
