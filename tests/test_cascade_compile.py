@@ -59,3 +59,22 @@ def test_any_budget_fits_or_names_a_minimum_that_compiles(tmp_path, fraction):
         assert compiled.sram_bytes <= e.minimum_sram
         return
     assert compiled.sram_bytes <= budget
+
+
+def test_optimise_size_takes_the_least_sram(tmp_path):
+    path = tmp_path / "mobilenet_v2.tflite"
+    cascader.save_model(zoo.mobilenet_v2(), path)
+    fast = cascader.compile(path)
+    small = cascader.compile(path, optimise="Size")
+    assert small.sram_bytes <= 0.5 * fast.sram_bytes
+    assert small.sram_bytes <= plan(path).points[0].sram_bytes
+    assert validate(path, small.model, (0,)).bit_exact
+    with pytest.raises(cascader.errors.InvalidArgumentError, match="optimise"):
+        cascader.compile(path, optimise="speed")
+
+
+def test_cli_optimise_size(tmp_path, capsys):
+    from cascader.cli import main
+
+    assert main(["compile", "zoo:resnet8", "--optimise", "Size", "--output-dir", str(tmp_path)]) == 0
+    assert (tmp_path / "resnet8_cascader.tflite").exists()

@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
                            help="a vela.ini system preset, e.g. Ethos_U55_High_End_Embedded")
     p_compile.add_argument("--memory-mode", default=None, help="Shared_Sram, Sram_Only or Dedicated_Sram")
     p_compile.add_argument("--sram", default=None, help="hard SRAM budget: bytes or e.g. 256KiB (default: unlimited)")
+    p_compile.add_argument("--optimise", default="Performance", choices=["Performance", "Size"],
+                           help="Performance: fastest within the budget; Size: least SRAM (as Vela's option)")
     p_compile.add_argument("--output-dir", default=".", help="where <model>_cascader.tflite goes (default: .)")
     args = parser.parse_args(argv)
     try:
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
             model, name = resolve_model(args.model)
             result = compile_model(model, sram=args.sram, accelerator=args.accelerator, system=args.system,
-                                   memory_mode=args.memory_mode)
+                                   memory_mode=args.memory_mode, optimise=args.optimise)
             stem = name[len(_ZOO_PREFIX):] if name.startswith(_ZOO_PREFIX) else Path(name).stem
             out = Path(args.output_dir) / f"{stem}_cascader.tflite"
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -136,11 +136,13 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
     )
 
 
-def _cascade(model: Model, part: Partition, sched: NpuSchedule, budget: int, uncascaded: InfeasibleError):
-    """The fastest cascaded schedule whose layout fits `budget` (the planner's frontier, from
-    the fastest point that claims to fit down to the leanest).
+def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: bool = False,
+             uncascaded_minimum: int | None = None):
+    """A cascaded schedule from the planner's frontier that fits `budget`: the fastest (from
+    the fastest point that claims to fit down to the leanest) or, with `smallest`, the least
+    SRAM (from the leanest point up).
 
-    Raises InfeasibleError naming the least SRAM any proposal needs when none fits.
+    Raises InfeasibleError naming the least SRAM that compiles when none fits.
     """
     from .planner import plan_schedule
     from .schedule import _Target
@@ -149,10 +151,11 @@ def _cascade(model: Model, part: Partition, sched: NpuSchedule, budget: int, unc
     lean = without_weight_buffers(sched)
     target = _Target(sched.accelerator, sched.system, sched.memory_mode)
     # The planner's memory bound is a lower bound of a layout: only proposals within the budget
-    # by it can fit, and only those are laid out, fastest first.
+    # by it can fit, and only those are laid out.
     frontier = plan_schedule(lean, part.graph, target, score=False)
     pg = frontier.graph
-    for point in sorted((p for p in frontier.points if p.sram_bytes <= budget), key=lambda p: p.cycles):
+    candidates = [p for p in frontier.points if budget is None or p.sram_bytes <= budget]
+    for point in sorted(candidates, key=lambda p: p.sram_bytes if smallest else p.cycles):
         try:
             return allocate(cascaded_schedule(lean, pg, point.proposal, target), part, budget)
         except InfeasibleError:
@@ -161,7 +164,7 @@ def _cascade(model: Model, part: Partition, sched: NpuSchedule, budget: int, unc
     # planner's layout of it leaves out what only the binary has, e.g. arena placement rules).
     leanest, layout_result, _, _ = allocate(cascaded_schedule(lean, pg, frontier.points[0].proposal, target), part, None)
     config = MemoryConfig.for_target(leanest.accelerator, leanest.system, leanest.memory_mode)
-    least = min(sram_bytes(layout_result, config), uncascaded.minimum_sram)
+    least = min(sram_bytes(layout_result, config), uncascaded_minimum or sram_bytes(layout_result, config))
     raise InfeasibleError(
         f"the model needs at least {least:,} B of SRAM (cascaded); the budget is {budget:,} B. Pass sram={least} or more",
         minimum_sram=least,
@@ -180,6 +183,7 @@ def compile(
     accelerator: Union[str, Accelerator] = "ethos-u55-128",
     system: str | None = None,
     memory_mode: Union[str, MemoryMode, None] = None,
+    optimise: str = "performance",
 ) -> CompiledModel:
     """Compile a TFLite model for an Ethos-U NPU.
 
@@ -195,6 +199,10 @@ def compile(
     system, memory_mode
         A vela.ini system preset (e.g. "Ethos_U55_High_End_Embedded") and memory mode
         ("Shared_Sram", "Sram_Only", "Dedicated_Sram"); the accelerator's defaults when None.
+    optimise
+        "performance": the fastest schedule within the budget (uncascaded when it fits, else the
+        fastest cascaded proposal that fits). "size": the least SRAM the planner's proposals
+        reach (within the budget, if one is given).
 
     Returns
     -------
@@ -205,11 +213,14 @@ def compile(
     ModelError
         The file is not a readable TFLite model.
     InvalidArgumentError
-        An unknown accelerator, system or memory mode, or a malformed `sram`.
+        An unknown accelerator, system or memory mode, a malformed `sram` or `optimise`.
     InfeasibleError
         The model does not fit the SRAM budget; `minimum_sram` names the smallest that does.
     """
     start = time.perf_counter()
+    optimise = str(optimise).lower()
+    if optimise not in ("performance", "size"):
+        raise InvalidArgumentError(f"optimise must be 'performance' or 'size' (Vela's names), not {optimise!r}")
     budget = parse_size(sram)
     acc = Accelerator(accelerator)
     m = _as_model(model)
@@ -219,10 +230,13 @@ def compile(
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
     system = system if system is not None else DEFAULT_SYSTEM[u65]
     sched = schedule(part, segments, acc.name, system, mode)
-    try:
-        sched, result, placement, offsets = allocate(sched, part, budget)
-    except InfeasibleError as uncascaded:
-        sched, result, placement, offsets = _cascade(m, part, sched, budget, uncascaded)
+    if optimise == "size":
+        sched, result, placement, offsets = _cascade(part, sched, budget, smallest=True)
+    else:
+        try:
+            sched, result, placement, offsets = allocate(sched, part, budget)
+        except InfeasibleError as uncascaded:
+            sched, result, placement, offsets = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram)
     flash = FlashImage()
     subgraphs, records = [], []
     first = 0
