@@ -5,7 +5,7 @@ A capacity x time rectangle is cut recursively, each cut splitting one rectangle
 same steps, one on top of the other). Every piece becomes a buffer (start, end, size), so the
 pieces pack exactly into the capacity: the instance is feasible at `capacity` by construction.
 Some pieces are then dropped as holes (minimalloc's challenging set fills 64-98% of its
-rectangle), never one that lives at the protected step `witness_step`, which therefore stays full:
+rectangle, F-H 57-66%), never one that lives at the protected step `witness_step`, which therefore stays full:
 peak live bytes equal the capacity, so the capacity is also a lower bound and is the optimum.
 
 The style follows minimalloc's challenging instances (A-K, 154-454 buffers, 1 MiB, sizes and
@@ -85,15 +85,16 @@ def perfect_packing(
     horizon
         Time steps; lifetimes are whole steps.
     holes
-        Fraction of buffers dropped (none living at the witness step); default drawn from 0..0.15.
+        Fraction of buffers dropped (none living at the witness step); default drawn from
+        0..0.12 ("skewed") or 0.15..0.35 ("even").
     """
     rng = np.random.default_rng(seed)
     if n is None:
         n = int(rng.integers(100, 501))
     if style is None:
         style = "even" if rng.random() < 1 / 3 else "skewed"
-    if holes is None:
-        holes = float(rng.uniform(0.0, 0.15))
+    if holes is None:  # A-E fill 89-98% of their rectangle, F-H 57-66%
+        holes = float(rng.uniform(0.0, 0.12) if style == "skewed" else rng.uniform(0.15, 0.35))
     if style not in STYLES:
         raise InvalidArgumentError(f"style must be one of {STYLES}, not {style!r}")
     if capacity <= 0 or granule <= 0 or capacity % granule:
