@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import cascader
 from cascader.errors import BudgetError, InvalidArgumentError
 from cascader.memory import Buffer, allocate, check_allocation, lower_bound
+from cascader.memory_instances import STYLES, perfect_packing
 
 
 @st.composite
@@ -168,3 +169,39 @@ def test_models_reach_lower_bound():
         assert row["exact"] <= 1.01 * row["lower"], row["name"]
         assert row["exact"] <= row["greedy"] and row["exact"] <= row["tflm"]
         assert row["seconds"] < 0.5
+
+
+# --- generated perfect packings (known optimum) ------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 120), st.sampled_from(STYLES), st.floats(0.0, 0.5))
+def test_generated_packing_is_perfect(seed, n, style, holes):
+    inst = perfect_packing(seed, n, style=style, holes=holes, horizon=256, granule=64, capacity=64 * 256)
+    check_allocation(inst.rows, inst.offsets)  # the construction's own packing is valid
+    assert inst.rows.shape == (len(inst.offsets), 3)
+    assert int((inst.offsets + inst.rows[:, 2]).max()) <= inst.capacity
+    assert lower_bound(inst.rows) == inst.capacity  # the witness step stays full: optimum = capacity
+    again = perfect_packing(seed, n, style=style, holes=holes, horizon=256, granule=64, capacity=64 * 256)
+    assert np.array_equal(again.rows, inst.rows)  # deterministic from the seed
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("seed", range(8))
+def test_exact_fills_generated_packing(seed, style):
+    inst = perfect_packing(seed, 30 + 5 * seed, style=style)
+    fit = allocate(inst.rows, capacity=inst.capacity, minimise=False, time_limit=2.0)
+    check_allocation(inst.rows, fit.offsets)
+    assert fit.height == inst.capacity
+    best = allocate(inst.rows, time_limit=2.0)  # minimising finds the same, proven optimal
+    check_allocation(inst.rows, best.offsets)
+    assert best.height == inst.capacity and best.optimal
+
+
+def test_generator_rejects_bad_arguments():
+    with pytest.raises(InvalidArgumentError, match="style"):
+        perfect_packing(0, 10, style="round")
+    with pytest.raises(InvalidArgumentError, match="multiple"):
+        perfect_packing(0, 10, capacity=1000, granule=64)
+    with pytest.raises(InvalidArgumentError, match="holes"):
+        perfect_packing(0, 10, holes=1.0)

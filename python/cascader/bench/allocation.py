@@ -1,11 +1,14 @@
 """Allocation benchmarks: minimalloc's challenging instances and the shared models.
 
-    python -m cascader.bench.allocation [--instances DIR] [--models DIR]
+    python -m cascader.bench.allocation [--instances DIR] [--models DIR] [--generated N]
 
 Table 1: each minimalloc CSV solved by the exact allocator at the capacity in its file name,
 beside greedy best fit and TFLM's greedy first fit. Table 2: every model's uncascaded
 activation live ranges (all feature maps in one arena, 16 B aligned sizes) by the exact
-allocator, greedy best fit and TFLM's first fit, against the lower bound.
+allocator, greedy best fit and TFLM's first fit, against the lower bound. Table 3 (with
+--generated N): perfect packings of seeds 0..N-1 (`cascader.memory_instances`, 100-500
+buffers, feasible at exactly 1 MiB) decided at their capacity: how many fit, and the
+distribution of solve times.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 from ..frontend.liveness import activation_live_ranges
 from ..errors import BudgetError
 from ..memory import allocate, check_allocation
+from ..memory_instances import STYLES, perfect_packing
 from ..tflite import load_model
 
 ALIGN = 16
@@ -82,16 +86,49 @@ def models_table(folder: Path, time_limit: float = 0.5) -> list[dict]:
     return rows
 
 
+def generated_table(count: int, time_limit: float = 2.0) -> list[dict]:
+    """Seeds 0..count-1 decided at their capacity; prints solved counts and time quantiles."""
+    rows = []
+    for seed in range(count):
+        inst = perfect_packing(seed)
+        try:
+            fit = allocate(inst.rows, capacity=inst.capacity, minimise=False, time_limit=time_limit, node_limit=10**12)
+        except BudgetError:
+            rows.append(dict(seed=seed, style=inst.style, n=len(inst.rows), solved=False, seconds=time_limit))
+            continue
+        check_allocation(inst.rows, fit.offsets)
+        rows.append(dict(seed=seed, style=inst.style, n=len(inst.rows), solved=fit.height <= inst.capacity,
+                         seconds=fit.seconds))
+    print(f"generated perfect packings, decided at capacity within {time_limit:g} s (unsolved count as the limit)")
+    print(f"{'style':<8} {'count':>5} {'solved':>6} {'median s':>9} {'p90 s':>7} {'max s':>7}")
+    for style in (*STYLES, "all"):
+        group = [r for r in rows if style in ("all", r["style"])]
+        if not group:
+            continue
+        seconds = np.array([r["seconds"] for r in group])
+        print(f"{style:<8} {len(group):>5} {sum(r['solved'] for r in group):>6} {np.median(seconds):>9.3f} "
+              f"{np.percentile(seconds, 90):>7.3f} {seconds.max():>7.3f}")
+    unsolved = [r["seed"] for r in rows if not r["solved"]]
+    if unsolved:
+        print(f"unsolved seeds: {unsolved}")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=Path, default=Path(__file__).resolve().parents[4] / "shared/allocation/minimalloc_challenging")
     parser.add_argument("--models", type=Path, default=Path(os.environ["CASCADER_MODELS"]) if "CASCADER_MODELS" in os.environ else None)
+    parser.add_argument("--generated", type=int, default=0, metavar="N",
+                        help="also decide N generated perfect packings (seeds 0..N-1)")
     args = parser.parse_args()
     if args.instances and args.instances.is_dir():
         instances_table(args.instances)
         print()
     if args.models and args.models.is_dir():
         models_table(args.models)
+        print()
+    if args.generated:
+        generated_table(args.generated)
 
 
 if __name__ == "__main__":

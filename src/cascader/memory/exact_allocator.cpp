@@ -31,6 +31,7 @@ struct Sections {
   std::vector<int> first, last;
   std::vector<std::vector<int>> members;   // per section: the buffers live in it
   std::vector<std::vector<int>> overlaps;  // per buffer: the buffers sharing a section with it
+  std::vector<std::vector<int>> twins;     // per buffer: the others with the same lifetime
   std::vector<int64_t> total;              // per section: summed sizes
   std::vector<int> crossing;               // per boundary k (between k and k+1): buffers spanning it
 
@@ -59,11 +60,16 @@ struct Sections {
       }
     }
     overlaps.resize(buffers.size());
+    twins.resize(buffers.size());
     for (size_t a = 0; a < buffers.size(); ++a) {
       for (size_t b = a + 1; b < buffers.size(); ++b) {
         if (first[a] < last[b] && first[b] < last[a]) {
           overlaps[a].push_back(static_cast<int>(b));
           overlaps[b].push_back(static_cast<int>(a));
+        }
+        if (first[a] == first[b] && last[a] == last[b]) {
+          twins[a].push_back(static_cast<int>(b));
+          twins[b].push_back(static_cast<int>(a));
         }
       }
     }
@@ -78,8 +84,19 @@ enum class Preorder { WAT, TAW, TWA };
 // minimalloc's three preorders. TWA re-ranks each piece split off during the search by its
 // remaining bytes (alone it solves 5 of the 7 challenging instances, E among them); the others
 // keep their ranks fixed (TAW solves B and C fast).
-constexpr std::pair<Preorder, bool> kStrategies[] = {
-    {Preorder::TWA, true}, {Preorder::TAW, false}, {Preorder::WAT, false}};
+struct Strategy {
+  Preorder preorder;
+  bool rerank;
+  bool bottom_left;     // canonical order (offset, first section) instead of (offset, rank)
+  bool right_to_left;   // bottom-left from the other end: (offset, -last section)
+};
+// Bottom-left fills each level from one end, so a gap it passes over is known at once to stay
+// empty at that offset, which prunes tight (near-perfect) packings that minimalloc's rank order
+// explores deeply: with both directions it solves minimalloc's H and most generated perfect
+// packings (python/cascader/memory_instances.py), which the rank orders miss.
+constexpr Strategy kStrategies[] = {
+    {Preorder::TWA, true, false, false}, {Preorder::TWA, false, true, false}, {Preorder::TWA, false, true, true},
+    {Preorder::TAW, false, false, false}, {Preorder::WAT, false, false, false}};
 // Node limit growth per round-robin round: each round retries every strategy from scratch.
 constexpr int64_t kLimitGrowth = 4;
 
@@ -106,6 +123,17 @@ void preorder_ranks(const Sections& sec, Preorder order, const std::vector<int>&
   for (size_t i = 0; i < keys.size(); ++i) rank[static_cast<size_t>(-std::get<3>(keys[i]))] = static_cast<int>(i);
 }
 
+// A buffer that may be placed next, at `offset`; candidates are tried in (offset, major, minor)
+// order, and placements happen in increasing (offset, major): major is the preorder rank
+// (minimalloc) or, bottom-left, the first section (minor, the rank, then breaks ties).
+struct Candidate {
+  int64_t offset;
+  int major, minor, buffer;
+  bool operator<(const Candidate& o) const {
+    return std::tie(offset, major, minor) < std::tie(o.offset, o.major, o.minor);
+  }
+};
+
 // The decision search for one capacity. State changes are logged and undone on the way back,
 // so the search allocates nothing per node beyond its candidate list.
 class Search {
@@ -122,8 +150,10 @@ class Search {
     int64_t limit = std::max<int64_t>(64, static_cast<int64_t>(sec_.buffers.size()));
     while (true) {
       limit *= kLimitGrowth;
-      for (const auto& [p, rerank] : kStrategies) {
-        reset(p, rerank);
+      for (const Strategy& st : kStrategies) {
+        reset(st.preorder, st.rerank);
+        bottom_left_ = st.bottom_left;
+        right_to_left_ = st.right_to_left;
         node_limit_ = std::min(budget_end, nodes_ + limit);
         std::vector<int> all(sec_.buffers.size());
         std::iota(all.begin(), all.end(), 0);
@@ -171,7 +201,7 @@ class Search {
         std::vector<int> saved;
         for (int b : piece) saved.push_back(rank_[static_cast<size_t>(b)]);
         if (rerank_) preorder_ranks(sec_, preorder_, piece, unplaced_, rank_);
-        const Outcome outcome = dfs(piece, piece_lo, k + 1, 0, -1);
+        const Outcome outcome = dfs(piece, piece_lo, k + 1, 0, std::numeric_limits<int>::min());
         for (size_t i = 0; i < piece.size(); ++i) rank_[static_cast<size_t>(piece[i])] = saved[i];
         if (outcome != Outcome::Found) return outcome;
       }
@@ -180,7 +210,7 @@ class Search {
     return Outcome::Found;
   }
 
-  Outcome dfs(const std::vector<int>& part, int lo, int hi, int64_t last_offset, int last_rank) {
+  Outcome dfs(const std::vector<int>& part, int lo, int hi, int64_t last_offset, int last_major) {
     if (++nodes_ > node_limit_) return Outcome::Aborted;
     if ((nodes_ & 255) == 0 && Clock::now() > deadline_) timed_out_ = true;
     if (timed_out_) return Outcome::Aborted;
@@ -193,28 +223,33 @@ class Search {
       min_top = std::min(min_top, min_offset_[ub] + sec_.buffers[ub].size);
     }
     if (!any) return Outcome::Found;
-    // Only buffers that can go at or above the last offset (symmetry) and below every unplaced
-    // buffer's lowest top (dominance) are candidates, sorted by (offset, rank).
-    std::vector<std::pair<int64_t, uint64_t>>& candidates = candidates_at(depth_);
+    // Only buffers that can go after the last placement in the canonical order (symmetry) and
+    // below every unplaced buffer's lowest top (dominance) are candidates, sorted by that order.
+    std::vector<Candidate>& candidates = candidates_at(depth_);
     candidates.clear();
     for (int b : part) {
       const auto ub = static_cast<size_t>(b);
       if (offset_[ub] >= 0) continue;
       const int64_t offset = min_offset_[ub];
-      if (offset < last_offset || offset >= min_top || (offset == last_offset && rank_[ub] < last_rank)) continue;
-      candidates.emplace_back(offset, (static_cast<uint64_t>(rank_[ub]) << 32) | static_cast<uint64_t>(b));
+      const int major = bottom_left_ ? (right_to_left_ ? -sec_.last[ub] : sec_.first[ub]) : rank_[ub];
+      if (offset < last_offset || offset >= min_top || (offset == last_offset && major <= last_major)) continue;
+      if (twin_breaks_order(b, offset)) continue;
+      candidates.push_back({offset, major, rank_[ub], b});
     }
     std::sort(candidates.begin(), candidates.end());
     ++depth_;
-    for (const auto& [offset, key] : candidates) {
-      const auto rank = static_cast<int>(key >> 32);
-      const auto b = static_cast<int>(key & 0xffffffffu);
+    for (const Candidate& c : candidates) {
+      const int b = c.buffer;
       const size_t log_mark = offset_log_.size();
       const size_t floor_mark = floor_log_.size();
-      const bool new_cut = place(b, offset);
+      const bool new_cut = place(b, c.offset);
       Outcome outcome = Outcome::NotFound;
-      if (feasible(lo, hi, offset, last_offset)) {
-        outcome = new_cut ? solve_partition(part, lo, hi) : dfs(part, lo, hi, offset, rank);
+      // Bottom-left, nothing more goes at this offset on the near side of b's start (or, right
+      // to left, beyond its end).
+      const int blocked_lo = bottom_left_ && right_to_left_ ? -c.major : lo;
+      const int blocked_hi = bottom_left_ ? (right_to_left_ ? hi : c.major) : lo;
+      if (feasible(lo, hi, c.offset, blocked_lo, blocked_hi)) {
+        outcome = new_cut ? solve_partition(part, lo, hi) : dfs(part, lo, hi, c.offset, c.major);
       }
       const bool hatless = no_unplaced_overlap(b);
       unplace(b, log_mark, floor_mark);
@@ -228,6 +263,31 @@ class Search {
     }
     --depth_;
     return Outcome::NotFound;
+  }
+
+  // Symmetry among buffers with the same lifetime. Of all allocations within capacity, the
+  // search keeps finding one that minimises the sum of size x offset, and among those the
+  // lexicographically least offsets, buffers listed by size (descending), then index. In it,
+  // identical buffers are stacked in index order, and of two same-lifetime buffers stacked with
+  // no gap, the lower is the larger (or the earlier of equal sizes): swapping such a pair keeps
+  // the sum and, when the swap keeps alignment, lowers the order. (Moving any buffer down lowers
+  // the sum, so that allocation is also canonical and survives the dominance rule.) Placing b
+  // at `offset` is redundant if that breaks either rule.
+  bool twin_breaks_order(int b, int64_t offset) const {
+    const auto ub = static_cast<size_t>(b);
+    const LiveRange& rb = sec_.buffers[ub];
+    for (int c : sec_.twins[ub]) {
+      const auto uc = static_cast<size_t>(c);
+      const LiveRange& rc = sec_.buffers[uc];
+      if (rc.size == rb.size && rc.alignment == rb.alignment) {
+        if ((offset_[uc] >= 0) == (c > b)) return true;  // identical: placed in buffer order
+        continue;
+      }
+      if (offset_[uc] < 0 || offset_[uc] + rc.size != offset || rc.alignment != rb.alignment) continue;
+      if (rb.size % rb.alignment != 0 || rc.size % rc.alignment != 0) continue;
+      if (rc.size < rb.size || (rc.size == rb.size && c > b)) return true;
+    }
+    return false;
   }
 
   // Returns whether the placement leaves a boundary that no unplaced buffer crosses.
@@ -262,7 +322,7 @@ class Search {
 
   // One candidate list per search depth, reused across nodes. Sized in reset(): every depth
   // places one more buffer, so depth <= n, and the pool never reallocates under a reference.
-  std::vector<std::pair<int64_t, uint64_t>>& candidates_at(size_t depth) { return candidate_pool_[depth]; }
+  std::vector<Candidate>& candidates_at(size_t depth) { return candidate_pool_[depth]; }
 
   bool no_unplaced_overlap(int b) const {
     for (int c : sec_.overlaps[static_cast<size_t>(b)]) if (offset_[static_cast<size_t>(c)] < 0) return false;
@@ -292,26 +352,22 @@ class Search {
   }
 
   // Section inference: the unplaced bytes of every slice must stack within capacity on its floor:
-  // the highest placed top there, the last offset (placements only go up), and the lowest of the
-  // unplaced buffers' lowest offsets. Outside the touched span only the offset can have changed
-  // since the parent's check passed, so there a max over the unplaced bytes is enough.
-  bool feasible(int lo, int hi, int64_t offset, int64_t parent_offset) const {
+  // the highest placed top there, the last offset (placements only go up; strictly above it in
+  // the sections [blocked_lo, blocked_hi) that bottom-left has passed at this offset), and, where
+  // a placement moved lowest offsets, the lowest of the unplaced buffers' lowest offsets.
+  bool feasible(int lo, int hi, int64_t offset, int blocked_lo, int blocked_hi) const {
+    for (int s = lo; s < hi; ++s) {
+      const auto us = static_cast<size_t>(s);
+      const int64_t above = blocked_lo <= s && s < blocked_hi ? 1 : 0;
+      const int64_t bottom = std::max(floor_[us], unplaced_[us] == 0 ? 0 : offset + above);
+      if (bottom + unplaced_[us] > capacity_) return false;
+    }
     const int t_lo = std::max(lo, touched_lo_);
     const int t_hi = std::min(hi, touched_hi_);
-    if (offset != parent_offset) {
-      int64_t most = 0;
-      for (int s = lo; s < t_lo; ++s) most = std::max(most, unplaced_[static_cast<size_t>(s)]);
-      for (int s = t_hi; s < hi; ++s) most = std::max(most, unplaced_[static_cast<size_t>(s)]);
-      if (most > 0 && offset + most > capacity_) return false;
-    }
     for (int s = t_lo; s < t_hi; ++s) {
       const auto us = static_cast<size_t>(s);
-      if (unplaced_[us] == 0) {
-        if (floor_[us] > capacity_) return false;
-        continue;
-      }
+      if (unplaced_[us] == 0) continue;
       const int64_t headroom = capacity_ - unplaced_[us];  // highest floor that still fits
-      if (std::max(floor_[us], offset) > headroom) return false;
       bool fits = false;
       for (int m : sec_.members[us]) {
         const auto um = static_cast<size_t>(m);
@@ -332,7 +388,9 @@ class Search {
   int64_t node_limit_ = 0;
   bool timed_out_ = false;
   size_t depth_ = 0;
-  std::vector<std::vector<std::pair<int64_t, uint64_t>>> candidate_pool_;
+  std::vector<std::vector<Candidate>> candidate_pool_;
+  bool bottom_left_ = false;
+  bool right_to_left_ = false;
   Preorder preorder_ = Preorder::WAT;
   bool rerank_ = false;
   std::vector<int> rank_;

@@ -1,17 +1,19 @@
 // An exact offset allocator of the minimalloc class (Moffitt, ASPLOS 2023).
 //
 // The decision problem "do these live ranges fit in C bytes?" is a depth-first search over
-// canonical placements: buffers are placed in non-decreasing (offset, preorder rank), each at the
-// lowest aligned offset that the placed, time-overlapping buffers allow. Every allocation can be
-// pushed down into such a form, so the search is complete. It prunes with
+// canonical placements: buffers are placed in increasing (offset, preorder rank), or bottom-left
+// in increasing (offset, first step) from either end of time, each at the lowest aligned offset
+// that the placed, time-overlapping buffers allow. Every allocation can be pushed down into such
+// a form, so the search is complete. It prunes with
 //   - section inference: in every time slice, floor + unplaced bytes <= C;
 //   - dominance: never place a buffer above a point where another unplaced one fits entirely
 //     below it (that gap could only be filled by moving the other one down);
-//   - symmetry: equal offsets are taken in rank order only, and a buffer that shares time with
-//     no unplaced buffer is tried at its lowest offset only;
+//   - symmetry: equal offsets are taken in that order only; a buffer that shares time with no
+//     unplaced buffer is tried at its lowest offset only; buffers of the same lifetime stacked
+//     with no gap are taken largest first, identical ones in input order;
 // and it solves independent partitions (time cuts no unplaced buffer crosses, found statically
-// and again during the search) separately. Three preorders (minimalloc's TWA, TAW, WAT) are
-// tried round-robin under a node limit that grows 4x per round.
+// and again during the search) separately. Five strategies (minimalloc's TWA, TAW, WAT and
+// bottom-left from each end) are tried round-robin under a node limit that grows 4x per round.
 //
 // The optimisation driver starts from the greedy best-fit allocation (the warm start and upper
 // bound), then decides capacities between the lower bound (peak live bytes) and the best height
