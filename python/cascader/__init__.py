@@ -8,7 +8,7 @@ from importlib import import_module
 from typing import Any
 
 from .errors import (BinaryError, BudgetError, CascaderError, InfeasibleError, InvalidArgumentError, ModelError,
-                     UnsupportedError)
+                     ReferenceCrashed, UnsupportedError)
 
 # name -> module that defines it
 _LAZY = {
@@ -48,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompiledModel",
     "InfeasibleError",
+    "ReferenceCrashed",
     "Summary",
     "UnsupportedError",
     "compile",
