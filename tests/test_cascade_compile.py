@@ -78,3 +78,10 @@ def test_cli_optimise_size(tmp_path, capsys):
 
     assert main(["compile", "zoo:resnet8", "--optimise", "Size", "--output-dir", str(tmp_path)]) == 0
     assert (tmp_path / "resnet8_cascader.tflite").exists()
+
+
+def test_compiled_model_knows_its_frontier():
+    compiled = cascader.compile(zoo.resnet8(), sram=30_000)
+    frontier = compiled.pareto
+    assert frontier.points[0].sram_bytes <= compiled.sram_bytes <= 30_000
+    assert frontier.select(30_000).sram_bytes <= 30_000

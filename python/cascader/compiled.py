@@ -13,6 +13,7 @@ from .tflite import Model, save_model
 if TYPE_CHECKING:
     from .frontend.partition import Partition
     from .memory import MemoryLayout
+    from .planner import Frontier
     from .schedule import NpuSchedule
     from .sim.estimator import Estimate
 
@@ -79,6 +80,14 @@ class CompiledModel:
     def save(self, path: str | os.PathLike) -> None:
         with open(path, "wb") as f:
             f.write(self.binary)
+
+    @cached_property
+    def pareto(self) -> "Frontier":
+        """The SRAM-versus-cycles frontier of the planner's proposals for this model and target
+        (each point laid out by the exact allocator); a budgeted compile takes one of them."""
+        from .planner import plan
+
+        return plan(self.source, accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode)
 
     @cached_property
     def estimate(self) -> "Estimate":
