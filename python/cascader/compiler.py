@@ -157,7 +157,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     candidates = [p for p in frontier.points if budget is None or p.sram_bytes <= budget]
     for point in sorted(candidates, key=lambda p: p.sram_bytes if smallest else p.cycles):
         try:
-            return allocate(cascaded_schedule(lean, pg, point.proposal, target), part, budget)
+            return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part, budget)
         except InfeasibleError:
             continue
     # The least SRAM that really compiles: the leanest point as the compile lays it out (the

@@ -37,11 +37,14 @@ def _rolling_view(like: FeatureMapView, buffer: int, rows: int, begin: int, end:
                    strides=strides, wrap_rows=rows)
 
 
-def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target) -> NpuSchedule:
+def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target,
+                      buffered: NpuSchedule | None = None) -> NpuSchedule:
     """`sched` (uncascaded, weights read in place) with `proposal`'s cascades as stripes.
 
     `pg` is the planner graph `cascader.planner.build_graph` made of `sched`; its parts are the
-    schedule's operations and CPU operators in order.
+    schedule's operations and CPU operators in order. `buffered` is the same schedule with its
+    weight buffers: an operation the proposal runs alone with buffered weights takes its
+    buffering from there (the planner offers weight buffers only to operations run alone).
     """
     # Plan parts -> scheduled operations (segment, position): NPU parts in schedule order.
     positions = [(s, k) for s, seg in enumerate(sched.segments) for k in range(len(seg.operations))]
@@ -62,6 +65,11 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     gone: dict[int, set[int]] = {}  # segment -> whole buffers now rolling
     for c in proposal.cascades:
         if c.last - c.first < 2 or c.stripes < 2:
+            if c.buffered_weights and buffered is not None:
+                for k in range(c.first, c.last):
+                    if k in part_op:
+                        s, i = part_op[k]
+                        replaced[(s, i)] = [buffered.segments[s].operations[i]]
             continue
         segment = part_op[c.first][0]
         ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}

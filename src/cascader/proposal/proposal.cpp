@@ -21,10 +21,15 @@ int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, cons
 
 namespace {
 
-// Every stripe height, with the weights read where they live and copied into SRAM.
-std::vector<std::pair<int, bool>> variants(const std::vector<int>& heights) {
+// Every stripe height with the weights read where they live; a part run alone may also copy
+// them into SRAM first. (Cascades could keep their parts' weights in SRAM across stripes, and
+// plan_cascade costs that, but the emitter cannot yet: the planner offers only what compiles.)
+std::vector<std::pair<int, bool>> variants(const std::vector<int>& heights, bool alone) {
   std::vector<std::pair<int, bool>> out;
-  for (int h : heights) out.emplace_back(h, false), out.emplace_back(h, true);
+  for (int h : heights) {
+    out.emplace_back(h, false);
+    if (alone) out.emplace_back(h, true);
+  }
   return out;
 }
 
@@ -62,7 +67,7 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
           if (h >= 1 && h < height) heights.push_back(h);
         }
       }
-      for (const auto& [h, buffered] : variants(heights)) {
+      for (const auto& [h, buffered] : variants(heights, j - i == 1)) {
         auto plan = plan_cascade(graph, uses, i, j, h, coster, buffered);
         if (!plan) continue;
         const int id = int(plans.size());
