@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import _core
+from .errors import InvalidArgumentError
 from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
 from .planner import _unflattened
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
@@ -172,7 +173,7 @@ def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, b
     block = sop.block
     try:
         cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None)
-    except Exception:  # the uncascaded block does not fit this band: the model picks one of the same depth
+    except InvalidArgumentError:  # the uncascaded block does not fit this band: the model picks one of the same depth
         cost = target.cost(stripe_lo, w, sc)
         block = (cost.block_config.ofm_block[0], cost.block_config.ofm_block[1], sop.block[2])
         cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None)
