@@ -37,6 +37,7 @@ from .lowered import (
     ELEMENT_SIZE,
     FeatureMapView,
     LoweredOperation,
+    TYPE_RANGE,
     LoweredSegment,
     WeightVolume,
     brick_strides,
@@ -71,7 +72,6 @@ from .quantization import (
 ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
-DTYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 MAX_PADDING = 127  # the IFM_PAD_* registers
 TENSOR_DIM_MAX = 65535  # a feature map's height, width or depth
 
@@ -102,7 +102,7 @@ def _quant(t: Tensor) -> tuple[float, int]:
 
 def _clamp(ofm: Tensor, lo: float | None, hi: float | None) -> dict[str, int]:
     scale, zp = _quant(ofm)
-    tmin, tmax = DTYPE_RANGE[ofm.dtype]
+    tmin, tmax = TYPE_RANGE[ofm.dtype]
     qmin = tmin if lo is None else max(tmin, quantize_value(lo, scale, zp))
     qmax = tmax if hi is None else min(tmax, quantize_value(hi, scale, zp))
     return dict(function=0, clip_range=0, min=qmin, max=qmax)
@@ -165,7 +165,7 @@ class _Lowering:
         tensor = self.graph.tensors[t]
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
-        if tensor.dtype not in DTYPE_RANGE:
+        if tensor.dtype not in TYPE_RANGE:
             raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16")
         size = ELEMENT_SIZE[tensor.dtype]
         if tensor.is_constant:
@@ -213,7 +213,7 @@ class _Lowering:
             ofm_scale = rescale_scale(src.scale, dst.scale)
         else:
             ofm_scale = (1, 0)
-        tmin, tmax = DTYPE_RANGE[dst.dtype]
+        tmin, tmax = TYPE_RANGE[dst.dtype]
         registers = dict(
             sub_op="AVERAGE", kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
             activation=clamp or dict(function=0, clip_range=0, min=tmin, max=tmax), rounding="NATURAL",

@@ -111,9 +111,6 @@ def lut_table(opcode: str, ifm: tuple[float, int], ofm: tuple[float, int], dtype
     raise UnsupportedError(f"{opcode} has no table lowering")
 
 
-LUT_OPERATORS = frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU"})
-
-
 def builtin_scale(input_scale: float, opcode: str) -> tuple[int, int]:
     """OFM_SCALE of the NPU's int16 TANH/SIGMOID: the input brought to the function's fixed
     input format (3 * 2^12 per unit), Vela's rule (its binaries are exact on the reference)."""

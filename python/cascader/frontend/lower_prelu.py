@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import UnsupportedError
-from .lowered import full_range
-from .operation_builder import EIGHT_BIT_RANGE, OperationBuilder, require_8bit_in_out
+from .lowered import TYPE_RANGE, full_range
+from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
 from .quantization import multiply_scale, quantise_scale
 
@@ -55,7 +55,7 @@ def lower_prelu(lw: "_Lowering", v: OperatorView) -> None:
         ops.elementwise("MUL", x, alpha, negative, ofm_scale=m2, activation=_below(out, (slopes >= 0).all()))
     else:
         # An elementwise MIN against the zero point costs half a clamping pool.
-        lo, _ = RANGE[x.dtype]
+        lo, _ = TYPE_RANGE[x.dtype]
         below = ops.scratch("input_below_zero", x.shape, x.dtype, x.zero_point, x.scale)
         zero = lw.constant(np.array([x.zero_point]), x.dtype)
         ops.elementwise("MIN", replace(x, zero_point=0), zero, replace(below, zero_point=0))
@@ -87,12 +87,9 @@ def lower_leaky_relu_int16(lw: "_Lowering", v: OperatorView) -> None:
     ops.elementwise("ADD", positive, negative, out, activation=full_range(out.dtype))
 
 
-RANGE = {**EIGHT_BIT_RANGE, "int16": (-32768, 32767)}
-
-
 def _positive_part(ops: OperationBuilder, x, out):
     """clamp(zp_out + MBQM(x - zp, s_in / s_out), min=zp_out): the x >= zp branch, zp_out elsewhere."""
-    lo, hi = RANGE[out.dtype]
+    lo, hi = TYPE_RANGE[out.dtype]
     identity = quantise_scale(float(np.float32(x.scale) / np.float32(out.scale)))
     positive = ops.scratch("positive", out.shape, out.dtype, out.zero_point, out.scale)
     ops.pool("AVERAGE", x, positive, ofm_scale=identity,
@@ -102,7 +99,7 @@ def _positive_part(ops: OperationBuilder, x, out):
 
 def _below(out, alpha_positive: bool) -> dict:
     """The clamp that keeps a one-signed alpha branch on its side of zp_out."""
-    lo, hi = RANGE[out.dtype]
+    lo, hi = TYPE_RANGE[out.dtype]
     keep = dict(min=lo, max=out.zero_point) if alpha_positive else dict(min=out.zero_point, max=hi)
     return dict(function=0, clip_range=0, **keep)
 

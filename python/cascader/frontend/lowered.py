@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 ELEMENT_SIZE = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4}
+TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}  # the feature-map types
 # The activation register's functions beside clamping: the NPU's own int16 TANH and SIGMOID,
 # and a table in LUT slot 0 (slots 1-7 follow).
 TANH_FUNCTION, SIGMOID_FUNCTION, LUT_SLOT_0 = 3, 4, 16
@@ -127,5 +128,5 @@ def kernel_record(height: int, width: int, stride: tuple[int, int] = (1, 1),
 def full_range(dtype: str) -> dict[str, int]:
     """An activation record that clamps to nothing but the type (the 16-bit registers' range for
     int32, which the NPU does not apply to 32-bit outputs)."""
-    lo, hi = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "int32": (-32768, 32767)}[dtype]
+    lo, hi = TYPE_RANGE.get(dtype, TYPE_RANGE["int16"])
     return dict(function=0, clip_range=0, min=lo, max=hi)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnsupportedError
-from .lowered import FeatureMapView, LoweredOperation, full_range, kernel_record
+from .lowered import TYPE_RANGE, FeatureMapView, LoweredOperation, full_range, kernel_record
 from .operator_view import OperatorView
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 ELEMENTWISE_COST = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MIN": "minimum"}  # the rest cost as MAX
 POOL_COST = {"MAX": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}
-EIGHT_BIT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+EIGHT_BIT_RANGE = {t: TYPE_RANGE[t] for t in ("int8", "uint8")}
 
 
 def require_8bit_in_out(v: OperatorView) -> str:
