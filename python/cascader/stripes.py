@@ -1,8 +1,8 @@
 """A proposal as a schedule: every cascade's parts as stripe-level NPU operations.
 
-For each cascade of more than one stripe, stripe by stripe and part by part (the order the
-planner costs), one NPU operation computes the rows of the part's output that stripe first
-needs. Its OFM is that band of rows; its IFMs are the bands its propagators give, cropped to
+For each cascade of more than one stripe, stripe by stripe and part by part, one NPU
+operation computes the rows of the part's output that stripe first needs: the runs the planner
+costs (`_core.plan_cascade(...).runs`), so the binary is the plan. Its OFM is that band of rows; its IFMs are the bands its propagators give, cropped to
 the tensors, with the top and bottom padding only where a band reaches past a tensor's edge.
 Tensors internal to a cascade live in rolling buffers of the planner's height: logical row r
 is buffer row r mod R, and a band that wraps is split over the NPU's two vertical tiles (the
@@ -93,35 +93,10 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
                 return _rolling_view(view, rolling[t][0], rolling[t][1], begin, end)
             return _rows(view, begin, end)
 
-        stripes: list[ScheduledOperation] = []
-        done = {t: 0 for t in rolling}
-        sink = pg.parts[c.last - 1].output
-        height = pg.tensors[sink].shape[1]
-        for s in range(c.stripes):
-            need = {sink: (s * c.stripe_height, min(height, (s + 1) * c.stripe_height))}
-            for k in range(c.last - 1, c.first - 1, -1):
-                part = pg.parts[k]
-                a, b = need.get(part.output, (0, 0))
-                if a >= b:
-                    continue
-                for t, prop in zip(part.inputs, part.propagators):
-                    if t not in rolling:
-                        continue
-                    box = prop.propagate(_core.Box([0, a, 0, 0], [1, b - a, *pg.tensors[part.output].shape[2:]]))
-                    box = box.cropped(list(pg.tensors[t].shape))
-                    lo, hi = need.get(t, (box.offset[1], box.offset[1] + box.extent[1]))
-                    need[t] = (min(lo, box.offset[1]), max(hi, box.offset[1] + box.extent[1]))
-            for k in range(c.first, c.last):
-                part = pg.parts[k]
-                a, b = need.get(part.output, (0, 0))
-                if part.output in rolling:
-                    a = max(a, done[part.output])
-                    if a >= b:
-                        continue
-                    done[part.output] = b
-                if a >= b:
-                    continue
-                stripes.append(_stripe(ops[k], lowered[k], pg, part, a, b, band, target))
+        # The planner's own run of the cascade: which rows each part computes, in order.
+        runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch).runs
+        stripes = [_stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], r.begin, r.end, band, target)
+                   for r in runs]
         replaced[part_op[c.first]] = stripes
         dropped.update(part_op[k] for k in range(c.first + 1, c.last))
     segments = []

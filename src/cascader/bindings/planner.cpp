@@ -61,6 +61,10 @@ void bind_planner(py::module_& m) {
       .def("add_part", &PlanGraph::add_part, py::arg("part"))
       .def("validate", &PlanGraph::validate);
 
+  py::class_<StripeRun>(m, "StripeRun")
+      .def_readonly("part", &StripeRun::part)
+      .def_readonly("begin", &StripeRun::begin)
+      .def_readonly("end", &StripeRun::end);
   py::class_<CascadePlan>(m, "CascadePlan")
       .def_readonly("first", &CascadePlan::first)
       .def_readonly("last", &CascadePlan::last)
@@ -71,7 +75,8 @@ void bind_planner(py::module_& m) {
       .def_readonly("weight_buffer_bytes", &CascadePlan::weight_buffer_bytes)
       .def_readonly("buffers", &CascadePlan::buffers)
       .def_readonly("cycles", &CascadePlan::cycles)
-      .def_readonly("operations", &CascadePlan::operations);
+      .def_readonly("operations", &CascadePlan::operations)
+      .def_readonly("runs", &CascadePlan::runs);
   py::class_<ProposalOptions>(m, "ProposalOptions")
       .def(py::init<>())
       .def_readwrite("max_cascade_parts", &ProposalOptions::max_cascade_parts)
@@ -85,7 +90,7 @@ void bind_planner(py::module_& m) {
   m.def("plan_cascade", [](const PlanGraph& g, int first, int last, int stripe_height, const ArchConfig& arch,
                            bool buffer_weights) {
     StripeCoster coster(g, arch);
-    return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights);
+    return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights, /*record_runs=*/true);
   }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"),
         py::arg("buffer_weights") = false);
   m.def("cascade_memory", [](const PlanGraph& g, const CascadePlan& plan) { return cascade_memory(g, g.uses(), plan); },

@@ -60,7 +60,8 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights) {
 }
 
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
-                                        int stripe_height, StripeCoster& coster, bool buffer_weights) {
+                                        int stripe_height, StripeCoster& coster, bool buffer_weights,
+                                        bool record_runs) {
   if (first < 0 || last > int(graph.parts.size()) || first >= last || stripe_height < 1) {
     throw InvalidArgument("plan_cascade: parts [first, last) must be a non-empty range and stripe_height >= 1");
   }
@@ -89,8 +90,10 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   if (last - first == 1 || plan.stripes == 1) {
     // Parts run whole one after another: internal tensors are whole buffers.
     for (int k = first; k < last; ++k) {
-      plan.cycles += coster.cost(k, 0, graph.tensors[size_t(graph.parts[size_t(k)].output)].shape[H], weights_for(k));
+      const int64_t rows = graph.tensors[size_t(graph.parts[size_t(k)].output)].shape[H];
+      plan.cycles += coster.cost(k, 0, rows, weights_for(k));
       ++plan.operations;
+      if (record_runs) plan.runs.push_back(StripeRun{k, 0, rows});
     }
     for (int k = first; k + 1 < last; ++k) {
       const int t = graph.parts[size_t(k)].output;
@@ -152,6 +155,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       }
       plan.cycles += coster.cost(k, a, b, weights_for(k));
       ++plan.operations;
+      if (record_runs) plan.runs.push_back(StripeRun{k, a, b});
     }
   }
   for (const auto& [t, rows] : rows_held) {

@@ -25,6 +25,12 @@
 
 namespace cascader {
 
+// One NPU operation of a cascade: part `part` computing rows [begin, end) of its output.
+struct StripeRun {
+  int part = 0;
+  int64_t begin = 0, end = 0;
+};
+
 struct CascadePlan {
   int first = 0, last = 0;    // parts [first, last)
   int stripe_height = 0;      // sink rows per stripe (its height: one stripe)
@@ -37,6 +43,7 @@ struct CascadePlan {
   std::vector<std::pair<int, int64_t>> buffers;  // (tensor, rows held)
   double cycles = 0;
   int operations = 0;         // NPU operations: non-empty (part, stripe) pairs
+  std::vector<StripeRun> runs;  // those operations in execution order (when asked for)
 };
 
 // Costs a part on a band of its output rows, cached. Not thread-safe.
@@ -61,6 +68,7 @@ class StripeCoster {
 // inside that escapes before the sink, or an internal tensor that is not cascadable), or when
 // `buffer_weights` is asked of parts without weights.
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
-                                        int stripe_height, StripeCoster& coster, bool buffer_weights = false);
+                                        int stripe_height, StripeCoster& coster, bool buffer_weights = false,
+                                        bool record_runs = false);
 
 }  // namespace cascader
