@@ -13,9 +13,7 @@ a minimum. The compile time of the least-SRAM compile (planning included) is the
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 import time
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from ..compiler import compile as compile_model
 from ..errors import CascaderError, InfeasibleError
 from ..planner import plan
 from ..sim import estimate
-from .compile import model_paths
+from .compile import model_parser, model_paths
 from .simulate import VelaConfig, compile_with_vela, validate
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
@@ -45,11 +43,7 @@ def _row(path: Path, accelerator: str, label: str, budget: int | None) -> tuple[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
-    parser.add_argument("--accelerators", default=",".join(ACCELERATORS))
-    parser.add_argument("--only", default="", help="substring filter on model names")
-    args = parser.parse_args(argv)
+    args = model_parser(__doc__, ACCELERATORS).parse_args(argv)
     ratios = []
     for path in model_paths(args.models, args.only):
         for acc in args.accelerators.split(","):

@@ -156,6 +156,15 @@ def summarize(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def model_parser(doc: str, accelerators: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The options every model benchmark takes: --models, --accelerators, --only."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
+    parser.add_argument("--accelerators", default=",".join(accelerators))
+    parser.add_argument("--only", default="", help="substring filter on model names")
+    return parser
+
+
 def model_paths(models: str, only: str = "", zoo_models: list | None = None) -> list[Path]:
     """The benchmark's models as files: the zoo networks (or `zoo_models`, (name, Model) pairs)
     written to a temporary folder, then every `.tflite` in `models`; names containing `only`."""
@@ -171,10 +180,7 @@ def model_paths(models: str, only: str = "", zoo_models: list | None = None) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
-    parser.add_argument("--accelerators", default=",".join(ACCELERATORS))
-    parser.add_argument("--only", default="", help="substring filter on model names")
+    parser = model_parser(__doc__, ACCELERATORS)
     parser.add_argument("--no-process", action="store_true", help="skip the process wall-time columns")
     args = parser.parse_args(argv)
     paths = model_paths(args.models, args.only)

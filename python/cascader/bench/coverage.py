@@ -12,15 +12,13 @@ the compile benchmark's job (`python -m cascader.bench.compile`).
 
 from __future__ import annotations
 
-import argparse
-import os
 from collections import Counter
 
 from .. import zoo
 from ..compiler import compile as compile_model
 from ..errors import CascaderError
 from ..tflite import load_model
-from .compile import ZOO_NETWORKS, model_paths
+from .compile import ZOO_NETWORKS, model_parser, model_paths
 from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
@@ -37,11 +35,7 @@ def _difference(ours: Counter, vela: Counter) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
-    parser.add_argument("--accelerators", default=",".join(ACCELERATORS))
-    parser.add_argument("--only", default="", help="substring filter on model names")
-    args = parser.parse_args(argv)
+    args = model_parser(__doc__, ACCELERATORS).parse_args(argv)
     zoo_models = [(n, zoo.get(n)) for n in ZOO_NETWORKS] + zoo.activation_op_cases()
     paths = model_paths(args.models, args.only, zoo_models)
     header = f"{'model':<40} {'accelerator':<14} {'ours':>5} {'vela':>5}  difference"
