@@ -19,13 +19,14 @@ _LAZY = {
     "Estimate": ".sim", "Session": ".sim", "estimate": ".sim", "simulate": ".sim",
     "Model": ".tflite", "Operator": ".tflite", "Quantization": ".tflite", "SubGraph": ".tflite",
     "Tensor": ".tflite", "load_model": ".tflite", "save_model": ".tflite",
-    "CompiledModel": ".compiled", "Summary": ".compiled",
+    "CompiledModel": ".compiled", "Summary": ".summary", "Layer": ".layers", "Records": ".records",
+    "check": ".checking", "CheckResult": ".checking",
     "compile": ".compiler",
     "plan": ".planner", "Frontier": ".planner", "PlanOptions": ".planner", "PlanPoint": ".planner",
 }
 _SUBMODULES = {"zoo", "sim", "emit", "frontend", "tflite", "memory", "perf", "arch", "schedule", "compiler",
                "compiled", "reference", "bench", "_core", "errors", "inspection", "plot", "cli",
-               "planner"}
+               "planner", "summary", "layers", "records", "checking", "stripes"}
 
 
 def __getattr__(name: str) -> Any:
@@ -50,6 +51,10 @@ __all__ = [
     "InfeasibleError",
     "ReferenceCrashed",
     "Summary",
+    "Layer",
+    "Records",
+    "check",
+    "CheckResult",
     "UnsupportedError",
     "compile",
     "plan",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import configparser
 import enum
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple, Union
 
@@ -41,6 +42,36 @@ class MemoryMode(enum.Enum):
         raise InvalidArgumentError(
             f"unknown memory mode {value!r}; valid: {', '.join(m.value for m in cls)}"
         )
+
+    @staticmethod
+    def cache_size(value: Union["MemoryMode", str]) -> Optional[int]:
+        """The arena cache size a preset name carries (Vela's ``Dedicated_Sram_384KB``: 393216), else None."""
+        m = re.fullmatch(r".*_(\d+)KB", str(getattr(value, "value", value)), flags=re.IGNORECASE)
+        return int(m.group(1)) * 1024 if m else None
+
+    @classmethod
+    def from_ini(cls, path: Union[str, os.PathLike], name: str) -> Tuple["MemoryMode", Optional[int]]:
+        """Section ``[Memory_Mode.<name>]`` of a Vela-style ``.ini`` as (mode, arena_cache_size or None).
+
+        The regions' AXI ports decide the mode: constants, arena and cache all on AXI0 is
+        Sram_Only; constants on AXI1 with arena and cache on AXI0 is Shared_Sram; constants
+        and arena on AXI1 with the cache on AXI0 is Dedicated_Sram. Other placements are not
+        modes the Ethos-U driver layout supports.
+        """
+        section = name if name.startswith("Memory_Mode.") else f"Memory_Mode.{name}"
+        values = _read_section(_read_ini(path), section)
+        areas = tuple(values.get(k, "").strip().capitalize() for k in ("const_mem_area", "arena_mem_area", "cache_mem_area"))
+        modes = {("Axi0", "Axi0", "Axi0"): cls.SRAM_ONLY, ("Axi1", "Axi0", "Axi0"): cls.SHARED_SRAM,
+                 ("Axi1", "Axi1", "Axi0"): cls.DEDICATED_SRAM}
+        if areas not in modes:
+            raise InvalidArgumentError(
+                f"[{section}] in {os.fspath(path)!r}: const/arena/cache areas {'/'.join(areas)} are not a supported "
+                f"memory mode (Axi0/Axi0/Axi0 Sram_Only, Axi1/Axi0/Axi0 Shared_Sram, Axi1/Axi1/Axi0 Dedicated_Sram)")
+        try:
+            size = int(values["arena_cache_size"]) if "arena_cache_size" in values else None
+        except ValueError:
+            raise InvalidArgumentError(f"[{section}]: arena_cache_size {values['arena_cache_size']!r} is not bytes") from None
+        return modes[areas], size
 
     def __repr__(self) -> str:
         return f"MemoryMode.{self.name}"
@@ -143,11 +174,8 @@ class SystemConfig:
     @classmethod
     def from_ini(cls, path: Union[str, os.PathLike], name: str) -> "SystemConfig":
         """Read section ``[System_Config.<name>]`` of a Vela-style ``.ini`` (``inherit=`` honoured)."""
-        parser = configparser.ConfigParser()
-        if not parser.read(os.fspath(path)):
-            raise InvalidArgumentError(f"cannot read config file {os.fspath(path)!r}")
         section = name if name.startswith("System_Config.") else f"System_Config.{name}"
-        values = _read_section(parser, section)
+        values = _read_section(_read_ini(path), section)
         short = section[len("System_Config."):]
         try:
             axi0 = values.get("axi0_port", "Sram")
@@ -195,6 +223,21 @@ class SystemConfig:
             if m in self.memories
         )
         return f"SystemConfig({self.name!r}: {self.core_clock / 1e6:g} MHz, AXI0={self.axi0}, AXI1={self.axi1}; {mems})"
+
+
+def _read_ini(path: Union[str, os.PathLike]) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser()
+    try:
+        if not parser.read(os.fspath(path)):
+            raise InvalidArgumentError(f"cannot read config file {os.fspath(path)!r}")
+    except configparser.Error as e:
+        raise InvalidArgumentError(f"config file {os.fspath(path)!r} is not a valid .ini: {e}") from None
+    return parser
+
+
+def ini_sections(path: Union[str, os.PathLike]) -> Tuple[str, ...]:
+    """The section names of a Vela-style ``.ini`` (``System_Config.X``, ``Memory_Mode.Y``)."""
+    return tuple(_read_ini(path).sections())
 
 
 def _read_section(parser: configparser.ConfigParser, section: str, seen: Optional[set] = None) -> Dict[str, str]:

@@ -1,4 +1,9 @@
-"""The `cascader` command."""
+"""The `cascader` command.
+
+`cascader compile` takes Vela's option names (--accelerator-config, --system-config,
+--memory-mode, --config, --arena-cache-size, --optimise, --output-dir) where the concept is the
+same, so switching from Vela is changing the program's name.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,11 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import CascaderError
+from .errors import CascaderError, InvalidArgumentError
 from .tflite import Model, load_model
 
 _ZOO_PREFIX = "zoo:"
+DEMO_MODEL = "zoo:mobilenet_v2"
 
 
 def resolve_model(spec: str) -> tuple[Model, str]:
@@ -23,48 +29,166 @@ def resolve_model(spec: str) -> tuple[Model, str]:
     return load_model(spec), spec
 
 
+def _stem(spec: str) -> str:
+    return spec[len(_ZOO_PREFIX):] if spec.startswith(_ZOO_PREFIX) else Path(spec).stem
+
+
+def _add_target(p: argparse.ArgumentParser) -> None:
+    """The target options, named as Vela names them."""
+    p.add_argument("--accelerator-config", "--accelerator", dest="accelerator", default=None,
+                   help="ethos-u55-32/64/128/256 or ethos-u65-256/512 (default: ethos-u55-128, or the binary's own)")
+    p.add_argument("--system-config", "--system", dest="system", default=None,
+                   help="a System_Config section of --config or a vela.ini preset, e.g. Ethos_U55_High_End_Embedded")
+    p.add_argument("--memory-mode", default=None,
+                   help="a Memory_Mode section of --config or Shared_Sram, Sram_Only, Dedicated_Sram[_384KB]")
+    p.add_argument("--config", action="append", default=[], metavar="FILE.ini",
+                   help="a Vela-style .ini with System_Config / Memory_Mode sections (may repeat)")
+
+
+def _target(args: argparse.Namespace) -> tuple[object, object, int | None]:
+    """(system, memory mode, arena cache size) from the options, reading --config files first."""
+    from .arch import MemoryMode, SystemConfig, ini_sections
+
+    system, mode, cache = args.system, args.memory_mode, None
+    for path in args.config:
+        sections = ini_sections(path)
+        if system is not None and f"System_Config.{system}" in sections:
+            system = SystemConfig.from_ini(path, system)
+        if isinstance(mode, str) and f"Memory_Mode.{mode}" in sections:
+            mode, cache = MemoryMode.from_ini(path, mode)
+    return system, mode, cache
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from .compiler import compile as compile_model
+    from .compiler import parse_size
+
+    if args.demo == (args.model is not None):
+        raise InvalidArgumentError("give a model (a .tflite file or zoo:<name>) or --demo, not both or neither")
+    spec = DEMO_MODEL if args.demo else args.model
+    model, _ = resolve_model(spec)
+    system, mode, cache = _target(args)
+    budgets = [b for b in (parse_size(args.sram), parse_size(args.arena_cache_size), cache) if b is not None]
+    result = compile_model(model, sram=min(budgets) if budgets else None, accelerator=args.accelerator or "ethos-u55-128",
+                           system=system, memory_mode=mode, optimise=args.optimise, progress=True)
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = _stem(spec)
+    binary = out_dir / f"{stem}_cascader.tflite"
+    result.save(binary)
+    result.summary().to_csv(out_dir / f"{stem}_summary.csv")
+    result.layers.to_csv(out_dir / f"{stem}_layers.csv")
+    print(f"Network summary for {stem}")
+    print(result.summary())
+    print(f"{'output':<22}{binary}")
+    print(f"{'reports':<22}{out_dir / (stem + '_summary.csv')}, {out_dir / (stem + '_layers.csv')}")
+    if args.verbose_layers:
+        print()
+        print(result.layers.table())
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    binary = load_model(args.binary)
+    if args.check_against:
+        from .checking import check
+
+        result = check(args.check_against, binary, args.seeds)
+        print(result)
+        return 0 if result.bit_exact else 1
+    from .reference import random_inputs
+    from .sim import simulate
+
+    if args.inputs:
+        with np.load(args.inputs) as data:
+            inputs = [data[k] for k in data.files]
+    else:
+        inputs = random_inputs(binary, args.seed)
+    outputs = simulate(binary, inputs)
+    for i, o in enumerate(outputs):
+        print(f"output {i}: {o.dtype}{list(o.shape)} min {o.min()} max {o.max()} sum {int(o.astype(np.int64).sum())}")
+    if args.save:
+        np.savez(args.save, *outputs)
+        print(f"saved {args.save}")
+    return 0
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from .records import Records
+    from .sim import estimate
+
+    system, mode, _ = _target(args)
+    est = estimate(args.binary, system=system, memory_mode=mode, accelerator=args.accelerator)
+    rows = Records(est.operations)
+    print(rows.table(["call", "operation", "kind", "ofm_shape", "block", "npu_cycles", "dma_cycles", "macs", "cycles"]))
+    print()
+    print(f"{est.accelerator}, {est.system}, {est.memory_mode}: {est.total_cycles:,.0f} cycles, "
+          f"{est.npu_cycles:,} NPU cycles, {est.macs:,} MACs")
+    for m, b in est.bytes_per_memory.items():
+        print(f"  {m}: {b / 1024:,.1f} KiB, {est.access_cycles.get(m, 0.0):,.0f} access cycles")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cascader", description="Compiler for Arm Ethos-U NPUs.")
     parser.add_argument("--version", action="version", version=f"cascader {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    p_inspect = commands.add_parser(
-        "inspect", help="show which operators run on the NPU and what each costs (MACs, bytes)"
-    )
-    p_inspect.add_argument("model", help="a .tflite file, or zoo:<name> for a built-in model")
-    p_compile = commands.add_parser("compile", help="compile a model into an Ethos-U binary (.tflite with ethos-u ops)")
-    p_compile.add_argument("model", help="a .tflite file, or zoo:<name> for a built-in model")
-    p_compile.add_argument("--accelerator-config", "--accelerator", dest="accelerator", default="ethos-u55-128",
-                           help="ethos-u55-32/64/128/256 or ethos-u65-256/512 (default: ethos-u55-128)")
-    p_compile.add_argument("--system-config", "--system", dest="system", default=None,
-                           help="a vela.ini system preset, e.g. Ethos_U55_High_End_Embedded")
-    p_compile.add_argument("--memory-mode", default=None, help="Shared_Sram, Sram_Only or Dedicated_Sram")
-    p_compile.add_argument("--sram", default=None, help="hard SRAM budget: bytes or e.g. 256KiB (default: unlimited)")
-    p_compile.add_argument("--optimise", default="Performance", choices=["Performance", "Size"],
-                           help="Performance: fastest within the budget; Size: least SRAM (as Vela's option)")
-    p_compile.add_argument("--output-dir", default=".", help="where <model>_cascader.tflite goes (default: .)")
-    args = parser.parse_args(argv)
+
+    p = commands.add_parser("inspect", help="show which operators run on the NPU and what each costs (MACs, bytes)")
+    p.add_argument("model", help="a .tflite file, or zoo:<name> for a built-in model")
+
+    p = commands.add_parser("compile", help="compile a model into an Ethos-U binary (.tflite with ethos-u ops)")
+    p.add_argument("model", nargs="?", help="a .tflite file, or zoo:<name> for a built-in model")
+    p.add_argument("--demo", action="store_true", help=f"compile the built-in MobileNetV2 ({DEMO_MODEL})")
+    _add_target(p)
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--sram", default=None, help="hard SRAM budget: bytes or e.g. 256KiB (default: unlimited)")
+    budget.add_argument("--arena-cache-size", default=None,
+                        help="Vela's name for the same hard budget (bytes); a sized memory mode sets it too")
+    p.add_argument("--optimise", default="Performance", choices=["Performance", "Size"],
+                   help="Performance: fastest within the budget; Size: least SRAM (as Vela's option)")
+    p.add_argument("--output-dir", default="output", help="where the binary and the reports go (default: output)")
+    p.add_argument("--verbose-layers", action="store_true", help="also print the per-layer table")
+
+    p = commands.add_parser("simulate", help="run an Ethos-U binary on the bit-exact simulator")
+    p.add_argument("binary", help="a .tflite with ethos-u operators (cascader's or Vela's)")
+    p.add_argument("--check-against", metavar="MODEL",
+                   help="compare with the reference interpreter on this source model (exit 1 unless bit-exact)")
+    p.add_argument("--seeds", type=int, default=2, help="random input sets for --check-against (default 2)")
+    p.add_argument("--inputs", metavar="FILE.npz", help="inputs in order (default: random, --seed)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--save", metavar="FILE.npz", help="write the outputs")
+
+    p = commands.add_parser("estimate", help="cycles of an Ethos-U binary on the shared cycle model")
+    p.add_argument("binary", help="a .tflite with ethos-u operators (cascader's or Vela's)")
+    _add_target(p)
+
+    commands.add_parser("bench", help="benchmark against Vela: python -m cascader.bench's options", add_help=False)
+
+    args, rest = parser.parse_known_args(argv)
+    if args.command != "bench" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         if args.command == "inspect":
             from .inspection import inspect
 
             model, name = resolve_model(args.model)
             print(inspect(model, name=name).table())
-        elif args.command == "compile":
-            from .compiler import compile as compile_model
+            return 0
+        if args.command == "compile":
+            return _compile(args)
+        if args.command == "simulate":
+            return _simulate(args)
+        if args.command == "estimate":
+            return _estimate(args)
+        from .bench.versus import main as bench_main
 
-            model, name = resolve_model(args.model)
-            result = compile_model(model, sram=args.sram, accelerator=args.accelerator, system=args.system,
-                                   memory_mode=args.memory_mode, optimise=args.optimise)
-            stem = name[len(_ZOO_PREFIX):] if name.startswith(_ZOO_PREFIX) else Path(name).stem
-            out = Path(args.output_dir) / f"{stem}_cascader.tflite"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            result.save(out)
-            print(result.summary())
-            print(f"output           {out}")
+        return bench_main(rest)
     except CascaderError as e:
         print(f"cascader: error: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

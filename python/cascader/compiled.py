@@ -2,49 +2,24 @@
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
+import numpy as np
+
+from .summary import Summary
 from .tflite import Model, save_model
 
 if TYPE_CHECKING:
+    from .checking import CheckResult
     from .frontend.partition import Partition
     from .memory import MemoryLayout
     from .planner import Frontier
+    from .records import Records
     from .schedule import NpuSchedule
     from .sim.estimator import Estimate
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The headline figures of a compile (the ones Vela prints)."""
-
-    accelerator: str
-    system: str | None
-    memory_mode: str | None
-    sram_bytes: int
-    sram_budget: int | None
-    flash_bytes: int
-    total_cycles: float
-    npu_operators: int
-    cpu_operators: int
-    npu_operations: int
-    compile_seconds: float
-
-    def __str__(self) -> str:
-        budget = "unlimited" if self.sram_budget is None else f"{self.sram_budget:,} B"
-        return "\n".join([
-            f"accelerator      {self.accelerator} ({self.system}, {self.memory_mode})",
-            f"SRAM used        {self.sram_bytes:,} B (budget {budget})",
-            f"flash            {self.flash_bytes:,} B",
-            f"cycles           {self.total_cycles:,.0f}",
-            f"operators        {self.npu_operators} on the NPU ({self.npu_operations} NPU operations), "
-            f"{self.cpu_operators} on the CPU",
-            f"compile time     {self.compile_seconds * 1000:.1f} ms",
-        ])
 
 
 @dataclass
@@ -69,6 +44,7 @@ class CompiledModel:
     operations: list[list[dict]]  # per ethos-u operator, the emitted records (cascader.sim.decode's format)
     compile_seconds: float
     _binary: bytes | None = field(default=None, repr=False)
+    _estimate: "Estimate | None" = field(default=None, repr=False)
 
     @property
     def binary(self) -> bytes:
@@ -89,35 +65,86 @@ class CompiledModel:
 
         return plan(self.source, accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode)
 
-    @cached_property
     def estimate(self) -> "Estimate":
         """The binary costed by the shared cycle model (the same estimator that costs Vela's)."""
-        from .sim.estimator import estimate
+        if self._estimate is None:
+            from .sim.estimator import estimate
 
-        return estimate(self.model, system=self.system, memory_mode=self.memory_mode, accelerator=self.accelerator)
+            self._estimate = estimate(self.model, system=self.system, memory_mode=self.memory_mode,
+                                      accelerator=self.accelerator)
+        return self._estimate
 
     def summary(self) -> Summary:
+        """The headline figures (Vela's): memory used, operators, traffic, cycles and time per inference."""
+        from .arch import arch_config
         from .frontend.partition import NPU
+        from .memory import MemoryConfig
 
         npu_ops = sum(len(s.operators) for s in self.partition.segments if s.target == NPU)
+        est = self.estimate() if self.schedule.operations else None
+        config = MemoryConfig.for_target(self.accelerator, self.system, self.memory_mode)
         return Summary(
-            accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode,
-            sram_bytes=self.sram_bytes, sram_budget=self.sram_budget, flash_bytes=self.flash_bytes,
-            total_cycles=float(self.estimate.total_cycles) if self.schedule.operations else 0.0, npu_operators=npu_ops,
-            cpu_operators=len(self.partition.graph.operators) - npu_ops,
-            npu_operations=len(self.schedule.operations), compile_seconds=self.compile_seconds,
+            accelerator=self.accelerator, system=getattr(self.system, "name", self.system), memory_mode=self.memory_mode,
+            clock_hz=float(arch_config(self.accelerator, self.system, self.memory_mode).system.core_clock),
+            sram_bytes=self.sram_bytes, sram_budget=self.sram_budget,
+            dram_bytes=0 if config.shared_sram else self.layout.sizes.get("scratch", 0), flash_bytes=self.flash_bytes,
+            npu_operators=npu_ops, cpu_operators=len(self.partition.graph.operators) - npu_ops,
+            npu_operations=len(self.schedule.operations),
+            cascades=len({op.cascade for op in self.schedule.operations if op.cascade is not None}),
+            macs=est.macs if est else 0, npu_cycles=est.npu_cycles if est else 0,
+            total_cycles=float(est.total_cycles) if est else 0.0, compile_seconds=self.compile_seconds,
+            bytes_per_memory=est.bytes_per_memory if est else {}, access_cycles=est.access_cycles if est else {},
         )
 
+    @cached_property
+    def layers(self) -> "Records":
+        """Per operation in execution order (`cascader.layers.Layer`): operator, NPU or CPU with
+        the reason, cascade, stripe shape, buffer modes, block config, cycles, MACs, weight bytes
+        and the SRAM in use. `.to_pandas()`, `.to_csv()` and `.table()` view it."""
+        from .layers import layers
+
+        return layers(self.schedule, self.partition, self.layout)
+
+    def run(self, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
+        """One inference of the binary on the bit-exact simulator; the outputs in order."""
+        from .sim import simulate
+
+        return simulate(self.model, inputs)
+
+    def check(self, seeds: int | Sequence[int] = 2) -> "CheckResult":
+        """The binary on the simulator against the reference interpreter on the source model,
+        on random inputs per seed; per-output max error (0 everywhere: `bit_exact`)."""
+        from .checking import check
+
+        return check(self.source, self.model, seeds)
+
+    def plot_pareto(self, path: str | None = None, others=()) -> Any:
+        """The planner's SRAM-versus-cycles frontier with this compile starred (`others`: more
+        labelled (name, SRAM, cycles) points, e.g. Vela's)."""
+        from .plot import plot_pareto
+
+        return plot_pareto(self.pareto, (self.sram_bytes, self.schedule.total_cycles), others, path)
+
+    def plot_memory(self, path: str | None = None) -> Any:
+        """The memory timeline of the real layout: every buffer's address over the schedule."""
+        from .plot import plot_memory
+
+        return plot_memory(self.layout, path, title=self.accelerator)
+
+    def plot_layers(self, path: str | None = None) -> Any:
+        """Cycles and SRAM in use per layer."""
+        from .plot import plot_layers
+
+        return plot_layers(self.layers, path)
+
     def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td>{html.escape(line[:17].strip())}</td><td>{html.escape(line[17:])}</td></tr>"
-                       for line in str(self.summary()).splitlines())
-        return f"<table>{rows}</table>"
+        return self.summary()._repr_html_()
 
     def __repr__(self) -> str:
         return (f"CompiledModel({self.accelerator}, SRAM {self.sram_bytes:,} B, flash {self.flash_bytes:,} B, "
                 f"{len(self.schedule.operations)} NPU operations)")
 
-    def __getstate__(self) -> dict[str, Any]:  # the cached estimate holds core objects
+    def __getstate__(self) -> dict[str, Any]:  # the cached planner frontier holds core objects
         state = dict(self.__dict__)
-        state.pop("estimate", None)
+        state.pop("pareto", None)
         return state

@@ -21,6 +21,7 @@ from .frontend.lowered import LoweredSegment
 from .frontend.partition import NPU, Partition, partition
 from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
+from .progress import progress as stage_bar
 from .schedule import NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, without_weight_buffers
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
@@ -184,6 +185,7 @@ def compile(
     system: str | None = None,
     memory_mode: Union[str, MemoryMode, None] = None,
     optimise: str = "performance",
+    progress: bool = False,
 ) -> CompiledModel:
     """Compile a TFLite model for an Ethos-U NPU.
 
@@ -197,12 +199,17 @@ def compile(
     accelerator
         ethos-u55-32/64/128/256 or ethos-u65-256/512.
     system, memory_mode
-        A vela.ini system preset (e.g. "Ethos_U55_High_End_Embedded") and memory mode
-        ("Shared_Sram", "Sram_Only", "Dedicated_Sram"); the accelerator's defaults when None.
+        A vela.ini system preset (e.g. "Ethos_U55_High_End_Embedded") or a
+        :class:`cascader.SystemConfig` (``SystemConfig.from_ini``), and a memory mode
+        ("Shared_Sram", "Sram_Only", "Dedicated_Sram", or a sized preset such as
+        "Dedicated_Sram_384KB", whose cache size also caps `sram`); the accelerator's defaults
+        when None.
     optimise
         "performance": the fastest schedule within the budget (uncascaded when it fits, else the
         fastest cascaded proposal that fits). "size": the least SRAM the planner's proposals
         reach (within the budget, if one is given).
+    progress
+        Show a progress bar of the stages on stderr when the compile takes more than 2 s.
 
     Returns
     -------
@@ -222,21 +229,33 @@ def compile(
     if optimise not in ("performance", "size"):
         raise InvalidArgumentError(f"optimise must be 'performance' or 'size' (Vela's names), not {optimise!r}")
     budget = parse_size(sram)
+    # A preset such as Dedicated_Sram_384KB names its arena cache: that is a budget too.
+    cache = MemoryMode.cache_size(memory_mode) if memory_mode is not None else None
+    if cache is not None:
+        budget = cache if budget is None else min(budget, cache)
     acc = Accelerator(accelerator)
     m = _as_model(model)
+    bar = stage_bar(total=4, desc="lower", enabled=progress, unit="stage")
     part, segments = lower(m)
+    bar.update()
+    bar.set_description("schedule", refresh=False)
     # The target's defaults, resolved here so the result names the system and mode it ran on.
     u65 = acc._config.is_u65
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
     system = system if system is not None else DEFAULT_SYSTEM[u65]
     sched = schedule(part, segments, acc.name, system, mode)
+    bar.update()
+    bar.set_description("allocate" if optimise == "performance" else "plan", refresh=False)
     if optimise == "size":
         sched, result, placement, offsets = _cascade(part, sched, budget, smallest=True)
     else:
         try:
             sched, result, placement, offsets = allocate(sched, part, budget)
         except InfeasibleError as uncascaded:
+            bar.set_description("plan", refresh=False)
             sched, result, placement, offsets = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram)
+    bar.update()
+    bar.set_description("emit", refresh=False)
     flash = FlashImage()
     subgraphs, records = [], []
     first = 0
@@ -248,6 +267,8 @@ def compile(
     # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
     out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
                                           accelerator=acc.name, description="cascader Optimised", order=sched.order)
+    bar.update()
+    bar.close()
     config = MemoryConfig.for_target(acc.name, system, mode)
     return CompiledModel(
         model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,

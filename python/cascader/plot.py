@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .memory import MemoryLayout
+
+if TYPE_CHECKING:
+    from .planner import Frontier
+    from .records import Records
 
 # One colour per buffer kind, grouped as the issue asks: feature maps, stripe buffers, weights, copies.
 KIND_COLOURS = {
@@ -25,11 +29,7 @@ def plot_memory(layout: MemoryLayout, path: str | None = None, title: str = "", 
     Buffers taller than `label_min_fraction` of the arena are labelled with their name.
     Returns the matplotlib Figure; saves it to `path` when given.
     """
-    import matplotlib
-
-    if path is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = _pyplot(path)
     from matplotlib.patches import Patch, Rectangle
 
     arenas = [a for a in layout.sizes if a not in ("flash",) and any(b.arena == a for b in layout.buffers)]
@@ -55,7 +55,67 @@ def plot_memory(layout: MemoryLayout, path: str | None = None, title: str = "", 
         kinds = sorted({b.kind for b in members})
         handles = [Patch(facecolor=KIND_COLOURS.get(k, "#cccccc"), label=k) for k in kinds]
         ax.legend(handles=handles + ax.get_legend_handles_labels()[0], loc="upper right", fontsize=7)
+    return _finish(fig, path)
+
+
+def _pyplot(path: str | None) -> Any:
+    """pyplot, on the file backend when only a file is wanted (no display needed)."""
+    import matplotlib
+
+    if path is not None:
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _finish(fig: Any, path: str | None) -> Any:
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def plot_pareto(frontier: "Frontier", chosen: tuple[int, float] | None = None,
+                others: Iterable[tuple[str, int, float]] = (), path: str | None = None, title: str = "") -> Any:
+    """The SRAM-versus-cycles frontier: each proposal a point, the chosen one starred.
+
+    `chosen` is (SRAM bytes, cycles) of the compiled point; `others` are labelled points of
+    other compilers or settings (label, SRAM bytes, cycles), e.g. Vela's Size and Performance.
+    """
+    plt = _pyplot(path)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    xs = [p.sram_bytes / 1024 for p in frontier.points]
+    ys = [p.cycles for p in frontier.points]
+    ax.step(xs, ys, where="post", color="#4c72b0", linewidth=1, alpha=0.6)
+    ax.plot(xs, ys, "o", color="#4c72b0", label=f"cascader frontier ({len(xs)} proposals)")
+    if chosen is not None:
+        ax.plot([chosen[0] / 1024], [chosen[1]], "*", color="#c44e52", markersize=16, label="compiled", zorder=5)
+    for k, (label, sram, cycles) in enumerate(others):
+        ax.plot([sram / 1024], [cycles], "s", markersize=8, color=f"C{k + 1}", label=label, zorder=4)
+    ax.set_xlabel("SRAM (KiB)")
+    ax.set_ylabel("cycles per inference")
+    ax.set_title(title or f"SRAM vs cycles on {frontier.accelerator}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return _finish(fig, path)
+
+
+def plot_layers(layers: "Records", path: str | None = None, title: str = "") -> Any:
+    """Cycles (bars) and SRAM in use (line) per layer, in execution order; CPU operators grey."""
+    plt = _pyplot(path)
+    fig, ax = plt.subplots(figsize=(max(8, 0.12 * len(layers)), 4.5))
+    x = [r.index for r in layers]
+    ax.bar(x, [r.cycles or 0 for r in layers], color=["#4c72b0" if r.target == "NPU" else "#8c8c8c" for r in layers],
+           width=0.8)
+    for r in layers:
+        if r.target == "CPU":
+            ax.axvspan(r.index - 0.4, r.index + 0.4, color="#8c8c8c", alpha=0.3)
+    ax.set_xlabel("layer (execution order; grey: CPU)")
+    ax.set_ylabel("cycles", color="#4c72b0")
+    sram = ax.twinx()
+    sram.plot(x, [(r.sram_live or 0) / 1024 for r in layers], color="#c44e52", marker=".", linewidth=1)
+    sram.set_ylabel("SRAM in use (KiB)", color="#c44e52")
+    sram.set_ylim(bottom=0)
+    ax.set_title(title or "cycles and SRAM per layer")
+    return _finish(fig, path)

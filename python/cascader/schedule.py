@@ -51,6 +51,10 @@ class ScheduledOperation:
     # double buffer while the previous slice computes (one NPU operation per slice).
     depth_step: int = 0
     direct_encoded: Any = None  # with depth_step: the unsliced streams, for reading from flash
+    # In a cascade: its index in the proposal, and the whole-tensor operation this one computes
+    # a band of rows of (reports group the stripes of one operation by it).
+    cascade: int | None = None
+    stripe_of: LoweredOperation | None = None
 
 
 @dataclass

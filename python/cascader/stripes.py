@@ -64,7 +64,7 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     dropped: set[tuple[int, int]] = set()
     new_buffers: dict[int, dict[int, tuple[int, str, tuple[int, int, int]]]] = {}  # segment -> id -> (bytes, name, shape)
     gone: dict[int, set[int]] = {}  # segment -> whole buffers now rolling
-    for c in proposal.cascades:
+    for cascade, c in enumerate(proposal.cascades):
         if c.last - c.first < 2 or c.stripes < 2:
             if c.buffered_weights and buffered is not None:
                 for k in range(c.first, c.last):
@@ -95,8 +95,8 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
 
         # The planner's own run of the cascade: which rows each part computes, in order.
         runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch).runs
-        stripes = [_stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], r.begin, r.end, band, target)
-                   for r in runs]
+        stripes = [replace(_stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], r.begin, r.end, band, target),
+                           cascade=cascade, stripe_of=ops[r.part].lowered) for r in runs]
         replaced[part_op[c.first]] = stripes
         dropped.update(part_op[k] for k in range(c.first + 1, c.last))
     segments = []

@@ -91,7 +91,7 @@ def run_row(path: Path, accelerator: str, seeds=(0, 1), process: bool = True) ->
             ours = compile_model(path, accelerator=accelerator)
             best = min(best, time.perf_counter() - start)
         row.compile_ms = best * 1000
-        row.cycles = ours.estimate.total_cycles
+        row.cycles = ours.estimate().total_cycles
         row.sram, row.flash = ours.sram_bytes, ours.flash_bytes
         v = validate(path, ours.model, seeds, config_label=accelerator)
         row.bit_exact, row.max_abs_diff = v.bit_exact, v.max_abs_diff

@@ -23,15 +23,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from ..checking import check
 from ..errors import CascaderError
-from ..reference import ReferenceInterpreter, random_inputs
-from ..sim import estimate, simulate
+from ..sim import estimate
 from ..tflite import Model, load_model
 
 
@@ -142,33 +139,15 @@ def validate(
     vela_cycles: float | None = None,
 ) -> Validation:
     """Simulate `binary` and compare with the reference interpreter on the original model."""
-    name = Path(model_path).stem
-    result = Validation(name, config_label, None, vela_cycles=vela_cycles)
-    original = load_model(model_path)
-    ref = ReferenceInterpreter(original)
+    result = Validation(Path(model_path).stem, config_label, None, vela_cycles=vela_cycles)
     binary_model = binary if isinstance(binary, Model) else load_model(binary)
-    exact = True
-    for seed in seeds:
-        inputs = random_inputs(original, seed)
-        expected = ref.run(inputs)
-        start = time.perf_counter()
-        got = simulate(binary_model, inputs)
-        elapsed = time.perf_counter() - start
-        result.sim_seconds = elapsed if seed == seeds[0] else min(result.sim_seconds, elapsed)
-        for i, (g, e) in enumerate(zip(got, expected)):
-            if g.shape != e.shape or g.dtype != e.dtype:
-                exact = False
-                result.details.append(f"seed {seed} output {i}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}")
-                continue
-            diff = np.abs(g.astype(np.int64) - e.astype(np.int64)) if g.dtype.kind in "iu" else np.abs(g - e)
-            result.elements += int(diff.size)
-            bad = int(np.count_nonzero(diff))
-            if bad:
-                exact = False
-                result.mismatched += bad
-                result.max_abs_diff = max(result.max_abs_diff, int(np.max(diff)))
-                result.details.append(f"seed {seed} output {i}: {bad}/{diff.size} differ, max {np.max(diff)}")
-    result.bit_exact = exact
+    checked = check(model_path, binary_model, seeds)
+    result.bit_exact = checked.bit_exact
+    result.sim_seconds = checked.sim_seconds
+    result.details = checked.details
+    result.elements = sum(o.elements for o in checked.outputs)
+    result.mismatched = sum(o.mismatched for o in checked.outputs)
+    result.max_abs_diff = int(min(checked.max_abs_error, 2**31))
     try:
         result.est_cycles = estimate(binary_model).total_cycles
     except CascaderError as e:

@@ -50,6 +50,8 @@ class OperationCycles:
     block: Tuple[int, int, int]  # OFM block (height, width, depth) used
     block_from_binary: bool  # False: the binary's block does not fit our SHRAM model, re-chosen
     dmas: Tuple[int, ...]  # decoded indices of the DMA operations costed with this one
+    macs: int = 0
+    access_cycles: Dict[str, float] = field(default_factory=dict)  # per memory, as Vela's per-layer report
 
 
 @dataclass
@@ -64,6 +66,21 @@ class Estimate:
     total_cycles: float
     read_bytes: Dict[str, float] = field(default_factory=dict)
     write_bytes: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def npu_cycles(self) -> int:
+        return sum(o.npu_cycles for o in self.operations)
+
+    @property
+    def macs(self) -> int:
+        return sum(o.macs for o in self.operations)
+
+    @property
+    def access_cycles(self) -> Dict[str, float]:
+        """Per memory that is used, the cycles its accesses take summed over the operations (Vela's
+        "SRAM Access cycles" and so on); each operation's cycles are the max of these and its NPU cycles."""
+        total = {m: sum(o.access_cycles.get(m, 0.0) for o in self.operations) for m in MEMORIES}
+        return {m: c for m, c in total.items() if c > 0}
 
     @property
     def bytes_per_memory(self) -> Dict[str, float]:
@@ -145,5 +162,6 @@ def estimate(
                 npu_cycles=int(cost.npu_cycles), dma_cycles=int(cost.dma_cycles),
                 block=(b.height, b.width, b.depth) if op.type.name != "Dma" else (0, 0, 0),
                 block_from_binary=bool(row["block_config_from_binary"]), dmas=tuple(row["dmas"]),
+                macs=int(cost.macs), access_cycles=dict(zip(MEMORIES, map(float, cost.access_cycles))),
             ))
     return Estimate(acc.name, arch.system.name, arch.memory_mode.name, rows, per_call, sum(per_call.values()), read, write)

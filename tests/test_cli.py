@@ -1,0 +1,102 @@
+"""The `cascader` command: Vela's option names, the reports it writes, simulate and estimate."""
+
+import csv
+
+import pytest
+
+import cascader
+from cascader import zoo
+from cascader.cli import main
+
+INI = """
+[System_Config.My_Board]
+core_clock=250e6
+axi0_port=Sram
+axi1_port=OffChipFlash
+Sram_clock_scale=1.0
+Sram_burst_length=32
+Sram_read_latency=32
+Sram_write_latency=32
+OffChipFlash_clock_scale=0.25
+OffChipFlash_burst_length=128
+OffChipFlash_read_latency=64
+OffChipFlash_write_latency=64
+
+[Memory_Mode.Small_Shared]
+const_mem_area=Axi1
+arena_mem_area=Axi0
+cache_mem_area=Axi0
+arena_cache_size=70000
+
+[Memory_Mode.Odd]
+const_mem_area=Axi0
+arena_mem_area=Axi1
+cache_mem_area=Axi1
+"""
+
+
+@pytest.fixture()
+def kws(tmp_path):
+    path = tmp_path / "kws.tflite"
+    cascader.save_model(zoo.ds_cnn_kws(), path)
+    return path
+
+
+def test_demo_writes_binary_and_reports(tmp_path, capsys):
+    assert main(["compile", "--demo", "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Network summary for mobilenet_v2" in out and "total cycles" in out
+    assert (tmp_path / "mobilenet_v2_cascader.tflite").read_bytes() == cascader.compile(zoo.get("mobilenet_v2")).binary
+    (summary,) = csv.DictReader(open(tmp_path / "mobilenet_v2_summary.csv"))
+    assert int(summary["sram_bytes"]) > 0 and summary["accelerator"] == "ethos-u55-128"
+    layers = list(csv.DictReader(open(tmp_path / "mobilenet_v2_layers.csv")))
+    assert len(layers) >= 60 and layers[0]["target"] == "NPU" and int(layers[0]["macs"]) > 0
+
+
+def test_vela_option_names_and_config_file(tmp_path, kws, capsys):
+    ini = tmp_path / "board.ini"
+    ini.write_text(INI)
+    argv = ["compile", str(kws), "--accelerator-config", "ethos-u55-64", "--config", str(ini), "--system-config",
+            "My_Board", "--memory-mode", "Small_Shared", "--output-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "My_Board (250 MHz)" in out and "budget 70,000 B" in out
+    (summary,) = csv.DictReader(open(tmp_path / "kws_summary.csv"))
+    assert summary["accelerator"] == "ethos-u55-64" and int(summary["sram_bytes"]) <= 70_000
+    # --arena-cache-size is the same hard budget as --sram (and the smaller of it and the mode's wins).
+    assert main(["compile", str(kws), "--arena-cache-size", "1024", "--output-dir", str(tmp_path)]) == 2
+    assert "at least" in capsys.readouterr().err
+    assert main(["compile", str(kws), "--config", str(ini), "--memory-mode", "Odd", "--output-dir", str(tmp_path)]) == 2
+    assert "not a supported memory mode" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the two budget options exclude each other, as in Vela
+        main(["compile", str(kws), "--sram", "1", "--arena-cache-size", "1"])
+
+
+def test_compile_needs_exactly_one_model(capsys):
+    assert main(["compile"]) == 2
+    assert main(["compile", "zoo:resnet8", "--demo"]) == 2
+    assert "--demo" in capsys.readouterr().err
+
+
+def test_simulate_and_check_against(tmp_path, kws, capsys):
+    assert main(["compile", str(kws), "--output-dir", str(tmp_path)]) == 0
+    binary = str(tmp_path / "kws_cascader.tflite")
+    capsys.readouterr()
+    assert main(["simulate", binary, "--check-against", str(kws), "--seeds", "1"]) == 0
+    assert "bit-exact" in capsys.readouterr().out
+    other = tmp_path / "other.tflite"
+    cascader.save_model(zoo.ds_cnn_kws(seed=3), other)
+    assert main(["simulate", binary, "--check-against", str(other), "--seeds", "1"]) == 1
+    assert main(["simulate", binary, "--save", str(tmp_path / "out.npz")]) == 0
+    assert "output 0: int8" in capsys.readouterr().out and (tmp_path / "out.npz").exists()
+
+
+def test_estimate_prints_the_binary_cycles(tmp_path, kws, capsys):
+    assert main(["compile", str(kws), "--output-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(tmp_path / "kws_cascader.tflite")]) == 0
+    out = capsys.readouterr().out
+    total = cascader.estimate(tmp_path / "kws_cascader.tflite").total_cycles
+    assert f"{total:,.0f} cycles" in out and "conv2d" in out
+    assert main(["estimate", str(kws)]) == 2  # not compiled: no ethos-u operator
+    assert "compile it" in capsys.readouterr().err
