@@ -238,24 +238,24 @@ def compile(
     bar = stage_bar(total=4, desc="lower", enabled=progress, unit="stage")
     part, segments = lower(m)
     bar.update()
-    bar.set_description("schedule", refresh=False)
+    bar.set_description("schedule")
     # The target's defaults, resolved here so the result names the system and mode it ran on.
     u65 = acc._config.is_u65
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
     system = system if system is not None else DEFAULT_SYSTEM[u65]
     sched = schedule(part, segments, acc.name, system, mode)
     bar.update()
-    bar.set_description("allocate" if optimise == "performance" else "plan", refresh=False)
+    bar.set_description("allocate" if optimise == "performance" else "plan")
     if optimise == "size":
         sched, result, placement, offsets = _cascade(part, sched, budget, smallest=True)
     else:
         try:
             sched, result, placement, offsets = allocate(sched, part, budget)
         except InfeasibleError as uncascaded:
-            bar.set_description("plan", refresh=False)
+            bar.set_description("plan")
             sched, result, placement, offsets = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram)
     bar.update()
-    bar.set_description("emit", refresh=False)
+    bar.set_description("emit")
     flash = FlashImage()
     subgraphs, records = [], []
     first = 0

@@ -1,48 +1,67 @@
 """Progress bars (tqdm) that appear only when the work turns out to be slow.
 
-`delay` keeps a bar hidden for its first seconds, so a compile that takes 50 ms prints nothing
-and one that takes a minute shows where it is. Bars go to stderr, away from reports on stdout.
+A bar stays hidden for its first SHOW_AFTER_SECONDS, so a compile that takes 50 ms prints
+nothing and one that takes a minute shows where it is. tqdm itself is imported only then: its
+import costs about as much as a small compile. Bars go to stderr, away from reports on stdout.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable
+import time
+from typing import Any, Iterable, Iterator
 
 SHOW_AFTER_SECONDS = 2.0
 
 
-class _Silent:
-    """The part of tqdm's interface callers use, doing nothing (and importing nothing)."""
+class Progress:
+    """The part of tqdm's interface callers use; the real bar is made once the delay has passed."""
 
-    def __init__(self, iterable: Iterable | None) -> None:
-        self._iterable = iterable
+    def __init__(self, iterable: Iterable | None, total: int | None, desc: str, unit: str, enabled: bool) -> None:
+        self._iterable, self.total, self.desc, self.unit, self.enabled = iterable, total, desc, unit, enabled
+        self.n = 0
+        self._start = time.monotonic()
+        self._bar: Any = None
 
-    def __iter__(self):
-        return iter(self._iterable or ())
+    def _show(self) -> None:
+        if self._bar is None and self.enabled and time.monotonic() - self._start >= SHOW_AFTER_SECONDS:
+            from tqdm import tqdm
 
-    def __enter__(self) -> "_Silent":
+            self._bar = tqdm(total=self.total, initial=self.n, desc=self.desc, unit=self.unit, leave=False,
+                             file=sys.stderr, dynamic_ncols=True)
+
+    def update(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+        self.n += n
+        self._show()  # a bar made now starts at n
+
+    def set_description(self, desc: str) -> None:
+        self.desc = desc
+        self._show()
+        if self._bar is not None:
+            self._bar.set_description(desc)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def __iter__(self) -> Iterator:
+        for item in self._iterable or ():
+            yield item
+            self.update()
+        self.close()
+
+    def __enter__(self) -> "Progress":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        pass
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def set_description(self, desc: str | None = None, refresh: bool = True) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+        self.close()
 
 
 def progress(iterable: Iterable | None = None, *, total: int | None = None, desc: str = "",
-             enabled: bool = True, unit: str = "it") -> Any:
-    """A tqdm bar shown after SHOW_AFTER_SECONDS; a silent stand-in when not `enabled`."""
-    if not enabled:
-        return _Silent(iterable)
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, total=total, desc=desc, unit=unit, delay=SHOW_AFTER_SECONDS, leave=False,
-                file=sys.stderr, dynamic_ncols=True)
+             enabled: bool = True, unit: str = "it") -> Progress:
+    """A bar over `iterable` (or updated by hand up to `total`), shown only after SHOW_AFTER_SECONDS."""
+    if total is None and iterable is not None and hasattr(iterable, "__len__"):
+        total = len(iterable)
+    return Progress(iterable, total, desc, unit, enabled)
