@@ -110,9 +110,8 @@ def _tensor(name, h, w, c):
     return t
 
 
-def test_hand_built_three_part_graph_plans():
-    """An expand / 3x3 / project chain at 64x64: uncascaded, the two 64-channel maps are live
-    together (512 KiB); cascaded, only rows of them are, beside the 16-channel ends."""
+def _chain():
+    """expand 1x1 -> 3x3 -> project 1x1 at 64x64 (the inverted residual's shape)."""
     g = _core.PlanGraph()
     a = g.add_tensor(_tensor("a", 64, 64, 16))
     b = g.add_tensor(_tensor("b", 64, 64, 64))
@@ -122,10 +121,18 @@ def test_hand_built_three_part_graph_plans():
     g.add_part(_conv_part("conv", b, c, 64, 64, 64, 64))
     g.add_part(_conv_part("project", c, d, 64, 64, 64, 16, k=1))
     g.inputs, g.outputs = [a], [d]
+    return g, (a, b, c, d)
+
+
+def test_hand_built_three_part_graph_plans():
+    """An expand / 3x3 / project chain at 64x64: uncascaded, the two 64-channel maps are live
+    together (512 KiB); cascaded, only rows of them are, beside the 16-channel ends."""
+    g, (a, b, c, d) = _chain()
     arch = cascader.arch.arch_config("ethos-u55-128")
     cascade = _core.plan_cascade(g, 0, 3, 8, arch)
     # 8 output rows need 8 rows of c and 10 of b: rolling buffers, not whole maps.
-    assert dict(cascade.buffers) == {b: 10, c: 8} and cascade.stripes == 8
+    assert {h.tensor: h.rows for h in cascade.buffers} == {b: 10, c: 8} and cascade.stripes == 8
+    assert all(h.columns == 64 and h.bytes == h.rows * 64 * 64 for h in cascade.buffers)
     proposals = _core.generate_proposals(g, arch, _core.ProposalOptions())
     memories = [p.memory for p in proposals]
     assert memories == sorted(memories) and len(proposals) >= 2
@@ -154,8 +161,50 @@ def test_residual_block_cascades_through_its_two_consumer_input():
     g.add_part(add)
     g.inputs, g.outputs = [x], [out]
     cascade = _core.plan_cascade(g, 0, 3, 4, cascader.arch.arch_config("ethos-u55-128"))
-    held = dict(cascade.buffers)
+    held = {h.tensor: h.rows for h in cascade.buffers}
     assert set(held) == {y, z} and held[y] == 4 + 2 and held[z] == 4
+
+
+def test_column_bands_narrow_the_rolling_buffers():
+    g, (a, b, c, d) = _chain()
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    rows_only = _core.plan_cascade(g, 0, 3, 4, arch)
+    banded = _core.plan_cascade(g, 0, 3, 4, arch, column_bands=4)
+    assert banded.column_bands == 4 and rows_only.column_bands == 1
+    held = {h.tensor: h for h in banded.buffers}
+    # A band is 16 output columns; the 3x3 needs one halo column each side of it in b.
+    assert held[c].columns == 16 and held[b].columns == 18 and held[b].rows == 6
+    assert held[b].bytes == 6 * 18 * 64
+    assert banded.buffer_bytes < 0.35 * rows_only.buffer_bytes
+    # The halo columns of b are computed twice (once per neighbouring band), and narrower
+    # operations cost more: the bands trade cycles for SRAM.
+    assert banded.cycles > rows_only.cycles and banded.operations > rows_only.operations
+    # Every output element is computed exactly once, and every region is inside its tensor.
+    sink = [r for r in banded.runs if r.part == 2]
+    covered = sum((r.end - r.begin) * (r.column_end - r.column_begin) for r in sink)
+    assert covered == 64 * 64
+    cells = {(y, x) for r in sink for y in range(r.begin, r.end) for x in range(r.column_begin, r.column_end)}
+    assert len(cells) == 64 * 64
+    expand = [r for r in banded.runs if r.part == 0]
+    assert {(r.column_begin, r.column_end) for r in expand} == {(0, 17), (15, 33), (31, 49), (47, 64)}
+    # A band count above the width is clamped; a single stripe is never banded.
+    assert _core.plan_cascade(g, 0, 3, 4, arch, column_bands=1000).column_bands == 64
+    assert _core.plan_cascade(g, 0, 3, 64, arch, column_bands=2) is None
+
+
+def test_proposals_use_column_bands_for_less_memory():
+    g, _ = _chain()
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    rows_only = _core.ProposalOptions()
+    rows_only.column_bands = [1]
+    least_rows = _core.generate_proposals(g, arch, rows_only)[0]
+    least = _core.generate_proposals(g, arch, _core.ProposalOptions())[0]
+    assert least.memory < least_rows.memory
+    assert any(c.column_bands > 1 for c in least.cascades)
+    bad = _core.ProposalOptions()
+    bad.column_bands = [0]
+    with pytest.raises(cascader.InvalidArgumentError):
+        _core.generate_proposals(g, arch, bad)
 
 
 @pytest.mark.parametrize("name, at_most", [("mobilenet_v2", 0.5), ("resnet8", 0.7), ("mobilenet_v1", 0.8)])

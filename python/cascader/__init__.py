@@ -20,13 +20,13 @@ _LAZY = {
     "Model": ".tflite", "Operator": ".tflite", "Quantization": ".tflite", "SubGraph": ".tflite",
     "Tensor": ".tflite", "load_model": ".tflite", "save_model": ".tflite",
     "CompiledModel": ".compiled", "Summary": ".summary", "Layer": ".layers", "Records": ".records",
-    "check": ".checking", "CheckResult": ".checking",
+    "check": ".checking", "CheckResult": ".checking", "sweep": ".sweeping", "SweepRow": ".sweeping",
     "compile": ".compiler",
     "plan": ".planner", "Frontier": ".planner", "PlanOptions": ".planner", "PlanPoint": ".planner",
 }
 _SUBMODULES = {"zoo", "sim", "emit", "frontend", "tflite", "memory", "perf", "arch", "schedule", "compiler",
                "compiled", "reference", "bench", "_core", "errors", "inspection", "plot", "cli",
-               "planner", "summary", "layers", "records", "checking", "stripes"}
+               "planner", "summary", "layers", "records", "checking", "stripes", "sweeping", "progress"}
 
 
 def __getattr__(name: str) -> Any:
@@ -55,6 +55,8 @@ __all__ = [
     "Records",
     "check",
     "CheckResult",
+    "sweep",
+    "SweepRow",
     "UnsupportedError",
     "compile",
     "plan",

@@ -151,20 +151,33 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
 
     lean = without_weight_buffers(sched)
     target = _Target(sched.accelerator, sched.system, sched.memory_mode)
-    # The planner's memory bound is a lower bound of a layout: only proposals within the budget
-    # by it can fit, and only those are laid out.
+    # The planner's memory bound is a lower bound of a layout (up to the 16-byte rounding of the
+    # topmost buffer, which the layout need not pad): only proposals within the budget by it can
+    # fit, and only those are laid out.
     frontier = plan_schedule(lean, part.graph, target, score=False)
     pg = frontier.graph
-    candidates = [p for p in frontier.points if budget is None or p.sram_bytes <= budget]
+    candidates = [p for p in frontier.points if budget is None or p.sram_bytes - 15 <= budget]
+    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     for point in sorted(candidates, key=lambda p: p.sram_bytes if smallest else p.cycles):
+        if not smallest:
+            try:
+                return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part, budget)
+            except InfeasibleError:
+                continue
+        # The least SRAM: the proposal without weight buffers, then whatever buffers fit
+        # within that same SRAM (allocate tries the fastest first).
         try:
-            return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part, budget)
+            leanest = allocate(cascaded_schedule(lean, pg, point.proposal, target), part, budget)
         except InfeasibleError:
             continue
+        try:
+            return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part,
+                            sram_bytes(leanest[1], config))
+        except InfeasibleError:
+            return leanest
     # The least SRAM that really compiles: the leanest point as the compile lays it out (the
     # planner's layout of it leaves out what only the binary has, e.g. arena placement rules).
-    leanest, layout_result, _, _ = allocate(cascaded_schedule(lean, pg, frontier.points[0].proposal, target), part, None)
-    config = MemoryConfig.for_target(leanest.accelerator, leanest.system, leanest.memory_mode)
+    _, layout_result, _, _ = allocate(cascaded_schedule(lean, pg, frontier.points[0].proposal, target), part, None)
     least = min(sram_bytes(layout_result, config), uncascaded_minimum or sram_bytes(layout_result, config))
     raise InfeasibleError(
         f"the model needs at least {least:,} B of SRAM (cascaded); the budget is {budget:,} B. Pass sram={least} or more",

@@ -48,11 +48,14 @@ class PlanOptions:
     max_cascade_parts: int = 12
     stripe_heights: tuple[int, ...] = (1, 2, 4, 8)
     max_proposals: int = 48
+    # Cascades may also split their width into this many column bands (1: rows only).
+    column_bands: tuple[int, ...] = (1, 2, 4)
 
     def to_core(self) -> "_core.ProposalOptions":
         o = _core.ProposalOptions()
         o.max_cascade_parts, o.stripe_heights, o.max_proposals = (self.max_cascade_parts, list(self.stripe_heights),
                                                                   self.max_proposals)
+        o.column_bands = list(self.column_bands)
         return o
 
 
@@ -212,8 +215,8 @@ def _without_weight_buffers(pg, proposal, target: _Target) -> _Proposal | None:
     buffers none)."""
     if not any(c.buffered_weights for c in proposal.cascades):
         return None
-    cascades = [_core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch) if c.buffered_weights else c
-                for c in proposal.cascades]
+    cascades = [_core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands)
+                if c.buffered_weights else c for c in proposal.cascades]
     return _Proposal(cascades, max(_core.cascade_memory(pg, c) for c in cascades), sum(c.cycles for c in cascades))
 
 
@@ -221,7 +224,7 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
     """The SRAM the exact allocator lays out for a proposal: each cascade is one step, its
     internal tensors rolling buffers that live in it alone. (The uncascaded schedule's in-place
     aliases are not carried over: this can only overstate the SRAM.)"""
-    rolled = {t for c in proposal.cascades for t, _ in c.buffers}
+    rolled = {b.tensor for c in proposal.cascades for b in c.buffers}
     keep = [b for b in range(len(msched.buffers)) if b not in rolled]
     position = {b: k for k, b in enumerate(keep)}
     buffers = [msched.buffers[b] for b in keep]
@@ -231,7 +234,7 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
 
     steps = [mem.Step((), renumber(msched.steps[0].writes), "inputs")]
     for c in proposal.cascades:
-        held = dict(c.buffers)
+        held = {b.tensor: b for b in c.buffers}
         reads, writes = set(), set()
         for k in range(c.first, c.last):
             part = pg.parts[k]
@@ -239,11 +242,9 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
             if part.output not in held:
                 writes.add(part.output)
         rolling = []
-        for t, rows in held.items():
-            tensor = pg.tensors[t]
-            row_bytes = -(-tensor.bytes // tensor.shape[1])
-            buffers.append(mem.ScheduledBuffer(f"{tensor.name} (rolling, {rows} rows)", "feature_map",
-                                               (rows * row_bytes + 15) // 16 * 16))
+        for t, b in held.items():
+            buffers.append(mem.ScheduledBuffer(f"{pg.tensors[t].name} (rolling, {b.rows}x{b.columns})", "feature_map",
+                                               b.bytes))
             rolling.append(len(buffers) - 1)
         if c.weight_buffer_bytes:
             buffers.append(mem.ScheduledBuffer(f"cascade {c.first}..{c.last - 1} weights", "weights",

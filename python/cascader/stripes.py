@@ -2,13 +2,15 @@
 
 For each cascade of more than one stripe, stripe by stripe and part by part, one NPU
 operation computes the rows of the part's output that stripe first needs: the runs the planner
-costs (`_core.plan_cascade(...).runs`), so the binary is the plan. Its OFM is that band of rows; its IFMs are the bands its propagators give, cropped to
-the tensors, with the top and bottom padding only where a band reaches past a tensor's edge.
-Tensors internal to a cascade live in rolling buffers of the planner's height: logical row r
-is buffer row r mod R, and a band that wraps is split over the NPU's two vertical tiles (the
-second based at the buffer's first row). Everything else is unchanged from the uncascaded
-schedule: whole-tensor operations, their block configs and their encoded weights (every
-stripe of an operation reads the same streams).
+costs (`_core.plan_cascade(...).runs`), so the binary is the plan. Its OFM is that region of
+rows (and, with column bands, columns); its IFMs are the regions its propagators give, cropped
+to the tensors, with padding only where a region reaches past a tensor's edge. Tensors
+internal to a cascade live in rolling buffers of the planner's rows and columns: logical row r
+is buffer row r mod R, logical column c is c minus the band's first column, and a region that
+wraps is split over the NPU's two vertical tiles (the second based at the buffer's first row,
+same column). Everything else is unchanged from the uncascaded schedule: whole-tensor
+operations, their block configs and their encoded weights (every stripe of an operation reads
+the same streams).
 """
 
 from __future__ import annotations
@@ -25,17 +27,25 @@ from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
 ROLLING_BASE = 1 << 40  # ids of rolling buffers: apart from tensor, scratch and constant ids
 
 
-def _rows(view: FeatureMapView, begin: int, end: int) -> FeatureMapView:
-    """Rows [begin, end) of a view of a whole buffer."""
-    h, w, c = view.shape
-    return replace(view, shape=(end - begin, w, c), offset=view.offset + begin * view.strides[0])
+Region = tuple[int, int, int, int]  # rows [begin, end), columns [begin, end)
 
 
-def _rolling_view(like: FeatureMapView, buffer: int, rows: int, begin: int, end: int) -> FeatureMapView:
-    h, w, c = like.shape
-    strides = (brick_strides if like.layout == "NHCWB16" else dense_strides)((rows, w, c), like.element_size)
-    return replace(like, buffer=buffer, shape=(end - begin, w, c), offset=(begin % rows) * strides[0],
-                   strides=strides, wrap_rows=rows)
+def _region(view: FeatureMapView, region: Region) -> FeatureMapView:
+    """A region of a view of a whole buffer."""
+    r0, r1, c0, c1 = region
+    return replace(view, shape=(r1 - r0, c1 - c0, view.shape[2]),
+                   offset=view.offset + r0 * view.strides[0] + c0 * view.strides[1])
+
+
+def _rolling_view(like: FeatureMapView, buffer: int, rows: int, columns: int, first_column: int,
+                  region: Region) -> FeatureMapView:
+    """A region of a tensor held in a rolling buffer of `rows` x `columns`: logical row r is
+    buffer row r mod rows, logical column c is buffer column c - first_column (the band's)."""
+    r0, r1, c0, c1 = region
+    c = like.shape[2]
+    strides = (brick_strides if like.layout == "NHCWB16" else dense_strides)((rows, columns, c), like.element_size)
+    return replace(like, buffer=buffer, shape=(r1 - r0, c1 - c0, c),
+                   offset=(r0 % rows) * strides[0] + (c0 - first_column) * strides[1], strides=strides, wrap_rows=rows)
 
 
 def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target,
@@ -76,27 +86,36 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}
         lowered = {k: _unflattened(sop.lowered, shapes) for k, sop in ops.items()}
         # Rolling buffers of the internal tensors, and every part's natural output view.
-        rolling: dict[int, tuple[int, int]] = {}  # plan tensor -> (buffer id, rows)
-        for t, rows in c.buffers:
+        rolling: dict[int, tuple[int, int, int]] = {}  # plan tensor -> (buffer id, rows, columns)
+        for held in c.buffers:
+            t = held.tensor
             writer = next(k for k in range(c.first, c.last) if pg.parts[k].output == t)
             view = lowered[writer].ofm
             b = ROLLING_BASE + 1000 * c.first + len(rolling)
-            h, w, ch = view.shape
-            size = rows * (w * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size)
-            new_buffers.setdefault(segment, {})[b] = (size, f"{pg.tensors[t].name} (rolling, {rows} rows)",
-                                                      (rows, w, ch))
-            rolling[t] = (b, rows)
+            ch = view.shape[2]
+            size = held.rows * held.columns * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size
+            new_buffers.setdefault(segment, {})[b] = (size, f"{pg.tensors[t].name} (rolling, {held.rows} rows)",
+                                                      (held.rows, held.columns, ch))
+            rolling[t] = (b, held.rows, held.columns)
             gone.setdefault(segment, set()).add(view.buffer)  # the whole buffer it replaces
+        # The band's first column of each rolling tensor: where its producer's runs in the
+        # current band start (every run of a part in one band computes the same columns).
+        first_column: dict[int, int] = {}
 
-        def band(view: FeatureMapView, t: int, begin: int, end: int) -> FeatureMapView:
+        def band(view: FeatureMapView, t: int, region: Region) -> FeatureMapView:
             if t in rolling:
-                return _rolling_view(view, rolling[t][0], rolling[t][1], begin, end)
-            return _rows(view, begin, end)
+                b, rows, columns = rolling[t]
+                return _rolling_view(view, b, rows, columns, first_column[t], region)
+            return _region(view, region)
 
-        # The planner's own run of the cascade: which rows each part computes, in order.
-        runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch).runs
-        stripes = [replace(_stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], r.begin, r.end, band, target),
-                           cascade=cascade, stripe_of=ops[r.part].lowered) for r in runs]
+        # The planner's own run of the cascade: which region each part computes, in order.
+        runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
+        stripes = []
+        for r in runs:
+            first_column[pg.parts[r.part].output] = r.column_begin
+            stripe = _stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], (r.begin, r.end, r.column_begin,
+                             r.column_end), band, target)
+            stripes.append(replace(stripe, cascade=cascade, stripe_of=ops[r.part].lowered))
         replaced[part_op[c.first]] = stripes
         dropped.update(part_op[k] for k in range(c.first + 1, c.last))
     segments = []
@@ -119,30 +138,37 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     return replace(sched, segments=segments)
 
 
-def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, begin: int, end: int, band,
+def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, region: Region, band,
             target: _Target) -> ScheduledOperation:
-    """Part `part`'s operation on output rows [begin, end)."""
+    """Part `part`'s operation on one region (rows and columns) of its output."""
+    r0, r1, c0, c1 = region
     out = pg.tensors[part.output]
-    ofm = band(lo.ofm, part.output, begin, end)
+    ofm = band(lo.ofm, part.output, region)
     views = {}
-    padding = list(lo.registers.get("padding", (0, 0, 0, 0)))
+    padding = list(lo.registers.get("padding", (0, 0, 0, 0)))  # top, left, bottom, right
     for i, (t, prop) in enumerate(zip(part.inputs, part.propagators)):
-        want = prop.propagate(_core.Box([0, begin, 0, 0], [1, end - begin, *out.shape[2:]]))
+        want = prop.propagate(_core.Box([0, r0, c0, 0], [1, r1 - r0, c1 - c0, out.shape[3]]))
         got = want.cropped(list(pg.tensors[t].shape))
-        rows = (got.offset[1], got.offset[1] + got.extent[1])
         view = lo.ifm if i == 0 else lo.ifm2
-        # An operand broadcast along H (or read whole) is read as it is by every stripe.
-        views[i] = band(view, t, *rows) if prop.axes[1].scale else view
+        # An operand broadcast along H and W (or read whole) is read as it is by every stripe.
+        if prop.axes[1].scale or prop.axes[2].scale:
+            view = band(view, t, (got.offset[1], got.offset[1] + got.extent[1],
+                                  got.offset[2], got.offset[2] + got.extent[2]))
+        views[i] = view
         if i == 0 and lo.kind in ("conv", "depthwise", "pool"):
+            # Padding only where the region reaches past the tensor's edge; the NPU reads the
+            # bottom and right padding only as far as the windows reach.
             padding[0] = got.offset[1] - want.offset[1]
-            padding[2] = (want.offset[1] + want.extent[1]) - (got.offset[1] + got.extent[1])
-            # The NPU reads the bottom padding only as far as the windows reach.
-            padding[2] = max(padding[2], 0)
+            padding[1] = got.offset[2] - want.offset[2]
+            padding[2] = max((want.offset[1] + want.extent[1]) - (got.offset[1] + got.extent[1]), 0)
+            padding[3] = max((want.offset[2] + want.extent[2]) - (got.offset[2] + got.extent[2]), 0)
     registers = dict(lo.registers)
     if "padding" in registers:
         registers["padding"] = tuple(padding)
+    whole_width = (c0, c1) == (0, out.shape[2])
     stripe_lo = replace(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
-                        ofm=ofm, registers=registers, name=f"{lo.name}[rows {begin}:{end}]")
+                        ofm=ofm, registers=registers,
+                        name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}]")
     w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
     sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
     block = sop.block

@@ -66,7 +66,9 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
         start = view.offset // view.strides[0]
         if start + h > view.wrap_rows:  # the rows past the buffer's end continue at its start
             top = view.wrap_rows - start
-            bases, tiles = [base + view.offset, base + view.offset, base, base], (top, top, w)
+            # The second tile starts at the buffer's first row, in the view's first column.
+            column = base + view.offset % view.strides[0]
+            bases, tiles = [base + view.offset, base + view.offset, column, column], (top, top, w)
     return dict(region=region, base=bases, shape=(1, 1, c) if operand else (h, w, c), tiles=tiles,
                 strides=tuple(view.strides), dtype=view.dtype, layout=view.layout, zero_point=view.zero_point)
 

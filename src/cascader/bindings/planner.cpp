@@ -64,12 +64,20 @@ void bind_planner(py::module_& m) {
   py::class_<StripeRun>(m, "StripeRun")
       .def_readonly("part", &StripeRun::part)
       .def_readonly("begin", &StripeRun::begin)
-      .def_readonly("end", &StripeRun::end);
+      .def_readonly("end", &StripeRun::end)
+      .def_readonly("column_begin", &StripeRun::column_begin)
+      .def_readonly("column_end", &StripeRun::column_end);
+  py::class_<RollingBuffer>(m, "RollingBuffer")
+      .def_readonly("tensor", &RollingBuffer::tensor)
+      .def_readonly("rows", &RollingBuffer::rows)
+      .def_readonly("columns", &RollingBuffer::columns)
+      .def_readonly("bytes", &RollingBuffer::bytes);
   py::class_<CascadePlan>(m, "CascadePlan")
       .def_readonly("first", &CascadePlan::first)
       .def_readonly("last", &CascadePlan::last)
       .def_readonly("stripe_height", &CascadePlan::stripe_height)
       .def_readonly("stripes", &CascadePlan::stripes)
+      .def_readonly("column_bands", &CascadePlan::column_bands)
       .def_readonly("buffer_bytes", &CascadePlan::buffer_bytes)
       .def_readonly("buffered_weights", &CascadePlan::buffered_weights)
       .def_readonly("weight_buffer_bytes", &CascadePlan::weight_buffer_bytes)
@@ -81,18 +89,20 @@ void bind_planner(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("max_cascade_parts", &ProposalOptions::max_cascade_parts)
       .def_readwrite("stripe_heights", &ProposalOptions::stripe_heights)
-      .def_readwrite("max_proposals", &ProposalOptions::max_proposals);
+      .def_readwrite("max_proposals", &ProposalOptions::max_proposals)
+      .def_readwrite("column_bands", &ProposalOptions::column_bands);
   py::class_<Proposal>(m, "Proposal")
       .def_readonly("cascades", &Proposal::cascades)
       .def_readonly("memory", &Proposal::memory)
       .def_readonly("cycles", &Proposal::cycles);
 
   m.def("plan_cascade", [](const PlanGraph& g, int first, int last, int stripe_height, const ArchConfig& arch,
-                           bool buffer_weights) {
+                           bool buffer_weights, int column_bands) {
     StripeCoster coster(g, arch);
-    return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights, /*record_runs=*/true);
+    return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights, /*record_runs=*/true,
+                        column_bands);
   }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"),
-        py::arg("buffer_weights") = false);
+        py::arg("buffer_weights") = false, py::arg("column_bands") = 1);
   m.def("cascade_memory", [](const PlanGraph& g, const CascadePlan& plan) { return cascade_memory(g, g.uses(), plan); },
         py::arg("graph"), py::arg("plan"));
   m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),

@@ -26,7 +26,6 @@ struct PlanTensor {
   std::array<int64_t, 4> shape{1, 1, 1, 1};  // NHWC
   int64_t bytes = 0;                         // the whole buffer as laid out
   bool cascadable = true;
-  int64_t row_bytes() const { return shape[1] > 0 ? (bytes + shape[1] - 1) / shape[1] : bytes; }
 };
 
 struct Part {

@@ -9,51 +9,62 @@ namespace cascader {
 
 namespace {
 
-constexpr int H = 1;  // the striped axis
+constexpr int H = 1, W = 2;  // the striped axes
 
-Box rows_box(const PlanTensor& t, int64_t begin, int64_t end) {
+Box region_box(const PlanTensor& t, int64_t begin, int64_t end, int64_t column_begin, int64_t column_end) {
   Box b;
   b.extent = t.shape;
   b.offset[H] = begin;
   b.extent[H] = end - begin;
+  b.offset[W] = column_begin;
+  b.extent[W] = column_end - column_begin;
   return b;
+}
+
+bool is_window(NpuOpType t) {
+  return t == NpuOpType::Conv2D || t == NpuOpType::DepthwiseConv2D || t == NpuOpType::MaxPool ||
+         t == NpuOpType::AvgPool;
 }
 
 }  // namespace
 
-double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights) {
+double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, int64_t column_begin,
+                          int64_t column_end) {
   const Part& p = graph_.parts[size_t(k)];
   const PlanTensor& out = graph_.tensors[size_t(p.output)];
+  if (column_end < 0) column_end = out.shape[W];
   NpuOp op = p.op;
   if (p.weight_stream_bytes() == 0) weights = Weights::InPlace;
   if (weights == Weights::CopiedIn) op.weight_buffer_memory = graph_.weight_buffer_memory;
   if (weights == Weights::Buffered) op.weight_memory = graph_.weight_buffer_memory;
-  if (begin == 0 && end == out.shape[H]) {
-    const auto key = std::make_tuple(k, end, int64_t(-1), int64_t(-1), int(weights));
+  if (begin == 0 && end == out.shape[H] && column_begin == 0 && column_end == out.shape[W]) {
+    const auto key = std::make_tuple(k, end, column_end, int64_t(-1), int64_t(-1), int64_t(-1), int64_t(-1),
+                                     int(weights));
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
     return cache_[key] = estimate(op, arch_, blocks_).total_cycles;
   }
   op.ofm.shape.h = int(end - begin);
-  int64_t pad_top = 0, pad_bottom = 0;
+  op.ofm.shape.w = int(column_end - column_begin);
+  Padding pad;
   for (size_t i = 0; i < p.inputs.size() && i < 2; ++i) {
     if (i == 1 && !op.ifm2) break;
     const PlanTensor& in = graph_.tensors[size_t(p.inputs[i])];
-    const Box want = p.propagators[i].propagate(rows_box(out, begin, end));
+    const Box want = p.propagators[i].propagate(region_box(out, begin, end, column_begin, column_end));
     const Box got = want.cropped(in.shape);
     FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
     fm.shape.h = int(std::max<int64_t>(got.extent[H], 1));
+    fm.shape.w = int(std::max<int64_t>(got.extent[W], 1));
     if (i == 0) {
-      pad_top = got.offset[H] - want.offset[H];
-      pad_bottom = (want.offset[H] + want.extent[H]) - (got.offset[H] + got.extent[H]);
+      pad.top = int(got.offset[H] - want.offset[H]);
+      pad.bottom = int((want.offset[H] + want.extent[H]) - (got.offset[H] + got.extent[H]));
+      pad.left = int(got.offset[W] - want.offset[W]);
+      pad.right = int((want.offset[W] + want.extent[W]) - (got.offset[W] + got.extent[W]));
     }
   }
-  if (op.type == NpuOpType::Conv2D || op.type == NpuOpType::DepthwiseConv2D || op.type == NpuOpType::MaxPool ||
-      op.type == NpuOpType::AvgPool) {
-    op.padding.top = int(pad_top);
-    op.padding.bottom = int(pad_bottom);
-  }
-  const auto key = std::make_tuple(k, end - begin, pad_top, pad_bottom, int(weights));
+  if (is_window(op.type)) op.padding = pad;
+  const auto key = std::make_tuple(k, end - begin, column_end - column_begin, int64_t(pad.top), int64_t(pad.bottom),
+                                   int64_t(pad.left), int64_t(pad.right), int(weights));
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   return cache_[key] = estimate(op, arch_, blocks_).total_cycles;
@@ -61,9 +72,10 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights) {
 
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
                                         int stripe_height, StripeCoster& coster, bool buffer_weights,
-                                        bool record_runs) {
-  if (first < 0 || last > int(graph.parts.size()) || first >= last || stripe_height < 1) {
-    throw InvalidArgument("plan_cascade: parts [first, last) must be a non-empty range and stripe_height >= 1");
+                                        bool record_runs, int column_bands) {
+  if (first < 0 || last > int(graph.parts.size()) || first >= last || stripe_height < 1 || column_bands < 1) {
+    throw InvalidArgument(
+        "plan_cascade: parts [first, last) must be a non-empty range, stripe_height >= 1 and column_bands >= 1");
   }
   int64_t weight_bytes = 0;
   for (int k = first; k < last; ++k) weight_bytes += (graph.parts[size_t(k)].weight_stream_bytes() + 15) / 16 * 16;
@@ -79,7 +91,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   };
   const Part& sink_part = graph.parts[size_t(last - 1)];
   const PlanTensor& sink = graph.tensors[size_t(sink_part.output)];
-  const int64_t height = sink.shape[H];
+  const int64_t height = sink.shape[H], width = sink.shape[W];
   CascadePlan plan;
   plan.first = first;
   plan.last = last;
@@ -88,23 +100,28 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   plan.buffered_weights = buffer_weights;
   plan.weight_buffer_bytes = buffer_weights ? weight_bytes : 0;
   if (last - first == 1 || plan.stripes == 1) {
+    if (column_bands > 1) return std::nullopt;  // nothing rolls: bands would only add halo work
     // Parts run whole one after another: internal tensors are whole buffers.
     for (int k = first; k < last; ++k) {
-      const int64_t rows = graph.tensors[size_t(graph.parts[size_t(k)].output)].shape[H];
-      plan.cycles += coster.cost(k, 0, rows, weights_for(k));
+      const PlanTensor& out = graph.tensors[size_t(graph.parts[size_t(k)].output)];
+      plan.cycles += coster.cost(k, 0, out.shape[H], weights_for(k));
       ++plan.operations;
-      if (record_runs) plan.runs.push_back(StripeRun{k, 0, rows});
+      if (record_runs) plan.runs.push_back(StripeRun{k, 0, out.shape[H], 0, out.shape[W]});
     }
     for (int k = first; k + 1 < last; ++k) {
       const int t = graph.parts[size_t(k)].output;
+      const PlanTensor& tensor = graph.tensors[size_t(t)];
       if (uses.last[size_t(t)] < last) {
-        plan.buffers.emplace_back(t, graph.tensors[size_t(t)].shape[H]);
-        plan.buffer_bytes += graph.tensors[size_t(t)].bytes;
+        plan.buffers.push_back(RollingBuffer{t, tensor.shape[H], tensor.shape[W], tensor.bytes});
+        plan.buffer_bytes += tensor.bytes;
       }
     }
     // A tensor that escapes is whole anyway; only the ones that die inside count here.
     return plan;
   }
+  plan.column_bands = int(std::min<int64_t>(column_bands, width));
+  const int64_t band_width = (width + plan.column_bands - 1) / plan.column_bands;
+  plan.column_bands = int((width + band_width - 1) / band_width);
   // Internal tensors: produced by exactly one part in the cascade, read only inside it.
   std::unordered_map<int, int> internal;  // tensor -> its producer position
   for (int k = first; k < last; ++k) {
@@ -120,49 +137,69 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
     internal[t] = k;
   }
   if (uses.producers[size_t(sink_part.output)].size() != 1) return std::nullopt;
-  std::unordered_map<int, int64_t> done;  // rows [0, done) of each internal tensor computed
-  std::unordered_map<int, int64_t> rows_held;
-  std::vector<std::pair<int64_t, int64_t>> need(graph.tensors.size(), {0, 0});
-  for (int s = 0; s < plan.stripes; ++s) {
-    const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
-    for (auto& [t, _] : internal) need[size_t(t)] = {INT64_MAX, INT64_MIN};
-    need[size_t(sink_part.output)] = {b0, b1};
-    // Backwards: the rows each internal tensor must hold for this stripe.
-    for (int k = last - 1; k >= first; --k) {
-      const Part& p = graph.parts[size_t(k)];
-      const auto [a, b] = need[size_t(p.output)];
-      if (a >= b) continue;
-      const PlanTensor& out = graph.tensors[size_t(p.output)];
-      for (size_t i = 0; i < p.inputs.size(); ++i) {
-        const int t = p.inputs[i];
-        if (!internal.count(t)) continue;
-        const Box r = p.propagators[i].propagate(rows_box(out, a, b)).cropped(graph.tensors[size_t(t)].shape);
-        auto& [lo, hi] = need[size_t(t)];
-        lo = std::min(lo, r.offset[H]);
-        hi = std::max(hi, r.offset[H] + r.extent[H]);
+  struct Region {
+    int64_t begin = INT64_MAX, end = INT64_MIN, column_begin = INT64_MAX, column_end = INT64_MIN;
+  };
+  std::unordered_map<int, int64_t> done;  // rows [0, done) of each internal tensor computed in this band
+  std::unordered_map<int, std::pair<int64_t, int64_t>> held;  // rows, columns
+  std::vector<Region> need(graph.tensors.size());
+  for (int band = 0; band < plan.column_bands; ++band) {
+    const int64_t c0 = band * band_width, c1 = std::min(width, c0 + band_width);
+    done.clear();
+    for (int s = 0; s < plan.stripes; ++s) {
+      const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
+      for (auto& [t, _] : internal) need[size_t(t)] = Region{};
+      need[size_t(sink_part.output)] = Region{b0, b1, c0, c1};
+      // Backwards: the region of each internal tensor this stripe of this band reads.
+      for (int k = last - 1; k >= first; --k) {
+        const Part& p = graph.parts[size_t(k)];
+        const Region r = need[size_t(p.output)];
+        if (r.begin >= r.end) continue;
+        const PlanTensor& out = graph.tensors[size_t(p.output)];
+        for (size_t i = 0; i < p.inputs.size(); ++i) {
+          const int t = p.inputs[i];
+          if (!internal.count(t)) continue;
+          const Box in = p.propagators[i]
+                             .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
+                             .cropped(graph.tensors[size_t(t)].shape);
+          Region& n = need[size_t(t)];
+          n.begin = std::min(n.begin, in.offset[H]);
+          n.end = std::max(n.end, in.offset[H] + in.extent[H]);
+          n.column_begin = std::min(n.column_begin, in.offset[W]);
+          n.column_end = std::max(n.column_end, in.offset[W] + in.extent[W]);
+        }
+      }
+      // Forwards: compute the rows not yet held; the sink's stripe always.
+      for (int k = first; k < last; ++k) {
+        const int t = graph.parts[size_t(k)].output;
+        Region r = need[size_t(t)];
+        if (k < last - 1) {
+          if (r.begin >= r.end) continue;
+          auto& [rows, columns] = held[t];
+          rows = std::max(rows, r.end - r.begin);
+          columns = std::max(columns, r.column_end - r.column_begin);
+          r.begin = std::max(r.begin, done[t]);
+          if (r.begin >= r.end) continue;
+          done[t] = r.end;
+        }
+        plan.cycles += coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
+        ++plan.operations;
+        if (record_runs) plan.runs.push_back(StripeRun{k, r.begin, r.end, r.column_begin, r.column_end});
       }
     }
-    // Forwards: compute the rows not yet held; the sink's stripe always.
-    for (int k = first; k < last; ++k) {
-      const int t = graph.parts[size_t(k)].output;
-      auto [a, b] = need[size_t(t)];
-      if (k < last - 1) {
-        if (a >= b) continue;
-        rows_held[t] = std::max(rows_held[t], b - a);
-        a = std::max(a, done[t]);
-        if (a >= b) continue;
-        done[t] = b;
-      }
-      plan.cycles += coster.cost(k, a, b, weights_for(k));
-      ++plan.operations;
-      if (record_runs) plan.runs.push_back(StripeRun{k, a, b});
-    }
   }
-  for (const auto& [t, rows] : rows_held) {
-    plan.buffers.emplace_back(t, rows);
-    plan.buffer_bytes += rows * graph.tensors[size_t(t)].row_bytes();
+  for (const auto& [t, extent] : held) {
+    const PlanTensor& tensor = graph.tensors[size_t(t)];
+    // Bytes per element column of the tensor's own layout (channel padding included): its
+    // bytes are that times H x W, rounded up to 16, so the floor is exact once H x W >= 16 and
+    // never more otherwise (the proposal's memory stays a lower bound of its layout).
+    const int64_t element_bytes = tensor.bytes / std::max<int64_t>(tensor.shape[H] * tensor.shape[W], 1);
+    const int64_t bytes = (extent.first * extent.second * element_bytes + 15) / 16 * 16;
+    plan.buffers.push_back(RollingBuffer{t, extent.first, extent.second, bytes});
+    plan.buffer_bytes += bytes;
   }
-  std::sort(plan.buffers.begin(), plan.buffers.end());
+  std::sort(plan.buffers.begin(), plan.buffers.end(),
+            [](const RollingBuffer& a, const RollingBuffer& b) { return a.tensor < b.tensor; });
   return plan;
 }
 

@@ -8,6 +8,11 @@
 // does, so a buffer holds the largest window of rows any stripe needs. Cycles are the cycle
 // model's, per part and stripe (each stripe re-reads the part's weights, as the NPU does).
 //
+// Column bands split the sink's width too: the whole H-striped cascade runs once per band of
+// columns, over the columns that band needs of every tensor (the halo columns at a band's edge
+// are computed by both neighbours). Rolling buffers are then only as wide as a band's columns,
+// at the price of the halo recompute and of more, narrower operations.
+//
 // Tensors that enter the cascade from outside or leave it are whole buffers; the proposal DP
 // accounts for them.
 #pragma once
@@ -25,22 +30,32 @@
 
 namespace cascader {
 
-// One NPU operation of a cascade: part `part` computing rows [begin, end) of its output.
+// One NPU operation of a cascade: part `part` computing rows [begin, end) and columns
+// [column_begin, column_end) of its output.
 struct StripeRun {
   int part = 0;
   int64_t begin = 0, end = 0;
+  int64_t column_begin = 0, column_end = 0;
+};
+
+// An internal tensor's rolling buffer: `rows` x `columns` of the tensor's elements.
+struct RollingBuffer {
+  int tensor = 0;
+  int64_t rows = 0, columns = 0;
+  int64_t bytes = 0;  // as the planner counts it: the tensor's bytes per element, rounded up to 16
 };
 
 struct CascadePlan {
   int first = 0, last = 0;    // parts [first, last)
   int stripe_height = 0;      // sink rows per stripe (its height: one stripe)
   int stripes = 0;
+  int column_bands = 1;       // the sink's columns in this many bands, each a pass over all stripes
   int64_t buffer_bytes = 0;   // rolling buffers of the internal tensors
   // With buffered weights: every part's weight and scale streams are copied into one SRAM
   // buffer when the part first runs and read from there by every later stripe.
   bool buffered_weights = false;
   int64_t weight_buffer_bytes = 0;
-  std::vector<std::pair<int, int64_t>> buffers;  // (tensor, rows held)
+  std::vector<RollingBuffer> buffers;
   double cycles = 0;
   int operations = 0;         // NPU operations: non-empty (part, stripe) pairs
   std::vector<StripeRun> runs;  // those operations in execution order (when asked for)
@@ -53,22 +68,26 @@ class StripeCoster {
   // Where part `k` reads its weights on one run: where they live, copied into the buffer
   // first (the DMA is costed), or already in the buffer.
   enum class Weights { InPlace, CopiedIn, Buffered };
-  // Output rows [begin, end) of part `k`; the inputs' rows follow from the propagators.
-  double cost(int k, int64_t begin, int64_t end, Weights weights = Weights::InPlace);
+  // Output rows [begin, end) and columns [column_begin, column_end) of part `k` (column_end
+  // -1: all); the inputs' regions and edge padding follow from the propagators.
+  double cost(int k, int64_t begin, int64_t end, Weights weights = Weights::InPlace, int64_t column_begin = 0,
+              int64_t column_end = -1);
 
  private:
   const PlanGraph& graph_;
   const ArchConfig& arch_;
   BlockConfigCache blocks_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int>, double> cache_;  // part, rows, pads, weights
+  // part, rows, columns, top/bottom/left/right padding, weights
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>, double> cache_;
 };
 
 // The cascade of parts [first, last) with the sink striped `stripe_height` rows at a time, or
 // nullopt when those parts cannot cascade (a part that is not stripable, a tensor produced
 // inside that escapes before the sink, or an internal tensor that is not cascadable), or when
-// `buffer_weights` is asked of parts without weights.
+// `buffer_weights` is asked of parts without weights. `column_bands` > 1 also splits the
+// sink's width (clamped to its width; a single part or a single stripe is never split).
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
                                         int stripe_height, StripeCoster& coster, bool buffer_weights = false,
-                                        bool record_runs = false);
+                                        bool record_runs = false, int column_bands = 1);
 
 }  // namespace cascader

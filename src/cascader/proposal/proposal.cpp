@@ -10,7 +10,7 @@ namespace cascader {
 
 int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
   std::unordered_set<int> held;
-  for (const auto& [t, _] : plan.buffers) held.insert(t);
+  for (const RollingBuffer& b : plan.buffers) held.insert(b.tensor);
   int64_t bytes = plan.buffer_bytes + plan.weight_buffer_bytes;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     if (held.count(int(t)) || uses.first[t] > plan.last - 1 || uses.last[t] < plan.first) continue;
@@ -21,14 +21,25 @@ int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, cons
 
 namespace {
 
-// Every stripe height with the weights read where they live; a part run alone may also copy
-// them into SRAM first. (Cascades could keep their parts' weights in SRAM across stripes, and
-// plan_cascade costs that, but the emitter cannot yet: the planner offers only what compiles.)
-std::vector<std::pair<int, bool>> variants(const std::vector<int>& heights, bool alone) {
-  std::vector<std::pair<int, bool>> out;
+struct Variant {
+  int stripe_height;
+  bool buffer_weights;
+  int column_bands;
+};
+
+// Every stripe height and column banding with the weights read where they live; a part run
+// alone may also copy them into SRAM first. (Cascades could keep their parts' weights in SRAM
+// across stripes, and plan_cascade costs that, but the emitter cannot yet: the planner offers
+// only what compiles.)
+std::vector<Variant> variants(const std::vector<int>& heights, const std::vector<int>& bands, bool alone) {
+  std::vector<Variant> out;
   for (int h : heights) {
-    out.emplace_back(h, false);
-    if (alone) out.emplace_back(h, true);
+    if (alone) {
+      out.push_back(Variant{h, false, 1});
+      out.push_back(Variant{h, true, 1});
+      continue;
+    }
+    for (int b : bands) out.push_back(Variant{h, false, b});
   }
   return out;
 }
@@ -46,8 +57,10 @@ struct Partial {
 std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfig& arch,
                                          const ProposalOptions& options) {
   graph.validate();
-  if (options.max_cascade_parts < 1 || options.max_proposals < 2) {
-    throw InvalidArgument("generate_proposals: max_cascade_parts must be >= 1 and max_proposals >= 2");
+  if (options.max_cascade_parts < 1 || options.max_proposals < 2 || options.column_bands.empty() ||
+      *std::min_element(options.column_bands.begin(), options.column_bands.end()) < 1) {
+    throw InvalidArgument(
+        "generate_proposals: max_cascade_parts must be >= 1, max_proposals >= 2 and column_bands positive");
   }
   const int n = int(graph.parts.size());
   if (n == 0) return {Proposal{}};
@@ -67,8 +80,8 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
           if (h >= 1 && h < height) heights.push_back(h);
         }
       }
-      for (const auto& [h, buffered] : variants(heights, j - i == 1)) {
-        auto plan = plan_cascade(graph, uses, i, j, h, coster, buffered);
+      for (const Variant& v : variants(heights, options.column_bands, j - i == 1)) {
+        auto plan = plan_cascade(graph, uses, i, j, v.stripe_height, coster, v.buffer_weights, false, v.column_bands);
         if (!plan) continue;
         const int id = int(plans.size());
         plan_memory.push_back(cascade_memory(graph, uses, *plan));
