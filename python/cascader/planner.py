@@ -48,7 +48,8 @@ class PlanOptions:
     max_cascade_parts: int = 12
     stripe_heights: tuple[int, ...] = (1, 2, 4, 8)
     max_proposals: int = 48
-    # Cascades may also split their width into this many column bands (1: rows only).
+    # Cascades of one-row stripes may also split their width into this many column bands (1:
+    # rows only). Bands took MobileNetV2-224's least SRAM from 301 to 247 KiB (Vela Size: 354).
     column_bands: tuple[int, ...] = (1, 2, 4)
 
     def to_core(self) -> "_core.ProposalOptions":

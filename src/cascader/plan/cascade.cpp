@@ -28,6 +28,21 @@ bool is_window(NpuOpType t) {
 
 }  // namespace
 
+size_t StripeCoster::KeyHash::operator()(const Key& k) const {
+  // The DP looks up every (part, region) it evaluates: a hash keeps that off its profile.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(uint64_t(std::get<0>(k)));
+  mix(uint64_t(std::get<1>(k)));
+  mix(uint64_t(std::get<2>(k)));
+  mix(uint64_t(std::get<3>(k)));
+  mix(uint64_t(std::get<4>(k)));
+  mix(uint64_t(std::get<5>(k)));
+  mix(uint64_t(std::get<6>(k)));
+  mix(uint64_t(std::get<7>(k)));
+  return size_t(h);
+}
+
 double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, int64_t column_begin,
                           int64_t column_end) {
   const Part& p = graph_.parts[size_t(k)];
@@ -123,7 +138,8 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   const int64_t band_width = (width + plan.column_bands - 1) / plan.column_bands;
   plan.column_bands = int((width + band_width - 1) / band_width);
   // Internal tensors: produced by exactly one part in the cascade, read only inside it.
-  std::unordered_map<int, int> internal;  // tensor -> its producer position
+  std::vector<bool> internal(graph.tensors.size(), false);
+  std::vector<int> internal_tensors;
   for (int k = first; k < last; ++k) {
     const Part& p = graph.parts[size_t(k)];
     if (!p.stripable) return std::nullopt;
@@ -134,21 +150,22 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
     const bool escapes = uses.last[size_t(t)] >= last ||
                          std::any_of(cons.begin(), cons.end(), [&](int c) { return c < first || c >= last; });
     if (escapes || prod.size() != 1 || !graph.tensors[size_t(t)].cascadable) return std::nullopt;
-    internal[t] = k;
+    internal[size_t(t)] = true;
+    internal_tensors.push_back(t);
   }
   if (uses.producers[size_t(sink_part.output)].size() != 1) return std::nullopt;
   struct Region {
     int64_t begin = INT64_MAX, end = INT64_MIN, column_begin = INT64_MAX, column_end = INT64_MIN;
   };
-  std::unordered_map<int, int64_t> done;  // rows [0, done) of each internal tensor computed in this band
-  std::unordered_map<int, std::pair<int64_t, int64_t>> held;  // rows, columns
+  std::vector<int64_t> done(graph.tensors.size(), 0);  // rows [0, done) of each internal tensor, this band
+  std::vector<std::pair<int64_t, int64_t>> held(graph.tensors.size(), {0, 0});  // rows, columns
   std::vector<Region> need(graph.tensors.size());
   for (int band = 0; band < plan.column_bands; ++band) {
     const int64_t c0 = band * band_width, c1 = std::min(width, c0 + band_width);
-    done.clear();
+    for (int t : internal_tensors) done[size_t(t)] = 0;
     for (int s = 0; s < plan.stripes; ++s) {
       const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
-      for (auto& [t, _] : internal) need[size_t(t)] = Region{};
+      for (int t : internal_tensors) need[size_t(t)] = Region{};
       need[size_t(sink_part.output)] = Region{b0, b1, c0, c1};
       // Backwards: the region of each internal tensor this stripe of this band reads.
       for (int k = last - 1; k >= first; --k) {
@@ -158,7 +175,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         const PlanTensor& out = graph.tensors[size_t(p.output)];
         for (size_t i = 0; i < p.inputs.size(); ++i) {
           const int t = p.inputs[i];
-          if (!internal.count(t)) continue;
+          if (!internal[size_t(t)]) continue;
           const Box in = p.propagators[i]
                              .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
                              .cropped(graph.tensors[size_t(t)].shape);
@@ -175,12 +192,12 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         Region r = need[size_t(t)];
         if (k < last - 1) {
           if (r.begin >= r.end) continue;
-          auto& [rows, columns] = held[t];
+          auto& [rows, columns] = held[size_t(t)];
           rows = std::max(rows, r.end - r.begin);
           columns = std::max(columns, r.column_end - r.column_begin);
-          r.begin = std::max(r.begin, done[t]);
+          r.begin = std::max(r.begin, done[size_t(t)]);
           if (r.begin >= r.end) continue;
-          done[t] = r.end;
+          done[size_t(t)] = r.end;
         }
         plan.cycles += coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
         ++plan.operations;
@@ -188,7 +205,9 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       }
     }
   }
-  for (const auto& [t, extent] : held) {
+  for (int t : internal_tensors) {
+    const auto& extent = held[size_t(t)];
+    if (extent.first == 0) continue;  // never read inside the cascade
     const PlanTensor& tensor = graph.tensors[size_t(t)];
     // Bytes per element column of the tensor's own layout (channel padding included): its
     // bytes are that times H x W, rounded up to 16, so the floor is exact once H x W >= 16 and

@@ -18,7 +18,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -78,7 +78,11 @@ class StripeCoster {
   const ArchConfig& arch_;
   BlockConfigCache blocks_;
   // part, rows, columns, top/bottom/left/right padding, weights
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>, double> cache_;
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  std::unordered_map<Key, double, KeyHash> cache_;
 };
 
 // The cascade of parts [first, last) with the sink striped `stripe_height` rows at a time, or
