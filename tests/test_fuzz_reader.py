@@ -1,7 +1,8 @@
 """Fuzzing the reader: every mutated or truncated file is a valid Model or a ModelError.
 
 Never a crash, a hang, or another exception type. A mutated file that still reads must also
-survive the rest of the front end (inspect) and the writer.
+survive the rest of the front end (inspect), the writer and the compiler: `compile` either
+gives a binary or raises one of cascader's typed errors with its reason.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 import cascader
-from cascader import ModelError, load_model, save_model
+from cascader import CascaderError, ModelError, load_model, save_model
 from cascader import zoo
 
 CASES = 2400
@@ -49,7 +50,7 @@ def _timeout(signum, frame):  # pragma: no cover - only on a hang
 def test_fuzz_reader_never_crashes():
     corpus = _corpus()
     rng = np.random.default_rng(20261122)
-    outcomes = {"model": 0, "ModelError": 0}
+    outcomes = {"model": 0, "ModelError": 0, "compiled": 0, "rejected": 0}
     previous = signal.signal(signal.SIGALRM, _timeout)
     try:
         for case in range(CASES):
@@ -68,6 +69,15 @@ def test_fuzz_reader_never_crashes():
                 cascader.inspect(model)
             except ModelError:
                 pass
+            signal.alarm(SECONDS_PER_CASE)
+            try:
+                cascader.compile(model)
+                outcomes["compiled"] += 1
+            except CascaderError as e:
+                assert str(e), f"case {case} ({name}): {type(e).__name__} without a reason"
+                outcomes["rejected"] += 1
+            finally:
+                signal.alarm(0)
             try:
                 again = load_model(save_model(model))
             except ModelError:
@@ -77,3 +87,4 @@ def test_fuzz_reader_never_crashes():
         signal.signal(signal.SIGALRM, previous)
     # Both outcomes must occur, or the mutations are not exercising the reader.
     assert outcomes["model"] > 100 and outcomes["ModelError"] > 100, outcomes
+    assert outcomes["compiled"] > 100 and outcomes["rejected"] > 10, outcomes

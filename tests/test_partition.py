@@ -227,3 +227,14 @@ def test_cli_bad_model(tmp_path, capsys):
     assert cli_main(["inspect", str(bad)]) == 2
     assert "not a TFLite model" in capsys.readouterr().err
     assert cli_main(["inspect", "zoo:no_such_model"]) == 2
+
+
+def test_malformed_operand_lists_are_model_errors():
+    """An ADD with one input (a corrupt file) is named in inspect and refused by compile."""
+    model = zoo.add((1, 8, 8, 4))
+    op = model.main.operators[0]
+    op.inputs = op.inputs[:1]
+    report = cascader.inspect(model)
+    assert report.operators[0].rule == "operand_count" and "takes 2 inputs" in report.operators[0].reason
+    with pytest.raises(cascader.ModelError, match="operator 0 is malformed.*ADD takes 2 inputs, this one has 1"):
+        cascader.compile(model)

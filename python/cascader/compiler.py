@@ -15,7 +15,7 @@ from typing import Union
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .compiled import CompiledModel
 from .emit.program import ARENA_REGIONS, FlashImage, Placement, emit_segment
-from .errors import BudgetError, InfeasibleError, InvalidArgumentError, UnsupportedError
+from .errors import BudgetError, InfeasibleError, InvalidArgumentError, ModelError, UnsupportedError
 from .frontend.lower import lower_segment
 from .frontend.lowered import LoweredSegment
 from .frontend.partition import NPU, Partition, partition
@@ -66,6 +66,10 @@ def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
     forced: dict[int, Verdict] = {}
     while True:
         part = partition(model, forced)
+        malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
+        if malformed:  # not a limit of the NPU: the model itself is broken
+            i, v = malformed[0]
+            raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
             return part, [lower_segment(part.graph, s.operators) for s in part.segments if s.target == NPU]
         except UnsupportedError as e:

@@ -129,6 +129,36 @@ class Verdict:
 # --- checks -----------------------------------------------------------------------------
 
 
+# TFLite's operand counts for the operators cascader lowers: (required inputs, all inputs or
+# None for any number, outputs or None for at least one). The rest are optional (bias).
+OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
+    "CONV_2D": (2, 3, 1), "DEPTHWISE_CONV_2D": (2, 3, 1), "FULLY_CONNECTED": (2, 3, 1),
+    "AVERAGE_POOL_2D": (1, 1, 1), "MAX_POOL_2D": (1, 1, 1), "ADD": (2, 2, 1), "SUB": (2, 2, 1), "MUL": (2, 2, 1),
+    "RESHAPE": (1, 2, 1), "SQUEEZE": (1, 1, 1), "CONCATENATION": (1, None, 1), "PAD": (2, 2, 1),
+    "RELU": (1, 1, 1), "RELU6": (1, 1, 1), "RELU_N1_TO_1": (1, 1, 1), "RELU_0_TO_1": (1, 1, 1),
+    "QUANTIZE": (1, 1, 1), "SOFTMAX": (1, 1, 1), "LOGISTIC": (1, 1, 1), "TANH": (1, 1, 1), "EXP": (1, 1, 1),
+    "HARD_SWISH": (1, 1, 1), "LEAKY_RELU": (1, 1, 1), "PRELU": (2, 2, 1), "STRIDED_SLICE": (4, 4, 1),
+    "SLICE": (3, 3, 1), "SPLIT": (2, 2, None), "SPLIT_V": (3, 3, None), "UNPACK": (1, 1, None),
+    "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
+    "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1),
+}
+
+
+def operand_count(v: OperatorView) -> str | None:
+    """What is wrong with an operator's operand lists, or None: a malformed model, not a
+    limit of the NPU (the compiler refuses it as a ModelError)."""
+    required, most, outputs = OPERAND_COUNTS.get(v.opcode, (0, None, None))
+    inputs, outs = v.op.inputs, v.op.outputs
+    if len(inputs) < required or (most is not None and len(inputs) > most):
+        expect = f"{required}" if most == required else f"{required} to {most or 'any number of'}"
+        return f"{v.opcode} takes {expect} inputs, this one has {len(inputs)}"
+    if any(t < 0 for t in inputs[:required]):
+        return f"{v.opcode} input {next(i for i, t in enumerate(inputs) if t < 0)} is missing"
+    if (outputs is not None and len(outs) != outputs) or not outs or any(t < 0 for t in outs):
+        return f"{v.opcode} has outputs {list(outs)}" + ("" if outputs is None else f"; it produces {outputs}")
+    return None
+
+
 def _dtypes(v: OperatorView) -> str | None:
     allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS else ())
     bad = [f"{t.name!r} is {t.dtype}" for t in v.activation_tensors if t.dtype not in allowed]
@@ -366,6 +396,9 @@ def _concat_axis(v: OperatorView) -> str | None:
 # --- the rules --------------------------------------------------------------------------
 
 RULES: tuple[Rule, ...] = (
+    # First: every other rule reads the operands this one checks.
+    Rule("operand_count", "the operator's inputs and outputs are not TFLite's for it", operand_count,
+         source="TFLite operator definitions"),
     # Before the generic type rule, so a float QUANTIZE gets the specific reason.
     Rule("quantize_integer", "QUANTIZE on the NPU rescales between integer types only", _quantize_integer,
          ops=frozenset({"QUANTIZE"})),

@@ -1,0 +1,62 @@
+"""The C++ core under AddressSanitizer and UBSan: mutated binaries through the payload parser,
+the command-stream decoder, the estimator and the executor (src/cascader/fuzz/fuzz_payload.cpp).
+
+The core is rebuilt with the sanitizers in its own build directory (about a minute on two
+cores): an out-of-bounds access or undefined behaviour that the Python-level fuzzing would
+miss (it only sees exceptions) aborts the driver here. Seeds are our own binaries for four
+accelerators, one of them cascaded (rolling buffers, wrapped tiles), with their flash images.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cascader
+from cascader import zoo
+from cascader.sim.binary import npu_calls
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = 1500
+SEEDS = [("ds_cnn_kws", "ethos-u55-128", None), ("resnet8", "ethos-u65-256", None),
+         ("mobilenet_v2", "ethos-u55-64", 40_000), ("fc_autoencoder", "ethos-u65-512", None)]
+
+
+@pytest.fixture(scope="module")
+def fuzz_payload(tmp_path_factory) -> Path:
+    cmake = shutil.which("cmake")
+    if cmake is None:  # the build of the package itself needs a C++ toolchain and CMake
+        pytest.fail("cmake is not on PATH: the sanitizer build cannot run")
+    build = tmp_path_factory.mktemp("sanitize")
+    configure = [cmake, "-S", str(ROOT), "-B", str(build), "-DCASCADER_PYTHON=OFF", "-DCASCADER_BUILD_FUZZ=ON",
+                 "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
+    for argv in (configure, [cmake, "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", "fuzz_payload"]):
+        done = subprocess.run(argv, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return build / "fuzz_payload"
+
+
+def test_mutated_binaries_under_asan_and_ubsan(fuzz_payload, tmp_path):
+    args = []
+    for name, accelerator, sram in SEEDS:
+        compiled = cascader.compile(zoo.get(name), accelerator=accelerator, sram=sram)
+        for call in npu_calls(compiled.model):
+            payload, flash = tmp_path / f"{name}_{call.index}.bin", tmp_path / f"{name}_{call.index}.flash"
+            payload.write_bytes(bytes(call.payload))
+            flash.write_bytes(bytes(call.flash))
+            args += [str(payload), str(flash)]
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1")
+    done = subprocess.run([str(fuzz_payload), str(CASES), "20261124", str(1 << 20), *args], capture_output=True,
+                          text=True, env=env, timeout=900)
+    report = (done.stdout + done.stderr)[-4000:]
+    assert done.returncode == 0, report
+    assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
+    accepted, rejected = (int(x) for x in done.stdout.split()[1::2])
+    # Both outcomes: the mutations reach execution, and the checks reject what is broken.
+    assert accepted + rejected == CASES and accepted > 50 and rejected > 500, done.stdout
+    sys.stdout.write(done.stdout)
