@@ -10,7 +10,6 @@ from __future__ import annotations
 import signal
 
 import numpy as np
-import pytest
 
 import cascader
 from cascader import CascaderError, ModelError, load_model, save_model

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,8 +67,9 @@ def standard_configs(accelerator: str) -> list[VelaConfig]:
 @dataclass
 class VelaOutput:
     path: Path
-    cycles: float | None
+    cycles: float | None  # Vela's own printed figure (cycles_total of its summary CSV)
     sram_bytes: float | None
+    seconds: float | None = None  # wall time of Vela's process when this call ran it (None: from the cache)
 
 
 def _cache_dir() -> Path:
@@ -95,14 +97,17 @@ def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> Vela
     target = out_dir / f"{stem}_vela.tflite"
     summaries = lambda: glob.glob(str(out_dir / f"{stem}_summary_*.csv"))  # noqa: E731
     # Vela writes the summary last: an entry without one is an interrupted compile.
+    seconds = None
     if not (target.exists() and summaries()):
         out_dir.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
         proc = subprocess.run(
             [vela_executable(), str(model_path), "--output-dir", str(out_dir), *config.args()],
             capture_output=True,
             text=True,
             cwd=out_dir,
         )
+        seconds = time.perf_counter() - start
         if proc.returncode != 0 or not target.exists():
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
             raise CascaderError(f"Vela failed on {stem} ({config.label}): {tail}")
@@ -112,7 +117,7 @@ def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> Vela
             row = next(csv.DictReader(f))
         cycles = float(row["cycles_total"])
         sram = float(row["sram_memory_used"]) * 1024
-    return VelaOutput(target, cycles, sram)
+    return VelaOutput(target, cycles, sram, seconds)
 
 
 @dataclass
