@@ -249,3 +249,15 @@ def test_weight_buffers_are_a_plan_option():
     assert not plain.buffered_weights and plain.weight_buffer_bytes == 0
     assert buffered.weight_buffer_bytes == 2 * 9 * 64 * 64
     assert buffered.cycles < plain.cycles
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8", "ds_cnn_kws"])
+def test_fastest_proposal_is_the_uncascaded_compile(name):
+    """The planner takes a lone operation's weight buffering (one copy or double-buffered depth
+    slices) from the scheduler: its fastest proposal is the unlimited compile, in both SRAM
+    and cycles, so plan and binary agree at that end of the frontier."""
+    model = zoo.get(name)
+    fastest = plan(model).points[-1]
+    compiled = cascader.compile(model)
+    assert fastest.cycles == pytest.approx(compiled.schedule.total_cycles)
+    assert fastest.sram_bytes == compiled.sram_bytes

@@ -158,7 +158,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     # The planner's memory bound is a lower bound of a layout (up to the 16-byte rounding of the
     # topmost buffer, which the layout need not pad): only proposals within the budget by it can
     # fit, and only those are laid out.
-    frontier = plan_schedule(lean, part.graph, target, score=False)
+    frontier = plan_schedule(lean, part.graph, target, score=False, buffered=sched)
     pg = frontier.graph
     candidates = [p for p in frontier.points if budget is None or p.sram_bytes - 15 <= budget]
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)

@@ -29,7 +29,7 @@ from . import memory as mem
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .frontend.lowered import FeatureMapView, LoweredOperation, dense_strides
-from .schedule import NpuSchedule, _Target, memory_schedule, without_weight_buffers
+from .schedule import NpuSchedule, _Target, memory_schedule, weight_buffer_bytes, without_weight_buffers
 from .tflite import Model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
@@ -137,10 +137,12 @@ def _unflattened(lo: LoweredOperation, shapes: dict[int, tuple[int, int, int]]) 
                    ofm=replace(lo.ofm, shape=b, strides=dense_strides(b, lo.ofm.element_size)))
 
 
-def build_graph(schedule: NpuSchedule, graph, target: _Target) -> Any:
-    """The planner's graph of an uncascaded schedule whose weights are read from flash (the
-    planner decides nothing about weight buffers yet). Its tensors are the buffers of
-    `memory_schedule(schedule)`, in the same order."""
+def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSchedule | None = None) -> Any:
+    """The planner's graph of an uncascaded schedule whose weights are read from flash. Its
+    tensors are the buffers of `memory_schedule(schedule)`, in the same order.
+
+    `buffered` is the same schedule with the scheduler's weight buffers: a part run alone may
+    take its operation's buffering (cost and bytes) from there, and only where it has one."""
     msched, index, op_steps = memory_schedule(schedule, graph)
     shapes: dict[int, tuple[int, int, int]] = {}  # buffer id -> its own shape
     for seg in schedule.segments:
@@ -188,6 +190,12 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target) -> Any:
             part.output = index[lo.ofm.buffer]
             part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale")
                               and all(whole(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+            if buffered is not None:
+                own = buffered.operations[step_op[s]]
+                part.bufferable = own.weight_buffer
+                if own.weight_buffer:
+                    part.buffered_cycles = float(own.cost.total_cycles)
+                    part.buffered_bytes = (weight_buffer_bytes(own) + 15) // 16 * 16
         else:
             # A CPU operator: it reads and writes whole tensors, in no time the NPU sees.
             part.op = _core.NpuOp()
@@ -279,21 +287,23 @@ def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos
     system = system if system is not None else DEFAULT_SYSTEM[u65]
     m = _as_model(model)
     part, segments = lower(m)
-    sched = without_weight_buffers(schedule(part, segments, acc.name, system, mode))
-    frontier = plan_schedule(sched, part.graph, _Target(acc.name, system, mode), options)
+    buffered = schedule(part, segments, acc.name, system, mode)
+    frontier = plan_schedule(without_weight_buffers(buffered), part.graph, _Target(acc.name, system, mode), options,
+                             buffered=buffered)
     frontier.seconds = time.perf_counter() - start
     return frontier
 
 
 def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,
-                  score: bool = True) -> Frontier:
+                  score: bool = True, buffered: NpuSchedule | None = None) -> Frontier:
     """The frontier of an uncascaded schedule whose weights are read in place (`plan`'s work
-    after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades).
-    Without `score`, points keep the planner's own memory bound as `sram_bytes` (the compile
-    lays out only the proposals it tries)."""
+    after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades),
+    with `buffered` the same schedule's weight buffers (see `build_graph`). Without `score`,
+    points keep the planner's own memory bound as `sram_bytes` (the compile lays out only the
+    proposals it tries)."""
     start = time.perf_counter()
     options = options or PlanOptions()
-    pg = build_graph(sched, graph, target)
+    pg = build_graph(sched, graph, target, buffered)
     proposals = list(_core.generate_proposals(pg, target.arch, options.to_core()))
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.

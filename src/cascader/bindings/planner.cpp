@@ -49,7 +49,10 @@ void bind_planner(py::module_& m) {
       .def_readwrite("inputs", &Part::inputs)
       .def_readwrite("propagators", &Part::propagators)
       .def_readwrite("output", &Part::output)
-      .def_readwrite("stripable", &Part::stripable);
+      .def_readwrite("stripable", &Part::stripable)
+      .def_readwrite("bufferable", &Part::bufferable)
+      .def_readwrite("buffered_cycles", &Part::buffered_cycles)
+      .def_readwrite("buffered_bytes", &Part::buffered_bytes);
   py::class_<PlanGraph>(m, "PlanGraph")
       .def(py::init<>())
       .def_readwrite("weight_buffer_memory", &PlanGraph::weight_buffer_memory)

@@ -35,6 +35,14 @@ struct Part {
   std::vector<Propagator> propagators;   // one per input
   int output = -1;
   bool stripable = true;
+  // A part run alone may copy its weights into SRAM first. When the scheduler has already
+  // chosen how (cascader.planner sets these from the scheduled operation: one buffer, or depth
+  // slices double-buffered), a plan takes that cost and those bytes as they are, so the plan
+  // and the binary agree; `buffered_cycles` < 0 leaves it to the cycle model (one copy of the
+  // whole streams). Not `bufferable`: the scheduler found no buffer worth it.
+  bool bufferable = true;
+  double buffered_cycles = -1;
+  int64_t buffered_bytes = 0;
   int64_t weight_stream_bytes() const { return op.weight_bytes + op.scale_bytes; }
 };
 

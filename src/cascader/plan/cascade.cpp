@@ -95,6 +95,9 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   int64_t weight_bytes = 0;
   for (int k = first; k < last; ++k) weight_bytes += (graph.parts[size_t(k)].weight_stream_bytes() + 15) / 16 * 16;
   if (buffer_weights && weight_bytes == 0) return std::nullopt;
+  for (int k = first; k < last && buffer_weights; ++k) {
+    if (!graph.parts[size_t(k)].bufferable) return std::nullopt;
+  }
   using Weights = StripeCoster::Weights;
   std::vector<bool> copied(graph.parts.size(), false);
   // The first run of a part copies its weights in; later stripes read the buffer.
@@ -116,6 +119,15 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   plan.weight_buffer_bytes = buffer_weights ? weight_bytes : 0;
   if (last - first == 1 || plan.stripes == 1) {
     if (column_bands > 1) return std::nullopt;  // nothing rolls: bands would only add halo work
+    const Part& alone = graph.parts[size_t(first)];
+    if (last - first == 1 && buffer_weights && alone.buffered_cycles >= 0) {
+      const PlanTensor& out = graph.tensors[size_t(alone.output)];
+      plan.cycles = alone.buffered_cycles;
+      plan.weight_buffer_bytes = alone.buffered_bytes;
+      plan.operations = 1;
+      if (record_runs) plan.runs.push_back(StripeRun{first, 0, out.shape[H], 0, out.shape[W]});
+      return plan;
+    }
     // Parts run whole one after another: internal tensors are whole buffers.
     for (int k = first; k < last; ++k) {
       const PlanTensor& out = graph.tensors[size_t(graph.parts[size_t(k)].output)];
