@@ -100,3 +100,10 @@ def test_estimate_prints_the_binary_cycles(tmp_path, kws, capsys):
     assert f"{total:,.0f} cycles" in out and "conv2d" in out
     assert main(["estimate", str(kws)]) == 2  # not compiled: no ethos-u operator
     assert "compile it" in capsys.readouterr().err
+
+
+def test_bench_subcommand_is_the_benchmark(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "--help"])
+    assert done.value.code == 0
+    assert "usage: cascader bench" in capsys.readouterr().out

@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             return _estimate(args)
         from .bench.versus import main as bench_main
 
-        return bench_main(rest)
+        return bench_main(rest, prog="cascader bench")
     except CascaderError as e:
         print(f"cascader: error: {e}", file=sys.stderr)
         return 2
