@@ -181,6 +181,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
             sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
             part.op = target.npu_op(lo, w, sc)
+            part.whole_cycles = float(sop.cost.total_cycles)  # as scheduled (a copy runs 16 channels wide)
             inputs, props = [], []
             for v, second in ((lo.ifm, False), (lo.ifm2, True)):
                 if v is not None and v.buffer in index:

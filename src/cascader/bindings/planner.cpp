@@ -52,7 +52,8 @@ void bind_planner(py::module_& m) {
       .def_readwrite("stripable", &Part::stripable)
       .def_readwrite("bufferable", &Part::bufferable)
       .def_readwrite("buffered_cycles", &Part::buffered_cycles)
-      .def_readwrite("buffered_bytes", &Part::buffered_bytes);
+      .def_readwrite("buffered_bytes", &Part::buffered_bytes)
+      .def_readwrite("whole_cycles", &Part::whole_cycles);
   py::class_<PlanGraph>(m, "PlanGraph")
       .def(py::init<>())
       .def_readwrite("weight_buffer_memory", &PlanGraph::weight_buffer_memory)

@@ -42,6 +42,10 @@ struct Part {
   // whole streams). Not `bufferable`: the scheduler found no buffer worth it.
   bool bufferable = true;
   double buffered_cycles = -1;
+  // The cycles of the scheduled operation over whole tensors, weights in place (< 0: the cycle
+  // model's for `op`). They differ where the operation runs whole in another shape than the
+  // one it stripes in: a per-element copy streamed 16 channels wide.
+  double whole_cycles = -1;
   int64_t buffered_bytes = 0;
   int64_t weight_stream_bytes() const { return op.weight_bytes + op.scale_bytes; }
 };
