@@ -106,3 +106,20 @@ def test_compiled_model_knows_its_frontier():
     frontier = compiled.pareto
     assert frontier.points[0].sram_bytes <= compiled.sram_bytes <= 30_000
     assert frontier.select(30_000).sram_bytes <= 30_000
+
+
+def test_dedicated_sram_budget_takes_the_faster_of_evicting_and_cascading(monkeypatch):
+    """On a U65 (Dedicated_Sram) an uncascaded schedule always fits a budget by evicting
+    feature maps to DRAM; a cascade may keep them in SRAM. The compile keeps whichever binary
+    the estimator finds faster, and it is bit-exact."""
+    model = zoo.mobilenet_v2()
+    chosen = cascader.compile(model, accelerator="ethos-u65-256", sram=100_000)
+    assert chosen.sram_bytes <= 100_000 and chosen.check(seeds=1).bit_exact
+
+    def no_cascade(*args, **kwargs):
+        raise InfeasibleError("cascading disabled for the comparison", minimum_sram=None)
+
+    monkeypatch.setattr(cascader.compiler, "_cascade", no_cascade)
+    evicting = cascader.compile(model, accelerator="ethos-u65-256", sram=100_000)
+    assert evicting.layout.eviction_cycles > 0 and not any(op.cascade is not None for op in evicting.schedule.operations)
+    assert chosen.estimate().total_cycles <= evicting.estimate().total_cycles

@@ -189,6 +189,30 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     )
 
 
+def _emit(m: Model, allocated: tuple, accelerator: str) -> tuple[Model, bytes, list[list[dict]]]:
+    """The packaged binary of an allocated schedule: the output model, its flash image and the
+    emitted operation records per `ethos-u` operator."""
+    sched, result, placement, offsets = allocated
+    flash = FlashImage()
+    subgraphs, records = [], []
+    first = 0
+    for seg in sched.segments:
+        ops, words = emit_segment(seg, first, placement, flash, accelerator)
+        first += len(seg.operations)
+        records.append(ops)
+        subgraphs.append(NpuSubgraph(seg.segment.operators, words))
+    # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
+    out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
+                                          accelerator=accelerator, description="cascader Optimised", order=sched.order)
+    return out, bytes(flash.data), records
+
+
+def _cycles(binary: Model, accelerator: str, system, memory_mode: str) -> float:
+    from .sim.estimator import estimate
+
+    return estimate(binary, system=system, memory_mode=memory_mode, accelerator=accelerator).total_cycles
+
+
 def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
     """The SRAM a layout uses: the whole scratch arena when it is in SRAM (Shared_Sram,
     Sram_Only), else the fast arena."""
@@ -263,32 +287,36 @@ def compile(
     sched = schedule(part, segments, acc.name, system, mode)
     bar.update()
     bar.set_description("allocate" if optimise == "performance" else "plan")
+    config = MemoryConfig.for_target(acc.name, system, mode)
     if optimise == "size":
-        sched, result, placement, offsets = _cascade(part, sched, budget, smallest=True)
+        chosen = _cascade(part, sched, budget, smallest=True)
     else:
         try:
-            sched, result, placement, offsets = allocate(sched, part, budget)
+            chosen = allocate(sched, part, budget)
         except InfeasibleError as uncascaded:
             bar.set_description("plan")
-            sched, result, placement, offsets = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram)
+            chosen = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram)
     bar.update()
     bar.set_description("emit")
-    flash = FlashImage()
-    subgraphs, records = [], []
-    first = 0
-    for seg in sched.segments:
-        ops, words = emit_segment(seg, first, placement, flash, acc.name)
-        first += len(seg.operations)
-        records.append(ops)
-        subgraphs.append(NpuSubgraph(seg.segment.operators, words))
-    # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
-    out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
-                                          accelerator=acc.name, description="cascader Optimised", order=sched.order)
+    out, flash, records = _emit(m, chosen, acc.name)
+    if optimise == "performance" and chosen[1].eviction_cycles > 0 and not config.shared_sram:
+        # The uncascaded schedule fits the fast memory only by moving feature maps to the slow
+        # one (Dedicated_Sram). A cascade may keep them all in SRAM instead: compile the
+        # fastest proposal that fits too, and keep the binary the estimator says is faster
+        # (the schedule's own cycles do not see where the allocator put each buffer).
+        try:
+            cascaded = _cascade(part, sched, budget)
+        except InfeasibleError:
+            cascaded = None
+        if cascaded is not None:
+            alternative = _emit(m, cascaded, acc.name)
+            if _cycles(alternative[0], acc.name, system, mode) < _cycles(out, acc.name, system, mode):
+                chosen, (out, flash, records) = cascaded, alternative
+    sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()
-    config = MemoryConfig.for_target(acc.name, system, mode)
     return CompiledModel(
         model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,
-        sram_bytes=sram_bytes(result, config), flash_bytes=len(flash.data), accelerator=acc.name, system=system,
+        sram_bytes=sram_bytes(result, config), flash_bytes=len(flash), accelerator=acc.name, system=system,
         memory_mode=mode, operations=records, compile_seconds=time.perf_counter() - start,
     )

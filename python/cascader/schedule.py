@@ -14,6 +14,7 @@ traversal, never on an address.
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -370,6 +371,22 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
             position += 1
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
+    # Bytes each buffer moves per inference: what the allocator weighs when it must evict a
+    # buffer to the slow memory (Dedicated_Sram) — the least traffic per byte goes first.
+    access = [0.0] * len(buffers)
+    position = 0
+    for kind, i in schedule.order:
+        if kind == "cpu":
+            continue
+        for sop in schedule.segments[i].operations:
+            lo = sop.lowered
+            for v in (lo.ifm, lo.ifm2, lo.ofm):
+                if v is not None and v.buffer in index:
+                    access[index[v.buffer]] += math.prod(v.shape) * v.element_size
+            if ("weights", position) in index:
+                access[index[("weights", position)]] += 2 * buffers[index[("weights", position)]].size  # written, read
+            position += 1
+    buffers = [replace(b, access_bytes=a) for b, a in zip(buffers, access)]
     aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
     return mem.Schedule(buffers, steps, aliases), index, op_steps
