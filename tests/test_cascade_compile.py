@@ -123,3 +123,22 @@ def test_dedicated_sram_budget_takes_the_faster_of_evicting_and_cascading(monkey
     evicting = cascader.compile(model, accelerator="ethos-u65-256", sram=100_000)
     assert evicting.layout.eviction_cycles > 0 and not any(op.cascade is not None for op in evicting.schedule.operations)
     assert chosen.estimate().total_cycles <= evicting.estimate().total_cycles
+
+
+def test_cascade_keeps_its_weights_in_sram_across_stripes(tmp_path):
+    """A weight-buffered cascade copies each part's streams into SRAM once, on its first
+    stripe; every later stripe reads them there (no DMA), and the binary is bit-exact."""
+    path = tmp_path / "mobilenet_v2.tflite"
+    cascader.save_model(zoo.mobilenet_v2(), path)
+    point = next(p for p in plan(path).points
+                 if any(c.buffered_weights and c.last - c.first > 1 and c.stripes > 1 for c in p.proposal.cascades))
+    compiled = cascader.compile(path, sram=point.sram_bytes)
+    shared = [op for op in compiled.schedule.operations if op.shared_weights is not None]
+    assert shared and compiled.sram_bytes <= point.sram_bytes
+    copies = [op for op in shared if op.weight_buffer]
+    assert len(copies) == len({op.shared_weights for op in shared}) < len(shared)
+    dmas = sum(op["kind"] == "dma" for ops in compiled.operations for op in ops)
+    lone = sum(op.weight_buffer for op in compiled.schedule.operations if op.shared_weights is None)
+    assert dmas >= len(copies) + lone
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details

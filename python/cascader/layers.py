@@ -34,7 +34,9 @@ class Layer:
     stripe: tuple[int, int, int] | None  # OFM rows x columns x channels of its tallest stripe
     ifm_buffer: str | None  # "whole" or "rolling N rows"
     ofm_buffer: str | None
-    weights: str | None  # None, "in place" (read where stored), "buffered" or "double-buffered/N channels"
+    # None, "in place" (read where stored), "buffered", "double-buffered/N" (channels per slice)
+    # or "cascade buffer" (copied once for all the stripes of a cascade)
+    weights: str | None
     block: tuple[int, int, int] | None  # OFM block height x width x depth
     cycles: float | None
     macs: int
@@ -51,6 +53,8 @@ def _buffer_mode(view: FeatureMapView | None) -> str | None:
 def _weights(sop: "ScheduledOperation") -> str | None:
     if sop.encoded is None:
         return None
+    if sop.shared_weights is not None:
+        return "cascade buffer"  # copied once, read by every stripe
     if sop.weight_buffer:
         return f"double-buffered/{sop.depth_step}" if sop.depth_step else "buffered"
     return "in place"

@@ -56,6 +56,9 @@ class ScheduledOperation:
     # a band of rows of (reports group the stripes of one operation by it).
     cascade: int | None = None
     stripe_of: LoweredOperation | None = None
+    # The key of a weight buffer the stripes of one operation share: its first stripe copies
+    # the streams in (`weight_buffer`), the later ones read them there.
+    shared_weights: Any = None
 
 
 @dataclass
@@ -101,14 +104,16 @@ class _Target:
 
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
-             first_dma_bytes: int = 0, last_slice_depth: int = 0) -> OpCost:
+             first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False) -> OpCost:
         return cost_from_core(_core.estimate(self.npu_op(op, weight_bytes, scale_bytes, block, part_kernel_first, buffered,
-                                                         slack, first_dma_bytes, last_slice_depth), self.arch))
+                                                         slack, first_dma_bytes, last_slice_depth, resident), self.arch))
 
     def npu_op(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
                part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
-               first_dma_bytes: int = 0, last_slice_depth: int = 0) -> "_core.NpuOp":
-        """The cycle model's description of a lowered operation (the planner costs stripes of it)."""
+               first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False) -> "_core.NpuOp":
+        """The cycle model's description of a lowered operation (the planner costs stripes of it).
+        `buffered`: its weights are copied into the fast memory first; `resident`: they are
+        already there (a later stripe of a buffered cascade)."""
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
@@ -123,7 +128,8 @@ class _Target:
             kh, kw = (k["height"] - 1) // d[0] + 1, (k["width"] - 1) // d[1] + 1
             args.update(kernel=(kh, kw), stride=k["stride"], dilation=d, padding=op.registers["padding"])
         if op.weights is not None:
-            args.update(weight_bytes=weight_bytes, scale_bytes=scale_bytes, weight_memory=self.weight_memory)
+            args.update(weight_bytes=weight_bytes, scale_bytes=scale_bytes,
+                        weight_memory=self.buffer_memory if resident else self.weight_memory)
             if buffered:
                 args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack,
                             weight_first_dma_bytes=first_dma_bytes, weight_last_slice_depth=last_slice_depth)
@@ -155,6 +161,12 @@ def slice_span(encoded, s: int) -> tuple[int, int]:
     streams = [r for r in encoded.slices[s] if r.scale_length or r.weight_length]
     return (min(r.scale_offset for r in streams),
             max(max(r.scale_offset + r.scale_length, r.weight_offset + r.weight_length) for r in streams))
+
+
+def weights_key(sop: "ScheduledOperation", position: int) -> tuple:
+    """The memory planner's key of the weight buffer an operation reads (if it has one): its
+    own by position in the schedule, or the one its operation's stripes share."""
+    return ("weights", position if sop.shared_weights is None else sop.shared_weights)
 
 
 def weight_buffer_bytes(sop: "ScheduledOperation") -> int:
@@ -259,12 +271,12 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
 
 def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) -> NpuSchedule:
     """The same schedule with every operation but those at positions `keep` reading its weights
-    from flash."""
+    from flash. A cascade's shared weight buffers are the proposal's and stay."""
     segments, k = [], 0
     for seg in schedule.segments:
         ops = []
         for sop in seg.operations:
-            if sop.weight_buffer and k not in keep:
+            if sop.weight_buffer and sop.shared_weights is None and k not in keep:
                 sop = replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0,
                               encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
             ops.append(sop)
@@ -290,7 +302,7 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph) -> NpuSchedule:
         live[start:end] += (size + align - 1) // align * align
     peak = int(live.max(initial=0))
     ops = schedule.operations
-    wanted = [k for k, sop in enumerate(ops) if sop.weight_buffer]
+    wanted = [k for k, sop in enumerate(ops) if sop.weight_buffer and sop.shared_weights is None]
     def size_of(k: int) -> int:
         slots = 2 if ops[k].depth_step else 1
         return slots * ((weight_buffer_bytes(ops[k]) + 15) // 16 * 16)
@@ -361,11 +373,12 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
         for sop in schedule.segments[i].operations:
             lo = sop.lowered
             reads = [index[v.buffer] for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in index]
-            if sop.weight_buffer:
-                key = ("weights", position)
+            key = weights_key(sop, position)
+            if sop.weight_buffer and key not in index:
                 index[key] = len(buffers)
                 kind = "double_weights" if sop.depth_step else "weights"
                 buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
+            if key in index:
                 reads.append(index[key])
             op_steps.append(len(steps))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
@@ -383,8 +396,9 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             for v in (lo.ifm, lo.ifm2, lo.ofm):
                 if v is not None and v.buffer in index:
                     access[index[v.buffer]] += math.prod(v.shape) * v.element_size
-            if ("weights", position) in index:
-                access[index[("weights", position)]] += 2 * buffers[index[("weights", position)]].size  # written, read
+            key = weights_key(sop, position)
+            if key in index:
+                access[index[key]] += (2 if sop.weight_buffer else 1) * buffers[index[key]].size  # copied in, read
             position += 1
     buffers = [replace(b, access_bytes=a) for b, a in zip(buffers, access)]
     aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,

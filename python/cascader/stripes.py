@@ -111,11 +111,18 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         # The planner's own run of the cascade: which region each part computes, in order.
         runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
         stripes = []
+        copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
         for r in runs:
             first_column[pg.parts[r.part].output] = r.column_begin
+            weights = None
+            if c.buffered_weights and ops[r.part].encoded is not None:
+                weights = "resident" if r.part in copied else "copy"
+                copied.add(r.part)
             stripe = _stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], (r.begin, r.end, r.column_begin,
-                             r.column_end), band, target)
-            stripes.append(replace(stripe, cascade=cascade, stripe_of=ops[r.part].lowered))
+                             r.column_end), band, target, weights)
+            stripes.append(replace(stripe, cascade=cascade, stripe_of=ops[r.part].lowered,
+                                   weight_buffer=weights == "copy",
+                                   shared_weights=None if weights is None else ("cascade", c.first, r.part)))
         replaced[part_op[c.first]] = stripes
         dropped.update(part_op[k] for k in range(c.first + 1, c.last))
     segments = []
@@ -139,8 +146,10 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
 
 
 def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, region: Region, band,
-            target: _Target) -> ScheduledOperation:
-    """Part `part`'s operation on one region (rows and columns) of its output."""
+            target: _Target, weights: str | None = None) -> ScheduledOperation:
+    """Part `part`'s operation on one region (rows and columns) of its output. `weights`:
+    None (read where they are stored), "copy" (copied into the cascade's weight buffer first)
+    or "resident" (already there)."""
     r0, r1, c0, c1 = region
     out = pg.tensors[part.output]
     ofm = band(lo.ofm, part.output, region)
@@ -172,10 +181,11 @@ def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, r
     w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
     sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
     block = sop.block
+    where = dict(buffered=weights == "copy", resident=weights == "resident")
     try:
-        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None)
+        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None, **where)
     except InvalidArgumentError:  # the uncascaded block does not fit this band: the model picks one of the same depth
-        cost = target.cost(stripe_lo, w, sc)
+        cost = target.cost(stripe_lo, w, sc, **where)
         block = (cost.block_config.ofm_block[0], cost.block_config.ofm_block[1], sop.block[2])
-        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None)
+        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None, **where)
     return replace(sop, lowered=stripe_lo, block=block, cost=cost)

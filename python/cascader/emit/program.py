@@ -15,7 +15,7 @@ import numpy as np
 
 from ..arch import Accelerator
 from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
-from ..schedule import ScheduledOperation, SegmentSchedule, slice_span
+from ..schedule import ScheduledOperation, SegmentSchedule, slice_span, weights_key
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
 
@@ -196,8 +196,10 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
                 flash.constants[data] = flash.append(data)
             src = flash.constants[data]
             weights_at = (REGION_FLASH, src)
+            key = weights_key(sop, first + k)
+            if key in placement.address:  # in a weight buffer: copied in by this operation, or earlier
+                weights_at = placement.address[key]
             if sop.weight_buffer:
-                weights_at = placement.address[("weights", first + k)]
                 size = len(sop.encoded.data)
                 records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src, length=size),
                                     dst=dict(region=weights_at[0], address=weights_at[1], length=size)))

@@ -96,9 +96,8 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   int64_t weight_bytes = 0;
   for (int k = first; k < last; ++k) weight_bytes += (graph.parts[size_t(k)].weight_stream_bytes() + 15) / 16 * 16;
   if (buffer_weights && weight_bytes == 0) return std::nullopt;
-  for (int k = first; k < last && buffer_weights; ++k) {
-    if (!graph.parts[size_t(k)].bufferable) return std::nullopt;
-  }
+  // A part alone buffers only as the scheduler chose; a cascade's buffer saves its re-reads.
+  if (buffer_weights && last - first == 1 && !graph.parts[size_t(first)].bufferable) return std::nullopt;
   using Weights = StripeCoster::Weights;
   std::vector<bool> copied(graph.parts.size(), false);
   // The first run of a part copies its weights in; later stripes read the buffer.

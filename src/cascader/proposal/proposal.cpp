@@ -30,9 +30,9 @@ struct Variant {
 };
 
 // Every stripe height and column banding with the weights read where they live; a part run
-// alone may also copy them into SRAM first. (Cascades could keep their parts' weights in SRAM
-// across stripes, and plan_cascade costs that, but the emitter cannot yet: the planner offers
-// only what compiles.)
+// alone may also copy them into SRAM first (as the scheduler chose), and a cascade of row
+// stripes may keep its parts' weights in SRAM across its stripes instead of re-reading them
+// from flash for every stripe.
 std::vector<Variant> variants(const std::vector<int>& heights, const std::vector<int>& bands, bool alone) {
   std::vector<Variant> out;
   for (int h : heights) {
@@ -47,6 +47,7 @@ std::vector<Variant> variants(const std::vector<int>& heights, const std::vector
     for (int b : bands) {
       if (b == 1 || h <= kMaxBandedStripeHeight) out.push_back(Variant{h, false, b});
     }
+    out.push_back(Variant{h, true, 1});
   }
   return out;
 }
