@@ -273,3 +273,14 @@ def test_fastest_proposal_is_the_uncascaded_compile_with_a_flattened_copy():
     if not path.exists():
         pytest.skip(f"{path} is missing")
     assert plan(path).points[-1].cycles == pytest.approx(cascader.compile(path).schedule.total_cycles)
+
+
+def test_planner_values_have_readable_reprs():
+    g, (a, b, c, d) = _chain()
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    assert repr(g.tensors[b]) == "PlanTensor(b: 1x64x64x64, 262144 B)"
+    assert repr(g.parts[1]).startswith("Part(conv: inputs [1] -> 2, ") and "B of weights" in repr(g.parts[1])
+    banded = _core.plan_cascade(g, 0, 3, 4, arch, column_bands=4)
+    assert repr(banded).startswith("CascadePlan(parts 0..2: 16 stripes of 4 rows x 4 column bands, ")
+    proposal = _core.generate_proposals(g, arch, _core.ProposalOptions())[0]
+    assert repr(proposal).startswith("Proposal(") and " cycles)" in repr(proposal)

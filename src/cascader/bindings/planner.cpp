@@ -41,7 +41,8 @@ void bind_planner(py::module_& m) {
       .def_readwrite("name", &PlanTensor::name)
       .def_readwrite("shape", &PlanTensor::shape)
       .def_readwrite("bytes", &PlanTensor::bytes)
-      .def_readwrite("cascadable", &PlanTensor::cascadable);
+      .def_readwrite("cascadable", &PlanTensor::cascadable)
+      .def("__repr__", &PlanTensor::repr);
   py::class_<Part>(m, "Part")
       .def(py::init<>())
       .def_readwrite("name", &Part::name)
@@ -53,7 +54,8 @@ void bind_planner(py::module_& m) {
       .def_readwrite("bufferable", &Part::bufferable)
       .def_readwrite("buffered_cycles", &Part::buffered_cycles)
       .def_readwrite("buffered_bytes", &Part::buffered_bytes)
-      .def_readwrite("whole_cycles", &Part::whole_cycles);
+      .def_readwrite("whole_cycles", &Part::whole_cycles)
+      .def("__repr__", &Part::repr);
   py::class_<PlanGraph>(m, "PlanGraph")
       .def(py::init<>())
       .def_readwrite("weight_buffer_memory", &PlanGraph::weight_buffer_memory)
@@ -88,7 +90,8 @@ void bind_planner(py::module_& m) {
       .def_readonly("buffers", &CascadePlan::buffers)
       .def_readonly("cycles", &CascadePlan::cycles)
       .def_readonly("operations", &CascadePlan::operations)
-      .def_readonly("runs", &CascadePlan::runs);
+      .def_readonly("runs", &CascadePlan::runs)
+      .def("__repr__", &CascadePlan::repr);
   py::class_<ProposalOptions>(m, "ProposalOptions")
       .def(py::init<>())
       .def_readwrite("max_cascade_parts", &ProposalOptions::max_cascade_parts)
@@ -98,7 +101,8 @@ void bind_planner(py::module_& m) {
   py::class_<Proposal>(m, "Proposal")
       .def_readonly("cascades", &Proposal::cascades)
       .def_readonly("memory", &Proposal::memory)
-      .def_readonly("cycles", &Proposal::cycles);
+      .def_readonly("cycles", &Proposal::cycles)
+      .def("__repr__", &Proposal::repr);
 
   m.def("plan_cascade", [](const PlanGraph& g, int first, int last, int stripe_height, const ArchConfig& arch,
                            bool buffer_weights, int column_bands) {

@@ -1,10 +1,28 @@
 #include "cascader/graph/plan_graph.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 #include "cascader/common/error.hpp"
 
 namespace cascader {
+
+std::string PlanTensor::repr() const {
+  std::ostringstream s;
+  s << "PlanTensor(" << name << ": " << shape[0] << "x" << shape[1] << "x" << shape[2] << "x" << shape[3] << ", "
+    << bytes << " B" << (cascadable ? "" : ", not cascadable") << ")";
+  return s.str();
+}
+
+std::string Part::repr() const {
+  std::ostringstream s;
+  s << "Part(" << name << ": inputs [";
+  for (size_t i = 0; i < inputs.size(); ++i) s << (i ? ", " : "") << inputs[i];
+  s << "] -> " << output << (stripable ? "" : ", not stripable");
+  if (weight_stream_bytes()) s << ", " << weight_stream_bytes() << " B of weights";
+  s << ")";
+  return s.str();
+}
 
 int PlanGraph::add_tensor(PlanTensor t) {
   if (std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 1; }) || t.bytes < 0) {

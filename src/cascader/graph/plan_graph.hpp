@@ -26,6 +26,7 @@ struct PlanTensor {
   std::array<int64_t, 4> shape{1, 1, 1, 1};  // NHWC
   int64_t bytes = 0;                         // the whole buffer as laid out
   bool cascadable = true;
+  std::string repr() const;
 };
 
 struct Part {
@@ -48,6 +49,7 @@ struct Part {
   double whole_cycles = -1;
   int64_t buffered_bytes = 0;
   int64_t weight_stream_bytes() const { return op.weight_bytes + op.scale_bytes; }
+  std::string repr() const;
 };
 
 struct PlanGraph {

@@ -1,6 +1,7 @@
 #include "cascader/plan/cascade.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <unordered_map>
 
 #include "cascader/common/error.hpp"
@@ -27,6 +28,21 @@ bool is_window(NpuOpType t) {
 }
 
 }  // namespace
+
+std::string CascadePlan::repr() const {
+  std::ostringstream s;
+  s << "CascadePlan(parts " << first << ".." << last - 1 << ": ";
+  if (last - first == 1 || stripes == 1) {
+    s << "whole";
+  } else {
+    s << stripes << " stripes of " << stripe_height << " rows";
+    if (column_bands > 1) s << " x " << column_bands << " column bands";
+  }
+  s << ", " << buffer_bytes << " B rolling";
+  if (buffered_weights) s << ", " << weight_buffer_bytes << " B of weights buffered";
+  s << ", " << static_cast<int64_t>(cycles) << " cycles)";
+  return s.str();
+}
 
 size_t StripeCoster::KeyHash::operator()(const Key& k) const {
   // The DP looks up every (part, region) it evaluates: a hash keeps that off its profile.

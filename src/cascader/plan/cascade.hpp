@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <unordered_map>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -59,6 +60,7 @@ struct CascadePlan {
   double cycles = 0;
   int operations = 0;         // NPU operations: non-empty (part, stripe) pairs
   std::vector<StripeRun> runs;  // those operations in execution order (when asked for)
+  std::string repr() const;
 };
 
 // Costs a part on a band of its output rows, cached. Not thread-safe.

@@ -1,12 +1,22 @@
 #include "cascader/proposal/proposal.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <unordered_set>
 
 #include "cascader/common/error.hpp"
 #include "cascader/plan/pareto.hpp"
 
 namespace cascader {
+
+std::string Proposal::repr() const {
+  int cascaded = 0;
+  for (const CascadePlan& c : cascades) cascaded += c.last - c.first > 1 && c.stripes > 1;
+  std::ostringstream s;
+  s << "Proposal(" << cascades.size() << " groups, " << cascaded << " cascaded; " << memory << " B, "
+    << static_cast<int64_t>(cycles) << " cycles)";
+  return s.str();
+}
 
 int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
   std::unordered_set<int> held;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cascader/arch/arch_config.hpp"
@@ -33,6 +34,7 @@ struct Proposal {
   std::vector<CascadePlan> cascades;
   int64_t memory = 0;  // peak of rolling buffers + live whole tensors
   double cycles = 0;
+  std::string repr() const;
 };
 
 // Peak SRAM while parts [first, last) run as `plan`: its buffers plus the whole tensors live.
