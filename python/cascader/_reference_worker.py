@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import pickle
 import resource
+import signal
 import sys
 from typing import Any
 
@@ -58,6 +59,9 @@ def serve(inp, out) -> None:
 def main() -> None:
     # An abort must end this process at once: no core file (writing one takes seconds).
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Ctrl-C (or a notebook kernel's interrupt) reaches the whole process group: the parent
+    # decides, and this process ends when its pipe closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     serve(sys.stdin.buffer, protocol)

@@ -53,6 +53,8 @@ class CheckResult:
         verdict = "bit-exact" if self.bit_exact else f"NOT bit-exact (max error {self.max_abs_error:g})"
         return f"{verdict} on seeds {list(self.seeds)}\n{self.outputs.table()}"
 
+    __repr__ = __str__
+
     def _repr_html_(self) -> str:
         verdict = "bit-exact" if self.bit_exact else f"<b>NOT bit-exact</b> (max error {self.max_abs_error:g})"
         return f"<p>{verdict} on seeds {list(self.seeds)}</p>{self.outputs._repr_html_()}"

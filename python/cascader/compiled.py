@@ -119,11 +119,12 @@ class CompiledModel:
         return check(self.source, self.model, seeds)
 
     def plot_pareto(self, path: str | None = None, others=()) -> Any:
-        """The planner's SRAM-versus-cycles frontier with this compile starred (`others`: more
-        labelled (name, SRAM, cycles) points, e.g. Vela's)."""
+        """The planner's SRAM-versus-cycles frontier (its predictions) with this compile starred
+        at its binary's estimated cycles, the yardstick Vela's binaries are measured on
+        (`others`: more labelled (name, SRAM, cycles) points, e.g. Vela's)."""
         from .plot import plot_pareto
 
-        return plot_pareto(self.pareto, (self.sram_bytes, self.schedule.total_cycles), others, path)
+        return plot_pareto(self.pareto, (self.sram_bytes, self.estimate().total_cycles), others, path)
 
     def plot_memory(self, path: str | None = None) -> Any:
         """The memory timeline of the real layout: every buffer's address over the schedule."""

@@ -80,8 +80,11 @@ def plot_pareto(frontier: "Frontier", chosen: tuple[int, float] | None = None,
                 others: Iterable[tuple[str, int, float]] = (), path: str | None = None, title: str = "") -> Any:
     """The SRAM-versus-cycles frontier: each proposal a point, the chosen one starred.
 
-    `chosen` is (SRAM bytes, cycles) of the compiled point; `others` are labelled points of
+    `chosen` is (SRAM bytes, cycles) of the compiled binary; `others` are labelled points of
     other compilers or settings (label, SRAM bytes, cycles), e.g. Vela's Size and Performance.
+    The frontier's cycles are the planner's predictions, which cost every stripe separately;
+    binaries are measured by the estimator, which costs an operation's stripes together as
+    Vela's does, so a compiled point can sit below the frontier.
     """
     plt = _pyplot(path)
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -90,7 +93,8 @@ def plot_pareto(frontier: "Frontier", chosen: tuple[int, float] | None = None,
     ax.step(xs, ys, where="post", color="#4c72b0", linewidth=1, alpha=0.6)
     ax.plot(xs, ys, "o", color="#4c72b0", label=f"cascader frontier ({len(xs)} proposals)")
     if chosen is not None:
-        ax.plot([chosen[0] / 1024], [chosen[1]], "*", color="#c44e52", markersize=16, label="compiled", zorder=5)
+        ax.plot([chosen[0] / 1024], [chosen[1]], "*", color="#c44e52", markersize=16, label="compiled (binary)",
+                zorder=5)
     for k, (label, sram, cycles) in enumerate(others):
         ax.plot([sram / 1024], [cycles], "s", markersize=8, color=f"C{k + 1}", label=label, zorder=4)
     ax.set_xlabel("SRAM (KiB)")

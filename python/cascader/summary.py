@@ -82,6 +82,8 @@ class Summary:
         width = max(len(k) for k, _ in self._lines()) + 2
         return "\n".join(f"{k:<{width}}{v}" for k, v in self._lines())
 
+    __repr__ = __str__  # the table, also where a console prints the value
+
     def _repr_html_(self) -> str:
         rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                        f"{html.escape(v)}</td></tr>" for k, v in self._lines())

@@ -1,0 +1,32 @@
+"""The notebooks in notebooks/ run end to end (as CI runs them), each within two minutes, and
+every cell that draws leaves a rendered picture."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+BUDGET_SECONDS = 120
+DRAWS = re.compile(r"\bplot_\w+\(|plt\.subplots\(")  # the cells that must leave a picture
+
+
+@pytest.mark.parametrize("name", ["quickstart", "pareto", "research"])
+def test_notebook_runs(name, tmp_path):
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks without outputs"
+    start = time.perf_counter()
+    nbclient.NotebookClient(nb, timeout=BUDGET_SECONDS, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    seconds = time.perf_counter() - start
+    assert seconds < BUDGET_SECONDS, f"{name} took {seconds:.0f} s"
+    drawing = [c for c in nb.cells if c.cell_type == "code" and DRAWS.search(c.source)]
+    assert drawing
+    for cell in drawing:
+        assert any("image/png" in o.get("data", {}) for o in cell.outputs), f"no picture from: {cell.source[:60]}"
