@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import cascader
 from cascader import _core
-from cascader.arch import MEMORIES, arch_config
+from cascader.arch import arch_config
 
 ACCELERATORS = ["ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512"]
 PRESETS = [

@@ -34,6 +34,20 @@ def test_cascaded_binaries_fit_and_are_bit_exact(tmp_path, name):
             assert len(compiled.schedule.operations) > len(uncascaded.schedule.operations)
 
 
+def test_planned_cycles_are_the_binarys_stripes_as_run():
+    """The planner and the emitted stripes share one cost model: the proposal's cycles equal
+    the estimator's on the binary with every stripe costed as it runs. Vela's accounting (a
+    cascaded operation once over its whole OFM) says less where stripes are small."""
+    model = zoo.mobilenet_v2()
+    compiled = cascader.compile(model, sram=plan(model).points[0].sram_bytes)
+    as_run = compiled.estimate(stripes="as_run").total_cycles
+    assert compiled.planned_cycles == pytest.approx(as_run, rel=0.01)
+    assert compiled.estimate().total_cycles < as_run
+    assert cascader.compile(model).planned_cycles is None  # uncascaded
+    with pytest.raises(cascader.InvalidArgumentError, match="stripes"):
+        compiled.estimate(stripes="whole")
+
+
 def test_rolling_buffers_wrap_through_the_second_tile(tmp_path):
     """At the least SRAM some band of a rolling buffer wraps: its record uses the NPU's
     second vertical tile, based at the buffer's start."""

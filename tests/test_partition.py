@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 from conftest import shared_manifest, shared_model_paths, shared_params
 from hypothesis import given, settings

@@ -87,6 +87,19 @@ def test_explicit_block_config_and_traversal() -> None:
         conv(block_config=(3, 3, 16))
 
 
+def test_block_depth_fixes_the_depth_and_searches_the_rest() -> None:
+    """The stripes of one operation share a weight stream encoded for one block depth: the
+    model then chooses only the block's height and width, the best of that depth."""
+    auto = conv()
+    assert conv(block_depth=auto.block_config.ofm_block[2]).block_config == auto.block_config
+    valid = cascader.block_configs("conv2d", (1, 56, 56, 64), (1, 56, 56, 64), kernel=3, accelerator="ethos-u55-128")
+    for depth in sorted({c[2] for c in valid} - {auto.block_config.ofm_block[2]}):
+        fixed = conv(block_depth=depth)
+        assert tuple(fixed.block_config.ofm_block) in [c for c in valid if c[2] == depth]
+    with pytest.raises(cascader.InvalidArgumentError, match="block_depth"):
+        conv(block_depth=-16)
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

@@ -43,6 +43,9 @@ class CompiledModel:
     memory_mode: str | None
     operations: list[list[dict]]  # per ethos-u operator, the emitted records (cascader.sim.decode's format)
     compile_seconds: float
+    # The planner's cycles for the cascading proposal compiled; None when the compile is
+    # uncascaded or the proposal's weight buffers were dropped to fit.
+    planned_cycles: float | None = None
     _binary: bytes | None = field(default=None, repr=False)
     _estimate: "Estimate | None" = field(default=None, repr=False)
 
@@ -65,11 +68,15 @@ class CompiledModel:
 
         return plan(self.source, accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode)
 
-    def estimate(self) -> "Estimate":
-        """The binary costed by the shared cycle model (the same estimator that costs Vela's)."""
-        if self._estimate is None:
-            from .sim.estimator import estimate
+    def estimate(self, stripes: str = "merged") -> "Estimate":
+        """The binary costed by the shared cycle model (the same estimator that costs Vela's);
+        `stripes` as in :func:`cascader.estimate` ("as_run" is what `planned_cycles` predicts)."""
+        from .sim.estimator import estimate
 
+        if stripes != "merged":
+            return estimate(self.model, system=self.system, memory_mode=self.memory_mode,
+                            accelerator=self.accelerator, stripes=stripes)
+        if self._estimate is None:
             self._estimate = estimate(self.model, system=self.system, memory_mode=self.memory_mode,
                                       accelerator=self.accelerator)
         return self._estimate

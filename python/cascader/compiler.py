@@ -145,7 +145,8 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
              uncascaded_minimum: int | None = None):
     """A cascaded schedule from the planner's frontier that fits `budget`: the fastest (from
     the fastest point that claims to fit down to the leanest) or, with `smallest`, the least
-    SRAM (from the leanest point up).
+    SRAM (from the leanest point up). Returns the allocated schedule and the planner's cycles
+    for the proposal it came from.
 
     Raises InfeasibleError naming the least SRAM that compiles when none fits.
     """
@@ -165,7 +166,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     for point in sorted(candidates, key=lambda p: p.sram_bytes if smallest else p.cycles):
         if not smallest:
             try:
-                return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part, budget)
+                return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part, budget), point.cycles
             except InfeasibleError:
                 continue
         # The least SRAM: the proposal without weight buffers, then whatever buffers fit
@@ -176,9 +177,9 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
             continue
         try:
             return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part,
-                            sram_bytes(leanest[1], config))
+                            sram_bytes(leanest[1], config)), point.cycles
         except InfeasibleError:
-            return leanest
+            return leanest, None  # not the proposal as planned: its weight buffers did not fit
     # The least SRAM that really compiles: the leanest point as the compile lays it out (the
     # planner's layout of it leaves out what only the binary has, e.g. arena placement rules).
     _, layout_result, _, _ = allocate(cascaded_schedule(lean, pg, frontier.points[0].proposal, target), part, None)
@@ -288,14 +289,15 @@ def compile(
     bar.update()
     bar.set_description("allocate" if optimise == "performance" else "plan")
     config = MemoryConfig.for_target(acc.name, system, mode)
+    planned = None  # the planner's cycles for the proposal compiled (None: not a proposal as planned)
     if optimise == "size":
-        chosen = _cascade(part, sched, budget, smallest=True)
+        chosen, planned = _cascade(part, sched, budget, smallest=True)
     else:
         try:
             chosen = allocate(sched, part, budget)
         except InfeasibleError as uncascaded:
             bar.set_description("plan")
-            chosen = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram)
+            chosen, planned = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram)
     bar.update()
     bar.set_description("emit")
     out, flash, records = _emit(m, chosen, acc.name)
@@ -305,13 +307,13 @@ def compile(
         # fastest proposal that fits too, and keep the binary the estimator says is faster
         # (the schedule's own cycles do not see where the allocator put each buffer).
         try:
-            cascaded = _cascade(part, sched, budget)
+            cascaded, cascaded_planned = _cascade(part, sched, budget)
         except InfeasibleError:
             cascaded = None
         if cascaded is not None:
             alternative = _emit(m, cascaded, acc.name)
             if _cycles(alternative[0], acc.name, system, mode) < _cycles(out, acc.name, system, mode):
-                chosen, (out, flash, records) = cascaded, alternative
+                chosen, (out, flash, records), planned = cascaded, alternative, cascaded_planned
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()
@@ -319,4 +321,5 @@ def compile(
         model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,
         sram_bytes=sram_bytes(result, config), flash_bytes=len(flash), accelerator=acc.name, system=system,
         memory_mode=mode, operations=records, compile_seconds=time.perf_counter() - start,
+        planned_cycles=planned,
     )

@@ -175,6 +175,7 @@ def npu_op(
     traversal: str = "auto",
     dma_bytes: int = 0,
     accelerator: Union[str, Accelerator] = "ethos-u55-128",
+    block_depth: int = 0,
 ) -> "_core.NpuOp":
     """Build the core's description of one NPU op. See :func:`estimate_op` for the arguments."""
     if kind not in OP_KINDS:
@@ -204,6 +205,7 @@ def npu_op(
     if traversal not in TRAVERSALS:
         raise InvalidArgumentError(f"traversal must be one of {', '.join(TRAVERSALS)}, got {traversal!r}")
     op.traversal = getattr(_core.Traversal, TRAVERSALS[traversal])
+    op.block_depth = int(block_depth)
     if block_config is not None:
         acc = Accelerator(accelerator)
         h, w, c = (int(v) for v in block_config)
@@ -249,7 +251,8 @@ def estimate_op(
         ``weight_first_dma_bytes``/``weight_last_slice_depth`` (buffered weights: the first DMA
         and the last depth slice; default one slice), ``dma_slack_cycles`` (cycles that hide
         this op's DMA: the preceding op's ``buffering_slack_cycles``),
-        ``block_config`` ((h, w, depth) OFM block, else chosen), ``traversal`` ("auto",
+        ``block_config`` ((h, w, depth) OFM block, else chosen), ``block_depth`` (chosen, but
+        only at this OFM block depth: the stripes of one weight stream), ``traversal`` ("auto",
         "depth_first", "part_kernel_first"), ``dma_bytes`` (``dma`` ops).
 
     Returns

@@ -180,7 +180,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             sop, lo = schedule.operations[step_op[s]], lowered[step_op[s]]
             w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
             sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
-            part.op = target.npu_op(lo, w, sc)
+            # Costed as the stripes will be emitted (see stripes._stripe).
+            part.op = target.npu_op(lo, w, sc, part_kernel_first=sop.part_kernel_first if lo.kind == "conv" else None,
+                                    block_depth=sop.stripe_block_depth)
             part.whole_cycles = float(sop.cost.total_cycles)  # as scheduled (a copy runs 16 channels wide)
             inputs, props = [], []
             for v, second in ((lo.ifm, False), (lo.ifm2, True)):

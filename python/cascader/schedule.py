@@ -60,6 +60,13 @@ class ScheduledOperation:
     # the streams in (`weight_buffer`), the later ones read them there.
     shared_weights: Any = None
 
+    @property
+    def stripe_block_depth(self) -> int:
+        """The OFM block depth a stripe of this operation must use (0: any): its weight stream
+        is encoded for the operation's block depth. The planner costs stripes with it and the
+        emitted stripes use it, so the two agree."""
+        return self.block[2] if self.encoded is not None else 0
+
 
 @dataclass
 class SegmentSchedule:
@@ -104,21 +111,26 @@ class _Target:
 
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
-             first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False) -> OpCost:
+             first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False,
+             block_depth: int = 0) -> OpCost:
         return cost_from_core(_core.estimate(self.npu_op(op, weight_bytes, scale_bytes, block, part_kernel_first, buffered,
-                                                         slack, first_dma_bytes, last_slice_depth, resident), self.arch))
+                                                         slack, first_dma_bytes, last_slice_depth, resident, block_depth),
+                                             self.arch))
 
     def npu_op(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
                part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
-               first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False) -> "_core.NpuOp":
+               first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False,
+               block_depth: int = 0) -> "_core.NpuOp":
         """The cycle model's description of a lowered operation (the planner costs stripes of it).
         `buffered`: its weights are copied into the fast memory first; `resident`: they are
-        already there (a later stripe of a buffered cascade)."""
+        already there (a later stripe of a buffered cascade). `block_depth`: the model picks the
+        block's height and width only (the stripes of an operation share its weight stream,
+        encoded for one block depth)."""
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
             ifm_memory=self.arena_memory, ofm_memory=self.arena_memory,
-            accelerator=self.accelerator, block_config=block,
+            accelerator=self.accelerator, block_config=block, block_depth=block_depth,
         )
         if part_kernel_first is not None:
             args["traversal"] = "part_kernel_first" if part_kernel_first else "depth_first"

@@ -19,7 +19,6 @@ from dataclasses import replace
 from typing import Any
 
 from . import _core
-from .errors import InvalidArgumentError
 from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
 from .planner import _unflattened
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
@@ -180,12 +179,7 @@ def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, r
                         name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}]")
     w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
     sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
-    block = sop.block
-    where = dict(buffered=weights == "copy", resident=weights == "resident")
-    try:
-        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None, **where)
-    except InvalidArgumentError:  # the uncascaded block does not fit this band: the model picks one of the same depth
-        cost = target.cost(stripe_lo, w, sc, **where)
-        block = (cost.block_config.ofm_block[0], cost.block_config.ofm_block[1], sop.block[2])
-        cost = target.cost(stripe_lo, w, sc, block, sop.part_kernel_first if lo.kind == "conv" else None, **where)
-    return replace(sop, lowered=stripe_lo, block=block, cost=cost)
+    # The block for this stripe as the planner costed it.
+    cost = target.cost(stripe_lo, w, sc, None, sop.part_kernel_first if lo.kind == "conv" else None,
+                       buffered=weights == "copy", resident=weights == "resident", block_depth=sop.stripe_block_depth)
+    return replace(sop, lowered=stripe_lo, block=tuple(cost.block_config.ofm_block), cost=cost)

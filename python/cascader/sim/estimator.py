@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Tuple, Union
 
 from .. import _core
 from ..arch import MEMORIES, Accelerator, MemoryMode, SystemConfig, arch_config
-from ..errors import BinaryError
+from ..errors import BinaryError, InvalidArgumentError
 from .binary import npu_calls
 from .simulate import BinaryLike, _as_model
 
@@ -108,6 +108,7 @@ def estimate(
     memory_mode: Union[str, MemoryMode, None] = None,
     accelerator: Union[str, Accelerator, None] = None,
     subgraph: int = 0,
+    stripes: str = "merged",
 ) -> Estimate:
     """Estimate the cycles of an Ethos-U binary with the shared cycle model.
 
@@ -123,6 +124,12 @@ def estimate(
         Defaults to the one the driver payload's config names.
     subgraph
         The subgraph whose `ethos-u` operators are estimated.
+    stripes
+        How the stripes of a cascaded operation (one weight stream read in place by several
+        operations) are costed. "merged": once, over their whole OFM, as Vela's own figures
+        cost its cascades (the yardstick for comparisons with Vela). "as_run": each stripe as
+        the NPU runs it, with its own blocks and weight fetches (what cascader's planner
+        predicts; smaller stripes cost more than "merged" says).
 
     Returns
     -------
@@ -134,6 +141,8 @@ def estimate(
         A malformed payload or command stream, or an operation the model cannot cost; the
         message names the word offset. Also when the binary has no `ethos-u` operator.
     """
+    if stripes not in ("merged", "as_run"):
+        raise InvalidArgumentError(f"stripes must be 'merged' or 'as_run', not {stripes!r}")
     model = _as_model(binary)
     calls = npu_calls(model, subgraph)
     if not calls:
@@ -147,7 +156,7 @@ def estimate(
     read = dict.fromkeys(MEMORIES, 0.0)
     write = dict.fromkeys(MEMORIES, 0.0)
     for call in calls:
-        r = _core.estimate_driver_payload(call.payload, arch)
+        r = _core.estimate_driver_payload(call.payload, arch, merge_stripes=stripes == "merged")
         per_call[call.index] = float(r["total_cycles"])
         for m, rb, wb in zip(MEMORIES, r["read_bytes"], r["write_bytes"]):
             read[m] += rb

@@ -12,7 +12,7 @@ namespace cascader {
 bool BlockQuery::operator==(const BlockQuery& o) const {
   return block_type == o.block_type && ifm == o.ifm && ofm == o.ofm && ifm2 == o.ifm2 &&
          ifm2_scalar == o.ifm2_scalar && ifm_bits == o.ifm_bits && kernel == o.kernel && lut_bytes == o.lut_bytes &&
-         rescaled == o.rescaled && traversal == o.traversal;
+         rescaled == o.rescaled && traversal == o.traversal && block_depth == o.block_depth;
 }
 
 bool prefers_part_kernel_first(const Shape4& ifm, int ifm_bits, const Kernel& kernel) {
@@ -54,6 +54,7 @@ void validate(const BlockQuery& q) {
     throw InvalidArgument("kernel size, stride and dilation must be >= 1");
   }
   if (q.lut_bytes < 0) throw InvalidArgument("lut_bytes must be >= 0");
+  if (q.block_depth < 0) throw InvalidArgument("block_depth must be >= 0 (0: searched)");
 }
 
 Fixed fixed_part(const AcceleratorConfig& arch, const BlockQuery& q) {
@@ -155,6 +156,7 @@ void search(const AcceleratorConfig& arch, const BlockQuery& q, const Fixed& f, 
   const int max_d = round_up(std::min(q.ofm.c, arch.ofm_block_max.depth), u.depth);
   int depth = std::max(u.depth, std::min(max_d, kSplitDepth));
   if (depth < q.ofm.c) depth = round_up(depth, kSplitDepth);
+  if (q.block_depth > 0) depth = q.block_depth;  // that depth only: the loop below runs once
   // An H x W that did not fit at one depth does not fit at a larger one.
   std::set<std::pair<int, int>> wont_fit;
   while (depth <= max_d) {
@@ -169,6 +171,7 @@ void search(const AcceleratorConfig& arch, const BlockQuery& q, const Fixed& f, 
         }
       }
     }
+    if (q.block_depth > 0) break;
     depth += u.depth;
     if (depth < q.ofm.c) depth = round_up(depth, kSplitDepth);
   }

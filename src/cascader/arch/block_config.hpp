@@ -56,6 +56,9 @@ struct BlockQuery {
   int lut_bytes = 0;         // activation table copied into SHRAM (0: none)
   bool rescaled = true;      // 16-bit ops with rescaling need 40-bit accumulators
   Traversal traversal = Traversal::Auto;
+  // A fixed OFM block depth (0: searched). The stripes of one operation share its weight
+  // stream, which is encoded for one block depth: only their height and width may differ.
+  int block_depth = 0;
   bool operator==(const BlockQuery& o) const;
 };
 

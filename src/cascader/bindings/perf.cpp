@@ -61,6 +61,7 @@ void bind_perf(py::module_& m) {
       .def_readwrite("rescaled", &NpuOp::rescaled)
       .def_readwrite("block_config", &NpuOp::block_config)
       .def_readwrite("traversal", &NpuOp::traversal)
+      .def_readwrite("block_depth", &NpuOp::block_depth)
       .def_readwrite("dma_bytes", &NpuOp::dma_bytes);
 
   py::class_<CostRecord>(m, "CostRecord")

@@ -28,7 +28,7 @@ struct QueryHash {
     mix(int(q.block_type));
     for (const Shape4* s : {&q.ifm, &q.ofm}) { mix(s->n); mix(s->h); mix(s->w); mix(s->c); }
     if (q.ifm2) { mix(q.ifm2->h); mix(q.ifm2->w); mix(q.ifm2->c); mix(q.ifm2->n); }
-    mix(q.ifm2_scalar); mix(q.ifm_bits); mix(q.lut_bytes); mix(q.rescaled); mix(int(q.traversal));
+    mix(q.ifm2_scalar); mix(q.ifm_bits); mix(q.lut_bytes); mix(q.rescaled); mix(int(q.traversal)); mix(q.block_depth);
     const Kernel& kn = q.kernel;
     mix(kn.height); mix(kn.width); mix(kn.stride_y); mix(kn.stride_x); mix(kn.dilation_y); mix(kn.dilation_x);
     return size_t(h);
@@ -68,6 +68,7 @@ BlockQuery block_query(const NpuOp& op) {
   q.lut_bytes = op.activation == Activation::Lut ? int(std::clamp<int64_t>(op.lut_bytes, 256, 1 << 24)) : 0;
   q.rescaled = op.rescaled;
   q.traversal = op.traversal;
+  q.block_depth = op.block_depth;
   return q;
 }
 

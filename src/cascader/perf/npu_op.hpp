@@ -68,6 +68,7 @@ struct NpuOp {
   bool rescaled = true;      // 16-bit ops that rescale use 40-bit accumulators
   std::optional<BlockConfig> block_config;  // nullopt: chosen (and cached) by the model
   Traversal traversal = Traversal::Auto;
+  int block_depth = 0;       // a fixed OFM block depth for the model's choice (see BlockQuery)
   int64_t dma_bytes = 0;     // Dma only: bytes copied from ifm.memory to ofm.memory
 };
 

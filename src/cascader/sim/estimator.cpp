@@ -167,7 +167,8 @@ MemoryArea region_memory(int region, const ArchConfig& arch) {
   }
 }
 
-StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache) {
+StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache,
+                               bool merge_stripes) {
   StreamEstimate result;
   std::vector<PendingDma> pending;
   // DMA slack as Vela counts it: a weight or LUT transfer runs under the operation before its
@@ -256,7 +257,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     // The stripes of a cascaded operation (Vela's Size schedules interleave them with the
     // stripes of the operations they feed): Vela costs the operation once, over its whole OFM.
-    if (e.merged.empty() && reads_weights(o) && o.weights.length > 0 && o.weights.region == 0) {
+    if (merge_stripes && e.merged.empty() && reads_weights(o) && o.weights.length > 0 && o.weights.region == 0) {
       auto range = by_weights.equal_range(std::make_pair(o.weights.region, o.weights.address));
       int bottom = o.padding.bottom;
       for (auto it = range.first; it != range.second; ++it) {

@@ -57,6 +57,10 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch);
 
 // Estimates one decoded command stream. Throws BinaryError for operations the cycle model
 // cannot describe (e.g. an unsupported element size), naming the word offset.
-StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache);
+// `merge_stripes`: the stripes of a cascaded operation (same weight stream read in place) are
+// costed once over their whole OFM, as Vela's own figures cost its cascades; false costs each
+// stripe as the NPU runs it (its own blocks, its own weight fetches).
+StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache,
+                               bool merge_stripes = true);
 
 }  // namespace cascader::sim
