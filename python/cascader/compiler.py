@@ -155,7 +155,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     from .stripes import cascaded_schedule
 
     lean = without_weight_buffers(sched)
-    target = _Target(sched.accelerator, sched.system, sched.memory_mode)
+    target = _Target.of(sched)
     # The planner's memory bound is a lower bound of a layout (up to the 16-byte rounding of the
     # topmost buffer, which the layout need not pad): only proposals within the budget by it can
     # fit, and only those are laid out.

@@ -291,7 +291,7 @@ def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos
     m = _as_model(model)
     part, segments = lower(m)
     buffered = schedule(part, segments, acc.name, system, mode)
-    frontier = plan_schedule(without_weight_buffers(buffered), part.graph, _Target(acc.name, system, mode), options,
+    frontier = plan_schedule(without_weight_buffers(buffered), part.graph, _Target.of(buffered), options,
                              buffered=buffered)
     frontier.seconds = time.perf_counter() - start
     return frontier

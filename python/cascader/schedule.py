@@ -18,7 +18,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -101,13 +101,25 @@ class NpuSchedule:
 
 
 class _Target:
-    def __init__(self, accelerator: str, system: Any, memory_mode: Any) -> None:
+    def __init__(self, accelerator: str, system: Any, memory_mode: Any, segments: Sequence[LoweredSegment] = ()) -> None:
         arch = arch_config(accelerator, system, memory_mode)
         self.arch = arch  # resolved once: the cycle model is called a few times per operation
         self.accelerator, self.system, self.memory_mode = accelerator, system, memory_mode
         self.weight_memory = arch.region_memory(_core.Region.Constants).name
-        self.arena_memory = arch.region_memory(_core.Region.Arena).name
         self.buffer_memory = arch.region_memory(_core.Region.FastCache).name
+        self.arena_memory = arch.region_memory(_core.Region.Arena).name
+        # Feature maps are costed where the allocator places them when they fit: the fast
+        # memory (with Dedicated_Sram the SRAM budget is that memory, and a cascade's buffers
+        # fit by construction), except the tensors the CPU hands in and reads back, which stay
+        # in the arena.
+        self.cpu_visible = {seg.aliases.get(t, t) for seg in segments for t in (*seg.ifms, *seg.ofms)}
+
+    @classmethod
+    def of(cls, schedule: "NpuSchedule") -> "_Target":
+        return cls(schedule.accelerator, schedule.system, schedule.memory_mode, [s.segment for s in schedule.segments])
+
+    def feature_map_memory(self, view) -> str:
+        return self.arena_memory if view.buffer in self.cpu_visible else self.buffer_memory
 
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
@@ -129,7 +141,7 @@ class _Target:
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
-            ifm_memory=self.arena_memory, ofm_memory=self.arena_memory,
+            ifm_memory=self.feature_map_memory(ifm), ofm_memory=self.feature_map_memory(ofm),
             accelerator=self.accelerator, block_config=block, block_depth=block_depth,
         )
         if part_kernel_first is not None:
@@ -263,7 +275,7 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
 def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, int]], accelerator: str = "ethos-u55-128",
                         system=None, memory_mode=None, buffering: bool = True) -> NpuSchedule:
     """Every lowered operation as its own whole-tensor stripe, in the order given."""
-    target = _Target(Accelerator(accelerator).name, system, memory_mode)
+    target = _Target(Accelerator(accelerator).name, system, memory_mode, segments)
     # Encoding the weights is most of a compile and independent per operation: it runs on
     # every core (the encoder releases the GIL), the rest of the schedule in order.
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
