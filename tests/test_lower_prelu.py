@@ -6,6 +6,8 @@ import pytest
 
 import cascader
 from cascader import zoo
+from cascader.emit.program import REGION_SHRAM
+from cascader.tflite.ethos_u import REGION_FLASH
 
 pytest.importorskip("ai_edge_litert")
 from cascader.bench.simulate import validate  # noqa: E402
@@ -42,3 +44,20 @@ def test_int16_leaky_relu_bit_exact(tmp_path, alpha, same_quantization):
     expected = 1 if same_quantization and alpha >= 0 else 3
     assert (compiled.summary().npu_operations, compiled.summary().cpu_operators) == (expected, 0)
     assert validate(path, compiled.model, (0, 1, 2)).bit_exact
+
+
+def test_broadcast_alpha_is_read_from_a_copy_in_sram(tmp_path):
+    """PRELU's per-channel alpha is a constant the MUL broadcasts over H and W. Read from flash
+    it would cost more than the MUL itself; a DMA copies it into the arena first, and the
+    binary costs what the schedule predicted."""
+    path = tmp_path / "prelu.tflite"
+    cascader.save_model(zoo.prelu((1, 32, 32, 16), (-0.5, 0.5), seed=3), path)
+    compiled = cascader.compile(path)
+    records = [r for ops in compiled.operations for r in ops]
+    muls = [r for r in records if r.get("sub_op") == "MUL"]
+    assert muls and all(r["ifm2"]["region"] != REGION_FLASH for r in muls)
+    copies = [r for r in records if r["kind"] == "dma" and r["src"]["region"] == REGION_FLASH
+              and r["dst"]["region"] not in (REGION_FLASH, REGION_SHRAM)]
+    assert len(copies) >= len(muls)
+    assert compiled.estimate().total_cycles == pytest.approx(compiled.schedule.total_cycles, rel=0.01)
+    assert validate(path, compiled.model, (0, 1)).bit_exact

@@ -251,6 +251,9 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
         for k in range(c.first, c.last):
             part = pg.parts[k]
             reads.update(t for t in part.inputs if t not in held)
+            # Copies of broadcast constants (schedule.copied_constants): no part's tensor, read
+            # at the part's step (part k is step k + 1).
+            reads.update(b for b in msched.steps[k + 1].reads if msched.buffers[b].kind == "copy")
             if part.output not in held:
                 writes.add(part.output)
         rolling = []

@@ -187,10 +187,30 @@ def slice_span(encoded, s: int) -> tuple[int, int]:
             max(max(r.scale_offset + r.scale_length, r.weight_offset + r.weight_length) for r in streams))
 
 
+MAX_COPIED_CONSTANT = 16 * 1024  # larger constants are read where they are
+
+
 def weights_key(sop: "ScheduledOperation", position: int) -> tuple:
     """The memory planner's key of the weight buffer an operation reads (if it has one): its
     own by position in the schedule, or the one its operation's stripes share."""
     return ("weights", position if sop.shared_weights is None else sop.shared_weights)
+
+
+def copied_constants(sop: "ScheduledOperation", constants: dict[int, bytes]) -> list[Any]:
+    """The constant operands (views) an operation reads from a copy in the fast memory: those
+    it broadcasts, such as PRELU's per-channel alpha. The NPU reads a broadcast operand again
+    for every OFM element; from flash that costs more than the operation's compute (the cycle
+    model costs every operand in the fast memory, and this makes it so). A DMA copies the
+    bytes in just before the operation."""
+    lo = sop.lowered
+    ofm_elements = math.prod(lo.ofm.shape)
+    return [v for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in constants
+            and math.prod(v.shape) < ofm_elements and len(constants[v.buffer]) <= MAX_COPIED_CONSTANT]
+
+
+def constant_key(position: int, view) -> tuple:
+    """The memory planner's key of the copy of a constant operand (see copied_constants)."""
+    return ("constant", position, view.buffer)
 
 
 def weight_buffer_bytes(sop: "ScheduledOperation") -> int:
@@ -404,6 +424,11 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
             if key in index:
                 reads.append(index[key])
+            for v in copied_constants(sop, schedule.segments[i].segment.constants):
+                index[constant_key(position, v)] = len(buffers)
+                reads.append(len(buffers))
+                size = len(schedule.segments[i].segment.constants[v.buffer])
+                buffers.append(mem.ScheduledBuffer(f"{lo.name} constant", "copy", (size + 15) // 16 * 16))
             op_steps.append(len(steps))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
             position += 1
@@ -423,6 +448,10 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             key = weights_key(sop, position)
             if key in index:
                 access[index[key]] += (2 if sop.weight_buffer else 1) * buffers[index[key]].size  # copied in, read
+            for v in copied_constants(sop, schedule.segments[i].segment.constants):
+                copy = index[constant_key(position, v)]
+                # Copied in, then read once per OFM element (broadcast).
+                access[copy] += buffers[copy].size + math.prod(lo.ofm.shape) * v.element_size
             position += 1
     buffers = [replace(b, access_bytes=a) for b, a in zip(buffers, access)]
     aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..arch import Accelerator
 from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
-from ..schedule import ScheduledOperation, SegmentSchedule, slice_span, weights_key
+from ..schedule import ScheduledOperation, SegmentSchedule, constant_key, copied_constants, slice_span, weights_key
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
 
@@ -48,10 +48,13 @@ class Placement:
 
 
 def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
-                 operand: bool = False) -> dict:
+                 operand: bool = False, copies: dict[int, tuple[int, int]] | None = None) -> dict:
     """The decoder's feature-map record. An operand (IFM, IFM2) has no height and width
-    registers: the NPU derives them from the OFM and the kernel, and the tiles bound them."""
-    if view.buffer in constants:
+    registers: the NPU derives them from the OFM and the kernel, and the tiles bound them.
+    `copies`: constant buffers read from a copy in the arena, at (region, address)."""
+    if copies and view.buffer in copies:
+        region, base = copies[view.buffer]
+    elif view.buffer in constants:
         # Keyed by content: equal constants are stored once, and segments' constant ids (local
         # to each segment) cannot collide.
         blob = constants[view.buffer]
@@ -74,14 +77,14 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
 
 
 def operation_record(sop: ScheduledOperation, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
-                     weights_at: tuple[int, int]) -> dict[str, Any]:
+                     weights_at: tuple[int, int], copies: dict[int, tuple[int, int]] | None = None) -> dict[str, Any]:
     """The decoder-format record of one scheduled operation; its weight streams are at
-    `weights_at` (region, address)."""
+    `weights_at` (region, address), the constants in `copies` at theirs."""
     lo = sop.lowered
     r = lo.registers
     record: dict[str, Any] = dict(
         kind=lo.kind,
-        ifm=_feature_map(lo.ifm, placement, flash, constants, operand=True),
+        ifm=_feature_map(lo.ifm, placement, flash, constants, operand=True, copies=copies),
         ofm=_feature_map(lo.ofm, placement, flash, constants),
         kernel=dict(r["kernel"], part_kernel_first=sop.part_kernel_first),
         padding=tuple(r.get("padding", (0, 0, 0, 0))),
@@ -105,7 +108,7 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
     if "sub_op" in r:
         record["sub_op"] = r["sub_op"]
     if lo.ifm2 is not None:
-        record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants, operand=True)
+        record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants, operand=True, copies=copies)
         record["ifm2_scalar"] = r.get("ifm2_scalar")
         record["broadcast"] = tuple(r.get("broadcast", (False, False, False)))
         record["reversed_operands"] = r.get("reversed_operands", False)
@@ -203,5 +206,14 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
                 size = len(sop.encoded.data)
                 records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src, length=size),
                                     dst=dict(region=weights_at[0], address=weights_at[1], length=size)))
-        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at))
+        # Broadcast constants are read from a copy in the arena (schedule.copied_constants).
+        copies = {}
+        for v in copied_constants(sop, segment.segment.constants):
+            blob = segment.segment.constants[v.buffer]
+            if blob not in flash.constants:
+                flash.constants[blob] = flash.append(blob)
+            copies[v.buffer] = region, address = placement.address[constant_key(first + k, v)]
+            records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[blob], length=len(blob)),
+                                dst=dict(region=region, address=address, length=len(blob))))
+        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies))
     return records, encode_command_stream(records, accelerator=accelerator)
