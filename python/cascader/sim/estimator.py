@@ -125,11 +125,13 @@ def estimate(
     subgraph
         The subgraph whose `ethos-u` operators are estimated.
     stripes
-        How the stripes of a cascaded operation (one weight stream read in place by several
-        operations) are costed. "merged": once, over their whole OFM, as Vela's own figures
-        cost its cascades (the yardstick for comparisons with Vela). "as_run": each stripe as
-        the NPU runs it, with its own blocks and weight fetches (what cascader's planner
-        predicts; smaller stripes cost more than "merged" says).
+        How an operator run as several NPU operations is costed: the stripes of a cascaded
+        operation (one weight stream read in place by several operations) and a run of
+        identical 1x1 pieces (a transpose). "merged": once, over the whole OFM, as Vela's own
+        figures cost them (the yardstick for comparisons with Vela's printed numbers).
+        "as_run": each operation as the NPU runs it, with its own blocks, weight fetches and
+        overheads (what cascader's schedule and planner predict; small stripes and pieces
+        cost more than "merged" says).
 
     Returns
     -------
@@ -156,7 +158,7 @@ def estimate(
     read = dict.fromkeys(MEMORIES, 0.0)
     write = dict.fromkeys(MEMORIES, 0.0)
     for call in calls:
-        r = _core.estimate_driver_payload(call.payload, arch, merge_stripes=stripes == "merged")
+        r = _core.estimate_driver_payload(call.payload, arch, merge_as_vela=stripes == "merged")
         per_call[call.index] = float(r["total_cycles"])
         for m, rb, wb in zip(MEMORIES, r["read_bytes"], r["write_bytes"]):
             read[m] += rb

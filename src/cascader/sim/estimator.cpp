@@ -168,7 +168,7 @@ MemoryArea region_memory(int region, const ArchConfig& arch) {
 }
 
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache,
-                               bool merge_stripes) {
+                               bool merge_as_vela) {
   StreamEstimate result;
   std::vector<PendingDma> pending;
   // DMA slack as Vela counts it: a weight or LUT transfer runs under the operation before its
@@ -221,12 +221,12 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
     }
     // A run of identical 1x1 pieces is one operation, as tall as the run.
-    for (size_t k = i + 1; k < ops.size() && same_piece(o, ops[k]); ++k) e.merged.push_back(k);
+    for (size_t k = i + 1; merge_as_vela && k < ops.size() && same_piece(o, ops[k]); ++k) e.merged.push_back(k);
     e.op.ofm.shape.h *= int(1 + e.merged.size());
     e.op.ifm.shape.h *= int(1 + e.merged.size());
     // Such pieces move one channel through strided views (a transpose); Vela costs the operator
     // on its tensor, whose innermost axis is the one the pieces walk: cost W as the depth.
-    if (o.kind == OpKind::Pool && o.kernel.width == 1 && o.kernel.height == 1 && o.ofm.depth == 1 &&
+    if (merge_as_vela && o.kind == OpKind::Pool && o.kernel.width == 1 && o.kernel.height == 1 && o.ofm.depth == 1 &&
         o.ifm.depth == 1 && o.activation.function == 0) {
       for (Shape4* sh : {&e.op.ifm.shape, &e.op.ofm.shape}) std::swap(sh->w, sh->c);
     }
@@ -257,7 +257,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     // The stripes of a cascaded operation (Vela's Size schedules interleave them with the
     // stripes of the operations they feed): Vela costs the operation once, over its whole OFM.
-    if (merge_stripes && e.merged.empty() && reads_weights(o) && o.weights.length > 0 && o.weights.region == 0) {
+    if (merge_as_vela && e.merged.empty() && reads_weights(o) && o.weights.length > 0 && o.weights.region == 0) {
       auto range = by_weights.equal_range(std::make_pair(o.weights.region, o.weights.address));
       int bottom = o.padding.bottom;
       for (auto it = range.first; it != range.second; ++it) {

@@ -57,10 +57,12 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch);
 
 // Estimates one decoded command stream. Throws BinaryError for operations the cycle model
 // cannot describe (e.g. an unsupported element size), naming the word offset.
-// `merge_stripes`: the stripes of a cascaded operation (same weight stream read in place) are
-// costed once over their whole OFM, as Vela's own figures cost its cascades; false costs each
-// stripe as the NPU runs it (its own blocks, its own weight fetches).
+// `merge_as_vela`: costed as Vela's own figures cost an operator it runs in several
+// operations, once over the whole OFM: the stripes of a cascaded operation (one weight stream
+// read in place) and a run of identical 1x1 pieces (a transpose, whose one-channel pieces are
+// costed with the width they walk as the depth). False costs each operation as
+// the NPU runs it (its own blocks, weight fetches and overheads).
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache,
-                               bool merge_stripes = true);
+                               bool merge_as_vela = true);
 
 }  // namespace cascader::sim
