@@ -106,6 +106,17 @@ def test_memory_modes_bit_exact(tmp_path, memory_mode):
     _check_bit_exact(tmp_path, "resnet8", zoo.resnet8(), acc, seeds=(0,), memory_mode=memory_mode)
 
 
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256"])
+@pytest.mark.parametrize("name", sorted(zoo.MODELS))
+def test_schedule_cycles_are_the_binarys_as_run(name, accelerator):
+    """One cost model: what the schedule predicts is what the estimator says of the emitted
+    binary when every operation is costed as it runs (weight buffers and their DMA slack,
+    feature maps where the allocator put them, broadcast constants copied or read in flash)."""
+    compiled = cascader.compile(zoo.get(name), accelerator=accelerator)
+    as_run = compiled.estimate(stripes="as_run").total_cycles
+    assert compiled.schedule.total_cycles == pytest.approx(as_run, rel=0.005)
+
+
 def test_deterministic():
     model = zoo.mobilenet_v2()
     a = cascader.compile(model).binary

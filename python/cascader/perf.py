@@ -166,6 +166,7 @@ def npu_op(
     ofm_format: str = "NHWC",
     ifm_memory: str = "Sram",
     ofm_memory: str = "Sram",
+    ifm2_memory: Optional[str] = None,
     weight_memory: str = "OffChipFlash",
     weight_buffer_memory: Optional[str] = None,
     weight_first_dma_bytes: int = 0,
@@ -185,7 +186,7 @@ def npu_op(
     op.ifm = _feature_map(ifm_shape, ifm_dtype, ifm_format, ifm_memory, "ifm")
     op.ofm = _feature_map(ofm_shape, ofm_dtype, ofm_format, ofm_memory, "ofm")
     if ifm2_shape is not None:
-        op.ifm2 = _feature_map(ifm2_shape, ifm2_dtype or ifm_dtype, ifm2_format, ifm_memory, "ifm2")
+        op.ifm2 = _feature_map(ifm2_shape, ifm2_dtype or ifm_dtype, ifm2_format, ifm2_memory or ifm_memory, "ifm2")
     k, s, d = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
     kn = _core.Kernel()
     kn.height, kn.width, kn.stride_y, kn.stride_x, kn.dilation_y, kn.dilation_x = *k, *s, *d
@@ -246,7 +247,7 @@ def estimate_op(
         ("SAME", "VALID" or (top, left, bottom, right)), ``weight_bytes`` and ``scale_bytes``
         (encoded sizes), ``activation`` (None, "RELU", "RELU6", "SIGMOID", "TANH", "LUT"),
         ``lut_bytes``, ``ifm_dtype``/``ifm2_dtype``/``ofm_dtype``, ``*_format`` ("NHWC" or
-        "NHCWB16"), ``ifm_memory``/``ofm_memory``/``weight_memory``/``weight_buffer_memory``
+        "NHCWB16"), ``ifm_memory``/``ofm_memory``/``ifm2_memory`` (default: the IFM's)/``weight_memory``/``weight_buffer_memory``
         (memory names; the weight memory defaults to the target's constants region),
         ``weight_first_dma_bytes``/``weight_last_slice_depth`` (buffered weights: the first DMA
         and the last depth slice; default one slice), ``dma_slack_cycles`` (cycles that hide

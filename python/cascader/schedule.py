@@ -59,6 +59,11 @@ class ScheduledOperation:
     # The key of a weight buffer the stripes of one operation share: its first stripe copies
     # the streams in (`weight_buffer`), the later ones read them there.
     shared_weights: Any = None
+    # Constant operands (buffer ids) read from a copy in the fast memory, DMA'd in just before
+    # the operation, and that DMA's cycles (see broadcast_constant).
+    copied: tuple[int, ...] = ()
+    copy_cycles: float = 0.0
+    ifm2_in_flash: bool = False  # a constant IFM2 read in place (not worth a copy)
 
     @property
     def stripe_block_depth(self) -> int:
@@ -97,7 +102,7 @@ class NpuSchedule:
     @property
     def total_cycles(self) -> float:
         """The schedule's cycles as the cycle model predicts them (the binary's estimate agrees)."""
-        return float(sum(op.cost.total_cycles for op in self.operations))
+        return float(sum(op.cost.total_cycles + op.copy_cycles for op in self.operations))
 
 
 class _Target:
@@ -124,20 +129,27 @@ class _Target:
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
              first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False,
-             block_depth: int = 0) -> OpCost:
+             block_depth: int = 0, ifm2_in_flash: bool = False) -> OpCost:
         return cost_from_core(_core.estimate(self.npu_op(op, weight_bytes, scale_bytes, block, part_kernel_first, buffered,
-                                                         slack, first_dma_bytes, last_slice_depth, resident, block_depth),
-                                             self.arch))
+                                                         slack, first_dma_bytes, last_slice_depth, resident, block_depth,
+                                                         ifm2_in_flash), self.arch))
+
+    def copy_cost(self, nbytes: int) -> float:
+        """Cycles of a DMA copying `nbytes` of constants into the fast memory."""
+        return float(_core.estimate(npu_op("dma", (1, 1, 1, nbytes), (1, 1, 1, nbytes), ifm_memory=self.weight_memory,
+                                           ofm_memory=self.buffer_memory, dma_bytes=nbytes,
+                                           accelerator=self.accelerator), self.arch).total_cycles)
 
     def npu_op(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
                part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
                first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False,
-               block_depth: int = 0) -> "_core.NpuOp":
+               block_depth: int = 0, ifm2_in_flash: bool = False) -> "_core.NpuOp":
         """The cycle model's description of a lowered operation (the planner costs stripes of it).
         `buffered`: its weights are copied into the fast memory first; `resident`: they are
         already there (a later stripe of a buffered cascade). `block_depth`: the model picks the
         block's height and width only (the stripes of an operation share its weight stream,
-        encoded for one block depth)."""
+        encoded for one block depth). `ifm2_in_flash`: a constant IFM2 read where the constants
+        live (else from the fast memory, copied there)."""
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
@@ -158,7 +170,8 @@ class _Target:
                 args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack,
                             weight_first_dma_bytes=first_dma_bytes, weight_last_slice_depth=last_slice_depth)
         if op.ifm2 is not None:
-            args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout)
+            args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout,
+                        ifm2_memory=self.weight_memory if ifm2_in_flash else self.feature_map_memory(op.ifm2))
         if op.lut is not None:
             args.update(activation="LUT", lut_bytes=len(op.lut))
         elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
@@ -196,16 +209,22 @@ def weights_key(sop: "ScheduledOperation", position: int) -> tuple:
     return ("weights", position if sop.shared_weights is None else sop.shared_weights)
 
 
+def broadcast_constant(op: LoweredOperation, constants: dict[int, bytes]) -> Any:
+    """The operation's constant IFM2 when it broadcasts it (PRELU's per-channel alpha, say),
+    else None. The NPU reads a broadcast operand again for every OFM element: from flash that
+    can cost more than the operation's compute, and a copy in the fast memory may pay."""
+    v = op.ifm2
+    if (v is None or v.buffer not in constants or math.prod(v.shape) >= math.prod(op.ofm.shape)
+            or len(constants[v.buffer]) > MAX_COPIED_CONSTANT):
+        return None
+    return v
+
+
 def copied_constants(sop: "ScheduledOperation", constants: dict[int, bytes]) -> list[Any]:
-    """The constant operands (views) an operation reads from a copy in the fast memory: those
-    it broadcasts, such as PRELU's per-channel alpha. The NPU reads a broadcast operand again
-    for every OFM element; from flash that costs more than the operation's compute (the cycle
-    model costs every operand in the fast memory, and this makes it so). A DMA copies the
-    bytes in just before the operation."""
+    """The constant operands (views) an operation reads from its copy in the fast memory
+    (`sop.copied`, chosen by the schedule); a DMA copies each in just before the operation."""
     lo = sop.lowered
-    ofm_elements = math.prod(lo.ofm.shape)
-    return [v for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in constants
-            and math.prod(v.shape) < ofm_elements and len(constants[v.buffer]) <= MAX_COPIED_CONSTANT]
+    return [v for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in sop.copied and v.buffer in constants]
 
 
 def constant_key(position: int, view) -> tuple:
@@ -236,13 +255,25 @@ def block_choice(op: LoweredOperation, target: _Target) -> tuple[tuple[int, int,
 
 
 def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
-                       encoded: Any = None) -> ScheduledOperation:
+                       encoded: Any = None, constants: dict[int, bytes] | None = None) -> ScheduledOperation:
     """Block config and traversal from the cycle model; weights encoded for that block; the
-    weights buffered in SRAM when the model says that is faster (and `buffering` allows).
+    weights buffered in SRAM when the model says that is faster (and `buffering` allows); a
+    broadcast constant operand copied into SRAM when that is faster than reading it in flash.
     `encoded` may bring the streams for `block_choice`'s block, encoded ahead."""
     if op.weights is None:
-        cost = target.cost(op)
-        return ScheduledOperation(op, cost.block_config.ofm_block, False, cost)
+        constants = constants or {}
+        if op.ifm2 is None or op.ifm2.buffer not in constants:
+            cost = target.cost(op)
+            return ScheduledOperation(op, cost.block_config.ofm_block, False, cost)
+        # A constant IFM2 is in flash; one the operation broadcasts may be worth a copy.
+        in_flash = target.cost(op, ifm2_in_flash=True)
+        if broadcast_constant(op, constants) is not None:
+            copied = target.cost(op)
+            copy = target.copy_cost(len(constants[op.ifm2.buffer]))
+            if copied.total_cycles + copy < in_flash.total_cycles:
+                return ScheduledOperation(op, copied.block_config.ofm_block, False, copied, copied=(op.ifm2.buffer,),
+                                          copy_cycles=copy)
+        return ScheduledOperation(op, in_flash.block_config.ofm_block, False, in_flash, ifm2_in_flash=True)
     block, pkf = block_choice(op, target)
     if encoded is None:
         encoded = _encode(op, block, pkf, target.accelerator)
@@ -264,16 +295,19 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
             best = ScheduledOperation(op, block, pkf, whole, encoded, weight_buffer=True, direct_cost=direct)
         # Depth slices let the DMA of slice k+1 run under slice k: only the first slice's DMA
         # is exposed. Candidate slice depths are whole 16-channel bricks dividing the OFM depth,
-        # the smallest at least 1, 2 and 4 blocks deep (a block deeper than its slice just runs
-        # short). Their stream sizes are estimated from the whole streams for the choice
-        # (encoding every candidate would double the compile time); only the winner is encoded
-        # and costed exactly.
+        # the smallest at least 1, 2 and 4 blocks deep, and half the depth (a block deeper than
+        # its slice just runs short: a one-block-deep FC behind a short operation hides half
+        # its DMA so, as Vela's slices do). Their stream sizes are estimated from the whole
+        # streams for the choice (encoding every candidate would double the compile time);
+        # only the winner is encoded and costed exactly.
         depth = op.ofm.shape[2]
         steps = []
         for blocks in (1, 2, 4):
             step = next((d for d in range(16, depth, 16) if depth % d == 0 and d >= block[2] * blocks), 0)
             if step and step not in steps:
                 steps.append(step)
+        if depth % 32 == 0 and depth // 2 not in steps:
+            steps.append(depth // 2)
         chosen, best_cycles = 0, best.cost.total_cycles
         for step in steps:
             cost = target.cost(op, w, s, block, traversal, buffered=True, slack=slack,
@@ -306,7 +340,7 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     for seg in segments:
         ops, slack = [], 0
         for op in seg.operations:
-            sop = schedule_operation(op, target, slack, buffering, encoded.get(id(op)))
+            sop = schedule_operation(op, target, slack, buffering, encoded.get(id(op)), seg.constants)
             slack = sop.cost.buffering_slack_cycles
             ops.append(sop)
         out.append(SegmentSchedule(seg, ops))

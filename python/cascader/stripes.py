@@ -181,5 +181,6 @@ def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, r
     sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
     # The block for this stripe as the planner costed it.
     cost = target.cost(stripe_lo, w, sc, None, sop.part_kernel_first if lo.kind == "conv" else None,
-                       buffered=weights == "copy", resident=weights == "resident", block_depth=sop.stripe_block_depth)
+                       buffered=weights == "copy", resident=weights == "resident", block_depth=sop.stripe_block_depth,
+                       ifm2_in_flash=sop.ifm2_in_flash)
     return replace(sop, lowered=stripe_lo, block=tuple(cost.block_config.ofm_block), cost=cost)
