@@ -122,6 +122,20 @@ def test_compiled_model_knows_its_frontier():
     assert frontier.select(30_000).sram_bytes <= 30_000
 
 
+@pytest.mark.parametrize("budget", [48_500, 40_000, 34_200])
+def test_dedicated_sram_never_evicts_a_weight_buffer(budget):
+    """With Dedicated_Sram the weights live in DRAM: a weight buffer evicted to DRAM would copy
+    them from DRAM to DRAM. Under a budget, such operations read their weights in place instead,
+    and the binary is no slower for it."""
+    model = zoo.fc_autoencoder()
+    compiled = cascader.compile(model, accelerator="ethos-u65-256", sram=budget)
+    assert compiled.sram_bytes <= budget
+    assert not [b.name for b in compiled.layout.buffers if b.kind in ("weights", "double_weights") and b.arena == "scratch"]
+    unlimited = cascader.compile(model, accelerator="ethos-u65-256")
+    assert unlimited.estimate().total_cycles <= compiled.estimate().total_cycles
+    assert compiled.check(seeds=1).bit_exact
+
+
 def test_dedicated_sram_budget_takes_the_faster_of_evicting_and_cascading(monkeypatch):
     """On a U65 (Dedicated_Sram) an uncascaded schedule always fits a budget by evicting
     feature maps to DRAM; a cascade may keep them in SRAM. The compile keeps whichever binary

@@ -22,7 +22,7 @@ from .frontend.partition import NPU, Partition, partition
 from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
 from .progress import progress as stage_bar
-from .schedule import NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, without_weight_buffers
+from .schedule import NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, weights_key, without_weight_buffers
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 
@@ -127,6 +127,21 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
         except BudgetError:
             continue
         placed = result.buffers
+        # Dedicated_Sram: a weight buffer evicted to the slow memory only copies the weights
+        # from one slow memory to another. Such operations read their weights in place
+        # instead, and the rest is laid out again (the buffers freed may let feature maps stay).
+        evicted = {k for k, sop in enumerate(candidate.operations)
+                   if sop.weight_buffer and sop.shared_weights is None
+                   and placed[index[weights_key(sop, k)]].arena == "scratch"}
+        if evicted and not config.shared_sram:
+            keep = {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted}
+            candidate = without_weight_buffers(candidate, keep)
+            msched, index, _ = memory_schedule(candidate, part.graph)
+            try:
+                result = layout(msched, config)
+            except BudgetError:
+                continue
+            placed = result.buffers
         address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
         offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
                    if placed[index[b]].arena == "scratch" and t not in s.segment.scratch}
