@@ -121,37 +121,34 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
             # worth it (on the shared models this keeps SRAM within Vela's on every U65 row).
             candidates = candidates[1:]
     for candidate in candidates:
-        msched, index, _ = memory_schedule(candidate, part.graph)
-        try:
-            result = layout(msched, config)
-        except BudgetError:
-            continue
-        placed = result.buffers
-        # Dedicated_Sram: a weight buffer evicted to the slow memory only copies the weights
-        # from one slow memory to another. Such operations read their weights in place
-        # instead, and the rest is laid out again (the buffers freed may let feature maps stay).
-        evicted = {k for k, sop in enumerate(candidate.operations)
-                   if sop.weight_buffer and sop.shared_weights is None
-                   and placed[index[weights_key(sop, k)]].arena == "scratch"}
-        if evicted and not config.shared_sram:
-            keep = {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted}
-            candidate = without_weight_buffers(candidate, keep)
+        while True:
             msched, index, _ = memory_schedule(candidate, part.graph)
             try:
                 result = layout(msched, config)
             except BudgetError:
-                continue
+                break
             placed = result.buffers
-        address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
-        offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
-                   if placed[index[b]].arena == "scratch" and t not in s.segment.scratch}
-        return candidate, result, Placement(address), offsets
+            # Dedicated_Sram: a weight buffer evicted to the slow memory only copies the
+            # weights from one slow memory to another. Such operations read their weights in
+            # place instead, and the rest is laid out again (the bytes freed may keep feature
+            # maps in SRAM). Each round drops buffers, so this ends.
+            evicted = {k for k, sop in enumerate(candidate.operations)
+                       if sop.weight_buffer and sop.shared_weights is None
+                       and placed[index[weights_key(sop, k)]].arena == "scratch"}
+            if evicted and not config.shared_sram:
+                candidate = without_weight_buffers(
+                    candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})
+                continue
+            address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
+            offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
+                       if placed[index[b]].arena == "scratch" and t not in s.segment.scratch}
+            return candidate, result, Placement(address), offsets
     msched, _, _ = memory_schedule(candidates[-1], part.graph)
     unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     need = sram_bytes(layout(msched, unlimited), unlimited)
     raise InfeasibleError(
         f"the model needs at least {need:,} B of SRAM uncascaded; the budget is {sram:,} B. "
-        f"Pass sram={need} or more (cascading, which will lower this, is not implemented yet)",
+        f"Pass sram={need} or more, or let compile cascade",
         minimum_sram=need,
     )
 
