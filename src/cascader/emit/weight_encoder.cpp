@@ -35,6 +35,7 @@ class BitWriter {
       fill_ -= 8;
     }
   }
+  void reserve(size_t bytes) { bytes_.reserve(bytes); }
   void align() {
     if (fill_ > 0) bytes_.push_back(static_cast<uint8_t>(acc_));
     acc_ = 0;
@@ -83,23 +84,34 @@ int64_t weight_bits(const std::vector<std::pair<int, int64_t>>& used, int wdiv, 
 // The cheapest plan for one slice. `codes` are the slice's values as 9-bit codes.
 Plan choose_plan(const std::vector<int>& codes) {
   std::array<int64_t, kCodes> all{}, nonzero{};
-  for (int c : codes) ++all[c];
-  nonzero = all;
-  nonzero[0] = 0;
-  // Zero runs: the zeros before the first nonzero value and after each one.
-  std::vector<int> runs{0};
+  // Zero runs: the zeros before the first nonzero value and after each one. A run of r costs
+  // (r >> zdiv) + 1 + zdiv bits: the quotients are summed per divisor in the same pass.
+  std::array<int64_t, 4> run_quotients{};
+  int64_t run_count = 0, run = 0;
+  auto end_run = [&](int64_t r) {
+    for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += r >> z;
+    ++run_count;
+  };
   for (int c : codes) {
+    ++all[static_cast<size_t>(c)];
     if (c == 0) {
-      ++runs.back();
+      ++run;
     } else {
-      runs.push_back(0);
+      end_run(run);
+      run = 0;
     }
   }
+  end_run(run);
+  nonzero = all;
+  nonzero[0] = 0;
   Plan best;
   const int64_t nonzero_count = static_cast<int64_t>(codes.size()) - all[0];
   if (nonzero_count == 0) {
     // A slice codes at least one value: an all-zero slice codes its last zero, the rest is a run.
-    runs = {static_cast<int>(codes.size()) - 1, 0};
+    run_quotients = {};
+    run_count = 0;
+    end_run(static_cast<int64_t>(codes.size()) - 1);
+    end_run(0);
     nonzero[0] = 1;
   }
   // The zero-run divisor only changes the runs' own bits: pick it first, then search the
@@ -107,8 +119,7 @@ Plan choose_plan(const std::vector<int>& codes) {
   int best_zdiv = 0;
   int64_t best_run_bits = std::numeric_limits<int64_t>::max();
   for (int zdiv = 0; zdiv <= 3; ++zdiv) {
-    int64_t bits = 0;
-    for (int r : runs) bits += (r >> zdiv) + 1 + zdiv;
+    const int64_t bits = run_quotients[static_cast<size_t>(zdiv)] + run_count * (1 + zdiv);
     if (bits < best_run_bits) {
       best_run_bits = bits;
       best_zdiv = zdiv;
@@ -201,7 +212,11 @@ void write_slice(BitWriter& out, const Plan& p, const std::vector<int>& codes) {
     in_palette[p.palette[static_cast<size_t>(i)]] = true;
   }
   std::vector<int> values, runs;
-  if (p.zero_runs) runs.push_back(0);
+  values.reserve(codes.size());
+  if (p.zero_runs) {
+    runs.reserve(codes.size() + 1);
+    runs.push_back(0);
+  }
   const bool all_zero = std::all_of(codes.begin(), codes.end(), [](int c) { return c == 0; });
   for (size_t k = 0; k < codes.size(); ++k) {
     const int c = codes[k];
@@ -230,19 +245,21 @@ void write_slice(BitWriter& out, const Plan& p, const std::vector<int>& codes) {
   // two and continues (ends it when truncated).
   std::vector<uint8_t> w_symbols;
   if (!p.uncompressed) {
+    w_symbols.reserve(values.size() * 2);
     for (int v : values) {
       const int q = v >> wdiv;
       if (p.wtrunc) {
         w_symbols.push_back(static_cast<uint8_t>(q));
       } else {
-        w_symbols.insert(w_symbols.end(), static_cast<size_t>(q / 2), uint8_t{2});
+        for (int k = q / 2; k > 0; --k) w_symbols.push_back(2);
         w_symbols.push_back(static_cast<uint8_t>(q & 1));
       }
     }
   }
   std::vector<uint8_t> z_bits;  // unary: ones, then a zero ends the quotient
+  z_bits.reserve(runs.size() * 2);
   for (int r : runs) {
-    z_bits.insert(z_bits.end(), static_cast<size_t>(r >> p.zdiv), uint8_t{1});
+    for (int k = r >> p.zdiv; k > 0; --k) z_bits.push_back(1);
     z_bits.push_back(0);
   }
   const int z_unary_len = p.zdiv < 3 ? 12 : 8;
@@ -349,6 +366,7 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
     if (total(alternative) < total(chosen)) chosen = std::move(alternative);
   }
   BitWriter out;
+  out.reserve(n * 9 / 8 + 64 * chosen.size());  // at most 9 bits a value, and the slice headers
   for (const auto& [part, plan] : chosen) write_slice(out, plan, part);
   out.put(kZDivEnd, 3);
   out.align();
@@ -385,6 +403,7 @@ EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const 
     std::vector<StreamRanges> streams;
     for (int core = 0; core < cores; ++core) {
       std::vector<int16_t> part;
+      part.reserve(volume * static_cast<size_t>((n + cores - 1) / cores));
       std::vector<BiasScale> scales;
       for (int c = first + core; c < first + n; c += cores) {
         for (size_t k = 0; k < volume; ++k) {
