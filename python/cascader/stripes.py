@@ -110,6 +110,7 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         # The planner's own run of the cascade: which region each part computes, in order.
         runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
         stripes = []
+        costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
         copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
         for r in runs:
             first_column[pg.parts[r.part].output] = r.column_begin
@@ -118,7 +119,7 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
                 weights = "resident" if r.part in copied else "copy"
                 copied.add(r.part)
             stripe = _stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], (r.begin, r.end, r.column_begin,
-                             r.column_end), band, target, weights)
+                             r.column_end), band, target, costs, weights)
             stripes.append(replace(stripe, cascade=cascade, stripe_of=ops[r.part].lowered,
                                    weight_buffer=weights == "copy",
                                    shared_weights=None if weights is None else ("cascade", c.first, r.part)))
@@ -145,7 +146,7 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
 
 
 def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, region: Region, band,
-            target: _Target, weights: str | None = None) -> ScheduledOperation:
+            target: _Target, costs: dict, weights: str | None = None) -> ScheduledOperation:
     """Part `part`'s operation on one region (rows and columns) of its output. `weights`:
     None (read where they are stored), "copy" (copied into the cascade's weight buffer first)
     or "resident" (already there)."""
@@ -177,10 +178,15 @@ def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, r
     stripe_lo = replace(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
                         ofm=ofm, registers=registers,
                         name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}]")
-    w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
-    sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
-    # The block for this stripe as the planner costed it.
-    cost = target.cost(stripe_lo, w, sc, None, sop.part_kernel_first if lo.kind == "conv" else None,
-                       buffered=weights == "copy", resident=weights == "resident", block_depth=sop.stripe_block_depth,
-                       ifm2_in_flash=sop.ifm2_in_flash)
+    # The block for this stripe as the planner costed it. Most stripes of an operation have the
+    # same shapes and padding: the cost is computed once for each (`costs`, per cascade).
+    key = (id(lo), stripe_lo.ifm.shape, stripe_lo.ifm2.shape if stripe_lo.ifm2 is not None else None,
+           stripe_lo.ofm.shape, registers.get("padding"), weights)
+    cost = costs.get(key)
+    if cost is None:
+        w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
+        sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
+        cost = costs[key] = target.cost(stripe_lo, w, sc, None, sop.part_kernel_first if lo.kind == "conv" else None,
+                                        buffered=weights == "copy", resident=weights == "resident",
+                                        block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.ifm2_in_flash)
     return replace(sop, lowered=stripe_lo, block=tuple(cost.block_config.ofm_block), cost=cost)
