@@ -237,6 +237,7 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
     """The SRAM the exact allocator lays out for a proposal: each cascade is one step, its
     internal tensors rolling buffers that live in it alone. (The uncascaded schedule's in-place
     aliases are not carried over: this can only overstate the SRAM.)"""
+    parts, tensors = pg.parts, pg.tensors  # each read of these copies the whole list
     rolled = {b.tensor for c in proposal.cascades for b in c.buffers}
     keep = [b for b in range(len(msched.buffers)) if b not in rolled]
     position = {b: k for k, b in enumerate(keep)}
@@ -250,7 +251,7 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
         held = {b.tensor: b for b in c.buffers}
         reads, writes = set(), set()
         for k in range(c.first, c.last):
-            part = pg.parts[k]
+            part = parts[k]
             reads.update(t for t in part.inputs if t not in held)
             # Copies of broadcast constants (schedule.copied_constants): no part's tensor, read
             # at the part's step (part k is step k + 1).
@@ -259,7 +260,7 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
                 writes.add(part.output)
         rolling = []
         for t, b in held.items():
-            buffers.append(mem.ScheduledBuffer(f"{pg.tensors[t].name} (rolling, {b.rows}x{b.columns})", "feature_map",
+            buffers.append(mem.ScheduledBuffer(f"{tensors[t].name} (rolling, {b.rows}x{b.columns})", "feature_map",
                                                b.bytes))
             rolling.append(len(buffers) - 1)
         if c.weight_buffer_bytes:
@@ -271,7 +272,7 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
     # An in-place alias stays valid where its operation still runs alone (a one-part group):
     # inside a cascade, other parts may still read rows of the operand it overwrites.
     alone = {c.first for c in proposal.cascades if c.last - c.first == 1}
-    writer = {pg.parts[k].output: k for k in range(len(pg.parts))}
+    writer = {p.output: k for k, p in enumerate(parts)}
     aliases = [replace(a, buffer=position[a.buffer], target=position[a.target]) for a in msched.aliases
                if a.buffer in position and a.target in position and writer.get(a.buffer) in alone]
     result = mem.layout(mem.Schedule(buffers, steps, aliases), config)

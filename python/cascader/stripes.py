@@ -56,11 +56,13 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     weight buffers: an operation the proposal runs alone with buffered weights takes its
     buffering from there (the planner offers weight buffers only to operations run alone).
     """
+    # The graph's lists, read once: each read of `pg.parts` or `pg.tensors` copies the whole list.
+    parts, tensors = pg.parts, pg.tensors
     # Plan parts -> scheduled operations (segment, position): NPU parts in schedule order.
     positions = [(s, k) for s, seg in enumerate(sched.segments) for k in range(len(seg.operations))]
     part_op: dict[int, tuple[int, int]] = {}
     n = 0
-    for k, part in enumerate(pg.parts):
+    for k, part in enumerate(parts):
         if part.op.type != _core.NpuOpType.Dma or part.stripable:
             part_op[k] = positions[n]
             n += 1
@@ -88,12 +90,12 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         rolling: dict[int, tuple[int, int, int]] = {}  # plan tensor -> (buffer id, rows, columns)
         for held in c.buffers:
             t = held.tensor
-            writer = next(k for k in range(c.first, c.last) if pg.parts[k].output == t)
+            writer = next(k for k in range(c.first, c.last) if parts[k].output == t)
             view = lowered[writer].ofm
             b = ROLLING_BASE + 1000 * c.first + len(rolling)
             ch = view.shape[2]
             size = held.rows * held.columns * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size
-            new_buffers.setdefault(segment, {})[b] = (size, f"{pg.tensors[t].name} (rolling, {held.rows} rows)",
+            new_buffers.setdefault(segment, {})[b] = (size, f"{tensors[t].name} (rolling, {held.rows} rows)",
                                                       (held.rows, held.columns, ch))
             rolling[t] = (b, held.rows, held.columns)
             gone.setdefault(segment, set()).add(view.buffer)  # the whole buffer it replaces
@@ -113,12 +115,12 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
         copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
         for r in runs:
-            first_column[pg.parts[r.part].output] = r.column_begin
+            first_column[parts[r.part].output] = r.column_begin
             weights = None
             if c.buffered_weights and ops[r.part].encoded is not None:
                 weights = "resident" if r.part in copied else "copy"
                 copied.add(r.part)
-            stripe = _stripe(ops[r.part], lowered[r.part], pg, pg.parts[r.part], (r.begin, r.end, r.column_begin,
+            stripe = _stripe(ops[r.part], lowered[r.part], tensors, parts[r.part], (r.begin, r.end, r.column_begin,
                              r.column_end), band, target, costs, weights)
             stripes.append(replace(stripe, cascade=cascade, stripe_of=ops[r.part].lowered,
                                    weight_buffer=weights == "copy",
@@ -145,19 +147,19 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     return replace(sched, segments=segments)
 
 
-def _stripe(sop: ScheduledOperation, lo: LoweredOperation, pg: Any, part: Any, region: Region, band,
+def _stripe(sop: ScheduledOperation, lo: LoweredOperation, tensors: Any, part: Any, region: Region, band,
             target: _Target, costs: dict, weights: str | None = None) -> ScheduledOperation:
     """Part `part`'s operation on one region (rows and columns) of its output. `weights`:
     None (read where they are stored), "copy" (copied into the cascade's weight buffer first)
     or "resident" (already there)."""
     r0, r1, c0, c1 = region
-    out = pg.tensors[part.output]
+    out = tensors[part.output]
     ofm = band(lo.ofm, part.output, region)
     views = {}
     padding = list(lo.registers.get("padding", (0, 0, 0, 0)))  # top, left, bottom, right
     for i, (t, prop) in enumerate(zip(part.inputs, part.propagators)):
         want = prop.propagate(_core.Box([0, r0, c0, 0], [1, r1 - r0, c1 - c0, out.shape[3]]))
-        got = want.cropped(list(pg.tensors[t].shape))
+        got = want.cropped(list(tensors[t].shape))
         view = lo.ifm if i == 0 else lo.ifm2
         # An operand broadcast along H and W (or read whole) is read as it is by every stripe.
         if prop.axes[1].scale or prop.axes[2].scale:
