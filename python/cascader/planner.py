@@ -182,7 +182,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
             # Costed as the stripes will be emitted (see stripes._stripe).
             part.op = target.npu_op(lo, w, sc, part_kernel_first=sop.part_kernel_first if lo.kind == "conv" else None,
-                                    block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.ifm2_in_flash)
+                                    block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash")
             # As scheduled (a copy runs 16 channels wide; a constant's copy DMA'd in first).
             part.whole_cycles = float(sop.cost.total_cycles + sop.copy_cycles)
             inputs, props = [], []

@@ -59,11 +59,11 @@ class ScheduledOperation:
     # The key of a weight buffer the stripes of one operation share: its first stripe copies
     # the streams in (`weight_buffer`), the later ones read them there.
     shared_weights: Any = None
-    # Constant operands (buffer ids) read from a copy in the fast memory, DMA'd in just before
-    # the operation, and that DMA's cycles (see broadcast_constant).
-    copied: tuple[int, ...] = ()
+    # A constant IFM2 (it lives in flash): "flash" when the operation reads it there, "copy" when
+    # a DMA copies it into the fast memory just before the operation (`copy_cycles`: that DMA;
+    # see broadcast_constant); "" when the IFM2 is no constant.
+    constant_ifm2: str = ""
     copy_cycles: float = 0.0
-    ifm2_in_flash: bool = False  # a constant IFM2 read in place (not worth a copy)
 
     @property
     def stripe_block_depth(self) -> int:
@@ -220,11 +220,10 @@ def broadcast_constant(op: LoweredOperation, constants: dict[int, bytes]) -> Any
     return v
 
 
-def copied_constants(sop: "ScheduledOperation", constants: dict[int, bytes]) -> list[Any]:
-    """The constant operands (views) an operation reads from its copy in the fast memory
-    (`sop.copied`, chosen by the schedule); a DMA copies each in just before the operation."""
-    lo = sop.lowered
-    return [v for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in sop.copied and v.buffer in constants]
+def copied_constants(sop: "ScheduledOperation") -> list[Any]:
+    """The constant operands (views) an operation reads from its copy in the fast memory, as
+    the schedule chose (`sop.constant_ifm2`); a DMA copies each in just before the operation."""
+    return [sop.lowered.ifm2] if sop.constant_ifm2 == "copy" else []
 
 
 def constant_key(position: int, view) -> tuple:
@@ -271,9 +270,9 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
             copied = target.cost(op)
             copy = target.copy_cost(len(constants[op.ifm2.buffer]))
             if copied.total_cycles + copy < in_flash.total_cycles:
-                return ScheduledOperation(op, copied.block_config.ofm_block, False, copied, copied=(op.ifm2.buffer,),
+                return ScheduledOperation(op, copied.block_config.ofm_block, False, copied, constant_ifm2="copy",
                                           copy_cycles=copy)
-        return ScheduledOperation(op, in_flash.block_config.ofm_block, False, in_flash, ifm2_in_flash=True)
+        return ScheduledOperation(op, in_flash.block_config.ofm_block, False, in_flash, constant_ifm2="flash")
     block, pkf = block_choice(op, target)
     if encoded is None:
         encoded = _encode(op, block, pkf, target.accelerator)
@@ -458,7 +457,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
             if key in index:
                 reads.append(index[key])
-            for v in copied_constants(sop, schedule.segments[i].segment.constants):
+            for v in copied_constants(sop):
                 index[constant_key(position, v)] = len(buffers)
                 reads.append(len(buffers))
                 size = len(schedule.segments[i].segment.constants[v.buffer])
@@ -482,7 +481,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             key = weights_key(sop, position)
             if key in index:
                 access[index[key]] += (2 if sop.weight_buffer else 1) * buffers[index[key]].size  # copied in, read
-            for v in copied_constants(sop, schedule.segments[i].segment.constants):
+            for v in copied_constants(sop):
                 copy = index[constant_key(position, v)]
                 # Copied in, then read once per OFM element (broadcast).
                 access[copy] += buffers[copy].size + math.prod(lo.ofm.shape) * v.element_size

@@ -190,5 +190,5 @@ def _stripe(sop: ScheduledOperation, lo: LoweredOperation, tensors: Any, part: A
         sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
         cost = costs[key] = target.cost(stripe_lo, w, sc, None, sop.part_kernel_first if lo.kind == "conv" else None,
                                         buffered=weights == "copy", resident=weights == "resident",
-                                        block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.ifm2_in_flash)
+                                        block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash")
     return replace(sop, lowered=stripe_lo, block=tuple(cost.block_config.ofm_block), cost=cost)

@@ -208,7 +208,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
                                     dst=dict(region=weights_at[0], address=weights_at[1], length=size)))
         # Broadcast constants are read from a copy in the arena (schedule.copied_constants).
         copies = {}
-        for v in copied_constants(sop, segment.segment.constants):
+        for v in copied_constants(sop):
             blob = segment.segment.constants[v.buffer]
             if blob not in flash.constants:
                 flash.constants[blob] = flash.append(blob)
