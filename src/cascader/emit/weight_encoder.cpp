@@ -22,31 +22,47 @@ constexpr int kMaxPalette = 32;
 constexpr int kMaxDirectOffset = 31;
 constexpr size_t kAlignment = 16;
 
-// LSB-first bit writer: bits gather in a 64-bit accumulator and leave a byte at a time.
+// LSB-first bit writer: bits gather in a 64-bit accumulator and leave 32 at a time, so a put
+// costs a shift and an or; the stream is written byte by byte only at the final alignment.
 class BitWriter {
  public:
-  void put(uint32_t value, int bits) {
-    if (bits == 0) return;
-    acc_ |= static_cast<uint64_t>(value & ((uint64_t{1} << bits) - 1)) << fill_;
+  void put(uint32_t value, int bits) {  // bits <= 32
+    acc_ |= static_cast<uint64_t>(value & static_cast<uint32_t>((uint64_t{1} << bits) - 1)) << fill_;
     fill_ += bits;
-    while (fill_ >= 8) {
-      bytes_.push_back(static_cast<uint8_t>(acc_));
-      acc_ >>= 8;
-      fill_ -= 8;
+    if (fill_ >= 32) {
+      if (size_ + 4 > bytes_.size()) bytes_.resize(std::max<size_t>(2 * bytes_.size(), 64));
+      for (int i = 0; i < 4; ++i) bytes_[size_++] = static_cast<uint8_t>(acc_ >> (8 * i));
+      acc_ >>= 32;
+      fill_ -= 32;
     }
   }
-  void reserve(size_t bytes) { bytes_.reserve(bytes); }
+  void reserve(size_t bytes) { bytes_.resize(std::max(bytes_.size(), bytes)); }
   void align() {
-    if (fill_ > 0) bytes_.push_back(static_cast<uint8_t>(acc_));
+    if (size_ + 4 > bytes_.size()) bytes_.resize(size_ + 4);
+    for (; fill_ > 0; fill_ -= 8, acc_ >>= 8) bytes_[size_++] = static_cast<uint8_t>(acc_);
     acc_ = 0;
     fill_ = 0;
   }
-  std::vector<uint8_t>& bytes() { return bytes_; }
+  // The written bytes; call align() first.
+  std::vector<uint8_t>& bytes() {
+    bytes_.resize(size_);
+    return bytes_;
+  }
 
  private:
   std::vector<uint8_t> bytes_;
+  size_t size_ = 0;
   uint64_t acc_ = 0;
   int fill_ = 0;
+};
+
+// A slice's coded values: a view into the stream's codes.
+struct Codes {
+  const uint16_t* data;
+  size_t count;
+  size_t size() const { return count; }
+  const uint16_t* begin() const { return data; }
+  const uint16_t* end() const { return data + count; }
 };
 
 int bit_length(int v) {
@@ -82,7 +98,7 @@ int64_t weight_bits(const std::vector<std::pair<int, int64_t>>& used, int wdiv, 
 }
 
 // The cheapest plan for one slice. `codes` are the slice's values as 9-bit codes.
-Plan choose_plan(const std::vector<int>& codes) {
+Plan choose_plan(Codes codes) {
   std::array<int64_t, kCodes> all{}, nonzero{};
   // Zero runs: the zeros before the first nonzero value and after each one. A run of r costs
   // (r >> zdiv) + 1 + zdiv bits: the quotients are summed per divisor in the same pass.
@@ -202,30 +218,33 @@ Plan choose_plan(const std::vector<int>& codes) {
   return best;
 }
 
-void write_slice(BitWriter& out, const Plan& p, const std::vector<int>& codes) {
-  // The coded values (indices) and the zero runs between them.
-  std::array<int, kCodes> index{};
-  std::array<bool, kCodes> in_palette{};
+void write_slice(BitWriter& out, const Plan& p, Codes codes) {
+  // The coded values (indices) and the zero runs before each value and after the last.
   const int palsize = static_cast<int>(p.palette.size());
-  for (int i = 0; i < palsize; ++i) {
-    index[p.palette[static_cast<size_t>(i)]] = i;
-    in_palette[p.palette[static_cast<size_t>(i)]] = true;
-  }
-  std::vector<int> values, runs;
+  std::array<uint16_t, kCodes> index{};
+  for (int c = p.direct_offset; c < kCodes; ++c) index[static_cast<size_t>(c)] = static_cast<uint16_t>(c - p.direct_offset + palsize);
+  for (int i = 0; i < palsize; ++i) index[static_cast<size_t>(p.palette[static_cast<size_t>(i)])] = static_cast<uint16_t>(i);
+  std::vector<uint16_t> values;
+  std::vector<int32_t> runs;
   values.reserve(codes.size());
   if (p.zero_runs) {
     runs.reserve(codes.size() + 1);
-    runs.push_back(0);
-  }
-  const bool all_zero = std::all_of(codes.begin(), codes.end(), [](int c) { return c == 0; });
-  for (size_t k = 0; k < codes.size(); ++k) {
-    const int c = codes[k];
-    if (p.zero_runs && c == 0 && !(all_zero && k + 1 == codes.size())) {
-      ++runs.back();
-      continue;
+    const bool all_zero = std::all_of(codes.begin(), codes.end(), [](uint16_t c) { return c == 0; });
+    const size_t coded_zero = all_zero ? codes.size() - 1 : codes.size();  // an all-zero slice codes its last zero
+    int32_t run = 0;
+    for (size_t k = 0; k < codes.size(); ++k) {
+      const uint16_t c = codes.data[k];
+      if (c == 0 && k != coded_zero) {
+        ++run;
+        continue;
+      }
+      values.push_back(index[c]);
+      runs.push_back(run);
+      run = 0;
     }
-    values.push_back(in_palette[c] ? index[c] : c - p.direct_offset + palsize);
-    if (p.zero_runs) runs.push_back(0);
+    runs.push_back(run);
+  } else {
+    for (uint16_t c : codes) values.push_back(index[c]);
   }
   const int nvalues = static_cast<int>(values.size());
   const int z_count = static_cast<int>(runs.size());
@@ -240,100 +259,125 @@ void write_slice(BitWriter& out, const Plan& p, const std::vector<int>& codes) {
   out.put(static_cast<uint32_t>(p.palbits - 2), 3);
   for (int c : p.palette) out.put(static_cast<uint32_t>(c), p.palbits);
 
+  // Symbol arrays carry 12 zeros of padding: a chunk reads 12 symbols from where it starts, and
+  // the decoder reads past the end as zeros.
+  constexpr size_t kChunk = 12;
   const int wdiv = p.wdiv;  // the index width when uncompressed
   // The quotients as the decoder's symbols: 0 ends a quotient, 1 adds one and ends it, 2 adds
   // two and continues (ends it when truncated).
   std::vector<uint8_t> w_symbols;
   if (!p.uncompressed) {
-    w_symbols.reserve(values.size() * 2);
-    for (int v : values) {
+    size_t count = kChunk;
+    for (uint16_t v : values) count += p.wtrunc ? 1 : static_cast<size_t>((v >> wdiv) / 2 + 1);
+    // A quotient q is q / 2 twos, then q & 1: fill with twos and write only the last symbols,
+    // so the loop has no data-dependent branch.
+    w_symbols.assign(count, 2);
+    uint8_t* sym = w_symbols.data();
+    for (uint16_t v : values) {
       const int q = v >> wdiv;
       if (p.wtrunc) {
-        w_symbols.push_back(static_cast<uint8_t>(q));
+        *sym++ = static_cast<uint8_t>(q);
       } else {
-        for (int k = q / 2; k > 0; --k) w_symbols.push_back(2);
-        w_symbols.push_back(static_cast<uint8_t>(q & 1));
+        sym += q / 2;
+        *sym++ = static_cast<uint8_t>(q & 1);
       }
     }
+    std::fill(sym, w_symbols.data() + count, uint8_t{0});
   }
   std::vector<uint8_t> z_bits;  // unary: ones, then a zero ends the quotient
-  z_bits.reserve(runs.size() * 2);
-  for (int r : runs) {
-    for (int k = r >> p.zdiv; k > 0; --k) z_bits.push_back(1);
-    z_bits.push_back(0);
+  if (p.zero_runs) {
+    size_t count = kChunk;
+    for (int32_t r : runs) count += static_cast<size_t>((r >> p.zdiv) + 1);
+    z_bits.assign(count, 1);  // as above: ones, and only each run's terminating zero written
+    uint8_t* bit = z_bits.data();
+    for (int32_t r : runs) {
+      bit += r >> p.zdiv;
+      *bit++ = 0;
+    }
+    std::fill(bit, z_bits.data() + count, uint8_t{0});
   }
   const int z_unary_len = p.zdiv < 3 ? 12 : 8;
   const int max_symbols = p.uncompressed && wdiv > 5 ? 8 : 12;
+  const uint32_t w_mask = (uint32_t{1} << wdiv) - 1, z_mask = (uint32_t{1} << p.zdiv) - 1;
 
   // The decoder's chunk loop, mirrored: each step carries this step's unary parts and the
-  // previous step's remainders.
+  // previous step's remainders. The values (runs) a step ends are consecutive, so a step's
+  // remainders are the range [begin, end) of them.
   int w_pos = 0, z_pos = 0;
   size_t w_sym = 0, z_sym = 0;
-  std::vector<int> w_prev, w_cur, z_prev, z_cur;
+  int w_prev_begin = 0, w_prev_end = 0, z_prev_begin = 0, z_prev_end = 0;
   bool w_prev_on = false, z_prev_on = false;
   do {
     const int balance = p.zero_runs ? w_pos - z_pos : 0;
     const bool w_enable = (balance < 8 || !p.zero_runs) && w_pos < nvalues;
     const bool z_enable = balance >= 0 && p.zero_runs && z_pos < z_count;
-    w_cur.clear();
-    z_cur.clear();
-    auto w_symbol = [&](size_t k) -> int { return w_sym + k < w_symbols.size() ? w_symbols[w_sym + k] : 0; };
+    const int w_begin = w_pos, z_begin = z_pos;
     if (w_enable && !p.uncompressed) {
+      const uint8_t* sym = w_symbols.data() + w_sym;
       uint32_t unary0 = 0;
-      for (int k = 0; k < 12; ++k) unary0 |= static_cast<uint32_t>(w_symbol(static_cast<size_t>(k)) != 0) << k;
+      for (size_t k = 0; k < kChunk; ++k) unary0 |= static_cast<uint32_t>(sym[k] != 0) << k;
       out.put(unary0, 12);
     }
     if (z_enable) {
+      const uint8_t* bit = z_bits.data() + z_sym;
       uint32_t unary = 0;
-      for (int k = 0; k < z_unary_len; ++k, ++z_sym) {
-        const int bit = z_sym < z_bits.size() ? z_bits[z_sym] : 0;
-        unary |= static_cast<uint32_t>(bit) << k;
-        if (!bit) z_cur.push_back(z_pos++);
+      for (int k = 0; k < z_unary_len; ++k) {
+        unary |= static_cast<uint32_t>(bit[k]) << k;
+        z_pos += bit[k] ^ 1;
       }
+      z_sym += static_cast<size_t>(z_unary_len);
       out.put(unary, z_unary_len);
     }
     if (w_enable) {
       if (p.uncompressed) {
-        for (int k = 0; k < max_symbols; ++k) w_cur.push_back(w_pos++);
+        w_pos += max_symbols;
       } else {
+        const uint8_t* sym = w_symbols.data() + w_sym;
         uint32_t unary1 = 0;
         int ones = 0;
-        for (int k = 0; k < 12; ++k) {
-          const int s = w_symbol(static_cast<size_t>(k));
-          if (s) unary1 |= static_cast<uint32_t>(s == 2) << ones++;
-          if (s < 2 || p.wtrunc) w_cur.push_back(w_pos++);
+        int ends = 0;
+        for (size_t k = 0; k < kChunk; ++k) {  // branch-free: the symbols are data
+          const uint8_t s = sym[k];
+          unary1 |= static_cast<uint32_t>(s == 2) << ones;
+          ones += s != 0;
+          ends += s < 2;
         }
+        w_pos += p.wtrunc ? static_cast<int>(kChunk) : ends;
         out.put(unary1, ones);
-        w_sym += 12;
+        w_sym += kChunk;
       }
     }
-    if (w_prev_on) {
-      for (int v : w_prev) {
-        if (v < nvalues) out.put(static_cast<uint32_t>(values[static_cast<size_t>(v)] & ((1 << wdiv) - 1)), wdiv);
-      }
+    if (w_prev_on && wdiv > 0) {
+      for (int v = w_prev_begin; v < std::min(w_prev_end, nvalues); ++v) out.put(values[static_cast<size_t>(v)] & w_mask, wdiv);
     }
-    if (z_prev_on) {
-      for (int r : z_prev) {
-        if (r < z_count) out.put(static_cast<uint32_t>(runs[static_cast<size_t>(r)] & ((1 << p.zdiv) - 1)), p.zdiv);
+    if (z_prev_on && p.zdiv > 0) {
+      for (int r = z_prev_begin; r < std::min(z_prev_end, z_count); ++r) {
+        out.put(static_cast<uint32_t>(runs[static_cast<size_t>(r)]) & z_mask, p.zdiv);
       }
     }
     w_prev_on = w_enable;
     z_prev_on = z_enable;
-    std::swap(w_prev, w_cur);
-    std::swap(z_prev, z_cur);
+    w_prev_begin = w_begin;
+    w_prev_end = w_pos;
+    z_prev_begin = z_begin;
+    z_prev_end = z_pos;
   } while (w_prev_on || z_prev_on);
 }
 
 }  // namespace
 
 std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
-  std::vector<int> codes(std::max<size_t>(values.size(), 1), 0);  // an empty stream still needs one slice
+  std::vector<uint16_t> codes(std::max<size_t>(values.size(), 1), 0);  // an empty stream still needs one slice
+  int out_of_range = 0;  // checked once after the loop, which then has no branch
   for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] < -255 || values[i] > 255) {
-      throw InvalidArgument("weight value " + std::to_string(values[i]) + " at stream position " + std::to_string(i) +
-                            " is outside -255..255 (9 bits after the zero point)");
-    }
-    codes[i] = code_of(values[i]);
+    const int v = values[i];
+    out_of_range |= (v < -255) | (v > 255);
+    codes[i] = static_cast<uint16_t>(code_of(v));
+  }
+  if (out_of_range) {
+    const auto bad = std::find_if(values.begin(), values.end(), [](int16_t v) { return v < -255 || v > 255; });
+    throw InvalidArgument("weight value " + std::to_string(*bad) + " at stream position " +
+                          std::to_string(bad - values.begin()) + " is outside -255..255 (9 bits after the zero point)");
   }
   // Where the slices end changes their statistics: full slices then a remainder, or equal
   // slices. Both are costed from their plans and the cheaper one is written.
@@ -345,17 +389,16 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
     equal.push_back(n * k / count);
   }
   auto slices = [&](const std::vector<size_t>& ends) {
-    std::vector<std::pair<std::vector<int>, Plan>> out;
+    std::vector<std::pair<Codes, Plan>> out;
     size_t begin = 0;
     for (size_t e : ends) {
-      std::vector<int> part(codes.begin() + static_cast<std::ptrdiff_t>(begin), codes.begin() + static_cast<std::ptrdiff_t>(e));
-      Plan plan = choose_plan(part);
-      out.emplace_back(std::move(part), std::move(plan));
+      const Codes part{codes.data() + begin, e - begin};
+      out.emplace_back(part, choose_plan(part));
       begin = e;
     }
     return out;
   };
-  auto total = [](const std::vector<std::pair<std::vector<int>, Plan>>& parts) {
+  auto total = [](const std::vector<std::pair<Codes, Plan>>& parts) {
     int64_t bits = 0;
     for (const auto& part : parts) bits += part.second.cost;
     return bits;
