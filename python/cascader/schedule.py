@@ -331,7 +331,9 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     target = _Target(Accelerator(accelerator).name, system, memory_mode, segments)
     # Encoding the weights is most of a compile and independent per operation: it runs on
     # every core (the encoder releases the GIL), the rest of the schedule in order.
-    weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
+    # Largest first, so that the longest encodings do not start last and run alone.
+    weighted = sorted((op for seg in segments for op in seg.operations if op.weights is not None),
+                      key=lambda op: -op.weights.values.size)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         futures = {id(op): pool.submit(_encode, op, *block_choice(op, target), target.accelerator) for op in weighted}
         encoded = {k: f.result() for k, f in futures.items()}

@@ -84,7 +84,7 @@ def encode_weights(
         raise InvalidArgumentError(f"weights must be OHWI (4 dimensions), got shape {w.shape}")
     zp = np.broadcast_to(np.asarray(zero_points, dtype=np.int64).reshape(-1), (w.shape[0],))
     data, slices = _core.encode_operation_weights(
-        w.astype(np.int32), zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64),
+        np.ascontiguousarray(w, dtype=np.int32), zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64),
         np.asarray(shift, np.int64), int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits),
         int(dilation[0]), int(dilation[1]), acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores,
         int(depth_step or 0),

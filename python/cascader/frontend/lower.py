@@ -316,7 +316,7 @@ class _Lowering:
         wq = w_t.quantization
         if wq is None:
             raise UnsupportedError(f"operator {v.index} ({v.opcode}): weights are not quantized")
-        w = np.asarray(w_t.data).astype(np.int64)
+        w = np.asarray(w_t.data).astype(np.int32)  # the encoder's type; 9-bit values after the zero point
         wzp = np.asarray(wq.zero_point, dtype=np.int64).reshape(-1)
         wscale = np.asarray(wq.scale, dtype=np.float32).reshape(-1)
         fc = v.opcode == "FULLY_CONNECTED"

@@ -270,7 +270,9 @@ def _weights_sum(v: OperatorView) -> str | None:
     shape = [1, 1, 1, 1]
     shape[out_axis] = zero_points.size if zero_points.size > 1 else 1
     offsets = zero_points.reshape(shape) if zero_points.size else 0
-    sums = np.abs(w.data.astype(np.int64) - offsets).sum(axis=tuple(a for a in range(4) if a != out_axis))
+    # int32 differences (|w - zp| <= 510), int64 sums.
+    sums = np.abs(w.data.astype(np.int32) - np.asarray(offsets, np.int32)).sum(
+        axis=tuple(a for a in range(4) if a != out_axis), dtype=np.int64)
     worst = int(sums.max()) if sums.size else 0
     return None if worst <= WEIGHT_SUM_MAX else f"the largest per-channel sum of |weights| is {worst}"
 
