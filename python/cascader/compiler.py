@@ -164,7 +164,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     """
     from .planner import plan_schedule
     from .schedule import _Target
-    from .stripes import cascaded_schedule
+    from .stripes import cascaded_schedule, with_buffered_weights
 
     lean = without_weight_buffers(sched)
     target = _Target.of(sched)
@@ -176,20 +176,21 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     candidates = [p for p in frontier.points if budget is None or p.sram_bytes - 15 <= budget]
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     for point in sorted(candidates, key=lambda p: p.sram_bytes if smallest else p.cycles):
+        striped = cascaded_schedule(lean, pg, point.proposal, target)
+        buffered = with_buffered_weights(striped, lean, pg, point.proposal, sched)
         if not smallest:
             try:
-                return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part, budget), point.cycles
+                return allocate(buffered, part, budget), point.cycles
             except InfeasibleError:
                 continue
         # The least SRAM: the proposal without weight buffers, then whatever buffers fit
         # within that same SRAM (allocate tries the fastest first).
         try:
-            leanest = allocate(cascaded_schedule(lean, pg, point.proposal, target), part, budget)
+            leanest = allocate(striped, part, budget)
         except InfeasibleError:
             continue
         try:
-            return allocate(cascaded_schedule(lean, pg, point.proposal, target, sched), part,
-                            sram_bytes(leanest[1], config)), point.cycles
+            return allocate(buffered, part, sram_bytes(leanest[1], config)), point.cycles
         except InfeasibleError:
             return leanest, None  # not the proposal as planned: its weight buffers did not fit
     # The least SRAM that really compiles: the leanest point as the compile lays it out (the

@@ -47,18 +47,8 @@ def _rolling_view(like: FeatureMapView, buffer: int, rows: int, columns: int, fi
                    offset=(r0 % rows) * strides[0] + (c0 - first_column) * strides[1], strides=strides, wrap_rows=rows)
 
 
-def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target,
-                      buffered: NpuSchedule | None = None) -> NpuSchedule:
-    """`sched` (uncascaded, weights read in place) with `proposal`'s cascades as stripes.
-
-    `pg` is the planner graph `cascader.planner.build_graph` made of `sched`; its parts are the
-    schedule's operations and CPU operators in order. `buffered` is the same schedule with its
-    weight buffers: an operation the proposal runs alone with buffered weights takes its
-    buffering from there (the planner offers weight buffers only to operations run alone).
-    """
-    # The graph's lists, read once: each read of `pg.parts` or `pg.tensors` copies the whole list.
-    parts, tensors = pg.parts, pg.tensors
-    # Plan parts -> scheduled operations (segment, position): NPU parts in schedule order.
+def _part_operations(sched: NpuSchedule, parts: list) -> dict[int, tuple[int, int]]:
+    """Plan parts -> scheduled operations (segment, position): NPU parts in schedule order."""
     positions = [(s, k) for s, seg in enumerate(sched.segments) for k in range(len(seg.operations))]
     part_op: dict[int, tuple[int, int]] = {}
     n = 0
@@ -68,6 +58,39 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
             n += 1
     if n != len(positions):
         raise ValueError("the planner graph does not match the schedule")
+    return part_op
+
+
+def with_buffered_weights(cascaded: NpuSchedule, sched: NpuSchedule, pg: Any, proposal: Any,
+                          buffered: NpuSchedule) -> NpuSchedule:
+    """`cascaded` (`cascaded_schedule` of `sched`) where every operation the proposal runs alone
+    with buffered weights takes its buffering from `buffered`, the same uncascaded schedule
+    with its weight buffers (the planner offers weight buffers only to operations run alone).
+    The stripes are not built again: operations run alone are `sched`'s own objects."""
+    part_op = _part_operations(sched, pg.parts)
+    swap = {}
+    for c in proposal.cascades:
+        if (c.last - c.first < 2 or c.stripes < 2) and c.buffered_weights:
+            for k in range(c.first, c.last):
+                if k in part_op:
+                    s, i = part_op[k]
+                    swap[id(sched.segments[s].operations[i])] = buffered.segments[s].operations[i]
+    if not swap:
+        return cascaded
+    return replace(cascaded, segments=[replace(seg, operations=[swap.get(id(op), op) for op in seg.operations])
+                                       for seg in cascaded.segments])
+
+
+def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target) -> NpuSchedule:
+    """`sched` (uncascaded, weights read in place) with `proposal`'s cascades as stripes.
+
+    `pg` is the planner graph `cascader.planner.build_graph` made of `sched`; its parts are the
+    schedule's operations and CPU operators in order. Operations the proposal runs alone stay
+    `sched`'s own (see `with_buffered_weights` for their weight buffers).
+    """
+    # The graph's lists, read once: each read of `pg.parts` or `pg.tensors` copies the whole list.
+    parts, tensors = pg.parts, pg.tensors
+    part_op = _part_operations(sched, parts)
     shapes: dict[int, tuple[int, int, int]] = {}
     for seg in sched.segments:
         shapes.update(seg.segment.shapes)
@@ -77,11 +100,6 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     gone: dict[int, set[int]] = {}  # segment -> whole buffers now rolling
     for cascade, c in enumerate(proposal.cascades):
         if c.last - c.first < 2 or c.stripes < 2:
-            if c.buffered_weights and buffered is not None:
-                for k in range(c.first, c.last):
-                    if k in part_op:
-                        s, i = part_op[k]
-                        replaced[(s, i)] = [buffered.segments[s].operations[i]]
             continue
         segment = part_op[c.first][0]
         ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}
