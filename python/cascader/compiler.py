@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Union
+from typing import Iterator, Union
 
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .compiled import CompiledModel
@@ -93,6 +93,27 @@ def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, 
     return schedule_uncascaded(segments, order, accelerator, system, memory_mode)
 
 
+def _weight_buffer_choices(sched: NpuSchedule, part: Partition, config: MemoryConfig) -> Iterator[NpuSchedule]:
+    """The schedules `allocate` tries, fastest first: every weight buffer that pays, then those
+    that fit under the feature maps' own peak, then none. Each is made only when the one
+    before it did not fit."""
+    if not any(op.weight_buffer for op in sched.operations):
+        yield sched
+        return
+    if config.shared_sram:
+        yield sched
+        yield fit_weight_buffers(sched, part.graph)
+    else:
+        fitted = fit_weight_buffers(sched, part.graph)
+        # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
+        # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
+        # it (on the shared models this keeps SRAM within Vela's on every U65 row).
+        if fitted.total_cycles > 1.05 * sched.total_cycles:
+            yield sched
+        yield fitted
+    yield without_weight_buffers(sched)
+
+
 def allocate(sched: NpuSchedule, part: Partition, sram: int | None
              ) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
     """Lay out every buffer under the SRAM budget.
@@ -109,18 +130,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
         `minimum_sram` give the smallest budget that works.
     """
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram)
-    # Fastest first: every weight buffer that pays, then those that fit under the feature
-    # maps' own peak, then none.
-    candidates = [sched]
-    if any(op.weight_buffer for op in sched.operations):
-        fitted = fit_weight_buffers(sched, part.graph)
-        candidates += [fitted, without_weight_buffers(sched)]
-        if not config.shared_sram and fitted.total_cycles <= 1.05 * sched.total_cycles:
-            # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
-            # feature maps' peak are within 5% as fast, the SRAM the rest would take is not
-            # worth it (on the shared models this keeps SRAM within Vela's on every U65 row).
-            candidates = candidates[1:]
-    for candidate in candidates:
+    for candidate in _weight_buffer_choices(sched, part, config):
         while True:
             msched, index, _ = memory_schedule(candidate, part.graph)
             try:
@@ -143,7 +153,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
             offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
                        if placed[index[b]].arena == "scratch" and t not in s.segment.scratch}
             return candidate, result, Placement(address), offsets
-    msched, _, _ = memory_schedule(candidates[-1], part.graph)
+    msched, _, _ = memory_schedule(without_weight_buffers(sched), part.graph)
     unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     need = sram_bytes(layout(msched, unlimited), unlimited)
     raise InfeasibleError(

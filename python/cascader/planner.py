@@ -223,14 +223,25 @@ class _Proposal:
     cycles: float
 
 
-def _without_weight_buffers(pg, proposal, target: _Target) -> _Proposal | None:
+def _without_weight_buffers(pg, proposal, target: _Target, plans: dict) -> _Proposal | None:
     """`proposal` with every cascade reading its weights from where they live (None when it
-    buffers none)."""
+    buffers none). `plans` keeps the cascades planned so far (proposals share most of them)."""
     if not any(c.buffered_weights for c in proposal.cascades):
         return None
-    cascades = [_core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands)
-                if c.buffered_weights else c for c in proposal.cascades]
-    return _Proposal(cascades, max(_core.cascade_memory(pg, c) for c in cascades), sum(c.cycles for c in cascades))
+    cascades, memory = [], 0
+    for c in proposal.cascades:
+        if c.buffered_weights:
+            key = (c.first, c.last, c.stripe_height, c.column_bands)
+            if key not in plans:
+                plan = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch,
+                                          column_bands=c.column_bands)
+                plans[key] = (plan, _core.cascade_memory(pg, plan))
+            c, needs = plans[key]
+        else:
+            needs = _core.cascade_memory(pg, c)
+        cascades.append(c)
+        memory = max(memory, needs)
+    return _Proposal(cascades, memory, sum(c.cycles for c in cascades))
 
 
 def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -> int:
@@ -315,7 +326,8 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
     proposals = list(_core.generate_proposals(pg, target.arch, options.to_core()))
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.
-    proposals += [lean for p in proposals if (lean := _without_weight_buffers(pg, p, target)) is not None]
+    plans: dict = {}
+    proposals += [lean for p in proposals if (lean := _without_weight_buffers(pg, p, target, plans)) is not None]
     if score:
         msched, _, _ = memory_schedule(sched, graph)
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
