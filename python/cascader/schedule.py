@@ -26,6 +26,7 @@ from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
+from .evolve import evolve
 from .frontend.lowered import SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment
 from .perf import OpCost, cost_from_core, npu_op
 from .tflite.model import SubGraph
@@ -488,7 +489,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 # Copied in, then read once per OFM element (broadcast).
                 access[copy] += buffers[copy].size + math.prod(lo.ofm.shape) * v.element_size
             position += 1
-    buffers = [replace(b, access_bytes=a) for b, a in zip(buffers, access)]
+    buffers = [evolve(b, access_bytes=a) for b, a in zip(buffers, access)]
     aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
     return mem.Schedule(buffers, steps, aliases), index, op_steps

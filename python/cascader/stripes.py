@@ -16,9 +16,10 @@ the same streams).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _core
+from .evolve import evolve
 from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
 from .planner import _unflattened
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
@@ -32,7 +33,7 @@ Region = tuple[int, int, int, int]  # rows [begin, end), columns [begin, end)
 def _region(view: FeatureMapView, region: Region) -> FeatureMapView:
     """A region of a view of a whole buffer."""
     r0, r1, c0, c1 = region
-    return replace(view, shape=(r1 - r0, c1 - c0, view.shape[2]),
+    return evolve(view, shape=(r1 - r0, c1 - c0, view.shape[2]),
                    offset=view.offset + r0 * view.strides[0] + c0 * view.strides[1])
 
 
@@ -43,7 +44,7 @@ def _rolling_view(like: FeatureMapView, buffer: int, rows: int, columns: int, fi
     r0, r1, c0, c1 = region
     c = like.shape[2]
     strides = (brick_strides if like.layout == "NHCWB16" else dense_strides)((rows, columns, c), like.element_size)
-    return replace(like, buffer=buffer, shape=(r1 - r0, c1 - c0, c),
+    return evolve(like, buffer=buffer, shape=(r1 - r0, c1 - c0, c),
                    offset=(r0 % rows) * strides[0] + (c0 - first_column) * strides[1], strides=strides, wrap_rows=rows)
 
 
@@ -132,17 +133,18 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         stripes = []
         costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
         copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
+        sources = {k: _source(ops[k], lowered[k], parts[k], tensors) for k in range(c.first, c.last)}
         for r in runs:
-            first_column[parts[r.part].output] = r.column_begin
+            k = r.part
+            src = sources[k]
+            first_column[src.output] = r.column_begin
             weights = None
-            if c.buffered_weights and ops[r.part].encoded is not None:
-                weights = "resident" if r.part in copied else "copy"
-                copied.add(r.part)
-            stripe = _stripe(ops[r.part], lowered[r.part], tensors, parts[r.part], (r.begin, r.end, r.column_begin,
-                             r.column_end), band, target, costs, weights)
-            stripes.append(replace(stripe, cascade=cascade, stripe_of=ops[r.part].lowered,
-                                   weight_buffer=weights == "copy",
-                                   shared_weights=None if weights is None else ("cascade", c.first, r.part)))
+            if c.buffered_weights and src.sop.encoded is not None:
+                weights = "resident" if k in copied else "copy"
+                copied.add(k)
+            stripes.append(_stripe(src, (r.begin, r.end, r.column_begin, r.column_end), band, target, costs, weights,
+                                   cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
+                                   shared_weights=None if weights is None else ("cascade", c.first, k)))
         replaced[part_op[c.first]] = stripes
         dropped.update(part_op[k] for k in range(c.first + 1, c.last))
     segments = []
@@ -165,43 +167,62 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     return replace(sched, segments=segments)
 
 
-def _stripe(sop: ScheduledOperation, lo: LoweredOperation, tensors: Any, part: Any, region: Region, band,
-            target: _Target, costs: dict, weights: str | None = None) -> ScheduledOperation:
-    """Part `part`'s operation on one region (rows and columns) of its output. `weights`:
-    None (read where they are stored), "copy" (copied into the cascade's weight buffer first)
-    or "resident" (already there)."""
+class _Source(NamedTuple):
+    """What every stripe of one part reads from the planner graph, read once per cascade (each
+    read of a bound object's list property builds a new list)."""
+
+    sop: ScheduledOperation
+    lowered: LoweredOperation  # its whole-tensor operation, unflattened
+    output: int  # plan tensor
+    output_width: int
+    output_depth: int
+    # Per input: plan tensor, propagator, the tensor's shape, and whether the stripe reads a
+    # region of it (False: an operand broadcast along H and W, or read whole, by every stripe).
+    inputs: tuple[tuple[int, Any, list[int], bool], ...]
+
+
+def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any) -> _Source:
+    out = tensors[part.output].shape
+    inputs = []
+    for t, prop in zip(part.inputs, part.propagators):
+        axes = prop.axes
+        inputs.append((t, prop, list(tensors[t].shape), bool(axes[1].scale or axes[2].scale)))
+    return _Source(sop, lo, part.output, out[2], out[3], tuple(inputs))
+
+
+def _stripe(src: _Source, region: Region, band, target: _Target, costs: dict, weights: str | None = None,
+            **fields) -> ScheduledOperation:
+    """A part's operation on one region (rows and columns) of its output. `weights`: None
+    (read where they are stored), "copy" (copied into the cascade's weight buffer first) or
+    "resident" (already there). `fields`: more of the scheduled operation's fields to set."""
     r0, r1, c0, c1 = region
-    out = tensors[part.output]
-    ofm = band(lo.ofm, part.output, region)
+    sop, lo = src.sop, src.lowered
+    ofm = band(lo.ofm, src.output, region)
     views = {}
-    padding = list(lo.registers.get("padding", (0, 0, 0, 0)))  # top, left, bottom, right
-    for i, (t, prop) in enumerate(zip(part.inputs, part.propagators)):
-        want = prop.propagate(_core.Box([0, r0, c0, 0], [1, r1 - r0, c1 - c0, out.shape[3]]))
-        got = want.cropped(list(tensors[t].shape))
+    padding = lo.registers.get("padding")  # top, left, bottom, right
+    padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
+    for i, (t, prop, shape, spatial) in enumerate(src.inputs):
+        want = prop.propagate(_core.Box([0, r0, c0, 0], [1, r1 - r0, c1 - c0, src.output_depth]))
+        got = want.cropped(shape)
         view = lo.ifm if i == 0 else lo.ifm2
-        # An operand broadcast along H and W (or read whole) is read as it is by every stripe.
-        if prop.axes[1].scale or prop.axes[2].scale:
-            view = band(view, t, (got.offset[1], got.offset[1] + got.extent[1],
-                                  got.offset[2], got.offset[2] + got.extent[2]))
+        (_, wy, wx, _), (_, wh, ww, _) = want.offset, want.extent
+        (_, gy, gx, _), (_, gh, gw, _) = got.offset, got.extent
+        if spatial:
+            view = band(view, t, (gy, gy + gh, gx, gx + gw))
         views[i] = view
-        if i == 0 and lo.kind in ("conv", "depthwise", "pool"):
+        if i == 0 and padded:
             # Padding only where the region reaches past the tensor's edge; the NPU reads the
             # bottom and right padding only as far as the windows reach.
-            padding[0] = got.offset[1] - want.offset[1]
-            padding[1] = got.offset[2] - want.offset[2]
-            padding[2] = max((want.offset[1] + want.extent[1]) - (got.offset[1] + got.extent[1]), 0)
-            padding[3] = max((want.offset[2] + want.extent[2]) - (got.offset[2] + got.extent[2]), 0)
-    registers = dict(lo.registers)
-    if "padding" in registers:
-        registers["padding"] = tuple(padding)
-    whole_width = (c0, c1) == (0, out.shape[2])
-    stripe_lo = replace(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
-                        ofm=ofm, registers=registers,
-                        name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}]")
+            padding = (gy - wy, gx - wx, max((wy + wh) - (gy + gh), 0), max((wx + ww) - (gx + gw), 0))
+    registers = {**lo.registers, "padding": padding} if padded else lo.registers
+    whole_width = (c0, c1) == (0, src.output_width)
+    stripe_lo = evolve(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
+                       ofm=ofm, registers=registers,
+                       name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}]")
     # The block for this stripe as the planner costed it. Most stripes of an operation have the
     # same shapes and padding: the cost is computed once for each (`costs`, per cascade).
     key = (id(lo), stripe_lo.ifm.shape, stripe_lo.ifm2.shape if stripe_lo.ifm2 is not None else None,
-           stripe_lo.ofm.shape, registers.get("padding"), weights)
+           stripe_lo.ofm.shape, padding, weights)
     cost = costs.get(key)
     if cost is None:
         w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
@@ -209,4 +230,4 @@ def _stripe(sop: ScheduledOperation, lo: LoweredOperation, tensors: Any, part: A
         cost = costs[key] = target.cost(stripe_lo, w, sc, None, sop.part_kernel_first if lo.kind == "conv" else None,
                                         buffered=weights == "copy", resident=weights == "resident",
                                         block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash")
-    return replace(sop, lowered=stripe_lo, block=tuple(cost.block_config.ofm_block), cost=cost)
+    return evolve(sop, lowered=stripe_lo, block=tuple(cost.block_config.ofm_block), cost=cost, **fields)
