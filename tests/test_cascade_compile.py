@@ -48,6 +48,29 @@ def test_planned_cycles_are_the_binarys_stripes_as_run():
         compiled.estimate(stripes="whole")
 
 
+def test_planned_cycles_follow_weight_buffers_the_layout_drops(monkeypatch):
+    """A proposal whose weight buffers do not all fit the exact layout compiles with fewer of
+    them: the prediction is then the planner's cycles for that variant, still the binary's."""
+    from cascader import compiler
+
+    dropped = []
+    allocate = compiler.allocate
+
+    def recording(sched, part, sram):
+        allocated = allocate(sched, part, sram)
+        if allocated[0] is not sched and any(op.cascade is not None for op in sched.operations):
+            dropped.append(sram)
+        return allocated
+
+    monkeypatch.setattr(compiler, "allocate", recording)
+    model = zoo.resnet8()
+    budget = cascader.compile(model).sram_bytes // 2
+    compiled = cascader.compile(model, sram=budget)
+    assert dropped, "the layout kept every weight buffer: this budget no longer tests the fallback"
+    assert compiled.sram_bytes <= budget
+    assert compiled.planned_cycles == pytest.approx(compiled.estimate(stripes="as_run").total_cycles, rel=0.02)
+
+
 def test_rolling_buffers_wrap_through_the_second_tile(tmp_path):
     """At the least SRAM some band of a rolling buffer wraps: its record uses the NPU's
     second vertical tile, based at the buffer's start."""

@@ -43,8 +43,8 @@ class CompiledModel:
     memory_mode: str | None
     operations: list[list[dict]]  # per ethos-u operator, the emitted records (cascader.sim.decode's format)
     compile_seconds: float
-    # The planner's cycles for the cascading proposal compiled; None when the compile is
-    # uncascaded or the proposal's weight buffers were dropped to fit.
+    # The planner's cycles for the cascading proposal compiled (with the weight buffers the
+    # layout kept); None when the compile is uncascaded.
     planned_cycles: float | None = None
     _binary: bytes | None = field(default=None, repr=False)
     _estimate: "Estimate | None" = field(default=None, repr=False)

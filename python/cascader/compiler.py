@@ -185,14 +185,31 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     pg = frontier.graph
     candidates = [p for p in frontier.points if budget is None or p.sram_bytes - 15 <= budget]
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
+
+    def planned(allocated: tuple, proposed: NpuSchedule, point) -> float:
+        # The planner's cycles for the schedule compiled. When the layout dropped weight
+        # buffers of operations run alone, that is another proposal of the same cascades: the
+        # planner costs those operations as the schedule does, so the difference carries over.
+        return point.cycles + allocated[0].total_cycles - proposed.total_cycles
+
+    fallback = None  # (allocated, planned cycles): the fastest compiled without all its weight buffers
     for point in sorted(candidates, key=lambda p: p.sram_bytes if smallest else p.cycles):
+        if fallback is not None and point.cycles >= fallback[1]:
+            break  # the points left are planned slower than a schedule already compiled
         striped = cascaded_schedule(lean, pg, point.proposal, target)
         buffered = with_buffered_weights(striped, lean, pg, point.proposal, sched)
         if not smallest:
             try:
-                return allocate(buffered, part, budget), point.cycles
+                allocated = allocate(buffered, part, budget)
             except InfeasibleError:
                 continue
+            if allocated[0] is buffered:
+                return allocated, point.cycles
+            # Its weight buffers did not all fit the exact layout: a faster point may still
+            # compile as planned.
+            if fallback is None or planned(allocated, buffered, point) < fallback[1]:
+                fallback = (allocated, planned(allocated, buffered, point))
+            continue
         # The least SRAM: the proposal without weight buffers, then whatever buffers fit
         # within that same SRAM (allocate tries the fastest first).
         try:
@@ -200,9 +217,12 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
         except InfeasibleError:
             continue
         try:
-            return allocate(buffered, part, sram_bytes(leanest[1], config)), point.cycles
+            allocated = allocate(buffered, part, sram_bytes(leanest[1], config))
         except InfeasibleError:
-            return leanest, None  # not the proposal as planned: its weight buffers did not fit
+            allocated = leanest  # none of its weight buffers fit
+        return allocated, planned(allocated, buffered, point)
+    if fallback is not None:
+        return fallback
     # The least SRAM that really compiles: the leanest point as the compile lays it out (the
     # planner's layout of it leaves out what only the binary has, e.g. arena placement rules).
     _, layout_result, _, _ = allocate(cascaded_schedule(lean, pg, frontier.points[0].proposal, target), part, None)
