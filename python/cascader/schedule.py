@@ -27,7 +27,7 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
 from .evolve import evolve
-from .frontend.lowered import SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment
+from .frontend.lowered import ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment
 from .perf import OpCost, cost_from_core, npu_op
 from .tflite.model import SubGraph
 
@@ -443,6 +443,9 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             index[t] = index[b] = index[find(b)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index), name="inputs")]
     op_steps: list[int] = []  # the step of each scheduled operation
+    # Bytes each buffer moves per inference: what the allocator weighs when it must evict a
+    # buffer to the slow memory (Dedicated_Sram) — the least traffic per byte goes first.
+    access: dict[int, float] = {}
     position = 0
     for kind, i in schedule.order:
         if kind == "cpu":
@@ -452,43 +455,34 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             continue
         for sop in schedule.segments[i].operations:
             lo = sop.lowered
-            reads = [index[v.buffer] for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in index]
-            key = weights_key(sop, position)
+            reads = []
+            for v in (lo.ifm, lo.ifm2, lo.ofm):
+                b = index.get(v.buffer) if v is not None else None
+                if b is not None:
+                    access[b] = access.get(b, 0.0) + math.prod(v.shape) * ELEMENT_SIZE[v.dtype]
+                    if v is not lo.ofm:
+                        reads.append(b)
+            key = ("weights", position if sop.shared_weights is None else sop.shared_weights)  # weights_key
             if sop.weight_buffer and key not in index:
                 index[key] = len(buffers)
                 kind = "double_weights" if sop.depth_step else "weights"
                 buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
-            if key in index:
-                reads.append(index[key])
+            w = index.get(key)
+            if w is not None:
+                reads.append(w)
+                access[w] = access.get(w, 0.0) + (2 if sop.weight_buffer else 1) * buffers[w].size  # copied in, read
             for v in copied_constants(sop):
-                index[constant_key(position, v)] = len(buffers)
-                reads.append(len(buffers))
-                size = len(schedule.segments[i].segment.constants[v.buffer])
-                buffers.append(mem.ScheduledBuffer(f"{lo.name} constant", "copy", (size + 15) // 16 * 16))
+                copy = index[constant_key(position, v)] = len(buffers)
+                reads.append(copy)
+                size = (len(schedule.segments[i].segment.constants[v.buffer]) + 15) // 16 * 16
+                buffers.append(mem.ScheduledBuffer(f"{lo.name} constant", "copy", size))
+                # Copied in, then read once per OFM element (broadcast).
+                access[copy] = size + math.prod(lo.ofm.shape) * ELEMENT_SIZE[v.dtype]
             op_steps.append(len(steps))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
             position += 1
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
-    # Bytes each buffer moves per inference: what the allocator weighs when it must evict a
-    # buffer to the slow memory (Dedicated_Sram) — the least traffic per byte goes first.
-    access = [0.0] * len(buffers)
-    position = 0
-    for kind, i in schedule.order:
-        if kind == "cpu":
-            continue
-        for sop in schedule.segments[i].operations:
-            lo = sop.lowered
-            for v in (lo.ifm, lo.ifm2, lo.ofm):
-                if v is not None and v.buffer in index:
-                    access[index[v.buffer]] += math.prod(v.shape) * v.element_size
-            key = weights_key(sop, position)
-            if key in index:
-                access[index[key]] += (2 if sop.weight_buffer else 1) * buffers[index[key]].size  # copied in, read
-            for v in copied_constants(sop):
-                copy = index[constant_key(position, v)]
-                # Copied in, then read once per OFM element (broadcast).
-                access[copy] += buffers[copy].size + math.prod(lo.ofm.shape) * v.element_size
-            position += 1
+    access = [access.get(b, 0.0) for b in range(len(buffers))]
     buffers = [evolve(b, access_bytes=a) for b, a in zip(buffers, access)]
     aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
