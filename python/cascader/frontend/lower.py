@@ -46,6 +46,7 @@ from .lowered import (
     round16,
 )
 from .lower_lut import lower_lut
+from .lower_minmax import lower_abs, lower_min_max
 from .lower_movement import (
     SLICE_OPS,
     Box,
@@ -59,6 +60,7 @@ from .lower_prelu import lower_leaky_relu_int16, lower_prelu
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
+from .operation_builder import broadcast_order
 from .operator_view import OperatorView
 from .quantization import (
     add_sub_scales,
@@ -435,14 +437,8 @@ class _Lowering:
     def _elementwise(self, v: OperatorView, mode: str) -> None:
         a, b = self.view(v.op.inputs[0]), self.view(v.op.inputs[1])
         ofm = self.view(v.op.outputs[0])
-        reversed_operands = False
-        if a.shape != ofm.shape:
-            if b.shape != ofm.shape:
-                raise UnsupportedError(f"operator {v.index} ({v.opcode}): neither operand has the output's shape")
-            a, b, reversed_operands = b, a, True
+        a, b, reversed_operands = broadcast_order(v, a, b, ofm)
         broadcast = tuple(bd != od for bd, od in zip(b.shape, ofm.shape))
-        if any(bd not in (1, od) for bd, od in zip(b.shape, ofm.shape)):
-            raise UnsupportedError(f"operator {v.index} ({v.opcode}): operand shapes do not broadcast")
         lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
         registers: dict[str, Any] = dict(
             sub_op=mode, kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
@@ -563,6 +559,8 @@ class _Lowering:
     def _leaky_relu(self, v: OperatorView) -> None:
         (lower_leaky_relu_int16 if v.ifm is not None and v.ifm.dtype == "int16" else lower_lut)(self, v)
     _prelu = lower_prelu
+    _minimum = _maximum = lower_min_max
+    _abs = lower_abs
     _strided_slice = _slice = _split = _split_v = _unpack = lower_slice
     _transpose = lower_transpose
     _pack = lower_pack

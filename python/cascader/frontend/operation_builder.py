@@ -31,6 +31,21 @@ def require_8bit_in_out(v: OperatorView) -> str:
     return ifm.dtype
 
 
+def broadcast_order(v: OperatorView, a: FeatureMapView, b: FeatureMapView,
+                    ofm: FeatureMapView) -> tuple[FeatureMapView, FeatureMapView, bool]:
+    """(IFM, IFM2, reversed): the NPU broadcasts only its second operand, so the operand of the
+    output's shape goes first; UnsupportedError when neither has it or the other does not
+    broadcast (size 1 along every axis where it differs)."""
+    reversed_operands = False
+    if a.shape != ofm.shape:
+        if b.shape != ofm.shape:
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): neither operand has the output's shape")
+        a, b, reversed_operands = b, a, True
+    if any(bd not in (1, od) for bd, od in zip(b.shape, ofm.shape)):
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): operand shapes do not broadcast")
+    return a, b, reversed_operands
+
+
 class OperationBuilder:
     """Appends operator `index`'s NPU operations to a lowering, with scratch buffers named after it."""
 

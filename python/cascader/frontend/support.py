@@ -57,6 +57,9 @@ NPU_OPERATORS = frozenset(
         "MEAN",
         "RESIZE_BILINEAR",
         "PACK",
+        "MINIMUM",
+        "MAXIMUM",
+        "ABS",
     }
 )
 
@@ -65,9 +68,6 @@ PLANNED_OPERATORS = frozenset(
     {
         "SUM",
         "TRANSPOSE_CONV",
-        "MINIMUM",
-        "MAXIMUM",
-        "ABS",
         "ARG_MAX",
         "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
@@ -140,7 +140,8 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "HARD_SWISH": (1, 1, 1), "LEAKY_RELU": (1, 1, 1), "PRELU": (2, 2, 1), "STRIDED_SLICE": (4, 4, 1),
     "SLICE": (3, 3, 1), "SPLIT": (2, 2, None), "SPLIT_V": (3, 3, None), "UNPACK": (1, 1, None),
     "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
-    "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1),
+    "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
+    "ABS": (1, 1, 1),
 }
 
 
@@ -326,6 +327,27 @@ def _broadcast(v: OperatorView) -> str | None:
     return None
 
 
+def _either_shape(v: OperatorView) -> str | None:
+    a, b, o = v.ifm, v.ifm2, v.ofm
+    if a is None or b is None or o is None:
+        return None
+
+    def squeezed(shape) -> tuple[int, ...]:  # leading 1s do not change the NPU's H x W x C view
+        shape = tuple(int(d) for d in shape)
+        while shape and shape[0] == 1:
+            shape = shape[1:]
+        return shape
+
+    if squeezed(o.shape) in (squeezed(a.shape), squeezed(b.shape)):
+        return None
+    return f"inputs {list(a.shape)} and {list(b.shape)}, output {list(o.shape)}"
+
+
+def _same_types(v: OperatorView) -> str | None:
+    types = [t.dtype for t in (*v.inputs, v.ofm) if t is not None]
+    return None if len(set(types)) == 1 else " -> ".join(types)
+
+
 def _pad_tensor(v: OperatorView) -> str | None:
     if len(v.inputs) < 2 or v.inputs[1] is None:
         return "PAD has no paddings tensor"
@@ -432,6 +454,10 @@ RULES: tuple[Rule, ...] = (
          _pool_filter, ops=POOL_OPS),
     Rule("broadcast", "elementwise broadcasting only along dimensions of size 1", _broadcast,
          ops=BINARY_ELEMENTWISE_OPS),
+    Rule("matching_either_shape", "one elementwise input must have the output's shape (the NPU broadcasts only "
+         "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, source="Vela tflite_model_semantic"),
+    Rule("matching_types", "MINIMUM, MAXIMUM and ABS take and give one data type", _same_types,
+         ops=frozenset({"MINIMUM", "MAXIMUM", "ABS"}), source="Vela tflite_model_semantic"),
     Rule("pad_tensor", "PAD needs constant [3,2] or [4,2] int32/int64 paddings that leave the batch alone", _pad_tensor,
          ops=frozenset({"PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
