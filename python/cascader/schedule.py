@@ -177,8 +177,14 @@ class _Target:
             args.update(activation="LUT", lut_bytes=len(op.lut))
         elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
             args.update(activation="TANH")
-        # An upscaled IFM is read as if it had the OFM's size (the NPU repeats its elements).
-        ifm_shape = ofm.shape if op.registers.get("ifm_upscale") else ifm.shape
+        # An upscaled IFM is read at its upscaled size (the NPU repeats its elements, or inserts
+        # zeros for a transposed convolution): the extent the kernel walks over its OFM.
+        ifm_shape = ifm.shape
+        if op.registers.get("ifm_upscale"):
+            top, left, bottom, right = op.registers["padding"]
+            (sy, sx), (kh, kw) = k["stride"], (k["height"], k["width"])
+            ifm_shape = ((ofm.shape[0] - 1) * sy + kh - top - bottom, (ofm.shape[1] - 1) * sx + kw - left - right,
+                         ifm.shape[2])
         return npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args)
 
 

@@ -60,6 +60,7 @@ NPU_OPERATORS = frozenset(
         "MINIMUM",
         "MAXIMUM",
         "ABS",
+        "TRANSPOSE_CONV",
     }
 )
 
@@ -67,7 +68,6 @@ NPU_OPERATORS = frozenset(
 PLANNED_OPERATORS = frozenset(
     {
         "SUM",
-        "TRANSPOSE_CONV",
         "ARG_MAX",
         "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
@@ -78,7 +78,7 @@ PLANNED_OPERATORS = frozenset(
 
 # Operators that move or requantize data without computing anything.
 TRIVIAL_OPERATORS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "QUANTIZE"})
-CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
@@ -141,7 +141,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "SLICE": (3, 3, 1), "SPLIT": (2, 2, None), "SPLIT_V": (3, 3, None), "UNPACK": (1, 1, None),
     "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
-    "ABS": (1, 1, 1),
+    "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
 }
 
 
@@ -302,6 +302,30 @@ def _depth_multiplier(v: OperatorView) -> str | None:
     return f"depth multiplier {m} with {v.ifm.shape[-1]} input channels"
 
 
+def _tconv_stride(v: OperatorView) -> str | None:
+    k, ifm = v.kernel, v.ifm
+    if k is None or ifm is None or len(ifm.shape) != 4:
+        return None
+    s = (k.stride_w, k.stride_h)
+    if s in ((1, 1), (2, 2)) or (s == (2, 1) and ifm.shape[1] == 1 and k.height == 1):
+        return None
+    return f"stride {k.stride_w}x{k.stride_h} (WxH), input height {ifm.shape[1]}, kernel height {k.height}"
+
+
+def _tconv_output_shape(v: OperatorView) -> str | None:
+    k, ifm, ofm = v.kernel, v.ifm, v.ofm
+    if k is None or ifm is None or ofm is None or len(ifm.shape) != 4 or len(ofm.shape) != 4:
+        return None
+    if v.options.get("padding") == "SAME":
+        expected = (ifm.shape[1] * k.stride_h, ifm.shape[2] * k.stride_w)
+    else:
+        expected = (ifm.shape[1] * k.stride_h + max(k.height - k.stride_h, 0),
+                    ifm.shape[2] * k.stride_w + max(k.width - k.stride_w, 0))
+    if tuple(ofm.shape[1:3]) == expected:
+        return None
+    return f"{v.options.get('padding')}: input {list(ifm.shape)}, output {list(ofm.shape)}, expected {list(expected)}"
+
+
 def _pool_filter(v: OperatorView) -> str | None:
     k = v.kernel
     if k is None:
@@ -450,6 +474,10 @@ RULES: tuple[Rule, ...] = (
     Rule("bias", "bias must be a constant 1-D int32, or int64 within 40 bits", _bias, ops=WEIGHTED),
     Rule("depth_multiplier", "a depth multiplier > 1 needs 1 input channel and as many output channels as the multiplier",
          _depth_multiplier, ops=frozenset({"DEPTHWISE_CONV_2D"})),
+    Rule("tconv_stride", "TRANSPOSE_CONV strides must be 1x1 or 2x2, or 2x1 (WxH) with input and kernel height 1",
+         _tconv_stride, ops=frozenset({"TRANSPOSE_CONV"})),
+    Rule("tconv_output_shape", "TRANSPOSE_CONV output: input x stride (SAME), plus max(kernel - stride, 0) (VALID)",
+         _tconv_output_shape, ops=frozenset({"TRANSPOSE_CONV"})),
     Rule("pool_filter", "pool kernels: SAME-padded average pool up to 8x8, otherwise height <= 256 and area <= 65536",
          _pool_filter, ops=POOL_OPS),
     Rule("broadcast", "elementwise broadcasting only along dimensions of size 1", _broadcast,
@@ -505,6 +533,6 @@ def macs(view: OperatorView) -> int:
     if view.opcode == "FULLY_CONNECTED":
         return math.prod(ofm.shape) * w.shape[-1]
     if view.opcode == "TRANSPOSE_CONV":  # every input element scatters a full kernel
-        ifm = view.inputs[2] if len(view.inputs) > 2 else None
+        ifm = view.ifm
         return 0 if ifm is None else math.prod(ifm.shape) * w.shape[0] * w.shape[1] * w.shape[2]
     return 0
