@@ -530,7 +530,7 @@ class _Lowering:
 
     _relu = _relu6 = _relu_n1_to_1 = _relu_0_to_1 = _clamp_op
     _softmax = lower_softmax
-    _logistic = _tanh = _exp = _hard_swish = lower_lut
+    _logistic = _tanh = _exp = _hard_swish = _rsqrt = lower_lut
 
     def _leaky_relu(self, v: OperatorView) -> None:
         (lower_leaky_relu_int16 if v.ifm is not None and v.ifm.dtype == "int16" else lower_lut)(self, v)

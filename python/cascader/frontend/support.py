@@ -61,6 +61,7 @@ NPU_OPERATORS = frozenset(
         "MAXIMUM",
         "ABS",
         "TRANSPOSE_CONV",
+        "RSQRT",
     }
 )
 
@@ -71,7 +72,6 @@ PLANNED_OPERATORS = frozenset(
         "ARG_MAX",
         "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
-        "RSQRT",
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
 )
@@ -142,6 +142,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
+    "RSQRT": (1, 1, 1),
 }
 
 
@@ -412,6 +413,13 @@ def _activation_types(v: OperatorView) -> str | None:
     return _same_8bit_types(v)
 
 
+def _int8_in_out(v: OperatorView) -> str | None:
+    i, o = v.ifm, v.ofm
+    if i is None or o is None or i.dtype == o.dtype == "int8":
+        return None
+    return f"{i.dtype} -> {o.dtype}"
+
+
 def _softmax_beta(v: OperatorView) -> str | None:
     beta = float(v.options.get("beta", 1.0))
     return None if beta > 0 else f"beta is {beta}"
@@ -495,6 +503,8 @@ RULES: tuple[Rule, ...] = (
     Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
          "in and out, LOGISTIC, TANH and LEAKY_RELU for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
+    Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
+         ops=frozenset({"RSQRT"})),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),
