@@ -22,7 +22,8 @@ values. How each operator maps:
   and the amounts fit; else a copy into the interior plus fills of the border from a constant.
 - QUANTIZE, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1: a 1x1 average pool that rescales and clamps.
 - MINIMUM, MAXIMUM, ABS (`lower_minmax`): one elementwise operation; TRANSPOSE_CONV
-  (`lower_transpose_conv`): one convolution over the zero-inserting IFM upscale. The other
+  (`lower_transpose_conv`): one convolution over the zero-inserting IFM upscale; MIRROR_PAD
+  (`lower_mirror_pad`): one raw copy per mirrored row and column. The other
   families (tables, softmax, PReLU, movement, resizes, MEAN) each have their module too.
 """
 
@@ -49,6 +50,7 @@ from .lowered import (
 )
 from .lower_lut import lower_lut
 from .lower_minmax import lower_abs, lower_min_max
+from .lower_mirror_pad import lower_mirror_pad
 from .lower_transpose_conv import lower_transpose_conv
 from .lower_movement import (
     SLICE_OPS,
@@ -538,6 +540,7 @@ class _Lowering:
     _minimum = _maximum = lower_min_max
     _abs = lower_abs
     _transpose_conv = lower_transpose_conv
+    _mirror_pad = lower_mirror_pad
     _strided_slice = _slice = _split = _split_v = _unpack = lower_slice
     _transpose = lower_transpose
     _pack = lower_pack

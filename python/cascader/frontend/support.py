@@ -62,6 +62,7 @@ NPU_OPERATORS = frozenset(
         "ABS",
         "TRANSPOSE_CONV",
         "RSQRT",
+        "MIRROR_PAD",
     }
 )
 
@@ -70,7 +71,6 @@ PLANNED_OPERATORS = frozenset(
     {
         "SUM",
         "ARG_MAX",
-        "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
@@ -142,7 +142,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
-    "RSQRT": (1, 1, 1),
+    "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1),
 }
 
 
@@ -375,14 +375,29 @@ def _same_types(v: OperatorView) -> str | None:
 
 def _pad_tensor(v: OperatorView) -> str | None:
     if len(v.inputs) < 2 or v.inputs[1] is None:
-        return "PAD has no paddings tensor"
+        return f"{v.opcode} has no paddings tensor"
     p = v.inputs[1]
     if not p.is_constant:
         return "paddings are computed at run time"
     if p.dtype not in ("int32", "int64") or list(p.shape) not in ([3, 2], [4, 2]):
         return f"paddings tensor is {p.dtype}{list(p.shape)}"
     if p.shape[0] == 4 and int(p.data[0].sum()) != 0:
-        return "PAD pads the batch dimension"
+        return f"{v.opcode} pads the batch dimension"
+    return None
+
+
+def _mirror_pad_amounts(v: OperatorView) -> str | None:
+    p, ifm = v.inputs[1], v.ifm
+    if p is None or ifm is None or p.data is None:
+        return None
+    pads = np.asarray(p.data).reshape(-1, 2)
+    if pads[-1].any():
+        return f"the channels are padded by {pads[-1].tolist()}"
+    # REFLECT does not repeat the edge, so it mirrors at most size - 1 elements.
+    reach = 1 if int(v.options.get("mode", 0)) == 0 else 0
+    for axis, (before, after) in enumerate(pads.tolist()):
+        if max(before, after) > ifm.shape[axis] - reach:
+            return f"axis {axis} of {ifm.shape[axis]} is padded by {[before, after]}"
     return None
 
 
@@ -494,8 +509,10 @@ RULES: tuple[Rule, ...] = (
          "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, source="Vela tflite_model_semantic"),
     Rule("matching_types", "MINIMUM, MAXIMUM and ABS take and give one data type", _same_types,
          ops=frozenset({"MINIMUM", "MAXIMUM", "ABS"}), source="Vela tflite_model_semantic"),
-    Rule("pad_tensor", "PAD needs constant [3,2] or [4,2] int32/int64 paddings that leave the batch alone", _pad_tensor,
-         ops=frozenset({"PAD"})),
+    Rule("pad_tensor", "PAD and MIRROR_PAD need constant [3,2] or [4,2] int32/int64 paddings that leave the batch "
+         "alone", _pad_tensor, ops=frozenset({"PAD", "MIRROR_PAD"})),
+    Rule("mirror_pad_amounts", "MIRROR_PAD pads H and W only, each side by at most the input's size (less one "
+         "for REFLECT)", _mirror_pad_amounts, ops=frozenset({"MIRROR_PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
          ops=frozenset({"RESHAPE"})),
     Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _same_8bit_types,
