@@ -25,6 +25,10 @@ NETWORKS = {
     "resnet8": lambda: zoo.resnet8(),
     "ds_cnn_kws": lambda: zoo.ds_cnn_kws(),
     "fc_autoencoder": lambda: zoo.fc_autoencoder(),
+    "mobilenet_v3_blocks": lambda: zoo.mobilenet_v3_blocks(),
+    "unet": lambda: zoo.unet(),
+    "attention_pooling": lambda: zoo.attention_pooling(),
+    "kws_mean": lambda: zoo.kws_mean(),
 }
 
 

@@ -79,3 +79,52 @@ def test_int16_tanh_and_logistic_use_the_npu_functions(tmp_path, method, high):
     assert compiled.summary().cpu_operators == 0
     assert compiled.operations[0][0]["activation"]["function"] in (3, 4)
     assert validate(path, compiled.model, (0, 1)).bit_exact
+
+
+def _rsqrt_model(low: float, high: float, out_scale: float, out_zero_point: int) -> cascader.Model:
+    from cascader.tflite.builder import ModelBuilder, quantization
+
+    b = ModelBuilder()
+    q_in = quantization((high - low) / 255.0, int(round(-128 - low / ((high - low) / 255.0))))
+    x = b.add_input("x", (1, 256), "int8", q_in)
+    y = b.add_tensor("y", (1, 256), "int8", quantization(out_scale, out_zero_point))
+    b.add_operator("RSQRT", [x], [y], version=2)
+    b.mark_output(y)
+    return b.build()
+
+
+@settings(max_examples=25, deadline=None)
+@given(low=st.floats(-4.0, 0.0), high=st.floats(0.05, 50.0), out_scale=st.floats(1e-3, 0.2),
+       out_zero_point=st.integers(-128, 127))
+def test_rsqrt_table_equals_reference_on_every_valid_code(low, high, out_scale, out_zero_point):
+    # The reference refuses codes below the zero point (1/sqrt of a negative), so only the
+    # codes from the zero point up are run; the rest of the table is never read by a valid model.
+    model = _rsqrt_model(low, high, out_scale, out_zero_point)
+    graph = model.main
+    (x_q, x_zp), out_q = _quant(graph.tensors[graph.inputs[0]]), _quant(graph.tensors[graph.outputs[0]])
+    codes = np.arange(x_zp, 128, dtype=np.int8)
+    padded = np.concatenate([codes, np.full(256 - codes.size, 127, np.int8)]).reshape(1, 256)
+    expected = ReferenceInterpreter(model).run([padded])[0].reshape(-1)[: codes.size]
+    table = lut_table("RSQRT", (x_q, x_zp), out_q, "int8")[codes.astype(np.int64) + 128]
+    mismatch = np.nonzero(table != expected)[0]
+    assert mismatch.size == 0, f"codes {codes[mismatch[:8]]}: table {table[mismatch[:8]]}, reference {expected[mismatch[:8]]}"
+
+
+def test_abs_then_rsqrt_compiles_to_npu_operations_bit_exact(tmp_path):
+    # ABS keeps RSQRT's input at or above its zero point, so random inputs are valid.
+    from cascader.bench.simulate import validate
+    from cascader.tflite.builder import ModelBuilder, quantization
+
+    b = ModelBuilder()
+    q = quantization(0.05, -3)
+    x = b.add_input("x", (1, 6, 6, 16), "int8", q)
+    magnitude = b.add_tensor("magnitude", (1, 6, 6, 16), "int8", quantization(0.03, -128))
+    y = b.add_tensor("y", (1, 6, 6, 16), "int8", quantization(0.02, -100))
+    b.add_operator("ABS", [x], [magnitude], version=2)
+    b.add_operator("RSQRT", [magnitude], [y], version=2)
+    b.mark_output(y)
+    path = tmp_path / "rsqrt.tflite"
+    cascader.save_model(b.build(), path)
+    compiled = cascader.compile(path)
+    assert compiled.summary().cpu_operators == 0
+    assert validate(path, compiled.model, (0, 1)).bit_exact

@@ -4,7 +4,7 @@ Each model is compiled with the `vela` CLI (ethos-u-vela 5.2.0, a test dependenc
 ethos-u55-128 at `--optimise Performance` with unlimited SRAM, on ethos-u65-256 at
 `--optimise Size` and on the dual-core ethos-u65-512, then simulated on three random input sets. The result must be bit-exact,
 except for the deviations listed below: one operator type per model, each with its reason and
-a bound of 1. The full matrix (both accelerators x Performance / Size / a tight arena, every
+a bound (1 at the operator; more where later layers of the model carry its error on). The full matrix (both accelerators x Performance / Size / a tight arena, every
 shared model) is the benchmark `python -m cascader.bench.simulate`.
 """
 
@@ -36,11 +36,21 @@ FC_ROUNDING = ("FULLY_CONNECTED", 1)
 # reference (checked on coral MobileNetV2: 11 of 1280 channels differ by 1). Known Vela deviation.
 MEAN_LOWERING = ("MEAN", 1)
 
+# Later layers carry that MEAN deviation on and grow it: the dense logits of attention_pooling
+# (to ±2), the squeeze-excite gates of mobilenet_v3_blocks (block 3's squeeze MEAN is the first
+# operator to differ, by 1; the logits end within ±7 on three seeds). Checked by cutting the
+# models after each operator and simulating Vela's binaries of the cuts.
+MEAN_IN_ATTENTION = ("MEAN, then the dense logits", 2)
+MEAN_IN_SQUEEZE_EXCITE = ("MEAN, then the squeeze-excite gates", 8)
+
 KNOWN_DEVIATIONS: dict[str, tuple[str, int]] = {
     "mlperftiny_ad01_int8": FC_ROUNDING,
     "coral_tf2_mobilenet_v2_1.0_224_ptq": MEAN_LOWERING,
     "zoo_resnet8": FC_ROUNDING,
     "zoo_fc_autoencoder": FC_ROUNDING,
+    "zoo_kws_mean": MEAN_LOWERING,
+    "zoo_attention_pooling": MEAN_IN_ATTENTION,
+    "zoo_mobilenet_v3_blocks": MEAN_IN_SQUEEZE_EXCITE,
 }
 
 CONFIGS = [

@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 
 from cascader import InvalidArgumentError, load_model, reference, save_model, zoo
 from cascader._zoo_layers import CalibratedNet
+from cascader.frontend.operator_view import OperatorView
 
 pytest.importorskip("ai_edge_litert")
 
-WEIGHTED = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+WEIGHTED = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"}
 # Ops whose output must keep the input's quantization (TFLite's int8 kernels require it).
-SAME_QUANT = {"MAX_POOL_2D", "AVERAGE_POOL_2D", "PAD", "RESHAPE"}
+SAME_QUANT = {"MAX_POOL_2D", "AVERAGE_POOL_2D", "PAD", "RESHAPE", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -92,16 +93,16 @@ def test_round_trips_and_runs_int8(kind, name):
 @pytest.mark.parametrize("kind,name", ALL_CASES, ids=[n for _, n in ALL_CASES])
 def test_quantization_follows_tflite_conventions(kind, name):
     graph = case_net(kind, name).model.main
-    tensors = graph.tensors
-    for op in graph.operators:
-        x, out = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    for i, op in enumerate(graph.operators):
+        view = OperatorView(graph, i)
+        x, out = view.ifm, view.ofm
         assert x.dtype == out.dtype == "int8"
         assert x.quantization.scale.size == out.quantization.scale.size == 1
         if op.opcode in SAME_QUANT:
             assert out.quantization == x.quantization, op
         if op.opcode not in WEIGHTED:
             continue
-        w, b = tensors[op.inputs[1]], tensors[op.inputs[2]]
+        w, b = view.weights, view.bias
         axis = 3 if op.opcode == "DEPTHWISE_CONV_2D" else 0
         channels = w.shape[axis]
         assert w.dtype == "int8" and b.dtype == "int32"
@@ -254,6 +255,45 @@ def test_fc_autoencoder_structure():
     assert weight_shapes(model, "FULLY_CONNECTED") == [(o, i) for i, o in zip(dims, dims[1:])]
     acts = [op.options["fused_activation_function"] for op in model.main.operators]
     assert acts == ["RELU"] * 9 + ["NONE"]
+
+
+def test_mobilenet_v3_blocks_structure():
+    model = named_net("mobilenet_v3_blocks").model
+    ops = opcodes(model)
+    squeeze_excites = sum(se for _, _, _, se, _, _ in zoo.MOBILENET_V3_BLOCKS)
+    assert squeeze_excites == 4
+    assert ops.count("HARD_SWISH") == 1 + 2 * 3 + 2  # stem, expand + depthwise of the hard-swish blocks, head
+    assert ops.count("MEAN") == squeeze_excites + 1 and ops.count("MUL") == 2 * squeeze_excites
+    gates = [op for op in model.main.operators if op.opcode == "CONV_2D" and op.options["fused_activation_function"] == "RELU6"]
+    assert len(gates) == squeeze_excites  # the hard sigmoid's + 3 folded into the bias, RELU6 fused
+    assert ops.count("ADD") == 3  # blocks 2, 4 and 5 keep their shape
+    assert model.main.tensors[model.main.outputs[0]].shape == (1, 10)
+
+
+def test_unet_structure():
+    model = named_net("unet").model
+    ops = opcodes(model)
+    assert ops.count("TRANSPOSE_CONV") == 1 and ops.count("RESIZE_NEAREST_NEIGHBOR") == 1
+    assert ops.count("CONCATENATION") == 2 and ops.count("MAX_POOL_2D") == 2
+    up = next(op for op in model.main.operators if op.opcode == "TRANSPOSE_CONV")
+    assert (up.options["stride_h"], up.options["padding"]) == (2, "SAME")
+    assert model.main.tensors[model.main.outputs[0]].shape == (1, 32, 32, 4)
+    with pytest.raises(InvalidArgumentError, match="multiple of 4"):
+        zoo.unet(resolution=30)
+
+
+def test_attention_pooling_and_kws_mean_structure():
+    ops = opcodes(named_net("attention_pooling").model)
+    assert ops[-7:] == ["CONV_2D", "RESHAPE", "SOFTMAX", "RESHAPE", "MUL", "MEAN", "FULLY_CONNECTED"]
+    kws = named_net("kws_mean").model
+    assert opcodes(kws)[-2:] == ["MEAN", "FULLY_CONNECTED"]
+    assert kws.main.tensors[kws.main.outputs[0]].shape == (1, 12)
+
+
+def test_benchmarks_see_every_zoo_network():
+    from cascader.bench.compile import ZOO_NETWORKS
+
+    assert set(ZOO_NETWORKS) == set(zoo.MODELS)
 
 
 def test_single_op_cases_cover_the_common_cases():

@@ -61,6 +61,12 @@ _VERSION = {
         "SOFTMAX": 2,
         "HARD_SWISH": 1,
         "PRELU": 1,
+        "MEAN": 2,
+        "CONCATENATION": 2,
+        "QUANTIZE": 2,
+        "RESIZE_NEAREST_NEIGHBOR": 2,
+        "RESIZE_BILINEAR": 3,  # half-pixel centres
+        "TRANSPOSE_CONV": 3,  # with a bias
     },
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
 }
@@ -232,6 +238,45 @@ def pool_float(x, kind: str, size, stride, padding) -> np.ndarray:
     return total / count
 
 
+def transpose_conv2d_float(x, w, stride, padding: str) -> np.ndarray:
+    """TFLite's TRANSPOSE_CONV with OHWI weights: every input element scatters the kernel,
+    stride apart, and the output is the window of the forward convolution's padding."""
+    n, h, width, _ = x.shape
+    (kh, kw), (sh, sw) = w.shape[1:3], stride
+    out_h, out_w = transposed_size(h, kh, sh, padding), transposed_size(width, kw, sw, padding)
+    top, left = transposed_padding(out_h, kh, sh, padding), transposed_padding(out_w, kw, sw, padding)
+    canvas = np.zeros((n, max((h - 1) * sh + kh, top + out_h), max((width - 1) * sw + kw, left + out_w), w.shape[0]),
+                      np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            canvas[:, i : i + (h - 1) * sh + 1 : sh, j : j + (width - 1) * sw + 1 : sw, :] += x @ w[:, i, j, :].T
+    return canvas[:, top : top + out_h, left : left + out_w, :]
+
+
+def transposed_size(size: int, kernel: int, stride: int, padding: str) -> int:
+    """TRANSPOSE_CONV's output length: the input's times the stride, plus the kernel's overhang (VALID)."""
+    return size * stride + (max(kernel - stride, 0) if padding == "VALID" else 0)
+
+
+def transposed_padding(out_size: int, kernel: int, stride: int, padding: str) -> int:
+    """The leading pad of the forward convolution from the output back to the input."""
+    forward = -(-out_size // stride) if padding == "SAME" else (out_size - kernel + stride) // stride
+    return max((forward - 1) * stride + kernel - out_size, 0) // 2
+
+
+def upsample_bilinear_float(x: np.ndarray) -> np.ndarray:
+    """2x bilinear resize with half-pixel centres (edges repeat), TFLite's RESIZE_BILINEAR."""
+    for axis in (1, 2):
+        n = x.shape[axis]
+        source = (np.arange(2 * n) + 0.5) / 2 - 0.5
+        base = np.floor(source)
+        frac = (source - base).reshape([-1 if a == axis else 1 for a in range(x.ndim)]).astype(np.float32)
+        lo = np.take(x, np.clip(base, 0, n - 1).astype(np.int64), axis=axis)
+        hi = np.take(x, np.clip(base + 1, 0, n - 1).astype(np.int64), axis=axis)
+        x = lo * (1 - frac) + hi * frac
+    return x
+
+
 class CalibratedNet:
     """Builds an int8 TFLite model whose quantization comes from a float calibration pass.
 
@@ -316,7 +361,8 @@ class CalibratedNet:
 
     # -- weighted layers ----------------------------------------------------------------------
     def _weighted(
-        self, opcode: str, x: Activation, w: np.ndarray, axis: int, forward, activation, name: str, options: dict
+        self, opcode: str, x: Activation, w: np.ndarray, axis: int, forward, activation, name: str, options: dict,
+        bias_offset: float = 0.0,
     ) -> Activation:
         """One weighted layer: fold a batch norm with the calibration statistics into the float
         weights `w` (output channels on `axis`), quantize them per channel, run the float pass
@@ -333,7 +379,7 @@ class CalibratedNet:
         channel_shape = [1] * w.ndim
         channel_shape[axis] = -1
         w = w * (gamma / std).reshape(channel_shape)
-        bias = beta - mean * gamma / std
+        bias = beta - mean * gamma / std + bias_offset
 
         # Symmetric per-channel int8 (TFLite uses [-127, 127] for weights), int32 bias.
         absmax = np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)).max(axis=1)
@@ -348,7 +394,11 @@ class CalibratedNet:
         wi = self.builder.add_constant(f"{stem}/weights", w_q, "int8", quantization(w_scale, 0, axis))
         bi = self.builder.add_constant(f"{stem}/bias", b_q, "int32", quantization(b_scale, 0, 0))
         out = self._activation(stem, y, activation=activation)
-        self._op(opcode, [x.index, wi, bi], [out.index], {**options, "fused_activation_function": activation or "NONE"})
+        inputs = [x.index, wi, bi]
+        if opcode == "TRANSPOSE_CONV":  # (output shape, weights, input, bias)
+            shape = self.builder.add_constant(f"{stem}/output_shape", np.asarray(out.shape, np.int32))
+            inputs = [shape, wi, x.index, bi]
+        self._op(opcode, inputs, [out.index], {**options, "fused_activation_function": activation or "NONE"})
         return out
 
     def _window(self, x: Activation, opcode: str, kernel, stride, dilation, padding: str, activation):
@@ -372,7 +422,10 @@ class CalibratedNet:
         dilation=(1, 1),
         activation: str | None = "RELU",
         name: str = "conv",
+        bias_offset: float = 0.0,
     ) -> Activation:
+        """CONV_2D; `bias_offset` is added to the folded bias (a constant ADD the converter
+        folds into the convolution, such as the + 3 of a hard sigmoid)."""
         if not isinstance(filters, (int, np.integer)) or filters < 1:
             raise InvalidArgumentError(f"filters must be a positive int, got {filters!r}")
         kernel, stride, dilation = self._window(x, "CONV_2D", kernel, stride, dilation, padding, activation)
@@ -385,7 +438,7 @@ class CalibratedNet:
 
         options = {"padding": padding, "stride_h": stride[0], "stride_w": stride[1]}
         options.update(dilation_h_factor=dilation[0], dilation_w_factor=dilation[1])
-        return self._weighted("CONV_2D", x, w, 0, forward, activation, name, options)
+        return self._weighted("CONV_2D", x, w, 0, forward, activation, name, options, bias_offset)
 
     def depthwise_conv2d(
         self,
@@ -582,6 +635,89 @@ class CalibratedNet:
         si = self.builder.add_constant(self._name(name + "/shape"), np.asarray(shape, np.int32), "int32")
         self._op("RESHAPE", [x.index, si], [out.index], {"new_shape": np.asarray(shape, np.int32)})
         return out
+
+    def transpose_conv2d(self, x: Activation, filters: int, kernel=(2, 2), stride=(2, 2), padding: str = "SAME",
+                         name: str = "transpose_conv") -> Activation:
+        """TRANSPOSE_CONV (a learned upsampling), linear, per-channel weights along dimension 0."""
+        if not isinstance(filters, (int, np.integer)) or filters < 1:
+            raise InvalidArgumentError(f"filters must be a positive int, got {filters!r}")
+        kernel, stride = _pair(kernel, "kernel"), _pair(stride, "stride")
+        _require_int8("TRANSPOSE_CONV", x)
+        _check_padding(padding)
+        self._spatial(x, "TRANSPOSE_CONV")
+        cin = x.shape[3]
+        # Each output sums about kh * kw * cin / (sh * sw) taps.
+        std = math.sqrt(2.0 * stride[0] * stride[1] / (kernel[0] * kernel[1] * cin))
+        w = self.rng.normal(0.0, std, size=(filters, *kernel, cin)).astype(np.float32)
+
+        def forward(weights):
+            return transpose_conv2d_float(x.value, weights, stride, padding)
+
+        options = {"padding": padding, "stride_h": stride[0], "stride_w": stride[1]}
+        return self._weighted("TRANSPOSE_CONV", x, w, 0, forward, None, name, options)
+
+    def mean(self, x: Activation, axes: Sequence[int] = (1, 2), keep_dims: bool = True, name: str = "mean") -> Activation:
+        """MEAN over `axes` (Keras' GlobalAveragePooling2D as TF2 converts it), output calibrated."""
+        _require_int8("MEAN", x)
+        rank = len(x.shape)
+        axes = tuple(sorted({int(a) % rank for a in axes}))
+        if 0 in axes:
+            raise InvalidArgumentError("mean must not reduce the batch axis")
+        out = self._activation(self._name(name), x.value.mean(axis=axes, keepdims=bool(keep_dims)))
+        ai = self.builder.add_constant(self._name(name + "/axes"), np.asarray(axes, np.int32))
+        self._op("MEAN", [x.index, ai], [out.index], {"keep_dims": bool(keep_dims)})
+        return out
+
+    def resize(self, x: Activation, method: str = "BILINEAR", name: str = "resize") -> Activation:
+        """2x upsampling: RESIZE_BILINEAR with half-pixel centres (Keras' UpSampling2D) or
+        RESIZE_NEAREST_NEIGHBOR; the output keeps the input's quantization, as TFLite's
+        kernels interpolate stored codes."""
+        _require_int8(f"RESIZE_{method}", x)
+        self._spatial(x, f"RESIZE_{method}")
+        if method == "BILINEAR":
+            opcode, value = "RESIZE_BILINEAR", upsample_bilinear_float(x.value)
+            options = {"align_corners": False, "half_pixel_centers": True}
+        elif method == "NEAREST":
+            opcode, value = "RESIZE_NEAREST_NEIGHBOR", x.value.repeat(2, axis=1).repeat(2, axis=2)
+            options = {"align_corners": False, "half_pixel_centers": False}
+        else:
+            raise InvalidArgumentError(f"resize method must be 'BILINEAR' or 'NEAREST', got {method!r}")
+        out = self._activation(self._name(name), value, x.quant)
+        si = self.builder.add_constant(self._name(name + "/size"), np.asarray(value.shape[1:3], np.int32))
+        self._op(opcode, [x.index, si], [out.index], options)
+        return out
+
+    def requantize(self, x: Activation, quant: Quantization, name: str = "requantize") -> Activation:
+        """QUANTIZE from one int8 quantization to another (what the converter inserts where
+        an operator needs its inputs in one quantization)."""
+        out = self._activation(self._name(name), x.value, quant)
+        self._op("QUANTIZE", [x.index], [out.index])
+        return out
+
+    def concatenation(self, xs: Sequence[Activation], axis: int = -1, name: str = "concat") -> Activation:
+        """CONCATENATION; TFLite's int8 kernel wants every input in the output's quantization, so
+        inputs calibrated otherwise are requantized first (as the converter does)."""
+        _require_int8("CONCATENATION", *xs)
+        if len({len(x.shape) for x in xs}) != 1:
+            raise InvalidArgumentError("concatenation inputs need the same rank")
+        axis %= len(xs[0].shape)
+        value = np.concatenate([x.value for x in xs], axis=axis)
+        quant = range_quantization(*calibrated_range(value, None))
+        same = lambda x: x.quant.scale[0] == quant.scale[0] and x.quant.zero_point[0] == quant.zero_point[0]  # noqa: E731
+        inputs = [x.index if same(x) else self.requantize(x, quant, name=f"{name}/requantize").index for x in xs]
+        out = self._activation(self._name(name), value, quant)
+        self._op("CONCATENATION", inputs, [out.index], {"axis": axis, "fused_activation_function": "NONE"})
+        return out
+
+    def constant(self, value: float, name: str = "constant") -> Activation:
+        """A scalar int8 constant (1, 1, 1, 1), symmetric: its own code is +-127."""
+        value = float(value)
+        if not math.isfinite(value) or value == 0.0:
+            raise InvalidArgumentError(f"constant must be finite and non-zero, got {value!r}")
+        quant = quantization(abs(value) / 127.0, 0)
+        code = np.full((1, 1, 1, 1), 127 if value > 0 else -127, np.int8)
+        index = self.builder.add_constant(self._name(name), code, "int8", quant)
+        return Activation(index, np.full((1, 1, 1, 1), code[0, 0, 0, 0] * quant.scale[0], np.float32), quant)
 
     @staticmethod
     def _spatial(x: Activation, opcode: str) -> None:

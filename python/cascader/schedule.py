@@ -28,7 +28,7 @@ from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
 from .evolve import evolve
 from .frontend.lowered import ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment
-from .perf import OpCost, cost_from_core, npu_op
+from .perf import OpCost, _memory, cost_from_core, npu_op
 from .tflite.model import SubGraph
 
 
@@ -174,12 +174,22 @@ class _Target:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout,
                         ifm2_memory=self.weight_memory if ifm2_in_flash else self.feature_map_memory(op.ifm2))
         if op.lut is not None:
-            args.update(activation="LUT", lut_bytes=len(op.lut))
+            # The table is DMA'd from flash into the SHRAM under the previous operation.
+            args.update(activation="LUT", lut_bytes=len(op.lut), dma_slack_cycles=slack)
         elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
             args.update(activation="TANH")
-        # An upscaled IFM is read as if it had the OFM's size (the NPU repeats its elements).
-        ifm_shape = ofm.shape if op.registers.get("ifm_upscale") else ifm.shape
-        return npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args)
+        # An upscaled IFM is read at its upscaled size (the NPU repeats its elements, or inserts
+        # zeros for a transposed convolution): the extent the kernel walks over its OFM.
+        ifm_shape = ifm.shape
+        if op.registers.get("ifm_upscale"):
+            top, left, bottom, right = op.registers["padding"]
+            (sy, sx), (kh, kw) = k["stride"], (k["height"], k["width"])
+            ifm_shape = ((ofm.shape[0] - 1) * sy + kh - top - bottom, (ofm.shape[1] - 1) * sx + kw - left - right,
+                         ifm.shape[2])
+        described = npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args)
+        if op.lut is not None:
+            described.lut_memory = _memory(self.weight_memory)
+        return described
 
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
@@ -263,7 +273,7 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
     if op.weights is None:
         constants = constants or {}
         if op.ifm2 is None or op.ifm2.buffer not in constants:
-            cost = target.cost(op)
+            cost = target.cost(op, slack=slack)
             return ScheduledOperation(op, cost.block_config.ofm_block, False, cost)
         # A constant IFM2 is in flash; one the operation broadcasts may be worth a copy.
         in_flash = target.cost(op, ifm2_in_flash=True)

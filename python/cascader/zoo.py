@@ -38,10 +38,14 @@ __all__ = [
     "get",
     "mobilenet_v1",
     "mobilenet_v2",
+    "mobilenet_v3_blocks",
     "mul",
     "pad",
     "pool",
     "resnet8",
+    "unet",
+    "attention_pooling",
+    "kws_mean",
     "single_op_cases",
     "SINGLE_OP_CASES",
     "ACTIVATION_OP_CASES",
@@ -196,14 +200,19 @@ def ds_cnn_kws(seed: int = 0) -> Model:
     return _ds_cnn_kws(seed).build()
 
 
-def _ds_cnn_kws(seed: int) -> CalibratedNet:
-    net = CalibratedNet(seed, description="cascader.zoo ds_cnn_kws (MLPerf Tiny KWS)")
+def _ds_cnn_body(net: CalibratedNet) -> Activation:
+    """DS-CNN up to its head: the 49x10x1 MFCC input, conv 10x4/2 and four separable blocks."""
     x = net.input((1, 49, 10, 1))
     x = net.conv2d(x, 64, (10, 4), (2, 2), activation="RELU", name="conv1")
     for i in range(1, 5):
         x = net.depthwise_conv2d(x, (3, 3), activation="RELU", name=f"block{i}/depthwise")
         x = net.conv2d(x, 64, (1, 1), activation="RELU", name=f"block{i}/pointwise")
-    net.output(_classifier_head(net, x, 12))
+    return x
+
+
+def _ds_cnn_kws(seed: int) -> CalibratedNet:
+    net = CalibratedNet(seed, description="cascader.zoo ds_cnn_kws (MLPerf Tiny KWS)")
+    net.output(_classifier_head(net, _ds_cnn_body(net), 12))
     return net
 
 
@@ -225,12 +234,163 @@ def _fc_autoencoder(seed: int) -> CalibratedNet:
     return net
 
 
+# The first six bottlenecks of MobileNetV3-Small (Howard et al. 2019, table 2): kernel,
+# expansion channels, output channels, squeeze-excite, nonlinearity, stride. With random
+# weights the int8 output stops tracking the float pass much deeper (correlation 0.5-0.7 at
+# eight blocks, over 0.9 at six).
+MOBILENET_V3_BLOCKS = (
+    (3, 16, 16, True, "RELU", 2), (3, 72, 24, False, "RELU", 2), (3, 88, 24, False, "RELU", 1),
+    (5, 96, 40, True, "HARD_SWISH", 2), (5, 240, 40, True, "HARD_SWISH", 1), (5, 240, 40, True, "HARD_SWISH", 1),
+)
+
+
+def mobilenet_v3_blocks(alpha: float = 0.5, resolution: int = 64, classes: int = 10, channels: int = 3,
+                        seed: int = 0) -> Model:
+    """MobileNetV3-Small's stem, first six bottlenecks and head (Howard et al. 2019), width `alpha`.
+
+    Stem conv 3x3/2 with hard-swish, the bottlenecks of `MOBILENET_V3_BLOCKS`: 1x1
+    expansion (absent when it would not widen), depthwise k x k, squeeze-excite where the table
+    has it (MEAN over H and W, 1x1 conv to a quarter of the channels with ReLU, 1x1 conv back
+    with the hard sigmoid's + 3 in its bias and RELU6 fused, MUL by 1/6, then a broadcast MUL
+    of the features),
+    1x1 linear projection, residual ADD when shapes allow. Head: 1x1 conv to 576 * alpha with
+    hard-swish, MEAN, 1x1 conv to 1024 with hard-swish, 1x1 conv to the logits.
+    """
+    return _mobilenet_v3_blocks(alpha, resolution, classes, channels, seed).build()
+
+
+def _activate(net: CalibratedNet, x: Activation, nonlinearity: str, name: str) -> Activation:
+    return net.hard_swish(x, name=f"{name}/hard_swish") if nonlinearity == "HARD_SWISH" else x
+
+
+def _squeeze_excite(net: CalibratedNet, x: Activation, name: str) -> Activation:
+    s = net.mean(x, name=f"{name}/squeeze")
+    s = net.conv2d(s, _make_divisible(x.shape[3] / 4), (1, 1), activation="RELU", name=f"{name}/reduce")
+    # The hard sigmoid relu6(s + 3) / 6 as the converter leaves it: the + 3 folded into the
+    # convolution's bias, the RELU6 fused, the / 6 a MUL by a constant.
+    s = net.conv2d(s, x.shape[3], (1, 1), activation="RELU6", bias_offset=3.0, name=f"{name}/expand")
+    gate = net.mul(s, net.constant(1.0 / 6.0, name=f"{name}/sixth"), name=f"{name}/gate")
+    return net.mul(x, gate, name=f"{name}/excite")
+
+
+def _mobilenet_v3_blocks(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
+    _check_image_network(alpha, resolution, classes, channels)
+    net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v3_blocks alpha={alpha} resolution={resolution}")
+    x = net.input((1, resolution, resolution, channels))
+    x = net.hard_swish(net.conv2d(x, _make_divisible(16 * alpha), (3, 3), (2, 2), activation=None, name="conv1"),
+                       name="conv1/hard_swish")
+    for i, (kernel, expansion, out, se, nonlinearity, stride) in enumerate(MOBILENET_V3_BLOCKS):
+        prefix, y = f"block{i}", x
+        relu = "RELU" if nonlinearity == "RELU" else None
+        expanded = _make_divisible(expansion * alpha)
+        if expanded != x.shape[3]:
+            y = _activate(net, net.conv2d(y, expanded, (1, 1), activation=relu, name=f"{prefix}/expand"),
+                          nonlinearity, f"{prefix}/expand")
+        y = net.depthwise_conv2d(y, (kernel, kernel), (stride, stride), activation=relu, name=f"{prefix}/depthwise")
+        y = _activate(net, y, nonlinearity, f"{prefix}/depthwise")
+        if se:
+            y = _squeeze_excite(net, y, f"{prefix}/se")
+        y = net.conv2d(y, _make_divisible(out * alpha), (1, 1), activation=None, name=f"{prefix}/project")
+        if stride == 1 and y.shape[3] == x.shape[3]:
+            y = net.add(x, y, name=f"{prefix}/add")
+        x = y
+    x = net.hard_swish(net.conv2d(x, _make_divisible(576 * alpha), (1, 1), activation=None, name="conv_last"),
+                       name="conv_last/hard_swish")
+    x = net.mean(x, name="global_pool")
+    x = net.hard_swish(net.conv2d(x, 1024, (1, 1), activation=None, name="head"), name="head/hard_swish")
+    x = net.conv2d(x, classes, (1, 1), activation=None, name="logits")
+    net.output(net.reshape(x, (1, classes), name="flatten"))
+    return net
+
+
+def unet(resolution: int = 32, classes: int = 4, channels: int = 3, filters: int = 8, seed: int = 0) -> Model:
+    """A small U-Net (Ronneberger et al. 2015) for per-pixel classification.
+
+    Encoder: two 3x3 convs (ReLU) at each of three scales, 2x2 max pools between them
+    (`filters`, 2x, 4x channels). Decoder: a 2x2/2 TRANSPOSE_CONV up to the middle scale,
+    CONCATENATION with its skip, two 3x3 convs; a 2x nearest-neighbour RESIZE (Keras'
+    UpSampling2D default) up to the full scale, a 1x1 conv, CONCATENATION with the first skip,
+    two 3x3 convs; a 1x1 conv to the class logits.
+    `resolution` must be a multiple of 4.
+    """
+    return _unet(resolution, classes, channels, filters, seed).build()
+
+
+def _unet(resolution: int, classes: int, channels: int, filters: int, seed: int) -> CalibratedNet:
+    _check_image_network(1.0, resolution, classes, channels)
+    _positive_int(filters, "filters")
+    if resolution % 4:
+        raise InvalidArgumentError(f"the U-Net halves its input twice: resolution must be a multiple of 4, got {resolution}")
+    net = CalibratedNet(seed, description=f"cascader.zoo unet resolution={resolution}")
+
+    def double_conv(x: Activation, width: int, name: str) -> Activation:
+        x = net.conv2d(x, width, (3, 3), name=f"{name}/conv_a")
+        return net.conv2d(x, width, (3, 3), name=f"{name}/conv_b")
+
+    x = net.input((1, resolution, resolution, channels))
+    skip1 = double_conv(x, filters, "encoder1")
+    skip2 = double_conv(net.pool(skip1, name="encoder2/pool"), 2 * filters, "encoder2")
+    x = double_conv(net.pool(skip2, name="bottleneck/pool"), 4 * filters, "bottleneck")
+    x = net.transpose_conv2d(x, 2 * filters, name="decoder2/up")
+    x = double_conv(net.concatenation([x, skip2], name="decoder2/concat"), 2 * filters, "decoder2")
+    x = net.conv2d(net.resize(x, "NEAREST", name="decoder1/up"), filters, (1, 1), name="decoder1/reduce")
+    x = double_conv(net.concatenation([x, skip1], name="decoder1/concat"), filters, "decoder1")
+    net.output(net.conv2d(x, classes, (1, 1), activation=None, name="logits"))
+    return net
+
+
+def attention_pooling(resolution: int = 32, classes: int = 10, channels: int = 3, seed: int = 0) -> Model:
+    """A small CNN whose head pools with softmax attention over positions.
+
+    Conv 3x3/2 (16, ReLU), two depthwise-separable blocks (32 and 64 channels, the first with
+    stride 2), then the attention block: a 1x1 conv scores every position, RESHAPE to one row,
+    SOFTMAX over the positions, RESHAPE back, MUL broadcasting the weights over the channels,
+    MEAN over H and W (the weighted sum, scaled by 1 / positions), and a dense logits layer.
+    """
+    return _attention_pooling(resolution, classes, channels, seed).build()
+
+
+def _attention_pooling(resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
+    _check_image_network(1.0, resolution, classes, channels)
+    net = CalibratedNet(seed, description=f"cascader.zoo attention_pooling resolution={resolution}")
+    x = net.input((1, resolution, resolution, channels))
+    x = net.conv2d(x, 16, (3, 3), (2, 2), name="conv1")
+    for i, (width, stride) in enumerate(((32, 2), (64, 1)), start=1):
+        x = net.depthwise_conv2d(x, (3, 3), (stride, stride), name=f"block{i}/depthwise")
+        x = net.conv2d(x, width, (1, 1), name=f"block{i}/pointwise")
+    _, h, w, _ = x.shape
+    scores = net.conv2d(x, 1, (1, 1), activation=None, name="attention/score")
+    weights = net.softmax(net.reshape(scores, (1, h * w), name="attention/flatten"), name="attention/softmax")
+    weights = net.reshape(weights, (1, h, w, 1), name="attention/unflatten")
+    x = net.mean(net.mul(x, weights, name="attention/weigh"), keep_dims=False, name="attention/pool")
+    net.output(net.fully_connected(x, classes, name="logits"))
+    return net
+
+
+def kws_mean(seed: int = 0) -> Model:
+    """A keyword spotter (49x10x1 MFCC in, 12 classes out) with the head TF2 converts
+    GlobalAveragePooling2D to: DS-CNN's conv 10x4/2 (64, ReLU) and four depthwise-separable
+    blocks, then MEAN over H and W and a dense layer of 12 logits."""
+    return _kws_mean(seed).build()
+
+
+def _kws_mean(seed: int) -> CalibratedNet:
+    net = CalibratedNet(seed, description="cascader.zoo kws_mean (DS-CNN, MEAN head)")
+    x = net.mean(_ds_cnn_body(net), keep_dims=False, name="global_pool")
+    net.output(net.fully_connected(x, 12, activation=None, name="logits"))
+    return net
+
+
 MODELS: dict[str, Callable[..., Model]] = {
     "mobilenet_v1": mobilenet_v1,
     "mobilenet_v2": mobilenet_v2,
     "resnet8": resnet8,
     "ds_cnn_kws": ds_cnn_kws,
     "fc_autoencoder": fc_autoencoder,
+    "mobilenet_v3_blocks": mobilenet_v3_blocks,
+    "unet": unet,
+    "attention_pooling": attention_pooling,
+    "kws_mean": kws_mean,
 }
 
 

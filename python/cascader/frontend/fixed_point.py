@@ -166,3 +166,34 @@ def saturating_doubling_high_mul16(a, b) -> np.ndarray:
 
 def saturating_left_shift16(x, amount: int) -> np.ndarray:
     return np.clip(_i64(x) * (1 << amount), -(1 << 15), (1 << 15) - 1)
+
+
+# --- inverse square root: the arithmetic of TFLite's int8 RSQRT ------------------------------
+
+
+def inv_sqrt_quantized_multiplier_exp(x: int) -> tuple[int, int]:
+    """TFLite's GetInvSqrtQuantizedMultiplierExp(x, kReverseShift): (Q0.31 multiplier, exponent)
+    of 1 / sqrt(x) by five Newton-Raphson steps in Q3.28, exponent positive to the left."""
+    if x <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while x >= 1 << 29:
+        x //= 4
+        shift += 1
+    pairs = (32 - x.bit_length() - 1) // 2 - 1  # (CountLeadingZeros - 1) / 2 - 1
+    shift -= pairs
+    x <<= 2 * pairs
+    half_input = int(rounding_divide_by_pot(x >> 1, 1))
+    half_three = (1 << 28) + (1 << 27)  # 1.5 in Q3.28
+    est = 1 << 28  # 1.0
+    for _ in range(5):
+        cube = saturating_rounding_multiply_by_pot(saturating_rounding_doubling_high_mul(
+            saturating_rounding_doubling_high_mul(est, est), est), 6)  # Q9 -> Q3
+        diff = _wrap32(saturating_rounding_doubling_high_mul(half_three, est)
+                       - saturating_rounding_doubling_high_mul(half_input, cube))
+        est = int(saturating_rounding_multiply_by_pot(diff, 3))  # Q6 -> Q3
+    est = int(saturating_rounding_doubling_high_mul(est, 1518500250))  # x sqrt(2) / 2
+    if shift < 0:
+        est <<= -shift
+        shift = 0
+    return est, -shift

@@ -21,6 +21,10 @@ values. How each operator maps:
 - PAD: folded into the consuming convolution's padding when the pad value is the zero point
   and the amounts fit; else a copy into the interior plus fills of the border from a constant.
 - QUANTIZE, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1: a 1x1 average pool that rescales and clamps.
+- MINIMUM, MAXIMUM, ABS (`lower_minmax`): one elementwise operation; TRANSPOSE_CONV
+  (`lower_transpose_conv`): one convolution over the zero-inserting IFM upscale; MIRROR_PAD
+  (`lower_mirror_pad`): one raw copy per mirrored row and column. The other
+  families (tables, softmax, PReLU, movement, resizes, MEAN) each have their module too.
 """
 
 from __future__ import annotations
@@ -39,13 +43,15 @@ from .lowered import (
     LoweredOperation,
     TYPE_RANGE,
     LoweredSegment,
-    WeightVolume,
     brick_strides,
     dense_strides,
     kernel_record,
     round16,
 )
 from .lower_lut import lower_lut
+from .lower_minmax import lower_abs, lower_min_max
+from .lower_mirror_pad import lower_mirror_pad
+from .lower_transpose_conv import lower_transpose_conv
 from .lower_movement import (
     SLICE_OPS,
     Box,
@@ -59,19 +65,17 @@ from .lower_prelu import lower_leaky_relu_int16, lower_prelu
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
+from .operation_builder import broadcast_order, clamp_record, fused_clamp, weight_volume
 from .operator_view import OperatorView
 from .quantization import (
     add_sub_scales,
-    convolution_scales,
     multiply_scale,
     pooling_scale,
-    quantize_value,
     rescale_scale,
 )
 
 ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
-FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 MAX_PADDING = 127  # the IFM_PAD_* registers
 TENSOR_DIM_MAX = 65535  # a feature map's height, width or depth
 
@@ -98,14 +102,6 @@ def _quant(t: Tensor) -> tuple[float, int]:
     if q is None or q.scale.size == 0:
         raise UnsupportedError(f"tensor {t.name!r} is not quantized")
     return float(q.scale[0]), int(q.zero_point[0])
-
-
-def _clamp(ofm: Tensor, lo: float | None, hi: float | None) -> dict[str, int]:
-    scale, zp = _quant(ofm)
-    tmin, tmax = TYPE_RANGE[ofm.dtype]
-    qmin = tmin if lo is None else max(tmin, quantize_value(lo, scale, zp))
-    qmax = tmax if hi is None else min(tmax, quantize_value(hi, scale, zp))
-    return dict(function=0, clip_range=0, min=qmin, max=qmax)
 
 
 def same_padding(in_size: int, out_size: int, stride: int, dilated_kernel: int) -> tuple[int, int]:
@@ -207,16 +203,18 @@ class _Lowering:
 
     def copy(self, index: int, name: str, src: FeatureMapView, dst: FeatureMapView, clamp: dict | None = None,
              requantize: bool = True) -> None:
-        """A 1x1 average pool: dst = clamp(rescale(src)). Rounds once (NATURAL), like TFLite's
-        requantize; with equal scales the rescale is exact."""
+        """A 1x1 average pool: dst = clamp(rescale(src)). TFLite's requantizing kernels
+        (QUANTIZE's Requantize, the RELUs) rescale with MultiplyByQuantizedMultiplier, which
+        rounds twice: TFL rounding (one rounding, NATURAL, is off by one on about a quarter of
+        the codes for some scale pairs). With equal scales there is no rescale."""
         if requantize and not math.isclose(src.scale, dst.scale, rel_tol=0, abs_tol=0):
-            ofm_scale = rescale_scale(src.scale, dst.scale)
+            ofm_scale, rounding = rescale_scale(src.scale, dst.scale), "TFL"
         else:
-            ofm_scale = (1, 0)
+            ofm_scale, rounding = (1, 0), "NATURAL"
         tmin, tmax = TYPE_RANGE[dst.dtype]
         registers = dict(
             sub_op="AVERAGE", kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
-            activation=clamp or dict(function=0, clip_range=0, min=tmin, max=tmax), rounding="NATURAL",
+            activation=clamp or dict(function=0, clip_range=0, min=tmin, max=tmax), rounding=rounding,
             global_scale=True, ofm_scale=ofm_scale,
         )
         self.add(LoweredOperation("pool", "avg_pool", name, (index,), src, dst, registers=registers))
@@ -311,14 +309,11 @@ class _Lowering:
     def _weighted(self, v: OperatorView, depthwise: bool) -> None:
         ifm_t, w_t, ofm_t = v.ifm, v.weights, v.ofm
         assert ifm_t is not None and w_t is not None and ofm_t is not None
-        ifm_scale, _ = _quant(ifm_t)
-        ofm_scale, _ = _quant(ofm_t)
         wq = w_t.quantization
         if wq is None:
             raise UnsupportedError(f"operator {v.index} ({v.opcode}): weights are not quantized")
         w = np.asarray(w_t.data).astype(np.int32)  # the encoder's type; 9-bit values after the zero point
         wzp = np.asarray(wq.zero_point, dtype=np.int64).reshape(-1)
-        wscale = np.asarray(wq.scale, dtype=np.float32).reshape(-1)
         fc = v.opcode == "FULLY_CONNECTED"
         # A folded PAD: the operation reads the PAD's input and pads it itself.
         ifm_view = self.view(self.folded_input.get(v.index, v.op.inputs[0]))
@@ -364,19 +359,9 @@ class _Lowering:
                 bottom = (ofm_view.shape[0] - 1) * k.stride_h + k.dilated_height - top - ifm_view.shape[0]
                 right = (ofm_view.shape[1] - 1) * k.stride_w + k.dilated_width - left - ifm_view.shape[1]
                 padding = (top, left, max(bottom, 0), max(right, 0))
-        out_channels = ohwi.shape[0]
-        bias_t = v.bias
-        bias = (np.zeros(out_channels, dtype=np.int64) if bias_t is None
-                else np.asarray(bias_t.data).astype(np.int64).reshape(-1))
-        reduced = ifm_t.dtype == "int16" and bias_t is not None and bias_t.dtype == "int64"
-        scales = convolution_scales(ifm_scale, wscale, ofm_scale, float32_product=ifm_t.dtype == "uint8" or (fc and wscale.size == 1),
-                                    reduced=reduced)
-        if len(scales) == 1:
-            scales = scales * out_channels
-        zps = wzp if wzp.size > 1 else np.full(out_channels, int(wzp[0]), dtype=np.int64)
-        volume = WeightVolume(ohwi, zps, bias, tuple(scales), kind == "depthwise")
-        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
-        registers = dict(kernel=kernel, padding=padding, activation=_clamp(ofm_t, lo, hi),
+        volume = weight_volume(v, ohwi, depthwise=kind == "depthwise",
+                               float32_product=ifm_t.dtype == "uint8" or (fc and wq.scale.size == 1))
+        registers = dict(kernel=kernel, padding=padding, activation=fused_clamp(v),
                          rounding="NATURAL" if fc else "TFL", global_scale=False, ofm_scale=(0, 0),
                          acc_format=1 if ifm_t.dtype == "int16" else 0)
         self.add(LoweredOperation(kind, cost_kind, f"{v.index}:{v.opcode}", (v.index,), ifm_view, ofm_view,
@@ -415,13 +400,12 @@ class _Lowering:
             ofm_scale = (1, 0)  # max needs none; a padded average is divided by the NPU itself
         else:
             ofm_scale = pooling_scale(k.height * k.width)
-        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
         # A window that covers the whole input (a global pool) has no second position: its
         # stride is irrelevant, and TFLite models often give it the kernel size, past the
         # NPU's limit.
         stride = (1 if ofm.shape[0] == 1 else k.stride_h, 1 if ofm.shape[1] == 1 else k.stride_w)
         registers = dict(sub_op=mode, kernel=kernel_record(k.height, k.width, stride, (1, 1)),
-                         padding=padding, activation=_clamp(v.ofm, lo, hi), rounding="NATURAL", global_scale=True,
+                         padding=padding, activation=fused_clamp(v), rounding="NATURAL", global_scale=True,
                          ofm_scale=ofm_scale)
         cost = "max_pool" if mode == "MAX" else "avg_pool"
         self.add(LoweredOperation("pool", cost, f"{v.index}:{v.opcode}", (v.index,), ifm, ofm, registers=registers))
@@ -435,18 +419,11 @@ class _Lowering:
     def _elementwise(self, v: OperatorView, mode: str) -> None:
         a, b = self.view(v.op.inputs[0]), self.view(v.op.inputs[1])
         ofm = self.view(v.op.outputs[0])
-        reversed_operands = False
-        if a.shape != ofm.shape:
-            if b.shape != ofm.shape:
-                raise UnsupportedError(f"operator {v.index} ({v.opcode}): neither operand has the output's shape")
-            a, b, reversed_operands = b, a, True
+        a, b, reversed_operands = broadcast_order(v, a, b, ofm)
         broadcast = tuple(bd != od for bd, od in zip(b.shape, ofm.shape))
-        if any(bd not in (1, od) for bd, od in zip(b.shape, ofm.shape)):
-            raise UnsupportedError(f"operator {v.index} ({v.opcode}): operand shapes do not broadcast")
-        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
         registers: dict[str, Any] = dict(
             sub_op=mode, kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
-            activation=_clamp(v.ofm, lo, hi), rounding="TFL", global_scale=True, broadcast=broadcast,
+            activation=fused_clamp(v), rounding="TFL", global_scale=True, broadcast=broadcast,
             reversed_operands=reversed_operands, ifm2_scalar=None,
         )
         if mode == "MUL":
@@ -479,8 +456,7 @@ class _Lowering:
         hwc_axis = axis + (3 - rank) if rank <= 3 else axis - 1
         if rank == 4 and axis == 0:
             raise UnsupportedError(f"operator {v.index}: concatenation along the batch")
-        lo, hi = FUSED_ACTIVATIONS.get(v.fused_activation, (None, None))
-        clamp = _clamp(v.ofm, lo, hi)
+        clamp = fused_clamp(v)
         start = 0
         for t in v.op.inputs:
             src = self.view(t)
@@ -554,15 +530,19 @@ class _Lowering:
     def _clamp_op(self, v: OperatorView) -> None:
         src, dst = self.view(v.op.inputs[0]), self.view(v.op.outputs[0])
         lo, hi = CLAMP_OPS[v.opcode]
-        self.copy(v.index, f"{v.index}:{v.opcode}", src, dst, _clamp(v.ofm, lo, hi))
+        self.copy(v.index, f"{v.index}:{v.opcode}", src, dst, clamp_record(v.ofm, lo, hi))
 
     _relu = _relu6 = _relu_n1_to_1 = _relu_0_to_1 = _clamp_op
     _softmax = lower_softmax
-    _logistic = _tanh = _exp = _hard_swish = lower_lut
+    _logistic = _tanh = _exp = _hard_swish = _rsqrt = lower_lut
 
     def _leaky_relu(self, v: OperatorView) -> None:
         (lower_leaky_relu_int16 if v.ifm is not None and v.ifm.dtype == "int16" else lower_lut)(self, v)
     _prelu = lower_prelu
+    _minimum = _maximum = lower_min_max
+    _abs = lower_abs
+    _transpose_conv = lower_transpose_conv
+    _mirror_pad = lower_mirror_pad
     _strided_slice = _slice = _split = _split_v = _unpack = lower_slice
     _transpose = lower_transpose
     _pack = lower_pack

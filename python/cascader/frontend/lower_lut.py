@@ -1,4 +1,4 @@
-"""8-bit unary activations as one NPU table lookup: LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU.
+"""8-bit unary operators as one NPU table lookup: LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU, RSQRT.
 
 An int8/uint8 unary operator's output depends only on its input value, so it is a 256-entry
 table. Each table here is computed by TFLite's reference kernel's own arithmetic, value by
@@ -10,6 +10,11 @@ value, so the NPU's lookup returns exactly what the reference returns:
 - HARD_SWISH: the reference's 16-bit fixed-point arithmetic (``reference_ops::HardSwish``).
 - LEAKY_RELU: ``QuantizeLeakyRelu``: the identity or the alpha rescale by sign, each a
   MultiplyByQuantizedMultiplier.
+- RSQRT (int8): ``RsqrtEvalQuantizedInt8``: 1 / sqrt(x - zp) by the fixed-point
+  Newton-Raphson of ``GetInvSqrtQuantizedMultiplierExp``, scaled by 2^20, then rescaled by
+  1 / (sqrt(s_in) * s_out) (formed in float32, divided in double); x = zp gives the maximum.
+  Codes below the zero point are an error in the reference (the interpreter stops): their
+  entries are the maximum too.
 
 On the NPU the lookup is a 1x1 average pool over raw values (zero points 0, scale 1): the
 pool's output is the input value, which indexes the table (the activation function names the
@@ -95,6 +100,28 @@ def _leaky_relu_table(ifm: tuple[float, int], ofm: tuple[float, int], alpha: flo
     return np.clip(out, lo, hi)
 
 
+RSQRT_HEADROOM = 20  # the reference's kShift: 1/sqrt(x) is carried as an integer times 2^20
+
+
+def _rsqrt_table(ifm: tuple[float, int], ofm: tuple[float, int], dtype: str) -> np.ndarray:
+    """RsqrtEvalQuantizedInt8 on every input value, with SetRsqrtOutputMultiplier's rescale."""
+    if dtype != "int8":
+        raise UnsupportedError(f"RSQRT on {dtype}: TFLite's table-free RSQRT is int8 only")
+    lo, hi = EIGHT_BIT_RANGE[dtype]
+    sqrt_in = np.sqrt(np.float32(ifm[0]))  # std::sqrt(float), times a float: float32 throughout
+    m, e = fp.quantize_multiplier(1.0 / float(sqrt_in * np.float32(ofm[0])))
+    if e > RSQRT_HEADROOM:
+        # The reference's int32 product would overflow (undefined in C++): not reproducible.
+        raise UnsupportedError(f"RSQRT rescale 2^{e} is beyond the reference's 2^{RSQRT_HEADROOM} headroom")
+    table = np.full(hi - lo + 1, hi, dtype=np.int64)
+    for code in range(max(lo, ifm[1] + 1), hi + 1):
+        inv_m, inv_e = fp.inv_sqrt_quantized_multiplier_exp(code - ifm[1])
+        data = fp.multiply_by_quantized_multiplier(1, inv_m, inv_e + RSQRT_HEADROOM)
+        out = fp.multiply_by_quantized_multiplier(data, m, e - RSQRT_HEADROOM) + ofm[1]
+        table[code - lo] = min(max(int(out), lo), hi)
+    return table
+
+
 def lut_table(opcode: str, ifm: tuple[float, int], ofm: tuple[float, int], dtype: str,
               options: dict | None = None) -> np.ndarray:
     """The outputs of `opcode` for every input value lo..hi of the 8-bit `dtype`."""
@@ -108,6 +135,8 @@ def lut_table(opcode: str, ifm: tuple[float, int], ofm: tuple[float, int], dtype
         return _hard_swish_table(ifm, ofm, dtype)
     if opcode == "LEAKY_RELU":
         return _leaky_relu_table(ifm, ofm, float((options or {}).get("alpha", 0.2)), dtype)
+    if opcode == "RSQRT":
+        return _rsqrt_table(ifm, ofm, dtype)
     raise UnsupportedError(f"{opcode} has no table lowering")
 
 

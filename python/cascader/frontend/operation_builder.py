@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import UnsupportedError
-from .lowered import TYPE_RANGE, FeatureMapView, LoweredOperation, full_range, kernel_record
+from ..tflite.model import Tensor
+from .lowered import TYPE_RANGE, FeatureMapView, LoweredOperation, WeightVolume, full_range, kernel_record
 from .operator_view import OperatorView
+from .quantization import convolution_scales, quantize_value
 
 if TYPE_CHECKING:
     from .lower import _Lowering
@@ -19,6 +23,24 @@ if TYPE_CHECKING:
 ELEMENTWISE_COST = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MIN": "minimum"}  # the rest cost as MAX
 POOL_COST = {"MAX": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}
 EIGHT_BIT_RANGE = {t: TYPE_RANGE[t] for t in ("int8", "uint8")}
+# A fused activation's real bounds (None: the type's own).
+FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+def clamp_record(ofm: Tensor, lo: float | None, hi: float | None) -> dict[str, int]:
+    """The activation record clamping `ofm` to the real interval [lo, hi] (None: unbounded),
+    as TFLite quantizes the bounds (CalculateActivationRangeQuantized)."""
+    scale, zp = float(ofm.quantization.scale[0]), int(ofm.quantization.zero_point[0])
+    tmin, tmax = TYPE_RANGE[ofm.dtype]
+    qmin = tmin if lo is None else max(tmin, quantize_value(lo, scale, zp))
+    qmax = tmax if hi is None else min(tmax, quantize_value(hi, scale, zp))
+    return dict(function=0, clip_range=0, min=qmin, max=qmax)
+
+
+def fused_clamp(v: OperatorView) -> dict[str, int]:
+    """The activation record of operator `v`'s fused activation on its output."""
+    assert v.ofm is not None
+    return clamp_record(v.ofm, *FUSED_ACTIVATIONS.get(v.fused_activation, (None, None)))
 
 
 def require_8bit_in_out(v: OperatorView) -> str:
@@ -29,6 +51,43 @@ def require_8bit_in_out(v: OperatorView) -> str:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {ifm.dtype} -> {ofm.dtype}; the NPU lowering takes "
                                "int8 or uint8 in and out")
     return ifm.dtype
+
+
+def broadcast_order(v: OperatorView, a: FeatureMapView, b: FeatureMapView,
+                    ofm: FeatureMapView) -> tuple[FeatureMapView, FeatureMapView, bool]:
+    """(IFM, IFM2, reversed): the NPU broadcasts only its second operand, so the operand of the
+    output's shape goes first; UnsupportedError when neither has it or the other does not
+    broadcast (size 1 along every axis where it differs)."""
+    reversed_operands = False
+    if a.shape != ofm.shape:
+        if b.shape != ofm.shape:
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): neither operand has the output's shape")
+        a, b, reversed_operands = b, a, True
+    if any(bd not in (1, od) for bd, od in zip(b.shape, ofm.shape)):
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): operand shapes do not broadcast")
+    return a, b, reversed_operands
+
+
+def weight_volume(v: OperatorView, ohwi: np.ndarray, *, depthwise: bool, float32_product: bool) -> WeightVolume:
+    """A weighted operator's OHWI weights (as the NPU applies them) with their zero points, the
+    bias and the per-OFM-channel rescale input * weight / output, the reference's way: int16
+    with an int64 bias rounds with the reduced 16-bit multiplier; `float32_product` where
+    TFLite forms one layer-wide product in float32 (see `convolution_scales`)."""
+    ifm, w, ofm, bias_t = v.ifm, v.weights, v.ofm, v.bias
+    assert ifm is not None and w is not None and w.quantization is not None and ofm is not None
+    out_channels = ohwi.shape[0]
+    bias = (np.zeros(out_channels, dtype=np.int64) if bias_t is None
+            else np.asarray(bias_t.data).astype(np.int64).reshape(-1))
+    # TRANSPOSE_CONV's 16x8 kernel accumulates in int64 with or without a bias.
+    wide = bias_t.dtype == "int64" if bias_t is not None else v.opcode == "TRANSPOSE_CONV"
+    reduced = ifm.dtype == "int16" and wide
+    scales = convolution_scales(float(ifm.quantization.scale[0]), np.asarray(w.quantization.scale, np.float32),
+                                float(ofm.quantization.scale[0]), float32_product=float32_product, reduced=reduced)
+    if len(scales) == 1:
+        scales = scales * out_channels
+    wzp = np.asarray(w.quantization.zero_point, dtype=np.int64).reshape(-1)
+    zps = wzp if wzp.size > 1 else np.full(out_channels, int(wzp[0]), dtype=np.int64)
+    return WeightVolume(ohwi, zps, bias, tuple(scales), depthwise)
 
 
 class OperationBuilder:

@@ -63,6 +63,8 @@ class OperatorView:
     def ifm(self) -> Tensor | None:
         if self.opcode == "SPLIT":  # inputs: axis, data
             return self.inputs[1] if len(self.inputs) > 1 else None
+        if self.opcode == "TRANSPOSE_CONV":  # inputs: output shape, weights, data, bias
+            return self.inputs[2] if len(self.inputs) > 2 else None
         return self.inputs[0] if self.inputs else None
 
     @property
@@ -94,14 +96,11 @@ class OperatorView:
     @property
     def activation_tensors(self) -> list[Tensor]:
         """The feature maps the NPU reads and writes (constants and weights excluded)."""
-        if self.opcode == "TRANSPOSE_CONV":
-            candidates = [self.inputs[2] if len(self.inputs) > 2 else None, self.ofm]
-        else:
-            candidates = [self.ifm, self.ifm2, self.ofm]
-            if self.opcode in ("CONCATENATION", "PACK"):
-                candidates = list(self.inputs) + [self.ofm]
-            elif self.opcode in MULTI_OUTPUT_OPS:
-                candidates = [self.ifm, *self.outputs]
+        candidates = [self.ifm, self.ifm2, self.ofm]
+        if self.opcode in ("CONCATENATION", "PACK"):
+            candidates = list(self.inputs) + [self.ofm]
+        elif self.opcode in MULTI_OUTPUT_OPS:
+            candidates = [self.ifm, *self.outputs]
         return [t for t in candidates if t is not None and not t.is_constant]
 
     @cached_property

@@ -57,6 +57,12 @@ NPU_OPERATORS = frozenset(
         "MEAN",
         "RESIZE_BILINEAR",
         "PACK",
+        "MINIMUM",
+        "MAXIMUM",
+        "ABS",
+        "TRANSPOSE_CONV",
+        "RSQRT",
+        "MIRROR_PAD",
     }
 )
 
@@ -64,21 +70,15 @@ NPU_OPERATORS = frozenset(
 PLANNED_OPERATORS = frozenset(
     {
         "SUM",
-        "TRANSPOSE_CONV",
-        "MINIMUM",
-        "MAXIMUM",
-        "ABS",
         "ARG_MAX",
-        "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
-        "RSQRT",
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
 )
 
 # Operators that move or requantize data without computing anything.
 TRIVIAL_OPERATORS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "QUANTIZE"})
-CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
@@ -140,7 +140,9 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "HARD_SWISH": (1, 1, 1), "LEAKY_RELU": (1, 1, 1), "PRELU": (2, 2, 1), "STRIDED_SLICE": (4, 4, 1),
     "SLICE": (3, 3, 1), "SPLIT": (2, 2, None), "SPLIT_V": (3, 3, None), "UNPACK": (1, 1, None),
     "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
-    "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1),
+    "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
+    "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
+    "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1),
 }
 
 
@@ -301,6 +303,30 @@ def _depth_multiplier(v: OperatorView) -> str | None:
     return f"depth multiplier {m} with {v.ifm.shape[-1]} input channels"
 
 
+def _tconv_stride(v: OperatorView) -> str | None:
+    k, ifm = v.kernel, v.ifm
+    if k is None or ifm is None or len(ifm.shape) != 4:
+        return None
+    s = (k.stride_w, k.stride_h)
+    if s in ((1, 1), (2, 2)) or (s == (2, 1) and ifm.shape[1] == 1 and k.height == 1):
+        return None
+    return f"stride {k.stride_w}x{k.stride_h} (WxH), input height {ifm.shape[1]}, kernel height {k.height}"
+
+
+def _tconv_output_shape(v: OperatorView) -> str | None:
+    k, ifm, ofm = v.kernel, v.ifm, v.ofm
+    if k is None or ifm is None or ofm is None or len(ifm.shape) != 4 or len(ofm.shape) != 4:
+        return None
+    if v.options.get("padding") == "SAME":
+        expected = (ifm.shape[1] * k.stride_h, ifm.shape[2] * k.stride_w)
+    else:
+        expected = (ifm.shape[1] * k.stride_h + max(k.height - k.stride_h, 0),
+                    ifm.shape[2] * k.stride_w + max(k.width - k.stride_w, 0))
+    if tuple(ofm.shape[1:3]) == expected:
+        return None
+    return f"{v.options.get('padding')}: input {list(ifm.shape)}, output {list(ofm.shape)}, expected {list(expected)}"
+
+
 def _pool_filter(v: OperatorView) -> str | None:
     k = v.kernel
     if k is None:
@@ -326,16 +352,52 @@ def _broadcast(v: OperatorView) -> str | None:
     return None
 
 
+def _either_shape(v: OperatorView) -> str | None:
+    a, b, o = v.ifm, v.ifm2, v.ofm
+    if a is None or b is None or o is None:
+        return None
+
+    def squeezed(shape) -> tuple[int, ...]:  # leading 1s do not change the NPU's H x W x C view
+        shape = tuple(int(d) for d in shape)
+        while shape and shape[0] == 1:
+            shape = shape[1:]
+        return shape
+
+    if squeezed(o.shape) in (squeezed(a.shape), squeezed(b.shape)):
+        return None
+    return f"inputs {list(a.shape)} and {list(b.shape)}, output {list(o.shape)}"
+
+
+def _same_types(v: OperatorView) -> str | None:
+    types = [t.dtype for t in (*v.inputs, v.ofm) if t is not None]
+    return None if len(set(types)) == 1 else " -> ".join(types)
+
+
 def _pad_tensor(v: OperatorView) -> str | None:
     if len(v.inputs) < 2 or v.inputs[1] is None:
-        return "PAD has no paddings tensor"
+        return f"{v.opcode} has no paddings tensor"
     p = v.inputs[1]
     if not p.is_constant:
         return "paddings are computed at run time"
     if p.dtype not in ("int32", "int64") or list(p.shape) not in ([3, 2], [4, 2]):
         return f"paddings tensor is {p.dtype}{list(p.shape)}"
     if p.shape[0] == 4 and int(p.data[0].sum()) != 0:
-        return "PAD pads the batch dimension"
+        return f"{v.opcode} pads the batch dimension"
+    return None
+
+
+def _mirror_pad_amounts(v: OperatorView) -> str | None:
+    p, ifm = v.inputs[1], v.ifm
+    if p is None or ifm is None or p.data is None:
+        return None
+    pads = np.asarray(p.data).reshape(-1, 2)
+    if pads[-1].any():
+        return f"the channels are padded by {pads[-1].tolist()}"
+    # REFLECT does not repeat the edge, so it mirrors at most size - 1 elements.
+    reach = 1 if int(v.options.get("mode", 0)) == 0 else 0
+    for axis, (before, after) in enumerate(pads.tolist()):
+        if max(before, after) > ifm.shape[axis] - reach:
+            return f"axis {axis} of {ifm.shape[axis]} is padded by {[before, after]}"
     return None
 
 
@@ -364,6 +426,13 @@ def _activation_types(v: OperatorView) -> str | None:
     if i is not None and o is not None and v.opcode in ("LOGISTIC", "TANH", "LEAKY_RELU") and i.dtype == o.dtype == "int16":
         return None  # the NPU's own int16 functions; LRELU or the sign select
     return _same_8bit_types(v)
+
+
+def _int8_in_out(v: OperatorView) -> str | None:
+    i, o = v.ifm, v.ofm
+    if i is None or o is None or i.dtype == o.dtype == "int8":
+        return None
+    return f"{i.dtype} -> {o.dtype}"
 
 
 def _softmax_beta(v: OperatorView) -> str | None:
@@ -428,12 +497,22 @@ RULES: tuple[Rule, ...] = (
     Rule("bias", "bias must be a constant 1-D int32, or int64 within 40 bits", _bias, ops=WEIGHTED),
     Rule("depth_multiplier", "a depth multiplier > 1 needs 1 input channel and as many output channels as the multiplier",
          _depth_multiplier, ops=frozenset({"DEPTHWISE_CONV_2D"})),
+    Rule("tconv_stride", "TRANSPOSE_CONV strides must be 1x1 or 2x2, or 2x1 (WxH) with input and kernel height 1",
+         _tconv_stride, ops=frozenset({"TRANSPOSE_CONV"})),
+    Rule("tconv_output_shape", "TRANSPOSE_CONV output: input x stride (SAME), plus max(kernel - stride, 0) (VALID)",
+         _tconv_output_shape, ops=frozenset({"TRANSPOSE_CONV"})),
     Rule("pool_filter", "pool kernels: SAME-padded average pool up to 8x8, otherwise height <= 256 and area <= 65536",
          _pool_filter, ops=POOL_OPS),
     Rule("broadcast", "elementwise broadcasting only along dimensions of size 1", _broadcast,
          ops=BINARY_ELEMENTWISE_OPS),
-    Rule("pad_tensor", "PAD needs constant [3,2] or [4,2] int32/int64 paddings that leave the batch alone", _pad_tensor,
-         ops=frozenset({"PAD"})),
+    Rule("matching_either_shape", "one elementwise input must have the output's shape (the NPU broadcasts only "
+         "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, source="Vela tflite_model_semantic"),
+    Rule("matching_types", "MINIMUM, MAXIMUM and ABS take and give one data type", _same_types,
+         ops=frozenset({"MINIMUM", "MAXIMUM", "ABS"}), source="Vela tflite_model_semantic"),
+    Rule("pad_tensor", "PAD and MIRROR_PAD need constant [3,2] or [4,2] int32/int64 paddings that leave the batch "
+         "alone", _pad_tensor, ops=frozenset({"PAD", "MIRROR_PAD"})),
+    Rule("mirror_pad_amounts", "MIRROR_PAD pads H and W only, each side by at most the input's size (less one "
+         "for REFLECT)", _mirror_pad_amounts, ops=frozenset({"MIRROR_PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
          ops=frozenset({"RESHAPE"})),
     Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _same_8bit_types,
@@ -441,6 +520,8 @@ RULES: tuple[Rule, ...] = (
     Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
          "in and out, LOGISTIC, TANH and LEAKY_RELU for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
+    Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
+         ops=frozenset({"RSQRT"})),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),
@@ -479,6 +560,6 @@ def macs(view: OperatorView) -> int:
     if view.opcode == "FULLY_CONNECTED":
         return math.prod(ofm.shape) * w.shape[-1]
     if view.opcode == "TRANSPOSE_CONV":  # every input element scatters a full kernel
-        ifm = view.inputs[2] if len(view.inputs) > 2 else None
+        ifm = view.ifm
         return 0 if ifm is None else math.prod(ifm.shape) * w.shape[0] * w.shape[1] * w.shape[2]
     return 0
