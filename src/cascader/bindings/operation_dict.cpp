@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "cascader/common/error.hpp"
@@ -56,11 +57,23 @@ sim::Rounding rounding_named(const std::string& value) {
   throw InvalidArgument("rounding must be TFL, TRUNCATE or NATURAL, got " + value);
 }
 
+// The value under `key` (borrowed), or null. Keys are string literals: each becomes a Python
+// string once, with its hash cached, instead of twice per lookup (a compile converts thousands
+// of records of ~40 fields; building the key strings was most of the conversion).
+PyObject* lookup(const py::dict& d, const char* key) {
+  static std::unordered_map<const char*, PyObject*> keys;  // module lifetime; the GIL is held
+  PyObject*& k = keys[key];
+  if (k == nullptr) k = PyUnicode_InternFromString(key);
+  if (k == nullptr) throw py::error_already_set();
+  return PyDict_GetItem(d.ptr(), k);
+}
+
 template <typename T>
 T field(const py::dict& d, const char* key) {
-  if (!d.contains(key)) throw InvalidArgument(std::string("operation dict has no '") + key + "'");
+  PyObject* v = lookup(d, key);
+  if (v == nullptr) throw InvalidArgument(std::string("operation dict has no '") + key + "'");
   try {
-    return d[key].cast<T>();
+    return py::handle(v).cast<T>();
   } catch (const py::cast_error&) {
     throw InvalidArgument(std::string("operation dict: '") + key + "' has the wrong type");
   }
@@ -68,7 +81,8 @@ T field(const py::dict& d, const char* key) {
 
 template <typename T>
 T field_or(const py::dict& d, const char* key, T fallback) {
-  return d.contains(key) && !d[key].is_none() ? field<T>(d, key) : fallback;
+  PyObject* v = lookup(d, key);
+  return v != nullptr && v != Py_None ? field<T>(d, key) : fallback;
 }
 
 FeatureMap feature_map(const py::dict& d) {
