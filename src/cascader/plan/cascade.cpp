@@ -1,6 +1,8 @@
 #include "cascader/plan/cascade.hpp"
 
 #include <algorithm>
+#include <array>
+#include <tuple>
 #include <sstream>
 #include <unordered_map>
 
@@ -64,29 +66,29 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
   const Part& p = graph_.parts[size_t(k)];
   const PlanTensor& out = graph_.tensors[size_t(p.output)];
   if (column_end < 0) column_end = out.shape[W];
-  NpuOp op = p.op;
   if (p.weight_stream_bytes() == 0) weights = Weights::InPlace;
-  if (weights == Weights::CopiedIn) op.weight_buffer_memory = graph_.weight_buffer_memory;
-  if (weights == Weights::Buffered) op.weight_memory = graph_.weight_buffer_memory;
-  if (begin == 0 && end == out.shape[H] && column_begin == 0 && column_end == out.shape[W]) {
-    if (weights == Weights::InPlace && p.whole_cycles >= 0) return p.whole_cycles;
-    const auto key = std::make_tuple(k, end, column_end, int64_t(-1), int64_t(-1), int64_t(-1), int64_t(-1),
-                                     int(weights));
+  // The operation is copied and costed only on a cache miss: most lookups hit.
+  auto costed = [&](const Key& key, auto&& adjust) {
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
+    NpuOp op = p.op;
+    if (weights == Weights::CopiedIn) op.weight_buffer_memory = graph_.weight_buffer_memory;
+    if (weights == Weights::Buffered) op.weight_memory = graph_.weight_buffer_memory;
+    adjust(op);
     return cache_[key] = estimate(op, arch_, blocks_).total_cycles;
+  };
+  if (begin == 0 && end == out.shape[H] && column_begin == 0 && column_end == out.shape[W]) {
+    if (weights == Weights::InPlace && p.whole_cycles >= 0) return p.whole_cycles;
+    return costed(Key{k, end, column_end, -1, -1, -1, -1, int(weights)}, [](NpuOp&) {});
   }
-  op.ofm.shape.h = int(end - begin);
-  op.ofm.shape.w = int(column_end - column_begin);
   Padding pad;
-  for (size_t i = 0; i < p.inputs.size() && i < 2; ++i) {
-    if (i == 1 && !op.ifm2) break;
+  std::array<std::pair<int, int>, 2> input_hw{};  // the inputs' regions, height and width
+  const size_t inputs = std::min<size_t>(p.inputs.size(), p.op.ifm2 ? 2 : 1);
+  for (size_t i = 0; i < inputs; ++i) {
     const PlanTensor& in = graph_.tensors[size_t(p.inputs[i])];
     const Box want = p.propagators[i].propagate(region_box(out, begin, end, column_begin, column_end));
     const Box got = want.cropped(in.shape);
-    FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
-    fm.shape.h = int(std::max<int64_t>(got.extent[H], 1));
-    fm.shape.w = int(std::max<int64_t>(got.extent[W], 1));
+    input_hw[i] = {int(std::max<int64_t>(got.extent[H], 1)), int(std::max<int64_t>(got.extent[W], 1))};
     if (i == 0) {
       pad.top = int(got.offset[H] - want.offset[H]);
       pad.bottom = int((want.offset[H] + want.extent[H]) - (got.offset[H] + got.extent[H]));
@@ -94,12 +96,16 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
       pad.right = int((want.offset[W] + want.extent[W]) - (got.offset[W] + got.extent[W]));
     }
   }
-  if (is_window(op.type)) op.padding = pad;
-  const auto key = std::make_tuple(k, end - begin, column_end - column_begin, int64_t(pad.top), int64_t(pad.bottom),
-                                   int64_t(pad.left), int64_t(pad.right), int(weights));
-  auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
-  return cache_[key] = estimate(op, arch_, blocks_).total_cycles;
+  const Key key{k, end - begin, column_end - column_begin, pad.top, pad.bottom, pad.left, pad.right, int(weights)};
+  return costed(key, [&](NpuOp& op) {
+    op.ofm.shape.h = int(end - begin);
+    op.ofm.shape.w = int(column_end - column_begin);
+    for (size_t i = 0; i < inputs; ++i) {
+      FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
+      std::tie(fm.shape.h, fm.shape.w) = input_hw[i];
+    }
+    if (is_window(op.type)) op.padding = pad;
+  });
 }
 
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
