@@ -167,6 +167,20 @@ def test_residual_block_cascades_through_its_two_consumer_input():
     assert set(held) == {y, z} and held[y] == 4 + 2 and held[z] == 4
 
 
+def test_rolling_buffers_hold_the_rows_still_read_not_each_stripes_whole_need():
+    """Five 3x3 convolutions cascaded in one-row stripes. A stripe's need grows by two rows per
+    layer back from the sink (3, 5, 7, 9 rows), but rows a stripe finds already computed are not
+    read again: a buffer holds from the first row still read to the last written, 3 rows in the
+    steady state, a little more for the first layers where the first stripe computes ahead."""
+    g = _core.PlanGraph()
+    t = [g.add_tensor(_tensor(f"t{i}", 32, 32, 8)) for i in range(6)]
+    for i in range(5):
+        g.add_part(_conv_part(f"conv{i}", t[i], t[i + 1], 32, 32, 8, 8))
+    g.inputs, g.outputs = [t[0]], [t[5]]
+    cascade = _core.plan_cascade(g, 0, 5, 1, cascader.arch.arch_config("ethos-u55-128"))
+    assert {h.tensor: h.rows for h in cascade.buffers} == {t[1]: 5, t[2]: 4, t[3]: 3, t[4]: 3}
+
+
 def test_column_bands_narrow_the_rolling_buffers():
     g, (a, b, c, d) = _chain()
     arch = cascader.arch.arch_config("ethos-u55-128")

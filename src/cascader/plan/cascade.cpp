@@ -194,9 +194,13 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   std::vector<int64_t> done(graph.tensors.size(), 0);  // rows [0, done) of each internal tensor, this band
   std::vector<std::pair<int64_t, int64_t>> held(graph.tensors.size(), {0, 0});  // rows, columns
   std::vector<Region> need(graph.tensors.size());
+  std::vector<Region> computed(size_t(last - first));  // per part: the rows it computes in this stripe
+  std::vector<int64_t> first_read(graph.tensors.size(), 0);
+  std::vector<std::vector<int64_t>> last_read(size_t(last - first));  // per part and input: first row of its last read
   for (int band = 0; band < plan.column_bands; ++band) {
     const int64_t c0 = band * band_width, c1 = std::min(width, c0 + band_width);
     for (int t : internal_tensors) done[size_t(t)] = 0;
+    for (int k = first; k < last; ++k) last_read[size_t(k - first)].assign(graph.parts[size_t(k)].inputs.size(), 0);
     for (int s = 0; s < plan.stripes; ++s) {
       const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
       for (int t : internal_tensors) need[size_t(t)] = Region{};
@@ -226,16 +230,48 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         Region r = need[size_t(t)];
         if (k < last - 1) {
           if (r.begin >= r.end) continue;
-          auto& [rows, columns] = held[size_t(t)];
-          rows = std::max(rows, r.end - r.begin);
+          auto& columns = held[size_t(t)].second;
           columns = std::max(columns, r.column_end - r.column_begin);
           r.begin = std::max(r.begin, done[size_t(t)]);
           if (r.begin >= r.end) continue;
           done[size_t(t)] = r.end;
         }
+        computed[size_t(k - first)] = r;
+      }
+      // A rolling buffer holds, while this stripe runs, the rows from the first one any of its
+      // readers still reads (this stripe's read, or for a reader idle in this stripe its last
+      // one: reads only move down) to the last row written. Rows a stripe needed but finds
+      // already computed are not read again, so this is less than the stripe's whole need.
+      for (int t : internal_tensors) first_read[size_t(t)] = INT64_MAX;
+      for (int k = first; k < last; ++k) {
+        const Part& p = graph.parts[size_t(k)];
+        const Region& r = computed[size_t(k - first)];
+        for (size_t i = 0; i < p.inputs.size(); ++i) {
+          const int t = p.inputs[i];
+          if (!internal[size_t(t)]) continue;
+          int64_t& read = last_read[size_t(k - first)][i];
+          if (r.begin < r.end) {
+            const PlanTensor& out = graph.tensors[size_t(p.output)];
+            read = p.propagators[i]
+                       .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
+                       .cropped(graph.tensors[size_t(t)].shape)
+                       .offset[H];
+          }
+          first_read[size_t(t)] = std::min(first_read[size_t(t)], read);
+        }
+      }
+      for (int t : internal_tensors) {
+        if (first_read[size_t(t)] == INT64_MAX) continue;  // never read inside the cascade
+        auto& rows = held[size_t(t)].first;
+        rows = std::max(rows, done[size_t(t)] - first_read[size_t(t)]);
+      }
+      for (int k = first; k < last; ++k) {
+        Region& r = computed[size_t(k - first)];
+        if (r.begin >= r.end) continue;
         plan.cycles += coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
         ++plan.operations;
         if (record_runs) plan.runs.push_back(StripeRun{k, r.begin, r.end, r.column_begin, r.column_end});
+        r = Region{};
       }
     }
   }
