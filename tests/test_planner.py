@@ -181,6 +181,25 @@ def test_rolling_buffers_hold_the_rows_still_read_not_each_stripes_whole_need():
     assert {h.tensor: h.rows for h in cascade.buffers} == {t[1]: 5, t[2]: 4, t[3]: 3, t[4]: 3}
 
 
+def test_runs_carry_the_regions_they_read_and_their_edge_padding():
+    """Each recorded run says which rows and columns of its input it reads (the 3x3 window's
+    reach, cropped to the tensor) and the padding where that reach passes the tensor's edge:
+    the stripes of a binary are built from exactly these."""
+    g = _core.PlanGraph()
+    t = [g.add_tensor(_tensor(f"t{i}", 32, 32, 8)) for i in range(4)]
+    for i in range(3):
+        g.add_part(_conv_part(f"conv{i}", t[i], t[i + 1], 32, 32, 8, 8))
+    g.inputs, g.outputs = [t[0]], [t[3]]
+    cascade = _core.plan_cascade(g, 0, 3, 2, cascader.arch.arch_config("ethos-u55-128"), column_bands=2)
+    assert cascade.runs
+    for r in cascade.runs:
+        want = (r.begin - 1, r.end + 1, r.column_begin - 1, r.column_end + 1)
+        got = (max(want[0], 0), min(want[1], 32), max(want[2], 0), min(want[3], 32))
+        assert r.inputs == (got,)
+        assert r.padding == (got[0] - want[0], got[2] - want[2], want[1] - got[1], want[3] - got[3])
+    assert {r.padding for r in cascade.runs} >= {(1, 1, 0, 0), (0, 0, 1, 1), (0, 1, 0, 0), (0, 0, 0, 1)}
+
+
 def test_column_bands_narrow_the_rolling_buffers():
     g, (a, b, c, d) = _chain()
     arch = cascader.arch.arch_config("ethos-u55-128")

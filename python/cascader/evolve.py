@@ -14,12 +14,18 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
 def evolve(obj: T, **changes) -> T:
     """A copy of dataclass instance `obj` with `changes` applied to its fields."""
-    fields = type(obj).__dataclass_fields__  # type: ignore[attr-defined]
-    if not changes.keys() <= fields.keys():
-        raise TypeError(f"{type(obj).__name__} has no field {sorted(changes.keys() - fields.keys())[0]!r}")
-    new = object.__new__(type(obj))
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    if not names.issuperset(changes):
+        raise TypeError(f"{cls.__name__} has no field {sorted(changes.keys() - names)[0]!r}")
+    new = object.__new__(cls)
     state = new.__dict__
     state.update(obj.__dict__)
     state.update(changes)

@@ -12,8 +12,11 @@ planner's memory model (rolling buffers plus the whole tensors live across each 
 surviving proposal is then laid out by the exact allocator, and that layout's SRAM is the
 point's `sram_bytes`.
 
-Turning a proposal into a binary (stripe-level operations, rolling-buffer addressing) is the
-cascaded-binary step, not done yet: until then these figures are the planner's claims.
+`cascader.compile(model, sram=...)` turns the selected point into a binary: `stripes.py` builds
+its stripe-level operations and rolling buffers from the proposal, and the compile reports the
+planner's cycles beside the estimator's figure for the emitted binary (`planned_cycles`); the
+two share the one cycle model, so they differ only where the layout drops a weight buffer the
+planner counted (which the compile corrects for).
 """
 
 from __future__ import annotations

@@ -341,22 +341,32 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     """Every lowered operation as its own whole-tensor stripe, in the order given."""
     target = _Target(Accelerator(accelerator).name, system, memory_mode, segments)
     # Encoding the weights is most of a compile and independent per operation: it runs on
-    # every core (the encoder releases the GIL), the rest of the schedule in order.
-    # Largest first, so that the longest encodings do not start last and run alone.
-    weighted = sorted((op for seg in segments for op in seg.operations if op.weights is not None),
-                      key=lambda op: -op.weights.values.size)
+    # every core (the encoder releases the GIL) while this thread schedules the operations in
+    # order, each as soon as its own weights are encoded.
+    weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        futures = {id(op): pool.submit(_encode, op, *block_choice(op, target), target.accelerator) for op in weighted}
-        encoded = {k: f.result() for k, f in futures.items()}
-    out = []
-    for seg in segments:
-        ops, slack = [], 0
-        for op in seg.operations:
-            sop = schedule_operation(op, target, slack, buffering, encoded.get(id(op)), seg.constants)
-            slack = sop.cost.buffering_slack_cycles
-            ops.append(sop)
-        out.append(SegmentSchedule(seg, ops))
+        futures = {id(op): pool.submit(_encode, op, *block_choice(op, target), target.accelerator)
+                   for op in _encoding_order(weighted)}
+        out = []
+        for seg in segments:
+            ops, slack = [], 0
+            for op in seg.operations:
+                encoded = futures[id(op)].result() if op.weights is not None else None
+                sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants)
+                slack = sop.cost.buffering_slack_cycles
+                ops.append(sop)
+            out.append(SegmentSchedule(seg, ops))
     return NpuSchedule(out, order, target.accelerator, system, memory_mode)
+
+
+def _encoding_order(weighted: list[LoweredOperation]) -> list[LoweredOperation]:
+    """The order weight encodings start in: the schedule's, so that its first operations are
+    ready first, except that the largest (above an equal share of a core's work) start at
+    once: started in order, a classifier at the end of a model would run alone at the end."""
+    sizes = [op.weights.values.size for op in weighted]
+    share = sum(sizes) / (2 * (os.cpu_count() or 1))
+    large = sorted((k for k, n in enumerate(sizes) if n > share), key=lambda k: -sizes[k])
+    return [weighted[k] for k in large] + [op for k, op in enumerate(weighted) if sizes[k] <= share]
 
 
 def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) -> NpuSchedule:

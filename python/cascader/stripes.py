@@ -16,6 +16,7 @@ the same streams).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from . import _core
@@ -43,9 +44,15 @@ def _rolling_view(like: FeatureMapView, buffer: int, rows: int, columns: int, fi
     buffer row r mod rows, logical column c is buffer column c - first_column (the band's)."""
     r0, r1, c0, c1 = region
     c = like.shape[2]
-    strides = (brick_strides if like.layout == "NHCWB16" else dense_strides)((rows, columns, c), like.element_size)
+    strides = _buffer_strides(like.layout, rows, columns, c, like.element_size)
     return evolve(like, buffer=buffer, shape=(r1 - r0, c1 - c0, c),
                    offset=(r0 % rows) * strides[0] + (c0 - first_column) * strides[1], strides=strides, wrap_rows=rows)
+
+
+@lru_cache(maxsize=1024)
+def _buffer_strides(layout: str, rows: int, columns: int, depth: int, element_size: int) -> tuple[int, int, int]:
+    """(y, x, c) strides of a rolling buffer (the views of one buffer share them)."""
+    return (brick_strides if layout == "NHCWB16" else dense_strides)((rows, columns, depth), element_size)
 
 
 def _part_operations(sched: NpuSchedule, parts: list) -> dict[int, tuple[int, int]]:
@@ -142,7 +149,7 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
             if c.buffered_weights and src.sop.encoded is not None:
                 weights = "resident" if k in copied else "copy"
                 copied.add(k)
-            stripes.append(_stripe(src, (r.begin, r.end, r.column_begin, r.column_end), band, target, costs, weights,
+            stripes.append(_stripe(src, r, band, target, costs, weights,
                                    cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
                                    shared_weights=None if weights is None else ("cascade", c.first, k)))
         replaced[part_op[c.first]] = stripes
@@ -175,45 +182,39 @@ class _Source(NamedTuple):
     lowered: LoweredOperation  # its whole-tensor operation, unflattened
     output: int  # plan tensor
     output_width: int
-    output_depth: int
-    # Per input: plan tensor, propagator, the tensor's shape, and whether the stripe reads a
-    # region of it (False: an operand broadcast along H and W, or read whole, by every stripe).
-    inputs: tuple[tuple[int, Any, list[int], bool], ...]
+    # Per input (IFM, IFM2): plan tensor, and whether the stripe reads a region of it (False: an
+    # operand broadcast along H and W, or read whole, by every stripe).
+    inputs: tuple[tuple[int, bool], ...]
 
 
 def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any) -> _Source:
     out = tensors[part.output].shape
     inputs = []
-    for t, prop in zip(part.inputs, part.propagators):
+    for t, prop in list(zip(part.inputs, part.propagators))[:2]:
         axes = prop.axes
-        inputs.append((t, prop, list(tensors[t].shape), bool(axes[1].scale or axes[2].scale)))
-    return _Source(sop, lo, part.output, out[2], out[3], tuple(inputs))
+        inputs.append((t, bool(axes[1].scale or axes[2].scale)))
+    return _Source(sop, lo, part.output, out[2], tuple(inputs))
 
 
-def _stripe(src: _Source, region: Region, band, target: _Target, costs: dict, weights: str | None = None,
+def _stripe(src: _Source, run: Any, band, target: _Target, costs: dict, weights: str | None = None,
             **fields) -> ScheduledOperation:
-    """A part's operation on one region (rows and columns) of its output. `weights`: None
-    (read where they are stored), "copy" (copied into the cascade's weight buffer first) or
-    "resident" (already there). `fields`: more of the scheduled operation's fields to set."""
-    r0, r1, c0, c1 = region
+    """A part's operation on one run of the planner (a region of rows and columns of its
+    output, with the regions it reads and its padding). `weights`: None (read where they are
+    stored), "copy" (copied into the cascade's weight buffer first) or "resident" (already
+    there). `fields`: more of the scheduled operation's fields to set."""
+    r0, r1, c0, c1 = region = (run.begin, run.end, run.column_begin, run.column_end)
     sop, lo = src.sop, src.lowered
     ofm = band(lo.ofm, src.output, region)
     views = {}
     padding = lo.registers.get("padding")  # top, left, bottom, right
     padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
-    for i, (t, prop, shape, spatial) in enumerate(src.inputs):
-        want = prop.propagate(_core.Box([0, r0, c0, 0], [1, r1 - r0, c1 - c0, src.output_depth]))
-        got = want.cropped(shape)
+    for i, ((t, spatial), read) in enumerate(zip(src.inputs, run.inputs)):
         view = lo.ifm if i == 0 else lo.ifm2
-        (_, wy, wx, _), (_, wh, ww, _) = want.offset, want.extent
-        (_, gy, gx, _), (_, gh, gw, _) = got.offset, got.extent
-        if spatial:
-            view = band(view, t, (gy, gy + gh, gx, gx + gw))
-        views[i] = view
-        if i == 0 and padded:
-            # Padding only where the region reaches past the tensor's edge; the NPU reads the
-            # bottom and right padding only as far as the windows reach.
-            padding = (gy - wy, gx - wx, max((wy + wh) - (gy + gh), 0), max((wx + ww) - (gx + gw), 0))
+        views[i] = band(view, t, read) if spatial else view
+    if padded:
+        # Padding only where the region reaches past the tensor's edge; the NPU reads the
+        # bottom and right padding only as far as the windows reach.
+        padding = run.padding
     registers = {**lo.registers, "padding": padding} if padded else lo.registers
     whole_width = (c0, c1) == (0, src.output_width)
     stripe_lo = evolve(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,

@@ -21,4 +21,6 @@ def encode_command_stream(operations: Sequence[Mapping[str, Any]], accelerator: 
         A malformed record, or a value that does not fit its register (the message names the
         operation and the register).
     """
-    return _core.encode_command_stream([dict(op) for op in operations], arch_config(accelerator))
+    # Records are dicts already on the compile's path: only other mappings are converted.
+    records = [op if type(op) is dict else dict(op) for op in operations]
+    return _core.encode_command_stream(records, arch_config(accelerator))

@@ -77,18 +77,27 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
 
 
 def operation_record(sop: ScheduledOperation, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
-                     weights_at: tuple[int, int], copies: dict[int, tuple[int, int]] | None = None) -> dict[str, Any]:
+                     weights_at: tuple[int, int], copies: dict[int, tuple[int, int]] | None = None,
+                     kernels: dict[tuple[int, bool], dict] | None = None) -> dict[str, Any]:
     """The decoder-format record of one scheduled operation; its weight streams are at
-    `weights_at` (region, address), the constants in `copies` at theirs."""
+    `weights_at` (region, address), the constants in `copies` at theirs. `kernels`: the
+    kernel records made so far, shared by the stripes of an operation (records are read, never
+    changed)."""
     lo = sop.lowered
     r = lo.registers
+    kernel_key = (id(r["kernel"]), sop.part_kernel_first)
+    kernel = kernels.get(kernel_key) if kernels is not None else None
+    if kernel is None:
+        kernel = dict(r["kernel"], part_kernel_first=sop.part_kernel_first)
+        if kernels is not None:
+            kernels[kernel_key] = kernel
     record: dict[str, Any] = dict(
         kind=lo.kind,
         ifm=_feature_map(lo.ifm, placement, flash, constants, operand=True, copies=copies),
         ofm=_feature_map(lo.ofm, placement, flash, constants),
-        kernel=dict(r["kernel"], part_kernel_first=sop.part_kernel_first),
+        kernel=kernel,
         padding=tuple(r.get("padding", (0, 0, 0, 0))),
-        activation=dict(r["activation"]),
+        activation=r["activation"],
         rounding=r.get("rounding", "TFL"),
         ifm_rounding="TFL",
         global_scale=r.get("global_scale", True),
@@ -177,6 +186,8 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     npu = Accelerator(accelerator)
     lut_slot = npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
     loaded_lut: bytes | None = None  # the table in the LUT slot, while nothing else used the SHRAM
+    stored: dict[int, int] = {}  # id of an operation's encoded weights -> their flash address
+    kernels: dict[tuple[int, bool], dict] = {}
     for k, sop in enumerate(segment.operations):
         lut = sop.lowered.lut
         if lut is not None and lut != loaded_lut:
@@ -193,11 +204,14 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             continue
         weights_at = (REGION_FLASH, 0)
         if sop.encoded is not None:
-            # The stripes of one operation share its streams: stored once.
-            data = bytes(sop.encoded.data)
-            if data not in flash.constants:
-                flash.constants[data] = flash.append(data)
-            src = flash.constants[data]
+            # The stripes of one operation share its streams: stored once (looked up by the
+            # object first, so that each stripe does not copy and hash the streams again).
+            src = stored.get(id(sop.encoded))
+            if src is None:
+                data = bytes(sop.encoded.data)
+                if data not in flash.constants:
+                    flash.constants[data] = flash.append(data)
+                src = stored[id(sop.encoded)] = flash.constants[data]
             weights_at = (REGION_FLASH, src)
             key = weights_key(sop, first + k)
             if key in placement.address:  # in a weight buffer: copied in by this operation, or earlier
@@ -215,5 +229,5 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             copies[v.buffer] = region, address = placement.address[constant_key(first + k, v)]
             records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[blob], length=len(blob)),
                                 dst=dict(region=region, address=address, length=len(blob))))
-        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies))
+        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies, kernels))
     return records, encode_command_stream(records, accelerator=accelerator)

@@ -72,7 +72,20 @@ void bind_planner(py::module_& m) {
       .def_readonly("begin", &StripeRun::begin)
       .def_readonly("end", &StripeRun::end)
       .def_readonly("column_begin", &StripeRun::column_begin)
-      .def_readonly("column_end", &StripeRun::column_end);
+      .def_readonly("column_end", &StripeRun::column_end)
+      .def_property_readonly("inputs",
+                             [](const StripeRun& r) {
+                               py::tuple out(size_t(r.inputs.count));
+                               for (int i = 0; i < r.inputs.count; ++i) {
+                                 const RowsColumns& g = r.inputs.regions[size_t(i)];
+                                 out[size_t(i)] = py::make_tuple(g.begin, g.end, g.column_begin, g.column_end);
+                               }
+                               return out;
+                             })
+      .def_property_readonly("padding", [](const StripeRun& r) {
+        const Padding& p = r.inputs.padding;
+        return py::make_tuple(p.top, p.left, p.bottom, p.right);
+      });
   py::class_<RollingBuffer>(m, "RollingBuffer")
       .def_readonly("tensor", &RollingBuffer::tensor)
       .def_readonly("rows", &RollingBuffer::rows)

@@ -24,12 +24,47 @@ Box region_box(const PlanTensor& t, int64_t begin, int64_t end, int64_t column_b
   return b;
 }
 
+Box region_box(const PlanTensor& t, const RowsColumns& r) {
+  return region_box(t, r.begin, r.end, r.column_begin, r.column_end);
+}
+
 bool is_window(NpuOpType t) {
   return t == NpuOpType::Conv2D || t == NpuOpType::DepthwiseConv2D || t == NpuOpType::MaxPool ||
          t == NpuOpType::AvgPool;
 }
 
 }  // namespace
+
+namespace {
+
+// Padding (top, left, bottom, right) where the region an operation wants of its input reaches
+// past the input's edges: `got` is `want` cropped to the input. The NPU reads the bottom and
+// right padding only as far as its windows reach, so those are never negative.
+Padding edge_padding(const Box& want, const Box& got) {
+  Padding pad;
+  pad.top = int(got.offset[H] - want.offset[H]);
+  pad.left = int(got.offset[W] - want.offset[W]);
+  pad.bottom = int(std::max<int64_t>((want.offset[H] + want.extent[H]) - (got.offset[H] + got.extent[H]), 0));
+  pad.right = int(std::max<int64_t>((want.offset[W] + want.extent[W]) - (got.offset[W] + got.extent[W]), 0));
+  return pad;
+}
+
+}  // namespace
+
+StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out, int inputs) {
+  const Part& p = graph.parts[size_t(k)];
+  const PlanTensor& o = graph.tensors[size_t(p.output)];
+  StripeInputs in;
+  in.count = std::min(int(p.inputs.size()), inputs);
+  for (int i = 0; i < in.count; ++i) {
+    const Box want = p.propagators[size_t(i)].propagate(region_box(o, out));
+    const Box got = want.cropped(graph.tensors[size_t(p.inputs[size_t(i)])].shape);
+    in.regions[size_t(i)] = RowsColumns{got.offset[H], got.offset[H] + got.extent[H], got.offset[W],
+                                        got.offset[W] + got.extent[W]};
+    if (i == 0) in.padding = edge_padding(want, got);
+  }
+  return in;
+}
 
 std::string CascadePlan::repr() const {
   std::ostringstream s;
@@ -81,6 +116,10 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     if (weights == Weights::InPlace && p.whole_cycles >= 0) return p.whole_cycles;
     return costed(Key{k, end, column_end, -1, -1, -1, -1, int(weights)}, [](NpuOp&) {});
   }
+  // The cost needs the regions of the operands the operation has (an input beyond them, e.g.
+  // a constant, has no feature map to size).
+  // As stripe_inputs, for the operands the operation has (an input beyond them, e.g. a
+  // constant, has no feature map to size), inline: this is the DP's innermost loop.
   Padding pad;
   std::array<std::pair<int, int>, 2> input_hw{};  // the inputs' regions, height and width
   const size_t inputs = std::min<size_t>(p.inputs.size(), p.op.ifm2 ? 2 : 1);
@@ -89,12 +128,7 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     const Box want = p.propagators[i].propagate(region_box(out, begin, end, column_begin, column_end));
     const Box got = want.cropped(in.shape);
     input_hw[i] = {int(std::max<int64_t>(got.extent[H], 1)), int(std::max<int64_t>(got.extent[W], 1))};
-    if (i == 0) {
-      pad.top = int(got.offset[H] - want.offset[H]);
-      pad.bottom = int((want.offset[H] + want.extent[H]) - (got.offset[H] + got.extent[H]));
-      pad.left = int(got.offset[W] - want.offset[W]);
-      pad.right = int((want.offset[W] + want.extent[W]) - (got.offset[W] + got.extent[W]));
-    }
+    if (i == 0) pad = edge_padding(want, got);
   }
   const Key key{k, end - begin, column_end - column_begin, pad.top, pad.bottom, pad.left, pad.right, int(weights)};
   return costed(key, [&](NpuOp& op) {
@@ -147,7 +181,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       plan.cycles = alone.buffered_cycles;
       plan.weight_buffer_bytes = alone.buffered_bytes;
       plan.operations = 1;
-      if (record_runs) plan.runs.push_back(StripeRun{first, 0, out.shape[H], 0, out.shape[W]});
+      if (record_runs) plan.runs.push_back(StripeRun{first, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, first, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
       return plan;
     }
     // Parts run whole one after another: internal tensors are whole buffers.
@@ -155,7 +189,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       const PlanTensor& out = graph.tensors[size_t(graph.parts[size_t(k)].output)];
       plan.cycles += coster.cost(k, 0, out.shape[H], weights_for(k));
       ++plan.operations;
-      if (record_runs) plan.runs.push_back(StripeRun{k, 0, out.shape[H], 0, out.shape[W]});
+      if (record_runs) plan.runs.push_back(StripeRun{k, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, k, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
     }
     for (int k = first; k + 1 < last; ++k) {
       const int t = graph.parts[size_t(k)].output;
@@ -270,7 +304,10 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         if (r.begin >= r.end) continue;
         plan.cycles += coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
         ++plan.operations;
-        if (record_runs) plan.runs.push_back(StripeRun{k, r.begin, r.end, r.column_begin, r.column_end});
+        if (record_runs) {
+          const RowsColumns region{r.begin, r.end, r.column_begin, r.column_end};
+          plan.runs.push_back(StripeRun{k, r.begin, r.end, r.column_begin, r.column_end, stripe_inputs(graph, k, region)});
+        }
         r = Region{};
       }
     }

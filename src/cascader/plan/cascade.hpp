@@ -17,6 +17,7 @@
 // accounts for them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <unordered_map>
 #include <optional>
@@ -31,12 +32,30 @@
 
 namespace cascader {
 
+// A region of a tensor's rows [begin, end) and columns [column_begin, column_end).
+struct RowsColumns {
+  int64_t begin = 0, end = 0;
+  int64_t column_begin = 0, column_end = 0;
+};
+
+// What part `k` reads to compute `out` of its output: per input (at most two, IFM and IFM2) the
+// region its propagator gives, cropped to the input, and the padding (top, left, bottom, right)
+// where the first input's region reaches past that input's edges. The cost model and the
+// stripes of the binary both take their shapes and padding from here.
+struct StripeInputs {
+  std::array<RowsColumns, 2> regions;
+  int count = 0;
+  Padding padding;
+};
+StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out, int inputs = 2);
+
 // One NPU operation of a cascade: part `part` computing rows [begin, end) and columns
-// [column_begin, column_end) of its output.
+// [column_begin, column_end) of its output; `inputs` what it reads (recorded runs only).
 struct StripeRun {
   int part = 0;
   int64_t begin = 0, end = 0;
   int64_t column_begin = 0, column_end = 0;
+  StripeInputs inputs;
 };
 
 // An internal tensor's rolling buffer: `rows` x `columns` of the tensor's elements.
