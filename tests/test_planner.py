@@ -200,6 +200,31 @@ def test_runs_carry_the_regions_they_read_and_their_edge_padding():
     assert {r.padding for r in cascade.runs} >= {(1, 1, 0, 0), (0, 0, 1, 1), (0, 1, 0, 0), (0, 0, 0, 1)}
 
 
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8", "unet"])
+def test_steady_state_stripes_are_added_as_simulated(name):
+    """Without recording runs, a cascade adds its steady-state stripes (each the one before it
+    moved down) without simulating them. Every cascade of a model, with and without column
+    bands and weight buffers, must come out exactly as the stripe-by-stripe simulation."""
+    pg = plan(zoo.get(name)).graph
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    n, compared = len(pg.parts), 0
+    for first in range(n):
+        for last, height, bands, buffered in itertools.product(range(first + 2, min(n, first + 6) + 1), (1, 2, 3, 8),
+                                                               (1, 2), (False, True)):
+            full = _core.plan_cascade(pg, first, last, height, arch, buffer_weights=buffered, column_bands=bands)
+            fast = _core.plan_cascade(pg, first, last, height, arch, buffer_weights=buffered, column_bands=bands,
+                                      runs=False)
+            assert (full is None) == (fast is None)
+            if full is None:
+                continue
+            compared += 1
+            assert fast.cycles == full.cycles and fast.operations == full.operations == len(full.runs)
+            assert fast.buffer_bytes == full.buffer_bytes and fast.weight_buffer_bytes == full.weight_buffer_bytes
+            assert [(b.tensor, b.rows, b.columns) for b in fast.buffers] == [(b.tensor, b.rows, b.columns)
+                                                                             for b in full.buffers]
+    assert compared > 100
+
+
 def test_column_bands_narrow_the_rolling_buffers():
     g, (a, b, c, d) = _chain()
     arch = cascader.arch.arch_config("ethos-u55-128")

@@ -118,12 +118,11 @@ void bind_planner(py::module_& m) {
       .def("__repr__", &Proposal::repr);
 
   m.def("plan_cascade", [](const PlanGraph& g, int first, int last, int stripe_height, const ArchConfig& arch,
-                           bool buffer_weights, int column_bands) {
+                           bool buffer_weights, int column_bands, bool runs) {
     StripeCoster coster(g, arch);
-    return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights, /*record_runs=*/true,
-                        column_bands);
+    return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights, runs, column_bands);
   }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"),
-        py::arg("buffer_weights") = false, py::arg("column_bands") = 1);
+        py::arg("buffer_weights") = false, py::arg("column_bands") = 1, py::arg("runs") = true);
   m.def("cascade_memory", [](const PlanGraph& g, const CascadePlan& plan) { return cascade_memory(g, g.uses(), plan); },
         py::arg("graph"), py::arg("plan"));
   m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),

@@ -37,6 +37,136 @@ bool is_window(NpuOpType t) {
 
 namespace {
 
+// Rows and columns of a tensor, as a union accumulates them (empty until something is added).
+struct Extent {
+  int64_t begin = INT64_MAX, end = INT64_MIN, column_begin = INT64_MAX, column_end = INT64_MIN;
+  bool empty() const { return begin >= end; }
+};
+
+// plan_cascade's steady state. After the first stripes, and until the bottom edge, a cascade's
+// stripe is usually the previous one moved down: every part computes the same number of rows,
+// each tensor's rows shifted by its own amount (the sink's by the stripe height, an input by its
+// propagator's scale times its reader's). Nothing in a stripe's simulation depends on where it
+// is except the cropping at the tensors' edges, so once two stripes differ by such a shift and
+// nothing is cropped, the stripes after them repeat it up to where a read would reach an edge.
+class SteadyState {
+ public:
+  explicit SteadyState(int parts) : cost(size_t(parts), 0.0), ran(size_t(parts), 0), shift_(size_t(parts), 0) {}
+
+  std::vector<double> cost;  // this stripe's cycles per part (when it ran)
+  std::vector<char> ran;     // whether each part ran in this stripe
+
+  // After stripe `s` is simulated: how many of the next stripes are stripe `s` shifted again
+  // (0 when that is not proven). Remembers stripe `s` for the next call.
+  int64_t repeats(const PlanGraph& graph, int first, int last, int s, int64_t stripe_height, int64_t height,
+                  const std::vector<Extent>& computed, const std::vector<int>& internal_tensors,
+                  const std::vector<int64_t>& done, const std::vector<int64_t>& first_read,
+                  const std::vector<std::vector<int64_t>>& last_read) {
+    const bool shifted = have_previous_ && is_shifted(graph, first, last, stripe_height, computed, internal_tensors,
+                                                      done, first_read, last_read);
+    previous_computed_ = computed;
+    previous_cost_ = cost;
+    previous_done_ = done;
+    previous_first_read_ = first_read;
+    previous_last_read_ = last_read;
+    have_previous_ = true;
+    if (!shifted) return 0;
+    // Stripes s + 1 .. s + m must be whole, and every region they read inside its tensor.
+    int64_t m = height / stripe_height - 1 - s;
+    for (int k = first; k < last && m > 0; ++k) {
+      const Part& p = graph.parts[size_t(k)];
+      const Extent& r = computed[size_t(k - first)];
+      const PlanTensor& out = graph.tensors[size_t(p.output)];
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        const Box want = p.propagators[i].propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end));
+        const int64_t rows = graph.tensors[size_t(p.inputs[i])].shape[H];
+        const int64_t end = want.offset[H] + want.extent[H];
+        if (want.offset[H] < 0 || end > rows) return 0;
+        const int64_t step = p.propagators[i].axes[H].scale * shift_[size_t(k - first)];
+        if (step > 0) m = std::min(m, (rows - end) / step);
+      }
+    }
+    return std::max<int64_t>(m, 0);
+  }
+
+  // Moves the simulation's state `m` stripes on (see repeats).
+  void advance(int64_t m, std::vector<int64_t>& done, std::vector<std::vector<int64_t>>& last_read,
+               const PlanGraph& graph, const std::vector<int>& internal_tensors, int first, int last) {
+    for (int t : internal_tensors) {
+      done[size_t(t)] += m * tensor_shift_[size_t(t)];
+      previous_done_[size_t(t)] += m * tensor_shift_[size_t(t)];
+      previous_first_read_[size_t(t)] += m * tensor_shift_[size_t(t)];
+    }
+    for (int k = first; k < last; ++k) {
+      const Part& p = graph.parts[size_t(k)];
+      Extent& r = previous_computed_[size_t(k - first)];
+      r.begin += m * shift_[size_t(k - first)];
+      r.end += m * shift_[size_t(k - first)];
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        const int t = p.inputs[i];
+        if (!is_internal(t)) continue;
+        last_read[size_t(k - first)][i] += m * tensor_shift_[size_t(t)];
+        previous_last_read_[size_t(k - first)][i] += m * tensor_shift_[size_t(t)];
+      }
+    }
+  }
+
+ private:
+  bool is_internal(int t) const { return size_t(t) < internal_.size() && internal_[size_t(t)]; }
+
+  // Whether this stripe is the previous one shifted: every part ran in both, as many rows and
+  // the same columns and cycles, and every internal tensor's rows (written, first read, each
+  // reader's last read) moved by one amount that agrees with every propagator reading it.
+  bool is_shifted(const PlanGraph& graph, int first, int last, int64_t stripe_height,
+                  const std::vector<Extent>& computed, const std::vector<int>& internal_tensors,
+                  const std::vector<int64_t>& done, const std::vector<int64_t>& first_read,
+                  const std::vector<std::vector<int64_t>>& last_read) {
+    tensor_shift_.assign(graph.tensors.size(), 0);
+    internal_.assign(graph.tensors.size(), 0);
+    for (int t : internal_tensors) internal_[size_t(t)] = 1;
+    for (int k = first; k < last; ++k) {
+      const Extent& r = computed[size_t(k - first)];
+      const Extent& q = previous_computed_[size_t(k - first)];
+      if (r.empty() || q.empty() || r.column_begin != q.column_begin || r.column_end != q.column_end) return false;
+      const int64_t shift = r.begin - q.begin;
+      if (shift <= 0 || r.end - q.end != shift || cost[size_t(k - first)] != previous_cost_[size_t(k - first)]) {
+        return false;
+      }
+      shift_[size_t(k - first)] = shift;
+      tensor_shift_[size_t(graph.parts[size_t(k)].output)] = shift;
+    }
+    if (shift_[size_t(last - 1 - first)] != stripe_height) return false;
+    for (int k = first; k < last; ++k) {
+      const Part& p = graph.parts[size_t(k)];
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        const int t = p.inputs[i];
+        if (!is_internal(t)) continue;
+        const int64_t shift = tensor_shift_[size_t(t)];
+        if (p.propagators[i].axes[H].scale * shift_[size_t(k - first)] != shift ||
+            last_read[size_t(k - first)][i] - previous_last_read_[size_t(k - first)][i] != shift) {
+          return false;
+        }
+      }
+    }
+    for (int t : internal_tensors) {
+      const int64_t shift = tensor_shift_[size_t(t)];
+      if (done[size_t(t)] - previous_done_[size_t(t)] != shift) return false;
+      const bool read = first_read[size_t(t)] != INT64_MAX, was_read = previous_first_read_[size_t(t)] != INT64_MAX;
+      if (read != was_read || (read && first_read[size_t(t)] - previous_first_read_[size_t(t)] != shift)) return false;
+    }
+    return true;
+  }
+
+  bool have_previous_ = false;
+  std::vector<Extent> previous_computed_;
+  std::vector<double> previous_cost_;
+  std::vector<int64_t> previous_done_, previous_first_read_;
+  std::vector<std::vector<int64_t>> previous_last_read_;
+  std::vector<int64_t> shift_;         // per part of the cascade: rows its output moved
+  std::vector<int64_t> tensor_shift_;  // per tensor: rows it moved (internal ones and the sink)
+  std::vector<char> internal_;
+};
+
 // Padding (top, left, bottom, right) where the region an operation wants of its input reaches
 // past the input's edges: `got` is `want` cropped to the input. The NPU reads the bottom and
 // right padding only as far as its windows reach, so those are never negative.
@@ -222,27 +352,25 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
     internal_tensors.push_back(t);
   }
   if (uses.producers[size_t(sink_part.output)].size() != 1) return std::nullopt;
-  struct Region {
-    int64_t begin = INT64_MAX, end = INT64_MIN, column_begin = INT64_MAX, column_end = INT64_MIN;
-  };
   std::vector<int64_t> done(graph.tensors.size(), 0);  // rows [0, done) of each internal tensor, this band
   std::vector<std::pair<int64_t, int64_t>> held(graph.tensors.size(), {0, 0});  // rows, columns
-  std::vector<Region> need(graph.tensors.size());
-  std::vector<Region> computed(size_t(last - first));  // per part: the rows it computes in this stripe
+  std::vector<Extent> need(graph.tensors.size());
+  std::vector<Extent> computed(size_t(last - first));  // per part: the rows it computes in this stripe
   std::vector<int64_t> first_read(graph.tensors.size(), 0);
   std::vector<std::vector<int64_t>> last_read(size_t(last - first));  // per part and input: first row of its last read
   for (int band = 0; band < plan.column_bands; ++band) {
     const int64_t c0 = band * band_width, c1 = std::min(width, c0 + band_width);
     for (int t : internal_tensors) done[size_t(t)] = 0;
     for (int k = first; k < last; ++k) last_read[size_t(k - first)].assign(graph.parts[size_t(k)].inputs.size(), 0);
+    SteadyState steady(last - first);
     for (int s = 0; s < plan.stripes; ++s) {
       const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
-      for (int t : internal_tensors) need[size_t(t)] = Region{};
-      need[size_t(sink_part.output)] = Region{b0, b1, c0, c1};
+      for (int t : internal_tensors) need[size_t(t)] = Extent{};
+      need[size_t(sink_part.output)] = Extent{b0, b1, c0, c1};
       // Backwards: the region of each internal tensor this stripe of this band reads.
       for (int k = last - 1; k >= first; --k) {
         const Part& p = graph.parts[size_t(k)];
-        const Region r = need[size_t(p.output)];
+        const Extent r = need[size_t(p.output)];
         if (r.begin >= r.end) continue;
         const PlanTensor& out = graph.tensors[size_t(p.output)];
         for (size_t i = 0; i < p.inputs.size(); ++i) {
@@ -251,7 +379,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
           const Box in = p.propagators[i]
                              .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
                              .cropped(graph.tensors[size_t(t)].shape);
-          Region& n = need[size_t(t)];
+          Extent& n = need[size_t(t)];
           n.begin = std::min(n.begin, in.offset[H]);
           n.end = std::max(n.end, in.offset[H] + in.extent[H]);
           n.column_begin = std::min(n.column_begin, in.offset[W]);
@@ -261,7 +389,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       // Forwards: compute the rows not yet held; the sink's stripe always.
       for (int k = first; k < last; ++k) {
         const int t = graph.parts[size_t(k)].output;
-        Region r = need[size_t(t)];
+        Extent r = need[size_t(t)];
         if (k < last - 1) {
           if (r.begin >= r.end) continue;
           auto& columns = held[size_t(t)].second;
@@ -279,7 +407,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       for (int t : internal_tensors) first_read[size_t(t)] = INT64_MAX;
       for (int k = first; k < last; ++k) {
         const Part& p = graph.parts[size_t(k)];
-        const Region& r = computed[size_t(k - first)];
+        const Extent& r = computed[size_t(k - first)];
         for (size_t i = 0; i < p.inputs.size(); ++i) {
           const int t = p.inputs[i];
           if (!internal[size_t(t)]) continue;
@@ -300,16 +428,39 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         rows = std::max(rows, done[size_t(t)] - first_read[size_t(t)]);
       }
       for (int k = first; k < last; ++k) {
-        Region& r = computed[size_t(k - first)];
+        Extent& r = computed[size_t(k - first)];
+        steady.cost[size_t(k - first)] = 0;
+        steady.ran[size_t(k - first)] = 0;
         if (r.begin >= r.end) continue;
-        plan.cycles += coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
+        const double cycles = coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
+        plan.cycles += cycles;
+        steady.cost[size_t(k - first)] = cycles;
+        steady.ran[size_t(k - first)] = 1;
         ++plan.operations;
         if (record_runs) {
           const RowsColumns region{r.begin, r.end, r.column_begin, r.column_end};
           plan.runs.push_back(StripeRun{k, r.begin, r.end, r.column_begin, r.column_end, stripe_inputs(graph, k, region)});
         }
-        r = Region{};
       }
+      // The steady state: once a stripe is the one before it moved down, with nothing cropped
+      // at a tensor's edge, every stripe up to the bottom edge is that same stripe moved down
+      // again (every step of the simulation commutes with a shift of all rows by the same
+      // per-tensor amounts). Those stripes are added without simulating them, with their
+      // cycles added one by one as before (the same sum, bit for bit). Runs are recorded in full.
+      int64_t repeat = record_runs ? 0 : steady.repeats(graph, first, last, s, plan.stripe_height, height, computed,
+                                                         internal_tensors, done, first_read, last_read);
+      if (repeat > 0) {
+        for (int64_t m = 0; m < repeat; ++m) {
+          for (size_t k = 0; k < steady.cost.size(); ++k) {
+            if (!steady.ran[k]) continue;
+            plan.cycles += steady.cost[k];
+            ++plan.operations;
+          }
+        }
+        steady.advance(repeat, done, last_read, graph, internal_tensors, first, last);
+        s += int(repeat);
+      }
+      for (Extent& r : computed) r = Extent{};
     }
   }
   for (int t : internal_tensors) {
