@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from conftest import shared_manifest, shared_model_paths, shared_params
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ import cascader
 from cascader import zoo
 from cascader.cli import main as cli_main
 from cascader.frontend.partition import CPU, NPU, _segments, partition
-from cascader.frontend.support import RULES, check_operator
+from cascader.frontend.support import RULES, WEIGHT_SUM_MAX, check_operator
 from cascader.frontend.operator_view import OperatorView
 from cascader.tflite import Operator, SubGraph, Tensor
 
@@ -85,6 +86,24 @@ def test_rules_reject_with_their_reason(model, rule):
     assert not verdict.npu and verdict.rule == rule
     report = cascader.inspect(model)
     assert report.operators[0].target == CPU and report.operators[0].rule == rule
+
+
+def test_per_channel_weight_sums_beyond_the_accumulator_budget_stay_on_the_cpu():
+    """Vela's limit on the sum of |w - zp| per output channel. A 3x3 convolution of 8,000 input
+    channels (72,000 weights per output channel) with every weight at -128 (zero point 0) is
+    beyond it; with weights at 1, or with 2,000 channels (too few to reach it whatever the
+    weights: its sum is skipped), it is not."""
+    def conv(channels: int, value: int):
+        model = zoo.conv2d((1, 3, 3, channels), 1, kernel=(3, 3), padding="VALID")
+        w = model.main.tensors[model.main.operators[0].inputs[1]]
+        assert int(w.quantization.zero_point[0]) == 0
+        model.main.tensors[model.main.operators[0].inputs[1]] = dataclasses.replace(w, data=np.full_like(w.data, value))
+        return OperatorView(model.main, 0)
+
+    verdict = check_operator(conv(8_000, -128))
+    assert 72_000 * 128 > WEIGHT_SUM_MAX and not verdict.npu and verdict.rule == "weights_sum"
+    assert check_operator(conv(8_000, 1)).npu
+    assert check_operator(conv(2_000, -128)).npu
 
 
 def test_float_feature_maps_stay_on_the_cpu():

@@ -93,35 +93,59 @@ def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, 
     return schedule_uncascaded(segments, order, accelerator, system, memory_mode)
 
 
-def _weight_buffer_choices(sched: NpuSchedule, part: Partition, config: MemoryConfig) -> Iterator[NpuSchedule]:
-    """The schedules `allocate` tries, fastest first: every weight buffer that pays, then those
-    that fit under the feature maps' own peak, then none. Each is made only when the one
-    before it did not fit."""
-    if not any(op.weight_buffer for op in sched.operations):
-        yield sched
+class _Lean:
+    """A schedule without the weight buffers of operations run alone
+    (`without_weight_buffers`), and its `memory_schedule`: each made once, when first asked
+    for. `memory` may be given by a caller that has it already."""
+
+    def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None):
+        self._sched, self.graph, self._memory = sched, graph, memory
+        self._schedule: NpuSchedule | None = None
+
+    @property
+    def schedule(self) -> NpuSchedule:
+        if self._schedule is None:
+            self._schedule = without_weight_buffers(self._sched)
+        return self._schedule
+
+    @property
+    def memory(self) -> tuple:
+        if self._memory is None:
+            self._memory = memory_schedule(self.schedule, self.graph)
+        return self._memory
+
+
+def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
+                           ) -> Iterator[tuple[NpuSchedule, tuple | None]]:
+    """The schedules `allocate` tries, fastest first, with their memory schedules where known:
+    every weight buffer that pays, then those that fit under the feature maps' own peak, then
+    none. Each is made only when the one before it did not fit."""
+    if not any(op.weight_buffer and op.shared_weights is None for op in sched.operations):
+        yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
         return
     if config.shared_sram:
-        yield sched
-        yield fit_weight_buffers(sched, part.graph)
+        yield sched, None
+        yield fit_weight_buffers(sched, lean.graph, lean.memory), None
     else:
-        fitted = fit_weight_buffers(sched, part.graph)
+        fitted = fit_weight_buffers(sched, lean.graph, lean.memory)
         # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
         # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
         # it (on the shared models this keeps SRAM within Vela's on every U65 row).
         if fitted.total_cycles > 1.05 * sched.total_cycles:
-            yield sched
-        yield fitted
-    yield without_weight_buffers(sched)
+            yield sched, None
+        yield fitted, None
+    yield lean.schedule, lean.memory
 
 
-def allocate(sched: NpuSchedule, part: Partition, sram: int | None
+def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory: tuple | None = None
              ) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
     """Lay out every buffer under the SRAM budget.
 
     When the schedule's weight buffers do not fit, the same schedule without them (weights read
     from flash) is tried before giving up. Returns the schedule that fits, the layout, each
     buffer's (region, address), and the TFLM arena offset of every tensor the CPU sees (the
-    NPU subgraphs' IFMs and OFMs).
+    NPU subgraphs' IFMs and OFMs). `lean_memory`: the `memory_schedule` of
+    `without_weight_buffers(sched)`, when the caller has it (it is not made again).
 
     Raises
     ------
@@ -130,9 +154,11 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
         `minimum_sram` give the smallest budget that works.
     """
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram)
-    for candidate in _weight_buffer_choices(sched, part, config):
+    lean = _Lean(sched, part.graph, lean_memory)
+    for candidate, known in _weight_buffer_choices(sched, lean, config):
         while True:
-            msched, index, _ = memory_schedule(candidate, part.graph)
+            msched, index, _ = known or memory_schedule(candidate, part.graph)
+            known = None  # a candidate changed below is scheduled again
             try:
                 result = layout(msched, config)
             except BudgetError:
@@ -153,7 +179,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None
             offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
                        if placed[index[b]].arena == "scratch" and t not in s.segment.scratch}
             return candidate, result, Placement(address), offsets
-    msched, _, _ = memory_schedule(without_weight_buffers(sched), part.graph)
+    msched, _, _ = lean.memory
     unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     need = sram_bytes(layout(msched, unlimited), unlimited)
     raise InfeasibleError(
@@ -212,12 +238,15 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
             continue
         # The least SRAM: the proposal without weight buffers, then whatever buffers fit
         # within that same SRAM (allocate tries the fastest first).
+        # `striped` is `buffered` without its lone operations' weight buffers: one memory
+        # schedule serves both.
+        lean_memory = memory_schedule(striped, part.graph)
         try:
-            leanest = allocate(striped, part, budget)
+            leanest = allocate(striped, part, budget, lean_memory)
         except InfeasibleError:
             continue
         try:
-            allocated = allocate(buffered, part, sram_bytes(leanest[1], config))
+            allocated = allocate(buffered, part, sram_bytes(leanest[1], config), lean_memory)
         except InfeasibleError:
             allocated = leanest  # none of its weight buffers fit
         return allocated, planned(allocated, buffered, point)

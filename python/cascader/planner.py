@@ -228,20 +228,18 @@ class _Proposal:
 
 def _without_weight_buffers(pg, proposal, target: _Target, plans: dict) -> _Proposal | None:
     """`proposal` with every cascade reading its weights from where they live (None when it
-    buffers none). `plans` keeps the cascades planned so far (proposals share most of them)."""
+    buffers none). `plans` keeps the cascades planned so far and their memory, by cascade
+    (proposals share most of them)."""
     if not any(c.buffered_weights for c in proposal.cascades):
         return None
     cascades, memory = [], 0
     for c in proposal.cascades:
-        if c.buffered_weights:
-            key = (c.first, c.last, c.stripe_height, c.column_bands)
-            if key not in plans:
-                plan = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch,
-                                          column_bands=c.column_bands)
-                plans[key] = (plan, _core.cascade_memory(pg, plan))
-            c, needs = plans[key]
-        else:
-            needs = _core.cascade_memory(pg, c)
+        key = (c.first, c.last, c.stripe_height, c.column_bands)
+        if key not in plans:
+            plan = c if not c.buffered_weights else _core.plan_cascade(
+                pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands, runs=False)
+            plans[key] = (plan, _core.cascade_memory(pg, plan))
+        c, needs = plans[key]
         cascades.append(c)
         memory = max(memory, needs)
     return _Proposal(cascades, memory, sum(c.cycles for c in cascades))

@@ -385,17 +385,17 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
     return replace(schedule, segments=segments)
 
 
-def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph) -> NpuSchedule:
+def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None) -> NpuSchedule:
     """Keep the weight buffers that fit under the feature maps' own peak.
 
     Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
     peak anyway; a buffer is kept when, over the two steps it is live (its DMA runs under the
     previous operation), the feature maps live then leave room for it below that peak. The most
     cycles saved per byte go first. The SRAM a compile uses is then the feature maps' alone.
-    O(operations log operations) after one live-range pass.
+    O(operations log operations) after one live-range pass. `lean_memory`: the
+    `memory_schedule` of `without_weight_buffers(schedule)`, when the caller has it.
     """
-    lean = without_weight_buffers(schedule)
-    msched, _, op_steps = memory_schedule(lean, graph)
+    msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
     r = mem.live_ranges(msched)
     live = np.zeros(len(msched.steps) + 1, dtype=np.int64)
     for start, end, size, align in zip(r.start, r.end, r.size, r.alignment):
