@@ -285,7 +285,7 @@ def live_ranges(schedule: Schedule) -> ScheduleRanges:
          int(b.alignment), bool(b.persistent))
         for b in schedule.buffers
     ]
-    steps = [(list(s.reads), list(s.writes)) for s in schedule.steps]
+    steps = [(s.reads, s.writes) for s in schedule.steps]  # any sequences: the binding copies them
     aliases = [
         (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"), int(a.shift))
         for a in schedule.aliases
@@ -402,20 +402,22 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
         raise InvalidArgumentError(f"MemoryConfig.solver must be 'exact' or 'greedy', not {config.solver!r}")
     ranges = live_ranges(schedule)
     n = ranges.start.size
+    # Plain lists: the loops below index them per buffer (numpy scalars cost ten times more).
+    buffer_range, buffer_offset = ranges.buffer_range.tolist(), ranges.buffer_offset.tolist()
     # One arena buffer per live range, carrying the flags of its root buffer and the summed
     # access bytes of every buffer that shares it.
-    roots = [schedule.buffers[int(b)] for b in ranges.range_buffer]
-    access = np.zeros(n)
+    roots = [schedule.buffers[b] for b in ranges.range_buffer.tolist()]
+    access = [0.0] * n
     cpu_visible = [False] * n
     for i, buf in enumerate(schedule.buffers):
-        access[ranges.buffer_range[i]] += buf.access_bytes
-        cpu_visible[int(ranges.buffer_range[i])] |= buf.cpu_visible
+        access[buffer_range[i]] += buf.access_bytes
+        cpu_visible[buffer_range[i]] |= buf.cpu_visible
     result = _core.layout_arenas(
         ranges.start, ranges.end, ranges.size, ranges.alignment,
         [b.persistent or b.kind == "lut" for b in roots], [b.constant for b in roots],
         [not (b.persistent or b.kind == "lut" or b.constant) for b in roots],
         # In Shared_Sram `scratch` is the fast arena itself: nothing to pin.
-        [v and not config.shared_sram for v in cpu_visible], access.tolist(),
+        [v and not config.shared_sram for v in cpu_visible], access,
         # Shared_Sram has nowhere to evict to: lay out unbounded, then hold it to the capacity.
         -1 if config.fast_capacity is None or config.shared_sram else int(config.fast_capacity),
         -1 if config.slow_capacity is None else int(config.slow_capacity),
@@ -431,15 +433,17 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
             f"{config.fast_capacity:,} B; raise the SRAM size to at least that or use Dedicated_Sram with eviction"
         )
     placed = []
+    arena, offset = list(result.arena), [int(o) for o in result.offset]
+    start, end, size, range_buffer = (ranges.start.tolist(), ranges.end.tolist(), ranges.size.tolist(),
+                                      ranges.range_buffer.tolist())
     for i, buf in enumerate(schedule.buffers):
-        r = int(ranges.buffer_range[i])
+        r = buffer_range[i]
         placed.append(PlacedBuffer(
-            name=buf.name, kind=buf.kind, arena=names[result.arena[r]],
-            offset=int(result.offset[r] + ranges.buffer_offset[i]), start=int(ranges.start[r]),
-            end=int(ranges.end[r]),
+            name=buf.name, kind=buf.kind, arena=names[arena[r]], offset=offset[r] + buffer_offset[i], start=start[r],
+            end=end[r],
             # A root holds its range from its own start on (twice the stripe for double-buffered
             # weights); the bytes below it are its shifted in-place aliases'.
-            size=int(ranges.size[r] - ranges.buffer_offset[i]) if int(ranges.range_buffer[r]) == i else int(buf.size),
+            size=size[r] - buffer_offset[i] if range_buffer[r] == i else int(buf.size),
         ))
     sizes = {fast_name: int(result.fast_size)}
     lower = {fast_name: int(result.fast_lower_bound)}
