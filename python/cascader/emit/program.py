@@ -78,25 +78,38 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
 
 def operation_record(sop: ScheduledOperation, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
                      weights_at: tuple[int, int], copies: dict[int, tuple[int, int]] | None = None,
-                     kernels: dict[tuple[int, bool], dict] | None = None) -> dict[str, Any]:
+                     templates: dict[tuple[int, bool], dict] | None = None) -> dict[str, Any]:
     """The decoder-format record of one scheduled operation; its weight streams are at
-    `weights_at` (region, address), the constants in `copies` at theirs. `kernels`: the
-    kernel records made so far, shared by the stripes of an operation (records are read, never
-    changed)."""
+    `weights_at` (region, address), the constants in `copies` at theirs. `templates`: the
+    fields every stripe of an operation shares, by operation, made once per emission."""
     lo = sop.lowered
     r = lo.registers
-    kernel_key = (id(r["kernel"]), sop.part_kernel_first)
-    kernel = kernels.get(kernel_key) if kernels is not None else None
-    if kernel is None:
-        kernel = dict(r["kernel"], part_kernel_first=sop.part_kernel_first)
-        if kernels is not None:
-            kernels[kernel_key] = kernel
-    record: dict[str, Any] = dict(
-        kind=lo.kind,
-        ifm=_feature_map(lo.ifm, placement, flash, constants, operand=True, copies=copies),
-        ofm=_feature_map(lo.ofm, placement, flash, constants),
-        kernel=kernel,
-        padding=tuple(r.get("padding", (0, 0, 0, 0))),
+    key = (id(sop.stripe_of or lo), sop.part_kernel_first)
+    template = templates.get(key) if templates is not None else None
+    if template is None:
+        template = _record_template(sop)
+        if templates is not None:
+            templates[key] = template
+    record = dict(template)
+    # The stripes of an operation differ in their feature maps, padding and block.
+    record["ifm"] = _feature_map(lo.ifm, placement, flash, constants, operand=True, copies=copies)
+    record["ofm"] = _feature_map(lo.ofm, placement, flash, constants)
+    record["padding"] = tuple(r.get("padding", (0, 0, 0, 0)))
+    record["block"] = tuple(sop.block)
+    if lo.ifm2 is not None:
+        record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants, operand=True, copies=copies)
+    if sop.encoded is not None:
+        record.update(_weight_ranges(sop, weights_at))
+    return record
+
+
+def _record_template(sop: ScheduledOperation) -> dict[str, Any]:
+    """The record fields an operation's stripes share (its registers but the padding; the
+    stripes' registers differ from the whole operation's in the padding only)."""
+    r = sop.lowered.registers
+    template: dict[str, Any] = dict(
+        kind=sop.lowered.kind,
+        kernel=dict(r["kernel"], part_kernel_first=sop.part_kernel_first),
         activation=r["activation"],
         rounding=r.get("rounding", "TFL"),
         ifm_rounding="TFL",
@@ -110,20 +123,16 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
         ifm_upscale=r.get("ifm_upscale", 0),
         acc_format=r.get("acc_format", 0),
         parallel_mode=0,
-        block=tuple(sop.block),
         weights=dict(region=0, address=0, length=0),
         scales=dict(region=0, address=0, length=0),
     )
     if "sub_op" in r:
-        record["sub_op"] = r["sub_op"]
-    if lo.ifm2 is not None:
-        record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants, operand=True, copies=copies)
-        record["ifm2_scalar"] = r.get("ifm2_scalar")
-        record["broadcast"] = tuple(r.get("broadcast", (False, False, False)))
-        record["reversed_operands"] = r.get("reversed_operands", False)
-    if sop.encoded is not None:
-        record.update(_weight_ranges(sop, weights_at))
-    return record
+        template["sub_op"] = r["sub_op"]
+    if sop.lowered.ifm2 is not None:
+        template["ifm2_scalar"] = r.get("ifm2_scalar")
+        template["broadcast"] = tuple(r.get("broadcast", (False, False, False)))
+        template["reversed_operands"] = r.get("reversed_operands", False)
+    return template
 
 
 def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int], s: int = 0) -> dict[str, Any]:
@@ -187,7 +196,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     lut_slot = npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
     loaded_lut: bytes | None = None  # the table in the LUT slot, while nothing else used the SHRAM
     stored: dict[int, int] = {}  # id of an operation's encoded weights -> their flash address
-    kernels: dict[tuple[int, bool], dict] = {}
+    templates: dict[tuple[int, bool], dict] = {}
     for k, sop in enumerate(segment.operations):
         lut = sop.lowered.lut
         if lut is not None and lut != loaded_lut:
@@ -229,5 +238,6 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             copies[v.buffer] = region, address = placement.address[constant_key(first + k, v)]
             records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[blob], length=len(blob)),
                                 dst=dict(region=region, address=address, length=len(blob))))
-        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies, kernels))
+        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies,
+                                        templates))
     return records, encode_command_stream(records, accelerator=accelerator)
