@@ -207,3 +207,30 @@ def test_shared_models_bit_exact(tmp_path, name):
     compiled = cascader.compile(path)
     result = validate(path, compiled.model, (0, 1))
     assert result.bit_exact, f"{name}: {result.details}"
+
+
+def test_compile_pauses_the_cyclic_collector_and_restores_it(monkeypatch):
+    """The collector is off while a compile runs (see cascader.gc_pause), and comes back as the
+    caller left it: on, or off when the caller had turned it off; also after an error."""
+    import gc
+
+    seen = []
+    original = cascader.compiler.lower
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cascader.compiler, "lower", spy)
+    assert gc.isenabled()
+    cascader.compile(zoo.fully_connected((1, 8), 4))
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(InfeasibleError):
+        cascader.compile(zoo.fully_connected((1, 8), 4), sram=1)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        cascader.compile(zoo.fully_connected((1, 8), 4))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

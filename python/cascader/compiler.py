@@ -22,6 +22,7 @@ from .frontend.partition import NPU, Partition, partition
 from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
 from .progress import progress as stage_bar
+from .gc_pause import paused_gc
 from .schedule import NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, weights_key, without_weight_buffers
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
@@ -292,6 +293,7 @@ def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
     return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
 
 
+@paused_gc()
 def compile(
     model: ModelLike,
     sram: Union[int, str, None] = None,

@@ -31,6 +31,7 @@ from . import _core
 from . import memory as mem
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .errors import InfeasibleError
+from .gc_pause import paused_gc
 from .frontend.lowered import FeatureMapView, LoweredOperation, dense_strides
 from .schedule import NpuSchedule, _Target, memory_schedule, weight_buffer_bytes, without_weight_buffers
 from .tflite import Model
@@ -291,6 +292,7 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
     return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
 
 
+@paused_gc()
 def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos-u55-128", system: str | None = None,
          memory_mode: Union[str, MemoryMode, None] = None, options: PlanOptions | None = None) -> Frontier:
     """The SRAM-versus-cycles frontier of `model`'s cascading proposals (see the module docstring).
