@@ -64,10 +64,16 @@ class SteadyState {
                   const std::vector<std::vector<int64_t>>& last_read) {
     const bool shifted = have_previous_ && is_shifted(graph, first, last, stripe_height, computed, internal_tensors,
                                                       done, first_read, last_read);
+    // The snapshot keeps the internal tensors' rows only, in the order of `internal_tensors`
+    // (copying whole per-tensor vectors every stripe cost the DP a tenth of its time).
     previous_computed_ = computed;
     previous_cost_ = cost;
-    previous_done_ = done;
-    previous_first_read_ = first_read;
+    previous_done_.resize(internal_tensors.size());
+    previous_first_read_.resize(internal_tensors.size());
+    for (size_t j = 0; j < internal_tensors.size(); ++j) {
+      previous_done_[j] = done[size_t(internal_tensors[j])];
+      previous_first_read_[j] = first_read[size_t(internal_tensors[j])];
+    }
     previous_last_read_ = last_read;
     have_previous_ = true;
     if (!shifted) return 0;
@@ -92,10 +98,11 @@ class SteadyState {
   // Moves the simulation's state `m` stripes on (see repeats).
   void advance(int64_t m, std::vector<int64_t>& done, std::vector<std::vector<int64_t>>& last_read,
                const PlanGraph& graph, const std::vector<int>& internal_tensors, int first, int last) {
-    for (int t : internal_tensors) {
+    for (size_t j = 0; j < internal_tensors.size(); ++j) {
+      const int t = internal_tensors[j];
       done[size_t(t)] += m * tensor_shift_[size_t(t)];
-      previous_done_[size_t(t)] += m * tensor_shift_[size_t(t)];
-      previous_first_read_[size_t(t)] += m * tensor_shift_[size_t(t)];
+      previous_done_[j] += m * tensor_shift_[size_t(t)];
+      previous_first_read_[j] += m * tensor_shift_[size_t(t)];
     }
     for (int k = first; k < last; ++k) {
       const Part& p = graph.parts[size_t(k)];
@@ -148,11 +155,12 @@ class SteadyState {
         }
       }
     }
-    for (int t : internal_tensors) {
+    for (size_t j = 0; j < internal_tensors.size(); ++j) {
+      const int t = internal_tensors[j];
       const int64_t shift = tensor_shift_[size_t(t)];
-      if (done[size_t(t)] - previous_done_[size_t(t)] != shift) return false;
-      const bool read = first_read[size_t(t)] != INT64_MAX, was_read = previous_first_read_[size_t(t)] != INT64_MAX;
-      if (read != was_read || (read && first_read[size_t(t)] - previous_first_read_[size_t(t)] != shift)) return false;
+      if (done[size_t(t)] - previous_done_[j] != shift) return false;
+      const bool read = first_read[size_t(t)] != INT64_MAX, was_read = previous_first_read_[j] != INT64_MAX;
+      if (read != was_read || (read && first_read[size_t(t)] - previous_first_read_[j] != shift)) return false;
     }
     return true;
   }
@@ -160,7 +168,7 @@ class SteadyState {
   bool have_previous_ = false;
   std::vector<Extent> previous_computed_;
   std::vector<double> previous_cost_;
-  std::vector<int64_t> previous_done_, previous_first_read_;
+  std::vector<int64_t> previous_done_, previous_first_read_;  // per internal tensor, in order
   std::vector<std::vector<int64_t>> previous_last_read_;
   std::vector<int64_t> shift_;         // per part of the cascade: rows its output moved
   std::vector<int64_t> tensor_shift_;  // per tensor: rows it moved (internal ones and the sink)

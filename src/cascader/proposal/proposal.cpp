@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <sstream>
-#include <unordered_set>
 
 #include "cascader/common/error.hpp"
 #include "cascader/plan/pareto.hpp"
@@ -19,11 +18,14 @@ std::string Proposal::repr() const {
 }
 
 int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
-  std::unordered_set<int> held;
-  for (const RollingBuffer& b : plan.buffers) held.insert(b.tensor);
+  // A cascade holds a dozen rolling buffers at most: a linear search beats a hash set here
+  // (the DP calls this for every plan it makes).
+  auto held = [&](int t) {
+    return std::any_of(plan.buffers.begin(), plan.buffers.end(), [t](const RollingBuffer& b) { return b.tensor == t; });
+  };
   int64_t bytes = plan.buffer_bytes + plan.weight_buffer_bytes;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
-    if (held.count(int(t)) || uses.first[t] > plan.last - 1 || uses.last[t] < plan.first) continue;
+    if (uses.first[t] > plan.last - 1 || uses.last[t] < plan.first || held(int(t))) continue;
     bytes += graph.tensors[t].bytes;
   }
   return bytes;
