@@ -234,3 +234,23 @@ def test_compile_pauses_the_cyclic_collector_and_restores_it(monkeypatch):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8", "mobilenet_v3_blocks"])
+def test_weight_buffers_peak_is_a_lower_bound_of_the_layout(name):
+    """`allocate` skips laying out a schedule with all its weight buffers when the bytes live at
+    once exceed the budget: that peak must never exceed what the layout really needs."""
+    from cascader.compiler import MemoryConfig, layout, lower, schedule
+    from cascader.schedule import memory_schedule, weight_buffers_peak, without_weight_buffers
+
+    part, segments = lower(zoo.get(name))
+    sched = schedule(part, segments, "ethos-u55-128")
+    assert any(op.weight_buffer for op in sched.operations)
+    lean = memory_schedule(without_weight_buffers(sched), part.graph)
+    peak = weight_buffers_peak(sched, lean)
+    config = MemoryConfig.for_target("ethos-u55-128", sched.system, sched.memory_mode)
+    laid_out = layout(memory_schedule(sched, part.graph)[0], config).sizes["scratch"]
+    lean_laid_out = layout(lean[0], config).sizes["scratch"]
+    assert peak <= laid_out
+    # It counts the weight buffers: above the feature maps' own layout when they add bytes.
+    assert peak > weight_buffers_peak(without_weight_buffers(sched), lean) or laid_out == lean_laid_out

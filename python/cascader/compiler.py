@@ -23,7 +23,8 @@ from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
 from .progress import progress as stage_bar
 from .gc_pause import paused_gc
-from .schedule import NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, weights_key, without_weight_buffers
+from .schedule import (NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, weight_buffers_peak,
+                       weights_key, without_weight_buffers)
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 
@@ -125,7 +126,9 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
         yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
         return
     if config.shared_sram:
-        yield sched, None
+        # Every buffer kept: laid out only when the bytes live at once can fit the budget.
+        if config.fast_capacity is None or weight_buffers_peak(sched, lean.memory) <= config.fast_capacity:
+            yield sched, None
         yield fit_weight_buffers(sched, lean.graph, lean.memory), None
     else:
         fitted = fit_weight_buffers(sched, lean.graph, lean.memory)

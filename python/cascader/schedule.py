@@ -396,26 +396,63 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     `memory_schedule` of `without_weight_buffers(schedule)`, when the caller has it.
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
-    r = mem.live_ranges(msched)
-    live = np.zeros(len(msched.steps) + 1, dtype=np.int64)
-    for start, end, size, align in zip(r.start, r.end, r.size, r.alignment):
-        live[start:end] += (size + align - 1) // align * align
+    live = _live_bytes(msched)
     peak = int(live.max(initial=0))
     ops = schedule.operations
-    wanted = [k for k, sop in enumerate(ops) if sop.weight_buffer and sop.shared_weights is None]
-    def size_of(k: int) -> int:
-        slots = 2 if ops[k].depth_step else 1
-        return slots * ((weight_buffer_bytes(ops[k]) + 15) // 16 * 16)
-
-    gain = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(size_of(k), 1) for k in wanted}
+    wanted = _own_weight_buffers(schedule)
+    gain = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(_buffer_size(ops[k]), 1)
+            for k in wanted}
     keep: set[int] = set()
     for k in sorted(wanted, key=lambda k: -gain[k]):
-        size = size_of(k)
-        steps = slice(max(op_steps[k] - 1, 0), op_steps[k] + 1)
+        size = _buffer_size(ops[k])
+        steps = _buffer_steps(op_steps[k])
         if int(live[steps].max()) + size <= peak:
             live[steps] += size
             keep.add(k)
     return without_weight_buffers(schedule, keep)
+
+
+def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
+    """The most bytes live at once in `schedule` with all its weight buffers: a lower bound of
+    its layout's size, from the memory schedule without the weight buffers of operations run
+    alone (`lean_memory`, as `fit_weight_buffers` takes it) and each such buffer over the two
+    steps it is live. A budget below it cannot fit, and the layout need not be tried."""
+    msched, _, op_steps = lean_memory
+    live = _live_bytes(msched, arena_only=True)
+    ops = schedule.operations
+    for k in _own_weight_buffers(schedule):
+        live[_buffer_steps(op_steps[k])] += _buffer_size(ops[k])
+    return int(live.max(initial=0))
+
+
+def _live_bytes(msched: mem.Schedule, arena_only: bool = False) -> np.ndarray:
+    """Bytes live at each step of a memory schedule (each live range's size, aligned);
+    `arena_only`: only the ranges the scratch arenas hold (not LUTs, persistent state or
+    constants, which the layout puts in arenas of their own)."""
+    r = mem.live_ranges(msched)
+    live = np.zeros(len(msched.steps) + 1, dtype=np.int64)
+    buffers = msched.buffers
+    for start, end, size, align, b in zip(r.start.tolist(), r.end.tolist(), r.size.tolist(), r.alignment.tolist(),
+                                          r.range_buffer.tolist()):
+        if arena_only and (buffers[b].persistent or buffers[b].kind == "lut" or buffers[b].constant):
+            continue
+        live[start:end] += (size + align - 1) // align * align
+    return live
+
+
+def _own_weight_buffers(schedule: NpuSchedule) -> list[int]:
+    """Positions of the operations with a weight buffer of their own (not a cascade's)."""
+    return [k for k, sop in enumerate(schedule.operations) if sop.weight_buffer and sop.shared_weights is None]
+
+
+def _buffer_size(sop: ScheduledOperation) -> int:
+    slots = 2 if sop.depth_step else 1
+    return slots * ((weight_buffer_bytes(sop) + 15) // 16 * 16)
+
+
+def _buffer_steps(step: int) -> slice:
+    """The steps an operation's own weight buffer is live: its DMA runs under the previous step."""
+    return slice(max(step - 1, 0), step + 1)
 
 
 def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedule, dict[Any, int], list[int]]:
