@@ -225,6 +225,33 @@ def test_steady_state_stripes_are_added_as_simulated(name):
     assert compared > 100
 
 
+def test_stripe_and_tensor_configs_describe_a_plan():
+    """The StripeConfig and TensorConfig views of a cascade: the sink's stripes per axis (edge
+    stripes counted exactly) and each tensor's home region and buffer mode."""
+    g, (a, b, c, d) = _chain()
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    plan = _core.plan_cascade(g, 0, 3, 5, arch, column_bands=3)
+    sc = _core.stripe_config(g, plan)
+    assert sc.extent == [64, 64] and sc.shape == [5, 22] and sc.strides == sc.shape
+    assert sc.count == [13, 3] and sc.edge == [4, 20] and sc.count[0] == plan.stripes
+    assert repr(sc) == "StripeConfig(shape 5x22 of 64x64, 13x3 stripes, last 4x20)"
+    configs = _core.tensor_configs(g, plan)
+    assert [t.tensor for t in configs] == [a, b, c, d]
+    held = {h.tensor: h for h in plan.buffers}
+    for t in configs:
+        if t.tensor in (a, d):
+            assert t.boundary and t.mode == _core.BufferMode.whole and (t.rows, t.columns) == (64, 64)
+            assert t.bytes == g.tensors[t.tensor].bytes
+        else:
+            assert not t.boundary and t.mode == _core.BufferMode.rolling
+            assert (t.rows, t.columns, t.bytes) == (held[t.tensor].rows, held[t.tensor].columns, held[t.tensor].bytes)
+    assert "interior, rolling" in repr(configs[1]) and "boundary, whole 64x64" in repr(configs[0])
+    # Run one after another, a cascade holds its tensors whole.
+    whole = _core.tensor_configs(g, _core.plan_cascade(g, 0, 3, 64, arch))
+    assert all(t.mode == _core.BufferMode.whole for t in whole) and not whole[1].boundary
+    assert _core.stripe_config(g, _core.plan_cascade(g, 0, 3, 64, arch)).count == [1, 1]
+
+
 def test_column_bands_narrow_the_rolling_buffers():
     g, (a, b, c, d) = _chain()
     arch = cascader.arch.arch_config("ethos-u55-128")

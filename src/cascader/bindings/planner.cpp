@@ -4,6 +4,7 @@
 #include "cascader/graph/plan_graph.hpp"
 #include "cascader/graph/propagator.hpp"
 #include "cascader/plan/cascade.hpp"
+#include "cascader/plan/configs.hpp"
 #include "cascader/plan/pareto.hpp"
 #include "cascader/proposal/proposal.hpp"
 
@@ -105,6 +106,29 @@ void bind_planner(py::module_& m) {
       .def_readonly("operations", &CascadePlan::operations)
       .def_readonly("runs", &CascadePlan::runs)
       .def("__repr__", &CascadePlan::repr);
+  py::class_<StripeConfig>(m, "StripeConfig")
+      .def_readonly("shape", &StripeConfig::shape)
+      .def_readonly("extent", &StripeConfig::extent)
+      .def_readonly("strides", &StripeConfig::strides)
+      .def_readonly("count", &StripeConfig::count)
+      .def_readonly("order", &StripeConfig::order)
+      .def_readonly("offset", &StripeConfig::offset)
+      .def_readonly("edge", &StripeConfig::edge)
+      .def("__repr__", &StripeConfig::repr);
+  py::enum_<TensorConfig::Mode>(m, "BufferMode")
+      .value("whole", TensorConfig::Mode::Whole)
+      .value("rolling", TensorConfig::Mode::Rolling);
+  py::class_<TensorConfig>(m, "TensorConfig")
+      .def_readonly("tensor", &TensorConfig::tensor)
+      .def_readonly("name", &TensorConfig::name)
+      .def_readonly("mode", &TensorConfig::mode)
+      .def_readonly("boundary", &TensorConfig::boundary)
+      .def_readonly("rows", &TensorConfig::rows)
+      .def_readonly("columns", &TensorConfig::columns)
+      .def_readonly("bytes", &TensorConfig::bytes)
+      .def("__repr__", &TensorConfig::repr);
+  m.def("stripe_config", &stripe_config, py::arg("graph"), py::arg("plan"));
+  m.def("tensor_configs", &tensor_configs, py::arg("graph"), py::arg("plan"));
   py::class_<ProposalOptions>(m, "ProposalOptions")
       .def(py::init<>())
       .def_readwrite("max_cascade_parts", &ProposalOptions::max_cascade_parts)
