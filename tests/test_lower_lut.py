@@ -128,3 +128,32 @@ def test_abs_then_rsqrt_compiles_to_npu_operations_bit_exact(tmp_path):
     compiled = cascader.compile(path)
     assert compiled.summary().cpu_operators == 0
     assert validate(path, compiled.model, (0, 1)).bit_exact
+
+
+def _conv_then(unary: str, also_read: bool, seed: int):
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(seed=seed)
+    x = net.input((1, 12, 12, 8))
+    y = net.conv2d(x, 16, activation="RELU" if unary == "logistic" else None)
+    z = getattr(net, unary)(y)
+    # A second reader of the conv's output keeps the lookup a pass of its own.
+    net.output(net.add(z, y) if also_read else z)
+    return net.build()
+
+
+@pytest.mark.parametrize("unary", ["hard_swish", "logistic", "tanh"])
+@pytest.mark.parametrize("also_read", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lookup_fuses_into_its_producer_bit_exactly(unary, also_read, seed):
+    """A convolution whose output only a table lookup reads applies the table itself (one
+    operation, one buffer fewer); with a second reader it cannot. Both bit-exact."""
+    model = _conv_then(unary, also_read, seed)
+    compiled = cascader.compile(model)
+    ops = [op for seg in compiled.schedule.segments for op in seg.operations]
+    conv = next(op for op in ops if op.lowered.kind == "conv")
+    assert (conv.lowered.lut is not None) == (not also_read)
+    assert len(ops) == (3 if also_read else 1)
+    inputs = cascader.reference.random_inputs(model, seed=seed)
+    ours = cascader.simulate(compiled, inputs)[0]
+    assert np.array_equal(ours, ReferenceInterpreter(model).run(inputs)[0])

@@ -49,6 +49,7 @@ from .lowered import (
     round16,
 )
 from .lower_lut import lower_lut
+from .lut_fusion import fuse_table_lookups
 from .lower_minmax import lower_abs, lower_min_max
 from .lower_mirror_pad import lower_mirror_pad
 from .lower_transpose_conv import lower_transpose_conv
@@ -117,6 +118,7 @@ class _Lowering:
         self.members = set(operators)
         self.root: dict[int, int] = {}
         self.ops: list[LoweredOperation] = []
+        self.fused_away: set[int] = set()  # buffers no operation uses after fusion
         self.constants: dict[int, bytes] = {}
         self.fill_constants: dict[tuple[int, str], int] = {}  # (value, dtype) -> pseudo buffer
         self.next_pseudo = -2  # constant buffers made here get negative ids
@@ -246,6 +248,7 @@ class _Lowering:
             except UnsupportedError as e:
                 e.operator = i  # the compiler sends this operator to the CPU and tries again
                 raise
+        self.fused_away = fuse_table_lookups(self)
         return self._segment()
 
     def _fold_pads(self) -> None:
@@ -637,6 +640,8 @@ class _Lowering:
                     ofms.append(t)
         for t in {*ifms, *produced}:
             b = self.buffer(t)
+            if b in self.fused_away:
+                continue  # a table lookup's input, now looked up by its producer
             aliases[t] = b
             buffers[b] = max(buffers.get(b, 0), tensors[b].nbytes)
         for b, (_, (h, w, c), dtype) in self.scratch_buffers.items():
