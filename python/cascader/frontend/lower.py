@@ -66,6 +66,7 @@ from .lower_prelu import lower_leaky_relu_int16, lower_prelu
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
+from .lower_squared_difference import lower_squared_difference
 from .operation_builder import broadcast_order, clamp_record, fused_clamp, weight_volume
 from .operator_view import OperatorView
 from .quantization import (
@@ -543,6 +544,7 @@ class _Lowering:
         (lower_leaky_relu_int16 if v.ifm is not None and v.ifm.dtype == "int16" else lower_lut)(self, v)
     _prelu = lower_prelu
     _minimum = _maximum = lower_min_max
+    _squared_difference = lower_squared_difference
     _abs = lower_abs
     _transpose_conv = lower_transpose_conv
     _mirror_pad = lower_mirror_pad

@@ -63,6 +63,7 @@ NPU_OPERATORS = frozenset(
         "TRANSPOSE_CONV",
         "RSQRT",
         "MIRROR_PAD",
+        "SQUARED_DIFFERENCE",
     }
 )
 
@@ -71,7 +72,6 @@ PLANNED_OPERATORS = frozenset(
     {
         "SUM",
         "ARG_MAX",
-        "SQUARED_DIFFERENCE",
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
 )
@@ -142,7 +142,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
-    "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1),
+    "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1),
 }
 
 
@@ -439,6 +439,11 @@ def _int8_in_out(v: OperatorView) -> str | None:
     return f"{i.dtype} -> {o.dtype}"
 
 
+def _all_int8(v: OperatorView) -> str | None:
+    types = [t.dtype for t in (*v.inputs, v.ofm) if t is not None]
+    return None if all(t == "int8" for t in types) else f"{' and '.join(types[:-1])} -> {types[-1]}"
+
+
 def _softmax_beta(v: OperatorView) -> str | None:
     beta = float(v.options.get("beta", 1.0))
     return None if beta > 0 else f"beta is {beta}"
@@ -526,6 +531,8 @@ RULES: tuple[Rule, ...] = (
          source="cascader"),
     Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
          ops=frozenset({"RSQRT"})),
+    Rule("squared_difference_int8", "SQUARED_DIFFERENCE is lowered for int8 inputs and output (int16 is not yet)",
+         _all_int8, ops=frozenset({"SQUARED_DIFFERENCE"}), source="cascader"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),
