@@ -48,6 +48,7 @@ from .lowered import (
     kernel_record,
     round16,
 )
+from .lower_arg_max import lower_arg_max
 from .lower_lut import lower_lut
 from .lut_fusion import fuse_table_lookups
 from .lower_minmax import lower_abs, lower_min_max
@@ -545,6 +546,7 @@ class _Lowering:
     _prelu = lower_prelu
     _minimum = _maximum = lower_min_max
     _squared_difference = lower_squared_difference
+    _arg_max = lower_arg_max
     _abs = lower_abs
     _transpose_conv = lower_transpose_conv
     _mirror_pad = lower_mirror_pad

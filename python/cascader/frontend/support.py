@@ -64,6 +64,7 @@ NPU_OPERATORS = frozenset(
         "RSQRT",
         "MIRROR_PAD",
         "SQUARED_DIFFERENCE",
+        "ARG_MAX",
     }
 )
 
@@ -142,7 +143,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "EXPAND_DIMS": (2, 2, 1), "TRANSPOSE": (2, 2, 1), "RESIZE_NEAREST_NEIGHBOR": (2, 2, 1), "MEAN": (2, 2, 1),
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
-    "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1),
+    "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1), "ARG_MAX": (2, 2, 1),
 }
 
 
@@ -162,6 +163,11 @@ def operand_count(v: OperatorView) -> str | None:
 
 
 def _dtypes(v: OperatorView) -> str | None:
+    if v.opcode == "ARG_MAX":  # 8-bit values in, indices out
+        i, o = v.ifm, v.ofm
+        if i is not None and o is not None and (i.dtype not in ("int8", "uint8") or o.dtype not in ("int32", "int64")):
+            return f"ARG_MAX takes int8 or uint8 to int32 or int64, not {i.dtype} to {o.dtype}"
+        return None
     allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS else ())
     bad = [f"{t.name!r} is {t.dtype}" for t in v.activation_tensors if t.dtype not in allowed]
     return "; ".join(bad) or None
@@ -169,6 +175,8 @@ def _dtypes(v: OperatorView) -> str | None:
 
 def _quantized(v: OperatorView) -> str | None:
     tensors = v.activation_tensors + ([v.weights] if v.weights is not None else [])
+    if v.opcode == "ARG_MAX":
+        tensors = [v.ifm] if v.ifm is not None else []  # its output is an index, not quantized
     for t in tensors:
         q = t.quantization
         if q is None or q.scale.size == 0:
@@ -444,6 +452,18 @@ def _all_int8(v: OperatorView) -> str | None:
     return None if all(t == "int8" for t in types) else f"{' and '.join(types[:-1])} -> {types[-1]}"
 
 
+def _arg_max(v: OperatorView) -> str | None:
+    i, axis = v.ifm, v.inputs[1] if len(v.inputs) > 1 else None
+    if i is None or axis is None or not axis.is_constant or np.asarray(axis.data).size != 1:
+        return "the axis must be one constant"
+    rank = len(i.shape)
+    if int(np.asarray(axis.data).reshape(-1)[0]) % max(rank, 1) != rank - 1:
+        return "the axis is not the last one"
+    if rank and i.shape[-1] > 127:
+        return f"{i.shape[-1]} channels"
+    return None
+
+
 def _softmax_beta(v: OperatorView) -> str | None:
     beta = float(v.options.get("beta", 1.0))
     return None if beta > 0 else f"beta is {beta}"
@@ -533,6 +553,8 @@ RULES: tuple[Rule, ...] = (
          ops=frozenset({"RSQRT"})),
     Rule("squared_difference_int8", "SQUARED_DIFFERENCE is lowered for int8 inputs and output (int16 is not yet)",
          _all_int8, ops=frozenset({"SQUARED_DIFFERENCE"}), source="cascader"),
+    Rule("arg_max", f"ARG_MAX over the last axis (the channels) of at most {127} channels", _arg_max,
+         ops=frozenset({"ARG_MAX"}), source="Vela tflite_supported_operators"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),
