@@ -48,7 +48,8 @@ def test_resize_bilinear_2x(tmp_path, half_pixel, dtype, shape):
     b.add_operator("RESIZE_BILINEAR", [x, b.add_constant("size", np.array([2 * h, 2 * w], np.int32))], [y],
                    {"half_pixel_centers": half_pixel}, version=3 if half_pixel else 2)
     b.mark_output(y)
-    _check(tmp_path, b.build(), operations=9)  # 5 edge copies, 4 phases
+    # 5 edge copies and 4 phases; a 1x1 input is one broadcast
+    _check(tmp_path, b.build(), operations=1 if (h, w) == (1, 1) else 9)
 
 
 def test_bilinear_other_factors_stay_on_the_cpu():
@@ -59,3 +60,19 @@ def test_bilinear_other_factors_stay_on_the_cpu():
     b.mark_output(y)
     compiled = cascader.compile(b.build())
     assert compiled.summary().cpu_operators == 1
+
+
+@pytest.mark.parametrize("opcode", ["RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"])
+@pytest.mark.parametrize("flags", [{"align_corners": True}, {"half_pixel_centers": True}, {}])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_resize_of_one_pixel_is_a_broadcast(tmp_path, opcode, flags, dtype):
+    """DeepLabV3's 1x1 -> 33x33 (align_corners): every output pixel is the input pixel, as one
+    ADD of the broadcast input to zeros."""
+    b = ModelBuilder()
+    q = quantization(0.05, 3 if dtype == "int8" else 128)
+    x = b.add_input("x", (1, 1, 1, 40), dtype, q)
+    y = b.add_tensor("y", (1, 33, 17, 40), dtype, q)
+    b.add_operator(opcode, [x, b.add_constant("size", np.array([33, 17], np.int32))], [y], flags,
+                   version=3 if flags.get("half_pixel_centers") else 2)
+    b.mark_output(y)
+    _check(tmp_path, b.build(), operations=1)

@@ -1,4 +1,4 @@
-"""Resizes by exactly 2 (and identity resizes) on the NPU, bit-exact.
+"""Resizes by exactly 2 (and identity resizes, and resizes of a 1x1 input) on the NPU, bit-exact.
 
 - RESIZE_NEAREST_NEIGHBOR: output (y, x) reads input (y // 2, x // 2), with or without
   half-pixel centres. One 1x1 pool reading its IFM through the NPU's nearest-neighbour
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .lower_movement import raw_copy
-from .lowered import FeatureMapView, LoweredOperation, WeightVolume, full_range, kernel_record
+from .lowered import FeatureMapView, LoweredOperation, WeightVolume, dense_strides, full_range, kernel_record
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 
@@ -38,6 +38,20 @@ BILINEAR_PHASES = {
 BLEND_SCALE = (1 << 30, 35)  # x 2^-5: the doubled 1/16ths
 
 
+def _one_pixel(lw: "_Lowering", v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
+    """A 1x1 input resized to any size: every output pixel is the input pixel (both methods and
+    every flag sample it alone, and TFLite's bilinear weights sum to exactly one). As Vela:
+    an ADD of the input, broadcast, to zeros of the output's shape (a constant in flash)."""
+    if src.shape[:2] != (1, 1) or dst.shape[:2] == (1, 1):
+        return False
+    if (src.scale, src.zero_point, src.dtype) != (dst.scale, dst.zero_point, dst.dtype):
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): a 1x1 input resized into another quantization")
+    zeros = lw.constant(np.zeros(int(np.prod(dst.shape))), dst.dtype)
+    zeros = replace(zeros, shape=dst.shape, strides=dense_strides(dst.shape, zeros.element_size), scale=src.scale)
+    OperationBuilder(lw, v.index, v.opcode).elementwise("ADD", zeros, src, dst)
+    return True
+
+
 def _two_x(v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
     (h, w, _), (oh, ow, _) = src.shape, dst.shape
     if (oh, ow) == (h, w):
@@ -51,6 +65,8 @@ def _two_x(v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
 
 def lower_resize_nearest(lw: "_Lowering", v: OperatorView) -> None:
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    if _one_pixel(lw, v, src, dst):
+        return
     if not _two_x(v, src, dst):
         raw_copy(lw, v.index, f"{v.index}:{v.opcode}", src, dst)
         return
@@ -66,6 +82,8 @@ def lower_resize_bilinear(lw: "_Lowering", v: OperatorView) -> None:
     if src.dtype not in ("int8", "uint8") or dst.dtype != src.dtype:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {src.dtype} -> {dst.dtype}; the NPU lowering takes "
                                "int8 or uint8 in and out")
+    if _one_pixel(lw, v, src, dst):
+        return
     if not _two_x(v, src, dst):
         raw_copy(lw, v.index, f"{v.index}:{v.opcode}", src, dst)
         return
