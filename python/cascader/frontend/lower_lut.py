@@ -57,6 +57,43 @@ def _float_table(fn: Callable[[np.ndarray], np.ndarray], ifm: tuple[float, int],
     return np.clip(quantized.astype(np.int64), lo, hi)
 
 
+def int16_table(fn: Callable[[np.ndarray], np.ndarray], ifm: tuple[float, int], ofm: tuple[float, int]) -> bytes:
+    """TFLite's 16-bit table (``LUTPopulate<int16_t>``: 513 samples of the whole int16 input
+    range, each biased by half its midpoint's interpolation error, float32 arithmetic) in the
+    NPU's 16-bit LUT format: 512 words of (slope << 16 | base), slope the next sample minus
+    this one. Both interpolate over the low 7 bits of the input alike, (slope * r + 64) >> 7.
+
+    `fn` is evaluated in double and rounded to float: the C library's expf is correctly
+    rounded, numpy's float32 exp is not (one entry in a few hundred tables differs)."""
+    f32 = np.float32
+    lo, hi = -32768, 32767
+    input_min, input_max = f32(ifm[0]) * f32(lo - ifm[1]), f32(ifm[0]) * f32(hi - ifm[1])
+    output_min, output_max = f32(ofm[0]) * f32(lo - ofm[1]), f32(ofm[0]) * f32(hi - ofm[1])
+    steps = 512
+    step = (input_max - input_min) / f32(steps)
+    inverse = f32(hi - lo + 1) / (output_max - output_min)
+
+    def transform(x: np.ndarray) -> np.ndarray:
+        return fn(np.asarray(x, dtype=np.float64)).astype(f32)
+
+    def rounded(x: np.ndarray) -> np.ndarray:  # TfLiteRound on float: half away from zero
+        x = np.asarray(x, dtype=f32)
+        return (np.sign(x) * np.floor(np.abs(x) + f32(0.5))).astype(f32)
+
+    i = np.arange(steps, dtype=f32)
+    value = transform(input_min + i * step)
+    midpoint = transform(input_min + i * step + step / f32(2))
+    following = transform(input_min + (i + f32(1)) * step)
+    sample = rounded(value * inverse)
+    interpolated = rounded((following * inverse + rounded(value * inverse)) / f32(2))
+    bias = rounded((interpolated - rounded(midpoint * inverse)) / f32(2))
+    table = np.clip(sample - bias, lo, hi).astype(np.int64)
+    last = int(np.clip(rounded(transform(np.array([input_max])) * inverse)[0], lo, hi))
+    table = np.append(table, last)
+    slope = (table[1:] - table[:-1]) & 0xFFFF  # an int16 difference, as the reference narrows it
+    return ((slope << 16) | (table[:-1] & 0xFFFF)).astype("<u4").tobytes()
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.float32(1) / (np.float32(1) + np.exp(-x))
 
@@ -167,10 +204,24 @@ def _lower_builtin(lw: "_Lowering", v: OperatorView) -> None:
     lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), src, dst, registers=registers))
 
 
+def _lower_int16_table(lw: "_Lowering", v: OperatorView) -> None:
+    """int16 EXP: a 1x1 pool over raw values through a 16-bit interpolating table."""
+    src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    table = int16_table(np.exp, (src.scale, src.zero_point), (dst.scale, dst.zero_point))
+    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                     activation=dict(function=LUT_SLOT_0, clip_range=0, min=-32768, max=32767), rounding="NATURAL",
+                     global_scale=True, ofm_scale=(1, 0))
+    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), replace(src, zero_point=0),
+                            replace(dst, zero_point=0), registers=registers, lut=table))
+
+
 def lower_lut(lw: "_Lowering", v: OperatorView) -> None:
-    if v.opcode in ("LOGISTIC", "TANH") and v.ifm is not None and v.ifm.dtype == "int16" \
-            and v.ofm is not None and v.ofm.dtype == "int16":
+    int16 = v.ifm is not None and v.ifm.dtype == "int16" and v.ofm is not None and v.ofm.dtype == "int16"
+    if v.opcode in ("LOGISTIC", "TANH") and int16:
         _lower_builtin(lw, v)
+        return
+    if v.opcode == "EXP" and int16:
+        _lower_int16_table(lw, v)
         return
     dtype = require_8bit_in_out(v)
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])

@@ -435,8 +435,9 @@ def _same_8bit_types(v: OperatorView) -> str | None:
 
 def _activation_types(v: OperatorView) -> str | None:
     i, o = v.ifm, v.ofm
-    if i is not None and o is not None and v.opcode in ("LOGISTIC", "TANH", "LEAKY_RELU") and i.dtype == o.dtype == "int16":
-        return None  # the NPU's own int16 functions; LRELU or the sign select
+    if i is not None and o is not None and v.opcode in ("LOGISTIC", "TANH", "LEAKY_RELU", "EXP") \
+            and i.dtype == o.dtype == "int16":
+        return None  # the NPU's own int16 functions; LRELU or the sign select; EXP's 16-bit table
     return _same_8bit_types(v)
 
 
@@ -547,7 +548,7 @@ RULES: tuple[Rule, ...] = (
     Rule("softmax_types", "SOFTMAX is lowered for int8 or uint8 in and out (int16 is not yet)", _same_8bit_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
     Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
-         "in and out, LOGISTIC, TANH and LEAKY_RELU for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
+         "in and out, LOGISTIC, TANH, LEAKY_RELU and EXP for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
     Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
          ops=frozenset({"RSQRT"})),
