@@ -3,18 +3,19 @@
 The index of the largest channel is carried through a max: a 1x1 depthwise convolution writes
 ``(q - zp) * 128 + (C - 1 - i)`` as int16 (weights 128, bias the reversed channel index i), so
 values order as the inputs do, and among equal inputs the lowest channel has the largest low
-bits, as TFLite picks it (the first maximum). A max pool over the channels (the map viewed as
-(H*W) x C x 1) keeps the largest; its 16-bit table activation turns the low 7 bits back into
+bits, as TFLite picks it (the first maximum). A max pool over the channels (the rows viewed as
+(rows*W) x C x 1) keeps the largest; its 16-bit table activation turns the low 7 bits back into
 ``i``: every entry has base C - 1 and slope -128, so the interpolation over the low 7 bits
-subtracts them. Hence at most 127 channels (Vela's constraint too). The pool is split into
-row chunks the NPU's 16-bit height holds. Then the int16 indices are widened into the output:
-int32, or for int64 the low words (the high words are written as zeros).
+subtracts them. Hence at most 127 channels (Vela's constraint too). Then the int16 indices are
+widened into the output: int32, or for int64 the low words (the high words are written as zeros).
 
-Vela 5.2 lowers ARG_MAX the same way.
+Vela 5.2 lowers ARG_MAX with the same operations over the whole map; here they run band by band
+of image rows through scratch maps of one band (at most 256 KiB of int16 intermediate).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 MAX_CHANNELS = 127  # the index lives in 7 bits below the shifted value
 HEIGHT_MAX = 65535  # rows of one NPU operation
+BAND_BYTES = 256 * 1024  # the int16 intermediate of one band of rows
 
 
 def index_table(channels: int) -> bytes:
@@ -47,36 +49,41 @@ def lower_arg_max(lw: "_Lowering", v: OperatorView) -> None:
                                f"{MAX_CHANNELS}")
     ops = OperationBuilder(lw, v.index, "ARG_MAX")
     name = f"{v.index}:ARG_MAX"
-    shifted = ops.scratch("shifted", (h, w, c), "int16")
+    # Band by band of image rows, through scratch maps of one band: the int16 intermediate of a
+    # whole map is twice the input (11 MB for DeepLabV3's 513 x 513 x 21), and every step is
+    # per pixel, so a band needs nothing of the others.
+    band = max(1, min(h, BAND_BYTES // (w * c * 2), HEIGHT_MAX // w))
+    shifted = ops.scratch("shifted", (band, w, c), "int16")
+    pooled = ops.scratch("index", (band * w, 1, 1), "int16")
     volume = WeightVolume(values=np.full((c, 1, 1, 1), 128, dtype=np.int32), zero_points=np.zeros(c, dtype=np.int64),
                           bias=np.arange(c - 1, -1, -1, dtype=np.int64), scales=((1, 0),) * c, depthwise=True)
-    lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{name}(shift)", (v.index,), src, shifted,
-                            weights=volume,
-                            registers=dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
-                                           activation=full_range("int16"), rounding="TFL", global_scale=False,
-                                           ofm_scale=(0, 0), acc_format=0)))
-    # The maximum over the channels, in chunks of whole image rows.
-    rows = h * w
-    pooled = ops.scratch("index", (rows, 1, 1), "int16")
-    chunk = max(HEIGHT_MAX // w, 1) * w
     table = index_table(c)
-    for r0 in range(0, rows, chunk):
-        n = min(chunk, rows - r0)
-        ifm = FeatureMapView(shifted.buffer, (n, c, 1), "int16", 0, 1.0, dense_strides((n, c, 1), 2), r0 * c * 2)
-        ofm = FeatureMapView(pooled.buffer, (n, 1, 1), "int16", 0, 1.0, dense_strides((n, 1, 1), 2), r0 * 2)
-        lw.add(LoweredOperation("pool", "max_pool", f"{name}(max)", (v.index,), ifm, ofm, lut=table,
+    out = lw.buffer(v.op.outputs[0])  # the indices' tensor: not quantized, so no view of its own
+    element = 8 if ofm_t.dtype == "int64" else 4
+    zero = lw.constant(np.array([0]), "int16")
+    for y0 in range(0, h, band):
+        n = min(band, h - y0)
+        rows = replace(src, shape=(n, w, c), offset=src.offset + y0 * src.strides[0])
+        wide = replace(shifted, shape=(n, w, c))
+        lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{name}(shift)", (v.index,), rows, wide,
+                                weights=volume,
+                                registers=dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                                               activation=full_range("int16"), rounding="TFL", global_scale=False,
+                                               ofm_scale=(0, 0), acc_format=0)))
+        # The maximum over the channels: the band viewed as (n * w) x C x 1.
+        columns = FeatureMapView(shifted.buffer, (n * w, c, 1), "int16", 0, 1.0, dense_strides((n * w, c, 1), 2))
+        index = FeatureMapView(pooled.buffer, (n * w, 1, 1), "int16", 0, 1.0, dense_strides((n * w, 1, 1), 2))
+        lw.add(LoweredOperation("pool", "max_pool", f"{name}(max)", (v.index,), columns, index, lut=table,
                                 registers=dict(sub_op="MAX", kernel=kernel_record(1, c), padding=(0, 0, 0, 0),
                                                activation=dict(full_range("int16"), function=LUT_SLOT_0),
                                                rounding="TFL", global_scale=True, ofm_scale=(1, 0))))
-    # Widened into the output: its words (int32), or the low and high words of each int64.
-    out = lw.buffer(v.op.outputs[0])  # the indices' tensor: not quantized, so no view of its own
-    element = 8 if ofm_t.dtype == "int64" else 4
-    index = FeatureMapView(pooled.buffer, (h, w, 1), "int16", 0, 1.0, dense_strides((h, w, 1), 2))
-    zero = lw.constant(np.array([0]), "int16")
+        # Widened into the output: its words (int32), or the low and high words of each int64.
+        indices = FeatureMapView(pooled.buffer, (n, w, 1), "int16", 0, 1.0, dense_strides((n, w, 1), 2))
 
-    def words(offset: int) -> FeatureMapView:
-        return FeatureMapView(out, (h, w, 1), "int32", 0, 1.0, (w * element, element, 4), offset)
+        def words(offset: int) -> FeatureMapView:
+            return FeatureMapView(out, (n, w, 1), "int32", 0, 1.0, (w * element, element, 4),
+                                  y0 * w * element + offset)
 
-    ops.elementwise("ADD", index, zero, words(0))
-    if element == 8:
-        ops.elementwise("MUL", index, zero, words(4))
+        ops.elementwise("ADD", indices, zero, words(0))
+        if element == 8:
+            ops.elementwise("MUL", indices, zero, words(4))
