@@ -68,3 +68,30 @@ def test_broadcast_constant_add_sub_on_every_code(opcode, x_scale, x_zp, code, k
                                                    activation, constant_first, per_channel):
     _check(_binary(opcode, (x_scale, x_zp), (code, k_scale, k_zp), (out_scale, out_zp), activation, constant_first,
                    (1, 1, 1, 1) if not per_channel else (1,)))
+
+
+@pytest.mark.parametrize("opcode", ["ADD", "SUB", "MUL"])
+@pytest.mark.parametrize("quantized", [None, 1.0, 0.5])
+@pytest.mark.parametrize("second", [(1, 4, 4, 3), (1, 1, 1, 3), ()])
+def test_int32_arithmetic_on_the_integers(opcode, quantized, second):
+    """int32 ADD/SUB/MUL compute on the integers (TFLite's int32 kernels ignore quantization,
+    which index arithmetic often lacks), through a reshape, bit-exact; a fused activation, which
+    the NPU does not apply to 32-bit outputs, stays on the CPU."""
+    q = None if quantized is None else _q(quantized, 0)
+    rng = np.random.default_rng(len(second))
+    inputs = [rng.integers(-30000, 30000, (1, 4, 4, 3)).astype(np.int32),
+              rng.integers(-30000, 30000, second).astype(np.int32)]
+    for activation, on_npu in (("NONE", True), ("RELU", False)):
+        b = ModelBuilder()
+        x = b.add_input("x", (1, 4, 4, 3), "int32", q)
+        y = b.add_input("y", second, "int32", q)
+        z = b.add_tensor("z", (1, 4, 4, 3), "int32", q)
+        b.add_operator(opcode, [x, y], [z], {"fused_activation_function": activation}, version=4 if opcode == "MUL" else 2)
+        flat = b.add_tensor("flat", (1, 48), "int32", q)
+        b.add_operator("RESHAPE", [z, b.add_constant("shape", np.array([1, 48], np.int32))], [flat])
+        b.mark_output(flat)
+        model = b.build()
+        compiled = cascader.compile(model)
+        assert compiled.partition.verdicts[0].npu == on_npu
+        assert on_npu or "int32" in compiled.partition.verdicts[0].reason
+        assert np.array_equal(cascader.simulate(compiled, inputs)[0], ReferenceInterpreter(model).run(inputs)[0])

@@ -68,8 +68,8 @@ from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
 from .lower_squared_difference import lower_squared_difference
-from .operation_builder import broadcast_order, clamp_record, fused_clamp, weight_volume
-from .operator_view import OperatorView
+from .operation_builder import OperationBuilder, broadcast_order, clamp_record, fused_clamp, weight_volume
+from .operator_view import ALIAS_OPS, OperatorView
 from .quantization import (
     add_sub_scales,
     multiply_scale,
@@ -77,7 +77,6 @@ from .quantization import (
     rescale_scale,
 )
 
-ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 MAX_PADDING = 127  # the IFM_PAD_* registers
 TENSOR_DIM_MAX = 65535  # a feature map's height, width or depth
@@ -103,6 +102,8 @@ def _hwc(t: Tensor) -> tuple[int, int, int]:
 def _quant(t: Tensor) -> tuple[float, int]:
     q = t.quantization
     if q is None or q.scale.size == 0:
+        if t.dtype == "int32":
+            return 1.0, 0  # plain integers (indices, shapes): TFLite's int32 kernels ignore quantization
         raise UnsupportedError(f"tensor {t.name!r} is not quantized")
     return float(q.scale[0]), int(q.zero_point[0])
 
@@ -165,8 +166,9 @@ class _Lowering:
         tensor = self.graph.tensors[t]
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
-        if tensor.dtype not in TYPE_RANGE:
-            raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16")
+        if tensor.dtype not in TYPE_RANGE and tensor.dtype != "int32":
+            raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16 "
+                                   "(and int32 for ADD, SUB and MUL)")
         size = ELEMENT_SIZE[tensor.dtype]
         if tensor.is_constant:
             self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
@@ -424,6 +426,9 @@ class _Lowering:
     def _elementwise(self, v: OperatorView, mode: str) -> None:
         a, b = self.view(v.op.inputs[0]), self.view(v.op.inputs[1])
         ofm = self.view(v.op.outputs[0])
+        if "int32" in (a.dtype, b.dtype, ofm.dtype):
+            self._int32_elementwise(v, mode, a, b, ofm)
+            return
         a, b, reversed_operands = broadcast_order(v, a, b, ofm)
         broadcast = tuple(bd != od for bd, od in zip(b.shape, ofm.shape))
         registers: dict[str, Any] = dict(
@@ -443,6 +448,21 @@ class _Lowering:
         cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
         self.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
                                   registers=registers))
+
+    def _int32_elementwise(self, v: OperatorView, mode: str, a: FeatureMapView, b: FeatureMapView,
+                           ofm: FeatureMapView) -> None:
+        """int32 ADD, SUB, MUL: TFLite's int32 kernels compute on the integers themselves
+        (quantization ignored), and so does the NPU's 32-bit elementwise unit with unit scales.
+        The NPU does not clamp 32-bit outputs, so a fused activation stays on the CPU."""
+        if {a.dtype, b.dtype, ofm.dtype} != {"int32"}:
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): mixes int32 with {a.dtype}/{b.dtype}/{ofm.dtype}")
+        if v.fused_activation not in (None, "NONE"):
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): a fused {v.fused_activation} on int32 (the NPU "
+                                   "does not clamp 32-bit outputs)")
+        plain = lambda x: replace(x, zero_point=0, scale=1.0)  # noqa: E731
+        a, b, ofm = plain(a), plain(b), plain(ofm)
+        broadcast_order(v, a, b, ofm)  # one operand has the output's shape, the other broadcasts
+        OperationBuilder(self, v.index, v.opcode).elementwise(mode, a, b, ofm)
 
     def _add(self, v: OperatorView) -> None:
         self._elementwise(v, "ADD")

@@ -12,6 +12,7 @@ WEIGHTED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TR
 POOL_OPS = frozenset({"AVERAGE_POOL_2D", "MAX_POOL_2D"})
 BINARY_ELEMENTWISE_OPS = frozenset({"ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "SQUARED_DIFFERENCE"})
 MULTI_OUTPUT_OPS = frozenset({"SPLIT", "SPLIT_V", "UNPACK"})
+ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})  # operators that only rename their input's bytes
 
 
 @dataclass(frozen=True)

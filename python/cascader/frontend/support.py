@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .operator_view import BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
+from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
 # Operators cascader lowers to the NPU today.
 NPU_OPERATORS = frozenset(
@@ -84,7 +84,8 @@ WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
 BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX"})
-# int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops).
+# int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
+# reshapes that only rename their bytes.
 INT32_OPS = frozenset({"ADD", "SUB", "MUL"})
 
 TENSOR_DIM_RANGE = (1, 65535)
@@ -168,7 +169,7 @@ def _dtypes(v: OperatorView) -> str | None:
         if i is not None and o is not None and (i.dtype not in ("int8", "uint8") or o.dtype not in ("int32", "int64")):
             return f"ARG_MAX takes int8 or uint8 to int32 or int64, not {i.dtype} to {o.dtype}"
         return None
-    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS else ())
+    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS | ALIAS_OPS else ())
     bad = [f"{t.name!r} is {t.dtype}" for t in v.activation_tensors if t.dtype not in allowed]
     return "; ".join(bad) or None
 
@@ -177,6 +178,9 @@ def _quantized(v: OperatorView) -> str | None:
     tensors = v.activation_tensors + ([v.weights] if v.weights is not None else [])
     if v.opcode == "ARG_MAX":
         tensors = [v.ifm] if v.ifm is not None else []  # its output is an index, not quantized
+    if v.opcode in INT32_OPS | ALIAS_OPS:
+        # TFLite's int32 arithmetic ignores quantization, and a reshape only renames bytes.
+        tensors = [t for t in tensors if t.dtype != "int32"]
     for t in tensors:
         q = t.quantization
         if q is None or q.scale.size == 0:
