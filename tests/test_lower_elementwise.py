@@ -95,3 +95,27 @@ def test_int32_arithmetic_on_the_integers(opcode, quantized, second):
         assert compiled.partition.verdicts[0].npu == on_npu
         assert on_npu or "int32" in compiled.partition.verdicts[0].reason
         assert np.array_equal(cascader.simulate(compiled, inputs)[0], ReferenceInterpreter(model).run(inputs)[0])
+
+
+@pytest.mark.parametrize("opcode", ["ADD", "SUB", "MUL"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("channels_first", [False, True])
+def test_both_operands_broadcast(opcode, dtype, channels_first):
+    """Movenet's (48, 48, 1) - (1, 17): the operand without channels is repeated along them
+    first (an exact 1x1 convolution), the other broadcasts as the NPU's IFM2. Bit-exact on
+    every code of the first operand."""
+    zp = 3 if dtype == "int8" else 128
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 16, 16, 1), dtype, _q(0.05, zp))
+    k = b.add_input("k", (1, 5), dtype, _q(0.07, zp - 9))
+    y = b.add_tensor("y", (1, 16, 16, 5), dtype, _q(0.1 if opcode != "MUL" else 0.2, zp + 4))
+    b.add_operator(opcode, [k, x] if channels_first else [x, k], [y], version=2)
+    b.mark_output(y)
+    model = b.build()
+    compiled = cascader.compile(model)
+    assert compiled.summary().cpu_operators == 0
+    codes = (ALL_CODES.astype(np.int16) + (128 if dtype == "uint8" else 0)).astype(dtype)
+    second = np.array([[0, 50, 100, 150, 200]], dtype=np.int16).astype(dtype) if dtype == "uint8" else \
+        np.array([[-128, -40, 0, 40, 127]], dtype=dtype)
+    ours = cascader.simulate(compiled, [codes, second])[0]
+    assert np.array_equal(ours, ReferenceInterpreter(model).run([codes, second])[0])

@@ -43,8 +43,10 @@ from .lowered import (
     LoweredOperation,
     TYPE_RANGE,
     LoweredSegment,
+    WeightVolume,
     brick_strides,
     dense_strides,
+    full_range,
     kernel_record,
     round16,
 )
@@ -429,6 +431,12 @@ class _Lowering:
         if "int32" in (a.dtype, b.dtype, ofm.dtype):
             self._int32_elementwise(v, mode, a, b, ofm)
             return
+        if ofm.shape not in (a.shape, b.shape):
+            # Both operands broadcast: the one that lacks only channels gets them first.
+            if a.shape == (*ofm.shape[:2], 1):
+                a = self._expand_channels(v, a, ofm.shape[2])
+            elif b.shape == (*ofm.shape[:2], 1):
+                b = self._expand_channels(v, b, ofm.shape[2])
         a, b, reversed_operands = broadcast_order(v, a, b, ofm)
         broadcast = tuple(bd != od for bd, od in zip(b.shape, ofm.shape))
         registers: dict[str, Any] = dict(
@@ -448,6 +456,23 @@ class _Lowering:
         cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
         self.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
                                   registers=registers))
+
+    def _expand_channels(self, v: OperatorView, x: FeatureMapView, channels: int) -> FeatureMapView:
+        """`x` (H x W x 1, 8-bit) repeated along `channels` channels: a 1x1 convolution of raw
+        codes with unit weights and scale, exact. Returns the repeated map, in x's quantization."""
+        if x.dtype not in ("int8", "uint8"):
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): both operands broadcast, and the one "
+                                   f"without channels is {x.dtype}")
+        h, w, _ = x.shape
+        out = self.scratch(v.index, "channels", (h, w, channels), x.dtype, x.zero_point, x.scale)
+        volume = WeightVolume(np.ones((channels, 1, 1, 1), np.int32), np.zeros(channels, np.int64),
+                              np.zeros(channels, np.int64), ((1, 0),) * channels, False)
+        registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=full_range(x.dtype),
+                         rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=0)
+        self.add(LoweredOperation("conv", "conv2d", f"{v.index}:{v.opcode}(channels)", (v.index,),
+                                  replace(x, zero_point=0), replace(out, zero_point=0), weights=volume,
+                                  registers=registers))
+        return out
 
     def _int32_elementwise(self, v: OperatorView, mode: str, a: FeatureMapView, b: FeatureMapView,
                            ofm: FeatureMapView) -> None:

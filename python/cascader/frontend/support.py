@@ -381,6 +381,12 @@ def _either_shape(v: OperatorView) -> str | None:
 
     if squeezed(o.shape) in (squeezed(a.shape), squeezed(b.shape)):
         return None
+    # An 8-bit operand with one channel and the output's height and width is first expanded
+    # to the output's channels (`_Lowering._elementwise`); the other then broadcasts.
+    if v.opcode in ("ADD", "SUB", "MUL") and any(
+            t.dtype in ("int8", "uint8") and len(t.shape) >= 2 and int(t.shape[-1]) == 1
+            and tuple(int(d) for d in t.shape[:-1])[-2:] == tuple(int(d) for d in o.shape[:-1])[-2:] for t in (a, b)):
+        return None
     return f"inputs {list(a.shape)} and {list(b.shape)}, output {list(o.shape)}"
 
 
