@@ -12,6 +12,7 @@ import cascader
 from cascader import zoo
 from cascader.errors import InfeasibleError
 from cascader.planner import plan
+from conftest import shared_models_dir
 
 pytest.importorskip("ai_edge_litert")
 from cascader.bench.simulate import validate  # noqa: E402
@@ -193,3 +194,49 @@ def test_cascade_keeps_its_weights_in_sram_across_stripes(tmp_path):
     assert dmas >= len(copies) + lone
     result = validate(path, compiled.model, (0, 1))
     assert result.bit_exact, result.details
+
+
+def test_constant_maps_keep_their_operation_out_of_stripes(tmp_path):
+    """An operation that reads a constant feature map (no planner tensor, so no region of it
+    follows a stripe) runs whole, and the model plans and compiles bit-exact. Movenet's
+    heatmap MUL by a constant 48 x 48 prior made the planner cost a stripe against the whole
+    constant and fail."""
+    import numpy as np
+
+    from cascader.tflite.builder import ModelBuilder, quantization
+
+    q = quantization(0.05, 2)
+    b = ModelBuilder()
+    shape = (1, 32, 32, 16)
+    t = [b.add_input("x", shape, "int8", q)]
+    for i in range(3):
+        t.append(b.add_tensor(f"pool{i}", shape, "int8", q))
+        b.add_operator("MAX_POOL_2D", [t[-2]], [t[-1]], {"padding": "SAME", "stride_w": 1, "stride_h": 1,
+                                                           "filter_width": 3, "filter_height": 3})
+    prior = b.add_constant("prior", np.random.default_rng(0).integers(-128, 128, shape).astype(np.int8), "int8",
+                           quantization(0.02, 0))
+    t.append(b.add_tensor("scaled", shape, "int8", quantization(0.01, -3)))
+    b.add_operator("MUL", [t[-2], prior], [t[-1]])
+    t.append(b.add_tensor("out", shape, "int8", quantization(0.01, -3)))
+    b.add_operator("AVERAGE_POOL_2D", [t[-2]], [t[-1]], {"padding": "SAME", "stride_w": 1, "stride_h": 1,
+                                                         "filter_width": 3, "filter_height": 3})
+    b.mark_output(t[-1])
+    model = b.build()
+    frontier = plan(model)  # costing a striped MUL against the whole constant raised here
+    assert [p.stripable for p in frontier.graph.parts if p.name.endswith("MUL")] == [False]
+    compiled = cascader.compile(model, sram=frontier.points[0].sram_bytes, optimise="size")
+    path = tmp_path / "m.tflite"
+    cascader.save_model(model, path)
+    assert validate(path, compiled.model, (0, 1)).bit_exact
+
+
+@pytest.mark.skipif(shared_models_dir() is None, reason="CASCADER_MODELS is not set")
+def test_movenet_minimum_compiles():
+    """The planner's memory bound of movenet's leanest proposal (546,048 B) is above its real
+    layout (435,456 B): the compile still takes that proposal at a budget its layout fits, so
+    the minimum an InfeasibleError names compiles."""
+    path = shared_models_dir() / "coral_movenet_single_pose_lightning_ptq.tflite"
+    with pytest.raises(InfeasibleError) as err:
+        cascader.compile(path, sram=400_000)
+    compiled = cascader.compile(path, sram=err.value.minimum_sram)
+    assert compiled.sram_bytes <= err.value.minimum_sram

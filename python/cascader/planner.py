@@ -196,7 +196,11 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                     props.append(_propagator(lo, v, second))
             part.inputs, part.propagators = inputs, props
             part.output = index[lo.ofm.buffer]
-            part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale")
+            # A constant operand is no plan tensor, so nothing propagates a stripe's region to it:
+            # only one the operation broadcasts over H and W (read whole by every stripe) stripes.
+            constant_map = any(v is not None and v.buffer not in index and v.shape[:2] != (1, 1)
+                               for v in (lo.ifm, lo.ifm2))
+            part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale") and not constant_map
                               and all(whole(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
             if buffered is not None:
                 own = buffered.operations[step_op[s]]
