@@ -11,6 +11,12 @@ of the model itself) and ``preset`` (the presets' own memory modes: weights in f
 buffered into SRAM as Vela's scheduler decides; those decisions -- feature-map placement, weight
 buffer, depth slices -- are the scheduler's and are read from Vela's debug database).
 
+A third sweep, ``networks``, covers the operators Vela lowers to several NPU operations or to
+primitives the single-op cases do not reach (LUT activations in int8 and int16, SOFTMAX, MEAN,
+resizes, MINIMUM/MAXIMUM, ABS, SQUARED_DIFFERENCE, MIRROR_PAD, ARG_MAX, TRANSPOSE): each model
+is compiled by Vela (Performance, the presets' memory modes) and our estimator costs Vela's own
+binary, decoded (``cascader.estimate``), beside Vela's total for the network.
+
 Run the whole sweep and print the error table::
 
     python -m cascader.bench.calibration [--cache build/calibration_vela.json]
@@ -33,7 +39,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..perf import estimate_op
 
@@ -56,7 +62,7 @@ PRESET_MODE = {
     "ethos-u65-256": "Dedicated_Sram",
     "ethos-u65-512": "Dedicated_Sram",
 }
-MODES = ("sram_only", "preset")
+MODES = ("sram_only", "preset", "networks")
 ARENA_BYTES = 64 * 1024 * 1024  # "unlimited": larger than every sweep tensor together
 WITHIN = 0.05
 WORST = 0.15
@@ -210,6 +216,84 @@ CI_SUBSET = (
     ("conv3x3_s2_56x56x32_64", "ethos-u55-128", "preset"),
     ("dw3x3_s1_14x14x512", "ethos-u65-256", "preset"),
 )
+
+
+def network_cases() -> Dict[str, Callable[[], object]]:
+    """The `networks` sweep: name -> a builder of a small int8/int16 model of one operator (the
+    activation cases are zoo.ACTIVATION_OP_CASES, built here already; the others on demand)."""
+    import numpy as np
+
+    from .. import zoo
+    from .._zoo_layers import CalibratedNet
+    from ..tflite.builder import ModelBuilder, quantization
+
+    q_in, q_out = quantization(0.05, 3), quantization(0.07, -5)
+
+    def one(opcode, shape, out_shape=None, consts=(), options=None, out_dtype="int8", out_q=q_out, second=None):
+        b = ModelBuilder()
+        inputs = [b.add_input("x", shape, "int8", q_in)]
+        if second is not None:
+            inputs.append(b.add_input("x2", second, "int8", q_in))
+        inputs += [b.add_constant(f"c{i}", np.asarray(c, np.int32)) for i, c in enumerate(consts)]
+        y = b.add_tensor("y", out_shape or shape, out_dtype, out_q)
+        b.add_operator(opcode, inputs, [y], options or {}, version=2)
+        b.mark_output(y)
+        return b.build()
+
+    def net(layer, shape, **params):
+        n = CalibratedNet(0, description=f"cascader.bench.calibration {layer}")
+        n.output(getattr(n, layer)(n.input(shape, -1.0, 1.0, name="input"), **params))
+        return n.build()
+
+    cases: Dict[str, Callable[[], object]] = {name: (lambda m=model: m) for name, model in zoo.activation_op_cases()}
+    cases.update({
+        "mean_hw_8x8x64": lambda: net("mean", (1, 8, 8, 64)),
+        "mean_hw_24x24x32": lambda: net("mean", (1, 24, 24, 32)),
+        "resize_bilinear_12x12x32": lambda: net("resize", (1, 12, 12, 32), method="BILINEAR"),
+        "resize_nearest_12x12x32": lambda: net("resize", (1, 12, 12, 32), method="NEAREST"),
+        # MINIMUM and MAXIMUM run on the NPU (Vela) only with one quantization throughout.
+        "minimum_16x16x32": lambda: one("MINIMUM", (1, 16, 16, 32), out_q=q_in, second=(1, 16, 16, 32)),
+        "maximum_bcast_16x16x32": lambda: one("MAXIMUM", (1, 16, 16, 32), out_q=q_in, second=(1, 1, 1, 32)),
+        "squared_difference_16x16x16": lambda: one("SQUARED_DIFFERENCE", (1, 16, 16, 16), second=(1, 16, 16, 16)),
+        "abs_16x16x32": lambda: one("ABS", (1, 16, 16, 32), out_q=q_in),
+        "mirror_pad_16x16x16": lambda: one("MIRROR_PAD", (1, 16, 16, 16), (1, 18, 18, 16),
+                                           [[[0, 0], [1, 1], [1, 1], [0, 0]]], {"mode": 0}, out_q=q_in),
+        "arg_max_16x16x21": lambda: one("ARG_MAX", (1, 16, 16, 21), (1, 16, 16), [[3]], {"output_type": 2},
+                                        out_dtype="int32", out_q=None),
+        "transpose_hw_16x24x32": lambda: one("TRANSPOSE", (1, 16, 24, 32), (1, 24, 16, 32), [[0, 2, 1, 3]], out_q=q_in),
+        "transpose_nchw_6x6x65": lambda: one("TRANSPOSE", (1, 6, 6, 65), (1, 65, 6, 6), [[0, 3, 1, 2]], out_q=q_in),
+    })
+    return cases
+
+
+def calibrate_networks(names: Sequence[str], accelerators: Sequence[str], verbose: bool = False) -> List[Result]:
+    """Vela's total cycles for each case against our estimator on Vela's binary.
+
+    Vela's outputs are cached by `cascader.bench.simulate.compile_with_vela` (keyed by the model
+    bytes and options), so a second run only estimates."""
+    from ..sim import estimate
+    from ..tflite import load_model, save_model
+    from .simulate import VelaConfig, compile_with_vela
+
+    builders = network_cases()
+    results: List[Result] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            path = os.path.join(tmp, f"{name}.tflite")
+            save_model(builders[name](), path)
+            for acc in accelerators:
+                vela = compile_with_vela(path, VelaConfig(acc, "Performance"))
+                ours = estimate(vela.path).total_cycles
+                cpu = sum(op.name != "ethos-u" for op in load_model(vela.path).main.operators)
+                note = KNOWN_DEVIATIONS.get(name, "")
+                if cpu:
+                    note = (note + "; " if note else "") + f"Vela left {cpu} operator(s) on the CPU"
+                results.append(Result(name, acc, float(vela.cycles), float(ours), note, "networks"))
+                if verbose:
+                    r = results[-1]
+                    print(f"{name:36s} {acc:14s} vela {r.vela:>10.0f} ours {r.ours:>10.0f} {100 * r.error:+6.1f}%",
+                          flush=True)
+    return results
 
 
 def vela_version() -> str:
@@ -382,7 +466,8 @@ def calibrate(pairs: Sequence[Tuple[Case, str]], cache_path: Optional[str] = Non
 def error_table(results: Sequence[Result], mode: str = "sram_only") -> str:
     """Per accelerator: cases, median and worst |error|, share within 5%, and the cases outside 5%."""
     memory = MEMORY_MODE if mode == "sram_only" else "U55 Shared_Sram / U65 Dedicated_Sram"
-    lines = [f"Cycle model vs Vela {vela_version()} (per-op total cycles, {memory}, presets: "
+    what = "per-network total cycles of Vela's binary" if mode == "networks" else "per-op total cycles"
+    lines = [f"Cycle model vs Vela {vela_version()} ({what}, {memory}, presets: "
              + ", ".join(sorted(set(PRESET.values()))) + ")", ""]
     lines.append(f"{'accelerator':15s} {'cases':>5s} {'median |err|':>12s} {'worst err':>10s} {'within 5%':>10s} "
                  f"{'exact':>6s}")
@@ -410,15 +495,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="JSON file caching Vela's results (not committed)")
     p.add_argument("--accelerator", action="append", help="restrict to these accelerators")
     p.add_argument("--case", action="append", help="restrict to cases whose name contains this")
-    p.add_argument("--mode", choices=MODES + ("both",), default="both",
-                   help="sram_only: every tensor in SRAM (the calibration); preset: the presets' memory modes")
+    p.add_argument("--mode", choices=MODES + ("all",), default="all",
+                   help="sram_only: every tensor in SRAM (the calibration); preset: the presets' memory modes; "
+                        "networks: multi-operation lowerings, our estimator on Vela's binary")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     accs = args.accelerator or list(ACCELERATORS)
     cases = [c for c in sweep() if not args.case or any(s in c.name for s in args.case)]
     ok = True
-    for mode in (MODES if args.mode == "both" else (args.mode,)):
-        results = calibrate([(c, a) for c in cases for a in accs], args.cache, args.verbose, mode)
+    for mode in (MODES if args.mode == "all" else (args.mode,)):
+        if mode == "networks":
+            names = [n for n in network_cases() if not args.case or any(s in n for s in args.case)]
+            results = calibrate_networks(names, accs, args.verbose)
+        else:
+            results = calibrate([(c, a) for c in cases for a in accs], args.cache, args.verbose, mode)
+        if not results:
+            continue
         print(error_table(results, mode), end="\n\n")
         errs = [abs(r.error) for r in results]
         ok = ok and sum(e <= WITHIN for e in errs) >= 0.9 * len(errs) and max(errs) <= WORST
