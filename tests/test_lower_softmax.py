@@ -15,7 +15,9 @@ import cascader
 from cascader import zoo
 from cascader.errors import UnsupportedError
 from cascader.frontend import fixed_point as fp
-from cascader.frontend.lower_softmax import exp_table
+from cascader.frontend.lower_lut import int16_range_table
+from cascader.frontend.lower_softmax import (EXP_RANGE, RECIPROCAL_RANGE, TABLE_OUTPUT, _one_over_one_plus_x,
+                                             exp_table)
 
 
 def test_exp_on_negative_values_known_points():
@@ -53,34 +55,84 @@ def test_exp_table_rejects_a_multiplier_the_reference_cannot_take():
         exp_table(1e-9, 1e-3)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
 @pytest.mark.parametrize("shape, beta", [((1, 1), 1.0), ((1, 10), 1.0), ((1, 1001), 1.0), ((1, 3, 5, 2), 1.0),
                                          ((1, 4, 40), 0.3), ((1, 4, 40), 3.0)])
-def test_softmax_bit_exact(tmp_path, shape, beta):
+def test_softmax_bit_exact(tmp_path, shape, beta, dtype):
     pytest.importorskip("ai_edge_litert")
     from cascader.bench.simulate import validate
 
     path = tmp_path / "softmax.tflite"
-    cascader.save_model(zoo.softmax(shape, dtype="int8", beta=beta), path)
+    cascader.save_model(zoo.softmax(shape, dtype=dtype, beta=beta), path)
     compiled = cascader.compile(path)
     assert compiled.summary().cpu_operators == 0
     result = validate(path, compiled.model, (0, 1, 2))
     assert result.bit_exact, result.details
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
 @pytest.mark.parametrize("accelerator", ["ethos-u55-32", "ethos-u65-512"])
-def test_softmax_lut_slot_on_every_shram_size(tmp_path, accelerator):
-    """The exponential table is DMA'd to the last 2 KiB of the SHRAM, whose size differs per
-    accelerator: a wrong slot reads a wrong table and the output is not exact."""
+def test_softmax_lut_slot_on_every_shram_size(tmp_path, accelerator, dtype):
+    """The tables are DMA'd to the last 2 KiB of the SHRAM, whose size differs per accelerator
+    (int16 loads two, each filling all 2 KiB): a wrong slot reads a wrong table and the output
+    is not exact."""
     pytest.importorskip("ai_edge_litert")
     from cascader.bench.simulate import validate
 
     path = tmp_path / "softmax.tflite"
-    cascader.save_model(zoo.softmax((1, 8, 16), dtype="int8"), path)
+    cascader.save_model(zoo.softmax((1, 8, 16), dtype=dtype), path)
     compiled = cascader.compile(path, accelerator=accelerator)
-    assert validate(path, compiled.model, (0,)).bit_exact
+    result = validate(path, compiled.model, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9))
+    assert result.bit_exact, result.details
 
 
-def test_int16_softmax_stays_on_the_cpu_with_its_reason():
-    report = cascader.inspect(zoo.softmax((1, 10), dtype="int16"))
-    (op,) = report.operators
-    assert op.target == "CPU" and "int16 is not yet" in op.reason
+def test_int16_tables_match_vela():
+    """Vela carries the reference's int16 SOFTMAX tables as constants, in the NPU's word format;
+    ours are built from the functions. (Built in float32, as LUTPopulate does for other int16
+    tables, two words of the reciprocal differ, and so do the reference's results.)"""
+    softmax = pytest.importorskip("ethosu.vela.softmax")
+    words = lambda table: [int(w) for w in np.frombuffer(table, "<u4")]  # noqa: E731
+    assert words(int16_range_table(np.exp, EXP_RANGE, TABLE_OUTPUT)) == [int(w) for w in softmax.SoftMax.EXP_LUT]
+    assert words(int16_range_table(_one_over_one_plus_x, RECIPROCAL_RANGE, TABLE_OUTPUT)) == \
+        [int(w) for w in softmax.SoftMax.ONE_OVER_ONE_PLUS_X_LUT]
+
+
+def test_int8_to_int16_softmax_stays_on_the_cpu_with_its_reason():
+    from cascader.tflite.builder import ModelBuilder, quantization
+
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 10), "int8", quantization(0.1, 0))
+    y = b.add_tensor("y", (1, 10), "int16", quantization(1 / 32768, 0))
+    b.add_operator("SOFTMAX", [x], [y], {"beta": 1.0}, version=3)
+    b.mark_output(y)
+    (op,) = cascader.inspect(b.build()).operators
+    assert op.target == "CPU" and "int8 -> int16" in op.reason, op.reason
+
+
+@settings(max_examples=15, deadline=None)
+@given(log_beta=st.floats(min_value=-3.0, max_value=2.0), depth=st.integers(min_value=1, max_value=70))
+def test_int16_softmax_bit_exact_over_betas(tmp_path_factory, log_beta, depth):
+    """beta x input scale sets the scaling's shift: right shifts (small betas; rounded twice, as
+    the reference does, where Vela's single rounding misses by one at beta 0.05-0.2) to left
+    shifts (large betas, most of the row saturates to exp(-10))."""
+    beta = 10.0**log_beta
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    path = tmp_path_factory.mktemp("softmax16") / "softmax.tflite"
+    cascader.save_model(zoo.softmax((1, 2, depth), dtype="int16", beta=beta), path)
+    compiled = cascader.compile(path)
+    assert compiled.summary().cpu_operators == 0
+    result = validate(path, compiled.model, (0, 1, 2, 3))
+    assert result.bit_exact, (beta, depth, result.details)
+
+
+@pytest.mark.parametrize("beta", [0.05, 0.1, 0.2])
+def test_int16_softmax_exact_where_the_scaling_rounds_twice(tmp_path, beta):
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    path = tmp_path / "softmax.tflite"
+    cascader.save_model(zoo.softmax((1, 2, 33), dtype="int16", beta=beta), path)
+    result = validate(path, cascader.compile(path).model, (0, 1, 2, 3))
+    assert result.bit_exact, result.details

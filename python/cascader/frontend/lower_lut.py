@@ -67,28 +67,39 @@ def int16_table(fn: Callable[[np.ndarray], np.ndarray], ifm: tuple[float, int], 
     rounded, numpy's float32 exp is not (one entry in a few hundred tables differs)."""
     f32 = np.float32
     lo, hi = -32768, 32767
-    input_min, input_max = f32(ifm[0]) * f32(lo - ifm[1]), f32(ifm[0]) * f32(hi - ifm[1])
-    output_min, output_max = f32(ofm[0]) * f32(lo - ofm[1]), f32(ofm[0]) * f32(hi - ofm[1])
+    input_range = (f32(ifm[0]) * f32(lo - ifm[1]), f32(ifm[0]) * f32(hi - ifm[1]))
+    output_range = (f32(ofm[0]) * f32(lo - ofm[1]), f32(ofm[0]) * f32(hi - ofm[1]))
+    return _int16_lut(lambda x: fn(np.asarray(x, dtype=np.float64)).astype(f32), input_range, output_range, f32)
+
+
+def int16_range_table(fn: Callable[[np.ndarray], np.ndarray], input_range: tuple[float, float],
+                      output_range: tuple[float, float]) -> bytes:
+    """The same table over explicit ranges in double arithmetic, as TFLite's ``gen_lut<double>``
+    builds the int16 SOFTMAX tables (exp over [-10, 0], 1 / (1 + x) over [0, 1]; in float two
+    entries of the reciprocal differ and the reference's results with them)."""
+    return _int16_lut(lambda x: fn(np.asarray(x, dtype=np.float64)), input_range, output_range, np.float64)
+
+
+def _int16_lut(transform: Callable[[np.ndarray], np.ndarray], input_range, output_range, real: type) -> bytes:
+    lo, hi = -32768, 32767
+    input_min, input_max = real(input_range[0]), real(input_range[1])
     steps = 512
-    step = (input_max - input_min) / f32(steps)
-    inverse = f32(hi - lo + 1) / (output_max - output_min)
+    step = (input_max - input_min) / real(steps)
+    inverse = real(hi - lo + 1) / (real(output_range[1]) - real(output_range[0]))
 
-    def transform(x: np.ndarray) -> np.ndarray:
-        return fn(np.asarray(x, dtype=np.float64)).astype(f32)
+    def rounded(x: np.ndarray) -> np.ndarray:  # TfLiteRound: half away from zero
+        x = np.asarray(x, dtype=real)
+        return (np.sign(x) * np.floor(np.abs(x) + real(0.5))).astype(real)
 
-    def rounded(x: np.ndarray) -> np.ndarray:  # TfLiteRound on float: half away from zero
-        x = np.asarray(x, dtype=f32)
-        return (np.sign(x) * np.floor(np.abs(x) + f32(0.5))).astype(f32)
-
-    i = np.arange(steps, dtype=f32)
+    i = np.arange(steps, dtype=real)
     value = transform(input_min + i * step)
-    midpoint = transform(input_min + i * step + step / f32(2))
-    following = transform(input_min + (i + f32(1)) * step)
+    midpoint = transform(input_min + i * step + step / real(2))
+    following = transform(input_min + (i + real(1)) * step)
     sample = rounded(value * inverse)
-    interpolated = rounded((following * inverse + rounded(value * inverse)) / f32(2))
-    bias = rounded((interpolated - rounded(midpoint * inverse)) / f32(2))
+    interpolated = rounded((following * inverse + rounded(value * inverse)) / real(2))
+    bias = rounded((interpolated - rounded(midpoint * inverse)) / real(2))
     table = np.clip(sample - bias, lo, hi).astype(np.int64)
-    last = int(np.clip(rounded(transform(np.array([input_max])) * inverse)[0], lo, hi))
+    last = int(np.clip(rounded(transform(np.array([input_max], dtype=real)) * inverse)[0], lo, hi))
     table = np.append(table, last)
     slope = (table[1:] - table[:-1]) & 0xFFFF  # an int16 difference, as the reference narrows it
     return ((slope << 16) | (table[:-1] & 0xFFFF)).astype("<u4").tobytes()

@@ -15,6 +15,11 @@ reference's own arithmetic, so the result is bit-exact (Vela lowers the same way
 
 The rows are the tensor viewed as R x 1 x C (C the last axis): the row maximum is a 1 x C max
 pool over the same bytes viewed as R x C x 1, the row sum a REDUCE_SUM over the channels.
+
+int16 (`lower_softmax_int16`) follows TFLite's SoftmaxInt16: the scaled difference looked up in
+a 513-sample exp table over [-10, 0], summed, normalised by its leading zeros and looked up in
+a 1 / (1 + x) table over [0, 1]; the NPU's 16-bit interpolating LUT is the reference's
+generic_int16_table_lookup, so both tables are TFLite's own (`lower_lut.int16_range_table`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
+from .lower_lut import int16_range_table
 from .lowered import LUT_SLOT_0, FeatureMapView, dense_strides, full_range
 from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
@@ -54,14 +60,30 @@ def exp_table(beta: float, input_scale: float) -> np.ndarray:
     return np.where(diff >= diff_min, e, 0).astype(np.int64)
 
 
-def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
-    require_8bit_in_out(v)
+def _rows(lw: "_Lowering", v: OperatorView) -> tuple[FeatureMapView, FeatureMapView, int, int]:
+    """The input and output as R x 1 x C rows (C the last axis), R and C."""
     ifm_t = v.ifm
     assert ifm_t is not None
     depth = int(ifm_t.shape[-1]) if len(ifm_t.shape) else 1
     rows = int(ifm_t.size) // depth
-    x = lw.view(v.op.inputs[0], (rows, 1, depth))
-    out = lw.view(v.op.outputs[0], (rows, 1, depth))
+    return lw.view(v.op.inputs[0], (rows, 1, depth)), lw.view(v.op.outputs[0], (rows, 1, depth)), rows, depth
+
+
+def _row_max(ops: OperationBuilder, x: FeatureMapView, rows: int, depth: int) -> FeatureMapView:
+    """The row maximum, on raw values: a 1 x C max pool over the rows viewed as R x C x 1."""
+    as_columns = FeatureMapView(x.buffer, (rows, depth, 1), x.dtype, 0, x.scale,
+                                dense_strides((rows, depth, 1), x.element_size), x.offset)
+    peak = ops.scratch("max", (rows, 1, 1), x.dtype)
+    ops.pool("MAX", as_columns, peak, kernel=(1, depth))
+    return peak
+
+
+def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
+    if v.ifm is not None and v.ifm.dtype == "int16":
+        lower_softmax_int16(lw, v)
+        return
+    require_8bit_in_out(v)
+    x, out, rows, depth = _rows(lw, v)
     if out.zero_point != (-128 if out.dtype == "int8" else 0):
         raise UnsupportedError(f"operator {v.index} (SOFTMAX): output zero point {out.zero_point}; TFLite's "
                                "reference writes the type's minimum as zero")
@@ -70,11 +92,7 @@ def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
     row, vec = (rows, 1, 1), (rows, 1, depth)
     one = lambda value: lw.constant(np.array([value]), "int32")  # noqa: E731
 
-    # The row maximum, on raw values: a 1 x C max pool over the rows viewed as R x C x 1.
-    as_columns = FeatureMapView(x.buffer, (rows, depth, 1), x.dtype, 0, x.scale,
-                                dense_strides((rows, depth, 1), x.element_size), x.offset)
-    peak = ops.scratch("max", row, x.dtype)
-    ops.pool("MAX", as_columns, peak, kernel=(1, depth))
+    peak = _row_max(ops, x, rows, depth)
     # diff = x - max, offset by 127 into the LUT's signed 8-bit index, looked up as exp(diff).
     exp = ops.scratch("exp", vec, "int32", zero_point=127)
     ops.elementwise("SUB", replace(x, zero_point=0), peak, exp, lut=table.astype("<i4").tobytes(),
@@ -123,3 +141,80 @@ def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
     # zero point), clamped to the type.
     ops.elementwise("SHR", scaled, right_shift, out, rounding="NATURAL", global_scale=False,
                     activation=full_range(out.dtype))
+
+
+# The reference's int16 tables: exp over [-10, 0] (the scaled difference's range) and
+# 1 / (1 + x) over [0, 1], both onto [-1, 1] (Q0.15 after the interpolation), in double: built
+# so, the reciprocal table equals the one the reference's results need (seeds 0-9 exact; the
+# float32 LUTPopulate form differs in two entries and misses on 3 of 10 seeds).
+EXP_RANGE, RECIPROCAL_RANGE, TABLE_OUTPUT = (-10.0, 0.0), (0.0, 1.0), (-1.0, 1.0)
+
+
+def _one_over_one_plus_x(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + x)
+
+
+def lower_softmax_int16(lw: "_Lowering", v: OperatorView) -> None:
+    """SoftmaxInt16 step by step; see the module docstring."""
+    x, out, rows, depth = _rows(lw, v)
+    if out.dtype != "int16" or x.zero_point != 0 or out.zero_point != 0:
+        raise UnsupportedError(f"operator {v.index} (SOFTMAX): int16 needs an int16 output and zero points 0 "
+                               f"(TFLite's kernel requires them), not {out.dtype} with {x.zero_point}, {out.zero_point}")
+    beta = float(v.options.get("beta", 1.0))
+    # QuantizeMultiplier(input_scale * beta / (10 / 65535)), the scale times beta a float
+    # product divided in double; the MULs below are the reference's MultiplyByQuantizedMultiplier
+    # (a 32-bit MUL keeps only its output shift, with TFL rounding).
+    real = float(np.float32(x.scale) * np.float32(beta)) / (10.0 / 65535.0)
+    multiplier, shift = fp.quantize_multiplier(real)
+    if not -31 <= shift <= 31:
+        raise UnsupportedError(f"operator {v.index} (SOFTMAX): input scale x beta = {real * 10 / 65535:g} is out of "
+                               "the NPU's shift range")
+    exp_table16 = int16_range_table(np.exp, EXP_RANGE, TABLE_OUTPUT)
+    reciprocal_table = int16_range_table(_one_over_one_plus_x, RECIPROCAL_RANGE, TABLE_OUTPUT)
+    ops = OperationBuilder(lw, v.index, "SOFTMAX")
+    row, vec = (rows, 1, 1), (rows, 1, depth)
+    one = lambda value: lw.constant(np.array([value]), "int32")  # noqa: E731
+    lookup = dict(function=LUT_SLOT_0, clip_range=0, min=-32768, max=32767)
+
+    peak = _row_max(ops, x, rows, depth)
+    diff = ops.scratch("diff", vec, "int32")
+    ops.elementwise("SUB", x, peak, diff)
+    scaled = ops.scratch("scaled_diff", vec, "int32")
+    if shift >= 0:
+        # SRDHM(diff << shift, M) is one rounding of diff * M / 2^(31 - shift).
+        ops.elementwise("MUL", diff, one(multiplier), scaled, ofm_scale=(1, 31 - shift))
+    else:
+        # RoundingDivideByPOT(SRDHM(diff, M), -shift) rounds twice: one shift of 31 - shift
+        # would round once, and miss by one where the first rounding carries (beta 0.05 here;
+        # Vela's binaries miss there).
+        high = ops.scratch("scaled_diff_high", vec, "int32")
+        ops.multiply(diff, one(multiplier), high)
+        ops.elementwise("SHR", high, one(-shift), scaled, global_scale=False)
+    # + 32767 recentres [-65535, 0] on the int16 range; the OFM saturates to int16 and the
+    # table looks the result up.
+    exp = ops.scratch("exp", vec, "int16")
+    ops.elementwise("ADD", scaled, one(32767), exp, activation=lookup, lut=exp_table16)
+    total = ops.scratch("sum", row, "int32")
+    ops.pool("REDUCE_SUM", exp, total, rounding="NATURAL")
+    headroom_plus_one = ops.scratch("headroom_plus_one", row, "int32")
+    ops.elementwise("CLZ", total, None, headroom_plus_one, global_scale=False)
+    right_shift = ops.scratch("right_shift", row, "int32")
+    ops.elementwise("SUB", one(31), headroom_plus_one, right_shift)
+    # ((sum << (h - 1)) + 2^13) >> 14 - 98304 without leaving 32 bits: (sum - 2^(31 - h)) << h
+    # is (sum << h) - 2^31, and >> 15 rounding half up, minus 32768, gives the same value.
+    unit = ops.scratch("unit", row, "int32")
+    ops.elementwise("SHL", one(1), right_shift, unit, global_scale=False)
+    sum_minus_unit = ops.scratch("sum_minus_unit", row, "int32")
+    ops.elementwise("SUB", total, unit, sum_minus_unit)
+    normalised = ops.scratch("normalised", row, "int32")
+    ops.elementwise("SHL", sum_minus_unit, headroom_plus_one, normalised, global_scale=False)
+    halved = ops.scratch("normalised_q15", row, "int32")
+    ops.elementwise("SHR", normalised, one(15), halved, rounding="NATURAL", global_scale=False)
+    reciprocal = ops.scratch("reciprocal", row, "int16")
+    ops.elementwise("SUB", halved, one(32768), reciprocal, activation=lookup, lut=reciprocal_table)
+    # (exp * reciprocal + 2^(right_shift - 1)) >> right_shift, clamped to the int16 range (the
+    # product is not negative, so the reference's clamp at 0 never acts).
+    product = ops.scratch("product", vec, "int32")
+    ops.elementwise("MUL", exp, reciprocal, product)
+    ops.elementwise("SHR", product, right_shift, out, rounding="NATURAL", global_scale=False,
+                    activation=full_range("int16"))
