@@ -73,3 +73,23 @@ def test_network_within_5_percent_of_vela(name: str, accelerator: str) -> None:
         f"{name} on {accelerator}: Vela {result.vela:.0f} cycles, ours on Vela's binary {result.ours:.0f} "
         f"({100 * result.error:+.1f}%)"
     )
+
+
+@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
+def test_bilinear_phases_are_costed_apart() -> None:
+    """Vela's RESIZE_BILINEAR writes four phases with four depthwise commands over dense
+    maps of their own depth; they look like depth slices (same weights region, OFM size and
+    kernel) but Vela costs each on its own, and so must the estimator."""
+    import tempfile
+    from pathlib import Path
+
+    from cascader import save_model
+    from cascader.bench.simulate import VelaConfig, compile_with_vela
+    from cascader.sim import estimate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "resize.tflite"
+        save_model(cal.network_cases()["resize_bilinear_12x12x32"](), path)
+        ops = estimate(compile_with_vela(path, VelaConfig("ethos-u55-128")).path).operations
+    phases = [o for o in ops if o.kind == "depthwise_conv2d"]
+    assert len(phases) == 4 and all(o.merged == () and o.ofm_shape == (1, 12, 12, 32) for o in phases)

@@ -79,7 +79,14 @@ NpuOpType op_type(const NpuOperation& o) {
 // (same IFM, kernel and OFM area; each slice its own weight stream and DMA). Vela costs the
 // operation once, and so does the estimator: one row, and one step of the DMA timeline.
 bool same_operation(const NpuOperation& a, const NpuOperation& b) {
-  return a.kind == b.kind && reads_weights(a) && a.weights.length > 0 &&
+  // A depthwise depth slice reads a channel range of a deeper NHWC map (its pixels lie further
+  // apart than its own depth); a depthwise reading a dense map of its own depth is a whole
+  // operation, as each phase of Vela's bilinear resize is (4 depthwise commands, costed apart).
+  const auto channel_range = [](const NpuOperation& o) {
+    return o.kind != OpKind::Depthwise || o.ifm.layout != Layout::NHWC ||
+           o.ifm.stride_x > int64_t{o.ifm.depth} * element_size(o.ifm.dtype);
+  };
+  return a.kind == b.kind && reads_weights(a) && a.weights.length > 0 && channel_range(a) && channel_range(b) &&
          b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&
          // A depthwise slice reads its own IFM channels; a convolution slice reads them all.
          (a.kind == OpKind::Depthwise || a.ifm.base[0] == b.ifm.base[0]) && a.ifm.stride_y == b.ifm.stride_y &&
