@@ -177,6 +177,7 @@ def npu_op(
     dma_bytes: int = 0,
     accelerator: Union[str, Accelerator] = "ethos-u55-128",
     block_depth: int = 0,
+    ifm_upscale: int = 1,
 ) -> "_core.NpuOp":
     """Build the core's description of one NPU op. See :func:`estimate_op` for the arguments."""
     if kind not in OP_KINDS:
@@ -207,6 +208,9 @@ def npu_op(
         raise InvalidArgumentError(f"traversal must be one of {', '.join(TRAVERSALS)}, got {traversal!r}")
     op.traversal = getattr(_core.Traversal, TRAVERSALS[traversal])
     op.block_depth = int(block_depth)
+    if ifm_upscale not in (1, 2):
+        raise InvalidArgumentError(f"ifm_upscale must be 1 or 2, got {ifm_upscale!r}")
+    op.ifm_upscale = int(ifm_upscale)
     if block_config is not None:
         acc = Accelerator(accelerator)
         h, w, c = (int(v) for v in block_config)
@@ -254,7 +258,9 @@ def estimate_op(
         this op's DMA: the preceding op's ``buffering_slack_cycles``),
         ``block_config`` ((h, w, depth) OFM block, else chosen), ``block_depth`` (chosen, but
         only at this OFM block depth: the stripes of one weight stream), ``traversal`` ("auto",
-        "depth_first", "part_kernel_first"), ``dma_bytes`` (``dma`` ops).
+        "depth_first", "part_kernel_first"), ``dma_bytes`` (``dma`` ops), ``ifm_upscale`` (2:
+        the IFM is upscaled by 2 on the way in; ``ifm_shape`` is then the extent the kernel
+        walks, and half of it in H and W is fetched).
 
     Returns
     -------

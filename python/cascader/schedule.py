@@ -178,10 +178,12 @@ class _Target:
             args.update(activation="LUT", lut_bytes=len(op.lut), dma_slack_cycles=slack)
         elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
             args.update(activation="TANH")
-        # An upscaled IFM is read at its upscaled size (the NPU repeats its elements, or inserts
-        # zeros for a transposed convolution): the extent the kernel walks over its OFM.
+        # An upscaled IFM (the NPU repeats its elements, or inserts zeros for a transposed
+        # convolution) is described by the extent the kernel walks over its OFM; the model
+        # fetches the stored half of it.
         ifm_shape = ifm.shape
         if op.registers.get("ifm_upscale"):
+            args.update(ifm_upscale=2)
             top, left, bottom, right = op.registers["padding"]
             (sy, sx), (kh, kw) = k["stride"], (k["height"], k["width"])
             ifm_shape = ((ofm.shape[0] - 1) * sy + kh - top - bottom, (ofm.shape[1] - 1) * sx + kw - left - right,

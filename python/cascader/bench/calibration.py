@@ -13,7 +13,8 @@ buffer, depth slices -- are the scheduler's and are read from Vela's debug datab
 
 A third sweep, ``networks``, covers the operators Vela lowers to several NPU operations or to
 primitives the single-op cases do not reach (LUT activations in int8 and int16, SOFTMAX, MEAN,
-resizes, MINIMUM/MAXIMUM, ABS, SQUARED_DIFFERENCE, MIRROR_PAD, ARG_MAX, TRANSPOSE): each model
+resizes, TRANSPOSE_CONV, MINIMUM/MAXIMUM, ABS, SQUARED_DIFFERENCE, MIRROR_PAD, ARG_MAX, TRANSPOSE):
+each model
 is compiled by Vela (Performance, the presets' memory modes) and our estimator costs Vela's own
 binary, decoded (``cascader.estimate``), beside Vela's total for the network.
 
@@ -251,6 +252,8 @@ def network_cases() -> Dict[str, Callable[[], object]]:
         "mean_hw_24x24x32": lambda: net("mean", (1, 24, 24, 32)),
         "resize_bilinear_12x12x32": lambda: net("resize", (1, 12, 12, 32), method="BILINEAR"),
         "resize_nearest_12x12x32": lambda: net("resize", (1, 12, 12, 32), method="NEAREST"),
+        "transpose_conv_2x2_s2_12x12x32_16": lambda: net("transpose_conv2d", (1, 12, 12, 32), filters=16),
+        "transpose_conv_3x3_s2_8x8x16_16": lambda: net("transpose_conv2d", (1, 8, 8, 16), filters=16, kernel=(3, 3)),
         # MINIMUM and MAXIMUM run on the NPU (Vela) only with one quantization throughout.
         "minimum_16x16x32": lambda: one("MINIMUM", (1, 16, 16, 32), out_q=q_in, second=(1, 16, 16, 32)),
         "maximum_bcast_16x16x32": lambda: one("MAXIMUM", (1, 16, 16, 32), out_q=q_in, second=(1, 1, 1, 32)),

@@ -62,7 +62,8 @@ void bind_perf(py::module_& m) {
       .def_readwrite("block_config", &NpuOp::block_config)
       .def_readwrite("traversal", &NpuOp::traversal)
       .def_readwrite("block_depth", &NpuOp::block_depth)
-      .def_readwrite("dma_bytes", &NpuOp::dma_bytes);
+      .def_readwrite("dma_bytes", &NpuOp::dma_bytes)
+      .def_readwrite("ifm_upscale", &NpuOp::ifm_upscale);
 
   py::class_<CostRecord>(m, "CostRecord")
       .def_readonly("npu_cycles", &CostRecord::npu_cycles)

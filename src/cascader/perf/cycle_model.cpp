@@ -405,8 +405,17 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
 
   r.buffering_slack_cycles = buffering_slack_cycles(op, arch, cfg);
 
-  // Elements accessed.
-  const Shape4 ifm_block = min4(ifm, cfg.ifm_block);
+  // Elements accessed. An upscaled IFM is fetched at its stored size: half the walked extent
+  // and half the block, in H and W.
+  const bool upscaled = op.ifm_upscale == 2;
+  Shape4 ifm_stored = ifm;
+  BlockShape ifm_block_stored = cfg.ifm_block;
+  if (upscaled) {
+    ifm_stored.h = div_round_up(ifm.h, 2), ifm_stored.w = div_round_up(ifm.w, 2);
+    ifm_block_stored.height = div_round_up(cfg.ifm_block.height, 2);
+    ifm_block_stored.width = div_round_up(cfg.ifm_block.width, 2);
+  }
+  const Shape4 ifm_block = min4(ifm_stored, ifm_block_stored);
   const Shape4 ofm_block = min4(ofm, cfg.ofm_block);
   int64_t ifm_read = 0, ifm2_read = 0, weight_read = 0, scale_read = 0;
   if (bt != NpuBlockType::ElementWise) {
@@ -417,7 +426,7 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
     const int lim = bt == NpuBlockType::VectorProduct ? 1 : a.sub_kernel_max.height;
     const int64_t sub_kernels = int64_t(div_round_up(op.kernel.width, lim)) * div_round_up(op.kernel.height, lim);
     const int64_t ifm_fetch = storage_rounded(ifm_block, op.ifm.format).elements_wh() *
-                              storage_rounded(ifm, op.ifm.format).c;
+                              storage_rounded(ifm_stored, op.ifm.format).c;
     ifm_read = ifm_fetch * sub_kernels * block_count;
     if (bt != NpuBlockType::Pooling) {
       // The whole encoded weight and scale stream is fetched once per OFM block position.
@@ -445,7 +454,7 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
       burst_scaled_bytes(arch, false, op.ofm.memory, op.ofm.format, op.ofm.bits, cfg.ofm_block, ofm, ofm_write);
   r.read_bytes[int(op.ifm.memory)] += double(ifm_read * op.ifm.bits / 8);
   read[int(op.ifm.memory)] +=
-      burst_scaled_bytes(arch, true, op.ifm.memory, op.ifm.format, op.ifm.bits, cfg.ifm_block, ifm, ifm_read);
+      burst_scaled_bytes(arch, true, op.ifm.memory, op.ifm.format, op.ifm.bits, ifm_block_stored, ifm_stored, ifm_read);
   if (op.ifm2) {
     r.read_bytes[int(op.ifm2->memory)] += double(ifm2_read * op.ifm2->bits / 8);
     read[int(op.ifm2->memory)] += burst_scaled_bytes(arch, true, op.ifm2->memory, op.ifm2->format, op.ifm2->bits,

@@ -70,6 +70,10 @@ struct NpuOp {
   Traversal traversal = Traversal::Auto;
   int block_depth = 0;       // a fixed OFM block depth for the model's choice (see BlockQuery)
   int64_t dma_bytes = 0;     // Dma only: bytes copied from ifm.memory to ofm.memory
+  // 2: the IFM is upscaled by 2 in H and W on the way in (a nearest-neighbour repeat, or the
+  // zeros of a transposed convolution). `ifm.shape` stays the extent the kernel walks; the NPU
+  // fetches only the stored half of it.
+  int ifm_upscale = 1;
 };
 
 // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation

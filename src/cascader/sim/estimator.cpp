@@ -150,6 +150,7 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
                         ": the padding exceeds the IFM area the kernel reads");
     }
     op.ifm = feature_map(o.ifm, ifm, arch);
+    op.ifm_upscale = o.ifm_upscale ? 2 : 1;
     if (op.type == NpuOpType::Conv2D) {
       op.traversal = o.kernel.part_kernel_first ? Traversal::PartKernelFirst : Traversal::DepthFirst;
     }
