@@ -75,11 +75,7 @@ def test_network_within_5_percent_of_vela(name: str, accelerator: str) -> None:
     )
 
 
-@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
-def test_bilinear_phases_are_costed_apart() -> None:
-    """Vela's RESIZE_BILINEAR writes four phases with four depthwise commands over dense
-    maps of their own depth; they look like depth slices (same weights region, OFM size and
-    kernel) but Vela costs each on its own, and so must the estimator."""
+def _estimated_vela_operations(case: str) -> list:
     import tempfile
     from pathlib import Path
 
@@ -88,8 +84,24 @@ def test_bilinear_phases_are_costed_apart() -> None:
     from cascader.sim import estimate
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "resize.tflite"
-        save_model(cal.network_cases()["resize_bilinear_12x12x32"](), path)
-        ops = estimate(compile_with_vela(path, VelaConfig("ethos-u55-128")).path).operations
-    phases = [o for o in ops if o.kind == "depthwise_conv2d"]
+        path = Path(tmp) / f"{case}.tflite"
+        save_model(cal.network_cases()[case](), path)
+        return estimate(compile_with_vela(path, VelaConfig("ethos-u55-128")).path).operations
+
+
+@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
+def test_bilinear_phases_are_costed_apart() -> None:
+    """Vela's RESIZE_BILINEAR writes four phases with four depthwise commands over dense
+    maps of their own depth; they look like depth slices (same weights region, OFM size and
+    kernel) but Vela costs each on its own, and so must the estimator."""
+    phases = [o for o in _estimated_vela_operations("resize_bilinear_12x12x32") if o.kind == "depthwise_conv2d"]
     assert len(phases) == 4 and all(o.merged == () and o.ofm_shape == (1, 12, 12, 32) for o in phases)
+
+
+@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
+def test_mirror_pad_copies_are_costed_apart() -> None:
+    """MIRROR_PAD's edge copies (whole 16-channel pixels; the top and bottom rows alike) are
+    five operations in Vela's accounting, not one run of pieces as a transpose's one-channel
+    copies are."""
+    ops = _estimated_vela_operations("mirror_pad_16x16x16")
+    assert len(ops) == 5 and all(o.merged == () for o in ops)

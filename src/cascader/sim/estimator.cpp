@@ -96,9 +96,12 @@ bool same_operation(const NpuOperation& a, const NpuOperation& b) {
 }
 
 // Vela lowers some operators (TRANSPOSE, some reshapes and concatenations) into a run of
-// identical 1x1 pooling commands, each moving a small piece, and costs the operator once over
-// the whole tensor. Such a run is costed here as one operation as many times as tall.
+// identical 1x1 pooling commands, each moving a one-channel piece, and costs the operator once
+// over the whole tensor. Such a run is costed here as one operation as many times as tall.
+// Copies of whole pixels (MIRROR_PAD's edge rows and columns) are costed one by one, as Vela
+// costs them.
 bool same_piece(const NpuOperation& a, const NpuOperation& b) {
+  if (a.ofm.depth != 1 || b.ofm.depth != 1) return false;
   auto fm = [](const sim::FeatureMap& x, const sim::FeatureMap& y) {
     return x.region == y.region && x.dtype == y.dtype && x.layout == y.layout && x.height == y.height &&
            x.width == y.width && x.depth == y.depth;
