@@ -406,15 +406,13 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     peak = int(live.max(initial=0))
     ops = schedule.operations
     wanted = _own_weight_buffers(schedule)
-    gain = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(_buffer_size(ops[k]), 1)
-            for k in wanted}
+    saved = {k: ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles for k in wanted}
     keep: set[int] = set()
-    for k in sorted(wanted, key=lambda k: -gain[k]):
+    for k in sorted(wanted, key=lambda k: -saved[k] / max(_buffer_size(ops[k]), 1)):
         size = _buffer_size(ops[k])
         steps = _buffer_steps(op_steps[k])
         top = int(live[steps].max()) + size
-        saved = gain[k] * max(size, 1)
-        if top <= peak or (above_peak_gain is not None and saved >= above_peak_gain * (top - peak)):
+        if top <= peak or (above_peak_gain is not None and saved[k] >= above_peak_gain * (top - peak)):
             live[steps] += size
             peak = max(peak, top)
             keep.add(k)

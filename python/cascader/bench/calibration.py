@@ -14,9 +14,8 @@ buffer, depth slices -- are the scheduler's and are read from Vela's debug datab
 A third sweep, ``networks``, covers the operators Vela lowers to several NPU operations or to
 primitives the single-op cases do not reach (LUT activations in int8 and int16, SOFTMAX, MEAN,
 resizes, TRANSPOSE_CONV, MINIMUM/MAXIMUM, ABS, SQUARED_DIFFERENCE, MIRROR_PAD, ARG_MAX, TRANSPOSE):
-each model
-is compiled by Vela (Performance, the presets' memory modes) and our estimator costs Vela's own
-binary, decoded (``cascader.estimate``), beside Vela's total for the network.
+each model is compiled by Vela (Performance, the presets' memory modes) and our estimator costs
+Vela's own binary, decoded (``cascader.estimate``), beside Vela's total for the network.
 
 Run the whole sweep and print the error table::
 
@@ -27,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -219,9 +219,10 @@ CI_SUBSET = (
 )
 
 
+@functools.cache
 def network_cases() -> Dict[str, Callable[[], object]]:
     """The `networks` sweep: name -> a builder of a small int8/int16 model of one operator (the
-    activation cases are zoo.ACTIVATION_OP_CASES, built here already; the others on demand)."""
+    activation cases are zoo.ACTIVATION_OP_CASES, built once here; the others on demand)."""
     import numpy as np
 
     from .. import zoo

@@ -407,10 +407,9 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
 
   // Elements accessed. An upscaled IFM is fetched at its stored size: half the walked extent
   // and half the block, in H and W.
-  const bool upscaled = op.ifm_upscale == 2;
   Shape4 ifm_stored = ifm;
   BlockShape ifm_block_stored = cfg.ifm_block;
-  if (upscaled) {
+  if (op.ifm_upscale == 2) {
     ifm_stored.h = div_round_up(ifm.h, 2), ifm_stored.w = div_round_up(ifm.w, 2);
     ifm_block_stored.height = div_round_up(cfg.ifm_block.height, 2);
     ifm_block_stored.width = div_round_up(cfg.ifm_block.width, 2);

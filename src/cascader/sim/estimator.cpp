@@ -101,7 +101,7 @@ bool same_operation(const NpuOperation& a, const NpuOperation& b) {
 // Copies of whole pixels (MIRROR_PAD's edge rows and columns) are costed one by one, as Vela
 // costs them.
 bool same_piece(const NpuOperation& a, const NpuOperation& b) {
-  if (a.ofm.depth != 1 || b.ofm.depth != 1) return false;
+  if (a.ofm.depth != 1) return false;  // fm() below makes b's the same
   auto fm = [](const sim::FeatureMap& x, const sim::FeatureMap& y) {
     return x.region == y.region && x.dtype == y.dtype && x.layout == y.layout && x.height == y.height &&
            x.width == y.width && x.depth == y.depth;
