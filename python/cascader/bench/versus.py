@@ -146,7 +146,7 @@ def _ours(row: VersusRow, path: Path, seeds: tuple[int, ...]) -> None:
         if elapsed > 1.0:
             break
     row.compile_s = best
-    row.sram, row.flash = compiled.sram_bytes, compiled.flash_bytes
+    row.sram, row.flash = compiled.sram_bytes, _flash_of(compiled.model)
     row.status = "ok" if row.budget_bytes is None or row.sram <= row.budget_bytes else "over-budget"
     row.cycles = _total_cycles(compiled)
     row.cpu_ops = compiled.summary().cpu_operators

@@ -625,8 +625,15 @@ class _Lowering:
         # depthwise, but over the shared models (u55-128, u65-256) the cycles came out the same
         # (geometric mean 0.918 of Vela's either way) while SRAM fell (MobileNetV1-0.75 738 ->
         # 665 KiB uncascaded; MobileNetV2-224's least cascaded SRAM 323 -> 301 KiB).
-        brick = {b for b, ok in whole.items()
-                 if ok and b not in cpu_visible and round16(self.natural(b)[0][2]) == self.natural(b)[0][2]}
+        # A map whose bricks fit the 16-byte rounding of its dense size (a 1x1x8 vector) costs
+        # nothing more as bricks, and keeping it NHWC between NHCWB16 neighbours would only add
+        # layout register writes to the command stream.
+        def free_padding(b: int) -> bool:
+            (h, w, c), dtype = self.natural(b)
+            e = ELEMENT_SIZE[dtype]
+            return round16(c) == c or h * w * round16(c) * e <= (h * w * c * e + 15) // 16 * 16
+
+        brick = {b for b, ok in whole.items() if ok and b not in cpu_visible and free_padding(b)}
         for b in brick:
             (h, w, c), dtype = self.natural(b)
             buffers[b] = h * w * round16(c) * ELEMENT_SIZE[dtype]
