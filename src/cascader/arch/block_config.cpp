@@ -12,7 +12,8 @@ namespace cascader {
 bool BlockQuery::operator==(const BlockQuery& o) const {
   return block_type == o.block_type && ifm == o.ifm && ofm == o.ofm && ifm2 == o.ifm2 &&
          ifm2_scalar == o.ifm2_scalar && ifm_bits == o.ifm_bits && kernel == o.kernel && lut_bytes == o.lut_bytes &&
-         rescaled == o.rescaled && traversal == o.traversal && block_depth == o.block_depth;
+         rescaled == o.rescaled && traversal == o.traversal && block_depth == o.block_depth &&
+         ifm_upscale == o.ifm_upscale;
 }
 
 bool prefers_part_kernel_first(const Shape4& ifm, int ifm_bits, const Kernel& kernel) {
@@ -117,7 +118,10 @@ std::optional<BlockConfig> fit(const AcceleratorConfig& arch, const BlockQuery& 
   BlockShape acc_block = ofm_block;
   if (q.ofm.h == 1 && q.kernel.height == 1 && arch.ofm_ublock.height == 2) acc_block.height = 1;
 
-  const int64_t ifm_bytes = cfg.ifm_block.height * int64_t(cfg.ifm_block.width) *
+  // SHRAM holds the IFM as stored: an upscaled IFM block is half as tall and wide as the
+  // extent its OFM block walks (Vela's blocks for transposed convolutions fill SHRAM exactly so).
+  const int up = std::max(q.ifm_upscale, 1);
+  const int64_t ifm_bytes = div_round_up(cfg.ifm_block.height, up) * int64_t(div_round_up(cfg.ifm_block.width, up)) *
                             round_up((cfg.ifm_block.depth * q.ifm_bits + 7) / 8, 8);
   const int bank = arch.shram_bank_bytes;
   const int ifm_banks = round_up(int((ifm_bytes + bank - 1) / bank) * 2, f.ifm_granule);

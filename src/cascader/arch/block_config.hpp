@@ -59,6 +59,9 @@ struct BlockQuery {
   // A fixed OFM block depth (0: searched). The stripes of one operation share its weight
   // stream, which is encoded for one block depth: only their height and width may differ.
   int block_depth = 0;
+  // 2: the NPU repeats each IFM element (nearest-neighbour resize, transposed convolution's
+  // zeros); the IFM block then holds half the walked rows and columns.
+  int ifm_upscale = 1;
   bool operator==(const BlockQuery& o) const;
 };
 

@@ -63,7 +63,8 @@ void bind_perf(py::module_& m) {
       .def_readwrite("traversal", &NpuOp::traversal)
       .def_readwrite("block_depth", &NpuOp::block_depth)
       .def_readwrite("dma_bytes", &NpuOp::dma_bytes)
-      .def_readwrite("ifm_upscale", &NpuOp::ifm_upscale);
+      .def_readwrite("ifm_upscale", &NpuOp::ifm_upscale)
+      .def_readwrite("ofm_step", &NpuOp::ofm_step);
 
   py::class_<CostRecord>(m, "CostRecord")
       .def_readonly("npu_cycles", &CostRecord::npu_cycles)

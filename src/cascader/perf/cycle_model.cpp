@@ -29,6 +29,7 @@ struct QueryHash {
     for (const Shape4* s : {&q.ifm, &q.ofm}) { mix(s->n); mix(s->h); mix(s->w); mix(s->c); }
     if (q.ifm2) { mix(q.ifm2->h); mix(q.ifm2->w); mix(q.ifm2->c); mix(q.ifm2->n); }
     mix(q.ifm2_scalar); mix(q.ifm_bits); mix(q.lut_bytes); mix(q.rescaled); mix(int(q.traversal)); mix(q.block_depth);
+    mix(q.ifm_upscale);
     const Kernel& kn = q.kernel;
     mix(kn.height); mix(kn.width); mix(kn.stride_y); mix(kn.stride_x); mix(kn.dilation_y); mix(kn.dilation_x);
     return size_t(h);
@@ -69,6 +70,7 @@ BlockQuery block_query(const NpuOp& op) {
   q.rescaled = op.rescaled;
   q.traversal = op.traversal;
   q.block_depth = op.block_depth;
+  q.ifm_upscale = op.ifm_upscale;
   return q;
 }
 
@@ -121,14 +123,32 @@ int64_t burst_scaled_bytes(const ArchConfig& arch, bool is_read, MemoryArea mem,
   return elements * bits / 8 * max_burst / burst;
 }
 
+// The IFM as memory holds it. An upscaled IFM (ifm_upscale 2) is fetched at its stored size:
+// half the extent its OFM walks, and half the IFM block, in H and W.
+struct StoredIfm {
+  Shape4 shape;
+  BlockShape block;
+};
+StoredIfm stored_ifm(const NpuOp& op, const BlockShape& ifm_block) {
+  StoredIfm s{op.ifm.shape, ifm_block};
+  if (op.ifm_upscale == 2) {
+    s.shape.h = div_round_up(s.shape.h, 2), s.shape.w = div_round_up(s.shape.w, 2);
+    s.block.height = div_round_up(s.block.height, 2), s.block.width = div_round_up(s.block.width, 2);
+  }
+  return s;
+}
+
 // Cycles to fetch the first IFM block (the slower input for two-input ops): paid once per op
 // and, where it differs from the OFM block's, per block as command overhead.
 int64_t first_ifm_block_cycles(const NpuOp& op, const ArchConfig& arch, const BlockConfig& cfg) {
   int64_t cycles = 0;
+  const StoredIfm ifm = stored_ifm(op, cfg.ifm_block);
   for (const FeatureMap* fm : {&op.ifm, op.ifm2 ? &*op.ifm2 : nullptr}) {
     if (!fm) continue;
-    const int64_t tx = burst_scaled_bytes(arch, true, fm->memory, fm->format, op.ifm.bits, cfg.ifm_block, fm->shape,
-                                          min4(fm->shape, cfg.ifm_block).elements());
+    const Shape4& shape = fm == &op.ifm ? ifm.shape : fm->shape;
+    const BlockShape& block = fm == &op.ifm ? ifm.block : cfg.ifm_block;
+    const int64_t tx = burst_scaled_bytes(arch, true, fm->memory, fm->format, op.ifm.bits, block, shape,
+                                          min4(shape, block).elements());
     cycles = std::max(cycles, arch.latency(fm->memory, Direction::Read) +
                                   int64_t(float(tx) / float(arch.bandwidth(fm->memory))));
   }
@@ -362,11 +382,13 @@ int64_t buffering_slack_cycles(const NpuOp& op, const ArchConfig& arch, const Bl
   return mac_op_cycles(ref, arch, cfg);
 }
 
-CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
-  CostRecord r;
-  std::array<int64_t, kMemoryAreaCount> read{}, write{};
+namespace {
+CostRecord estimate_valid(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache);
+}  // namespace
 
+CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
   if (op.type == NpuOpType::Dma) {
+    CostRecord r;
     if (op.dma_bytes < 0) throw InvalidArgument("dma_bytes must be >= 0");
     if (op.ifm.memory != op.ofm.memory) {
       r.dma_cycles = mem2mem_cycles(arch, op.ifm.memory, op.ofm.memory, op.dma_bytes);
@@ -378,6 +400,23 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
     return r;
   }
   validate(op);
+  if (op.ofm_step < 1) throw InvalidArgument("ofm_step must be >= 1");
+  if (op.ofm_step == 1) return estimate_valid(op, arch, cache);
+  // Vela's accounting (see NpuOp::ofm_step): the same operation over the box its OFM pixels
+  // span, reading the same IFM.
+  NpuOp spanned = op;
+  spanned.ofm_step = 1;
+  spanned.ofm.shape.h = (op.ofm.shape.h - 1) * op.ofm_step + 1;
+  spanned.ofm.shape.w = (op.ofm.shape.w - 1) * op.ofm_step + 1;
+  return estimate_valid(spanned, arch, cache);
+}
+
+namespace {
+
+// `estimate` for an op `validate` accepted (or Vela's spanned form of one).
+CostRecord estimate_valid(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
+  CostRecord r;
+  std::array<int64_t, kMemoryAreaCount> read{}, write{};
   const AcceleratorConfig& a = arch.accelerator();
   if (op.block_config) {
     // A caller-fixed block config must be one the hardware accepts for this op.
@@ -405,15 +444,10 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
 
   r.buffering_slack_cycles = buffering_slack_cycles(op, arch, cfg);
 
-  // Elements accessed. An upscaled IFM is fetched at its stored size: half the walked extent
-  // and half the block, in H and W.
-  Shape4 ifm_stored = ifm;
-  BlockShape ifm_block_stored = cfg.ifm_block;
-  if (op.ifm_upscale == 2) {
-    ifm_stored.h = div_round_up(ifm.h, 2), ifm_stored.w = div_round_up(ifm.w, 2);
-    ifm_block_stored.height = div_round_up(cfg.ifm_block.height, 2);
-    ifm_block_stored.width = div_round_up(cfg.ifm_block.width, 2);
-  }
+  // Elements accessed, the IFM's at its stored size.
+  const StoredIfm stored = stored_ifm(op, cfg.ifm_block);
+  const Shape4& ifm_stored = stored.shape;
+  const BlockShape& ifm_block_stored = stored.block;
   const Shape4 ifm_block = min4(ifm_stored, ifm_block_stored);
   const Shape4 ofm_block = min4(ofm, cfg.ofm_block);
   int64_t ifm_read = 0, ifm2_read = 0, weight_read = 0, scale_read = 0;
@@ -509,6 +543,8 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
   }
   return r;
 }
+
+}  // namespace
 
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   thread_local BlockConfigCache cache;

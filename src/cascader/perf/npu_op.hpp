@@ -74,6 +74,13 @@ struct NpuOp {
   // zeros of a transposed convolution). `ifm.shape` stays the extent the kernel walks; the NPU
   // fetches only the stored half of it.
   int ifm_upscale = 1;
+  // Vela's accounting of a command that writes every `ofm_step`-th pixel and row of a map (a
+  // phase of its bilinear resize: four 2x2 depthwise commands, each writing one pixel of every
+  // 2x2 output cell): costed over the box of the map those pixels span, with the IFM it reads.
+  // The NPU computes only the pixels it writes; Vela's per-layer figures count the box (each
+  // phase of a 12x12 -> 24x24 resize as a 23x23 OFM), so the estimator sets this only when it
+  // accounts as Vela does. 1: the OFM shape is what is computed.
+  int ofm_step = 1;
 };
 
 // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation

@@ -113,6 +113,14 @@ bool same_piece(const NpuOperation& a, const NpuOperation& b) {
          a.block_height == b.block_height && a.block_depth == b.block_depth;
 }
 
+// The OFM is every other pixel of every other row of a dense NHWC map: one phase of a 2x
+// upscale written by a depthwise command (Vela's and our RESIZE_BILINEAR).
+bool writes_every_other_pixel(const NpuOperation& o) {
+  const int64_t pixel = int64_t(o.ofm.depth) * element_size(o.ofm.dtype);
+  return o.kind == OpKind::Depthwise && o.ofm.layout == Layout::NHWC && o.ofm.stride_x == 2 * pixel &&
+         o.ofm.stride_y == 2 * int64_t(o.ofm.width) * o.ofm.stride_x;
+}
+
 }  // namespace
 
 NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
@@ -291,6 +299,9 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     // A depthwise operation's IFM depth follows its OFM's.
     if (e.op.type == NpuOpType::DepthwiseConv2D) e.op.ifm.shape.c = e.op.ofm.shape.c;
+    // A phase of a bilinear resize writes every other pixel and row of a dense NHWC map; Vela
+    // costs it over the box those pixels span (NpuOp::ofm_step).
+    if (merge_as_vela && e.merged.empty() && writes_every_other_pixel(o)) e.op.ofm_step = 2;
     for (size_t k : e.merged) done[k] = 1;
     for (size_t d : slice_dmas) done[d] = 1;
     // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation.
