@@ -32,6 +32,9 @@ void bind_perf(py::module_& m) {
       .value("ReduceSum", NpuOpType::ReduceSum);
   py::enum_<TensorFormat>(m, "TensorFormat")
       .value("NHWC", TensorFormat::NHWC).value("NHCWB16", TensorFormat::NHCWB16);
+  py::enum_<Transpose>(m, "Transpose")
+      .value("None_", Transpose::None).value("NWHC", Transpose::NWHC).value("NHCW", Transpose::NHCW)
+      .value("NCWH", Transpose::NCWH);
   py::enum_<Activation>(m, "Activation")
       .value("None_", Activation::None).value("Relu", Activation::Relu).value("Lut", Activation::Lut);
 
@@ -64,7 +67,8 @@ void bind_perf(py::module_& m) {
       .def_readwrite("block_depth", &NpuOp::block_depth)
       .def_readwrite("dma_bytes", &NpuOp::dma_bytes)
       .def_readwrite("ifm_upscale", &NpuOp::ifm_upscale)
-      .def_readwrite("ofm_step", &NpuOp::ofm_step);
+      .def_readwrite("ofm_step", &NpuOp::ofm_step)
+      .def_readwrite("transpose", &NpuOp::transpose);
 
   py::class_<CostRecord>(m, "CostRecord")
       .def_readonly("npu_cycles", &CostRecord::npu_cycles)

@@ -28,6 +28,12 @@ enum class NpuOpType {
 
 enum class TensorFormat { NHWC = 0, NHCWB16 };
 
+// One step of a TRANSPOSE as Vela decomposes it, named by the output's axis order over the
+// step's input (H, W, C): NWHC swaps H and W (channels stay innermost), NHCW swaps W and C,
+// NCWH swaps H and C. Other permutations are two steps (0312: NCWH then NHCW; 0231: NWHC then
+// NHCW).
+enum class Transpose { None = 0, NWHC, NHCW, NCWH };
+
 // Fused activation. Relu covers every clamp (ReLU, ReLU6, ReLU-N1-to-1); Lut covers sigmoid,
 // tanh and table lookups.
 enum class Activation { None = 0, Relu, Lut };
@@ -81,6 +87,12 @@ struct NpuOp {
   // phase of a 12x12 -> 24x24 resize as a 23x23 OFM), so the estimator sets this only when it
   // accounts as Vela does. 1: the OFM shape is what is computed.
   int ofm_step = 1;
+  // Vela's accounting of a transpose step (Transpose::None: none): `ifm.shape` is the step's
+  // input, `ofm.shape` its permutation. Vela costs the step by its memory traffic alone, the
+  // slower of reading the input and writing the output, with the block its search picks for
+  // the unpermuted shape, whatever commands carry it out (one strided copy, or a run of
+  // one-channel copies). The estimator sets it only when it accounts as Vela does.
+  Transpose transpose = Transpose::None;
 };
 
 // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation

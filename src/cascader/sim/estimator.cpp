@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 #include <string>
 
@@ -96,21 +97,77 @@ bool same_operation(const NpuOperation& a, const NpuOperation& b) {
 }
 
 // Vela lowers some operators (TRANSPOSE, some reshapes and concatenations) into a run of
-// identical 1x1 pooling commands, each moving a one-channel piece, and costs the operator once
-// over the whole tensor. Such a run is costed here as one operation as many times as tall.
-// Copies of whole pixels (MIRROR_PAD's edge rows and columns) are costed one by one, as Vela
-// costs them.
+// identical 1x1 pooling commands, each moving a one-channel piece through the same strides,
+// each the same number of bytes on from the one before, and costs the operator once over the
+// whole tensor. Copies of whole pixels (MIRROR_PAD's edge rows and columns) are costed one by
+// one, as Vela costs them. (The two steps of a 0312 transpose are two runs: their pieces
+// differ in strides.)
 bool same_piece(const NpuOperation& a, const NpuOperation& b) {
   if (a.ofm.depth != 1) return false;  // fm() below makes b's the same
   auto fm = [](const sim::FeatureMap& x, const sim::FeatureMap& y) {
     return x.region == y.region && x.dtype == y.dtype && x.layout == y.layout && x.height == y.height &&
-           x.width == y.width && x.depth == y.depth;
+           x.width == y.width && x.depth == y.depth && x.stride_x == y.stride_x && x.stride_y == y.stride_y;
   };
   return a.kind == OpKind::Pool && b.kind == OpKind::Pool && a.sub_op == b.sub_op && a.kernel.width == 1 &&
          a.kernel.height == 1 && b.kernel.width == 1 && b.kernel.height == 1 && a.kernel.stride_x == 1 &&
          a.kernel.stride_y == 1 && b.kernel.stride_x == 1 && b.kernel.stride_y == 1 && a.activation.function == 0 &&
          b.activation.function == 0 && fm(a.ifm, b.ifm) && fm(a.ofm, b.ofm) && a.block_width == b.block_width &&
          a.block_height == b.block_height && a.block_depth == b.block_depth;
+}
+
+// A 1x1 average pool that only moves elements: the commands Vela (and our lowering) copy
+// tensors with.
+bool is_plain_copy(const NpuOperation& o) {
+  return o.kind == OpKind::Pool && static_cast<PoolMode>(o.sub_op) == PoolMode::Average && o.kernel.width == 1 &&
+         o.kernel.height == 1 && o.kernel.stride_x == 1 && o.kernel.stride_y == 1 && o.activation.function == 0 &&
+         !o.ifm_upscale && o.ifm.layout == Layout::NHWC && o.ofm.layout == Layout::NHWC && o.ifm.dtype == o.ofm.dtype;
+}
+
+// A step of a transpose (NpuOp::transpose): its kind, its input and its permuted output.
+struct TransposeStep {
+  Transpose kind = Transpose::None;
+  Shape4 in, out;
+};
+
+// Recognises a transpose step in `count` commands from `first` (a run of same_piece pieces,
+// or one command), by their strides. One command with whole pixels swaps H and W: it writes
+// its OFM with the x and y strides swapped (Vela) or reads its IFM so (our lowering). A run of
+// n one-channel pieces of P x Q elements (OFM y stride one element) swaps W and C when each
+// piece is one input row (n x P x Q -> n x Q x P), H and C when each is one input column
+// (P x n x Q -> Q x n x P). A single piece is read as the first. It could also be the second
+// (Vela's figures differ by under 5%) or an H and W swap of one-channel pixels, which Vela
+// costs up to 4x differently: only the model's tensors tell, not the commands.
+std::optional<TransposeStep> transpose_step(const std::vector<NpuOperation>& ops, size_t first, size_t count) {
+  const NpuOperation& o = ops[first];
+  if (!is_plain_copy(o)) return std::nullopt;
+  const int64_t e = element_size(o.ofm.dtype);
+  const int64_t P = o.ofm.height, Q = o.ofm.width, C = o.ofm.depth, n = int64_t(count);
+  auto dense = [&](const sim::FeatureMap& f, int64_t width) { return f.stride_x == C * e && f.stride_y == width * C * e; };
+  auto swapped = [&](const sim::FeatureMap& f, int64_t height) {
+    return f.stride_y == C * e && f.stride_x == height * C * e;
+  };
+  TransposeStep t;
+  if (count == 1 && C > 1 && P > 1 && Q > 1) {
+    if (swapped(o.ofm, P) && dense(o.ifm, Q)) {
+      t.kind = Transpose::NWHC, t.in = Shape4{1, int(P), int(Q), int(C)}, t.out = Shape4{1, int(Q), int(P), int(C)};
+    } else if (swapped(o.ifm, P) && dense(o.ofm, Q)) {
+      t.kind = Transpose::NWHC, t.in = Shape4{1, int(Q), int(P), int(C)}, t.out = Shape4{1, int(P), int(Q), int(C)};
+    } else {
+      return std::nullopt;
+    }
+    return t;
+  }
+  if (C != 1 || o.ifm.stride_x != e || o.ofm.stride_y != e) return std::nullopt;
+  const int64_t in_step = n > 1 ? int64_t(ops[first + 1].ifm.base[0]) - int64_t(o.ifm.base[0]) : 0;
+  const int64_t out_step = n > 1 ? int64_t(ops[first + 1].ofm.base[0]) - int64_t(o.ofm.base[0]) : 0;
+  if (o.ifm.stride_y == Q * e && o.ofm.stride_x == P * e && (n == 1 || (in_step == P * Q * e && out_step == P * Q * e))) {
+    t.kind = Transpose::NHCW, t.in = Shape4{1, int(n), int(P), int(Q)}, t.out = Shape4{1, int(n), int(Q), int(P)};
+  } else if (o.ifm.stride_y == n * Q * e && o.ofm.stride_x == n * P * e && in_step == Q * e && out_step == P * e) {
+    t.kind = Transpose::NCWH, t.in = Shape4{1, int(P), int(n), int(Q)}, t.out = Shape4{1, int(Q), int(n), int(P)};
+  } else {
+    return std::nullopt;
+  }
+  return t;
 }
 
 // The OFM is every other pixel of every other row of a dense NHWC map: one phase of a 2x
@@ -239,15 +296,28 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     } catch (const BinaryError& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
     }
-    // A run of identical 1x1 pieces is one operation, as tall as the run.
-    for (size_t k = i + 1; merge_as_vela && k < ops.size() && same_piece(o, ops[k]); ++k) e.merged.push_back(k);
-    e.op.ofm.shape.h *= int(1 + e.merged.size());
-    e.op.ifm.shape.h *= int(1 + e.merged.size());
-    // Such pieces move one channel through strided views (a transpose); Vela costs the operator
-    // on its tensor, whose innermost axis is the one the pieces walk: cost W as the depth.
-    if (merge_as_vela && o.kind == OpKind::Pool && o.kernel.width == 1 && o.kernel.height == 1 && o.ofm.depth == 1 &&
-        o.ifm.depth == 1 && o.activation.function == 0) {
-      for (Shape4* sh : {&e.op.ifm.shape, &e.op.ofm.shape}) std::swap(sh->w, sh->c);
+    // A run of identical 1x1 pieces, each as far on from the one before, is one operation.
+    for (size_t k = i + 1; merge_as_vela && k < ops.size() && same_piece(o, ops[k]); ++k) {
+      if (k > i + 1 && (ops[k].ifm.base[0] - ops[k - 1].ifm.base[0] != ops[i + 1].ifm.base[0] - o.ifm.base[0] ||
+                        ops[k].ofm.base[0] - ops[k - 1].ofm.base[0] != ops[i + 1].ofm.base[0] - o.ofm.base[0])) {
+        break;
+      }
+      e.merged.push_back(k);
+    }
+    if (auto t = merge_as_vela ? transpose_step(ops, i, 1 + e.merged.size()) : std::nullopt) {
+      e.op.transpose = t->kind;
+      e.op.ifm.shape = t->in;
+      e.op.ofm.shape = t->out;
+    } else {
+      // Other runs (reshapes, concatenations): as tall as the run. Their pieces move one
+      // channel through strided views; Vela costs the operator on its tensor, whose innermost
+      // axis is the one the pieces walk: cost W as the depth.
+      e.op.ofm.shape.h *= int(1 + e.merged.size());
+      e.op.ifm.shape.h *= int(1 + e.merged.size());
+      if (merge_as_vela && o.kind == OpKind::Pool && o.kernel.width == 1 && o.kernel.height == 1 &&
+          o.ofm.depth == 1 && o.ifm.depth == 1 && o.activation.function == 0) {
+        for (Shape4* sh : {&e.op.ifm.shape, &e.op.ofm.shape}) std::swap(sh->w, sh->c);
+      }
     }
     // The depth slices of one operation, each after the DMA of its weights: one operation whose
     // weight stream is the slices' together, buffered from the first slice's DMA on.
@@ -335,8 +405,11 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       }
     }
     // The block config the binary runs with; one our SHRAM model rejects is re-chosen, and said.
+    // (A transpose step is costed with the block Vela's search picks for it, not the commands'.)
     const BlockShape block{o.block_height, o.block_width, o.block_depth};
-    if (auto cfg = try_block_config(arch.accelerator(), block_query(e.op), block)) {
+    if (e.op.transpose != Transpose::None) {
+      e.block_config_from_binary = false;
+    } else if (auto cfg = try_block_config(arch.accelerator(), block_query(e.op), block)) {
       e.op.block_config = *cfg;
     } else {
       e.block_config_from_binary = false;
