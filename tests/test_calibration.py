@@ -154,3 +154,23 @@ def test_transpose_steps_cost_as_vela_costs_them(tmp_path, shape, perm, accelera
     save_model(_transpose_model(shape, perm), path)
     ops = estimate(compile_with_vela(path, VelaConfig(accelerator)).path).operations
     assert [round(o.cycles) for o in ops] == vela_rows
+
+
+@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
+@pytest.mark.parametrize("shape, perm, accelerator", [
+    ((1, 6, 6, 65), (0, 3, 1, 2), "ethos-u55-128"),
+    ((1, 16, 4, 24), (0, 2, 3, 1), "ethos-u65-256"),
+    ((1, 5, 6, 9), (0, 3, 2, 1), "ethos-u55-256"),
+])
+def test_our_transposes_are_vela_steps(tmp_path, shape, perm, accelerator) -> None:
+    """Our lowering moves the channels in Vela's steps, command for command, so the estimator
+    costs our binary's transpose as it costs Vela's (as Vela costs it)."""
+    from cascader import compile, save_model
+    from cascader.bench.simulate import VelaConfig, compile_with_vela
+    from cascader.sim import estimate
+
+    path = tmp_path / "transpose.tflite"
+    save_model(_transpose_model(shape, perm), path)
+    ours = compile(path, accelerator=accelerator).estimate()
+    vela = estimate(compile_with_vela(path, VelaConfig(accelerator)).path)
+    assert [round(o.cycles) for o in ours.operations] == [round(o.cycles) for o in vela.operations]

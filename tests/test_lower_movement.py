@@ -99,7 +99,10 @@ def test_slice_that_is_a_model_output_is_copied(tmp_path):
     ((1, 6, 6, 65), [0, 3, 1, 2]),    # YOLOv8's NHWC -> NCHW: depth-1 planes
     ((1, 16, 4, 24), [0, 2, 3, 1]),
     ((1, 5, 7, 3), [0, 1, 3, 2]),
+    ((1, 5, 6, 9), [0, 3, 2, 1]),     # H <-> C: one (H x C) plane per column
     ((4, 30, 9), [0, 2, 1]),
+    ((3, 5, 7), [2, 0, 1]),           # two steps: H <-> C, then W <-> C
+    ((3, 5, 7), [1, 2, 0]),           # two steps: H <-> W, then W <-> C
     ((12, 20), [1, 0]),
 ])
 def test_transpose(tmp_path, in_shape, perm):

@@ -5,10 +5,13 @@
   input (an offset and the input's strides): no operation at all, the readers address the box
   in place. Otherwise (a model output, a CPU reader, a reader that re-views its input densely)
   it is one raw copy of the box.
-- TRANSPOSE is a copy through a permuted view when the channel axis stays innermost. A
-  permutation that moves the channels cannot stream them (an NHWC view has no channel
-  stride), so it becomes one copy per position along the shortest other axis, each moving a
-  depth-1 plane with arbitrary row and column strides on both sides.
+- TRANSPOSE is a copy through a permuted view when the channel axis stays innermost (H and W
+  swap). A permutation that moves the channels cannot stream them (an NHWC view has no
+  channel stride): swapping W and C is one copy of a depth-1 (W x C) plane per row, swapping H
+  and C one of an (H x C) plane per column, and the two other permutations are two such steps
+  through a scratch map (C, H, W: H and C, then W and C; W, C, H: H and W, then W and C). These
+  are Vela's steps, command for command, so the estimator costs both compilers' transposes
+  alike (as Vela costs a step: by its traffic).
 - EXPAND_DIMS is an alias, as RESHAPE is.
 
 All copies are raw (zero points 0, scale 1): these operators move values without
@@ -214,22 +217,48 @@ def lower_transpose(lw: "_Lowering", v: OperatorView) -> None:
         if k_out is not None and k_in is not None:
             source_axis[k_out] = k_in
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    strides = tuple(src.strides[source_axis[k]] for k in range(3))
-    if source_axis[2] == 2:
-        permuted = replace(src, shape=dst.shape, strides=strides)
-        raw_copy(lw, v.index, f"{v.index}:TRANSPOSE", permuted, dst)
-        return
-    # The channels move: copy depth-1 planes, one per position along the loop axis (the
-    # shortest of the output's H and W... or C, whichever leaves a plane to stream).
-    loop = min(range(3), key=lambda k: dst.shape[k])
-    plane = [k for k in range(3) if k != loop]
-    shape = tuple(dst.shape[k] for k in plane) + (1,)
-    for p in range(dst.shape[loop]):
-        s = replace(src, shape=shape, offset=src.offset + p * strides[loop],
-                    strides=(strides[plane[0]], strides[plane[1]], src.element_size))
-        d = replace(dst, shape=shape, offset=dst.offset + p * dst.strides[loop],
-                    strides=(dst.strides[plane[0]], dst.strides[plane[1]], dst.element_size))
-        raw_copy(lw, v.index, f"{v.index}:TRANSPOSE[{p}]", s, d)
+    name = f"{v.index}:TRANSPOSE"
+    if tuple(source_axis) in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
+        raw_copy(lw, v.index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
+    elif tuple(source_axis) == (0, 2, 1):
+        _swap_w_c(lw, v.index, name, src, dst)
+    elif tuple(source_axis) == (2, 1, 0):
+        _swap_h_c(lw, v.index, name, src, dst)
+    else:
+        # Two steps through a scratch map in the first step's output order.
+        h, w, c = src.shape
+        if tuple(source_axis) == (2, 0, 1):  # (C, H, W) = W and C swapped in (C, W, H)
+            mid = lw.scratch(v.index, "transposed", (c, w, h), src.dtype)
+            _swap_h_c(lw, v.index, f"{name}[H,C]", src, mid)
+        else:  # (1, 2, 0): (W, C, H) = W and C swapped in (W, H, C)
+            mid = lw.scratch(v.index, "transposed", (w, h, c), src.dtype)
+            raw_copy(lw, v.index, f"{name}[H,W]", replace(src, shape=mid.shape, strides=(src.strides[1], src.strides[0],
+                                                                                          src.strides[2])), mid)
+        _swap_w_c(lw, v.index, f"{name}[W,C]", mid, dst)
+
+
+def _swap_w_c(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
+    """dst (H, C, W) = src (H, W, C) with W and C swapped: per row, a depth-1 W x C plane."""
+    h, w, c = src.shape
+    e = src.element_size
+    for y in range(h):
+        piece = replace(src, shape=(w, c, 1), offset=src.offset + y * src.strides[0], strides=(src.strides[1],
+                                                                                             src.strides[2], e))
+        out = replace(dst, shape=(w, c, 1), offset=dst.offset + y * dst.strides[0], strides=(dst.strides[2],
+                                                                                           dst.strides[1], e))
+        raw_copy(lw, index, f"{name}[{y}]", piece, out)
+
+
+def _swap_h_c(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
+    """dst (C, W, H) = src (H, W, C) with H and C swapped: per column, a depth-1 H x C plane."""
+    h, w, c = src.shape
+    e = src.element_size
+    for x in range(w):
+        piece = replace(src, shape=(h, c, 1), offset=src.offset + x * src.strides[1], strides=(src.strides[0],
+                                                                                             src.strides[2], e))
+        out = replace(dst, shape=(h, c, 1), offset=dst.offset + x * dst.strides[1], strides=(dst.strides[2],
+                                                                                           dst.strides[0], e))
+        raw_copy(lw, index, f"{name}[{x}]", piece, out)
 
 
 def lower_pack(lw: "_Lowering", v: OperatorView) -> None:
