@@ -221,44 +221,34 @@ def lower_transpose(lw: "_Lowering", v: OperatorView) -> None:
     if tuple(source_axis) in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
         raw_copy(lw, v.index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
     elif tuple(source_axis) == (0, 2, 1):
-        _swap_w_c(lw, v.index, name, src, dst)
+        _swap_with_channels(lw, v.index, name, src, dst, axis=1)
     elif tuple(source_axis) == (2, 1, 0):
-        _swap_h_c(lw, v.index, name, src, dst)
+        _swap_with_channels(lw, v.index, name, src, dst, axis=0)
     else:
         # Two steps through a scratch map in the first step's output order.
         h, w, c = src.shape
         if tuple(source_axis) == (2, 0, 1):  # (C, H, W) = W and C swapped in (C, W, H)
             mid = lw.scratch(v.index, "transposed", (c, w, h), src.dtype)
-            _swap_h_c(lw, v.index, f"{name}[H,C]", src, mid)
+            _swap_with_channels(lw, v.index, f"{name}[H,C]", src, mid, axis=0)
         else:  # (1, 2, 0): (W, C, H) = W and C swapped in (W, H, C)
             mid = lw.scratch(v.index, "transposed", (w, h, c), src.dtype)
-            raw_copy(lw, v.index, f"{name}[H,W]", replace(src, shape=mid.shape, strides=(src.strides[1], src.strides[0],
-                                                                                          src.strides[2])), mid)
-        _swap_w_c(lw, v.index, f"{name}[W,C]", mid, dst)
+            swapped = replace(src, shape=mid.shape, strides=tuple(src.strides[k] for k in (1, 0, 2)))
+            raw_copy(lw, v.index, f"{name}[H,W]", swapped, mid)
+        _swap_with_channels(lw, v.index, f"{name}[W,C]", mid, dst, axis=1)
 
 
-def _swap_w_c(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
-    """dst (H, C, W) = src (H, W, C) with W and C swapped: per row, a depth-1 W x C plane."""
-    h, w, c = src.shape
-    e = src.element_size
-    for y in range(h):
-        piece = replace(src, shape=(w, c, 1), offset=src.offset + y * src.strides[0], strides=(src.strides[1],
-                                                                                             src.strides[2], e))
-        out = replace(dst, shape=(w, c, 1), offset=dst.offset + y * dst.strides[0], strides=(dst.strides[2],
-                                                                                           dst.strides[1], e))
-        raw_copy(lw, index, f"{name}[{y}]", piece, out)
-
-
-def _swap_h_c(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
-    """dst (C, W, H) = src (H, W, C) with H and C swapped: per column, a depth-1 H x C plane."""
-    h, w, c = src.shape
-    e = src.element_size
-    for x in range(w):
-        piece = replace(src, shape=(h, c, 1), offset=src.offset + x * src.strides[1], strides=(src.strides[0],
-                                                                                             src.strides[2], e))
-        out = replace(dst, shape=(h, c, 1), offset=dst.offset + x * dst.strides[1], strides=(dst.strides[2],
-                                                                                           dst.strides[0], e))
-        raw_copy(lw, index, f"{name}[{x}]", piece, out)
+def _swap_with_channels(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                        axis: int) -> None:
+    """dst = src (H, W, C) with `axis` (0: H, 1: W) and C swapped: per position along the other
+    axis, a depth-1 plane of that axis x C (W x C per row, H x C per column)."""
+    loop = 1 - axis
+    n, c, e = src.shape[axis], src.shape[2], src.element_size
+    for p in range(src.shape[loop]):
+        piece = replace(src, shape=(n, c, 1), offset=src.offset + p * src.strides[loop],
+                        strides=(src.strides[axis], src.strides[2], e))
+        out = replace(dst, shape=(n, c, 1), offset=dst.offset + p * dst.strides[loop],
+                      strides=(dst.strides[2], dst.strides[axis], e))
+        raw_copy(lw, index, f"{name}[{p}]", piece, out)
 
 
 def lower_pack(lw: "_Lowering", v: OperatorView) -> None:
