@@ -23,8 +23,8 @@ from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
 from .progress import progress as stage_bar
 from .gc_pause import paused_gc
-from .schedule import (NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, weight_buffers_peak,
-                       weights_key, without_weight_buffers)
+from .schedule import (NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, second_slot_key,
+                       weight_buffers_peak, weights_key, without_weight_buffers)
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 
@@ -178,7 +178,8 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
             # maps in SRAM). Each round drops buffers, so this ends.
             evicted = {k for k, sop in enumerate(candidate.operations)
                        if sop.weight_buffer and sop.shared_weights is None
-                       and placed[index[weights_key(sop, k)]].arena == "scratch"}
+                       and any(placed[index[key]].arena == "scratch"
+                               for key in (weights_key(sop, k), second_slot_key(k)) if key in index)}
             if evicted and not config.shared_sram:
                 candidate = without_weight_buffers(
                     candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})

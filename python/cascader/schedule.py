@@ -222,6 +222,14 @@ def weights_key(sop: "ScheduledOperation", position: int) -> tuple:
     return ("weights", position if sop.shared_weights is None else sop.shared_weights)
 
 
+def second_slot_key(position: int) -> tuple:
+    """The memory planner's key of the second slot of a depth-sliced operation's own weights
+    (`weights_key` names the first). The first slot is filled under the previous operation;
+    the second only while the operation runs (slice 2 under slice 1), so the two are separate
+    buffers of separate lifetimes, and need not be adjacent."""
+    return ("weights", position, "second slot")
+
+
 def broadcast_constant(op: LoweredOperation, constants: dict[int, bytes]) -> Any:
     """The operation's constant IFM2 when it broadcasts it (PRELU's per-channel alpha, say),
     else None. The NPU reads a broadcast operand again for every OFM element: from flash that
@@ -246,7 +254,7 @@ def constant_key(position: int, view) -> tuple:
 
 def weight_buffer_bytes(sop: "ScheduledOperation") -> int:
     """SRAM a buffered operation's weights take: the whole streams, or for depth slices one
-    slot per slice in flight (the memory planner's double_weights doubles it)."""
+    slot (two are in flight while it runs, one before: see second_slot_key)."""
     if not sop.depth_step:
         return len(sop.encoded.data)
     return max(end - start for start, end in (slice_span(sop.encoded, s) for s in range(len(sop.encoded.slices))))
@@ -409,11 +417,11 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     saved = {k: ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles for k in wanted}
     keep: set[int] = set()
     for k in sorted(wanted, key=lambda k: -saved[k] / max(_buffer_size(ops[k]), 1)):
-        size = _buffer_size(ops[k])
-        steps = _buffer_steps(op_steps[k])
-        top = int(live[steps].max()) + size
+        spans = _buffer_spans(ops[k], op_steps[k])
+        top = max(int(live[steps].max()) + size for steps, size in spans)
         if top <= peak or (above_peak_gain is not None and saved[k] >= above_peak_gain * (top - peak)):
-            live[steps] += size
+            for steps, size in spans:
+                live[steps] += size
             peak = max(peak, top)
             keep.add(k)
     return without_weight_buffers(schedule, keep)
@@ -428,7 +436,8 @@ def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
     live = _live_bytes(msched, arena_only=True)
     ops = schedule.operations
     for k in _own_weight_buffers(schedule):
-        live[_buffer_steps(op_steps[k])] += _buffer_size(ops[k])
+        for steps, size in _buffer_spans(ops[k], op_steps[k]):
+            live[steps] += size
     return int(live.max(initial=0))
 
 
@@ -457,9 +466,14 @@ def _buffer_size(sop: ScheduledOperation) -> int:
     return slots * ((weight_buffer_bytes(sop) + 15) // 16 * 16)
 
 
-def _buffer_steps(step: int) -> slice:
-    """The steps an operation's own weight buffer is live: its DMA runs under the previous step."""
-    return slice(max(step - 1, 0), step + 1)
+def _buffer_spans(sop: ScheduledOperation, step: int) -> list[tuple[slice, int]]:
+    """The steps an operation's own weight buffer is live, and its bytes there: its (first
+    slice's) DMA runs under the previous step; a depth-sliced one fills its second slot under
+    its own."""
+    slot = (weight_buffer_bytes(sop) + 15) // 16 * 16
+    if not sop.depth_step:
+        return [(slice(max(step - 1, 0), step + 1), slot)]
+    return [(slice(max(step - 1, 0), step + 1), slot), (slice(step, step + 1), slot)]
 
 
 def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedule, dict[Any, int], list[int]]:
@@ -468,7 +482,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     the CPU work between them).
 
     Returns the schedule, the index of each buffer in it (feature-map buffers by tensor index,
-    weight buffers by ``("weights", position in schedule.operations)``), and the step of each
+    weight buffers by ``weights_key`` and ``second_slot_key``), and the step of each
     operation.
     """
     # A tensor is one buffer for the whole inference. Each segment resolves its own aliases
@@ -529,10 +543,15 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             key = ("weights", position if sop.shared_weights is None else sop.shared_weights)  # weights_key
             if sop.weight_buffer and key not in index:
                 index[key] = len(buffers)
-                kind = "double_weights" if sop.depth_step else "weights"
+                own = sop.shared_weights is None
+                kind = "double_weights" if sop.depth_step and not own else "weights"
                 buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
-            w = index.get(key)
-            if w is not None:
+                if sop.depth_step and own:
+                    index[second_slot_key(position)] = len(buffers)
+                    buffers.append(mem.ScheduledBuffer(f"{lo.name} weights (second slot)", "copy", buffers[-1].size))
+            for w in (index.get(key), index.get(second_slot_key(position))):
+                if w is None:
+                    continue
                 reads.append(w)
                 access[w] = access.get(w, 0.0) + (2 if sop.weight_buffer else 1) * buffers[w].size  # copied in, read
             for v in copied_constants(sop):

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..arch import Accelerator
 from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
-from ..schedule import ScheduledOperation, SegmentSchedule, constant_key, copied_constants, slice_span, weights_key
+from ..schedule import (ScheduledOperation, SegmentSchedule, constant_key, copied_constants, second_slot_key, slice_span,
+                        weights_key)
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
 
@@ -157,20 +158,21 @@ def _channel_slice(fm: dict[str, Any], start: int, depth: int) -> dict[str, Any]
     return dict(fm, base=[b + shift if i == 0 else b for i, b in enumerate(fm["base"])], shape=(h, w, depth))
 
 
-def _depth_slices(sop: ScheduledOperation, buffer: tuple[int, int], placement: Placement, flash: FlashImage,
-                  constants: dict[int, bytes]) -> list[dict[str, Any]]:
-    """A weight double-buffered operation: per depth slice, the DMA of its streams into one half
-    of the buffer, then the operation on its OFM channels (a depthwise slice reads its own IFM
-    channels too). The encoder makes each slice wait for its DMA, and each DMA for the kernel
-    still reading the half it overwrites."""
-    region, base = buffer
+def _depth_slices(sop: ScheduledOperation, first_slot: tuple[int, int], second_slot: tuple[int, int] | None,
+                  placement: Placement, flash: FlashImage, constants: dict[int, bytes]) -> list[dict[str, Any]]:
+    """A weight double-buffered operation: per depth slice, the DMA of its streams into one of
+    the two slots (even slices the first, odd the second; None: the slot after the first),
+    then the operation on its OFM channels (a depthwise slice reads its own IFM channels too).
+    The encoder makes each slice wait for its DMA, and each DMA for the kernel still reading
+    the slot it overwrites."""
     src = flash.append(bytes(sop.encoded.data))
     slot = (max(e - b for b, e in (slice_span(sop.encoded, s) for s in range(len(sop.encoded.slices)))) + 15) // 16 * 16
+    slots = (first_slot, second_slot or (first_slot[0], first_slot[1] + slot))
     whole = operation_record(sop, placement, flash, constants, (REGION_FLASH, 0))
     out: list[dict[str, Any]] = []
     for s in range(len(sop.encoded.slices)):
         start, end = slice_span(sop.encoded, s)
-        half = base + (s % 2) * slot
+        region, half = slots[s % 2]
         out.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src + start, length=end - start),
                         dst=dict(region=region, address=half, length=end - start)))
         first_channel = s * sop.depth_step
@@ -208,7 +210,8 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
                                 dst=dict(region=REGION_SHRAM, address=lut_slot, length=len(lut))))
         loaded_lut = lut
         if sop.depth_step:
-            records += _depth_slices(sop, placement.address[("weights", first + k)], placement, flash,
+            records += _depth_slices(sop, placement.address[weights_key(sop, first + k)],
+                                     placement.address.get(second_slot_key(first + k)), placement, flash,
                                      segment.segment.constants)
             continue
         weights_at = (REGION_FLASH, 0)
