@@ -131,14 +131,15 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
             yield sched, None
         yield fit_weight_buffers(sched, lean.graph, lean.memory), None
     else:
-        fitted = fit_weight_buffers(sched, lean.graph, lean.memory)
+        budgeted = config.fast_capacity is not None
+        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=budgeted)
         # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
         # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
         # it (on the shared models this keeps SRAM within Vela's on every U65 row), except for
         # buffers that save at least a cycle per byte they add.
         if fitted.total_cycles > 1.05 * sched.total_cycles:
             yield sched, None
-        rich = fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=1.0)
+        rich = fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=1.0, budgeted=budgeted)
         if rich.total_cycles < fitted.total_cycles:
             yield rich, None
         yield fitted, None
