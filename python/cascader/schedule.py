@@ -27,9 +27,8 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
 from .evolve import evolve
-from .frontend.lower import TENSOR_DIM_MAX
-from .frontend.lowered import (ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment,
-                                dense_strides)
+from .frontend.lower import is_dense_copy, stream_widths, with_copy_shape
+from .frontend.lowered import ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment
 from .perf import OpCost, _memory, cost_from_core, npu_op
 from .tflite.model import SubGraph
 
@@ -276,38 +275,22 @@ def block_choice(op: LoweredOperation, target: _Target) -> tuple[tuple[int, int,
     return raw.block_config.ofm_block, raw.block_config.part_kernel_first if op.kind == "conv" else False
 
 
-# The widest rows a streamed copy may take (lowering's _flatten_copies starts from the widest).
-STREAMED_COPY_MAX_WIDTH = 64
-
-
 def _streamed_copy_shape(op: LoweredOperation, target: _Target, slack: int) -> LoweredOperation:
-    """A per-element copy of dense NHWC maps 16 channels deep (a requantization or table
-    lookup, streamed by lowering's _flatten_copies) holds the same elements in any H x W x 16
-    shape: the one the cycle model costs least on this accelerator. The rows' divisibility by
-    the block decides it, not the width alone: MobileNetV2's 224 x 224 x 3 input as 147 x 64 x
-    16 takes 102,289 cycles on U65-256 with its input in DRAM, as 168 x 56 x 16 76,410 (Vela's
-    shape); on U55 the two are within 0.2%."""
-    r = op.registers
-    a, b = op.ifm, op.ofm
-    if (op.kind != "pool" or r.get("sub_op") != "AVERAGE" or r.get("ifm_upscale") or op.ifm2 is not None
-            or (r["kernel"]["height"], r["kernel"]["width"]) != (1, 1) or any(r.get("padding", (0,) * 4))
-            or (a.layout, b.layout) != ("NHWC", "NHWC") or a.shape != b.shape or a.shape[2] != 16
-            or a.strides != dense_strides(a.shape, a.element_size) or b.strides != dense_strides(b.shape, b.element_size)):
+    """A dense copy 16 channels deep (lowering's streamed requantizations and lookups, see
+    is_dense_copy) in the H x W x 16 shape the cycle model costs least on this accelerator. The
+    rows' divisibility by the block decides it, not the width alone: MobileNetV2's 224 x 224 x 3
+    input as 147 x 64 x 16 takes 102,289 cycles on U65-256 with its input in DRAM, as 168 x 56 x
+    16 76,410 (Vela's shape); on U55 the two are within 0.2%."""
+    if not is_dense_copy(op) or op.ifm.shape[2] != 16:
         return op
-    m = a.shape[0] * a.shape[1]
-
-    def reshaped(w: int) -> LoweredOperation:
-        shape = (m // w, w, 16)
-        return replace(op, ifm=replace(a, shape=shape, strides=dense_strides(shape, a.element_size)),
-                       ofm=replace(b, shape=shape, strides=dense_strides(shape, b.element_size)))
-
-    widths = [w for w in range(min(m, STREAMED_COPY_MAX_WIDTH), 0, -1) if m % w == 0 and m // w <= TENSOR_DIM_MAX]
+    m = op.ifm.shape[0] * op.ifm.shape[1]
+    widths = stream_widths(m)
     if len(widths) < 2:
         return op
-    cost = {w: target.cost(reshaped(w), slack=slack).total_cycles for w in widths}
+    cost = {w: target.cost(with_copy_shape(op, (m // w, w, 16)), slack=slack).total_cycles for w in widths}
     best = min(widths, key=lambda w: cost[w])  # the widest of the cheapest: widths run downwards
     # A shape only a few cycles cheaper (on U55 most are within 0.2%) is not worth odd rows.
-    return reshaped(best) if cost[best] < 0.99 * cost.get(a.shape[1], math.inf) else op
+    return with_copy_shape(op, (m // best, best, 16)) if cost[best] < 0.99 * cost.get(op.ifm.shape[1], math.inf) else op
 
 
 def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,

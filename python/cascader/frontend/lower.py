@@ -82,6 +82,32 @@ from .quantization import (
 CLAMP_OPS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 MAX_PADDING = 127  # the IFM_PAD_* registers
 TENSOR_DIM_MAX = 65535  # a feature map's height, width or depth
+# Rows of at most 64 columns for a streamed copy: U65's 2x2 micro-blocks waste half of a one-row map.
+STREAM_MAX_WIDTH = 64
+
+
+def is_dense_copy(op: LoweredOperation) -> bool:
+    """A 1x1 average pool between dense NHWC maps of one shape: a per-element copy (a
+    requantization, a table lookup) whose elements any shape of the same size holds in the same
+    order, so it may run in whichever shape streams best."""
+    r = op.registers
+    a, b = op.ifm, op.ofm
+    return (op.kind == "pool" and r.get("sub_op") == "AVERAGE" and not r.get("ifm_upscale") and op.ifm2 is None
+            and (r["kernel"]["height"], r["kernel"]["width"]) == (1, 1) and not any(r.get("padding", (0,) * 4))
+            and (a.layout, b.layout) == ("NHWC", "NHWC") and a.shape == b.shape
+            and a.strides == dense_strides(a.shape, a.element_size) and b.strides == dense_strides(b.shape, b.element_size))
+
+
+def stream_widths(pixels: int) -> list[int]:
+    """The row widths (widest first, at most STREAM_MAX_WIDTH) a dense copy of `pixels`
+    16-channel pixels can take with rows the NPU allows."""
+    return [w for w in range(min(pixels, STREAM_MAX_WIDTH), 0, -1) if pixels % w == 0 and pixels // w <= TENSOR_DIM_MAX]
+
+
+def with_copy_shape(op: LoweredOperation, shape: tuple[int, int, int]) -> LoweredOperation:
+    """A dense copy (is_dense_copy) over the same bytes viewed in another shape."""
+    return replace(op, ifm=replace(op.ifm, shape=shape, strides=dense_strides(shape, op.ifm.element_size)),
+                   ofm=replace(op.ofm, shape=shape, strides=dense_strides(shape, op.ofm.element_size)))
 
 
 def _hwc(t: Tensor) -> tuple[int, int, int]:
@@ -655,23 +681,15 @@ class _Lowering:
         the same). Runs after the layout choice, so no other operation's view changes.
         """
         for op in self.ops:
-            r = op.registers
-            if (op.kind != "pool" or r.get("sub_op") != "AVERAGE" or r.get("ifm_upscale")
-                    or (r["kernel"]["height"], r["kernel"]["width"]) != (1, 1) or any(r.get("padding", (0,) * 4))):
+            if not is_dense_copy(op):
                 continue
-            a, b = op.ifm, op.ofm
-            if (a.layout, b.layout) != ("NHWC", "NHWC") or a.shape != b.shape or a.strides != dense_strides(
-                    a.shape, a.element_size) or b.strides != dense_strides(b.shape, b.element_size):
+            n = math.prod(op.ifm.shape)
+            if op.ifm.shape[2] % 16 == 0 or n % 16:
                 continue
-            n = math.prod(a.shape)
-            if a.shape[2] % 16 == 0 or n % 16:
-                continue
-            # Rows of at most 64 columns: U65's 2x2 micro-blocks waste half of a one-row map.
-            m = n // 16
-            w = next(w for w in range(min(m, 64), 0, -1) if m % w == 0 and m // w <= TENSOR_DIM_MAX)
-            shape = (m // w, w, 16)
-            op.ifm = replace(a, shape=shape, strides=dense_strides(shape, a.element_size))
-            op.ofm = replace(b, shape=shape, strides=dense_strides(shape, b.element_size))
+            # The widest rows; the schedule may pick another shape for its accelerator.
+            w = stream_widths(n // 16)[0]
+            streamed = with_copy_shape(op, (n // 16 // w, w, 16))
+            op.ifm, op.ofm = streamed.ifm, streamed.ofm
 
     def _segment(self) -> LoweredSegment:
         tensors = self.graph.tensors
