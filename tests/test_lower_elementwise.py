@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cascader
+from cascader.frontend.add_sub_rounding import exact_add_sub_scales, operand_values
+from cascader.frontend.quantization import add_sub_scales
 from cascader.tflite.builder import ModelBuilder
 from cascader.tflite.model import Quantization
 
@@ -53,6 +55,74 @@ def _check(model):
 def test_the_noted_add_case(constant_first, zero_point):
     _check(_binary("ADD", (0.03202975, -1), (127, 0.02362205, zero_point), (0.02352941, -128), "RELU6",
                    constant_first))
+
+
+@pytest.mark.parametrize("constant_first", [False, True])
+def test_exact_halves_round_as_the_reference(constant_first):
+    """x at 0.125 plus a constant 0 at 0.1875 into 0.2: x = -124 is -77.5 exactly, and only the
+    reference's double rounding of the scaled operand decides -78. Vela's registers give -77 on
+    8 of the 256 codes; an operand multiplier 14 units larger rounds all 256 as the reference."""
+    model = _binary("ADD", (0.125, 0), (0, 0.1875, 0), (0.2, 0), "NONE", constant_first)
+    _check(model)
+    assert exact_add_sub_scales((0.125, 0.1875, 0.2), operand_values("int8", 0), (0,), False, (-128, 127)) != \
+        add_sub_scales(0.125, 0.1875, 0.2, 8)
+
+
+@pytest.mark.parametrize("opcode", ["ADD", "SUB"])
+@pytest.mark.parametrize("constant_first", [False, True])
+def test_single_valued_constant_without_exact_registers_is_a_table(opcode, constant_first):
+    """x at 0.05 and a constant -77 at 0.125 into 0.05: no operand multiplier near Vela's rounds
+    every code's half as the reference does, so the operator becomes a table lookup of x,
+    computed with the reference's arithmetic."""
+    model = _binary(opcode, (0.05, 0), (-77, 0.125, 0), (0.05, 0), "NONE", constant_first)
+    _check(model)
+    assert any("(table)" in op.lowered.name for op in cascader.compile(model).schedule.operations)
+
+
+def _all_pairs(opcode, first_q, second_q, out_q, dtype="int8"):
+    """A model of `opcode` between two 256 x 256 tensors, and inputs that hold every pair of codes."""
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 256, 256, 1), dtype, _q(*first_q))
+    y = b.add_input("y", (1, 256, 256, 1), dtype, _q(*second_q))
+    z = b.add_tensor("z", (1, 256, 256, 1), dtype, _q(*out_q))
+    b.add_operator(opcode, [x, y], [z], {"fused_activation_function": "NONE"})
+    b.mark_output(z)
+    lo = -128 if dtype == "int8" else 0
+    codes = np.arange(lo, lo + 256).astype(dtype)
+    rows, cols = np.meshgrid(codes, codes, indexing="ij")
+    return b.build(), [rows.reshape(1, 256, 256, 1), cols.reshape(1, 256, 256, 1)]
+
+
+def _pair_mismatches(model, inputs):
+    ours = cascader.simulate(cascader.compile(model), inputs)[0]
+    return int(np.count_nonzero(ours != ReferenceInterpreter(model).run(inputs)[0]))
+
+
+def test_tensor_pair_fixed_by_the_operand_multiplier():
+    """coral_movenet's ADD (0.2639, -3) + (0.4341, 20) -> (0.5321, 32): Vela's operand multiplier
+    rounds 2 of the 65,536 input pairs one off (within the output's range); 3 units more makes
+    every pair exact. The one such ADD among the shared models' 97 8-bit ADD/SUBs."""
+    registers = exact_add_sub_scales((0.26387861371040344, 0.4341434836387634, 0.5320605635643005),
+                                     operand_values("int8", -3), operand_values("int8", 20), False,
+                                     (-128 - 32, 127 - 32))
+    assert registers is not None and registers != add_sub_scales(0.26387861371040344, 0.4341434836387634,
+                                                                 0.5320605635643005, 8)
+    assert _pair_mismatches(*_all_pairs("ADD", (0.26387861371040344, -3), (0.4341434836387634, 20),
+                                        (0.5320605635643005, 32))) == 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(opcode=st.sampled_from(["ADD", "SUB"]), dtype=st.sampled_from(["int8", "uint8"]),
+       scale=st.tuples(*[st.sampled_from([0.05, 0.1, 0.125, 0.1875, 0.2, 0.25, 0.375, 0.5]) | st.floats(0.002, 0.5)
+                         for _ in range(3)]), zero_point=st.tuples(*[st.integers(-128, 127)] * 3))
+def test_tensor_pairs_exact_wherever_registers_are(opcode, dtype, scale, zero_point):
+    """Wherever `exact_add_sub_scales` returns registers, the binary is exact on all 65,536 pairs."""
+    zp = [z + 128 if dtype == "uint8" else z for z in zero_point]
+    values = [operand_values(dtype, z) for z in zp[:2]]
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    registers = exact_add_sub_scales(tuple(scale), *values, opcode == "SUB", (lo - zp[2], hi - zp[2]))
+    model, inputs = _all_pairs(opcode, (scale[0], zp[0]), (scale[1], zp[1]), (scale[2], zp[2]), dtype)
+    assert registers is None or _pair_mismatches(model, inputs) == 0
 
 
 scales = st.floats(0.002, 0.2)

@@ -39,6 +39,7 @@ from ..errors import UnsupportedError
 from ..tflite.model import SubGraph, Tensor
 from .lowered import (
     ELEMENT_SIZE,
+    LUT_SLOT_0,
     FeatureMapView,
     LoweredOperation,
     TYPE_RANGE,
@@ -50,6 +51,7 @@ from .lowered import (
     kernel_record,
     round16,
 )
+from .add_sub_rounding import add_sub_table, exact_add_sub_scales, operand_values
 from .lower_arg_max import lower_arg_max
 from .lower_lut import lower_lut
 from .lut_fusion import fuse_table_lookups
@@ -70,7 +72,7 @@ from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reduce import lower_reduce
 from .lower_softmax import lower_softmax
 from .lower_squared_difference import lower_squared_difference
-from .operation_builder import OperationBuilder, broadcast_order, clamp_record, fused_clamp, weight_volume
+from .operation_builder import EIGHT_BIT_RANGE, OperationBuilder, broadcast_order, clamp_record, fused_clamp, weight_volume
 from .operator_view import ALIAS_OPS, OperatorView
 from .quantization import (
     add_sub_scales,
@@ -457,6 +459,16 @@ class _Lowering:
         if "int32" in (a.dtype, b.dtype, ofm.dtype):
             self._int32_elementwise(v, mode, a, b, ofm)
             return
+        scaling = None
+        if mode in ("ADD", "SUB") and a.dtype in EIGHT_BIT_RANGE and a.dtype == b.dtype == ofm.dtype:
+            constants = [self.graph.tensors[t].data if self.graph.tensors[t].is_constant else None
+                         for t in v.op.inputs[:2]]
+            values = [operand_values(x.dtype, x.zero_point, c) for x, c in zip((a, b), constants)]
+            clamp = fused_clamp(v)
+            scaling = exact_add_sub_scales((a.scale, b.scale, ofm.scale), *values, mode == "SUB",
+                                           (clamp["min"] - ofm.zero_point, clamp["max"] - ofm.zero_point))
+            if scaling is None and self._add_sub_lookup(v, mode, (a, b), constants, ofm):
+                return
         if ofm.shape not in (a.shape, b.shape):
             # Both operands broadcast: the one that lacks only channels gets them first.
             if a.shape == (*ofm.shape[:2], 1):
@@ -478,10 +490,35 @@ class _Lowering:
             # With REVERSED_OPERANDS the ALU's operand A is the IFM2 (SUB computes A - B), so A
             # and B stay TFLite's first and second operand, and so does the scale mode (1: A).
             first, second = (b, a) if reversed_operands else (a, b)
-            registers.update(add_sub_scales(first.scale, second.scale, ofm.scale, bits))
+            # Vela's registers where no exact ones are known (int16; an 8-bit pair no operand
+            # multiplier makes exact: see add_sub_rounding).
+            registers.update(scaling or add_sub_scales(first.scale, second.scale, ofm.scale, bits))
         cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
         self.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
                                   registers=registers))
+
+    def _add_sub_lookup(self, v: OperatorView, mode: str, operands: tuple[FeatureMapView, FeatureMapView],
+                        constants: list, ofm: FeatureMapView) -> bool:
+        """An 8-bit ADD/SUB of a tensor and a single-valued constant as one table lookup of the
+        tensor (a 1x1 average pool over raw codes, as `lower_lut`), the table computed by the
+        reference's arithmetic: exact where no register values are. False when the operator is
+        not of that form."""
+        tensor = [i for i in (0, 1) if constants[i] is None]
+        if len(tensor) != 1 or operands[tensor[0]].shape != ofm.shape or np.unique(constants[1 - tensor[0]]).size != 1:
+            return False
+        x = operands[tensor[0]]
+        clamp = fused_clamp(v)
+        table = add_sub_table(tuple(o.scale for o in (*operands, ofm)), tuple(o.zero_point for o in (*operands, ofm)),
+                              int(np.asarray(constants[1 - tensor[0]]).reshape(-1)[0]), tensor[0] == 1, x.dtype,
+                              (clamp["min"], clamp["max"]), mode == "SUB")
+        lo, hi = TYPE_RANGE[ofm.dtype]
+        registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                         activation=dict(function=LUT_SLOT_0, clip_range=0, min=lo, max=hi), rounding="NATURAL",
+                         global_scale=True, ofm_scale=(1, 0))
+        self.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}(table)", (v.index,),
+                                  replace(x, zero_point=0), replace(ofm, zero_point=0), registers=registers,
+                                  lut=table.astype(ofm.dtype).tobytes()))
+        return True
 
     def _expand_channels(self, v: OperatorView, x: FeatureMapView, channels: int) -> FeatureMapView:
         """`x` (H x W x 1, 8-bit) repeated along `channels` channels: a 1x1 convolution of raw

@@ -147,12 +147,19 @@ void bind_sim(py::module_& m) {
       py::arg("data"), py::arg("count"), "Reads (bias, scale, shift) per channel from a scale stream.");
 
   m.def("scale_accumulator",
-        [](int64_t acc, uint32_t scale, int shift, int rounding) {
+        [](const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& acc, uint32_t scale, int shift,
+           int rounding) {
           if (rounding < 0 || rounding > 2 || shift < 0 || shift > 63) throw InvalidArgument("rounding 0..2, shift 0..63");
-          return sim::scale_accumulator(acc, scale, shift, static_cast<sim::Rounding>(rounding));
+          py::array_t<int64_t> out(acc.size());
+          const int64_t* in = acc.data();
+          int64_t* o = out.mutable_data();
+          for (py::ssize_t i = 0; i < acc.size(); ++i)
+            o[i] = sim::scale_accumulator(in[i], scale, shift, static_cast<sim::Rounding>(rounding));
+          return out.reshape(std::vector<py::ssize_t>(acc.shape(), acc.shape() + acc.ndim()));
         },
         py::arg("acc"), py::arg("scale"), py::arg("shift"), py::arg("rounding") = 0,
-        "The NPU output unit's (acc * scale) >> shift with rounding 0 TFL, 1 TRUNCATE, 2 NATURAL.");
+        "The NPU's (acc * scale) >> shift with rounding 0 TFL, 1 TRUNCATE, 2 NATURAL, over an array of\n"
+        "accumulators: the lowering checks register values against the reference with it.");
 }
 
 }  // namespace cascader::bindings
