@@ -42,6 +42,23 @@ def test_zoo_single_ops_run_on_the_npu(name, model):
         assert report.cpu_operators == 0, [r.reason for r in report.operators]
 
 
+def test_lone_reshape_between_cpu_operators_runs_on_the_npu():
+    """A RESHAPE between two CPU operators is an NPU segment of its own (one copy), as Vela 5.2
+    runs it (coral_movenet has three); the binary stays bit-exact."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(seed=3)
+    x = net.input((1, 8, 8, 4))
+    x = net.depthwise_conv2d(x, depth_multiplier=2, name="cpu_before")  # multiplier 2: CPU
+    x = net.reshape(x, (1, 4, 16, 8))
+    net.output(net.depthwise_conv2d(x, depth_multiplier=2, name="cpu_after"))
+    model = net.build()
+    compiled = cascader.compile(model)
+    targets = [(s.target, [model.main.operators[i].opcode for i in s.operators]) for s in compiled.partition.segments]
+    assert targets == [(CPU, ["DEPTHWISE_CONV_2D"]), (NPU, ["RESHAPE"]), (CPU, ["DEPTHWISE_CONV_2D"])]
+    assert cascader.check(model, compiled).bit_exact
+
+
 def test_macs_and_bytes_of_a_conv():
     report = cascader.inspect(zoo.conv2d((1, 32, 32, 16), 24, kernel=(3, 3), stride=(2, 2), padding="SAME"))
     (conv,) = report.operators

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import TYPE_CHECKING, Sequence, Union
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from .records import Records
 from .reference import ModelLike, ReferenceInterpreter, random_inputs
 from .sim import simulate
 from .tflite import Model, load_model
+
+if TYPE_CHECKING:
+    from .compiled import CompiledModel
 
 
 @dataclass(frozen=True)
@@ -60,14 +63,17 @@ class CheckResult:
         return f"<p>{verdict} on seeds {list(self.seeds)}</p>{self.outputs._repr_html_()}"
 
 
-def check(source: ModelLike, binary: Union[ModelLike, Model], seeds: Union[int, Sequence[int]] = 2) -> CheckResult:
-    """Simulate `binary` and compare it with the reference interpreter running `source`.
+def check(source: ModelLike, binary: Union[ModelLike, Model, "CompiledModel"],
+          seeds: Union[int, Sequence[int]] = 2) -> CheckResult:
+    """Simulate `binary` (a compile's result, or any Ethos-U .tflite) and compare it with the
+    reference interpreter running `source`.
 
     `seeds`: a count (seeds 0..n-1) or the seeds of `cascader.reference.random_inputs`.
     Shape or type mismatches count as an infinite error.
     """
     seeds = tuple(range(seeds)) if isinstance(seeds, int) else tuple(seeds)
     original = source if isinstance(source, Model) else load_model(source)
+    binary = getattr(binary, "model", binary)  # a CompiledModel holds its output as a Model
     compiled = binary if isinstance(binary, Model) else load_model(binary)
     reference = ReferenceInterpreter(original)
     sg = original.main

@@ -78,7 +78,6 @@ PLANNED_OPERATORS = frozenset(
 )
 
 # Operators that move or requantize data without computing anything.
-TRIVIAL_OPERATORS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "QUANTIZE"})
 CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
