@@ -404,8 +404,8 @@ class Search {
 
 Allocation exact_allocate(const std::vector<LiveRange>& ranges, const ExactOptions& options) {
   const auto t0 = Clock::now();
-  if (options.node_limit < 0 || options.time_limit_s < 0) {
-    throw InvalidArgument("node_limit and time_limit_s must be >= 0");
+  if (options.node_limit < 0 || options.time_limit_s < 0 || options.good_enough_bytes < 0) {
+    throw InvalidArgument("node_limit, time_limit_s and good_enough_bytes must be >= 0");
   }
   Allocation best = greedy_allocate(ranges, GreedyFit::BestFit);  // validates; the warm start
   best.solver = "exact";
@@ -445,7 +445,8 @@ Allocation exact_allocate(const std::vector<LiveRange>& ranges, const ExactOptio
   }
   if (options.minimise) {
     int64_t aborted_at = -1;  // the highest capacity whose search ran out of budget
-    while (lo < best.height && search.nodes() < options.node_limit && Clock::now() < deadline) {
+    while (lo + options.good_enough_bytes < best.height && search.nodes() < options.node_limit &&
+           Clock::now() < deadline) {
       const int64_t capacity = aborted_at < lo ? lo : aborted_at + (best.height - aborted_at) / 2;
       if (capacity <= aborted_at || capacity >= best.height) break;
       const Outcome outcome = search.decide(capacity, budget(false), time_slice(false));

@@ -36,6 +36,9 @@ struct ExactOptions {
   bool minimise = true;        // false: stop at the first allocation that fits `capacity`
   int64_t node_limit = 2'000'000;
   double time_limit_s = 2.0;
+  // Minimising stops once the height is within this many bytes of the lower bound (0: only at
+  // a proven optimum).
+  int64_t good_enough_bytes = 0;
 };
 
 // Best allocation found; `optimal` and `lower_bound` say how good it is proven to be.
