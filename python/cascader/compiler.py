@@ -30,9 +30,12 @@ from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 
 ModelLike = Union[str, os.PathLike, bytes, bytearray, Model]
-# Dedicated_Sram: proposals that fit a budget only with feature maps in DRAM compiled beside
-# the fastest that fits without (each a layout, an emission and an estimate, 10-30 ms).
+# Dedicated_Sram: proposals that fit a budget only with feature maps in DRAM are compiled beside
+# the fastest that fits without: at most this many, and only while their stripe operations
+# together stay within EVICTING_WORK (a layout, an emission and an estimate cost about 25 us per
+# operation: MobileNetV2-224's proposals have about 1,700, palm detection's 2,500).
 EVICTING_CANDIDATES = 6
+EVICTING_WORK = 6000
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1000, "KIB": 1024, "M": 1 << 20, "MB": 1000**2, "MIB": 1 << 20}
 
 
@@ -150,15 +153,16 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
     yield lean.schedule, lean.memory
 
 
-def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory: tuple | None = None
-             ) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
+def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory: tuple | None = None,
+             solver: str = "exact") -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
     """Lay out every buffer under the SRAM budget.
 
     When the schedule's weight buffers do not fit, the same schedule without them (weights read
     from flash) is tried before giving up. Returns the schedule that fits, the layout, each
     buffer's (region, address), and the TFLM arena offset of every tensor the CPU sees (the
     NPU subgraphs' IFMs and OFMs). `lean_memory`: the `memory_schedule` of
-    `without_weight_buffers(sched)`, when the caller has it (it is not made again).
+    `without_weight_buffers(sched)`, when the caller has it (it is not made again). `solver`:
+    the memory planner's ("greedy" for a quick layout that is valid but may evict more).
 
     Raises
     ------
@@ -166,7 +170,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
         The budget is below what even the leanest schedule needs; the message and
         `minimum_sram` give the smallest budget that works.
     """
-    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram)
+    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram, solver=solver)
     lean = _Lean(sched, part.graph, lean_memory)
     for candidate, known in _weight_buffer_choices(sched, lean, config):
         while True:
@@ -294,24 +298,31 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
 def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontier, faster_than: float) -> list[tuple]:
     """Dedicated_Sram: the proposals planned faster than `faster_than` cycles whose feature maps
     do not all fit `budget`, laid out within it by moving some of them to DRAM (the allocator's
-    eviction), at most EVICTING_CANDIDATES of them, fastest planned first. The planner costs
+    eviction), fastest planned first, within EVICTING_CANDIDATES and EVICTING_WORK. The planner costs
     every tensor in SRAM and the allocator's eviction cost is a rough per-byte figure (it put
     MobileNetV1-0.75's whole-tensor schedule at 1.76M cycles on U65-256 at 347,136 B; it
-    runs 2.12M), so the caller compares them on the estimator."""
+    runs 2.12M), so the caller compares them on the estimator. They are laid out by the greedy
+    planner, a quick and valid layout for that comparison (the exact one proves each eviction
+    round's fit, 0.2 s a proposal on palm detection); the caller lays out the one it keeps
+    again exactly."""
     from .schedule import _Target
     from .stripes import cascaded_schedule, with_buffered_weights
 
     lean = without_weight_buffers(sched)
     target = _Target.of(sched)
-    out = []
+    out, work = [], 0
     for point in sorted(frontier.points, key=lambda p: p.cycles):
         if point.cycles >= faster_than or len(out) == EVICTING_CANDIDATES:
             break
         if point.sram_bytes - 15 <= budget:
             continue  # fits as planned: `_cascade`'s
         striped = cascaded_schedule(lean, frontier.graph, point.proposal, target)
+        work += len(striped.operations)
+        if work > EVICTING_WORK:
+            break
         try:
-            out.append(allocate(with_buffered_weights(striped, lean, frontier.graph, point.proposal, sched), part, budget))
+            out.append(allocate(with_buffered_weights(striped, lean, frontier.graph, point.proposal, sched), part, budget,
+                                solver="greedy"))
         except InfeasibleError:
             continue
     return out
@@ -450,13 +461,19 @@ def compile(
                 pass
         fastest_fitting = min((p for _, p in options if p is not None), default=math.inf)
         # Evicted buffers cost what the planner did not count: no prediction for those binaries.
-        options += [(a, None) for a in _evicting_cascades(part, sched, budget, frontier, fastest_fitting)]
+        evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting)
         best, first = math.inf, (chosen, (out, flash, records))
-        for allocated, planned_cycles in options:
+        for allocated, planned_cycles in options + [(a, None) for a in evicting]:
             emitted = first[1] if allocated is first[0] else _emit(m, allocated, acc.name)
             cycles = _cycles(emitted[0], acc.name, system, mode)
             if cycles < best:
                 best, chosen, (out, flash, records), planned = cycles, allocated, emitted, planned_cycles
+        if any(chosen is a for a in evicting):
+            # The greedy layout it was compared with; the exact one evicts no more.
+            exact = allocate(chosen[0], part, budget)
+            emitted = _emit(m, exact, acc.name)
+            if _cycles(emitted[0], acc.name, system, mode) <= best:
+                chosen, (out, flash, records) = exact, emitted
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()
