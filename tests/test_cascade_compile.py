@@ -178,13 +178,13 @@ def test_dedicated_sram_budget_takes_the_faster_of_evicting_and_cascading(monkey
     assert chosen.estimate().total_cycles <= evicting.estimate().total_cycles
 
 
-@pytest.mark.parametrize("name,budget", [("resnet8", 14_745), ("mobilenet_v1", 38_707)])
+@pytest.mark.parametrize("name,budget", [("resnet8", 14_745), ("resnet8", 24_576)])
 def test_dedicated_sram_budget_also_tries_proposals_that_fit_by_evicting(monkeypatch, name, budget):
     """A proposal planned faster than the fastest that fits may fit the budget with part of its
     feature maps moved to DRAM; the compile tries those too and keeps the fastest binary on the
-    estimator (zoo ResNet-8 at 14,745 B on U65-256: 111,318 -> 105,874 cycles). Its layout holds
-    the budget and it is bit-exact; evicted buffers are not in the plan, so no prediction is
-    claimed for it."""
+    estimator (zoo ResNet-8 on U65-256 at 14,745 B: 107,620 -> 104,291 cycles; at 24,576 B:
+    107,063 -> 102,228). Its layout holds the budget and it is bit-exact; evicted buffers are
+    not in the plan, so no prediction is claimed for it."""
     model = zoo.get(name)
     chosen = cascader.compile(model, accelerator="ethos-u65-256", sram=budget)
     assert chosen.sram_bytes <= budget and chosen.check(seeds=1).bit_exact

@@ -7,8 +7,10 @@ module only converts arguments and results.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple, Union
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from . import _core
 from .arch import MEMORIES, Accelerator, MemoryMode, SystemConfig, arch_config
@@ -66,6 +68,62 @@ class OpCost:
     #: ``dma_slack_cycles``): this op's compute as Vela's scheduler counts it, with feature
     #: maps in their home memory and only the last depth slice when weights are sliced.
     buffering_slack_cycles: int = 0
+    #: The op as the cycle model saw it (``_core.NpuOp``), when the cost came from a schedule:
+    #: the memory planner re-costs it with a feature map moved to the slow memory
+    #: (`eviction_cycles`).
+    described: Any = field(default=None, compare=False, repr=False)
+    _evictions: Dict[Any, float] = field(default_factory=dict, compare=False, repr=False)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # The core's op description does not pickle; a copy keeps the costs, not the probe.
+        return {**self.__dict__, "described": None, "_evictions": {}}
+
+    def eviction_cycles(self, fast: str, slow: str, arch: Any) -> Dict[str, float]:
+        """Cycles this op gains when each of its feature maps ("ifm", "ifm2", "ofm") in the
+        `fast` memory moves to the `slow` one: the op costed again, not bytes times a rate (a
+        compute-bound op hides slow traffic; the model re-reads an IFM once per OFM depth
+        block). The gain of moving several is not the sum of each one's (the op is as slow as
+        its slowest memory), so each gets its Shapley share of the joint gains: the shares of
+        those moved together add up to their joint gain. Empty without `described`; computed
+        once per cost (the stripes of an operation share theirs)."""
+        key = (fast, slow)
+        if key in self._evictions:
+            return self._evictions[key]
+        shares: Dict[str, float] = {}
+        if self.described is not None:
+            players = [o for o in ("ifm", "ifm2", "ofm")
+                       if getattr(self.described, o) is not None and getattr(self.described, o).memory.name == fast]
+            gain = {group: self._moved(group, slow, arch)
+                    for k in range(len(players) + 1) for group in itertools.combinations(players, k)}
+            n = len(players)
+            for o in players:
+                others = [p for p in players if p != o]
+                share = 0.0
+                for k in range(n):
+                    weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
+                    for group in itertools.combinations(others, k):
+                        share += weight * (gain[tuple(p for p in players if p in group or p == o)] - gain[group])
+                shares[o] = max(share, 0.0)
+        self._evictions[key] = shares
+        return shares
+
+    def _moved(self, operands: Tuple[str, ...], slow: str, arch: Any) -> float:
+        """Cycles gained with `operands` in the `slow` memory."""
+        if not operands:
+            return 0.0
+        homes = {}
+        for o in operands:
+            fm = getattr(self.described, o)  # a copy: assigned back below
+            homes[o] = fm.memory
+            fm.memory = _memory(slow)
+            setattr(self.described, o, fm)
+        try:
+            return _core.estimate(self.described, arch).total_cycles - self.total_cycles
+        finally:
+            for o, home in homes.items():
+                fm = getattr(self.described, o)
+                fm.memory = home
+                setattr(self.described, o, fm)
 
     @property
     def bound(self) -> str:
@@ -274,8 +332,8 @@ def estimate_op(
     return cost_from_core(_core.estimate(op, arch))
 
 
-def cost_from_core(r: "_core.CostRecord") -> OpCost:
-    """Convert the core's CostRecord into an :class:`OpCost`."""
+def cost_from_core(r: "_core.CostRecord", described: Any = None) -> OpCost:
+    """Convert the core's CostRecord into an :class:`OpCost` (`described`: the op it costs)."""
     b = r.block_config
     return OpCost(
         total_cycles=r.total_cycles,
@@ -292,6 +350,7 @@ def cost_from_core(r: "_core.CostRecord") -> OpCost:
             b.accumulator.name,
         ),
         buffering_slack_cycles=r.buffering_slack_cycles,
+        described=described,
     )
 
 
