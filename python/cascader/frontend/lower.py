@@ -467,8 +467,14 @@ class _Lowering:
             clamp = fused_clamp(v)
             scaling = exact_add_sub_scales((a.scale, b.scale, ofm.scale), *values, mode == "SUB",
                                            (clamp["min"] - ofm.zero_point, clamp["max"] - ofm.zero_point))
-            if scaling is None and self._add_sub_lookup(v, mode, (a, b), constants, ofm):
-                return
+            if scaling is None:
+                if self._add_sub_lookup(v, mode, (a, b), constants, ofm):
+                    return
+                # Vela's registers would be one off where the output lands exactly on a half
+                # (see add_sub_rounding); the CPU runs the reference kernel itself.
+                raise UnsupportedError(
+                    f"operator {v.index} ({v.opcode}): no NPU rescale rounds every pair of input codes as TFLite's "
+                    f"reference does (scales {a.scale:g}, {b.scale:g} -> {ofm.scale:g}); it stays on the CPU to stay exact")
         if ofm.shape not in (a.shape, b.shape):
             # Both operands broadcast: the one that lacks only channels gets them first.
             if a.shape == (*ofm.shape[:2], 1):
