@@ -143,7 +143,8 @@ def _unflattened(lo: LoweredOperation, shapes: dict[int, tuple[int, int, int]]) 
 
 def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSchedule | None = None) -> Any:
     """The planner's graph of an uncascaded schedule whose weights are read from flash. Its
-    tensors are the buffers of `memory_schedule(schedule)`, in the same order.
+    tensors are the buffers of `memory_schedule(schedule)`, in the same order, then an empty
+    one for each CPU operator that writes no buffer.
 
     `buffered` is the same schedule with the scheduler's weight buffers: a part run alone may
     take its operation's buffering (cost and bytes) from there, and only where it has one."""
@@ -175,6 +176,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         t.bytes = (buf.size + 15) // 16 * 16
         t.cascadable = readers_whole.get(b, False) and writers.get(b, 0) == 1 and not buf.cpu_visible
         pg.add_tensor(t)
+    n_tensors = len(msched.buffers)
     for s, step in enumerate(msched.steps):
         if s == 0 or s == len(msched.steps) - 1:
             continue  # the inputs and outputs pseudo steps
@@ -214,7 +216,18 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             part.op.type = _core.NpuOpType.Dma
             part.inputs = list(step.reads)
             part.propagators = [_core.Propagator.identity() for _ in step.reads]
-            part.output = step.writes[0] if step.writes else (step.reads[0] if step.reads else 0)
+            if step.writes:
+                part.output = step.writes[0]
+            else:
+                # It writes no tensor the NPU sees: its output is an empty tensor of its own.
+                # (It was one of its inputs, or tensor 0: the planner then took that tensor for
+                # one this part makes, rolled it inside a cascade and left its bytes out of
+                # the layout: movenet's least point scored 317,952 B and compiled to 385,360.)
+                empty = _core.PlanTensor()
+                empty.name, empty.shape, empty.bytes, empty.cascadable = f"{step.name} (no NPU output)", [1, 1, 1, 1], 0, False
+                pg.add_tensor(empty)
+                part.output = n_tensors
+                n_tensors += 1
             part.stripable = False
         pg.add_part(part)
     pg.inputs = list(msched.steps[0].writes)
