@@ -570,11 +570,13 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
         for sop in schedule.segments[i].operations:
             lo = sop.lowered
             reads = []
-            shares = sop.cost.eviction_cycles(fast.name, slow.name, arch) if per_byte > 0 else {}
+            # Without the op's description (a cost not from a schedule) or a slower memory: bytes.
+            by_cycles = per_byte > 0 and sop.cost.described is not None
+            shares = sop.cost.eviction_cycles(fast.name, slow.name, arch) if by_cycles else {}
             for name, v in (("ifm", lo.ifm), ("ifm2", lo.ifm2), ("ofm", lo.ofm)):
                 b = index.get(v.buffer) if v is not None else None
                 if b is not None:
-                    if sop.cost.described is not None and per_byte > 0:
+                    if by_cycles:
                         moved = shares.get(name, 0.0) / per_byte
                     else:
                         moved = math.prod(v.shape) * ELEMENT_SIZE[v.dtype]

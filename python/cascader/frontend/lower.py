@@ -39,7 +39,6 @@ from ..errors import UnsupportedError
 from ..tflite.model import SubGraph, Tensor
 from .lowered import (
     ELEMENT_SIZE,
-    LUT_SLOT_0,
     FeatureMapView,
     LoweredOperation,
     TYPE_RANGE,
@@ -53,7 +52,7 @@ from .lowered import (
 )
 from .add_sub_rounding import add_sub_table, exact_add_sub_scales, operand_values
 from .lower_arg_max import lower_arg_max
-from .lower_lut import lower_lut
+from .lower_lut import lower_lut, table_lookup
 from .lut_fusion import fuse_table_lookups
 from .lower_minmax import lower_abs, lower_min_max
 from .lower_mirror_pad import lower_mirror_pad
@@ -505,7 +504,7 @@ class _Lowering:
     def _add_sub_lookup(self, v: OperatorView, mode: str, operands: tuple[FeatureMapView, FeatureMapView],
                         constants: list, ofm: FeatureMapView) -> bool:
         """An 8-bit ADD/SUB of a tensor and a single-valued constant as one table lookup of the
-        tensor (a 1x1 average pool over raw codes, as `lower_lut`), the table computed by the
+        tensor (`table_lookup`, as `lower_lut` makes them), the table computed by the
         reference's arithmetic: exact where no register values are. False when the operator is
         not of that form."""
         tensor = [i for i in (0, 1) if constants[i] is None]
@@ -516,13 +515,7 @@ class _Lowering:
         table = add_sub_table(tuple(o.scale for o in (*operands, ofm)), tuple(o.zero_point for o in (*operands, ofm)),
                               int(np.asarray(constants[1 - tensor[0]]).reshape(-1)[0]), tensor[0] == 1, x.dtype,
                               (clamp["min"], clamp["max"]), mode == "SUB")
-        lo, hi = TYPE_RANGE[ofm.dtype]
-        registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
-                         activation=dict(function=LUT_SLOT_0, clip_range=0, min=lo, max=hi), rounding="NATURAL",
-                         global_scale=True, ofm_scale=(1, 0))
-        self.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}(table)", (v.index,),
-                                  replace(x, zero_point=0), replace(ofm, zero_point=0), registers=registers,
-                                  lut=table.astype(ofm.dtype).tobytes()))
+        self.add(table_lookup(x, ofm, table.astype(ofm.dtype).tobytes(), f"{v.index}:{v.opcode}(table)", (v.index,)))
         return True
 
     def _expand_channels(self, v: OperatorView, x: FeatureMapView, channels: int) -> FeatureMapView:

@@ -226,6 +226,17 @@ def _lower_int16_table(lw: "_Lowering", v: OperatorView) -> None:
                             replace(dst, zero_point=0), registers=registers, lut=table))
 
 
+def table_lookup(src, dst, table: bytes, name: str, sources: tuple[int, ...]) -> LoweredOperation:
+    """An 8-bit lookup of `src` into `dst` through `table`: a 1x1 average pool over raw codes
+    (zero points 0, scale 1) whose activation is the table (the form `lut_fusion` fuses)."""
+    lo, hi = EIGHT_BIT_RANGE[dst.dtype]
+    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
+                     activation=dict(function=LUT_SLOT_0, clip_range=0, min=lo, max=hi), rounding="NATURAL",
+                     global_scale=True, ofm_scale=(1, 0))
+    return LoweredOperation("pool", "avg_pool", name, sources, replace(src, zero_point=0), replace(dst, zero_point=0),
+                            registers=registers, lut=table)
+
+
 def lower_lut(lw: "_Lowering", v: OperatorView) -> None:
     int16 = v.ifm is not None and v.ifm.dtype == "int16" and v.ofm is not None and v.ofm.dtype == "int16"
     if v.opcode in ("LOGISTIC", "TANH") and int16:
@@ -237,10 +248,4 @@ def lower_lut(lw: "_Lowering", v: OperatorView) -> None:
     dtype = require_8bit_in_out(v)
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     table = lut_table(v.opcode, (src.scale, src.zero_point), (dst.scale, dst.zero_point), dtype, v.options)
-    lo, hi = EIGHT_BIT_RANGE[dst.dtype]
-    registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
-                     activation=dict(function=LUT_SLOT_0, clip_range=0, min=lo, max=hi), rounding="NATURAL",
-                     global_scale=True, ofm_scale=(1, 0))
-    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), replace(src, zero_point=0),
-                            replace(dst, zero_point=0),
-                            registers=registers, lut=table.astype(dtype).tobytes()))
+    lw.add(table_lookup(src, dst, table.astype(dtype).tobytes(), f"{v.index}:{v.opcode}", (v.index,)))
