@@ -85,12 +85,12 @@ def test_rolling_buffers_wrap_through_the_second_tile(tmp_path):
 
 
 def test_column_bands_compile_bit_exact(tmp_path):
-    """The least-SRAM proposal of MobileNetV2 splits its first cascade into column bands: the
-    bands' views (a column offset into whole tensors, a band-relative one into rolling
-    buffers, left and right padding only at the tensor's edges, wraps that keep their column)
-    must give the reference's bytes."""
-    path = tmp_path / "mobilenet_v2.tflite"
-    cascader.save_model(zoo.mobilenet_v2(), path)
+    """The least-SRAM proposal of ResNet-8 splits its first cascade into column bands (with
+    staircases, MobileNetV2's no longer does): the bands' views (a column offset into whole
+    tensors, a band-relative one into rolling buffers, left and right padding only at the
+    tensor's edges, wraps that keep their column) must give the reference's bytes."""
+    path = tmp_path / "resnet8.tflite"
+    cascader.save_model(zoo.resnet8(), path)
     rows_only = plan(path, options=cascader.PlanOptions(column_bands=(1,))).points[0].sram_bytes
     compiled = cascader.compile(path, optimise="size")
     assert compiled.sram_bytes < rows_only
@@ -178,12 +178,12 @@ def test_dedicated_sram_budget_takes_the_faster_of_evicting_and_cascading(monkey
     assert chosen.estimate().total_cycles <= evicting.estimate().total_cycles
 
 
-@pytest.mark.parametrize("name,budget", [("resnet8", 14_745), ("resnet8", 24_576)])
+@pytest.mark.parametrize("name,budget", [("resnet8", 14_745), ("resnet8", 18_432)])
 def test_dedicated_sram_budget_also_tries_proposals_that_fit_by_evicting(monkeypatch, name, budget):
     """A proposal planned faster than the fastest that fits may fit the budget with part of its
     feature maps moved to DRAM; the compile tries those too and keeps the fastest binary on the
-    estimator (zoo ResNet-8 on U65-256 at 14,745 B: 107,620 -> 104,291 cycles; at 24,576 B:
-    107,063 -> 102,228). Its layout holds the budget and it is bit-exact; evicted buffers are
+    estimator (zoo ResNet-8 on U65-256 at 14,745 B: 107,620 -> 105,622 cycles; at 18,432 B:
+    107,620 -> 105,157). Its layout holds the budget and it is bit-exact; evicted buffers are
     not in the plan, so no prediction is claimed for it."""
     model = zoo.get(name)
     chosen = cascader.compile(model, accelerator="ethos-u65-256", sram=budget)
@@ -257,8 +257,12 @@ def test_movenet_minimum_compiles():
     path = shared_models_dir() / "coral_movenet_single_pose_lightning_ptq.tflite"
     least = plan(path).points[0].sram_bytes
     assert cascader.compile(path, sram=least).sram_bytes <= least
+    # The compile lays out the leanest proposals stripe by stripe, which may take less than
+    # `plan`'s one-step-per-cascade score (staircases, in-place operations).
+    smallest = cascader.compile(path, optimise="size").sram_bytes
+    assert smallest <= least
     with pytest.raises(InfeasibleError) as err:
-        cascader.compile(path, sram=least * 9 // 10)
+        cascader.compile(path, sram=smallest * 9 // 10)
     compiled = cascader.compile(path, sram=err.value.minimum_sram)
     assert compiled.sram_bytes <= err.value.minimum_sram
 

@@ -224,6 +224,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
 
     Raises InfeasibleError naming the least SRAM that compiles when none fits.
     """
+    from .planner import lay_out_leanest
     from .schedule import _Target
     from .stripes import cascaded_schedule, with_buffered_weights
 
@@ -244,50 +245,46 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
         return point.cycles + allocated[0].total_cycles - proposed.total_cycles
 
     fallback = None  # (allocated, planned cycles): the fastest compiled without all its weight buffers
-    for point in sorted(candidates, key=lambda p: p.sram_bytes if smallest else p.cycles):
+    for point in [] if smallest else sorted(candidates, key=lambda p: p.cycles):
         if fallback is not None and point.cycles >= fallback[1]:
             break  # the points left are planned slower than a schedule already compiled
         striped = cascaded_schedule(lean, pg, point.proposal, target)
         buffered = with_buffered_weights(striped, lean, pg, point.proposal, sched)
-        if not smallest:
-            try:
-                allocated = allocate(buffered, part, budget)
-            except InfeasibleError:
-                continue
-            if allocated[0] is buffered:
-                return allocated, point.cycles
-            # Its weight buffers did not all fit the exact layout: a faster point may still
-            # compile as planned.
-            if fallback is None or planned(allocated, buffered, point) < fallback[1]:
-                fallback = (allocated, planned(allocated, buffered, point))
-            continue
-        # The least SRAM: the proposal without weight buffers, then whatever buffers fit
-        # within that same SRAM (allocate tries the fastest first).
-        # `striped` is `buffered` without its lone operations' weight buffers: one memory
-        # schedule serves both.
-        lean_memory = memory_schedule(striped, part.graph)
         try:
-            leanest = allocate(striped, part, budget, lean_memory)
+            allocated = allocate(buffered, part, budget)
         except InfeasibleError:
             continue
-        try:
-            allocated = allocate(buffered, part, sram_bytes(leanest[1], config), lean_memory)
-        except InfeasibleError:
-            allocated = leanest  # none of its weight buffers fit
-        return allocated, planned(allocated, buffered, point)
+        if allocated[0] is buffered:
+            return allocated, point.cycles
+        # Its weight buffers did not all fit the exact layout: a faster point may still
+        # compile as planned.
+        if fallback is None or planned(allocated, buffered, point) < fallback[1]:
+            fallback = (allocated, planned(allocated, buffered, point))
     if fallback is not None:
         return fallback
-    # The least SRAM that really compiles: the leanest point as the compile lays it out (the
-    # planner's layout of it leaves out what only the binary has, e.g. arena placement rules).
-    point = frontier.points[0]
-    striped = cascaded_schedule(lean, pg, point.proposal, target)
-    leanest = allocate(striped, part, None)
-    need = sram_bytes(leanest[1], config)
-    if budget is not None and need <= budget:
-        # The planner's bound filtered this point out, yet its layout fits: the bound is not a
-        # lower bound everywhere (movenet's leanest point: bound 546,048 B, laid out 435,456 B).
-        allocated = allocate(striped, part, budget)
-        return allocated, planned(allocated, with_buffered_weights(striped, lean, pg, point.proposal, sched), point)
+    # The least SRAM that really compiles: the leanest points as the compile lays them out,
+    # without weight buffers (the planner's bound leaves out what only the binary has, e.g.
+    # arena placement rules, and a chain of staircases drifts).
+    need, point, striped, lean_memory = min(lay_out_leanest(frontier, part.graph, lean, config), key=lambda o: o[0])
+    if budget is None or need <= budget:
+        # Within the budget (the planner's bound may even have filtered it out: movenet's
+        # leanest point had a bound of 546,048 B and was laid out in 435,456 B): then
+        # whatever weight buffers fit within that same SRAM (allocate tries the fastest first).
+        # `striped` is `buffered` without its lone operations' weight buffers: one memory
+        # schedule serves both.
+        buffered = with_buffered_weights(striped, lean, pg, point.proposal, sched)
+        cap = need if smallest else budget
+        try:
+            allocated = allocate(buffered, part, cap, lean_memory)
+        except InfeasibleError:
+            allocated = allocate(striped, part, cap, lean_memory)  # none of its weight buffers fit
+        return allocated, planned(allocated, buffered, point)
+    if smallest:
+        try:  # Dedicated_Sram: feature maps may move to DRAM to fit
+            allocated = allocate(striped, part, budget, lean_memory)
+            return allocated, planned(allocated, striped, point)
+        except InfeasibleError:
+            pass
     least = min(need, uncascaded_minimum or need)
     raise InfeasibleError(
         f"the model needs at least {least:,} B of SRAM (cascaded); the budget is {budget:,} B. Pass sram={least} or more",

@@ -21,7 +21,7 @@ from .errors import BudgetError, InvalidArgumentError
 
 Solver = Literal["exact", "greedy", "first-fit"]
 BUFFER_KINDS = ("feature_map", "stripe_buffer", "weights", "double_weights", "copy", "lut", "scratch")
-ALIAS_KINDS = ("in_place", "slice", "reshape")
+ALIAS_KINDS = ("in_place", "slice", "reshape", "staircase")
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,11 @@ class Alias:
     offset
         slice / reshape: bytes into `target` (in_place: 0).
     kind
-        ``"in_place"`` (an OFM written over its own IFM), ``"slice"`` or ``"reshape"``.
+        ``"in_place"`` (an OFM written over its own IFM), ``"slice"``, ``"reshape"`` or
+        ``"staircase"``: `buffer`, an output, may be written `shift` bytes below `target`, an
+        input it consumes row band by row band, while each keeps its own lifetime (the two
+        become a tie the layout may place at that offset, or apart). `staircase_shift` gives
+        the smallest safe shift.
     shift
         in_place only: `buffer` starts this many bytes *below* `target` (a multiple of both
         alignments); the shared live range grows to cover both. Whether the operation is then
@@ -270,6 +274,17 @@ class ScheduleRanges:
     range_buffer: np.ndarray  # per range: its root buffer
     buffer_range: np.ndarray  # per buffer: the range holding it
     buffer_offset: np.ndarray  # per buffer: bytes into that range
+    ties: tuple = ()  # staircases: (lower range, upper range, bytes the upper sits above the lower)
+
+
+def staircase_shift(writes: Iterable[tuple[int, int, int]], reads: Iterable[tuple[int, int, int]],
+                    alignment: int = 16) -> int:
+    """The fewest bytes (a multiple of `alignment`) an output may start below an input it is
+    written over: `writes` are the output's (step, begin, end) byte accesses, `reads` the
+    input's. Every byte written at step t must land below every input byte read at step t - 1
+    or later (consecutive NPU operations overlap)."""
+    return _core.staircase_shift([tuple(map(int, a)) for a in writes], [tuple(map(int, a)) for a in reads],
+                                 int(alignment))
 
 
 def _enum(enum_type: Any, names: tuple[str, ...], value: str, what: str) -> Any:
@@ -294,7 +309,7 @@ def live_ranges(schedule: Schedule) -> ScheduleRanges:
     as_array = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
     return ScheduleRanges(
         as_array(r.start), as_array(r.end), as_array(r.size), as_array(r.alignment), as_array(r.range_buffer),
-        as_array(r.buffer_range), as_array(r.buffer_offset),
+        as_array(r.buffer_range), as_array(r.buffer_offset), tuple(r.ties),
     )
 
 
@@ -422,7 +437,7 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
         -1 if config.fast_capacity is None or config.shared_sram else int(config.fast_capacity),
         -1 if config.slow_capacity is None else int(config.slow_capacity),
         float(config.fast_cycles_per_byte), float(config.slow_cycles_per_byte), config.solver == "exact",
-        float(config.time_limit),
+        float(config.time_limit), list(ranges.ties),
     )
     fast_name = "scratch" if config.shared_sram else "scratch_fast"
     names = {_core.Arena.fast: fast_name, _core.Arena.slow: "scratch", _core.Arena.persistent: "persistent",

@@ -37,6 +37,8 @@ from .schedule import NpuSchedule, _Target, memory_schedule, weight_buffer_bytes
 from .tflite import Model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
+# `plan` lays out this many of its leanest points stripe by stripe, as the compile does.
+LEAST_LAID_OUT = 3
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class Frontier:
     seconds: float
     accelerator: str
     notes: list[str] = field(default_factory=list)
+    # Every proposal scored, the dominated ones too: a proposal dominated by its planned bound
+    # may still lay out in less than the one dominating it (the compile's least SRAM looks).
+    candidates: list[PlanPoint] = field(default_factory=list, repr=False)
 
     def select(self, budget: int | None) -> PlanPoint:
         """The fastest point whose SRAM fits `budget` (None: unlimited).
@@ -305,6 +310,25 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
     writer = {p.output: k for k, p in enumerate(parts)}
     aliases = [replace(a, buffer=position[a.buffer], target=position[a.target]) for a in msched.aliases
                if a.buffer in position and a.target in position and writer.get(a.buffer) in alone]
+    # Each cascade's sink written over the input it consumes, as the planner counted it (not
+    # where an in-place alias already joins the two).
+    in_place = {a.buffer: a.target for a in aliases}
+
+    def group(b: int) -> int:
+        while b in in_place:
+            b = in_place[b]
+        return b
+
+    lowers, uppers = set(), set()  # a range is the sink of one staircase and the source of one
+    for c in proposal.cascades:
+        sink, source = parts[c.last - 1].output, c.staircase_tensor
+        if source < 0 or sink not in position or source not in position:
+            continue
+        low, up = group(position[sink]), group(position[source])
+        if low != up and low not in lowers and up not in uppers:
+            aliases.append(mem.Alias(position[sink], position[source], kind="staircase", shift=c.staircase_shift))
+            lowers.add(low)
+            uppers.add(up)
     result = mem.layout(mem.Schedule(buffers, steps, aliases), config)
     return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
 
@@ -327,10 +351,51 @@ def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos
     m = _as_model(model)
     part, segments = lower(m)
     buffered = schedule(part, segments, acc.name, system, mode)
-    frontier = plan_schedule(without_weight_buffers(buffered), part.graph, _Target.of(buffered), options,
-                             buffered=buffered)
+    lean = without_weight_buffers(buffered)
+    frontier = plan_schedule(lean, part.graph, _Target.of(buffered), options, buffered=buffered)
+    # The leanest points as the compile lays them out, stripe by stripe (the score takes each
+    # cascade as one step: chained staircases and in-place operations come out otherwise).
+    config = mem.MemoryConfig.for_target(acc.name, system, mode)
+    for sram, point, _, _ in lay_out_leanest(frontier, part.graph, lean, config):
+        point.sram_bytes = sram
+    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in frontier.candidates])
+    frontier.points = [frontier.candidates[k] for k in front]
     frontier.seconds = time.perf_counter() - start
     return frontier
+
+
+def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig) -> list[tuple]:
+    """The leanest proposals as the compile lays them out (`laid_out`): (SRAM bytes, point,
+    stripe-level schedule, memory schedule) each. Taken are the LEAST_LAID_OUT leanest by the
+    planner's bound (a lower bound of a layout: skipped once above the least found) and as
+    many by the one-step-per-cascade score (neither bound nor exact, but it sees chained
+    staircases drift, which the bound does not)."""
+    pool = frontier.candidates or frontier.points
+    by_bound = sorted(pool, key=lambda p: (p.estimated_bytes, p.cycles))
+    lean_memory = memory_schedule(lean, graph)[0]
+    # Scored only near the least bound: the rest cannot be the least.
+    near = [p for p in by_bound if p.estimated_bytes <= 1.25 * by_bound[0].estimated_bytes]
+    scores = {id(p): _layout_sram(frontier.graph, p.proposal, lean_memory, config) for p in near}
+    by_score = sorted(near, key=lambda p: (scores[id(p)], p.cycles))
+    out, tried = [], set()
+    for point in by_score[:LEAST_LAID_OUT] + by_bound[:LEAST_LAID_OUT]:
+        if id(point) in tried or (out and point.estimated_bytes - 15 >= min(o[1] for o in out)):
+            continue
+        tried.add(id(point))
+        out.append((point, *laid_out(point, graph, lean, frontier.graph, config)))
+    return [(sram, point, striped, memory) for point, sram, striped, memory in out]
+
+
+def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryConfig) -> tuple:
+    """A point's proposal as the compile lays it out, without weight buffers: (SRAM bytes, its
+    stripe-level schedule, that schedule's `memory_schedule`)."""
+    from .stripes import cascaded_schedule
+
+    striped = cascaded_schedule(lean, pg, point.proposal, _Target.of(lean))
+    memory = memory_schedule(striped, graph)
+    result = mem.layout(memory[0], config)
+    sram = result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
+    return sram, striped, memory
 
 
 def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,
@@ -356,4 +421,4 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
         scored = [PlanPoint(p.memory, p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])
     points = [scored[k] for k in front]
-    return Frontier(points, pg, time.perf_counter() - start, target.accelerator)
+    return Frontier(points, pg, time.perf_counter() - start, target.accelerator, candidates=scored)

@@ -28,7 +28,8 @@ from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
 from .evolve import evolve
 from .frontend.lower import is_dense_copy, stream_widths, with_copy_shape
-from .frontend.lowered import ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, LoweredSegment
+from .frontend.lowered import (ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
+                               LoweredSegment)
 from .perf import OpCost, _memory, cost_from_core, npu_op
 from .tflite.model import SubGraph
 
@@ -618,7 +619,76 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     buffers = [evolve(b, access_bytes=a) for b, a in zip(buffers, access)]
     aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
+    aliases += _staircases(schedule, steps, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
     return mem.Schedule(buffers, steps, aliases), index, op_steps
+
+
+def _row_bytes(view: FeatureMapView) -> tuple[int, int]:
+    """The bytes of the whole rows a view touches in its buffer (H is the outermost axis of
+    both layouts): a superset of its bytes when it covers part of the width."""
+    first = view.offset // view.strides[0]
+    return first * view.strides[0], (first + view.shape[0]) * view.strides[0]
+
+
+def _staircases(schedule: NpuSchedule, steps: list[mem.Step], index: dict[Any, int], op_steps: list[int],
+                buffers: list[mem.ScheduledBuffer], in_place: dict[int, int]) -> list[mem.Alias]:
+    """Each cascade's output written over an input it consumes, where that saves bytes
+    (memory/staircase.hpp; the planner counts the same). The input must be a feature map
+    read for the last time in the cascade; input and output are not both tensors the CPU
+    sees (TFLM would see two of its tensors share bytes). The shift comes from the stripes' own
+    byte accesses, whole rows each (partial widths, from column bands, count as their whole
+    rows: safe, and no gain). `in_place`: the in-place aliases (buffer -> target); a buffer
+    and its in-place partners are one range, which is the sink of one staircase and the source
+    of one at most."""
+    def group(b: int) -> int:
+        while b in in_place:
+            b = in_place[b]
+        return b
+
+    last: dict[int, int] = {}
+    first: dict[int, int] = {}
+    for k, step in enumerate(steps):
+        for b in (*step.reads, *step.writes):
+            last[b] = k
+            first.setdefault(b, k)
+    cascades: dict[int, list[tuple[ScheduledOperation, int]]] = {}
+    for sop, k in zip(schedule.operations, op_steps):
+        if sop.cascade is not None:
+            cascades.setdefault(sop.cascade, []).append((sop, k))
+    sinks: set[int] = set()
+    sources: set[int] = set()
+    aliases = []
+    for ops in cascades.values():
+        begin, end = ops[0][1], ops[-1][1]
+        writes: dict[int, list] = {}
+        reads: dict[int, list] = {}
+        for sop, k in ops:
+            lo = sop.lowered
+            out = index.get(lo.ofm.buffer)
+            if out is not None and not lo.ofm.wrap_rows:
+                writes.setdefault(out, []).append((k, *_row_bytes(lo.ofm)))
+            for v in (lo.ifm, lo.ifm2):
+                b = index.get(v.buffer) if v is not None else None
+                if b is not None and not v.wrap_rows:
+                    reads.setdefault(b, []).append((k, *_row_bytes(v)))
+        for sink, written in writes.items():
+            if group(sink) in sinks or first[sink] < begin:
+                continue
+            best = None
+            for source, read in reads.items():
+                if (group(source) in sources or group(source) == group(sink) or source in writes
+                        or buffers[source].kind != "feature_map" or first[source] >= begin or last[source] > end
+                        or (buffers[sink].cpu_visible and buffers[source].cpu_visible)):
+                    continue
+                shift = mem.staircase_shift(written, read)
+                shared = min(buffers[sink].size - shift, buffers[source].size)
+                if shared > 0 and (best is None or shared > best[0]):
+                    best = (shared, source, shift)
+            if best is not None:
+                aliases.append(mem.Alias(sink, best[1], kind="staircase", shift=best[2]))
+                sinks.add(group(sink))
+                sources.add(group(best[1]))
+    return aliases
 
 
 def _in_place_elementwise(schedule: NpuSchedule, steps: list[mem.Step], index: dict[Any, int], op_steps: list[int],

@@ -15,10 +15,12 @@ with its error against Vela's, and the simulation time.
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import glob
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +120,26 @@ def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> Vela
         cycles = float(row["cycles_total"])
         sram = float(row["sram_memory_used"]) * 1024
     return VelaOutput(target, cycles, sram, seconds)
+
+
+def vela_cascades(model_path: str | os.PathLike, config: VelaConfig) -> int:
+    """How many cascades Vela's schedule has for `config`: the cascade ids its
+    `--verbose-schedule` report assigns to two operations or more. Run once per model and
+    options, its report cached beside the compiles."""
+    data = Path(model_path).read_bytes()
+    key = hashlib.sha256(data + repr(config).encode() + b"schedule").hexdigest()[:16]
+    out_dir = _cache_dir() / key
+    report = out_dir / "schedule.txt"
+    if not report.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([vela_executable(), str(model_path), "--output-dir", str(out_dir), "--verbose-schedule",
+                               *config.args()], capture_output=True, text=True, cwd=out_dir)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+            raise CascaderError(f"Vela failed on {Path(model_path).stem} ({config.label}): {tail}")
+        report.write_text(proc.stdout)
+    ids = collections.Counter(re.findall(r"Assigned Cascade = (\d+)", report.read_text()))
+    return sum(1 for cascade, ops in ids.items() if cascade != "0" and ops > 1)
 
 
 @dataclass

@@ -11,6 +11,7 @@
 #include "cascader/memory/exact_allocator.hpp"
 #include "cascader/memory/greedy_allocator.hpp"
 #include "cascader/memory/live_range.hpp"
+#include "cascader/memory/staircase.hpp"
 
 namespace py = pybind11;
 
@@ -36,16 +37,38 @@ std::vector<LiveRange> to_ranges(const I64Array& start, const I64Array& end, con
   return ranges;
 }
 
+using TieTuple = std::tuple<int, int, int64_t>;  // lower, upper, offset
+
+std::vector<Tie> to_ties(const std::vector<TieTuple>& ties) {
+  std::vector<Tie> out;
+  for (const auto& [lower, upper, offset] : ties) out.push_back(Tie{lower, upper, offset});
+  return out;
+}
+
 }  // namespace
 
 void bind_memory(py::module_& m) {
   m.def(
       "peak_live_bytes",
-      [](const I64Array& start, const I64Array& end, const I64Array& size) {
-        return peak_live_bytes(to_ranges(start, end, size));
+      [](const I64Array& start, const I64Array& end, const I64Array& size, const std::vector<TieTuple>& ties) {
+        return peak_live_bytes(to_ranges(start, end, size), to_ties(ties));
       },
-      py::arg("start"), py::arg("end"), py::arg("size"),
-      "Maximum over time of the bytes live in half-open intervals [start, end).");
+      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("ties") = std::vector<TieTuple>{},
+      "Maximum over time of the bytes live in half-open intervals [start, end); a tie's shared bytes count once.");
+
+  m.def(
+      "staircase_shift",
+      [](const std::vector<std::tuple<int64_t, int64_t, int64_t>>& writes,
+         const std::vector<std::tuple<int64_t, int64_t, int64_t>>& reads, int64_t alignment) {
+        auto accesses = [](const std::vector<std::tuple<int64_t, int64_t, int64_t>>& v) {
+          std::vector<ByteAccess> out;
+          for (const auto& [step, begin, end] : v) out.push_back(ByteAccess{step, begin, end});
+          return out;
+        };
+        return staircase_shift(accesses(writes), accesses(reads), alignment);
+      },
+      py::arg("writes"), py::arg("reads"), py::arg("alignment") = 16,
+      "writes, reads: (step, begin, end) byte accesses of the output and the input it is written over.");
 
   py::class_<Allocation>(m, "Allocation")
       .def_readonly("offsets", &Allocation::offsets)
@@ -60,10 +83,12 @@ void bind_memory(py::module_& m) {
 
   m.def(
       "greedy_allocate",
-      [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment, GreedyFit fit) {
-        return greedy_allocate(to_ranges(start, end, size, alignment), fit);
+      [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment, GreedyFit fit,
+         const std::vector<TieTuple>& ties) {
+        return greedy_allocate(to_ranges(start, end, size, alignment), fit, to_ties(ties));
       },
-      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("fit") = GreedyFit::BestFit);
+      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("fit") = GreedyFit::BestFit,
+      py::arg("ties") = std::vector<TieTuple>{});
 
   m.def(
       "exact_allocate",
@@ -82,8 +107,11 @@ void bind_memory(py::module_& m) {
   m.def(
       "check_allocation",
       [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment,
-         const std::vector<int64_t>& offsets) { check_allocation(to_ranges(start, end, size, alignment), offsets); },
-      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("offsets"));
+         const std::vector<int64_t>& offsets, const std::vector<TieTuple>& ties) {
+        check_allocation(to_ranges(start, end, size, alignment), offsets, to_ties(ties));
+      },
+      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("offsets"),
+      py::arg("ties") = std::vector<TieTuple>{});
 
   py::enum_<BufferKind>(m, "BufferKind")
       .value("feature_map", BufferKind::FeatureMap)
@@ -96,12 +124,18 @@ void bind_memory(py::module_& m) {
   py::enum_<AliasKind>(m, "AliasKind")
       .value("in_place", AliasKind::InPlace)
       .value("slice", AliasKind::Slice)
-      .value("reshape", AliasKind::Reshape);
+      .value("reshape", AliasKind::Reshape)
+      .value("staircase", AliasKind::Staircase);
 
   py::class_<ScheduleLiveRanges>(m, "ScheduleLiveRanges")
       .def_readonly("range_buffer", &ScheduleLiveRanges::range_buffer)
       .def_readonly("buffer_range", &ScheduleLiveRanges::buffer_range)
       .def_readonly("buffer_offset", &ScheduleLiveRanges::buffer_offset)
+      .def_property_readonly("ties", [](const ScheduleLiveRanges& r) {
+        std::vector<TieTuple> v;
+        for (const Tie& t : r.ties) v.emplace_back(t.lower, t.upper, t.offset);
+        return v;
+      })
       .def_property_readonly("start", [](const ScheduleLiveRanges& r) {
         std::vector<int64_t> v;
         for (const LiveRange& x : r.ranges) v.push_back(x.start);
@@ -163,7 +197,8 @@ void bind_memory(py::module_& m) {
       [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment,
          const std::vector<bool>& persistent, const std::vector<bool>& constant, const std::vector<bool>& evictable,
          const std::vector<bool>& slow_only, const std::vector<double>& access_bytes, int64_t fast_capacity, int64_t slow_capacity,
-         double fast_cycles_per_byte, double slow_cycles_per_byte, bool exact, double time_limit_s) {
+         double fast_cycles_per_byte, double slow_cycles_per_byte, bool exact, double time_limit_s,
+         const std::vector<TieTuple>& ties) {
         const std::vector<LiveRange> ranges = to_ranges(start, end, size, alignment);
         if (persistent.size() != ranges.size() || constant.size() != ranges.size() ||
             evictable.size() != ranges.size() || slow_only.size() != ranges.size() ||
@@ -176,12 +211,12 @@ void bind_memory(py::module_& m) {
         }
         MemoryConfig config{fast_capacity, slow_capacity, fast_cycles_per_byte, slow_cycles_per_byte, exact,
                             time_limit_s};
-        return layout_arenas(buffers, config);
+        return layout_arenas(buffers, config, to_ties(ties));
       },
       py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("persistent"),
       py::arg("constant"), py::arg("evictable"), py::arg("slow_only"), py::arg("access_bytes"), py::arg("fast_capacity"),
       py::arg("slow_capacity"), py::arg("fast_cycles_per_byte"), py::arg("slow_cycles_per_byte"), py::arg("exact"),
-      py::arg("time_limit_s"));
+      py::arg("time_limit_s"), py::arg("ties") = std::vector<TieTuple>{});
 }
 
 }  // namespace cascader::bindings

@@ -102,6 +102,8 @@ void bind_planner(py::module_& m) {
       .def_readonly("buffered_weights", &CascadePlan::buffered_weights)
       .def_readonly("weight_buffer_bytes", &CascadePlan::weight_buffer_bytes)
       .def_readonly("buffers", &CascadePlan::buffers)
+      .def_readonly("staircase_tensor", &CascadePlan::staircase_tensor)
+      .def_readonly("staircase_shift", &CascadePlan::staircase_shift)
       .def_readonly("cycles", &CascadePlan::cycles)
       .def_readonly("operations", &CascadePlan::operations)
       .def_readonly("runs", &CascadePlan::runs)

@@ -17,8 +17,16 @@ int64_t allocation_height(const std::vector<LiveRange>& ranges, const std::vecto
   return height;
 }
 
-void check_allocation(const std::vector<LiveRange>& ranges, const std::vector<int64_t>& offsets) {
+void check_allocation(const std::vector<LiveRange>& ranges, const std::vector<int64_t>& offsets,
+                      const std::vector<Tie>& ties) {
   validate(ranges);
+  validate(ties, ranges);
+  const auto staircased = [&](size_t a, size_t b) {
+    return std::any_of(ties.begin(), ties.end(), [&](const Tie& t) {
+      return ((size_t(t.lower) == a && size_t(t.upper) == b) || (size_t(t.lower) == b && size_t(t.upper) == a)) &&
+             offsets[size_t(t.upper)] - offsets[size_t(t.lower)] >= t.offset;
+    });
+  };
   if (offsets.size() != ranges.size()) {
     throw InvalidArgument("got " + std::to_string(offsets.size()) + " offsets for " +
                           std::to_string(ranges.size()) + " live ranges");
@@ -41,7 +49,7 @@ void check_allocation(const std::vector<LiveRange>& ranges, const std::vector<in
     live.erase(std::remove_if(live.begin(), live.end(), [&](size_t j) { return ranges[j].end <= r.start; }),
                live.end());
     for (size_t j : live) {
-      if (offsets[i] < offsets[j] + ranges[j].size && offsets[j] < offsets[i] + r.size) {
+      if (offsets[i] < offsets[j] + ranges[j].size && offsets[j] < offsets[i] + r.size && !staircased(i, j)) {
         throw InvalidArgument("buffers " + std::to_string(j) + " and " + std::to_string(i) +
                               " are live at the same time and overlap in memory");
       }

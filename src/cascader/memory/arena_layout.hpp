@@ -10,7 +10,8 @@
 // Fast/slow placement: while the fast arena does not fit its capacity, evict to slow memory the
 // evictable buffer, among those live when the arena overflows, whose eviction costs the fewest
 // extra cycles per byte freed (access bytes x (slow - fast) cycles per byte, from the cycle
-// model). O(e x allocation) for e evictions.
+// model). O(e x allocation) for e evictions. Ties (staircase.hpp) hold between buffers of the
+// same arena; a tie whose buffers end up in different arenas is dropped.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 
 #include "cascader/memory/allocation.hpp"
 #include "cascader/memory/live_range.hpp"
+#include "cascader/memory/staircase.hpp"
 
 namespace cascader {
 
@@ -49,9 +51,10 @@ struct ArenaLayout {
   double eviction_cycles = 0;   // extra access cycles paid for buffers moved to slow memory
 };
 
-// Throws InvalidArgument for a buffer both slow_only and persistent or constant. Throws
+// Throws InvalidArgument for a buffer both slow_only and persistent or constant, or a bad tie. Throws
 // BudgetError when even after evicting every evictable buffer the fast arena does not fit
 // (naming the size it needs), or the slow arena exceeds its capacity.
-ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryConfig& config);
+ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryConfig& config,
+                          const std::vector<Tie>& ties = {});
 
 }  // namespace cascader

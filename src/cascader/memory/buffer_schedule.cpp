@@ -63,9 +63,19 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
   // Resolve aliases to (root, offset).
   std::vector<int> parent(static_cast<size_t>(n), -1);
   std::vector<int64_t> parent_offset(static_cast<size_t>(n), 0);
+  std::vector<const Alias*> staircases;
   for (const Alias& a : schedule.aliases) {
     check_index(a.buffer, "an alias");
     check_index(a.target, "an alias");
+    if (a.kind == AliasKind::Staircase) {
+      const int64_t align = std::max(schedule.buffers[size_t(a.buffer)].alignment, schedule.buffers[size_t(a.target)].alignment);
+      if (a.buffer == a.target || a.offset != 0 || a.shift < 0 || a.shift % align != 0) {
+        throw InvalidArgument("staircase " + describe(schedule, a.buffer) + " over " + describe(schedule, a.target) +
+                              " needs two buffers, offset 0 and a non-negative shift, a multiple of both alignments");
+      }
+      staircases.push_back(&a);
+      continue;
+    }
     const ScheduledBuffer& buf = schedule.buffers[static_cast<size_t>(a.buffer)];
     const ScheduledBuffer& target = schedule.buffers[static_cast<size_t>(a.target)];
     if (a.buffer == a.target || parent[static_cast<size_t>(a.buffer)] >= 0) {
@@ -147,6 +157,17 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
   for (int b = 0; b < n; ++b) {
     out.buffer_offset[static_cast<size_t>(b)] += below[static_cast<size_t>(out.buffer_range[static_cast<size_t>(b)])];
   }
+  // A staircase ties the two ranges: the target's sits `shift` above the buffer's, each
+  // measured from its own range's base.
+  for (const Alias* a : staircases) {
+    const int lower = out.buffer_range[size_t(a->buffer)], upper = out.buffer_range[size_t(a->target)];
+    const int64_t offset = out.buffer_offset[size_t(a->buffer)] + a->shift - out.buffer_offset[size_t(a->target)];
+    if (lower == upper) {
+      throw InvalidArgument("staircase " + describe(schedule, a->buffer) + " over " + describe(schedule, a->target) +
+                            ": the two already share one range");
+    }
+    out.ties.push_back(offset >= 0 ? Tie{lower, upper, offset} : Tie{upper, lower, -offset});
+  }
   for (size_t r = 0; r < out.ranges.size(); ++r) {
     const int b = out.range_buffer[r];
     const ScheduledBuffer& buf = schedule.buffers[static_cast<size_t>(b)];
@@ -162,6 +183,7 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
       range.end = std::max<int64_t>(n_steps, 1);
     }
   }
+  validate(out.ties, out.ranges);
   return out;
 }
 

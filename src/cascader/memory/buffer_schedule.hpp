@@ -20,6 +20,9 @@
 //     reference at min_in_place_shift). The block order itself is taken from Vela / Regor's
 //     model of the hardware (arch/block_traversal.hpp), not measured on silicon or the FVP.
 //     The scheduler owns choosing a safe shift; this builder only lays the bytes out.
+//   - Staircase: an output written over an input it consumes, starting `shift` bytes below it
+//     (staircase.hpp): not one range but a tie between the two, each keeping its own lifetime.
+//     The scheduler owns the shift (staircase_shift); this builder only records the tie.
 //   - Slice:   a producer writing straight into its slice of a concatenation's output.
 //   - Reshape: reshape / squeeze, same bytes at offset 0.
 // Aliases chain (a reshape of a slice...); the root buffer's range covers every alias's steps.
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "cascader/memory/live_range.hpp"
+#include "cascader/memory/staircase.hpp"
 
 namespace cascader {
 
@@ -51,14 +55,14 @@ struct Step {
   std::vector<int> writes;
 };
 
-enum class AliasKind { InPlace, Slice, Reshape };
+enum class AliasKind { InPlace, Slice, Reshape, Staircase };
 
 struct Alias {
   int buffer = 0;      // the buffer that gets no memory of its own
   int target = 0;      // the buffer whose memory it uses
   int64_t offset = 0;  // Slice / Reshape: bytes into the target (InPlace: 0)
   AliasKind kind = AliasKind::InPlace;
-  int64_t shift = 0;   // InPlace: the buffer starts this many bytes below the target (aligned)
+  int64_t shift = 0;   // InPlace, Staircase: the buffer starts this many bytes below the target (aligned)
 };
 
 struct BufferSchedule {
@@ -73,11 +77,12 @@ struct ScheduleLiveRanges {
   std::vector<int> buffer_range;    // per buffer: the range that holds it
   std::vector<int64_t> buffer_offset;  // per buffer: bytes into that range (the root's is the
                                        // largest in-place shift below it, else 0)
+  std::vector<Tie> ties;            // staircases, between ranges
 };
 
 // Throws InvalidArgument for out-of-range indices, untouched buffers, alias cycles, aliases that
-// do not fit their target, misaligned or negative shifts, and in-place aliases whose target is
-// still needed.
+// do not fit their target, misaligned or negative shifts, in-place aliases whose target is
+// still needed, and a range in two staircases.
 ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule);
 
 }  // namespace cascader

@@ -15,24 +15,83 @@ int64_t align_up(int64_t x, int64_t alignment) {
   return alignment == 1 ? x : (x + alignment - 1) / alignment * alignment;
 }
 
+// The lowest base at which every member of a tie (range, offset above the base) fits between
+// the placed buffers that share time with it.
+int64_t lowest_fit(const std::vector<LiveRange>& ranges, const std::vector<std::pair<int, int64_t>>& members,
+                   const std::vector<int64_t>& offsets, const std::vector<size_t>& placed) {
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> busy(members.size());
+  std::vector<int64_t> candidates{0};
+  for (size_t m = 0; m < members.size(); ++m) {
+    const auto& [i, rel] = members[m];
+    for (size_t j : placed) {
+      if (!overlaps_in_time(ranges[size_t(i)], ranges[j])) continue;
+      busy[m].emplace_back(offsets[j], offsets[j] + ranges[j].size);
+      candidates.push_back(offsets[j] + ranges[j].size - rel);
+    }
+  }
+  int64_t alignment = 1;
+  for (const auto& [i, rel] : members) alignment = std::max(alignment, ranges[size_t(i)].alignment);
+  std::sort(candidates.begin(), candidates.end());
+  for (int64_t c : candidates) {
+    const int64_t base = align_up(std::max<int64_t>(c, 0), alignment);
+    bool fits = true;
+    for (size_t m = 0; m < members.size() && fits; ++m) {
+      const int64_t lo = base + members[m].second, hi = lo + ranges[size_t(members[m].first)].size;
+      for (const auto& [a, b] : busy[m]) {
+        if (lo < b && a < hi) {
+          fits = false;
+          break;
+        }
+      }
+    }
+    if (fits) return base;
+  }
+  return -1;  // unreachable: above every placed buffer everything fits
+}
+
 }  // namespace
 
-Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit) {
+Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties) {
   const auto t0 = std::chrono::steady_clock::now();
   validate(ranges);
+  validate(ties, ranges);
   const size_t n = ranges.size();
+  // A chain of ties is placed as one unit, when its first range comes up, each range at its
+  // offset; it sorts by the bytes it spans.
+  const std::vector<std::vector<std::pair<int, int64_t>>> chains = tie_chains(ranges, ties);
+  std::vector<int> chain_of(n, -1);
+  std::vector<int64_t> span(n);
+  for (size_t i = 0; i < n; ++i) span[i] = ranges[i].size;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    int64_t top = 0;
+    for (const auto& [i, at] : chains[c]) top = std::max(top, at + ranges[size_t(i)].size);
+    for (const auto& [i, at] : chains[c]) chain_of[size_t(i)] = int(c), span[size_t(i)] = top;
+  }
+  auto extent = [&](size_t i) { return span[i]; };
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (ranges[a].size != ranges[b].size) return ranges[a].size > ranges[b].size;
+    if (extent(a) != extent(b)) return extent(a) > extent(b);
     return ranges[a].end - ranges[a].start > ranges[b].end - ranges[b].start;
   });
   Allocation result;
   result.offsets.assign(n, 0);
   std::vector<size_t> placed;
+  std::vector<char> done(n, 0);
   std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + size) of time-overlapping placed buffers
   for (size_t i : order) {
     const LiveRange& r = ranges[i];
+    if (done[i]) continue;
+    if (chain_of[i] >= 0) {
+      const auto& chain = chains[size_t(chain_of[i])];
+      const int64_t base = lowest_fit(ranges, chain, result.offsets, placed);
+      for (const auto& [m, at] : chain) {
+        result.offsets[size_t(m)] = base + at;
+        done[size_t(m)] = 1;
+        placed.push_back(size_t(m));
+      }
+      continue;
+    }
     if (r.size == 0 || r.end == r.start) continue;
     busy.clear();
     for (size_t j : placed) {
@@ -62,7 +121,7 @@ Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit) 
     placed.push_back(i);
   }
   result.height = allocation_height(ranges, result.offsets);
-  result.lower_bound = peak_live_bytes(ranges);
+  result.lower_bound = peak_live_bytes(ranges, ties);
   result.optimal = result.height == result.lower_bound;
   result.solver = fit == GreedyFit::BestFit ? "greedy-best-fit" : "greedy-first-fit";
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,6 +4,8 @@
 // a gap between the already placed buffers that overlap it in time:
 //   - BestFit:  the smallest gap that holds it (the top of the arena counts as unbounded);
 //   - FirstFit: the lowest gap that holds it, as TFLM's GreedyMemoryPlanner does.
+// A tie (staircase.hpp) is placed as one unit, by the bytes it spans, at the lowest address
+// where both its ranges fit at their offset.
 // O(n^2 log n) for n buffers.
 #pragma once
 
@@ -11,11 +13,13 @@
 
 #include "cascader/memory/allocation.hpp"
 #include "cascader/memory/live_range.hpp"
+#include "cascader/memory/staircase.hpp"
 
 namespace cascader {
 
 enum class GreedyFit { BestFit, FirstFit };
 
-Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit = GreedyFit::BestFit);
+Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit = GreedyFit::BestFit,
+                           const std::vector<Tie>& ties = {});
 
 }  // namespace cascader

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "cascader/common/error.hpp"
+#include "cascader/memory/staircase.hpp"
 
 namespace cascader {
 
@@ -55,6 +56,9 @@ class SteadyState {
 
   std::vector<double> cost;  // this stripe's cycles per part (when it ran)
   std::vector<char> ran;     // whether each part ran in this stripe
+
+  // Rows part `first + k`'s output moves per repeated stripe (valid after repeats() > 0).
+  int64_t part_shift(int k) const { return shift_[size_t(k)]; }
 
   // After stripe `s` is simulated: how many of the next stripes are stripe `s` shifted again
   // (0 when that is not proven). Remembers stripe `s` for the next call.
@@ -214,6 +218,7 @@ std::string CascadePlan::repr() const {
     if (column_bands > 1) s << " x " << column_bands << " column bands";
   }
   s << ", " << buffer_bytes << " B rolling";
+  if (staircase_tensor >= 0) s << ", over tensor " << staircase_tensor << " " << staircase_shift << " B below";
   if (buffered_weights) s << ", " << weight_buffer_bytes << " B of weights buffered";
   s << ", " << static_cast<int64_t>(cycles) << " cycles)";
   return s.str();
@@ -279,6 +284,34 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     if (is_window(op.type)) op.padding = pad;
   });
 }
+
+namespace {
+
+// The input of parts [first, last) the sink may be written over: the largest one produced
+// before the cascade and read for the last time in it, not a graph output (-1: none).
+int staircase_source(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
+                     const std::vector<bool>& internal) {
+  const int sink = graph.parts[size_t(last - 1)].output;
+  int best = -1;
+  for (int k = first; k < last; ++k) {
+    for (int t : graph.parts[size_t(k)].inputs) {
+      if (t == sink || internal[size_t(t)] || graph.tensors[size_t(t)].bytes == 0) continue;
+      const auto& cons = uses.consumers[size_t(t)];
+      const auto& prod = uses.producers[size_t(t)];
+      if (uses.last[size_t(t)] >= last || std::any_of(cons.begin(), cons.end(), [&](int c) { return c >= last; }) ||
+          std::any_of(prod.begin(), prod.end(), [&](int p) { return p >= first; }) ||
+          std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end()) {
+        continue;
+      }
+      if (best < 0 || graph.tensors[size_t(t)].bytes > graph.tensors[size_t(best)].bytes) best = t;
+    }
+  }
+  return best;
+}
+
+int64_t row_bytes(const PlanTensor& t) { return t.bytes / std::max<int64_t>(t.shape[H], 1); }
+
+}  // namespace
 
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
                                         int stripe_height, StripeCoster& coster, bool buffer_weights,
@@ -360,6 +393,14 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
     internal_tensors.push_back(t);
   }
   if (uses.producers[size_t(sink_part.output)].size() != 1) return std::nullopt;
+  // The staircase's accesses in bytes: step 2s the reads of stripe s, 2s + 1 its sink write
+  // (the reads of a stripe come before its write; staircase_shift lets the read just before a
+  // write overlap it).
+  const int source = plan.column_bands == 1 ? staircase_source(graph, uses, first, last, internal) : -1;
+  const int64_t source_row = source >= 0 ? row_bytes(graph.tensors[size_t(source)]) : 0;
+  const int64_t sink_row = row_bytes(sink);
+  std::vector<ByteAccess> source_reads, sink_writes;
+  std::vector<std::tuple<int, int, int64_t>> stripe_reads;  // this stripe's source reads: part, input, first row
   std::vector<int64_t> done(graph.tensors.size(), 0);  // rows [0, done) of each internal tensor, this band
   std::vector<std::pair<int64_t, int64_t>> held(graph.tensors.size(), {0, 0});  // rows, columns
   std::vector<Extent> need(graph.tensors.size());
@@ -413,11 +454,19 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       // one: reads only move down) to the last row written. Rows a stripe needed but finds
       // already computed are not read again, so this is less than the stripe's whole need.
       for (int t : internal_tensors) first_read[size_t(t)] = INT64_MAX;
+      stripe_reads.clear();
       for (int k = first; k < last; ++k) {
         const Part& p = graph.parts[size_t(k)];
         const Extent& r = computed[size_t(k - first)];
         for (size_t i = 0; i < p.inputs.size(); ++i) {
           const int t = p.inputs[i];
+          if (t == source && r.begin < r.end) {
+            const PlanTensor& out = graph.tensors[size_t(p.output)];
+            const Box in = p.propagators[i]
+                               .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
+                               .cropped(graph.tensors[size_t(t)].shape);
+            stripe_reads.emplace_back(k, int(i), in.offset[H]);
+          }
           if (!internal[size_t(t)]) continue;
           int64_t& read = last_read[size_t(k - first)][i];
           if (r.begin < r.end) {
@@ -457,6 +506,24 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
       // cycles added one by one as before (the same sum, bit for bit). Runs are recorded in full.
       int64_t repeat = record_runs ? 0 : steady.repeats(graph, first, last, s, plan.stripe_height, height, computed,
                                                          internal_tensors, done, first_read, last_read);
+      if (source >= 0) {
+        // Stripe j, this one moved down m times (a repeated stripe reads and writes rows moved
+        // by its shifts). Between two recorded stripes of a repeat the required shift is
+        // linear in the stripe: its ends bound it.
+        auto record = [&](int64_t j, int64_t m) {
+          for (const auto& [k, i, row] : stripe_reads) {
+            const int64_t moved = row + m * graph.parts[size_t(k)].propagators[size_t(i)].axes[H].scale *
+                                            steady.part_shift(k - first);
+            source_reads.push_back(ByteAccess{2 * j, moved * source_row, (moved + 1) * source_row});
+          }
+          sink_writes.push_back(ByteAccess{2 * j + 1, 0, std::min(height, b1 + m * plan.stripe_height) * sink_row});
+        };
+        record(s, 0);
+        if (repeat > 0) {
+          record(s + 1, 1);
+          record(s + repeat, repeat);
+        }
+      }
       if (repeat > 0) {
         for (int64_t m = 0; m < repeat; ++m) {
           for (size_t k = 0; k < steady.cost.size(); ++k) {
@@ -485,6 +552,10 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   }
   std::sort(plan.buffers.begin(), plan.buffers.end(),
             [](const RollingBuffer& a, const RollingBuffer& b) { return a.tensor < b.tensor; });
+  if (source >= 0 && !source_reads.empty()) {
+    plan.staircase_tensor = source;
+    plan.staircase_shift = staircase_shift(sink_writes, source_reads);
+  }
   return plan;
 }
 

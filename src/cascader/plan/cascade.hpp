@@ -14,7 +14,9 @@
 // at the price of the halo recompute and of more, narrower operations.
 //
 // Tensors that enter the cascade from outside or leave it are whole buffers; the proposal DP
-// accounts for them.
+// accounts for them. The sink may be written over an input that dies in the cascade, as a
+// staircase (memory/staircase.hpp): rows bands of one column band only, since every band reads
+// the input from its top again.
 #pragma once
 
 #include <array>
@@ -76,6 +78,9 @@ struct CascadePlan {
   bool buffered_weights = false;
   int64_t weight_buffer_bytes = 0;
   std::vector<RollingBuffer> buffers;
+  // The input the sink may be written over, `staircase_shift` bytes below it (-1: none).
+  int staircase_tensor = -1;
+  int64_t staircase_shift = 0;
   double cycles = 0;
   int operations = 0;         // NPU operations: non-empty (part, stripe) pairs
   std::vector<StripeRun> runs;  // those operations in execution order (when asked for)

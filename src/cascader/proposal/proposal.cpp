@@ -17,6 +17,27 @@ std::string Proposal::repr() const {
   return s.str();
 }
 
+int64_t shared_tensor_bytes(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
+  const Part& sink = graph.parts[size_t(plan.last - 1)];
+  const int64_t out = graph.tensors[size_t(sink.output)].bytes;
+  if (plan.staircase_tensor >= 0) {
+    const int64_t in = graph.tensors[size_t(plan.staircase_tensor)].bytes;
+    return std::max<int64_t>(0, std::min(in, out - plan.staircase_shift));
+  }
+  // An elementwise operation run alone writes over an operand of its size read for the last
+  // time there (schedule.py: _in_place_elementwise), model inputs and outputs aside.
+  auto io = [&](int t) {
+    return std::find(graph.inputs.begin(), graph.inputs.end(), t) != graph.inputs.end() ||
+           std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end();
+  };
+  if (plan.last - plan.first == 1 && is_elementwise(sink.op.type) && !io(sink.output)) {
+    for (int t : sink.inputs) {
+      if (uses.last[size_t(t)] == plan.first && graph.tensors[size_t(t)].bytes == out && !io(t)) return out;
+    }
+  }
+  return 0;
+}
+
 int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
   // A cascade holds a dozen rolling buffers at most: a linear search beats a hash set here
   // (the DP calls this for every plan it makes).
@@ -28,7 +49,20 @@ int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, cons
     if (uses.first[t] > plan.last - 1 || uses.last[t] < plan.first || held(int(t))) continue;
     bytes += graph.tensors[t].bytes;
   }
-  return bytes;
+  return bytes - shared_tensor_bytes(graph, uses, plan);
+}
+
+int64_t cascade_end_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan) {
+  auto held = [&](int t) {
+    return std::any_of(plan.buffers.begin(), plan.buffers.end(), [t](const RollingBuffer& b) { return b.tensor == t; });
+  };
+  const int k = plan.last - 1;
+  int64_t bytes = plan.buffer_bytes + plan.weight_buffer_bytes;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (uses.first[t] > k || uses.last[t] < k || held(int(t))) continue;
+    bytes += graph.tensors[t].bytes;
+  }
+  return bytes - shared_tensor_bytes(graph, uses, plan);
 }
 
 namespace {
@@ -93,7 +127,7 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
   const PlanGraph::Uses uses = graph.uses();
   StripeCoster coster(graph, arch);
   std::vector<CascadePlan> plans;
-  std::vector<int64_t> plan_memory;
+  std::vector<int64_t> plan_memory, end_memory;
   std::vector<std::vector<Partial>> front(size_t(n) + 1);
   front[0].push_back(Partial{});
   for (int i = 0; i < n; ++i) {
@@ -111,11 +145,15 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
         if (!plan) continue;
         const int id = int(plans.size());
         plan_memory.push_back(cascade_memory(graph, uses, *plan));
+        end_memory.push_back(cascade_end_memory(graph, uses, *plan));
         plans.push_back(std::move(*plan));
+        const int64_t prefetch = plans.back().weight_buffer_bytes;
         for (int p = 0; p < int(front[size_t(i)].size()); ++p) {
           const Partial& base = front[size_t(i)][size_t(p)];
-          front[size_t(j)].push_back(Partial{std::max(base.memory, plan_memory.back()),
-                                             base.cycles + plans.back().cycles, i, p, id});
+          int64_t memory = std::max(base.memory, plan_memory.back());
+          // The weight buffer is filled while the operation before the cascade runs.
+          if (prefetch > 0 && base.plan >= 0) memory = std::max(memory, end_memory[size_t(base.plan)] + prefetch);
+          front[size_t(j)].push_back(Partial{memory, base.cycles + plans.back().cycles, i, p, id});
         }
       }
     }

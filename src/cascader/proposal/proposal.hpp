@@ -3,8 +3,10 @@
 // A proposal cuts the parts (in execution order) into consecutive cascades, each with a
 // stripe height. Every tensor that crosses a cut is a whole buffer, so while a cascade runs
 // the SRAM in use is its rolling buffers plus every whole tensor live across it (its inputs,
-// its output, and the skips that pass it). That depends on the cascade alone, which makes the
-// dynamic programme over cut positions exact for this memory model: the Pareto set of
+// its output, and the skips that pass it), less what a staircase shares (its sink written over
+// an input it consumes). A cascade's weight buffer is also filled while the operation before
+// it runs, beside what that one holds. Both depend on a cascade and the one before it only,
+// which makes the dynamic programme over cut positions exact for this memory model: the Pareto set of
 // (peak memory, cycles) over prefixes, extended one cascade at a time. The real SRAM of a
 // proposal is what the exact allocator lays out for it (cascader.planner scores the
 // surviving proposals with it); this peak is its lower bound.
@@ -37,8 +39,15 @@ struct Proposal {
   std::string repr() const;
 };
 
+// Bytes two whole tensors of `plan` share while it runs: its sink written over an input it
+// consumes (a staircase), or an elementwise operation run alone writing over an operand.
+int64_t shared_tensor_bytes(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan);
+
 // Peak SRAM while parts [first, last) run as `plan`: its buffers plus the whole tensors live.
 int64_t cascade_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan);
+// The SRAM in use while its last operation runs (its buffers and the whole tensors live at its
+// last part): the next cascade's weight buffer is filled then, beside it.
+int64_t cascade_end_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, const CascadePlan& plan);
 
 // The Pareto set of proposals, by increasing memory. Throws InvalidArgument on a bad graph.
 std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfig& arch,
