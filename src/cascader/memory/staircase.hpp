@@ -10,9 +10,11 @@
 //
 // Safety rule: every byte written into the output at step t lands below every input byte that
 // step t - 1 or any later step reads. Step t - 1 counts because consecutive NPU operations may
-// overlap (the next starts while the previous still reads its IFM). `staircase_shift` gives
-// the smallest aligned shift for which the rule holds; any larger one is safe too, and so is
-// any placement of the two apart.
+// overlap when the block dependency lets the next start early (ours emit BLOCKDEP 0, so today
+// that is a margin of one operation, kept so the rule stays right if they do not). The
+// simulator runs operations in order, so bit-exactness checks the rule for t and later, not
+// for t - 1. `staircase_shift` gives the smallest aligned shift for which the rule holds; any
+// larger one is safe too, and so is any placement of the two apart.
 //
 // The allocators see the pair as a Tie: two ranges that may share bytes when placed exactly
 // `offset` apart. The greedy allocator places a tie as one unit at that offset; the exact
