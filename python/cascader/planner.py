@@ -102,6 +102,7 @@ class Frontier:
     # Every proposal scored, the dominated ones too: a proposal dominated by its planned bound
     # may still lay out in less than the one dominating it (the compile's least SRAM looks).
     candidates: list[PlanPoint] = field(default_factory=list, repr=False)
+    scored: bool = False  # the points' SRAM is their layout's (else the planner's own bound)
 
     def select(self, budget: int | None) -> PlanPoint:
         """The fastest point whose SRAM fits `budget` (None: unlimited).
@@ -378,10 +379,14 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
     staircases drift, which the bound does not)."""
     pool = frontier.candidates or frontier.points
     by_bound = sorted(pool, key=lambda p: (p.estimated_bytes, p.cycles))
-    lean_memory = memory_schedule(lean, graph)[0]
-    # Scored only near the least bound (the rest cannot be the least), a few.
+    # Scored only near the least bound (the rest cannot be the least), a few; `plan`'s points
+    # are scored already.
     near = [p for p in by_bound[:LEAST_SCORED] if p.estimated_bytes <= 1.25 * by_bound[0].estimated_bytes]
-    scores = {id(p): _layout_sram(frontier.graph, p.proposal, lean_memory, config) for p in near}
+    if frontier.scored:
+        scores = {id(p): p.sram_bytes for p in near}
+    else:
+        lean_memory = memory_schedule(lean, graph)[0]
+        scores = {id(p): _layout_sram(frontier.graph, p.proposal, lean_memory, config) for p in near}
     by_score = sorted(near, key=lambda p: (scores[id(p)], p.cycles))
     out, tried = [], set()
     for point in by_score[:LEAST_LAID_OUT] + by_bound[:LEAST_LAID_OUT]:
@@ -427,4 +432,4 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
         scored = [PlanPoint(p.memory, p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])
     points = [scored[k] for k in front]
-    return Frontier(points, pg, time.perf_counter() - start, target.accelerator, candidates=scored)
+    return Frontier(points, pg, time.perf_counter() - start, target.accelerator, candidates=scored, scored=score)
