@@ -102,11 +102,11 @@ def tied_instances(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(tied_instances())
-def test_greedy_with_ties_is_valid_and_above_the_bound(instance):
+@given(tied_instances(), st.sampled_from([_core.GreedyOrder.by_size, _core.GreedyOrder.by_start]))
+def test_greedy_with_ties_is_valid_and_above_the_bound(instance, order):
     rows, ties = instance
     start, end, size, align = _ranges(rows)
-    tied = _core.greedy_allocate(start, end, size, align, ties=ties)
+    tied = _core.greedy_allocate(start, end, size, align, ties=ties, order=order)
     _core.check_allocation(start, end, size, align, tied.offsets, ties=ties)
     assert tied.height >= _core.peak_live_bytes(start, end, size, ties) == tied.lower_bound
 

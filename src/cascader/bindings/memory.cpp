@@ -80,15 +80,16 @@ void bind_memory(py::module_& m) {
       .def_readonly("solver", &Allocation::solver);
 
   py::enum_<GreedyFit>(m, "GreedyFit").value("best", GreedyFit::BestFit).value("first", GreedyFit::FirstFit);
+  py::enum_<GreedyOrder>(m, "GreedyOrder").value("by_size", GreedyOrder::BySize).value("by_start", GreedyOrder::ByStart);
 
   m.def(
       "greedy_allocate",
       [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment, GreedyFit fit,
-         const std::vector<TieTuple>& ties) {
-        return greedy_allocate(to_ranges(start, end, size, alignment), fit, to_ties(ties));
+         const std::vector<TieTuple>& ties, GreedyOrder order) {
+        return greedy_allocate(to_ranges(start, end, size, alignment), fit, to_ties(ties), order);
       },
       py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("fit") = GreedyFit::BestFit,
-      py::arg("ties") = std::vector<TieTuple>{});
+      py::arg("ties") = std::vector<TieTuple>{}, py::arg("order") = GreedyOrder::BySize);
 
   m.def(
       "exact_allocate",

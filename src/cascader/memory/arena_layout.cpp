@@ -51,7 +51,10 @@ Allocation tied_greedy(const std::vector<LiveRange>& ranges, const std::vector<T
     for (size_t k = 0; k < ties.size(); ++k) {
       if (mask[k]) kept.push_back(ties[k]);
     }
-    return greedy_allocate(ranges, GreedyFit::BestFit, kept);
+    Allocation by_size = greedy_allocate(ranges, GreedyFit::BestFit, kept);
+    if (kept.empty()) return by_size;
+    Allocation by_start = greedy_allocate(ranges, GreedyFit::BestFit, kept, GreedyOrder::ByStart);
+    return by_start.height < by_size.height ? by_start : by_size;
   };
   Allocation best = run(keep);
   std::vector<int64_t> offsets;

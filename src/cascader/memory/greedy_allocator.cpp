@@ -51,7 +51,8 @@ int64_t lowest_fit(const std::vector<LiveRange>& ranges, const std::vector<std::
 
 }  // namespace
 
-Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties) {
+Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
+                           GreedyOrder placement) {
   const auto t0 = std::chrono::steady_clock::now();
   validate(ranges);
   validate(ties, ranges);
@@ -60,18 +61,21 @@ Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, 
   // offset; it sorts by the bytes it spans.
   const std::vector<std::vector<std::pair<int, int64_t>>> chains = tie_chains(ranges, ties);
   std::vector<int> chain_of(n, -1);
-  std::vector<int64_t> span(n);
-  for (size_t i = 0; i < n; ++i) span[i] = ranges[i].size;
+  std::vector<int64_t> span(n), first(n);
+  for (size_t i = 0; i < n; ++i) span[i] = ranges[i].size, first[i] = ranges[i].start;
   for (size_t c = 0; c < chains.size(); ++c) {
-    int64_t top = 0;
-    for (const auto& [i, at] : chains[c]) top = std::max(top, at + ranges[size_t(i)].size);
-    for (const auto& [i, at] : chains[c]) chain_of[size_t(i)] = int(c), span[size_t(i)] = top;
+    int64_t top = 0, start = std::numeric_limits<int64_t>::max();
+    for (const auto& [i, at] : chains[c]) {
+      top = std::max(top, at + ranges[size_t(i)].size);
+      start = std::min(start, ranges[size_t(i)].start);
+    }
+    for (const auto& [i, at] : chains[c]) chain_of[size_t(i)] = int(c), span[size_t(i)] = top, first[size_t(i)] = start;
   }
-  auto extent = [&](size_t i) { return span[i]; };
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (extent(a) != extent(b)) return extent(a) > extent(b);
+    if (placement == GreedyOrder::ByStart && first[a] != first[b]) return first[a] < first[b];
+    if (span[a] != span[b]) return span[a] > span[b];
     return ranges[a].end - ranges[a].start > ranges[b].end - ranges[b].start;
   });
   Allocation result;

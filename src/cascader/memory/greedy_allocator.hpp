@@ -18,8 +18,11 @@
 namespace cascader {
 
 enum class GreedyFit { BestFit, FirstFit };
+// The order buffers are placed in: largest first (the default), or earliest first (a cascade's
+// chain of staircases then lands before what it shares time with).
+enum class GreedyOrder { BySize, ByStart };
 
 Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit = GreedyFit::BestFit,
-                           const std::vector<Tie>& ties = {});
+                           const std::vector<Tie>& ties = {}, GreedyOrder order = GreedyOrder::BySize);
 
 }  // namespace cascader
