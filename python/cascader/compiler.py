@@ -265,7 +265,8 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     # The least SRAM that really compiles: the leanest points as the compile lays them out,
     # without weight buffers (the planner's bound leaves out what only the binary has, e.g.
     # arena placement rules, and a chain of staircases drifts).
-    need, point, striped, lean_memory = min(lay_out_leanest(frontier, part.graph, lean, config), key=lambda o: o[0])
+    need, point, striped, lean_memory = min(lay_out_leanest(frontier, part.graph, lean, config,
+                                                            fits=None if smallest else budget), key=lambda o: o[0])
     if budget is None or need <= budget:
         # Within the budget (the planner's bound may even have filtered it out: movenet's
         # leanest point had a bound of 546,048 B and was laid out in 435,456 B): then

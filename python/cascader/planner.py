@@ -371,14 +371,23 @@ def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos
     return frontier
 
 
-def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig) -> list[tuple]:
+def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig,
+                    fits: int | None = None) -> list[tuple]:
     """The leanest proposals as the compile lays them out (`laid_out`): (SRAM bytes, point,
     stripe-level schedule, memory schedule) each. Taken are the LEAST_LAID_OUT leanest by the
     planner's bound (a lower bound of a layout: skipped once above the least found) and as
     many by the one-step-per-cascade score (neither bound nor exact, but it sees chained
-    staircases drift, which the bound does not)."""
+    staircases drift, which the bound does not). With `fits`, the first by bound that fits
+    that many bytes ends the search (before any is scored)."""
     pool = frontier.candidates or frontier.points
     by_bound = sorted(pool, key=lambda p: (p.estimated_bytes, p.cycles))
+    out, tried = [], set()
+    if fits is not None:
+        for point in by_bound[:LEAST_LAID_OUT]:
+            tried.add(id(point))
+            out.append((point, *laid_out(point, graph, lean, frontier.graph, config)))
+            if out[-1][1] <= fits:
+                return [out[-1][1:2] + (point,) + out[-1][2:]]
     # Scored only near the least bound (the rest cannot be the least), a few; `plan`'s points
     # are scored already.
     near = [p for p in by_bound[:LEAST_SCORED] if p.estimated_bytes <= 1.25 * by_bound[0].estimated_bytes]
@@ -388,7 +397,6 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
         lean_memory = memory_schedule(lean, graph)[0]
         scores = {id(p): _layout_sram(frontier.graph, p.proposal, lean_memory, config) for p in near}
     by_score = sorted(near, key=lambda p: (scores[id(p)], p.cycles))
-    out, tried = [], set()
     for point in by_score[:LEAST_LAID_OUT] + by_bound[:LEAST_LAID_OUT]:
         if id(point) in tried or (out and point.estimated_bytes - 15 >= min(o[1] for o in out)):
             continue
