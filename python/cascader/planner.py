@@ -336,8 +336,9 @@ def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -
             aliases.append(mem.Alias(position[sink], position[source], kind="staircase", shift=c.staircase_shift))
             lowers.add(low)
             uppers.add(up)
-    result = mem.layout(mem.Schedule(buffers, steps, aliases), config)
-    return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
+    from .compiler import sram_bytes
+
+    return sram_bytes(mem.layout(mem.Schedule(buffers, steps, aliases), config), config)
 
 
 @paused_gc()
@@ -408,13 +409,12 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
 def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryConfig) -> tuple:
     """A point's proposal as the compile lays it out, without weight buffers: (SRAM bytes, its
     stripe-level schedule, that schedule's `memory_schedule`)."""
+    from .compiler import sram_bytes
     from .stripes import cascaded_schedule
 
     striped = cascaded_schedule(lean, pg, point.proposal, _Target.of(lean))
     memory = memory_schedule(striped, graph)
-    result = mem.layout(memory[0], config)
-    sram = result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
-    return sram, striped, memory
+    return sram_bytes(mem.layout(memory[0], config), config), striped, memory
 
 
 def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,
