@@ -30,13 +30,14 @@ accesses = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 400), st.intege
 
 
 def _safe(writes, reads, shift) -> bool:
-    """The rule, byte by byte: nothing written at step t lands on an input byte read at t - 1
-    or later, with the output `shift` bytes below the input."""
+    """The rule, byte by byte: every byte written at step t lands below every input byte read
+    at t - 1 or later, with the output `shift` bytes below the input (below, not merely beside:
+    the read front moves up, and the write front follows it)."""
     for t, b, e in writes:
-        written = set(range(b - shift, e - shift))
-        for u, rb, re in reads:
-            if u >= t - 1 and written & set(range(rb, re)):
-                return False
+        for x in range(b - shift, e - shift):
+            for u, rb, re in reads:
+                if u >= t - 1 and any(x >= y for y in range(rb, re)):
+                    return False
     return True
 
 
