@@ -24,7 +24,7 @@ void check_allocation(const std::vector<LiveRange>& ranges, const std::vector<in
   const auto staircased = [&](size_t a, size_t b) {
     return std::any_of(ties.begin(), ties.end(), [&](const Tie& t) {
       return ((size_t(t.lower) == a && size_t(t.upper) == b) || (size_t(t.lower) == b && size_t(t.upper) == a)) &&
-             offsets[size_t(t.upper)] - offsets[size_t(t.lower)] >= t.offset;
+             offsets[size_t(t.upper)] - offsets[size_t(t.lower)] == t.offset;
     });
   };
   if (offsets.size() != ranges.size()) {

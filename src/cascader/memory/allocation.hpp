@@ -26,9 +26,8 @@ struct Allocation {
 int64_t allocation_height(const std::vector<LiveRange>& ranges, const std::vector<int64_t>& offsets);
 
 // Throws InvalidArgument naming the first pair of ranges that overlap in time and address, or a
-// misaligned or negative offset. A tie's two ranges may overlap when the upper one sits at
-// least the tie's offset above the lower one (staircase.hpp: the output further below is safe
-// too). O(n log n + k) with k the number of time-overlapping pairs.
+// misaligned or negative offset. A tie's two ranges may overlap when placed exactly at the
+// tie's offset (staircase.hpp). O(n log n + k) with k the number of time-overlapping pairs.
 void check_allocation(const std::vector<LiveRange>& ranges, const std::vector<int64_t>& offsets,
                       const std::vector<Tie>& ties = {});
 

@@ -68,7 +68,8 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
     check_index(a.buffer, "an alias");
     check_index(a.target, "an alias");
     if (a.kind == AliasKind::Staircase) {
-      const int64_t align = std::max(schedule.buffers[size_t(a.buffer)].alignment, schedule.buffers[size_t(a.target)].alignment);
+      const int64_t align =
+          std::max(schedule.buffers[size_t(a.buffer)].alignment, schedule.buffers[size_t(a.target)].alignment);
       if (a.buffer == a.target || a.offset != 0 || a.shift < 0 || a.shift % align != 0) {
         throw InvalidArgument("staircase " + describe(schedule, a.buffer) + " over " + describe(schedule, a.target) +
                               " needs two buffers, offset 0 and a non-negative shift, a multiple of both alignments");
@@ -158,7 +159,8 @@ ScheduleLiveRanges build_live_ranges(const BufferSchedule& schedule) {
     out.buffer_offset[static_cast<size_t>(b)] += below[static_cast<size_t>(out.buffer_range[static_cast<size_t>(b)])];
   }
   // A staircase ties the two ranges: the target's sits `shift` above the buffer's, each
-  // measured from its own range's base.
+  // measured from its own range's base (an in-place alias may have put either above its root,
+  // so the lower range may be either's).
   for (const Alias* a : staircases) {
     const int lower = out.buffer_range[size_t(a->buffer)], upper = out.buffer_range[size_t(a->target)];
     const int64_t offset = out.buffer_offset[size_t(a->buffer)] + a->shift - out.buffer_offset[size_t(a->target)];
