@@ -161,3 +161,28 @@ def test_error_several_subgraphs_where_it_matters():
     assert len(again.subgraphs) == 2
     with pytest.raises(ModelError, match="2 subgraphs"):  # ...compiling is not
         cascader.inspect(again)
+
+
+def test_schema_package_is_imported_name_by_name():
+    """cascader puts a lazy `tflite` package in place (lazy_schema): a compile loads a few of
+    the schema's modules, and the package still answers as the real one does."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import cascader
+from cascader import zoo
+cascader.compile(zoo.resnet8())
+loaded = sorted(m for m in sys.modules if m.startswith("tflite."))
+assert 0 < len(loaded) < 60, loaded
+import tflite
+import tflite.Model
+assert isinstance(tflite.Model, type) and tflite.Model.__name__ == "Model"
+assert tflite.ModelStart.__module__ == "tflite.Model"
+assert tflite.OperatorCodeAddVersion.__module__ == "tflite.OperatorCode"
+assert tflite.BuiltinOperator.CONV_2D == 3
+assert tflite.__version__
+assert "ATan2Options" in dir(tflite) and isinstance(tflite.ATan2Options, type)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
