@@ -298,11 +298,13 @@ def _streamed_copy_shape(op: LoweredOperation, target: _Target, slack: int) -> L
 
 
 def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
-                       encoded: Any = None, constants: dict[int, bytes] | None = None) -> ScheduledOperation:
+                       encoded: Any = None, constants: dict[int, bytes] | None = None,
+                       choice: tuple[tuple[int, int, int], bool] | None = None) -> ScheduledOperation:
     """Block config and traversal from the cycle model; weights encoded for that block; the
     weights buffered in SRAM when the model says that is faster (and `buffering` allows); a
     broadcast constant operand copied into SRAM when that is faster than reading it in flash.
-    `encoded` may bring the streams for `block_choice`'s block, encoded ahead."""
+    `encoded` may bring the streams for `block_choice`'s block, encoded ahead, and `choice`
+    that block and traversal."""
     if op.weights is None:
         op = _streamed_copy_shape(op, target, slack)
         constants = constants or {}
@@ -318,7 +320,7 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
                 return ScheduledOperation(op, copied.block_config.ofm_block, False, copied, constant_ifm2="copy",
                                           copy_cycles=copy)
         return ScheduledOperation(op, in_flash.block_config.ofm_block, False, in_flash, constant_ifm2="flash")
-    block, pkf = block_choice(op, target)
+    block, pkf = choice or block_choice(op, target)
     if encoded is None:
         encoded = _encode(op, block, pkf, target.accelerator)
     w, s = _stream_bytes(encoded)
@@ -379,14 +381,15 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     # order, each as soon as its own weights are encoded.
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        futures = {id(op): pool.submit(_encode, op, *block_choice(op, target), target.accelerator)
+        choices = {id(op): block_choice(op, target) for op in weighted}
+        futures = {id(op): pool.submit(_encode, op, *choices[id(op)], target.accelerator)
                    for op in _encoding_order(weighted)}
         out = []
         for seg in segments:
             ops, slack = [], 0
             for op in seg.operations:
                 encoded = futures[id(op)].result() if op.weights is not None else None
-                sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants)
+                sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)))
                 slack = sop.cost.buffering_slack_cycles
                 ops.append(sop)
             out.append(SegmentSchedule(seg, ops))

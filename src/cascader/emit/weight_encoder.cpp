@@ -85,18 +85,6 @@ struct Plan {
   int64_t cost = std::numeric_limits<int64_t>::max();
 };
 
-// Bits of a Golomb-Rice code: the quotient in the decoder's unary form (q + 1 bits, or q + 1
-// capped at 2 bits when truncated) and the remainder.
-// `used` holds (index, count) for the indices that occur.
-int64_t weight_bits(const std::vector<std::pair<int, int64_t>>& used, int wdiv, bool trunc) {
-  int64_t bits = 0;
-  for (const auto& [i, count] : used) {
-    const int q = i >> wdiv;
-    bits += count * ((trunc ? std::min(q + 1, 2) : q + 1) + wdiv);
-  }
-  return bits;
-}
-
 // The cheapest plan for one slice. `codes` are the slice's values as 9-bit codes.
 Plan choose_plan(Codes codes) {
   std::array<int64_t, kCodes> all{}, nonzero{};
@@ -108,15 +96,26 @@ Plan choose_plan(Codes codes) {
     for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += r >> z;
     ++run_count;
   };
+  // Four interleaved histograms: a run of equal codes would otherwise make each increment wait
+  // for the one before (this loop was a third of the encoder's time).
+  std::array<std::array<uint32_t, kCodes>, 4> partial{};
+  const size_t size = codes.size();
+  size_t at = 0;
+  for (; at + 4 <= size; at += 4) {
+    for (size_t j = 0; j < 4; ++j) ++partial[j][codes.data[at + j]];
+  }
+  for (; at < size; ++at) ++partial[0][codes.data[at]];
+  for (size_t c = 0; c < kCodes; ++c) all[c] = int64_t{partial[0][c]} + partial[1][c] + partial[2][c] + partial[3][c];
+  // A run ends at each nonzero value (most runs are empty, and add no quotient) and at the end.
   for (int c : codes) {
-    ++all[static_cast<size_t>(c)];
     if (c == 0) {
       ++run;
-    } else {
-      end_run(run);
+    } else if (run != 0) {
+      for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += run >> z;
       run = 0;
     }
   }
+  run_count = static_cast<int64_t>(size) - all[0];  // the runs ended by a nonzero value
   end_run(run);
   nonzero = all;
   nonzero[0] = 0;
@@ -159,29 +158,15 @@ Plan choose_plan(Codes codes) {
     }
     for (int k : sizes) {
       std::vector<int> palette(order.begin(), order.begin() + k);
-      std::array<int, kCodes> index{};
-      std::array<bool, kCodes> in_palette{};
-      for (int i = 0; i < k; ++i) {
-        index[palette[static_cast<size_t>(i)]] = i;
-        in_palette[palette[static_cast<size_t>(i)]] = true;
-      }
+      // Only the codes that occur matter (order lists them): a palette code's index is its rank,
+      // any other's its distance above the direct offset plus k, so no two share an index.
       int lowest = kCodes, highest = -1;
-      for (int c = 0; c < kCodes; ++c) {
-        if (hist[c] && !in_palette[c]) {
-          lowest = std::min(lowest, c);
-          highest = std::max(highest, c);
-        }
+      for (int j = k; j < distinct; ++j) {
+        lowest = std::min(lowest, order[static_cast<size_t>(j)]);
+        highest = std::max(highest, order[static_cast<size_t>(j)]);
       }
       const int direct_offset = highest < 0 ? 0 : std::min(lowest, kMaxDirectOffset);
-      bool fits = true;
-      std::array<int64_t, kCodes> index_hist{};
-      for (int c = 0; c < kCodes; ++c) {
-        if (!hist[c]) continue;
-        const int i = in_palette[c] ? index[c] : c - direct_offset + k;
-        if (i >= kCodes) fits = false;
-        else index_hist[i] += hist[c];
-      }
-      if (!fits) continue;
+      if (highest >= 0 && highest - direct_offset + k >= kCodes) continue;  // an index beyond 9 bits
       int palbits = 2;
       for (int c : palette) palbits = std::max(palbits, bit_length(c));
       const int64_t header = 23 + 13 + static_cast<int64_t>(k) * palbits;
@@ -192,20 +177,30 @@ Plan choose_plan(Codes codes) {
           best = Plan{zr >= 0, std::max(zr, 0), uncompressed, wdiv, trunc, palette, plan_palbits, direct_offset, cost};
         }
       };
+      // Golomb-Rice bits for every divisor in one pass: the quotient in the decoder's unary
+      // form (q + 1 bits, or q + 1 capped at 2 when truncated) and the remainder.
+      constexpr int kDivisors = 6;
+      std::array<int64_t, kDivisors> plain{}, truncated{};
       int max_index = 0;
-      std::vector<std::pair<int, int64_t>> used;
-      for (int i = 0; i < kCodes; ++i) {
-        if (!index_hist[i]) continue;
-        max_index = i;
-        used.emplace_back(i, index_hist[i]);
+      int64_t n = 0;
+      for (int j = 0; j < distinct; ++j) {
+        const int c = order[static_cast<size_t>(j)];
+        const int i = j < k ? j : c - direct_offset + k;
+        const int64_t count = hist[static_cast<size_t>(c)];
+        max_index = std::max(max_index, i);
+        n += count;
+        for (int wdiv = 0; wdiv < kDivisors; ++wdiv) {
+          const int q = i >> wdiv;
+          plain[static_cast<size_t>(wdiv)] += count * (q + 1 + wdiv);
+          truncated[static_cast<size_t>(wdiv)] += count * (std::min(q + 1, 2) + wdiv);
+        }
       }
-      for (int wdiv = 0; wdiv <= 5; ++wdiv) {
-        consider(false, wdiv, false, palbits, weight_bits(used, wdiv, false));
-        if ((max_index >> wdiv) <= 2) consider(false, wdiv, true, palbits, weight_bits(used, wdiv, true));
+      for (int wdiv = 0; wdiv < kDivisors; ++wdiv) {
+        consider(false, wdiv, false, palbits, plain[static_cast<size_t>(wdiv)]);
+        if ((max_index >> wdiv) <= 2) consider(false, wdiv, true, palbits, truncated[static_cast<size_t>(wdiv)]);
       }
       // Uncompressed: fixed-width indices. With a palette every value must be in it (the
       // width is the palette's index width); without, the width is the palette-bits field.
-      const int64_t n = std::accumulate(index_hist.begin(), index_hist.end(), int64_t{0});
       if (k > 0 && k == distinct) {
         const int width = std::max(bit_length(k - 1), 1);
         consider(true, width, false, palbits, n * width);
