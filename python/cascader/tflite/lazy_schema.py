@@ -1,7 +1,7 @@
 """The `tflite` schema package (flatc's generated Python), imported name by name.
 
 The package's `__init__` star-imports all of its ~190 generated modules: 60-75 ms, a sixth of
-a `cascader compile` process, while reading and writing a model touch about 25 of them. Before
+a `cascader compile` process, while a compile and its save touch about 20 of them. Before
 anyone imports `tflite`, `install()` puts in its place a package object that imports a
 submodule when one of its names is first asked for, and otherwise behaves as the real one:
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <utility>
 
@@ -89,11 +88,14 @@ struct Plan {
 Plan choose_plan(Codes codes) {
   std::array<int64_t, kCodes> all{}, nonzero{};
   // Zero runs: the zeros before the first nonzero value and after each one. A run of r costs
-  // (r >> zdiv) + 1 + zdiv bits: the quotients are summed per divisor in the same pass.
+  // (r >> zdiv) + 1 + zdiv bits: the quotients are summed per divisor.
   std::array<int64_t, 4> run_quotients{};
   int64_t run_count = 0, run = 0;
-  auto end_run = [&](int64_t r) {
+  auto add_quotients = [&](int64_t r) {
     for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += r >> z;
+  };
+  auto end_run = [&](int64_t r) {
+    add_quotients(r);
     ++run_count;
   };
   // Four interleaved histograms: a run of equal codes would otherwise make each increment wait
@@ -111,16 +113,16 @@ Plan choose_plan(Codes codes) {
     if (c == 0) {
       ++run;
     } else if (run != 0) {
-      for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += run >> z;
+      add_quotients(run);
       run = 0;
     }
   }
-  run_count = static_cast<int64_t>(size) - all[0];  // the runs ended by a nonzero value
+  const int64_t nonzero_count = static_cast<int64_t>(size) - all[0];
+  run_count = nonzero_count;  // the runs ended by a nonzero value
   end_run(run);
   nonzero = all;
   nonzero[0] = 0;
   Plan best;
-  const int64_t nonzero_count = static_cast<int64_t>(codes.size()) - all[0];
   if (nonzero_count == 0) {
     // A slice codes at least one value: an all-zero slice codes its last zero, the rest is a run.
     run_quotients = {};
