@@ -371,3 +371,51 @@ def test_planner_values_have_readable_reprs():
     assert repr(banded).startswith("CascadePlan(parts 0..2: 16 stripes of 4 rows x 4 column bands, ")
     proposal = _core.generate_proposals(g, arch, _core.ProposalOptions())[0]
     assert repr(proposal).startswith("Proposal(") and " cycles)" in repr(proposal)
+
+
+def test_a_tensor_several_parts_write_is_one_buffer_of_its_cascade():
+    """Two convolutions writing the halves of one concatenation, read by a third: run whole in
+    one cascade, the concatenation is one buffer, counted once."""
+    g = _core.PlanGraph()
+    x = g.add_tensor(_tensor("x", 16, 16, 8))
+    cat = g.add_tensor(_tensor("cat", 16, 16, 16))
+    out = g.add_tensor(_tensor("out", 16, 16, 8))
+    g.add_part(_conv_part("left", x, cat, 16, 16, 8, 8))
+    g.add_part(_conv_part("right", x, cat, 16, 16, 8, 8))
+    g.add_part(_conv_part("after", cat, out, 16, 16, 16, 8))
+    g.inputs, g.outputs = [x], [out]
+    cascade = _core.plan_cascade(g, 0, 3, 16, cascader.arch.arch_config("ethos-u55-128"))
+    assert [b.tensor for b in cascade.buffers] == [cat]
+    assert cascade.buffer_bytes == 16 * 16 * 16
+
+
+def test_proposal_schedule_makes_each_cascade_one_step():
+    """The schedule a proposal is scored on: each cascade one step, its rolled tensors rolling
+    buffers written there instead of whole buffers, and the layout's SRAM the score."""
+    from cascader import memory as mem
+    from cascader.compiler import lower, schedule
+    from cascader.planner import plan_schedule
+    from cascader.schedule import _Target, memory_schedule, without_weight_buffers
+
+    part, segments = lower(zoo.get("mobilenet_v2"))
+    buffered = schedule(part, segments, "ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram")
+    lean = without_weight_buffers(buffered)
+    frontier = plan_schedule(lean, part.graph, _Target.of(buffered), buffered=buffered)
+    uncascaded = mem.core_schedule(memory_schedule(lean, part.graph)[0])
+    config = mem.MemoryConfig.for_target("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram")
+    point = frontier.points[0]
+    proposal = point.proposal
+    cascades = proposal.cascades
+    assert any(c.buffers for c in cascades)
+    s = _core.proposal_schedule(frontier.graph, proposal, uncascaded)
+    assert len(s.steps) == len(cascades) + 2
+    names = [b[0] for b in s.buffers]
+    for c in cascades:
+        for b in c.buffers:
+            whole = frontier.graph.tensors[b.tensor].name
+            assert whole not in names and f"{whole} (rolling, {b.rows}x{b.columns})" in names
+    assert _core.layout_schedule(s, config.to_core()).arenas.fast_size == point.sram_bytes
+    assert _core.proposal_sram(frontier.graph, cascades, uncascaded, config.to_core()) == point.sram_bytes
+    short = mem.core_schedule(mem.Schedule([], [], []))
+    with pytest.raises(cascader.InvalidArgumentError, match="steps"):
+        _core.proposal_schedule(frontier.graph, proposal, short)

@@ -293,11 +293,11 @@ def _enum(enum_type: Any, names: tuple[str, ...], value: str, what: str) -> Any:
     return getattr(enum_type, value)
 
 
-def live_ranges(schedule: Schedule) -> ScheduleRanges:
-    """Live ranges of every buffer of a schedule (see the rules in memory/buffer_schedule.hpp)."""
+def core_schedule(schedule: Schedule) -> "_core.BufferSchedule":
+    """The C++ core's copy of a schedule (live ranges and layouts are computed there)."""
     buffers = [
         (b.name, _enum(_core.BufferKind, BUFFER_KINDS, b.kind, f"kind of buffer {b.name!r}"), int(b.size),
-         int(b.alignment), bool(b.persistent))
+         int(b.alignment), bool(b.persistent), float(b.access_bytes), bool(b.constant), bool(b.cpu_visible))
         for b in schedule.buffers
     ]
     steps = [(s.reads, s.writes) for s in schedule.steps]  # any sequences: the binding copies them
@@ -305,12 +305,20 @@ def live_ranges(schedule: Schedule) -> ScheduleRanges:
         (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"), int(a.shift))
         for a in schedule.aliases
     ]
-    r = _core.build_live_ranges(buffers, steps, aliases)
+    return _core.BufferSchedule(buffers, steps, aliases)
+
+
+def _ranges(r: "_core.ScheduleLiveRanges") -> ScheduleRanges:
     as_array = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
     return ScheduleRanges(
         as_array(r.start), as_array(r.end), as_array(r.size), as_array(r.alignment), as_array(r.range_buffer),
         as_array(r.buffer_range), as_array(r.buffer_offset), tuple(r.ties),
     )
+
+
+def live_ranges(schedule: Schedule) -> ScheduleRanges:
+    """Live ranges of every buffer of a schedule (see the rules in memory/buffer_schedule.hpp)."""
+    return _ranges(_core.build_live_ranges(core_schedule(schedule)))
 
 
 # --- arena layout ----------------------------------------------------------------------------
@@ -355,6 +363,16 @@ class MemoryConfig:
             shared_sram=fast == slow,
             **options,
         )
+
+    def to_core(self) -> "_core.MemoryConfig":
+        if self.solver not in ("exact", "greedy"):
+            raise InvalidArgumentError(f"MemoryConfig.solver must be 'exact' or 'greedy', not {self.solver!r}")
+        c = _core.MemoryConfig()
+        c.fast_capacity = -1 if self.fast_capacity is None else int(self.fast_capacity)
+        c.slow_capacity = -1 if self.slow_capacity is None else int(self.slow_capacity)
+        c.fast_cycles_per_byte, c.slow_cycles_per_byte = float(self.fast_cycles_per_byte), float(self.slow_cycles_per_byte)
+        c.exact, c.time_limit_s, c.shared = self.solver == "exact", float(self.time_limit), self.shared_sram
+        return c
 
 
 @dataclass(frozen=True)
@@ -413,44 +431,15 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
     their own arenas.
     """
     config = config or MemoryConfig()
-    if config.solver not in ("exact", "greedy"):
-        raise InvalidArgumentError(f"MemoryConfig.solver must be 'exact' or 'greedy', not {config.solver!r}")
-    ranges = live_ranges(schedule)
-    n = ranges.start.size
-    # Plain lists: the loops below index them per buffer (numpy scalars cost ten times more).
-    buffer_range, buffer_offset = ranges.buffer_range.tolist(), ranges.buffer_offset.tolist()
-    # One arena buffer per live range, carrying the flags of its root buffer and the summed
-    # access bytes of every buffer that shares it.
-    roots = [schedule.buffers[b] for b in ranges.range_buffer.tolist()]
-    access = [0.0] * n
-    cpu_visible = [False] * n
-    for i, buf in enumerate(schedule.buffers):
-        access[buffer_range[i]] += buf.access_bytes
-        cpu_visible[buffer_range[i]] |= buf.cpu_visible
-    result = _core.layout_arenas(
-        ranges.start, ranges.end, ranges.size, ranges.alignment,
-        [b.persistent or b.kind == "lut" for b in roots], [b.constant for b in roots],
-        [not (b.persistent or b.kind == "lut" or b.constant) for b in roots],
-        # In Shared_Sram `scratch` is the fast arena itself: nothing to pin.
-        [v and not config.shared_sram for v in cpu_visible], access,
-        # Shared_Sram has nowhere to evict to: lay out unbounded, then hold it to the capacity.
-        -1 if config.fast_capacity is None or config.shared_sram else int(config.fast_capacity),
-        -1 if config.slow_capacity is None else int(config.slow_capacity),
-        float(config.fast_cycles_per_byte), float(config.slow_cycles_per_byte), config.solver == "exact",
-        float(config.time_limit), list(ranges.ties),
-    )
+    laid = _core.layout_schedule(core_schedule(schedule), config.to_core())
+    ranges, result = laid.ranges, laid.arenas
+    buffer_range, buffer_offset = ranges.buffer_range, ranges.buffer_offset
     fast_name = "scratch" if config.shared_sram else "scratch_fast"
     names = {_core.Arena.fast: fast_name, _core.Arena.slow: "scratch", _core.Arena.persistent: "persistent",
              _core.Arena.flash: "flash"}
-    if config.shared_sram and config.fast_capacity is not None and result.fast_size > config.fast_capacity:
-        raise BudgetError(
-            f"Shared_Sram: the scratch arena needs {result.fast_size:,} B, over the SRAM capacity of "
-            f"{config.fast_capacity:,} B; raise the SRAM size to at least that or use Dedicated_Sram with eviction"
-        )
     placed = []
     arena, offset = list(result.arena), [int(o) for o in result.offset]
-    start, end, size, range_buffer = (ranges.start.tolist(), ranges.end.tolist(), ranges.size.tolist(),
-                                      ranges.range_buffer.tolist())
+    start, end, size, range_buffer = ranges.start, ranges.end, ranges.size, ranges.range_buffer
     for i, buf in enumerate(schedule.buffers):
         r = buffer_range[i]
         placed.append(PlacedBuffer(

@@ -39,7 +39,7 @@ from .tflite import Model
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
 # The least SRAM (`lay_out_leanest`): of the LEAST_SCORED leanest proposals by the planner's
 # bound, LEAST_LAID_OUT by that bound and as many by the one-step score are laid out stripe by
-# stripe, as the compile does. Scoring a proposal costs about 2 ms, laying it out 20-60 ms.
+# stripe, as the compile does. Scoring a proposal costs about 0.5 ms, laying it out 20-60 ms.
 # MobileNetV1-0.75's least (158,976 B) is not among the first 8 by bound (the least of those is
 # 165,888 B), and is among the first 12; 16 gave every shared model the least an unbounded
 # search gives.
@@ -275,70 +275,12 @@ def _without_weight_buffers(pg, proposal, target: _Target, plans: dict) -> _Prop
     return _Proposal(cascades, memory, sum(c.cycles for c in cascades))
 
 
-def _layout_sram(pg, proposal, msched: mem.Schedule, config: mem.MemoryConfig) -> int:
-    """The SRAM the exact allocator lays out for a proposal: each cascade is one step, its
-    internal tensors rolling buffers that live in it alone. (The uncascaded schedule's in-place
-    aliases are not carried over: this can only overstate the SRAM.)"""
-    parts, tensors = pg.parts, pg.tensors  # each read of these copies the whole list
-    rolled = {b.tensor for c in proposal.cascades for b in c.buffers}
-    keep = [b for b in range(len(msched.buffers)) if b not in rolled]
-    position = {b: k for k, b in enumerate(keep)}
-    buffers = [msched.buffers[b] for b in keep]
-
-    def renumber(ids) -> tuple[int, ...]:
-        return tuple(sorted({position[b] for b in ids if b in position}))
-
-    steps = [mem.Step((), renumber(msched.steps[0].writes), "inputs")]
-    for c in proposal.cascades:
-        held = {b.tensor: b for b in c.buffers}
-        reads, writes = set(), set()
-        for k in range(c.first, c.last):
-            part = parts[k]
-            reads.update(t for t in part.inputs if t not in held)
-            # Copies of broadcast constants (schedule.copied_constants): no part's tensor, read
-            # at the part's step (part k is step k + 1).
-            reads.update(b for b in msched.steps[k + 1].reads if msched.buffers[b].kind == "copy")
-            if part.output not in held:
-                writes.add(part.output)
-        rolling = []
-        for t, b in held.items():
-            buffers.append(mem.ScheduledBuffer(f"{tensors[t].name} (rolling, {b.rows}x{b.columns})", "feature_map",
-                                               b.bytes))
-            rolling.append(len(buffers) - 1)
-        if c.weight_buffer_bytes:
-            buffers.append(mem.ScheduledBuffer(f"cascade {c.first}..{c.last - 1} weights", "weights",
-                                               c.weight_buffer_bytes))
-            rolling.append(len(buffers) - 1)
-        steps.append(mem.Step(renumber(reads), renumber(writes) + tuple(rolling), f"cascade {c.first}..{c.last - 1}"))
-    steps.append(mem.Step(renumber(msched.steps[-1].reads), (), "outputs"))
-    # An in-place alias stays valid where its operation still runs alone (a one-part group):
-    # inside a cascade, other parts may still read rows of the operand it overwrites.
-    alone = {c.first for c in proposal.cascades if c.last - c.first == 1}
-    writer = {p.output: k for k, p in enumerate(parts)}
-    aliases = [replace(a, buffer=position[a.buffer], target=position[a.target]) for a in msched.aliases
-               if a.buffer in position and a.target in position and writer.get(a.buffer) in alone]
-    # Each cascade's sink written over the input it consumes, as the planner counted it (not
-    # where an in-place alias already joins the two).
-    in_place = {a.buffer: a.target for a in aliases}
-
-    def group(b: int) -> int:
-        while b in in_place:
-            b = in_place[b]
-        return b
-
-    lowers, uppers = set(), set()  # a range is the sink of one staircase and the source of one
-    for c in proposal.cascades:
-        sink, source = parts[c.last - 1].output, c.staircase_tensor
-        if source < 0 or sink not in position or source not in position:
-            continue
-        low, up = group(position[sink]), group(position[source])
-        if low != up and low not in lowers and up not in uppers:
-            aliases.append(mem.Alias(position[sink], position[source], kind="staircase", shift=c.staircase_shift))
-            lowers.add(low)
-            uppers.add(up)
-    from .compiler import sram_bytes
-
-    return sram_bytes(mem.layout(mem.Schedule(buffers, steps, aliases), config), config)
+def _layout_sram(pg, proposal, uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> int:
+    """The SRAM the exact allocator lays out for a proposal, each cascade one step
+    (proposal/proposal_layout.hpp); `uncascaded` is the core's copy of the uncascaded schedule's
+    `memory_schedule` (`mem.core_schedule`)."""
+    return _core.proposal_sram(pg, proposal if isinstance(proposal, _core.Proposal) else proposal.cascades, uncascaded,
+                               config.to_core())
 
 
 @paused_gc()
@@ -395,7 +337,7 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
     if frontier.scored:
         scores = {id(p): p.sram_bytes for p in near}
     else:
-        lean_memory = memory_schedule(lean, graph)[0]
+        lean_memory = mem.core_schedule(memory_schedule(lean, graph)[0])
         scores = {id(p): _layout_sram(frontier.graph, p.proposal, lean_memory, config) for p in near}
     by_score = sorted(near, key=lambda p: (scores[id(p)], p.cycles))
     for point in by_score[:LEAST_LAID_OUT] + by_bound[:LEAST_LAID_OUT]:
@@ -433,7 +375,7 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
     plans: dict = {}
     proposals += [lean for p in proposals if (lean := _without_weight_buffers(pg, p, target, plans)) is not None]
     if score:
-        msched, _, _ = memory_schedule(sched, graph)
+        msched = mem.core_schedule(memory_schedule(sched, graph)[0])
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
         scored = [PlanPoint(_layout_sram(pg, p, msched, config), p.cycles, p, p.memory) for p in proposals]
     else:

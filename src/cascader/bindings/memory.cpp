@@ -11,6 +11,7 @@
 #include "cascader/memory/exact_allocator.hpp"
 #include "cascader/memory/greedy_allocator.hpp"
 #include "cascader/memory/live_range.hpp"
+#include "cascader/memory/schedule_layout.hpp"
 #include "cascader/memory/staircase.hpp"
 
 namespace py = pybind11;
@@ -38,6 +39,8 @@ std::vector<LiveRange> to_ranges(const I64Array& start, const I64Array& end, con
 }
 
 using TieTuple = std::tuple<int, int, int64_t>;  // lower, upper, offset
+// name, kind, size, alignment, persistent, access_bytes, constant, cpu_visible
+using BufferTuple = std::tuple<std::string, BufferKind, int64_t, int64_t, bool, double, bool, bool>;
 
 std::vector<Tie> to_ties(const std::vector<TieTuple>& ties) {
   std::vector<Tie> out;
@@ -158,24 +161,43 @@ void bind_memory(py::module_& m) {
         return v;
       });
 
-  m.def(
-      "build_live_ranges",
-      [](const std::vector<std::tuple<std::string, BufferKind, int64_t, int64_t, bool>>& buffers,
-         const std::vector<std::pair<std::vector<int>, std::vector<int>>>& steps,
-         const std::vector<std::tuple<int, int, int64_t, AliasKind, int64_t>>& aliases) {
-        BufferSchedule s;
-        for (const auto& [name, kind, size, alignment, persistent] : buffers) {
-          s.buffers.push_back({name, kind, size, alignment, persistent});
+  py::class_<BufferSchedule>(m, "BufferSchedule")
+      .def(py::init([](const std::vector<BufferTuple>& buffers,
+                       const std::vector<std::pair<std::vector<int>, std::vector<int>>>& steps,
+                       const std::vector<std::tuple<int, int, int64_t, AliasKind, int64_t>>& aliases) {
+             BufferSchedule s;
+             for (const auto& [name, kind, size, alignment, persistent, access_bytes, constant, cpu_visible] : buffers) {
+               s.buffers.push_back({name, kind, size, alignment, persistent, access_bytes, constant, cpu_visible});
+             }
+             for (const auto& [reads, writes] : steps) s.steps.push_back({reads, writes});
+             for (const auto& [buffer, target, offset, kind, shift] : aliases) {
+               s.aliases.push_back({buffer, target, offset, kind, shift});
+             }
+             return s;
+           }),
+           py::arg("buffers"), py::arg("steps"), py::arg("aliases"),
+           "buffers: (name, kind, size, alignment, persistent, access_bytes, constant, cpu_visible); "
+           "steps: (reads, writes); aliases: (buffer, target, offset, kind, shift).")
+      .def("__len__", [](const BufferSchedule& s) { return s.buffers.size(); })
+      .def_property_readonly("buffers", [](const BufferSchedule& s) {
+        std::vector<BufferTuple> v;
+        for (const ScheduledBuffer& b : s.buffers) {
+          v.emplace_back(b.name, b.kind, b.size, b.alignment, b.persistent, b.access_bytes, b.constant, b.cpu_visible);
         }
-        for (const auto& [reads, writes] : steps) s.steps.push_back({reads, writes});
-        for (const auto& [buffer, target, offset, kind, shift] : aliases) {
-          s.aliases.push_back({buffer, target, offset, kind, shift});
-        }
-        return build_live_ranges(s);
-      },
-      py::arg("buffers"), py::arg("steps"), py::arg("aliases"),
-      "buffers: (name, kind, size, alignment, persistent); steps: (reads, writes); "
-      "aliases: (buffer, target, offset, kind, shift).");
+        return v;
+      })
+      .def_property_readonly("steps", [](const BufferSchedule& s) {
+        std::vector<std::pair<std::vector<int>, std::vector<int>>> v;
+        for (const Step& t : s.steps) v.emplace_back(t.reads, t.writes);
+        return v;
+      })
+      .def_property_readonly("aliases", [](const BufferSchedule& s) {
+        std::vector<std::tuple<int, int, int64_t, AliasKind, int64_t>> v;
+        for (const Alias& a : s.aliases) v.emplace_back(a.buffer, a.target, a.offset, a.kind, a.shift);
+        return v;
+      });
+
+  m.def("build_live_ranges", &build_live_ranges, py::arg("schedule"));
 
   py::enum_<Arena>(m, "Arena")
       .value("fast", Arena::Fast)
@@ -193,31 +215,19 @@ void bind_memory(py::module_& m) {
       .def_readonly("slow_lower_bound", &ArenaLayout::slow_lower_bound)
       .def_readonly("eviction_cycles", &ArenaLayout::eviction_cycles);
 
-  m.def(
-      "layout_arenas",
-      [](const I64Array& start, const I64Array& end, const I64Array& size, const I64Array& alignment,
-         const std::vector<bool>& persistent, const std::vector<bool>& constant, const std::vector<bool>& evictable,
-         const std::vector<bool>& slow_only, const std::vector<double>& access_bytes, int64_t fast_capacity, int64_t slow_capacity,
-         double fast_cycles_per_byte, double slow_cycles_per_byte, bool exact, double time_limit_s,
-         const std::vector<TieTuple>& ties) {
-        const std::vector<LiveRange> ranges = to_ranges(start, end, size, alignment);
-        if (persistent.size() != ranges.size() || constant.size() != ranges.size() ||
-            evictable.size() != ranges.size() || slow_only.size() != ranges.size() ||
-            access_bytes.size() != ranges.size()) {
-          throw InvalidArgument("persistent, constant, evictable, slow_only and access_bytes need one entry per buffer");
-        }
-        std::vector<ArenaBuffer> buffers;
-        for (size_t i = 0; i < ranges.size(); ++i) {
-          buffers.push_back({ranges[i], persistent[i], constant[i], evictable[i], slow_only[i], access_bytes[i]});
-        }
-        MemoryConfig config{fast_capacity, slow_capacity, fast_cycles_per_byte, slow_cycles_per_byte, exact,
-                            time_limit_s};
-        return layout_arenas(buffers, config, to_ties(ties));
-      },
-      py::arg("start"), py::arg("end"), py::arg("size"), py::arg("alignment"), py::arg("persistent"),
-      py::arg("constant"), py::arg("evictable"), py::arg("slow_only"), py::arg("access_bytes"), py::arg("fast_capacity"),
-      py::arg("slow_capacity"), py::arg("fast_cycles_per_byte"), py::arg("slow_cycles_per_byte"), py::arg("exact"),
-      py::arg("time_limit_s"), py::arg("ties") = std::vector<TieTuple>{});
+  py::class_<MemoryConfig>(m, "MemoryConfig")
+      .def(py::init<>())
+      .def_readwrite("fast_capacity", &MemoryConfig::fast_capacity)
+      .def_readwrite("slow_capacity", &MemoryConfig::slow_capacity)
+      .def_readwrite("fast_cycles_per_byte", &MemoryConfig::fast_cycles_per_byte)
+      .def_readwrite("slow_cycles_per_byte", &MemoryConfig::slow_cycles_per_byte)
+      .def_readwrite("exact", &MemoryConfig::exact)
+      .def_readwrite("time_limit_s", &MemoryConfig::time_limit_s)
+      .def_readwrite("shared", &MemoryConfig::shared);
+  py::class_<ScheduleLayout>(m, "ScheduleLayout")
+      .def_readonly("ranges", &ScheduleLayout::ranges)
+      .def_readonly("arenas", &ScheduleLayout::arenas);
+  m.def("layout_schedule", &layout_schedule, py::arg("schedule"), py::arg("config"));
 }
 
 }  // namespace cascader::bindings

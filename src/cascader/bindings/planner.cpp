@@ -7,6 +7,7 @@
 #include "cascader/plan/configs.hpp"
 #include "cascader/plan/pareto.hpp"
 #include "cascader/proposal/proposal.hpp"
+#include "cascader/proposal/proposal_layout.hpp"
 
 namespace py = pybind11;
 
@@ -153,6 +154,16 @@ void bind_planner(py::module_& m) {
         py::arg("graph"), py::arg("plan"));
   m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),
         py::call_guard<py::gil_scoped_release>());
+  // A proposal from generate_proposals, or its cascades (cascader.planner rebuilds some).
+  m.def("proposal_sram", [](const PlanGraph& g, const Proposal& p, const BufferSchedule& uncascaded,
+                            const MemoryConfig& config) { return proposal_sram(g, p.cascades, uncascaded, config); },
+        py::arg("graph"), py::arg("proposal"), py::arg("uncascaded"), py::arg("config"));
+  m.def("proposal_sram", &proposal_sram, py::arg("graph"), py::arg("cascades"), py::arg("uncascaded"),
+        py::arg("config"));
+  m.def("proposal_schedule", [](const PlanGraph& g, const Proposal& p, const BufferSchedule& uncascaded) {
+    return proposal_schedule(g, p.cascades, uncascaded);
+  }, py::arg("graph"), py::arg("proposal"), py::arg("uncascaded"));
+  m.def("proposal_schedule", &proposal_schedule, py::arg("graph"), py::arg("cascades"), py::arg("uncascaded"));
   m.def("pareto_frontier", [](const std::vector<std::pair<int64_t, double>>& pts) {
     std::vector<CostPoint> p;
     for (const auto& [m_, c] : pts) p.push_back(CostPoint{m_, c});

@@ -41,6 +41,10 @@ struct MemoryConfig {
   double slow_cycles_per_byte = 0.0;
   bool exact = true;           // exact allocator for the final layout (greedy: best fit)
   double time_limit_s = 0.5;   // per exact allocation
+  // Shared_Sram / Sram_Only: the fast and slow arenas are one memory. Read by layout_schedule
+  // (schedule_layout.hpp): nothing is pinned to the slow arena or evicted, and the fast
+  // capacity is a hard limit on the one arena.
+  bool shared = false;
 };
 
 struct ArenaLayout {

@@ -48,6 +48,10 @@ struct ScheduledBuffer {
   int64_t size = 0;
   int64_t alignment = 16;   // the NPU needs 16 B aligned addresses
   bool persistent = false;  // outlives one inference (state); the LUT always does
+  // What the arena layout (schedule_layout.hpp) needs beyond the live range:
+  double access_bytes = 0;  // bytes the NPU moves per inference (the price of evicting it)
+  bool constant = false;    // read-only data (encoded weights, constants): flash
+  bool cpu_visible = false; // an NPU subgraph's IFM or OFM: TFLM places it, in `scratch`
 };
 
 struct Step {

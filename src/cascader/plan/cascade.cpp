@@ -365,7 +365,10 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
     for (int k = first; k + 1 < last; ++k) {
       const int t = graph.parts[size_t(k)].output;
       const PlanTensor& tensor = graph.tensors[size_t(t)];
-      if (uses.last[size_t(t)] < last) {
+      // A tensor several parts write (a concatenation's slices) is one buffer.
+      const bool written_before = std::any_of(plan.buffers.begin(), plan.buffers.end(),
+                                              [t](const RollingBuffer& b) { return b.tensor == t; });
+      if (uses.last[size_t(t)] < last && !written_before) {
         plan.buffers.push_back(RollingBuffer{t, tensor.shape[H], tensor.shape[W], tensor.bytes});
         plan.buffer_bytes += tensor.bytes;
       }

@@ -1,0 +1,136 @@
+#include "cascader/proposal/proposal_layout.hpp"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "cascader/common/error.hpp"
+#include "cascader/memory/schedule_layout.hpp"
+
+namespace cascader {
+
+BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<CascadePlan>& cascades,
+                                 const BufferSchedule& uncascaded) {
+  const size_t n = uncascaded.buffers.size();
+  if (uncascaded.steps.size() != graph.parts.size() + 2) {
+    throw InvalidArgument("the uncascaded schedule has " + std::to_string(uncascaded.steps.size()) +
+                          " steps; the graph's " + std::to_string(graph.parts.size()) +
+                          " parts need one each, between the inputs and outputs steps");
+  }
+  // Rolled tensors get no whole buffer; the rest keep theirs, renumbered in order.
+  std::vector<int> position(n, 0);
+  for (const CascadePlan& c : cascades) {
+    for (const RollingBuffer& b : c.buffers) {
+      if (b.tensor >= 0 && size_t(b.tensor) < n) position[size_t(b.tensor)] = -1;
+    }
+  }
+  BufferSchedule out;
+  for (size_t b = 0; b < n; ++b) {
+    if (position[b] < 0) continue;
+    position[b] = int(out.buffers.size());
+    out.buffers.push_back(uncascaded.buffers[b]);
+  }
+  // Tensors beyond the uncascaded buffers (a CPU part's empty output) and rolled ones drop out.
+  const auto kept = [&](int t) { return t >= 0 && size_t(t) < n && position[size_t(t)] >= 0; };
+  const auto renumbered = [&](const std::vector<int>& ids) {
+    std::vector<int> out_ids;
+    for (int t : ids) {
+      if (kept(t)) out_ids.push_back(position[size_t(t)]);
+    }
+    std::sort(out_ids.begin(), out_ids.end());
+    out_ids.erase(std::unique(out_ids.begin(), out_ids.end()), out_ids.end());
+    return out_ids;
+  };
+  out.steps.push_back({{}, renumbered(uncascaded.steps.front().writes)});
+  for (const CascadePlan& c : cascades) {
+    if (c.first < 0 || c.last > int(graph.parts.size()) || c.first >= c.last) {
+      throw InvalidArgument("a cascade of parts [" + std::to_string(c.first) + ", " + std::to_string(c.last) +
+                            ") in a graph of " + std::to_string(graph.parts.size()));
+    }
+    std::unordered_set<int> held;
+    for (const RollingBuffer& b : c.buffers) {
+      if (b.tensor < 0 || size_t(b.tensor) >= graph.tensors.size()) {
+        throw InvalidArgument("a rolling buffer of tensor " + std::to_string(b.tensor) + " in a graph of " +
+                              std::to_string(graph.tensors.size()) + " tensors");
+      }
+      held.insert(b.tensor);
+    }
+    std::vector<int> reads, writes;
+    for (int k = c.first; k < c.last; ++k) {
+      const Part& part = graph.parts[size_t(k)];
+      for (int t : part.inputs) {
+        if (!held.count(t)) reads.push_back(t);
+      }
+      // Copies of broadcast constants are no part's tensor: read at the part's step.
+      for (int t : uncascaded.steps[size_t(k) + 1].reads) {
+        if (t >= 0 && size_t(t) < n && uncascaded.buffers[size_t(t)].kind == BufferKind::Copy) reads.push_back(t);
+      }
+      if (!held.count(part.output)) writes.push_back(part.output);
+    }
+    Step step{renumbered(reads), renumbered(writes)};
+    for (const RollingBuffer& b : c.buffers) {
+      ScheduledBuffer rolling;
+      rolling.name = graph.tensors[size_t(b.tensor)].name + " (rolling, " + std::to_string(b.rows) + "x" +
+                     std::to_string(b.columns) + ")";
+      rolling.size = b.bytes;
+      step.writes.push_back(int(out.buffers.size()));
+      out.buffers.push_back(std::move(rolling));
+    }
+    if (c.weight_buffer_bytes) {
+      ScheduledBuffer weights;
+      weights.name = "cascade " + std::to_string(c.first) + ".." + std::to_string(c.last - 1) + " weights";
+      weights.kind = BufferKind::Weights;
+      weights.size = c.weight_buffer_bytes;
+      step.writes.push_back(int(out.buffers.size()));
+      out.buffers.push_back(std::move(weights));
+    }
+    out.steps.push_back(std::move(step));
+  }
+  out.steps.push_back({renumbered(uncascaded.steps.back().reads), {}});
+
+  std::unordered_set<int> alone;  // the first part of each one-part cascade
+  for (const CascadePlan& c : cascades) {
+    if (c.last - c.first == 1) alone.insert(c.first);
+  }
+  std::unordered_map<int, int> writer;  // tensor -> the last part writing it
+  for (size_t k = 0; k < graph.parts.size(); ++k) writer[graph.parts[k].output] = int(k);
+  std::unordered_map<int, int> joined;  // renumbered buffer -> the buffer its alias uses
+  for (const Alias& a : uncascaded.aliases) {
+    if (!kept(a.buffer) || !kept(a.target)) continue;
+    const auto w = writer.find(a.buffer);
+    if (w == writer.end() || !alone.count(w->second)) continue;
+    Alias renamed = a;
+    renamed.buffer = position[size_t(a.buffer)];
+    renamed.target = position[size_t(a.target)];
+    out.aliases.push_back(renamed);
+    joined[renamed.buffer] = renamed.target;
+  }
+  const auto group = [&](int b) {
+    for (auto it = joined.find(b); it != joined.end(); it = joined.find(b)) b = it->second;
+    return b;
+  };
+  std::unordered_set<int> lowers, uppers;  // a range is the sink of one staircase and the source of one
+  for (const CascadePlan& c : cascades) {
+    const int sink = graph.parts[size_t(c.last - 1)].output, source = c.staircase_tensor;
+    if (source < 0 || !kept(sink) || !kept(source)) continue;
+    const int low = group(position[size_t(sink)]), up = group(position[size_t(source)]);
+    if (low == up || lowers.count(low) || uppers.count(up)) continue;
+    Alias staircase;
+    staircase.buffer = position[size_t(sink)];
+    staircase.target = position[size_t(source)];
+    staircase.kind = AliasKind::Staircase;
+    staircase.shift = c.staircase_shift;
+    out.aliases.push_back(staircase);
+    lowers.insert(low);
+    uppers.insert(up);
+  }
+  return out;
+}
+
+int64_t proposal_sram(const PlanGraph& graph, const std::vector<CascadePlan>& cascades,
+                      const BufferSchedule& uncascaded, const MemoryConfig& config) {
+  return layout_schedule(proposal_schedule(graph, cascades, uncascaded), config).arenas.fast_size;
+}
+
+}  // namespace cascader
