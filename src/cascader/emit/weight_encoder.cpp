@@ -446,13 +446,19 @@ EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const 
       part.reserve(volume * static_cast<size_t>((n + cores - 1) / cores));
       std::vector<BiasScale> scales;
       for (int c = first + core; c < first + n; c += cores) {
+        const int32_t* weights = ohwi.data() + static_cast<size_t>(c) * volume;
+        const int64_t zero_point = zero_points[static_cast<size_t>(c)];
+        // The range is checked once per channel: a branch per weight keeps the loop scalar.
+        int64_t low = 0, high = 0;
         for (size_t k = 0; k < volume; ++k) {
-          const int64_t w = int64_t(ohwi[static_cast<size_t>(c) * volume + k]) - zero_points[static_cast<size_t>(c)];
-          if (w < -255 || w > 255) {
-            throw InvalidArgument("OFM channel " + std::to_string(c) + ": weight minus zero point is " +
-                                  std::to_string(w) + ", outside -255..255");
-          }
+          const int64_t w = int64_t(weights[k]) - zero_point;
+          low = std::min(low, w);
+          high = std::max(high, w);
           part.push_back(static_cast<int16_t>(w));
+        }
+        if (low < -255 || high > 255) {
+          throw InvalidArgument("OFM channel " + std::to_string(c) + ": weight minus zero point is " +
+                                std::to_string(low < -255 ? low : high) + ", outside -255..255");
         }
         scales.push_back(channels[static_cast<size_t>(c)]);
       }

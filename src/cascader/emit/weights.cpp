@@ -186,12 +186,16 @@ std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
 
 namespace {
 
-// Walks the NPU's weight order, calling visit(ofm, ky, kx, ifm, valid) once per stream value.
+// Walks the NPU's weight order a run at a time: visit(ofm, ky, kx, ifm, count, valid) stands for
+// `count` consecutive stream values, those of input channels ifm .. ifm + count - 1, of which
+// the first `valid` exist (the rest are padding, zero in the stream). A run is one micro-block's
+// input channels (one value for depthwise): the per-value work is then a copy, not a walk.
 template <typename Visit>
 void walk_weight_order(const WeightLayout& l, Visit visit) {
   const int ifm_block_depth = (l.part_kernel_first || l.ifm_bits == 16) ? 16 : 32;
   const int decomp_h = 8 / l.dilation_y, decomp_w = 8 / l.dilation_x;
   const int ifm_depth = l.depthwise ? 1 : l.ifm_depth;
+  const int iz_count = l.depthwise ? 1 : l.ifm_ublock_depth;
   for (int ofm_block = 0; ofm_block < l.ofm_depth; ofm_block += l.ofm_block_depth) {
     const int ofm_block_depth = std::min(l.ofm_block_depth, l.ofm_depth - ofm_block);
     for (int ifm_block = 0; ifm_block < (l.depthwise ? 1 : ifm_depth); ifm_block += ifm_block_depth) {
@@ -216,15 +220,12 @@ void walk_weight_order(const WeightLayout& l, Visit visit) {
               for (int e = 0; e < elements; ++e) {
                 const int kx = e % sub_w, ky = e / sub_w;
                 for (int ifm_inner = 0; ifm_inner < inner; ifm_inner += l.ifm_ublock_depth) {
+                  const int ifm = ifm_block + ifm_inner + ifm_outer;
                   for (int oz = 0; oz < l.ofm_ublock_depth; ++oz) {
-                    const int iz_count = l.depthwise ? 1 : l.ifm_ublock_depth;
-                    for (int iz = 0; iz < iz_count; ++iz) {
-                      const int ifm = ifm_block + ifm_inner + ifm_outer + iz;
-                      const int ofm = ofm_block + ofm_ublk + oz;
-                      const bool valid = ifm < ifm_depth && ofm < l.ofm_depth && ky < sub_h &&
-                                         ofm_ublk + oz < ofm_block_depth;
-                      visit(ofm, sub_y + ky, sub_x + kx, ifm, valid);
-                    }
+                    const int ofm = ofm_block + ofm_ublk + oz;
+                    const bool exists = ofm < l.ofm_depth && ky < sub_h && ofm_ublk + oz < ofm_block_depth;
+                    const int valid = exists ? std::clamp(ifm_depth - ifm, 0, iz_count) : 0;
+                    visit(ofm, sub_y + ky, sub_x + kx, ifm, iz_count, valid);
                   }
                 }
               }
@@ -250,7 +251,7 @@ void check_layout(const WeightLayout& l) {
 size_t padded_weight_count(const WeightLayout& layout) {
   check_layout(layout);
   size_t n = 0;
-  walk_weight_order(layout, [&](int, int, int, int, bool) { ++n; });
+  walk_weight_order(layout, [&](int, int, int, int, int count, int) { n += size_t(count); });
   return n;
 }
 
@@ -260,13 +261,16 @@ std::vector<int16_t> unpack_weights(const std::vector<int16_t>& stream, const We
   std::vector<int16_t> ohwi(static_cast<size_t>(l.ofm_depth) * l.kernel_height * l.kernel_width * ifm_depth, 0);
   size_t k = 0;
   bool short_stream = false;
-  walk_weight_order(l, [&](int o, int y, int x, int i, bool valid) {
-    if (k >= stream.size()) {
+  walk_weight_order(l, [&](int o, int y, int x, int i, int count, int valid) {
+    if (short_stream || k + size_t(count) > stream.size()) {
       short_stream = true;
       return;
     }
-    const int16_t v = stream[k++];
-    if (valid) ohwi[((static_cast<size_t>(o) * l.kernel_height + y) * l.kernel_width + x) * ifm_depth + i] = v;
+    if (valid > 0) {  // else (o, y, x) may lie outside the kernel
+      const size_t at = ((static_cast<size_t>(o) * l.kernel_height + y) * l.kernel_width + x) * ifm_depth + i;
+      std::copy_n(stream.begin() + std::ptrdiff_t(k), valid, ohwi.begin() + std::ptrdiff_t(at));
+    }
+    k += size_t(count);
   });
   if (short_stream) {
     throw BinaryError("weight stream holds " + std::to_string(stream.size()) + " values, the operation needs " +
@@ -283,11 +287,14 @@ std::vector<int16_t> pack_weights(const std::vector<int16_t>& ohwi, const Weight
     throw InvalidArgument("weights hold " + std::to_string(ohwi.size()) + " values, the layout needs " +
                           std::to_string(volume));
   }
-  std::vector<int16_t> stream;
-  stream.reserve(volume);
-  walk_weight_order(l, [&](int o, int y, int x, int i, bool valid) {
-    stream.push_back(valid ? ohwi[((static_cast<size_t>(o) * l.kernel_height + y) * l.kernel_width + x) * ifm_depth + i]
-                           : int16_t{0});
+  std::vector<int16_t> stream(padded_weight_count(l), 0);
+  size_t k = 0;
+  walk_weight_order(l, [&](int o, int y, int x, int i, int count, int valid) {
+    if (valid > 0) {  // else (o, y, x) may lie outside the kernel
+      const size_t at = ((static_cast<size_t>(o) * l.kernel_height + y) * l.kernel_width + x) * ifm_depth + i;
+      std::copy_n(ohwi.begin() + std::ptrdiff_t(at), valid, stream.begin() + std::ptrdiff_t(k));
+    }
+    k += size_t(count);  // the padding stays zero
   });
   return stream;
 }
