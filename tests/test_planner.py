@@ -415,7 +415,24 @@ def test_proposal_schedule_makes_each_cascade_one_step():
             whole = frontier.graph.tensors[b.tensor].name
             assert whole not in names and f"{whole} (rolling, {b.rows}x{b.columns})" in names
     assert _core.layout_schedule(s, config.to_core()).arenas.fast_size == point.sram_bytes
-    assert _core.proposal_sram(frontier.graph, cascades, uncascaded, config.to_core()) == point.sram_bytes
+    assert _core.proposal_sram(frontier.graph, proposal, uncascaded, config.to_core()) == point.sram_bytes
+    scores = _core.proposal_srams(frontier.graph, [p.proposal for p in frontier.candidates], uncascaded, config.to_core())
+    assert scores == [p.sram_bytes for p in frontier.candidates]
     short = mem.core_schedule(mem.Schedule([], [], []))
     with pytest.raises(cascader.InvalidArgumentError, match="steps"):
         _core.proposal_schedule(frontier.graph, proposal, short)
+
+
+def test_proposals_are_the_same_on_every_run():
+    """The cascades are planned on every core: the proposals must not depend on which."""
+    from cascader.compiler import lower, schedule
+    from cascader.planner import build_graph
+    from cascader.schedule import _Target, without_weight_buffers
+
+    part, segments = lower(zoo.get("mobilenet_v2"))
+    buffered = schedule(part, segments, "ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram")
+    target = _Target.of(buffered)
+    graph = build_graph(without_weight_buffers(buffered), part.graph, target, buffered)
+    runs = [[(p.memory, p.cycles, [repr(c) for c in p.cascades])
+             for p in _core.generate_proposals(graph, target.arch, PlanOptions().to_core())] for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2] and len(runs[0]) > 2

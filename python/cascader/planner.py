@@ -247,16 +247,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     return pg
 
 
-@dataclass
-class _Proposal:
-    """A proposal rebuilt in Python (the same fields as `_core.Proposal`)."""
-
-    cascades: list
-    memory: int
-    cycles: float
-
-
-def _without_weight_buffers(pg, proposal, target: _Target, plans: dict) -> _Proposal | None:
+def _without_weight_buffers(pg, proposal, target: _Target, plans: dict) -> "_core.Proposal | None":
     """`proposal` with every cascade reading its weights from where they live (None when it
     buffers none). `plans` keeps the cascades planned so far and their memory, by cascade
     (proposals share most of them)."""
@@ -272,15 +263,14 @@ def _without_weight_buffers(pg, proposal, target: _Target, plans: dict) -> _Prop
         c, needs = plans[key]
         cascades.append(c)
         memory = max(memory, needs)
-    return _Proposal(cascades, memory, sum(c.cycles for c in cascades))
+    return _core.Proposal(cascades, memory, sum(c.cycles for c in cascades))
 
 
-def _layout_sram(pg, proposal, uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> int:
-    """The SRAM the exact allocator lays out for a proposal, each cascade one step
+def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> list[int]:
+    """The SRAM the exact allocator lays out for each proposal, each cascade one step
     (proposal/proposal_layout.hpp); `uncascaded` is the core's copy of the uncascaded schedule's
     `memory_schedule` (`mem.core_schedule`)."""
-    return _core.proposal_sram(pg, proposal if isinstance(proposal, _core.Proposal) else proposal.cascades, uncascaded,
-                               config.to_core())
+    return _core.proposal_srams(pg, proposals, uncascaded, config.to_core())
 
 
 @paused_gc()
@@ -338,7 +328,8 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
         scores = {id(p): p.sram_bytes for p in near}
     else:
         lean_memory = mem.core_schedule(memory_schedule(lean, graph)[0])
-        scores = {id(p): _layout_sram(frontier.graph, p.proposal, lean_memory, config) for p in near}
+        srams = _layout_srams(frontier.graph, [p.proposal for p in near], lean_memory, config)
+        scores = {id(p): sram for p, sram in zip(near, srams)}
     by_score = sorted(near, key=lambda p: (scores[id(p)], p.cycles))
     for point in by_score[:LEAST_LAID_OUT] + by_bound[:LEAST_LAID_OUT]:
         if id(point) in tried or (out and point.estimated_bytes - 15 >= min(o[1] for o in out)):
@@ -377,7 +368,7 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
     if score:
         msched = mem.core_schedule(memory_schedule(sched, graph)[0])
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
-        scored = [PlanPoint(_layout_sram(pg, p, msched, config), p.cycles, p, p.memory) for p in proposals]
+        scored = [PlanPoint(sram, p.cycles, p, p.memory) for p, sram in zip(proposals, _layout_srams(pg, proposals, msched, config))]
     else:
         scored = [PlanPoint(p.memory, p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])

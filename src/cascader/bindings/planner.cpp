@@ -139,6 +139,10 @@ void bind_planner(py::module_& m) {
       .def_readwrite("max_proposals", &ProposalOptions::max_proposals)
       .def_readwrite("column_bands", &ProposalOptions::column_bands);
   py::class_<Proposal>(m, "Proposal")
+      .def(py::init([](std::vector<CascadePlan> cascades, int64_t memory, double cycles) {
+             return Proposal{std::move(cascades), memory, cycles};
+           }),
+           py::arg("cascades"), py::arg("memory"), py::arg("cycles"))
       .def_readonly("cascades", &Proposal::cascades)
       .def_readonly("memory", &Proposal::memory)
       .def_readonly("cycles", &Proposal::cycles)
@@ -154,16 +158,14 @@ void bind_planner(py::module_& m) {
         py::arg("graph"), py::arg("plan"));
   m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),
         py::call_guard<py::gil_scoped_release>());
-  // A proposal from generate_proposals, or its cascades (cascader.planner rebuilds some).
   m.def("proposal_sram", [](const PlanGraph& g, const Proposal& p, const BufferSchedule& uncascaded,
                             const MemoryConfig& config) { return proposal_sram(g, p.cascades, uncascaded, config); },
         py::arg("graph"), py::arg("proposal"), py::arg("uncascaded"), py::arg("config"));
-  m.def("proposal_sram", &proposal_sram, py::arg("graph"), py::arg("cascades"), py::arg("uncascaded"),
-        py::arg("config"));
+  m.def("proposal_srams", &proposal_srams, py::arg("graph"), py::arg("proposals"), py::arg("uncascaded"),
+        py::arg("config"), py::call_guard<py::gil_scoped_release>());
   m.def("proposal_schedule", [](const PlanGraph& g, const Proposal& p, const BufferSchedule& uncascaded) {
     return proposal_schedule(g, p.cascades, uncascaded);
   }, py::arg("graph"), py::arg("proposal"), py::arg("uncascaded"));
-  m.def("proposal_schedule", &proposal_schedule, py::arg("graph"), py::arg("cascades"), py::arg("uncascaded"));
   m.def("pareto_frontier", [](const std::vector<std::pair<int64_t, double>>& pts) {
     std::vector<CostPoint> p;
     for (const auto& [m_, c] : pts) p.push_back(CostPoint{m_, c});

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "cascader/common/error.hpp"
+#include "cascader/common/parallel.hpp"
 #include "cascader/memory/schedule_layout.hpp"
 
 namespace cascader {
@@ -131,6 +132,15 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
 int64_t proposal_sram(const PlanGraph& graph, const std::vector<CascadePlan>& cascades,
                       const BufferSchedule& uncascaded, const MemoryConfig& config) {
   return layout_schedule(proposal_schedule(graph, cascades, uncascaded), config).arenas.fast_size;
+}
+
+std::vector<int64_t> proposal_srams(const PlanGraph& graph, const std::vector<const Proposal*>& proposals,
+                                    const BufferSchedule& uncascaded, const MemoryConfig& config) {
+  std::vector<int64_t> out(proposals.size());
+  parallel_blocks(proposals.size(), 4, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) out[k] = proposal_sram(graph, proposals[k]->cascades, uncascaded, config);
+  });
+  return out;
 }
 
 }  // namespace cascader

@@ -23,6 +23,7 @@
 #include "cascader/memory/arena_layout.hpp"
 #include "cascader/memory/buffer_schedule.hpp"
 #include "cascader/plan/cascade.hpp"
+#include "cascader/proposal/proposal.hpp"
 
 namespace cascader {
 
@@ -34,5 +35,9 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
 // memory the one scratch arena).
 int64_t proposal_sram(const PlanGraph& graph, const std::vector<CascadePlan>& cascades,
                       const BufferSchedule& uncascaded, const MemoryConfig& config);
+
+// proposal_sram of each proposal, laid out on every core.
+std::vector<int64_t> proposal_srams(const PlanGraph& graph, const std::vector<const Proposal*>& proposals,
+                                    const BufferSchedule& uncascaded, const MemoryConfig& config);
 
 }  // namespace cascader
