@@ -564,6 +564,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     fast = arch.region_memory(_core.Region.FastCache)
     slow = arch.region_memory(_core.Region.Arena)
     per_byte = _core.access_cycles_per_byte(arch, slow) - _core.access_cycles_per_byte(arch, fast)
+    fast_name, slow_name = fast.name, slow.name  # an enum's name is a property call: not per operation
     position = 0
     for kind, i in schedule.order:
         if kind == "cpu":
@@ -576,7 +577,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             reads = []
             # Without the op's description (a cost not from a schedule) or a slower memory: bytes.
             by_cycles = per_byte > 0 and sop.cost.described is not None
-            shares = sop.cost.eviction_cycles(fast.name, slow.name, arch) if by_cycles else {}
+            shares = sop.cost.eviction_cycles(fast_name, slow_name, arch) if by_cycles else None
             for name, v in (("ifm", lo.ifm), ("ifm2", lo.ifm2), ("ofm", lo.ofm)):
                 b = index.get(v.buffer) if v is not None else None
                 if b is not None:
@@ -587,16 +588,17 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                     access[b] = access.get(b, 0.0) + moved
                     if v is not lo.ofm:
                         reads.append(b)
-            key = ("weights", position if sop.shared_weights is None else sop.shared_weights)  # weights_key
+            own = sop.shared_weights is None
+            key = ("weights", position if own else sop.shared_weights)  # weights_key
+            second = None  # the second slot of its own depth-sliced buffer (second_slot_key)
             if sop.weight_buffer and key not in index:
                 index[key] = len(buffers)
-                own = sop.shared_weights is None
                 kind = "double_weights" if sop.depth_step and not own else "weights"
                 buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
                 if sop.depth_step and own:
-                    index[second_slot_key(position)] = len(buffers)
+                    second = index[second_slot_key(position)] = len(buffers)
                     buffers.append(mem.ScheduledBuffer(f"{lo.name} weights (second slot)", "copy", buffers[-1].size))
-            for w in (index.get(key), index.get(second_slot_key(position))):
+            for w in (index.get(key), second):
                 if w is None:
                     continue
                 reads.append(w)
