@@ -247,25 +247,6 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     return pg
 
 
-def _without_weight_buffers(pg, proposal, target: _Target, plans: dict) -> "_core.Proposal | None":
-    """`proposal` with every cascade reading its weights from where they live (None when it
-    buffers none). `plans` keeps the cascades planned so far and their memory, by cascade
-    (proposals share most of them)."""
-    if not any(c.buffered_weights for c in proposal.cascades):
-        return None
-    cascades, memory = [], 0
-    for c in proposal.cascades:
-        key = (c.first, c.last, c.stripe_height, c.column_bands)
-        if key not in plans:
-            plan = c if not c.buffered_weights else _core.plan_cascade(
-                pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands, runs=False)
-            plans[key] = (plan, _core.cascade_memory(pg, plan))
-        c, needs = plans[key]
-        cascades.append(c)
-        memory = max(memory, needs)
-    return _core.Proposal(cascades, memory, sum(c.cycles for c in cascades))
-
-
 def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> list[int]:
     """The SRAM the exact allocator lays out for each proposal, each cascade one step
     (proposal/proposal_layout.hpp); `uncascaded` is the core's copy of the uncascaded schedule's
@@ -360,11 +341,10 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
     start = time.perf_counter()
     options = options or PlanOptions()
     pg = build_graph(sched, graph, target, buffered)
-    proposals = list(_core.generate_proposals(pg, target.arch, options.to_core()))
+    proposals = _core.generate_proposals(pg, target.arch, options.to_core())
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.
-    plans: dict = {}
-    proposals += [lean for p in proposals if (lean := _without_weight_buffers(pg, p, target, plans)) is not None]
+    proposals += _core.without_weight_buffers(pg, target.arch, proposals)
     if score:
         msched = mem.core_schedule(memory_schedule(sched, graph)[0])
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)

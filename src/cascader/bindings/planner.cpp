@@ -158,6 +158,8 @@ void bind_planner(py::module_& m) {
         py::arg("graph"), py::arg("plan"));
   m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),
         py::call_guard<py::gil_scoped_release>());
+  m.def("without_weight_buffers", &without_weight_buffers, py::arg("graph"), py::arg("arch"), py::arg("proposals"),
+        py::call_guard<py::gil_scoped_release>());
   m.def("proposal_sram", [](const PlanGraph& g, const Proposal& p, const BufferSchedule& uncascaded,
                             const MemoryConfig& config) { return proposal_sram(g, p.cascades, uncascaded, config); },
         py::arg("graph"), py::arg("proposal"), py::arg("uncascaded"), py::arg("config"));

@@ -1,9 +1,11 @@
 #include "cascader/proposal/proposal.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "cascader/common/error.hpp"
 #include "cascader/common/parallel.hpp"
@@ -209,6 +211,46 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
     }
     std::reverse(prop.cascades.begin(), prop.cascades.end());
     out.push_back(std::move(prop));
+  }
+  return out;
+}
+
+std::vector<Proposal> without_weight_buffers(const PlanGraph& graph, const ArchConfig& arch,
+                                             const std::vector<Proposal>& proposals) {
+  graph.validate();
+  const PlanGraph::Uses uses = graph.uses();
+  StripeCoster coster(graph, arch);
+  // Proposals share most of their cascades: each is planned once.
+  using Key = std::tuple<int, int, int, int>;  // first, last, stripe height, column bands
+  std::map<Key, std::optional<std::pair<CascadePlan, int64_t>>> planned;
+  std::vector<Proposal> out;
+  for (const Proposal& p : proposals) {
+    const bool buffers = std::any_of(p.cascades.begin(), p.cascades.end(),
+                                     [](const CascadePlan& c) { return c.buffered_weights; });
+    if (!buffers) continue;
+    Proposal lean;
+    bool complete = true;
+    for (const CascadePlan& c : p.cascades) {
+      const Key key{c.first, c.last, c.stripe_height, c.column_bands};
+      auto it = planned.find(key);
+      if (it == planned.end()) {
+        std::optional<CascadePlan> plan =
+            c.buffered_weights ? plan_cascade(graph, uses, c.first, c.last, c.stripe_height, coster, false, false,
+                                              c.column_bands)
+                               : std::optional<CascadePlan>(c);
+        std::optional<std::pair<CascadePlan, int64_t>> entry;
+        if (plan) entry.emplace(*plan, cascade_memory(graph, uses, *plan));
+        it = planned.emplace(key, std::move(entry)).first;
+      }
+      if (!it->second) {  // no plan without the buffer (the planner makes none such)
+        complete = false;
+        break;
+      }
+      lean.cascades.push_back(it->second->first);
+      lean.memory = std::max(lean.memory, it->second->second);
+      lean.cycles += it->second->first.cycles;
+    }
+    if (complete) out.push_back(std::move(lean));
   }
   return out;
 }

@@ -53,4 +53,10 @@ int64_t cascade_end_memory(const PlanGraph& graph, const PlanGraph::Uses& uses, 
 std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfig& arch,
                                          const ProposalOptions& options = {});
 
+// Each of `proposals` that copies weights into SRAM, its cascades reading their weights where
+// they live instead (the others are left out). A weight buffer that fits beside the peak is free
+// to the memory model above but can fragment the real layout: cascader.planner scores both.
+std::vector<Proposal> without_weight_buffers(const PlanGraph& graph, const ArchConfig& arch,
+                                             const std::vector<Proposal>& proposals);
+
 }  // namespace cascader
