@@ -381,9 +381,10 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     # order, each as soon as its own weights are encoded.
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        choices = {id(op): block_choice(op, target) for op in weighted}
-        futures = {id(op): pool.submit(_encode, op, *choices[id(op)], target.accelerator)
-                   for op in _encoding_order(weighted)}
+        choices, futures = {}, {}
+        for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
+            choices[id(op)] = block_choice(op, target)
+            futures[id(op)] = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
         out = []
         for seg in segments:
             ops, slack = [], 0
