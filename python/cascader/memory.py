@@ -365,6 +365,7 @@ class MemoryConfig:
         )
 
     def to_core(self) -> "_core.MemoryConfig":
+        """The core's copy (memory/arena_layout.hpp), for the layouts computed there."""
         if self.solver not in ("exact", "greedy"):
             raise InvalidArgumentError(f"MemoryConfig.solver must be 'exact' or 'greedy', not {self.solver!r}")
         c = _core.MemoryConfig()

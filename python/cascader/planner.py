@@ -348,7 +348,8 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
     if score:
         msched = mem.core_schedule(memory_schedule(sched, graph)[0])
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
-        scored = [PlanPoint(sram, p.cycles, p, p.memory) for p, sram in zip(proposals, _layout_srams(pg, proposals, msched, config))]
+        srams = _layout_srams(pg, proposals, msched, config)
+        scored = [PlanPoint(sram, p.cycles, p, p.memory) for p, sram in zip(proposals, srams)]
     else:
         scored = [PlanPoint(p.memory, p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])

@@ -41,6 +41,8 @@ std::vector<LiveRange> to_ranges(const I64Array& start, const I64Array& end, con
 using TieTuple = std::tuple<int, int, int64_t>;  // lower, upper, offset
 // name, kind, size, alignment, persistent, access_bytes, constant, cpu_visible
 using BufferTuple = std::tuple<std::string, BufferKind, int64_t, int64_t, bool, double, bool, bool>;
+using StepPair = std::pair<std::vector<int>, std::vector<int>>;                // reads, writes
+using AliasTuple = std::tuple<int, int, int64_t, AliasKind, int64_t>;         // buffer, target, offset, kind, shift
 
 std::vector<Tie> to_ties(const std::vector<TieTuple>& ties) {
   std::vector<Tie> out;
@@ -162,9 +164,8 @@ void bind_memory(py::module_& m) {
       });
 
   py::class_<BufferSchedule>(m, "BufferSchedule")
-      .def(py::init([](const std::vector<BufferTuple>& buffers,
-                       const std::vector<std::pair<std::vector<int>, std::vector<int>>>& steps,
-                       const std::vector<std::tuple<int, int, int64_t, AliasKind, int64_t>>& aliases) {
+      .def(py::init([](const std::vector<BufferTuple>& buffers, const std::vector<StepPair>& steps,
+                       const std::vector<AliasTuple>& aliases) {
              BufferSchedule s;
              for (const auto& [name, kind, size, alignment, persistent, access_bytes, constant, cpu_visible] : buffers) {
                s.buffers.push_back({name, kind, size, alignment, persistent, access_bytes, constant, cpu_visible});
@@ -187,12 +188,12 @@ void bind_memory(py::module_& m) {
         return v;
       })
       .def_property_readonly("steps", [](const BufferSchedule& s) {
-        std::vector<std::pair<std::vector<int>, std::vector<int>>> v;
+        std::vector<StepPair> v;
         for (const Step& t : s.steps) v.emplace_back(t.reads, t.writes);
         return v;
       })
       .def_property_readonly("aliases", [](const BufferSchedule& s) {
-        std::vector<std::tuple<int, int, int64_t, AliasKind, int64_t>> v;
+        std::vector<AliasTuple> v;
         for (const Alias& a : s.aliases) v.emplace_back(a.buffer, a.target, a.offset, a.kind, a.shift);
         return v;
       });
