@@ -421,6 +421,8 @@ def test_proposal_schedule_makes_each_cascade_one_step():
     short = mem.core_schedule(mem.Schedule([], [], []))
     with pytest.raises(cascader.InvalidArgumentError, match="steps"):
         _core.proposal_schedule(frontier.graph, proposal, short)
+    with pytest.raises(cascader.InvalidArgumentError, match="missing"):
+        _core.proposal_srams(frontier.graph, [proposal, None], uncascaded, config.to_core())
 
 
 def test_proposals_are_the_same_on_every_run():

@@ -136,6 +136,9 @@ int64_t proposal_sram(const PlanGraph& graph, const std::vector<CascadePlan>& ca
 
 std::vector<int64_t> proposal_srams(const PlanGraph& graph, const std::vector<const Proposal*>& proposals,
                                     const BufferSchedule& uncascaded, const MemoryConfig& config) {
+  for (const Proposal* p : proposals) {
+    if (p == nullptr) throw InvalidArgument("proposal_srams: a proposal is missing (None)");
+  }
   std::vector<int64_t> out(proposals.size());
   parallel_blocks(proposals.size(), 4, [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) out[k] = proposal_sram(graph, proposals[k]->cascades, uncascaded, config);
