@@ -3,7 +3,8 @@
     python -m cascader.bench.plan [--models DIR] [--accelerator A] [--only SUBSTR]
 
 Per model (the zoo networks, then every `.tflite` in `--models` / `$CASCADER_MODELS`), on one
-accelerator with its default system and Shared_Sram: the planning time, the frontier's size,
+accelerator with its default system and Shared_Sram: the planning time ("plan ms", the whole
+`cascader.plan` call; "planner", its part after the uncascaded schedule), the frontier's size,
 its least SRAM (exactly laid out) and that point's cycles, the cycles with unlimited SRAM, and
 Vela's points: `--optimise Size`, and `--optimise Performance` at arena cache sizes of 2x, 1x
 and 0.7x its Size SRAM. Vela's cycles are its binaries through our estimator with every stripe
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="substring filter on model names")
     args = parser.parse_args(argv)
     paths = model_paths(args.models, args.only)
-    header = (f"{'model':<36} {'plan ms':>8} {'points':>6} {'min SRAM':>10} {'cycles':>11} {'unlim cyc':>11} "
+    header = (f"{'model':<36} {'plan ms':>8} {'planner':>7} {'points':>6} {'min SRAM':>10} {'cycles':>11} {'unlim cyc':>11} "
               f"{'Vela Size':>10} {'ratio':>6} {'Vela casc':>9} {'dominated':>9}  Vela points (SRAM/cycles)")
     print(header)
     print("-" * len(header))
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             cascaded.append(ratio)
         dominated = sum(any(p.sram_bytes <= s and p.cycles <= c for p in frontier.points) for _, s, c in vela)
         shown = " ".join(f"{label}:{s / 1024:.0f}K/{c / 1e3:.0f}k" for label, s, c in vela)
-        print(f"{path.stem[:36]:<36} {frontier.seconds * 1000:>8.0f} {len(frontier.points):>6} {lo.sram_bytes:>10,} "
+        print(f"{path.stem[:36]:<36} {frontier.seconds * 1000:>8.0f} {frontier.planner_seconds * 1000:>7.0f} {len(frontier.points):>6} {lo.sram_bytes:>10,} "
               f"{lo.cycles:>11,.0f} {hi.cycles:>11,.0f} {size_sram:>10,.0f} {ratio:>6.2f} {cascades:>9} {dominated:>4}/{len(vela):<4}"
               f"  {shown}", flush=True)
     if ratios:
