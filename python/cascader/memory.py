@@ -308,17 +308,14 @@ def core_schedule(schedule: Schedule) -> "_core.BufferSchedule":
     return _core.BufferSchedule(buffers, steps, aliases)
 
 
-def _ranges(r: "_core.ScheduleLiveRanges") -> ScheduleRanges:
+def live_ranges(schedule: Schedule) -> ScheduleRanges:
+    """Live ranges of every buffer of a schedule (see the rules in memory/buffer_schedule.hpp)."""
+    r = _core.build_live_ranges(core_schedule(schedule))
     as_array = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
     return ScheduleRanges(
         as_array(r.start), as_array(r.end), as_array(r.size), as_array(r.alignment), as_array(r.range_buffer),
         as_array(r.buffer_range), as_array(r.buffer_offset), tuple(r.ties),
     )
-
-
-def live_ranges(schedule: Schedule) -> ScheduleRanges:
-    """Live ranges of every buffer of a schedule (see the rules in memory/buffer_schedule.hpp)."""
-    return _ranges(_core.build_live_ranges(core_schedule(schedule)))
 
 
 # --- arena layout ----------------------------------------------------------------------------

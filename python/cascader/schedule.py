@@ -594,8 +594,9 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             second = None  # the second slot of its own depth-sliced buffer (second_slot_key)
             if sop.weight_buffer and key not in index:
                 index[key] = len(buffers)
-                kind = "double_weights" if sop.depth_step and not own else "weights"
-                buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", kind, (weight_buffer_bytes(sop) + 15) // 16 * 16))
+                buffer_kind = "double_weights" if sop.depth_step and not own else "weights"
+                buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", buffer_kind,
+                                                   (weight_buffer_bytes(sop) + 15) // 16 * 16))
                 if sop.depth_step and own:
                     second = index[second_slot_key(position)] = len(buffers)
                     buffers.append(mem.ScheduledBuffer(f"{lo.name} weights (second slot)", "copy", buffers[-1].size))
