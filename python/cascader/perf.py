@@ -270,17 +270,22 @@ def npu_op(
         raise InvalidArgumentError(f"ifm_upscale must be 1 or 2, got {ifm_upscale!r}")
     op.ifm_upscale = int(ifm_upscale)
     if block_config is not None:
-        acc = Accelerator(accelerator)
-        h, w, c = (int(v) for v in block_config)
-        cfg = _core.try_block_config(acc._config, _core.block_query(op), _core.BlockShape(h, w, c))
-        if cfg is None:
-            raise InvalidArgumentError(
-                f"block config {block_config} is not valid for this op on {acc.name} (micro-block multiples up to "
-                f"{acc._config.ofm_block_max.height}x{acc._config.ofm_block_max.width}x{acc._config.ofm_block_max.depth} "
-                "that fit SHRAM); see cascader.block_configs()"
-            )
-        op.block_config = cfg
+        set_block_config(op, block_config, Accelerator(accelerator))
     return op
+
+
+def set_block_config(op: "_core.NpuOp", block_config: Tuple[int, int, int], acc: Accelerator) -> None:
+    """Fix the op's OFM block (height, width, depth), checked to be one the accelerator can run
+    for it. The check reads the op's other fields: set those first."""
+    h, w, c = (int(v) for v in block_config)
+    cfg = _core.try_block_config(acc._config, _core.block_query(op), _core.BlockShape(h, w, c))
+    if cfg is None:
+        raise InvalidArgumentError(
+            f"block config {block_config} is not valid for this op on {acc.name} (micro-block multiples up to "
+            f"{acc._config.ofm_block_max.height}x{acc._config.ofm_block_max.width}x{acc._config.ofm_block_max.depth} "
+            "that fit SHRAM); see cascader.block_configs()"
+        )
+    op.block_config = cfg
 
 
 def estimate_op(

@@ -30,7 +30,7 @@ from .evolve import evolve
 from .frontend.lower import is_dense_copy, stream_widths, with_copy_shape
 from .frontend.lowered import (ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
                                LoweredSegment)
-from .perf import OpCost, _memory, cost_from_core, npu_op
+from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
 from .tflite.model import SubGraph
 
 
@@ -121,6 +121,9 @@ class _Target:
         # fit by construction), except the tensors the CPU hands in and reads back, which stay
         # in the arena.
         self.cpu_visible = {seg.aliases.get(t, t) for seg in segments for t in (*seg.ifms, *seg.ofms)}
+        self._accelerator = Accelerator(accelerator)
+        self._buffer_area = _memory(self.buffer_memory)
+        self._described: dict[tuple[int, bool], tuple[LoweredOperation, "_core.NpuOp"]] = {}
 
     @classmethod
     def of(cls, schedule: "NpuSchedule") -> "_Target":
@@ -155,32 +158,54 @@ class _Target:
         already there (a later stripe of a buffered cascade). `block_depth`: the model picks the
         block's height and width only (the stripes of an operation share its weight stream,
         encoded for one block depth). `ifm2_in_flash`: a constant IFM2 read where the constants
-        live (else from the fast memory, copied there)."""
+        live (else from the fast memory, copied there).
+
+        An operation is costed several times (block choice, weights read in place, buffered,
+        sliced): its description without these arguments is built once and copied."""
+        key = (id(op), ifm2_in_flash)
+        entry = self._described.get(key)
+        if entry is None:
+            # The operation is held with its description, so that its id names no other.
+            entry = self._described[key] = (op, self._describe(op, ifm2_in_flash))
+        described = _core.NpuOp(entry[1])
+        if part_kernel_first is not None:
+            described.traversal = _PART_KERNEL_FIRST if part_kernel_first else _DEPTH_FIRST
+        described.block_depth = block_depth
+        if op.weights is not None:
+            described.weight_bytes, described.scale_bytes = weight_bytes, scale_bytes
+            if resident:
+                described.weight_memory = self._buffer_area
+            if buffered:
+                described.weight_buffer_memory = self._buffer_area
+                described.weight_first_dma_bytes, described.weight_last_slice_depth = first_dma_bytes, last_slice_depth
+        if buffered and op.weights is not None or op.lut is not None:
+            # Buffered weights, and a LUT (into the SHRAM), are DMA'd from flash under the
+            # previous operation, whose slack hides them.
+            described.dma_slack_cycles = slack
+        if block is not None:
+            set_block_config(described, block, self._accelerator)
+        return described
+
+    def _describe(self, op: LoweredOperation, ifm2_in_flash: bool) -> "_core.NpuOp":
+        """`npu_op`'s description before its per-call arguments."""
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
             ifm_memory=self.feature_map_memory(ifm), ofm_memory=self.feature_map_memory(ofm),
-            accelerator=self.accelerator, block_config=block, block_depth=block_depth,
+            accelerator=self.accelerator,
         )
-        if part_kernel_first is not None:
-            args["traversal"] = "part_kernel_first" if part_kernel_first else "depth_first"
         k = op.registers.get("kernel")
         if op.kind in ("conv", "depthwise", "pool"):
             d = k["dilation"]
             kh, kw = (k["height"] - 1) // d[0] + 1, (k["width"] - 1) // d[1] + 1
             args.update(kernel=(kh, kw), stride=k["stride"], dilation=d, padding=op.registers["padding"])
         if op.weights is not None:
-            args.update(weight_bytes=weight_bytes, scale_bytes=scale_bytes,
-                        weight_memory=self.buffer_memory if resident else self.weight_memory)
-            if buffered:
-                args.update(weight_buffer_memory=self.buffer_memory, dma_slack_cycles=slack,
-                            weight_first_dma_bytes=first_dma_bytes, weight_last_slice_depth=last_slice_depth)
+            args.update(weight_memory=self.weight_memory)
         if op.ifm2 is not None:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout,
                         ifm2_memory=self.weight_memory if ifm2_in_flash else self.feature_map_memory(op.ifm2))
         if op.lut is not None:
-            # The table is DMA'd from flash into the SHRAM under the previous operation.
-            args.update(activation="LUT", lut_bytes=len(op.lut), dma_slack_cycles=slack)
+            args.update(activation="LUT", lut_bytes=len(op.lut))
         elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
             args.update(activation="TANH")
         # An upscaled IFM (the NPU repeats its elements, or inserts zeros for a transposed
@@ -197,6 +222,9 @@ class _Target:
         if op.lut is not None:
             described.lut_memory = _memory(self.weight_memory)
         return described
+
+
+_PART_KERNEL_FIRST, _DEPTH_FIRST = _core.Traversal.PartKernelFirst, _core.Traversal.DepthFirst
 
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,

@@ -45,6 +45,7 @@ void bind_perf(py::module_& m) {
 
   py::class_<NpuOp>(m, "NpuOp")
       .def(py::init<>())
+      .def(py::init<const NpuOp&>(), py::arg("other"), "A copy of `other`.")
       .def_readwrite("type", &NpuOp::type)
       .def_readwrite("ifm", &NpuOp::ifm)
       .def_readwrite("ifm2", &NpuOp::ifm2)
