@@ -132,6 +132,23 @@ def test_target_arguments(kws_u55):
         cascader.estimate(kws_u55.path, memory_mode="Nowhere")
 
 
+def test_total_cycles_without_rows(kws_u55):
+    """The totals-only path (compile compares candidate binaries by it) adds up what the full
+    estimate does, for Vela's binary and a cascaded one of ours, on another target too."""
+    from cascader.sim.estimator import total_cycles
+
+    ours = cascader.compile(zoo.get("mobilenet_v2"), accelerator="ethos-u65-256", sram=100_000)
+    for binary, target in ((kws_u55.path, {}), (kws_u55.path, dict(system="Ethos_U55_Deep_Embedded")),
+                           (ours.model, {})):
+        assert total_cycles(binary, **target) == cascader.estimate(binary, **target).total_cycles
+    payload = npu_calls(load_model(kws_u55.path))[0].payload
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    bare = cascader._core.estimate_driver_payload(payload, arch, operations=False)
+    assert bare["operations"] == [] and bare["total_cycles"] == cascader.estimate(kws_u55.path).total_cycles
+    with pytest.raises(BinaryError, match="no `ethos-u` operator"):
+        total_cycles(zoo.get("resnet8"))
+
+
 def test_not_a_binary_raises_binary_error(tmp_path):
     with pytest.raises(BinaryError, match="no `ethos-u` operator"):
         cascader.estimate(zoo.get("resnet8"))

@@ -15,7 +15,7 @@ from typing import Iterator, Union
 
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .compiled import CompiledModel
-from .emit.program import ARENA_REGIONS, FlashImage, Placement, emit_segment
+from .emit.program import ARENA_REGIONS, FlashImage, Placement, RecordTemplates, emit_segment
 from .errors import BudgetError, InfeasibleError, InvalidArgumentError, ModelError, UnsupportedError
 from .frontend.lower import lower_segment
 from .frontend.lowered import LoweredSegment
@@ -324,28 +324,32 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
     return out
 
 
-def _emit(m: Model, allocated: tuple, accelerator: str) -> tuple[Model, bytes, list[list[dict]]]:
+def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplates | None = None
+          ) -> tuple[Model, bytes, list[list[dict]]]:
     """The packaged binary of an allocated schedule: the output model, its flash image and the
-    emitted operation records per `ethos-u` operator."""
+    emitted operation records per `ethos-u` operator. `templates`: shared by the emissions of
+    one compile (its candidate schedules share their lowered operations)."""
     sched, result, placement, offsets = allocated
     flash = FlashImage()
+    templates = templates or RecordTemplates()
     subgraphs, records = [], []
     first = 0
     for seg in sched.segments:
-        ops, words = emit_segment(seg, first, placement, flash, accelerator)
+        ops, words = emit_segment(seg, first, placement, flash, accelerator, templates)
         first += len(seg.operations)
         records.append(ops)
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
+    data = bytes(flash.data)
     # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
-    out = m if not subgraphs else package(m, subgraphs, bytes(flash.data), ArenaSizes.from_layout(result), offsets,
+    out = m if not subgraphs else package(m, subgraphs, data, ArenaSizes.from_layout(result), offsets,
                                           accelerator=accelerator, description="cascader Optimised", order=sched.order)
-    return out, bytes(flash.data), records
+    return out, data, records
 
 
 def _cycles(binary: Model, accelerator: str, system, memory_mode: str) -> float:
-    from .sim.estimator import estimate
+    from .sim.estimator import total_cycles
 
-    return estimate(binary, system=system, memory_mode=memory_mode, accelerator=accelerator).total_cycles
+    return total_cycles(binary, system=system, memory_mode=memory_mode, accelerator=accelerator)
 
 
 def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
@@ -438,7 +442,8 @@ def compile(
                                        frontier=frontier)
     bar.update()
     bar.set_description("emit")
-    out, flash, records = _emit(m, chosen, acc.name)
+    templates = RecordTemplates()
+    out, flash, records = _emit(m, chosen, acc.name, templates)
     if optimise == "performance" and budget is not None and not config.shared_sram and (
             planned is not None or chosen[1].eviction_cycles > 0):
         # Dedicated_Sram under a budget: feature maps may also live in DRAM. The uncascaded
@@ -464,14 +469,14 @@ def compile(
         evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting)
         best, first = math.inf, (chosen, (out, flash, records))
         for allocated, planned_cycles in options + [(a, None) for a in evicting]:
-            emitted = first[1] if allocated is first[0] else _emit(m, allocated, acc.name)
+            emitted = first[1] if allocated is first[0] else _emit(m, allocated, acc.name, templates)
             cycles = _cycles(emitted[0], acc.name, system, mode)
             if cycles < best:
                 best, chosen, (out, flash, records), planned = cycles, allocated, emitted, planned_cycles
         if any(chosen is a for a in evicting):
             # It was compared laid out by the greedy planner; the exact one evicts no more.
             exact = allocate(chosen[0], part, budget)
-            emitted = _emit(m, exact, acc.name)
+            emitted = _emit(m, exact, acc.name, templates)
             if _cycles(emitted[0], acc.name, system, mode) <= best:
                 chosen, (out, flash, records) = exact, emitted
     sched, result = chosen[0], chosen[1]

@@ -77,21 +77,33 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
                 strides=tuple(view.strides), dtype=view.dtype, layout=view.layout, zero_point=view.zero_point)
 
 
+class RecordTemplates:
+    """The record fields the stripes of each lowered operation share (`_record_template`),
+    made once per operation for as long as the caller keeps this: a compile that emits several
+    candidate schedules of the same lowered operations passes one to each emission. Keyed by
+    the operation object (held with its template, so that its id names no other)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, bool], tuple[Any, dict[str, Any]]] = {}
+
+    def of(self, sop: ScheduledOperation) -> dict[str, Any]:
+        op = sop.stripe_of or sop.lowered
+        key = (id(op), sop.part_kernel_first)
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = (op, _record_template(sop))
+        return made[1]
+
+
 def operation_record(sop: ScheduledOperation, placement: Placement, flash: FlashImage, constants: dict[int, bytes],
                      weights_at: tuple[int, int], copies: dict[int, tuple[int, int]] | None = None,
-                     templates: dict[tuple[int, bool], dict] | None = None) -> dict[str, Any]:
+                     templates: RecordTemplates | None = None) -> dict[str, Any]:
     """The decoder-format record of one scheduled operation; its weight streams are at
     `weights_at` (region, address), the constants in `copies` at theirs. `templates`: the
-    fields every stripe of an operation shares, by operation, made once per emission."""
+    fields every stripe of an operation shares, made once per operation."""
     lo = sop.lowered
     r = lo.registers
-    key = (id(sop.stripe_of or lo), sop.part_kernel_first)
-    template = templates.get(key) if templates is not None else None
-    if template is None:
-        template = _record_template(sop)
-        if templates is not None:
-            templates[key] = template
-    record = dict(template)
+    record = dict(templates.of(sop) if templates is not None else _record_template(sop))
     # The stripes of an operation differ in their feature maps, padding and block.
     record["ifm"] = _feature_map(lo.ifm, placement, flash, constants, operand=True, copies=copies)
     record["ofm"] = _feature_map(lo.ofm, placement, flash, constants)
@@ -185,8 +197,8 @@ def _depth_slices(sop: ScheduledOperation, first_slot: tuple[int, int], second_s
     return out
 
 
-def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, flash: FlashImage, accelerator: str
-                 ) -> tuple[list[dict[str, Any]], np.ndarray]:
+def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, flash: FlashImage, accelerator: str,
+                 templates: RecordTemplates | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
     """Operation records and the command stream (uint32 words, ending in STOP) of one segment.
 
     `first` is the position of the segment's first operation in the whole schedule (weight
@@ -198,7 +210,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     lut_slot = npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
     loaded_lut: bytes | None = None  # the table in the LUT slot, while nothing else used the SHRAM
     stored: dict[int, int] = {}  # id of an operation's encoded weights -> their flash address
-    templates: dict[tuple[int, bool], dict] = {}
+    templates = templates or RecordTemplates()
     for k, sop in enumerate(segment.operations):
         lut = sop.lowered.lut
         if lut is not None and lut != loaded_lut:

@@ -102,6 +102,28 @@ class Estimate:
                 "<th>DMA</th><th>cycles</th></tr>" + rows + "</table>")
 
 
+def _target(binary: BinaryLike, system, memory_mode, accelerator, subgraph: int) -> tuple:
+    """The binary's `ethos-u` calls, the accelerator (by default the one the first payload
+    names) and the target's configuration."""
+    calls = npu_calls(_as_model(binary), subgraph)
+    if not calls:
+        raise BinaryError("the model has no `ethos-u` operator: compile it for the NPU first (Vela or cascader)")
+    if accelerator is None:
+        accelerator = calls[0].decode().config["accelerator"]
+    acc = Accelerator(accelerator)
+    return calls, acc, arch_config(acc, system, memory_mode)
+
+
+def total_cycles(binary: BinaryLike, system: Union[str, SystemConfig, None] = None,
+                 memory_mode: Union[str, MemoryMode, None] = None, accelerator: Union[str, Accelerator, None] = None,
+                 subgraph: int = 0) -> float:
+    """`estimate(...).total_cycles` (stripes merged, as Vela counts them) without the per-operation
+    rows: for a caller that compares binaries by their totals."""
+    calls, _, arch = _target(binary, system, memory_mode, accelerator, subgraph)
+    return sum(float(_core.estimate_driver_payload(c.payload, arch, merge_as_vela=True, operations=False)["total_cycles"])
+               for c in calls)
+
+
 def estimate(
     binary: BinaryLike,
     system: Union[str, SystemConfig, None] = None,
@@ -145,14 +167,7 @@ def estimate(
     """
     if stripes not in ("merged", "as_run"):
         raise InvalidArgumentError(f"stripes must be 'merged' or 'as_run', not {stripes!r}")
-    model = _as_model(binary)
-    calls = npu_calls(model, subgraph)
-    if not calls:
-        raise BinaryError("the model has no `ethos-u` operator: compile it for the NPU first (Vela or cascader)")
-    if accelerator is None:
-        accelerator = calls[0].decode().config["accelerator"]
-    acc = Accelerator(accelerator)
-    arch = arch_config(acc, system, memory_mode)
+    calls, acc, arch = _target(binary, system, memory_mode, accelerator, subgraph)
     rows: List[OperationCycles] = []
     per_call: Dict[int, float] = {}
     read = dict.fromkeys(MEMORIES, 0.0)
