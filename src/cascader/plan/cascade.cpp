@@ -4,7 +4,6 @@
 #include <array>
 #include <tuple>
 #include <sstream>
-#include <unordered_map>
 
 #include "cascader/common/error.hpp"
 #include "cascader/memory/staircase.hpp"
@@ -247,13 +246,12 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
   if (p.weight_stream_bytes() == 0) weights = Weights::InPlace;
   // The operation is copied and costed only on a cache miss: most lookups hit.
   auto costed = [&](const Key& key, auto&& adjust) {
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
+    if (const double* hit = cache_.find(key)) return *hit;
     NpuOp op = p.op;
     if (weights == Weights::CopiedIn) op.weight_buffer_memory = graph_.weight_buffer_memory;
     if (weights == Weights::Buffered) op.weight_memory = graph_.weight_buffer_memory;
     adjust(op);
-    return cache_[key] = estimate(op, arch_, blocks_).total_cycles;
+    return cache_.insert(key, estimate(op, arch_, blocks_).total_cycles);
   };
   if (begin == 0 && end == out.shape[H] && column_begin == 0 && column_end == out.shape[W]) {
     if (weights == Weights::InPlace && p.whole_cycles >= 0) return p.whole_cycles;

@@ -21,7 +21,6 @@
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "cascader/arch/arch_config.hpp"
+#include "cascader/common/flat_map.hpp"
 #include "cascader/graph/plan_graph.hpp"
 #include "cascader/perf/cycle_model.hpp"
 
@@ -108,7 +108,7 @@ class StripeCoster {
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };
-  std::unordered_map<Key, double, KeyHash> cache_;
+  FlatMap<Key, double, KeyHash> cache_;
 };
 
 // The cascade of parts [first, last) with the sink striped `stripe_height` rows at a time, or
