@@ -450,11 +450,14 @@ EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const 
         const int64_t zero_point = zero_points[static_cast<size_t>(c)];
         // The range is checked once per channel: a branch per weight keeps the loop scalar.
         int64_t low = 0, high = 0;
+        const size_t at = part.size();
+        part.resize(at + volume);
+        int16_t* out = part.data() + at;
         for (size_t k = 0; k < volume; ++k) {
           const int64_t w = int64_t(weights[k]) - zero_point;
           low = std::min(low, w);
           high = std::max(high, w);
-          part.push_back(static_cast<int16_t>(w));
+          out[k] = static_cast<int16_t>(w);
         }
         if (low < -255 || high > 255) {
           throw InvalidArgument("OFM channel " + std::to_string(c) + ": weight minus zero point is " +
