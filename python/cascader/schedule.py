@@ -26,7 +26,6 @@ from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
-from .evolve import evolve
 from .frontend.lower import is_dense_copy, stream_widths, with_copy_shape
 from .frontend.lowered import (ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
                                LoweredSegment)
@@ -571,12 +570,13 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
         for b, size in seg.buffers.items():
             sizes[find(b)] = max(sizes.get(find(b), 0), size)
         cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
-    buffers: list[mem.ScheduledBuffer] = []
+    # Each buffer's (name, kind, size, cpu_visible): made a ScheduledBuffer once its access
+    # bytes are known, at the end.
+    specs: list[tuple[str, str, int, bool]] = []
     index: dict[Any, int] = {}
     for root in sorted(sizes):
-        index[root] = len(buffers)
-        buffers.append(mem.ScheduledBuffer(names[root], "feature_map", sizes[root],
-                                           cpu_visible=root in cpu_visible))
+        index[root] = len(specs)
+        specs.append((names[root], "feature_map", sizes[root], root in cpu_visible))
     for s in schedule.segments:
         for t, b in s.segment.aliases.items():
             index[t] = index[b] = index[find(b)]
@@ -621,13 +621,12 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             key = ("weights", position if own else sop.shared_weights)  # weights_key
             second = None  # the second slot of its own depth-sliced buffer (second_slot_key)
             if sop.weight_buffer and key not in index:
-                index[key] = len(buffers)
+                index[key] = len(specs)
                 buffer_kind = "double_weights" if sop.depth_step and not own else "weights"
-                buffers.append(mem.ScheduledBuffer(f"{lo.name} weights", buffer_kind,
-                                                   (weight_buffer_bytes(sop) + 15) // 16 * 16))
+                specs.append((f"{lo.name} weights", buffer_kind, (weight_buffer_bytes(sop) + 15) // 16 * 16, False))
                 if sop.depth_step and own:
-                    second = index[second_slot_key(position)] = len(buffers)
-                    buffers.append(mem.ScheduledBuffer(f"{lo.name} weights (second slot)", "copy", buffers[-1].size))
+                    second = index[second_slot_key(position)] = len(specs)
+                    specs.append((f"{lo.name} weights (second slot)", "copy", specs[-1][2], False))
             for w in (index.get(key), second):
                 if w is None:
                     continue
@@ -637,25 +636,43 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                     # they are stored (see compiler.allocate), at its direct cost.
                     moved = max(sop.direct_cost.total_cycles - sop.cost.total_cycles, 0.0) / per_byte
                 else:
-                    moved = (2 if sop.weight_buffer else 1) * buffers[w].size  # copied in, read
+                    moved = (2 if sop.weight_buffer else 1) * specs[w][2]  # copied in, read
                 access[w] = access.get(w, 0.0) + moved
             for v in copied_constants(sop):
-                copy = index[constant_key(position, v)] = len(buffers)
+                copy = index[constant_key(position, v)] = len(specs)
                 reads.append(copy)
                 size = (len(schedule.segments[i].segment.constants[v.buffer]) + 15) // 16 * 16
-                buffers.append(mem.ScheduledBuffer(f"{lo.name} constant", "copy", size))
+                specs.append((f"{lo.name} constant", "copy", size, False))
                 # Copied in, then read once per OFM element (broadcast).
                 access[copy] = size + math.prod(lo.ofm.shape) * ELEMENT_SIZE[v.dtype]
             op_steps.append(len(steps))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
             position += 1
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
-    access = [access.get(b, 0.0) for b in range(len(buffers))]
-    buffers = [evolve(b, access_bytes=a) for b, a in zip(buffers, access)]
-    aliases = _in_place_elementwise(schedule, steps, index, op_steps, buffers,
+    buffers = [mem.ScheduledBuffer(name, kind, size, access_bytes=access.get(b, 0.0), cpu_visible=cpu)
+               for b, (name, kind, size, cpu) in enumerate(specs)]
+    uses = _StepUses(steps)
+    aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
-    aliases += _staircases(schedule, steps, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
+    aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
     return mem.Schedule(buffers, steps, aliases), index, op_steps
+
+
+class _StepUses:
+    """Per buffer, the first and last steps that use it and the first that writes it."""
+
+    def __init__(self, steps: list[mem.Step]) -> None:
+        self.last: dict[int, int] = {}
+        self.first: dict[int, int] = {}
+        self.first_write: dict[int, int] = {}
+        for k, step in enumerate(steps):
+            for b in step.reads:
+                self.last[b] = k
+                self.first.setdefault(b, k)
+            for b in step.writes:
+                self.last[b] = k
+                self.first.setdefault(b, k)
+                self.first_write.setdefault(b, k)
 
 
 def _row_bytes(view: FeatureMapView) -> tuple[int, int]:
@@ -665,7 +682,7 @@ def _row_bytes(view: FeatureMapView) -> tuple[int, int]:
     return first * view.strides[0], (first + view.shape[0]) * view.strides[0]
 
 
-def _staircases(schedule: NpuSchedule, steps: list[mem.Step], index: dict[Any, int], op_steps: list[int],
+def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int], op_steps: list[int],
                 buffers: list[mem.ScheduledBuffer], in_place: dict[int, int]) -> list[mem.Alias]:
     """Each cascade's output written over an input it consumes, where that saves bytes
     (memory/staircase.hpp; the planner counts the same). The input must be a feature map
@@ -680,12 +697,7 @@ def _staircases(schedule: NpuSchedule, steps: list[mem.Step], index: dict[Any, i
             b = in_place[b]
         return b
 
-    last: dict[int, int] = {}
-    first: dict[int, int] = {}
-    for k, step in enumerate(steps):
-        for b in (*step.reads, *step.writes):
-            last[b] = k
-            first.setdefault(b, k)
+    last, first = uses.last, uses.first
     cascades: dict[int, list[tuple[ScheduledOperation, int]]] = {}
     for sop, k in zip(schedule.operations, op_steps):
         if sop.cascade is not None:
@@ -726,7 +738,7 @@ def _staircases(schedule: NpuSchedule, steps: list[mem.Step], index: dict[Any, i
     return aliases
 
 
-def _in_place_elementwise(schedule: NpuSchedule, steps: list[mem.Step], index: dict[Any, int], op_steps: list[int],
+def _in_place_elementwise(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int], op_steps: list[int],
                           buffers: list[mem.ScheduledBuffer], model_io: set[int]) -> list[mem.Alias]:
     """An elementwise OFM written over an operand read for the last time (a residual ADD's
     input, typically): the same bytes, one buffer less.
@@ -736,13 +748,7 @@ def _in_place_elementwise(schedule: NpuSchedule, steps: list[mem.Step], index: d
     tests/test_in_place.py). The operand must be viewed whole, in the OFM's shape and layout,
     and live no longer than this step; model inputs and outputs are left alone.
     """
-    last: dict[int, int] = {}
-    first_write: dict[int, int] = {}
-    for k, step in enumerate(steps):
-        for b in (*step.reads, *step.writes):
-            last[b] = k
-        for b in step.writes:
-            first_write.setdefault(b, k)
+    last, first_write = uses.last, uses.first_write
     aliased: set[int] = set()
     aliases = []
     for sop, k in zip(schedule.operations, op_steps):
