@@ -1,5 +1,6 @@
 """The C++ core under AddressSanitizer and UBSan: mutated binaries through the payload parser,
-the command-stream decoder, the estimator and the executor (src/cascader/fuzz/fuzz_payload.cpp).
+the command-stream decoder, the estimator and the executor (src/cascader/fuzz/fuzz_payload.cpp),
+and the planner's flat hash map against std::unordered_map (src/cascader/fuzz/fuzz_flat_map.cpp).
 
 The core is rebuilt with the sanitizers in its own build directory (about a minute on two
 cores): an out-of-bounds access or undefined behaviour that the Python-level fuzzing would
@@ -28,17 +29,33 @@ SEEDS = [("ds_cnn_kws", "ethos-u55-128", None), ("resnet8", "ethos-u65-256", Non
 
 
 @pytest.fixture(scope="module")
-def fuzz_payload(tmp_path_factory) -> Path:
+def fuzz_build(tmp_path_factory) -> Path:
+    """The sanitizer build of the core and its fuzz drivers."""
     cmake = shutil.which("cmake")
     if cmake is None:  # the build of the package itself needs a C++ toolchain and CMake
         pytest.fail("cmake is not on PATH: the sanitizer build cannot run")
     build = tmp_path_factory.mktemp("sanitize")
     configure = [cmake, "-S", str(ROOT), "-B", str(build), "-DCASCADER_PYTHON=OFF", "-DCASCADER_BUILD_FUZZ=ON",
                  "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
-    for argv in (configure, [cmake, "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", "fuzz_payload"]):
+    for argv in (configure, [cmake, "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", "fuzz_payload",
+                             "fuzz_flat_map"]):
         done = subprocess.run(argv, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return build / "fuzz_payload"
+    return build
+
+
+@pytest.fixture(scope="module")
+def fuzz_payload(fuzz_build) -> Path:
+    return fuzz_build / "fuzz_payload"
+
+
+def test_flat_map_agrees_with_unordered_map_under_asan_and_ubsan(fuzz_build):
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1")
+    done = subprocess.run([str(fuzz_build / "fuzz_flat_map"), "300", "20261127"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    report = (done.stdout + done.stderr)[-4000:]
+    assert done.returncode == 0 and done.stdout.strip() == "ok 300", report
+    assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
 
 
 def test_mutated_binaries_under_asan_and_ubsan(fuzz_payload, tmp_path):
