@@ -46,38 +46,55 @@ std::vector<Tie> member_ties(const std::vector<Tie>& ties, const std::vector<siz
 // restored in turn while that lowers the layout; each subset placed largest first and earliest
 // first. Each try is two greedy layouts: a few ties make a few dozen.
 Allocation tied_greedy(const std::vector<LiveRange>& ranges, const std::vector<Tie>& ties) {
+  // Every try lays out the same ranges: one placer keeps its memory across them. The ranges and
+  // ties were validated by layout_arenas.
+  GreedyPlacer placer;
+  std::vector<Tie> kept;
+  std::vector<int64_t> by_size, by_start;
+  Allocation best;
+  bool any = false;  // a layout is in `best`
   std::vector<char> keep(ties.size(), 1), best_keep = keep;
+  // No subset of the ties lays out below this: once a layout reaches it, the rest are skipped.
+  const int64_t lower = peak_live_bytes(ranges, ties);
+  // Lays out with the ties of `mask` and keeps the result when lower than the best so far.
   auto run = [&](const std::vector<char>& mask) {
-    std::vector<Tie> kept;
+    if (any && best.height <= lower) return false;
+    kept.clear();
     for (size_t k = 0; k < ties.size(); ++k) {
       if (mask[k]) kept.push_back(ties[k]);
     }
-    Allocation by_size = greedy_allocate(ranges, GreedyFit::BestFit, kept);
-    if (kept.empty()) return by_size;
-    Allocation by_start = greedy_allocate(ranges, GreedyFit::BestFit, kept, GreedyOrder::ByStart);
-    return by_start.height < by_size.height ? by_start : by_size;
+    int64_t height = placer.place(ranges, GreedyFit::BestFit, kept, GreedyOrder::BySize, by_size);
+    std::vector<int64_t>* offsets = &by_size;
+    if (!kept.empty()) {
+      const int64_t start_height = placer.place(ranges, GreedyFit::BestFit, kept, GreedyOrder::ByStart, by_start);
+      if (start_height < height) height = start_height, offsets = &by_start;
+    }
+    if (any && height >= best.height) return false;
+    any = true;
+    best.height = height;
+    best.offsets.swap(*offsets);
+    return true;
   };
-  Allocation best = run(keep);
+  run(keep);
   std::vector<int64_t> offsets;
   for (const Tie& t : ties) offsets.push_back(t.offset);
   std::sort(offsets.begin(), offsets.end());
   offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
   for (size_t k = 0; k < offsets.size(); ++k) {  // keep the ties of offset below offsets[k]
     for (size_t i = 0; i < ties.size(); ++i) keep[i] = ties[i].offset < offsets[k];
-    Allocation a = run(keep);
-    if (a.height < best.height) best = std::move(a), best_keep = keep;
+    if (run(keep)) best_keep = keep;
   }
   for (bool improved = true; improved;) {
     improved = false;
     for (size_t i = 0; i < ties.size(); ++i) {
       keep = best_keep;
       keep[i] = !keep[i];
-      Allocation a = run(keep);
-      if (a.height < best.height) best = std::move(a), best_keep = keep, improved = true;
+      if (run(keep)) best_keep = keep, improved = true;
     }
   }
-  best.lower_bound = peak_live_bytes(ranges, ties);
-  best.optimal = best.height == best.lower_bound;
+  best.lower_bound = lower;
+  best.optimal = best.height == lower;
+  best.solver = "greedy-best-fit";
   return best;
 }
 

@@ -18,10 +18,13 @@ int64_t align_up(int64_t x, int64_t alignment) {
 // The placed buffers by time: each is listed in every block of steps its lifetime touches, so
 // finding those that share time with a range scans only its own blocks. The layouts of cascaded
 // schedules have thousands of short-lived buffers; scanning every placed one made the greedy
-// allocator quadratic (palm detection's evicting layouts on U65: 0.7 s each).
+// allocator quadratic (palm detection's evicting layouts on U65: 0.7 s each). It works in the
+// placer's memory (`blocks`, `seen`, `stamp`), emptied here, not freed.
 class TimeIndex {
  public:
-  explicit TimeIndex(const std::vector<LiveRange>& ranges) : ranges_(ranges), seen_(ranges.size(), 0) {
+  TimeIndex(const std::vector<LiveRange>& ranges, std::vector<std::vector<size_t>>& blocks,
+            std::vector<uint32_t>& seen, uint32_t& stamp)
+      : ranges_(ranges), blocks_(blocks), seen_(seen), stamp_(stamp) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
     for (const LiveRange& r : ranges) {
       if (r.end <= r.start) continue;
@@ -31,9 +34,16 @@ class TimeIndex {
     origin_ = hi > lo ? lo : 0;
     const int64_t span = std::max<int64_t>(hi - origin_, 1);
     // About eight buffers a block, at most kBlocks: few buffers are scanned faster than indexed.
-    const int64_t blocks = std::clamp<int64_t>(int64_t(ranges.size()) / 8, 1, kBlocks);
-    width_ = std::max<int64_t>(1, (span + blocks - 1) / blocks);
-    blocks_.resize(size_t((span + width_ - 1) / width_));
+    const int64_t blocks_wanted = std::clamp<int64_t>(int64_t(ranges.size()) / 8, 1, kBlocks);
+    width_ = std::max<int64_t>(1, (span + blocks_wanted - 1) / blocks_wanted);
+    count_ = size_t((span + width_ - 1) / width_);
+    if (blocks_.size() < count_) blocks_.resize(count_);
+    for (size_t b = 0; b < count_; ++b) blocks_[b].clear();
+    if (seen_.size() < ranges.size()) seen_.resize(ranges.size(), 0);
+    if (stamp_ > std::numeric_limits<uint32_t>::max() - 1) {  // wrapped: no stale stamp may match
+      std::fill(seen_.begin(), seen_.end(), 0);
+      stamp_ = 0;
+    }
   }
   void add(size_t j) {
     const LiveRange& r = ranges_[j];
@@ -44,11 +54,11 @@ class TimeIndex {
   template <typename Visit>
   void overlapping(const LiveRange& r, Visit visit) {
     if (r.end <= r.start || r.size == 0) return;
-    ++stamp_;
+    const uint32_t stamp = ++stamp_;
     for (int64_t b = block(r.start); b <= block(r.end - 1); ++b) {
       for (size_t j : blocks_[size_t(b)]) {
-        if (seen_[j] == stamp_) continue;
-        seen_[j] = stamp_;
+        if (seen_[j] == stamp) continue;
+        seen_[j] = stamp;
         if (overlaps_in_time(r, ranges_[j])) visit(j);
       }
     }
@@ -57,12 +67,13 @@ class TimeIndex {
  private:
   static constexpr int64_t kBlocks = 1024;
   int64_t block(int64_t t) const {
-    return std::clamp<int64_t>((t - origin_) / width_, 0, int64_t(blocks_.size()) - 1);
+    return std::clamp<int64_t>((t - origin_) / width_, 0, int64_t(count_) - 1);
   }
   const std::vector<LiveRange>& ranges_;
-  std::vector<std::vector<size_t>> blocks_;
-  std::vector<uint32_t> seen_;
-  uint32_t stamp_ = 0;
+  std::vector<std::vector<size_t>>& blocks_;
+  std::vector<uint32_t>& seen_;
+  uint32_t& stamp_;
+  size_t count_ = 1;
   int64_t origin_ = 0, width_ = 1;
 };
 
@@ -101,59 +112,57 @@ int64_t lowest_fit(const std::vector<LiveRange>& ranges, const std::vector<std::
 
 }  // namespace
 
-Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
-                           GreedyOrder placement) {
-  const auto t0 = std::chrono::steady_clock::now();
-  validate(ranges);
-  validate(ties, ranges);
+int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
+                           GreedyOrder placement, std::vector<int64_t>& offsets) {
   const size_t n = ranges.size();
   // A chain of ties is placed as one unit, when its first range comes up, each range at its
   // offset; it sorts by the bytes it spans.
-  const std::vector<std::vector<std::pair<int, int64_t>>> chains = tie_chains(ranges, ties);
-  std::vector<int> chain_of(n, -1);
-  std::vector<int64_t> span(n), first(n);
-  for (size_t i = 0; i < n; ++i) span[i] = ranges[i].size, first[i] = ranges[i].start;
+  const std::vector<std::vector<std::pair<int, int64_t>>> chains =
+      ties.empty() ? std::vector<std::vector<std::pair<int, int64_t>>>{} : tie_chains(ranges, ties);
+  chain_of_.assign(n, -1);
+  span_.resize(n);
+  first_.resize(n);
+  for (size_t i = 0; i < n; ++i) span_[i] = ranges[i].size, first_[i] = ranges[i].start;
   for (size_t c = 0; c < chains.size(); ++c) {
     int64_t top = 0, start = std::numeric_limits<int64_t>::max();
     for (const auto& [i, at] : chains[c]) {
       top = std::max(top, at + ranges[size_t(i)].size);
       start = std::min(start, ranges[size_t(i)].start);
     }
-    for (const auto& [i, at] : chains[c]) chain_of[size_t(i)] = int(c), span[size_t(i)] = top, first[size_t(i)] = start;
+    for (const auto& [i, at] : chains[c]) chain_of_[size_t(i)] = int(c), span_[size_t(i)] = top, first_[size_t(i)] = start;
   }
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (placement == GreedyOrder::ByStart && first[a] != first[b]) return first[a] < first[b];
-    if (span[a] != span[b]) return span[a] > span[b];
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+    if (placement == GreedyOrder::ByStart && first_[a] != first_[b]) return first_[a] < first_[b];
+    if (span_[a] != span_[b]) return span_[a] > span_[b];
     return ranges[a].end - ranges[a].start > ranges[b].end - ranges[b].start;
   });
-  Allocation result;
-  result.offsets.assign(n, 0);
-  TimeIndex placed(ranges);
-  std::vector<char> done(n, 0);
-  std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + size) of time-overlapping placed buffers
-  for (size_t i : order) {
+  offsets.assign(n, 0);
+  TimeIndex placed(ranges, blocks_, seen_, stamp_);
+  done_.assign(n, 0);
+  for (size_t i : order_) {
     const LiveRange& r = ranges[i];
-    if (done[i]) continue;
-    if (chain_of[i] >= 0) {
-      const auto& chain = chains[size_t(chain_of[i])];
-      const int64_t base = lowest_fit(ranges, chain, result.offsets, placed);
+    if (done_[i]) continue;
+    if (chain_of_[i] >= 0) {
+      const auto& chain = chains[size_t(chain_of_[i])];
+      const int64_t base = lowest_fit(ranges, chain, offsets, placed);
       for (const auto& [m, at] : chain) {
-        result.offsets[size_t(m)] = base + at;
-        done[size_t(m)] = 1;
+        offsets[size_t(m)] = base + at;
+        done_[size_t(m)] = 1;
         placed.add(size_t(m));
       }
       continue;
     }
     if (r.size == 0 || r.end == r.start) continue;
-    busy.clear();
-    placed.overlapping(r, [&](size_t j) { busy.emplace_back(result.offsets[j], result.offsets[j] + ranges[j].size); });
-    std::sort(busy.begin(), busy.end());
+    // busy_: [offset, offset + size) of the placed buffers that share time with r
+    busy_.clear();
+    placed.overlapping(r, [&](size_t j) { busy_.emplace_back(offsets[j], offsets[j] + ranges[j].size); });
+    std::sort(busy_.begin(), busy_.end());
     int64_t best = -1;
     int64_t best_slack = std::numeric_limits<int64_t>::max();
     int64_t cursor = 0;  // lowest address not covered by the busy intervals seen so far
-    for (const auto& [lo, hi] : busy) {
+    for (const auto& [lo, hi] : busy_) {
       const int64_t at = align_up(cursor, r.alignment);
       if (at + r.size <= lo) {
         const int64_t slack = lo - at - r.size;
@@ -169,10 +178,20 @@ Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, 
       cursor = std::max(cursor, hi);
     }
     if (best < 0) best = align_up(cursor, r.alignment);
-    result.offsets[i] = best;
+    offsets[i] = best;
     placed.add(i);
   }
-  result.height = allocation_height(ranges, result.offsets);
+  return allocation_height(ranges, offsets);
+}
+
+Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
+                           GreedyOrder placement) {
+  const auto t0 = std::chrono::steady_clock::now();
+  validate(ranges);
+  validate(ties, ranges);
+  Allocation result;
+  GreedyPlacer placer;
+  result.height = placer.place(ranges, fit, ties, placement, result.offsets);
   result.lower_bound = peak_live_bytes(ranges, ties);
   result.optimal = result.height == result.lower_bound;
   result.solver = fit == GreedyFit::BestFit ? "greedy-best-fit" : "greedy-first-fit";

@@ -26,4 +26,26 @@ enum class GreedyOrder { BySize, ByStart };
 Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit = GreedyFit::BestFit,
                            const std::vector<Tie>& ties = {}, GreedyOrder order = GreedyOrder::BySize);
 
+// The placement alone, for callers that lay out the same ranges many times: an arena layout
+// tries dozens of subsets of its ties, and the planner scores dozens of proposals each way
+// (allocation, bounds and validation were most of its time). It neither validates nor bounds
+// (greedy_allocate does both): `ranges` and `ties` must have passed validate(). Its working
+// memory is kept from one call to the next; one placer per thread.
+class GreedyPlacer {
+ public:
+  // Sets `offsets` (one per range) as greedy_allocate places them and returns the height.
+  int64_t place(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
+                GreedyOrder order, std::vector<int64_t>& offsets);
+
+ private:
+  std::vector<std::vector<size_t>> blocks_;  // the time index: placed ranges per block of steps
+  std::vector<uint32_t> seen_;               // per range, the last query that visited it
+  uint32_t stamp_ = 0;
+  std::vector<size_t> order_;
+  std::vector<int> chain_of_;
+  std::vector<int64_t> span_, first_;
+  std::vector<char> done_;
+  std::vector<std::pair<int64_t, int64_t>> busy_;
+};
+
 }  // namespace cascader

@@ -65,7 +65,6 @@ void validate(const std::vector<Tie>& ties, const std::vector<LiveRange>& ranges
 
 std::vector<std::vector<std::pair<int, int64_t>>> tie_chains(const std::vector<LiveRange>& ranges,
                                                             const std::vector<Tie>& ties) {
-  validate(ties, ranges);
   std::vector<int> up(ranges.size(), -1), down(ranges.size(), -1);
   for (size_t k = 0; k < ties.size(); ++k) up[size_t(ties[k].lower)] = down[size_t(ties[k].upper)] = int(k);
   std::vector<std::vector<std::pair<int, int64_t>>> chains;

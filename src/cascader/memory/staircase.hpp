@@ -56,7 +56,7 @@ void validate(const std::vector<Tie>& ties, const std::vector<LiveRange>& ranges
 
 // The chains of tied ranges, each as (range, bytes above the chain's base) from its lowest
 // range up. A tie that would put two ranges of its chain that share time, and no tie, over
-// each other's bytes is left out (the chain is cut there).
+// each other's bytes is left out (the chain is cut there). The ties must have passed validate().
 std::vector<std::vector<std::pair<int, int64_t>>> tie_chains(const std::vector<LiveRange>& ranges,
                                                             const std::vector<Tie>& ties);
 
