@@ -91,8 +91,9 @@ class OpCost:
             return self._evictions[key]
         shares: Dict[str, float] = {}
         if self.described is not None:
+            home = _memory(fast)  # compared as enums: a pybind11 enum's `.name` is slow
             players = [o for o in ("ifm", "ifm2", "ofm")
-                       if getattr(self.described, o) is not None and getattr(self.described, o).memory.name == fast]
+                       if getattr(self.described, o) is not None and getattr(self.described, o).memory == home]
             gain = {group: self._moved(group, slow, arch)
                     for k in range(len(players) + 1) for group in itertools.combinations(players, k)}
             n = len(players)
@@ -337,9 +338,14 @@ def estimate_op(
     return cost_from_core(_core.estimate(op, arch))
 
 
+# A pybind11 enum's `.name` costs more than the estimate itself: names by value, looked up.
+_ACCUMULATOR_NAMES = {v: k for k, v in _core.ShramElement.__members__.items()}
+
+
 def cost_from_core(r: "_core.CostRecord", described: Any = None) -> OpCost:
     """Convert the core's CostRecord into an :class:`OpCost` (`described`: the op it costs)."""
     b = r.block_config
+    ofm, ifm = b.ofm_block, b.ifm_block  # each attribute read of a bound struct is a copy: once each
     return OpCost(
         total_cycles=r.total_cycles,
         npu_cycles=r.npu_cycles,
@@ -349,10 +355,10 @@ def cost_from_core(r: "_core.CostRecord", described: Any = None) -> OpCost:
         write_bytes=dict(zip(MEMORIES, r.write_bytes)),
         macs=r.macs,
         block_config=BlockChoice(
-            (b.ofm_block.height, b.ofm_block.width, b.ofm_block.depth),
-            (b.ifm_block.height, b.ifm_block.width, b.ifm_block.depth),
+            (ofm.height, ofm.width, ofm.depth),
+            (ifm.height, ifm.width, ifm.depth),
             b.part_kernel_first,
-            b.accumulator.name,
+            _ACCUMULATOR_NAMES[b.accumulator],
         ),
         buffering_slack_cycles=r.buffering_slack_cycles,
         described=described,
