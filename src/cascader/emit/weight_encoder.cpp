@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -90,7 +92,7 @@ Plan choose_plan(Codes codes) {
   // Zero runs: the zeros before the first nonzero value and after each one. A run of r costs
   // (r >> zdiv) + 1 + zdiv bits: the quotients are summed per divisor.
   std::array<int64_t, 4> run_quotients{};
-  int64_t run_count = 0, run = 0;
+  int64_t run_count = 0;
   auto add_quotients = [&](int64_t r) {
     for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += r >> z;
   };
@@ -108,21 +110,29 @@ Plan choose_plan(Codes codes) {
   }
   for (; at < size; ++at) ++partial[0][codes.data[at]];
   for (size_t c = 0; c < kCodes; ++c) all[c] = int64_t{partial[0][c]} + partial[1][c] + partial[2][c] + partial[3][c];
-  // A run ends at each nonzero value (most runs are empty, and add no quotient) and at the end.
-  for (int c : codes) {
-    if (c == 0) {
-      ++run;
-    } else if (run != 0) {
-      add_quotients(run);
-      run = 0;
+  // A run ends at each nonzero value and at the end; most are empty and add no quotient, so
+  // the scan jumps from zero to zero, four codes at a time between them (a branch per code was
+  // a tenth of the encoder: zeros are a few percent of the codes and fall anywhere).
+  for (size_t k = 0; k < size;) {
+    for (uint64_t four; k + 4 <= size; k += 4) {
+      std::memcpy(&four, codes.data + k, sizeof four);
+      // Any 16-bit lane zero (codes stay below 2^9, so no lane has its top bit set).
+      if ((four - 0x0001000100010001ULL) & ~four & 0x8000800080008000ULL) break;
     }
+    while (k < size && codes.data[k] != 0) ++k;
+    const size_t begin = k;
+    while (k < size && codes.data[k] == 0) ++k;
+    if (k > begin) add_quotients(static_cast<int64_t>(k - begin));
   }
   const int64_t nonzero_count = static_cast<int64_t>(size) - all[0];
   run_count = nonzero_count;  // the runs ended by a nonzero value
-  end_run(run);
+  end_run(0);  // and the last one, already added above
   nonzero = all;
   nonzero[0] = 0;
   Plan best;
+  // The best plan's palette: the first best_k codes of *best_palette (copied once, at the end).
+  const std::array<int, kCodes>* best_palette = nullptr;
+  int best_k = 0;
   if (nonzero_count == 0) {
     // A slice codes at least one value: an all-zero slice codes its last zero, the rest is a run.
     run_quotients = {};
@@ -142,16 +152,24 @@ Plan choose_plan(Codes codes) {
       best_zdiv = zdiv;
     }
   }
+  // Palettes: the k most frequent codes, ties to the smaller code. Sorted once: with zero runs
+  // the order is the same without code 0 (or, for an all-zero slice, that one code).
+  std::array<int, kCodes> by_count, by_count_nonzero;
+  int distinct_all = 0, distinct_nonzero = 0;
+  for (int c = 0; c < kCodes; ++c) {
+    if (all[static_cast<size_t>(c)]) by_count[static_cast<size_t>(distinct_all++)] = c;
+  }
+  std::stable_sort(by_count.begin(), by_count.begin() + distinct_all,
+                   [&](int a, int b) { return all[static_cast<size_t>(a)] > all[static_cast<size_t>(b)]; });
+  for (int j = 0; j < distinct_all; ++j) {
+    const int c = by_count[static_cast<size_t>(j)];
+    if (nonzero[static_cast<size_t>(c)]) by_count_nonzero[static_cast<size_t>(distinct_nonzero++)] = c;
+  }
   for (int zr : {-1, best_zdiv}) {  // -1: no zero runs
     const std::array<int64_t, kCodes>& hist = zr >= 0 ? nonzero : all;
     const int64_t run_bits = zr >= 0 ? best_run_bits : 0;
-    // Palettes: the k most frequent codes, ties to the smaller code.
-    std::vector<int> order;
-    for (int c = 0; c < kCodes; ++c) {
-      if (hist[c]) order.push_back(c);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return hist[a] > hist[b]; });
-    const int distinct = static_cast<int>(order.size());
+    const std::array<int, kCodes>& order = zr >= 0 ? by_count_nonzero : by_count;
+    const int distinct = zr >= 0 ? distinct_nonzero : distinct_all;
     std::vector<int> sizes{0};
     for (int k : {2, 3, 4, 6, 8, 12, 16, 24, 32, distinct}) {
       if (k >= 2 && k <= std::min(distinct, kMaxPalette) && std::find(sizes.begin(), sizes.end(), k) == sizes.end()) {
@@ -159,7 +177,6 @@ Plan choose_plan(Codes codes) {
       }
     }
     for (int k : sizes) {
-      std::vector<int> palette(order.begin(), order.begin() + k);
       // Only the codes that occur matter (order lists them): a palette code's index is its rank,
       // any other's its distance above the direct offset plus k, so no two share an index.
       int lowest = kCodes, highest = -1;
@@ -170,13 +187,15 @@ Plan choose_plan(Codes codes) {
       const int direct_offset = highest < 0 ? 0 : std::min(lowest, kMaxDirectOffset);
       if (highest >= 0 && highest - direct_offset + k >= kCodes) continue;  // an index beyond 9 bits
       int palbits = 2;
-      for (int c : palette) palbits = std::max(palbits, bit_length(c));
+      for (int j = 0; j < k; ++j) palbits = std::max(palbits, bit_length(order[static_cast<size_t>(j)]));
       const int64_t header = 23 + 13 + static_cast<int64_t>(k) * palbits;
       auto consider = [&](bool uncompressed, int wdiv, bool trunc, int plan_palbits, int64_t wbits) {
         const int64_t cost = header - static_cast<int64_t>(k) * palbits + static_cast<int64_t>(k) * plan_palbits +
                              wbits + run_bits;
         if (cost < best.cost) {
-          best = Plan{zr >= 0, std::max(zr, 0), uncompressed, wdiv, trunc, palette, plan_palbits, direct_offset, cost};
+          best = Plan{zr >= 0, std::max(zr, 0), uncompressed, wdiv, trunc, {}, plan_palbits, direct_offset, cost};
+          best_palette = &order;
+          best_k = k;
         }
       };
       // Golomb-Rice bits for every divisor: a value of index i takes its quotient in the
@@ -224,6 +243,7 @@ Plan choose_plan(Codes codes) {
       }
     }
   }
+  if (best_palette != nullptr) best.palette.assign(best_palette->begin(), best_palette->begin() + best_k);
   return best;
 }
 
@@ -269,18 +289,24 @@ Chunk chunk_of(const uint8_t* sym) {
   return c;
 }
 
-void write_slice(BitWriter& out, const Plan& p, Codes codes) {
+// A stream's slices share their value and run arrays: sized for the longest slice once, not
+// zeroed (every element is written before it is read).
+struct SliceScratch {
+  std::unique_ptr<uint16_t[]> values{new uint16_t[kMaxSliceValues]};
+  std::unique_ptr<int32_t[]> runs{new int32_t[kMaxSliceValues + 1]};
+};
+
+void write_slice(BitWriter& out, const Plan& p, Codes codes, SliceScratch& scratch) {
   // The coded values (indices) and the zero runs before each value and after the last.
   const int palsize = static_cast<int>(p.palette.size());
   std::array<uint16_t, kCodes> index{};
   for (int c = p.direct_offset; c < kCodes; ++c) index[static_cast<size_t>(c)] = static_cast<uint16_t>(c - p.direct_offset + palsize);
   for (int i = 0; i < palsize; ++i) index[static_cast<size_t>(p.palette[static_cast<size_t>(i)])] = static_cast<uint16_t>(i);
-  // Sized for every value and written by position: no capacity check per value.
-  std::vector<uint16_t> values(codes.size());
-  std::vector<int32_t> runs;
-  size_t nv = 0;
+  // Written by position: no capacity check per value.
+  uint16_t* const values = scratch.values.get();
+  int32_t* const runs = scratch.runs.get();
+  size_t nv = 0, nr = 0;
   if (p.zero_runs) {
-    runs.resize(codes.size() + 1);
     const bool all_zero = std::all_of(codes.begin(), codes.end(), [](uint16_t c) { return c == 0; });
     const size_t coded_zero = all_zero ? codes.size() - 1 : codes.size();  // an all-zero slice codes its last zero
     int32_t run = 0;
@@ -295,13 +321,12 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes) {
       run = 0;
     }
     runs[nv] = run;
-    runs.resize(nv + 1);
+    nr = nv + 1;
   } else {
     for (uint16_t c : codes) values[nv++] = index[c];
   }
-  values.resize(nv);
-  const int nvalues = static_cast<int>(values.size());
-  const int z_count = static_cast<int>(runs.size());
+  const int nvalues = static_cast<int>(nv);
+  const int z_count = static_cast<int>(nr);
 
   out.put(static_cast<uint32_t>(p.zero_runs ? p.zdiv : kZDivDisable), 3);
   out.put(static_cast<uint32_t>(nvalues - 1), 15);
@@ -322,13 +347,13 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes) {
   std::vector<uint8_t> w_symbols;
   if (!p.uncompressed) {
     size_t count = kChunk;
-    for (uint16_t v : values) count += p.wtrunc ? 1 : static_cast<size_t>((v >> wdiv) / 2 + 1);
+    for (size_t v = 0; v < nv; ++v) count += p.wtrunc ? 1 : static_cast<size_t>((values[v] >> wdiv) / 2 + 1);
     // A quotient q is q / 2 twos, then q & 1: fill with twos and write only the last symbols,
     // so the loop has no data-dependent branch.
     w_symbols.assign(count, 2);
     uint8_t* sym = w_symbols.data();
-    for (uint16_t v : values) {
-      const int q = v >> wdiv;
+    for (size_t v = 0; v < nv; ++v) {
+      const int q = values[v] >> wdiv;
       if (p.wtrunc) {
         *sym++ = static_cast<uint8_t>(q);
       } else {
@@ -341,11 +366,11 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes) {
   std::vector<uint8_t> z_bits;  // unary: ones, then a zero ends the quotient
   if (p.zero_runs) {
     size_t count = kChunk;
-    for (int32_t r : runs) count += static_cast<size_t>((r >> p.zdiv) + 1);
+    for (size_t r = 0; r < nr; ++r) count += static_cast<size_t>((runs[r] >> p.zdiv) + 1);
     z_bits.assign(count, 1);  // as above: ones, and only each run's terminating zero written
     uint8_t* bit = z_bits.data();
-    for (int32_t r : runs) {
-      bit += r >> p.zdiv;
+    for (size_t r = 0; r < nr; ++r) {
+      bit += runs[r] >> p.zdiv;
       *bit++ = 0;
     }
     std::fill(bit, z_bits.data() + count, uint8_t{0});
@@ -391,7 +416,13 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes) {
       }
     }
     if (w_prev_on && wdiv > 0) {
-      for (int v = w_prev_begin; v < std::min(w_prev_end, nvalues); ++v) out.put(values[static_cast<size_t>(v)] & w_mask, wdiv);
+      // Two remainders a put (wdiv <= 9, so they fit in its 32 bits): half the puts.
+      const int stop = std::min(w_prev_end, nvalues);
+      int v = w_prev_begin;
+      for (; v + 1 < stop; v += 2) {
+        out.put((values[static_cast<size_t>(v)] & w_mask) | (values[static_cast<size_t>(v) + 1] & w_mask) << wdiv, 2 * wdiv);
+      }
+      if (v < stop) out.put(values[static_cast<size_t>(v)] & w_mask, wdiv);
     }
     if (z_prev_on && p.zdiv > 0) {
       for (int r = z_prev_begin; r < std::min(z_prev_end, z_count); ++r) {
@@ -410,7 +441,10 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes) {
 }  // namespace
 
 std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
-  std::vector<uint16_t> codes(std::max<size_t>(values.size(), 1), 0);  // an empty stream still needs one slice
+  // Not zeroed: every code is written below (an empty stream still codes one zero in one slice).
+  const size_t n = std::max<size_t>(values.size(), 1);
+  std::unique_ptr<uint16_t[]> codes(new uint16_t[n]);
+  codes[0] = 0;
   int out_of_range = 0;  // checked once after the loop, which then has no branch
   for (size_t i = 0; i < values.size(); ++i) {
     const int v = values[i];
@@ -424,7 +458,6 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
   }
   // Where the slices end changes their statistics: full slices then a remainder, or equal
   // slices. Both are costed from their plans and the cheaper one is written.
-  const size_t n = codes.size();
   const size_t count = (n + kMaxSliceValues - 1) / kMaxSliceValues;
   std::vector<size_t> full, equal;
   for (size_t k = 1; k <= count; ++k) {
@@ -435,7 +468,7 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
     std::vector<std::pair<Codes, Plan>> out;
     size_t begin = 0;
     for (size_t e : ends) {
-      const Codes part{codes.data() + begin, e - begin};
+      const Codes part{codes.get() + begin, e - begin};
       out.emplace_back(part, choose_plan(part));
       begin = e;
     }
@@ -453,7 +486,8 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
   }
   BitWriter out;
   out.reserve(n * 9 / 8 + 64 * chosen.size());  // at most 9 bits a value, and the slice headers
-  for (const auto& [part, plan] : chosen) write_slice(out, plan, part);
+  SliceScratch scratch;
+  for (const auto& [part, plan] : chosen) write_slice(out, plan, part, scratch);
   out.put(kZDivEnd, 3);
   out.align();
   std::vector<uint8_t>& bytes = out.bytes();
