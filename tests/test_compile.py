@@ -128,6 +128,31 @@ def test_deterministic():
     assert a == b
 
 
+def test_same_binary_on_any_number_of_threads(monkeypatch):
+    """CASCADER_NUM_THREADS caps the cores a compile uses (the weight encoders, the planner's
+    workers and its proposal scoring, each with caches of its own); the output must not depend
+    on it. A budget that makes the compile plan and cascade exercises all three."""
+    model = zoo.mobilenet_v2()
+    least = cascader.compile(model, optimise="size").sram_bytes
+    outputs = []
+    for threads in ("1", "3"):
+        monkeypatch.setenv("CASCADER_NUM_THREADS", threads)
+        assert cascader._core.core_count() == int(threads)
+        frontier = cascader.plan(model)
+        outputs.append((cascader.compile(model, sram=least).binary,
+                        [(p.sram_bytes, p.cycles) for p in frontier.points]))
+    monkeypatch.delenv("CASCADER_NUM_THREADS")
+    assert outputs[0] == outputs[1]
+    assert cascader.compile(model, sram=least).binary == outputs[0][0]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_bad_thread_count_is_a_typed_error(monkeypatch, value):
+    monkeypatch.setenv("CASCADER_NUM_THREADS", value)
+    with pytest.raises(cascader.InvalidArgumentError, match="CASCADER_NUM_THREADS must be a positive integer"):
+        cascader.compile(zoo.mobilenet_v2())
+
+
 def test_small_maps_whose_bricks_cost_no_bytes_are_bricked():
     """The autoencoder's 1x1x8 bottleneck takes 16 bytes either way (the 16-byte rounding): it
     is NHCWB16 like its neighbours, so the stream switches no layout registers around it. Its

@@ -15,7 +15,6 @@ traversal, never on an address.
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
@@ -407,7 +406,7 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     # every core (the encoder releases the GIL) while this thread schedules the operations in
     # order, each as soon as its own weights are encoded.
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=_core.core_count()) as pool:
         choices, futures = {}, {}
         for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
@@ -429,7 +428,7 @@ def _encoding_order(weighted: list[LoweredOperation]) -> list[LoweredOperation]:
     ready first, except that the largest (above an equal share of a core's work) start at
     once: started in order, a classifier at the end of a model would run alone at the end."""
     sizes = [op.weights.values.size for op in weighted]
-    share = sum(sizes) / (2 * (os.cpu_count() or 1))
+    share = sum(sizes) / (2 * _core.core_count())
     large = sorted((k for k, n in enumerate(sizes) if n > share), key=lambda k: -sizes[k])
     return [weighted[k] for k in large] + [op for k, op in enumerate(weighted) if sizes[k] <= share]
 

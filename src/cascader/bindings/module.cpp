@@ -2,6 +2,7 @@
 
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/common/error.hpp"
+#include "cascader/common/parallel.hpp"
 
 namespace py = pybind11;
 
@@ -33,6 +34,9 @@ PYBIND11_MODULE(_core, m) {
       raise_as("CascaderError", e);
     }
   });
+
+  m.def("core_count", &cascader::core_count,
+        "The cores a compile uses: $CASCADER_NUM_THREADS when set, else every core (common/parallel.hpp).");
 
   cascader::bindings::bind_memory(m);
   cascader::bindings::bind_arch(m);

@@ -13,17 +13,37 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "cascader/common/error.hpp"
+
 namespace cascader {
+
+// The cores a compile may use: CASCADER_NUM_THREADS when set (a build running several compiles
+// at once, or a profile that must not depend on how work is split), else every core. The
+// Python side (the weight encoders' pool) asks this too. Throws InvalidArgument for a value
+// that is not a positive integer.
+inline size_t core_count() {
+  if (const char* env = std::getenv("CASCADER_NUM_THREADS"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (*end != '\0' || n < 1) {
+      throw InvalidArgument(std::string("CASCADER_NUM_THREADS must be a positive integer, not '") + env +
+                            "'; unset it to use every core");
+    }
+    return size_t(n);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 inline size_t worker_count(size_t count, size_t block) {
   const size_t blocks = (count + block - 1) / std::max<size_t>(block, 1);
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::max<size_t>(1, std::min({cores, blocks, size_t{8}}));
+  return std::max<size_t>(1, std::min({core_count(), blocks, size_t{8}}));
 }
 
 template <typename Body>
