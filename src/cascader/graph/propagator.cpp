@@ -11,27 +11,6 @@ bool Box::empty() const {
   return std::any_of(extent.begin(), extent.end(), [](int64_t e) { return e <= 0; });
 }
 
-Box Box::cropped(const std::array<int64_t, 4>& shape) const {
-  Box b;
-  for (int i = 0; i < 4; ++i) {
-    const int64_t lo = std::clamp<int64_t>(offset[i], 0, shape[i]);
-    const int64_t hi = std::clamp<int64_t>(offset[i] + extent[i], 0, shape[i]);
-    b.offset[i] = lo;
-    b.extent[i] = std::max<int64_t>(hi - lo, 0);
-  }
-  return b;
-}
-
-Box Propagator::propagate(const Box& out) const {
-  Box in;
-  for (int i = 0; i < 4; ++i) {
-    const AxisMap& m = axes[i];
-    in.extent[i] = m.scale * out.extent[i] + m.extent_bias;
-    in.offset[i] = m.scale * out.offset[i] + m.offset_bias;
-  }
-  return in;
-}
-
 std::string Propagator::repr() const {
   static const char* names = "NHWC";
   std::ostringstream s;

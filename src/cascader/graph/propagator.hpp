@@ -11,6 +11,7 @@
 // (b = input depth), a broadcast operand's size-1 axes (b = 1).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -22,8 +23,18 @@ struct Box {
   std::array<int64_t, 4> extent{1, 1, 1, 1};
   bool operator==(const Box& o) const { return offset == o.offset && extent == o.extent; }
   bool empty() const;
-  // The part of this box inside [0, shape) per axis.
-  Box cropped(const std::array<int64_t, 4>& shape) const;
+  // The part of this box inside [0, shape) per axis. Defined here: the planner's inner loop
+  // crops every region it propagates.
+  Box cropped(const std::array<int64_t, 4>& shape) const {
+    Box b;
+    for (int i = 0; i < 4; ++i) {
+      const int64_t lo = std::clamp<int64_t>(offset[i], 0, shape[i]);
+      const int64_t hi = std::clamp<int64_t>(offset[i] + extent[i], 0, shape[i]);
+      b.offset[i] = lo;
+      b.extent[i] = std::max<int64_t>(hi - lo, 0);
+    }
+    return b;
+  }
 };
 
 struct AxisMap {
@@ -35,7 +46,16 @@ struct AxisMap {
 struct Propagator {
   std::array<AxisMap, 4> axes;
 
-  Box propagate(const Box& out) const;
+  // Defined here for the planner's inner loop, as Box::cropped.
+  Box propagate(const Box& out) const {
+    Box in;
+    for (int i = 0; i < 4; ++i) {
+      const AxisMap& m = axes[i];
+      in.extent[i] = m.scale * out.extent[i] + m.extent_bias;
+      in.offset[i] = m.scale * out.offset[i] + m.offset_bias;
+    }
+    return in;
+  }
   std::string repr() const;
 
   static Propagator identity();

@@ -51,7 +51,14 @@ struct Extent {
 // nothing is cropped, the stripes after them repeat it up to where a read would reach an edge.
 class SteadyState {
  public:
-  explicit SteadyState(int parts) : cost(size_t(parts), 0.0), ran(size_t(parts), 0), shift_(size_t(parts), 0) {}
+  // Forgets the previous stripe: a new band of a cascade of `parts` parts (its vectors keep
+  // their memory from one cascade to the next).
+  void reset(int parts) {
+    cost.assign(size_t(parts), 0.0);
+    ran.assign(size_t(parts), 0);
+    shift_.assign(size_t(parts), 0);
+    have_previous_ = false;
+  }
 
   std::vector<double> cost;  // this stripe's cycles per part (when it ran)
   std::vector<char> ran;     // whether each part ran in this stripe
@@ -288,7 +295,7 @@ namespace {
 // The input of parts [first, last) the sink may be written over: the largest one produced
 // before the cascade and read for the last time in it, not a graph output (-1: none).
 int staircase_source(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
-                     const std::vector<bool>& internal) {
+                     const std::vector<char>& internal) {
   const int sink = graph.parts[size_t(last - 1)].output;
   int best = -1;
   for (int k = first; k < last; ++k) {
@@ -309,6 +316,26 @@ int staircase_source(const PlanGraph& graph, const PlanGraph::Uses& uses, int fi
 
 int64_t row_bytes(const PlanTensor& t) { return t.bytes / std::max<int64_t>(t.shape[H], 1); }
 
+// plan_cascade's working memory. The DP plans thousands of cascades per graph, and allocating
+// these afresh for each was a sixth of the planner's instructions: each thread keeps one and
+// every call resets what it uses (assign and clear keep the capacity).
+struct PlanScratch {
+  std::vector<char> copied, internal;
+  std::vector<int> internal_tensors;
+  std::vector<ByteAccess> source_reads, sink_writes;
+  std::vector<std::tuple<int, int, int64_t>> stripe_reads;
+  std::vector<int64_t> done, first_read;
+  std::vector<std::pair<int64_t, int64_t>> held;
+  std::vector<Extent> need, computed;
+  std::vector<std::vector<int64_t>> last_read;
+  SteadyState steady;
+};
+
+PlanScratch& plan_scratch() {
+  static thread_local PlanScratch scratch;
+  return scratch;
+}
+
 }  // namespace
 
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
@@ -324,7 +351,9 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   // A part alone buffers only as the scheduler chose; a cascade's buffer saves its re-reads.
   if (buffer_weights && last - first == 1 && !graph.parts[size_t(first)].bufferable) return std::nullopt;
   using Weights = StripeCoster::Weights;
-  std::vector<bool> copied(graph.parts.size(), false);
+  PlanScratch& scratch = plan_scratch();
+  std::vector<char>& copied = scratch.copied;
+  copied.assign(graph.parts.size(), 0);
   // The first run of a part copies its weights in; later stripes read the buffer.
   auto weights_for = [&](int k) {
     if (!buffer_weights) return Weights::InPlace;
@@ -378,8 +407,10 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   const int64_t band_width = (width + plan.column_bands - 1) / plan.column_bands;
   plan.column_bands = int((width + band_width - 1) / band_width);
   // Internal tensors: produced by exactly one part in the cascade, read only inside it.
-  std::vector<bool> internal(graph.tensors.size(), false);
-  std::vector<int> internal_tensors;
+  std::vector<char>& internal = scratch.internal;
+  internal.assign(graph.tensors.size(), 0);
+  std::vector<int>& internal_tensors = scratch.internal_tensors;
+  internal_tensors.clear();
   for (int k = first; k < last; ++k) {
     const Part& p = graph.parts[size_t(k)];
     if (!p.stripable) return std::nullopt;
@@ -400,19 +431,29 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   const int source = plan.column_bands == 1 ? staircase_source(graph, uses, first, last, internal) : -1;
   const int64_t source_row = source >= 0 ? row_bytes(graph.tensors[size_t(source)]) : 0;
   const int64_t sink_row = row_bytes(sink);
-  std::vector<ByteAccess> source_reads, sink_writes;
-  std::vector<std::tuple<int, int, int64_t>> stripe_reads;  // this stripe's source reads: part, input, first row
-  std::vector<int64_t> done(graph.tensors.size(), 0);  // rows [0, done) of each internal tensor, this band
-  std::vector<std::pair<int64_t, int64_t>> held(graph.tensors.size(), {0, 0});  // rows, columns
-  std::vector<Extent> need(graph.tensors.size());
-  std::vector<Extent> computed(size_t(last - first));  // per part: the rows it computes in this stripe
-  std::vector<int64_t> first_read(graph.tensors.size(), 0);
-  std::vector<std::vector<int64_t>> last_read(size_t(last - first));  // per part and input: first row of its last read
+  std::vector<ByteAccess>& source_reads = scratch.source_reads;
+  std::vector<ByteAccess>& sink_writes = scratch.sink_writes;
+  source_reads.clear();
+  sink_writes.clear();
+  auto& stripe_reads = scratch.stripe_reads;  // this stripe's source reads: part, input, first row
+  std::vector<int64_t>& done = scratch.done;  // rows [0, done) of each internal tensor, this band
+  done.assign(graph.tensors.size(), 0);
+  std::vector<std::pair<int64_t, int64_t>>& held = scratch.held;  // rows, columns
+  held.assign(graph.tensors.size(), {0, 0});
+  std::vector<Extent>& need = scratch.need;
+  need.assign(graph.tensors.size(), Extent{});
+  std::vector<Extent>& computed = scratch.computed;  // per part: the rows it computes in this stripe
+  computed.assign(size_t(last - first), Extent{});
+  std::vector<int64_t>& first_read = scratch.first_read;
+  first_read.assign(graph.tensors.size(), 0);
+  std::vector<std::vector<int64_t>>& last_read = scratch.last_read;  // per part and input: first row of its last read
+  last_read.resize(size_t(last - first));
   for (int band = 0; band < plan.column_bands; ++band) {
     const int64_t c0 = band * band_width, c1 = std::min(width, c0 + band_width);
     for (int t : internal_tensors) done[size_t(t)] = 0;
     for (int k = first; k < last; ++k) last_read[size_t(k - first)].assign(graph.parts[size_t(k)].inputs.size(), 0);
-    SteadyState steady(last - first);
+    SteadyState& steady = scratch.steady;
+    steady.reset(last - first);
     for (int s = 0; s < plan.stripes; ++s) {
       const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
       for (int t : internal_tensors) need[size_t(t)] = Extent{};
