@@ -53,10 +53,14 @@ class SteadyState {
  public:
   // Forgets the previous stripe: a new band of a cascade of `parts` parts (its vectors keep
   // their memory from one cascade to the next).
-  void reset(int parts) {
+  // `internal` flags the cascade's internal tensors (kept by the caller while this is used).
+  void reset(int parts, const std::vector<char>& internal) {
     cost.assign(size_t(parts), 0.0);
     ran.assign(size_t(parts), 0);
     shift_.assign(size_t(parts), 0);
+    // Not cleared: every entry is_shifted reads it wrote first, for this stripe.
+    if (tensor_shift_.size() < internal.size()) tensor_shift_.resize(internal.size());
+    internal_ = &internal;
     have_previous_ = false;
   }
 
@@ -129,7 +133,7 @@ class SteadyState {
   }
 
  private:
-  bool is_internal(int t) const { return size_t(t) < internal_.size() && internal_[size_t(t)]; }
+  bool is_internal(int t) const { return size_t(t) < internal_->size() && (*internal_)[size_t(t)]; }
 
   // Whether this stripe is the previous one shifted: every part ran in both, as many rows and
   // the same columns and cycles, and every internal tensor's rows (written, first read, each
@@ -138,9 +142,6 @@ class SteadyState {
                   const std::vector<Extent>& computed, const std::vector<int>& internal_tensors,
                   const std::vector<int64_t>& done, const std::vector<int64_t>& first_read,
                   const std::vector<std::vector<int64_t>>& last_read) {
-    tensor_shift_.assign(graph.tensors.size(), 0);
-    internal_.assign(graph.tensors.size(), 0);
-    for (int t : internal_tensors) internal_[size_t(t)] = 1;
     for (int k = first; k < last; ++k) {
       const Extent& r = computed[size_t(k - first)];
       const Extent& q = previous_computed_[size_t(k - first)];
@@ -182,7 +183,7 @@ class SteadyState {
   std::vector<std::vector<int64_t>> previous_last_read_;
   std::vector<int64_t> shift_;         // per part of the cascade: rows its output moved
   std::vector<int64_t> tensor_shift_;  // per tensor: rows it moved (internal ones and the sink)
-  std::vector<char> internal_;
+  const std::vector<char>* internal_ = nullptr;
 };
 
 // Padding (top, left, bottom, right) where the region an operation wants of its input reaches
@@ -331,7 +332,9 @@ struct PlanScratch {
   SteadyState steady;
 };
 
-PlanScratch& plan_scratch() {
+// Not inlined: the caller then holds a plain reference. Inlined, GCC looked the thread-local
+// up again (__tls_get_addr) at each use of it in plan_cascade's loops.
+[[gnu::noinline]] PlanScratch& plan_scratch() {
   static thread_local PlanScratch scratch;
   return scratch;
 }
@@ -453,7 +456,7 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
     for (int t : internal_tensors) done[size_t(t)] = 0;
     for (int k = first; k < last; ++k) last_read[size_t(k - first)].assign(graph.parts[size_t(k)].inputs.size(), 0);
     SteadyState& steady = scratch.steady;
-    steady.reset(last - first);
+    steady.reset(last - first, internal);
     for (int s = 0; s < plan.stripes; ++s) {
       const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
       for (int t : internal_tensors) need[size_t(t)] = Extent{};
