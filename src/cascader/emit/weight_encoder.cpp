@@ -125,8 +125,7 @@ Plan choose_plan(Codes codes) {
     if (k > begin) add_quotients(static_cast<int64_t>(k - begin));
   }
   const int64_t nonzero_count = static_cast<int64_t>(size) - all[0];
-  run_count = nonzero_count;  // the runs ended by a nonzero value
-  end_run(0);  // and the last one, already added above
+  run_count = nonzero_count + 1;  // one ended by each nonzero value, and the last one
   nonzero = all;
   nonzero[0] = 0;
   Plan best;

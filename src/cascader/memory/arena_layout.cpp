@@ -76,12 +76,12 @@ Allocation tied_greedy(const std::vector<LiveRange>& ranges, const std::vector<T
     return true;
   };
   run(keep);
-  std::vector<int64_t> offsets;
-  for (const Tie& t : ties) offsets.push_back(t.offset);
-  std::sort(offsets.begin(), offsets.end());
-  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-  for (size_t k = 0; k < offsets.size(); ++k) {  // keep the ties of offset below offsets[k]
-    for (size_t i = 0; i < ties.size(); ++i) keep[i] = ties[i].offset < offsets[k];
+  std::vector<int64_t> tie_offsets;
+  for (const Tie& t : ties) tie_offsets.push_back(t.offset);
+  std::sort(tie_offsets.begin(), tie_offsets.end());
+  tie_offsets.erase(std::unique(tie_offsets.begin(), tie_offsets.end()), tie_offsets.end());
+  for (size_t k = 0; k < tie_offsets.size(); ++k) {  // keep the ties of offset below tie_offsets[k]
+    for (size_t i = 0; i < ties.size(); ++i) keep[i] = ties[i].offset < tie_offsets[k];
     if (run(keep)) best_keep = keep;
   }
   for (bool improved = true; improved;) {

@@ -27,8 +27,8 @@ Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit =
                            const std::vector<Tie>& ties = {}, GreedyOrder order = GreedyOrder::BySize);
 
 // The placement alone, for callers that lay out the same ranges many times: an arena layout
-// tries dozens of subsets of its ties, and the planner scores dozens of proposals each way
-// (allocation, bounds and validation were most of its time). It neither validates nor bounds
+// tries dozens of subsets of its ties, and the planner scores each proposal by such a layout
+// (allocation, bounds and validation were a quarter of that). It neither validates nor bounds
 // (greedy_allocate does both): `ranges` and `ties` must have passed validate(). Its working
 // memory is kept from one call to the next; one placer per thread.
 class GreedyPlacer {

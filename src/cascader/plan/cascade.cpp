@@ -51,9 +51,9 @@ struct Extent {
 // nothing is cropped, the stripes after them repeat it up to where a read would reach an edge.
 class SteadyState {
  public:
-  // Forgets the previous stripe: a new band of a cascade of `parts` parts (its vectors keep
-  // their memory from one cascade to the next).
-  // `internal` flags the cascade's internal tensors (kept by the caller while this is used).
+  // Forgets the previous stripe: a new band of a cascade of `parts` parts whose internal
+  // tensors `internal` flags (the caller keeps it alive while this is used). The vectors keep
+  // their memory from one cascade to the next.
   void reset(int parts, const std::vector<char>& internal) {
     cost.assign(size_t(parts), 0.0);
     ran.assign(size_t(parts), 0);
