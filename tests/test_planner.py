@@ -89,6 +89,13 @@ def test_pareto_frontier_is_the_non_dominated_set(points):
     assert [points[i][0] for i in front] == sorted(points[i][0] for i in front)
 
 
+def test_pareto_frontier_keeps_the_first_of_equal_points_and_refuses_nan():
+    # The proposal DP keeps the first-found of equally good extensions; pareto_frontier agrees.
+    assert _core.pareto_frontier([(5, 2.0), (3, 4.0), (5, 2.0), (3, 4.0), (9, 2.0)]) == [1, 0]
+    with pytest.raises(cascader.InvalidArgumentError, match="NaN"):
+        _core.pareto_frontier([(1, 1.0), (2, float("nan"))])
+
+
 def test_thinning_keeps_both_ends():
     pts = [(m, 1000.0 / (m + 1)) for m in range(100)]
     front = _core.pareto_frontier(pts)

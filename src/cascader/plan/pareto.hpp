@@ -13,7 +13,7 @@ struct CostPoint {
 };
 
 // Indices of the non-dominated points, by increasing memory (and so decreasing cycles). Ties
-// keep the first. O(n log n).
+// keep the first. O(n log n). Throws InvalidArgument for NaN cycles.
 std::vector<size_t> pareto_frontier(const std::vector<CostPoint>& points);
 
 // At most `keep` of the frontier `front` (indices into points, by increasing memory): both
