@@ -1,6 +1,7 @@
 """The C++ core under AddressSanitizer and UBSan: mutated binaries through the payload parser,
 the command-stream decoder, the estimator and the executor (src/cascader/fuzz/fuzz_payload.cpp),
-and the planner's flat hash map against std::unordered_map (src/cascader/fuzz/fuzz_flat_map.cpp).
+the planner's flat hash map against std::unordered_map (src/cascader/fuzz/fuzz_flat_map.cpp), and
+the greedy placer's cutoff against full layouts (src/cascader/fuzz/fuzz_greedy_placer.cpp).
 
 The core is rebuilt with the sanitizers in its own build directory (about a minute on two
 cores): an out-of-bounds access or undefined behaviour that the Python-level fuzzing would
@@ -38,7 +39,7 @@ def fuzz_build(tmp_path_factory) -> Path:
     configure = [cmake, "-S", str(ROOT), "-B", str(build), "-DCASCADER_PYTHON=OFF", "-DCASCADER_BUILD_FUZZ=ON",
                  "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
     for argv in (configure, [cmake, "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", "fuzz_payload",
-                             "fuzz_flat_map"]):
+                             "fuzz_flat_map", "fuzz_greedy_placer"]):
         done = subprocess.run(argv, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return build
@@ -55,6 +56,17 @@ def test_flat_map_agrees_with_unordered_map_under_asan_and_ubsan(fuzz_build):
                           env=env, timeout=300)
     report = (done.stdout + done.stderr)[-4000:]
     assert done.returncode == 0 and done.stdout.strip() == "ok 300", report
+    assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
+
+
+def test_greedy_placer_cutoff_changes_no_layout_under_asan_and_ubsan(fuzz_build):
+    # A layout given up at the best height so far (arena_layout's tied_greedy) must not differ
+    # from the full one whenever it ends below that height.
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1")
+    done = subprocess.run([str(fuzz_build / "fuzz_greedy_placer"), "400", "20261127"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    report = (done.stdout + done.stderr)[-4000:]
+    assert done.returncode == 0 and done.stdout.strip() == "ok 400", report
     assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
 
 

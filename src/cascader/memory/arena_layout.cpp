@@ -63,10 +63,14 @@ Allocation tied_greedy(const std::vector<LiveRange>& ranges, const std::vector<T
     for (size_t k = 0; k < ties.size(); ++k) {
       if (mask[k]) kept.push_back(ties[k]);
     }
-    int64_t height = placer.place(ranges, GreedyFit::BestFit, kept, GreedyOrder::BySize, by_size);
+    // A layout that reaches the best height so far is given up where it does (`cutoff`): it
+    // would not be kept. The layout by start then only has to beat the lower of the two.
+    const int64_t cutoff = any ? best.height : std::numeric_limits<int64_t>::max();
+    int64_t height = placer.place(ranges, GreedyFit::BestFit, kept, GreedyOrder::BySize, by_size, cutoff);
     std::vector<int64_t>* offsets = &by_size;
     if (!kept.empty()) {
-      const int64_t start_height = placer.place(ranges, GreedyFit::BestFit, kept, GreedyOrder::ByStart, by_start);
+      const int64_t start_height =
+          placer.place(ranges, GreedyFit::BestFit, kept, GreedyOrder::ByStart, by_start, std::min(cutoff, height));
       if (start_height < height) height = start_height, offsets = &by_start;
     }
     if (any && height >= best.height) return false;

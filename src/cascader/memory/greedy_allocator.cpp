@@ -113,7 +113,7 @@ int64_t lowest_fit(const std::vector<LiveRange>& ranges, const std::vector<std::
 }  // namespace
 
 int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
-                           GreedyOrder placement, std::vector<int64_t>& offsets) {
+                           GreedyOrder placement, std::vector<int64_t>& offsets, int64_t cutoff) {
   const size_t n = ranges.size();
   // A chain of ties is placed as one unit, when its first range comes up, each range at its
   // offset; it sorts by the bytes it spans.
@@ -141,6 +141,7 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
   offsets.assign(n, 0);
   TimeIndex placed(ranges, blocks_, seen_, stamp_);
   done_.assign(n, 0);
+  int64_t top = 0;  // the height so far (allocation_height of the placed ranges)
   for (size_t i : order_) {
     const LiveRange& r = ranges[i];
     if (done_[i]) continue;
@@ -151,7 +152,10 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
         offsets[size_t(m)] = base + at;
         done_[size_t(m)] = 1;
         placed.add(size_t(m));
+        const LiveRange& placed_range = ranges[size_t(m)];
+        if (placed_range.size > 0 && placed_range.end > placed_range.start) top = std::max(top, base + at + placed_range.size);
       }
+      if (top >= cutoff) return top;
       continue;
     }
     if (r.size == 0 || r.end == r.start) continue;
@@ -180,8 +184,10 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
     if (best < 0) best = align_up(cursor, r.alignment);
     offsets[i] = best;
     placed.add(i);
+    top = std::max(top, best + r.size);
+    if (top >= cutoff) return top;
   }
-  return allocation_height(ranges, offsets);
+  return top;
 }
 
 Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,

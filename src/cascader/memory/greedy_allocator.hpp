@@ -10,6 +10,7 @@
 // buffers of the time blocks it spans, so short-lived ones (stripes) cost far less.
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "cascader/memory/allocation.hpp"
@@ -33,9 +34,13 @@ Allocation greedy_allocate(const std::vector<LiveRange>& ranges, GreedyFit fit =
 // memory is kept from one call to the next; one placer per thread.
 class GreedyPlacer {
  public:
-  // Sets `offsets` (one per range) as greedy_allocate places them and returns the height.
+  // Sets `offsets` (one per range) as greedy_allocate places them and returns the height. With
+  // a `cutoff`, it stops as soon as a placed buffer's top reaches it and returns that top (at
+  // least `cutoff`; `offsets` are then incomplete): a caller that keeps only layouts lower than
+  // its best so far need not finish one that cannot be.
   int64_t place(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
-                GreedyOrder order, std::vector<int64_t>& offsets);
+                GreedyOrder order, std::vector<int64_t>& offsets,
+                int64_t cutoff = std::numeric_limits<int64_t>::max());
 
  private:
   std::vector<std::vector<size_t>> blocks_;  // the time index: placed ranges per block of steps
