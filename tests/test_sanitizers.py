@@ -50,24 +50,25 @@ def fuzz_payload(fuzz_build) -> Path:
     return fuzz_build / "fuzz_payload"
 
 
-def test_flat_map_agrees_with_unordered_map_under_asan_and_ubsan(fuzz_build):
+def _differential_driver(build: Path, name: str, cases: int) -> None:
+    """Runs a driver that checks the core against a reference itself: it must print "ok CASES"
+    with no sanitizer report."""
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1")
-    done = subprocess.run([str(fuzz_build / "fuzz_flat_map"), "300", "20261127"], capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run([str(build / name), str(cases), "20261127"], capture_output=True, text=True, env=env,
+                          timeout=300)
     report = (done.stdout + done.stderr)[-4000:]
-    assert done.returncode == 0 and done.stdout.strip() == "ok 300", report
+    assert done.returncode == 0 and done.stdout.strip() == f"ok {cases}", report
     assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
+
+
+def test_flat_map_agrees_with_unordered_map_under_asan_and_ubsan(fuzz_build):
+    _differential_driver(fuzz_build, "fuzz_flat_map", 300)
 
 
 def test_greedy_placer_cutoff_changes_no_layout_under_asan_and_ubsan(fuzz_build):
     # A layout given up at the best height so far (arena_layout's tied_greedy) must not differ
     # from the full one whenever it ends below that height.
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1")
-    done = subprocess.run([str(fuzz_build / "fuzz_greedy_placer"), "400", "20261127"], capture_output=True, text=True,
-                          env=env, timeout=300)
-    report = (done.stdout + done.stderr)[-4000:]
-    assert done.returncode == 0 and done.stdout.strip() == "ok 400", report
-    assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
+    _differential_driver(fuzz_build, "fuzz_greedy_placer", 400)
 
 
 def test_mutated_binaries_under_asan_and_ubsan(fuzz_payload, tmp_path):
