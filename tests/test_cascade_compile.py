@@ -105,6 +105,38 @@ def test_column_bands_compile_bit_exact(tmp_path):
     assert result.bit_exact, result.details
 
 
+def _description(op) -> tuple:
+    """Every field of a cycle-model description that a stripe may change or must keep."""
+    def fm(f):
+        return None if f is None else (f.shape.n, f.shape.h, f.shape.w, f.shape.c, f.bits, f.format, f.memory)
+
+    p, k = op.padding, op.kernel
+    return (op.type, fm(op.ifm), fm(op.ifm2), fm(op.ofm), (p.top, p.left, p.bottom, p.right),
+            (k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x), op.activation, op.lut_bytes,
+            op.lut_memory, op.ifm_upscale, op.weight_memory, op.traversal, op.block_depth, op.rescaled, op.ofm_step)
+
+
+@pytest.mark.parametrize("name, accelerator", [("mobilenet_v2", "ethos-u55-128"), ("resnet8", "ethos-u65-256")])
+def test_a_stripe_is_described_as_if_anew(monkeypatch, name, accelerator):
+    """The cycle model's description of a stripe is made from its operation's (shapes and
+    padding replaced): it must be the one describing the stripe from scratch gives, memories
+    included, on rolling buffers, column bands, edge padding and U65's two memories."""
+    from cascader.schedule import _Target
+
+    made = _Target._stripe_description
+    checked = []
+
+    def compared(self, op, whole, ifm2_in_flash):
+        described = made(self, op, whole, ifm2_in_flash)
+        assert _description(described) == _description(self._describe(op, ifm2_in_flash)), op.name
+        checked.append(op.name)
+        return described
+
+    monkeypatch.setattr(_Target, "_stripe_description", compared)
+    cascader.compile(getattr(zoo, name)(), accelerator=accelerator, optimise="size")
+    assert len(checked) > 10
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fraction=st.floats(0.0, 1.2))
 def test_any_budget_fits_or_names_a_minimum_that_compiles(tmp_path, fraction):

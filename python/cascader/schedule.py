@@ -133,9 +133,9 @@ class _Target:
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
              first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False,
-             block_depth: int = 0, ifm2_in_flash: bool = False) -> OpCost:
+             block_depth: int = 0, ifm2_in_flash: bool = False, stripe_of: LoweredOperation | None = None) -> OpCost:
         described = self.npu_op(op, weight_bytes, scale_bytes, block, part_kernel_first, buffered, slack, first_dma_bytes,
-                                last_slice_depth, resident, block_depth, ifm2_in_flash)
+                                last_slice_depth, resident, block_depth, ifm2_in_flash, stripe_of)
         record = _core.estimate(described, self.arch)
         # The binary runs this block wherever its feature maps end up: so is the op re-costed.
         described.block_config = record.block_config
@@ -150,22 +150,23 @@ class _Target:
     def npu_op(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
                part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
                first_dma_bytes: int = 0, last_slice_depth: int = 0, resident: bool = False,
-               block_depth: int = 0, ifm2_in_flash: bool = False) -> "_core.NpuOp":
+               block_depth: int = 0, ifm2_in_flash: bool = False,
+               stripe_of: LoweredOperation | None = None) -> "_core.NpuOp":
         """The cycle model's description of a lowered operation (the planner costs stripes of it).
         `buffered`: its weights are copied into the fast memory first; `resident`: they are
         already there (a later stripe of a buffered cascade). `block_depth`: the model picks the
         block's height and width only (the stripes of an operation share its weight stream,
         encoded for one block depth). `ifm2_in_flash`: a constant IFM2 read where the constants
-        live (else from the fast memory, copied there).
+        live (else from the fast memory, copied there). `stripe_of`: `op` is a stripe of that
+        operation (the same operation on regions of its feature maps, with its own padding).
 
         An operation is costed several times (block choice, weights read in place, buffered,
-        sliced): its description without these arguments is built once and copied."""
-        key = (id(op), ifm2_in_flash)
-        entry = self._described.get(key)
-        if entry is None:
-            # The operation is held with its description, so that its id names no other.
-            entry = self._described[key] = (op, self._describe(op, ifm2_in_flash))
-        described = _core.NpuOp(entry[1])
+        sliced): its description without these arguments is built once and copied; a stripe's
+        is its operation's with the stripe's shapes and padding."""
+        if stripe_of is not None and not stripe_of.registers.get("ifm_upscale"):
+            described = self._stripe_description(op, stripe_of, ifm2_in_flash)
+        else:
+            described = _core.NpuOp(self._description(op, ifm2_in_flash))
         if part_kernel_first is not None:
             described.traversal = _PART_KERNEL_FIRST if part_kernel_first else _DEPTH_FIRST
         described.block_depth = block_depth
@@ -182,6 +183,33 @@ class _Target:
             described.dma_slack_cycles = slack
         if block is not None:
             set_block_config(described, block, self._accelerator)
+        return described
+
+    def _description(self, op: LoweredOperation, ifm2_in_flash: bool) -> "_core.NpuOp":
+        """`_describe`'s description of `op`, made once."""
+        key = (id(op), ifm2_in_flash)
+        entry = self._described.get(key)
+        if entry is None:
+            # The operation is held with its description, so that its id names no other.
+            entry = self._described[key] = (op, self._describe(op, ifm2_in_flash))
+        return entry[1]
+
+    def _stripe_description(self, op: LoweredOperation, whole: LoweredOperation, ifm2_in_flash: bool) -> "_core.NpuOp":
+        """`_describe(op)` for `op` a stripe of `whole`, made from `whole`'s description: only
+        the feature maps' shapes and the padding differ (a cascade's schedule costs hundreds of
+        stripes; describing each anew was most of their cost). The memories are the same: a
+        stripe reads and writes regions of its operation's tensors, or rolling buffers in place
+        of tensors no CPU operator sees, which were in the fast memory already."""
+        described = _core.NpuOp(self._description(whole, ifm2_in_flash))
+        described.ifm.shape = _core.Shape4(1, *op.ifm.shape)  # a reference into `described`
+        described.ofm.shape = _core.Shape4(1, *op.ofm.shape)
+        if op.ifm2 is not None:
+            ifm2 = described.ifm2  # an optional: a copy, set back
+            ifm2.shape = _core.Shape4(1, *op.ifm2.shape)
+            described.ifm2 = ifm2
+        if op.kind in ("conv", "depthwise", "pool"):
+            padding = described.padding
+            padding.top, padding.left, padding.bottom, padding.right = op.registers["padding"]
         return described
 
     def _describe(self, op: LoweredOperation, ifm2_in_flash: bool) -> "_core.NpuOp":

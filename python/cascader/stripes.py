@@ -230,5 +230,6 @@ def _stripe(src: _Source, run: Any, band, target: _Target, costs: dict, weights:
         sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
         cost = costs[key] = target.cost(stripe_lo, w, sc, None, sop.part_kernel_first if lo.kind == "conv" else None,
                                         buffered=weights == "copy", resident=weights == "resident",
-                                        block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash")
+                                        block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash",
+                                        stripe_of=lo)
     return evolve(sop, lowered=stripe_lo, block=tuple(cost.block_config.ofm_block), cost=cost, **fields)
