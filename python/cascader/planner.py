@@ -157,14 +157,16 @@ def _unflattened(lo: LoweredOperation, shapes: dict[int, tuple[int, int, int]]) 
                    ofm=replace(lo.ofm, shape=b, strides=dense_strides(b, lo.ofm.element_size)))
 
 
-def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSchedule | None = None) -> Any:
+def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSchedule | None = None,
+                memory: tuple | None = None) -> Any:
     """The planner's graph of an uncascaded schedule whose weights are read from flash. Its
     tensors are the buffers of `memory_schedule(schedule)`, in the same order, then an empty
     one for each CPU operator that writes no buffer.
 
     `buffered` is the same schedule with the scheduler's weight buffers: a part run alone may
-    take its operation's buffering (cost and bytes) from there, and only where it has one."""
-    msched, index, op_steps = memory_schedule(schedule, graph)
+    take its operation's buffering (cost and bytes) from there, and only where it has one.
+    `memory`: `memory_schedule(schedule, graph)`, when the caller has it."""
+    msched, index, op_steps = memory or memory_schedule(schedule, graph)
     shapes: dict[int, tuple[int, int, int]] = {}  # buffer id -> its own shape
     for seg in schedule.segments:
         shapes.update(seg.segment.shapes)
@@ -346,13 +348,14 @@ def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptio
     proposals it tries)."""
     start = time.perf_counter()
     options = options or PlanOptions()
-    pg = build_graph(sched, graph, target, buffered)
+    memory = memory_schedule(sched, graph)  # the graph's tensors, and the score's uncascaded layout
+    pg = build_graph(sched, graph, target, buffered, memory)
     proposals = _core.generate_proposals(pg, target.arch, options.to_core())
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.
     proposals += _core.without_weight_buffers(pg, target.arch, proposals)
     if score:
-        msched = mem.core_schedule(memory_schedule(sched, graph)[0])
+        msched = mem.core_schedule(memory[0])
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
         srams = _layout_srams(pg, proposals, msched, config)
         scored = [PlanPoint(sram, p.cycles, p, p.memory) for p, sram in zip(proposals, srams)]
