@@ -170,7 +170,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     shapes: dict[int, tuple[int, int, int]] = {}  # buffer id -> its own shape
     for seg in schedule.segments:
         shapes.update(seg.segment.shapes)
-    lowered = [_unflattened(sop.lowered, shapes) for sop in schedule.operations]
+    operations = schedule.operations  # a property that flattens the segments: read once
+    own_operations = buffered.operations if buffered is not None else None
+    lowered = [_unflattened(sop.lowered, shapes) for sop in operations]
     step_op = {step: k for k, step in enumerate(op_steps)}
     natural: dict[int, tuple[int, int, int]] = {index[b]: shape for b, shape in shapes.items() if b in index}
 
@@ -201,7 +203,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         part = _core.Part()
         part.name = step.name
         if s in step_op:
-            sop, lo = schedule.operations[step_op[s]], lowered[step_op[s]]
+            sop, lo = operations[step_op[s]], lowered[step_op[s]]
             w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
             sc = sum(r.scale_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
             # Costed as the stripes will be emitted (see stripes._stripe).
@@ -223,7 +225,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale") and not constant_map
                               and all(whole(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
             if buffered is not None:
-                own = buffered.operations[step_op[s]]
+                own = own_operations[step_op[s]]
                 part.bufferable = own.weight_buffer
                 if own.weight_buffer:
                     part.buffered_cycles = float(own.cost.total_cycles)
