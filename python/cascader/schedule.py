@@ -258,8 +258,7 @@ def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first
     v = op.weights
     k = op.registers["kernel"]
     return encode_weights(
-        v.values, v.zero_points, v.bias, np.array([m for m, _ in v.scales], dtype=np.int64),
-        np.array([s for _, s in v.scales], dtype=np.int64), depthwise=v.depthwise,
+        v.values, v.zero_points, v.bias, v.scales[:, 0], v.scales[:, 1], depthwise=v.depthwise,
         part_kernel_first=part_kernel_first, ofm_block_depth=block[2], ifm_bits=8 * op.ifm.element_size,
         dilation=tuple(k["dilation"]), accelerator=accelerator, depth_step=depth_step or None,
     )

@@ -53,12 +53,13 @@ class FeatureMapView:
 @dataclass(frozen=True)
 class WeightVolume:
     """A convolution's constants before encoding: OHWI weights (I = 1 for depthwise), their zero
-    points, and per OFM channel the bias and the (multiplier, shift) rescale."""
+    points, and per OFM channel the bias and the (multiplier, shift) rescale (`scales`, one
+    int64 row per channel: the encoder takes the two columns as they are)."""
 
     values: np.ndarray
     zero_points: np.ndarray
     bias: np.ndarray
-    scales: tuple[tuple[int, int], ...]
+    scales: np.ndarray
     depthwise: bool
 
 

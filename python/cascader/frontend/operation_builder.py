@@ -84,10 +84,10 @@ def weight_volume(v: OperatorView, ohwi: np.ndarray, *, depthwise: bool, float32
     scales = convolution_scales(float(ifm.quantization.scale[0]), np.asarray(w.quantization.scale, np.float32),
                                 float(ofm.quantization.scale[0]), float32_product=float32_product, reduced=reduced)
     if len(scales) == 1:
-        scales = scales * out_channels
+        scales = np.repeat(scales, out_channels, axis=0)
     wzp = np.asarray(w.quantization.zero_point, dtype=np.int64).reshape(-1)
     zps = wzp if wzp.size > 1 else np.full(out_channels, int(wzp[0]), dtype=np.int64)
-    return WeightVolume(ohwi, zps, bias, tuple(scales), depthwise)
+    return WeightVolume(ohwi, zps, bias, scales, depthwise)
 
 
 class OperationBuilder:

@@ -54,8 +54,9 @@ def reduced_quantise_scale(scale: float) -> tuple[int, int]:
 
 
 def convolution_scales(ifm_scale: float, weight_scales: np.ndarray, ofm_scale: float, *, float32_product: bool,
-                       reduced: bool) -> list[tuple[int, int]]:
-    """Per-OFM-channel (multiplier, shift) of a convolution: ifm * weight / ofm.
+                       reduced: bool) -> np.ndarray:
+    """Per-OFM-channel (multiplier, shift) of a convolution, ifm * weight / ofm: an int64 array of
+    one (multiplier, shift) row per weight scale.
 
     TFLite forms the product in float32 where it uses one scale for the whole layer (uint8
     models, per-tensor FULLY_CONNECTED: ``GetQuantizedConvolutionMultipler``) and in double
@@ -67,7 +68,7 @@ def convolution_scales(ifm_scale: float, weight_scales: np.ndarray, ofm_scale: f
     else:
         real = np.float64(np.float32(ifm_scale)) * w.astype(np.float64) / np.float64(np.float32(ofm_scale))
     if reduced:
-        return [reduced_quantise_scale(float(x)) for x in real]
+        return np.array([reduced_quantise_scale(float(x)) for x in real], dtype=np.int64).reshape(-1, 2)
     # quantise_scale over the whole array: frexp, the significand rounded half away from zero.
     significand, exponent = np.frexp(real)
     multiplier = np.floor(np.abs(significand) * (1 << 31) + 0.5).astype(np.int64) * np.sign(significand).astype(np.int64)
@@ -80,7 +81,7 @@ def convolution_scales(ifm_scale: float, weight_scales: np.ndarray, ofm_scale: f
     bad = ~zero & (shift < 0)
     if bad.any():
         quantise_scale(float(real[np.argmax(bad)]))  # raises with the message for that scale
-    return list(zip(multiplier.tolist(), shift.tolist()))
+    return np.stack([multiplier, shift], axis=1)
 
 
 def pooling_scale(kernel_elements: int, rescale_bits: int = 0) -> tuple[int, int]:
