@@ -123,6 +123,21 @@ def test_per_channel_weight_sums_beyond_the_accumulator_budget_stay_on_the_cpu()
     assert check_operator(conv(2_000, -128)).npu
 
 
+@pytest.mark.parametrize("bad", [0.0, -0.5, float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("where", ["ifm", "weights"])
+def test_scales_that_are_not_finite_and_positive_stay_on_the_cpu(bad, where):
+    """A zero, negative, NaN or infinite scale, of a feature map or of one weight channel."""
+    model = zoo.conv2d((1, 8, 8, 4), 4, kernel=(3, 3))
+    op = model.main.operators[0]
+    q = model.main.tensors[op.inputs[0 if where == "ifm" else 1]].quantization
+    assert check_operator(OperatorView(model.main, 0)).npu
+    q.scale = np.array([q.scale[0]] * (1 if where == "ifm" else 3) + [bad], np.float32)
+    if where == "ifm":
+        q.scale = q.scale[-1:]
+    verdict = check_operator(OperatorView(model.main, 0))
+    assert not verdict.npu and verdict.rule == "quantized" and "non-finite or non-positive" in verdict.reason
+
+
 def test_float_feature_maps_stay_on_the_cpu():
     model = zoo.add((1, 8, 8, 4))
     for t in model.main.tensors:

@@ -94,9 +94,10 @@ class OperatorView:
     def ofm(self) -> Tensor | None:
         return self.outputs[0] if self.outputs else None
 
-    @property
+    @cached_property
     def activation_tensors(self) -> list[Tensor]:
-        """The feature maps the NPU reads and writes (constants and weights excluded)."""
+        """The feature maps the NPU reads and writes (constants and weights excluded). Made once,
+        as `inputs` and `outputs` are: a dozen support rules ask for them."""
         candidates = [self.ifm, self.ifm2, self.ofm]
         if self.opcode in ("CONCATENATION", "PACK"):
             candidates = list(self.inputs) + [self.ofm]

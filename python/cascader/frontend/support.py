@@ -184,7 +184,10 @@ def _quantized(v: OperatorView) -> str | None:
         q = t.quantization
         if q is None or q.scale.size == 0:
             return f"{t.name!r} has no quantization parameters"
-        if not np.all(np.isfinite(q.scale)) or np.any(q.scale <= 0):
+        # Two reductions (one element read directly): a NaN fails `lo > 0` as zero and negatives do.
+        s = q.scale
+        lo, hi = (s[0], s[0]) if s.size == 1 else (s.min(), s.max())
+        if not (lo > 0 and hi < math.inf):
             return f"{t.name!r} has a non-finite or non-positive scale"
     return None
 
