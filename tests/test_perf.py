@@ -214,3 +214,26 @@ def test_upscaled_ifm_block_is_sized_in_shram_as_stored() -> None:
     with pytest.raises(cascader.InvalidArgumentError, match="fit SHRAM"):
         cascader.estimate_op("conv2d", (1, 25, 25, 32), (1, 24, 24, 16), block_config=(5, 24, 16),
                              padding=(0, 0, 0, 0), **kw)
+
+
+@pytest.mark.parametrize("kind, bits, accelerator", [("conv2d", "int8", "ethos-u55-128"), ("add", "int16", "ethos-u65-256"),
+                                                     ("depthwise_conv2d", "int8", "ethos-u55-64")])
+def test_a_cost_is_the_core_records_fields(kind, bits, accelerator) -> None:
+    """cost_from_core reads the record in one call (`fields`): each value must be the one its
+    attribute gives."""
+    from cascader import _core
+    from cascader.arch import MEMORIES, arch_config
+    from cascader.perf import cost_from_core, npu_op
+
+    extra = dict(ifm2_shape=(1, 12, 10, 24)) if kind == "add" else dict(kernel=3, padding="SAME", weight_bytes=9000)
+    op = npu_op(kind, (1, 12, 10, 24), (1, 12, 10, 24), ifm_dtype=bits, ofm_dtype=bits, accelerator=accelerator, **extra)
+    r = _core.estimate(op, arch_config(accelerator))
+    cost, b = cost_from_core(r, op), r.block_config
+    assert (cost.total_cycles, cost.npu_cycles, cost.dma_cycles, cost.macs, cost.buffering_slack_cycles) == (
+        r.total_cycles, r.npu_cycles, r.dma_cycles, r.macs, r.buffering_slack_cycles)
+    assert (cost.access_cycles, cost.read_bytes, cost.write_bytes) == tuple(
+        dict(zip(MEMORIES, v)) for v in (r.access_cycles, r.read_bytes, r.write_bytes))
+    assert cost.block_config.ofm_block == (b.ofm_block.height, b.ofm_block.width, b.ofm_block.depth)
+    assert cost.block_config.ifm_block == (b.ifm_block.height, b.ifm_block.width, b.ifm_block.depth)
+    assert (cost.block_config.part_kernel_first, cost.block_config.accumulator) == (b.part_kernel_first, b.accumulator.name)
+    assert cost.described is op

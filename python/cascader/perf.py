@@ -339,28 +339,24 @@ def estimate_op(
 
 
 # A pybind11 enum's `.name` costs more than the estimate itself: names by value, looked up.
-_ACCUMULATOR_NAMES = {v: k for k, v in _core.ShramElement.__members__.items()}
+_ACCUMULATOR_NAMES = {int(v): k for k, v in _core.ShramElement.__members__.items()}
 
 
 def cost_from_core(r: "_core.CostRecord", described: Any = None) -> OpCost:
     """Convert the core's CostRecord into an :class:`OpCost` (`described`: the op it costs)."""
-    b = r.block_config
-    ofm, ifm = b.ofm_block, b.ifm_block  # each attribute read of a bound struct is a copy: once each
+    # One call for every field: reading them one attribute at a time was most of this
+    # conversion's time, which a compile runs thousands of times.
+    total, npu, dma, access, read, write, macs, ofm, ifm, part_kernel_first, accumulator, slack = r.fields()
     return OpCost(
-        total_cycles=r.total_cycles,
-        npu_cycles=r.npu_cycles,
-        dma_cycles=r.dma_cycles,
-        access_cycles=dict(zip(MEMORIES, r.access_cycles)),
-        read_bytes=dict(zip(MEMORIES, r.read_bytes)),
-        write_bytes=dict(zip(MEMORIES, r.write_bytes)),
-        macs=r.macs,
-        block_config=BlockChoice(
-            (ofm.height, ofm.width, ofm.depth),
-            (ifm.height, ifm.width, ifm.depth),
-            b.part_kernel_first,
-            _ACCUMULATOR_NAMES[b.accumulator],
-        ),
-        buffering_slack_cycles=r.buffering_slack_cycles,
+        total_cycles=total,
+        npu_cycles=npu,
+        dma_cycles=dma,
+        access_cycles=dict(zip(MEMORIES, access)),
+        read_bytes=dict(zip(MEMORIES, read)),
+        write_bytes=dict(zip(MEMORIES, write)),
+        macs=macs,
+        block_config=BlockChoice(ofm, ifm, part_kernel_first, _ACCUMULATOR_NAMES[accumulator]),
+        buffering_slack_cycles=slack,
         described=described,
     )
 

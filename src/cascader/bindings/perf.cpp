@@ -80,7 +80,18 @@ void bind_perf(py::module_& m) {
       .def_readonly("macs", &CostRecord::macs)
       .def_readonly("total_cycles", &CostRecord::total_cycles)
       .def_readonly("buffering_slack_cycles", &CostRecord::buffering_slack_cycles)
-      .def_readonly("block_config", &CostRecord::block_config);
+      .def_readonly("block_config", &CostRecord::block_config)
+      // Every field in one call, for the conversion a compile runs thousands of times: each
+      // attribute read above builds a Python object (the block's nested structs too), and
+      // those reads were most of the conversion's time.
+      .def("fields", [](const CostRecord& r) {
+        const BlockConfig& b = r.block_config;
+        return py::make_tuple(r.total_cycles, r.npu_cycles, r.dma_cycles, r.access_cycles, r.read_bytes, r.write_bytes,
+                              r.macs, py::make_tuple(b.ofm_block.height, b.ofm_block.width, b.ofm_block.depth),
+                              py::make_tuple(b.ifm_block.height, b.ifm_block.width, b.ifm_block.depth),
+                              b.part_kernel_first, static_cast<int>(b.accumulator), r.buffering_slack_cycles);
+      }, "(total_cycles, npu_cycles, dma_cycles, access_cycles, read_bytes, write_bytes, macs, ofm block, "
+         "ifm block, part_kernel_first, accumulator (ShramElement value), buffering_slack_cycles)");
 
   m.def("block_query", &block_query, py::arg("op"));
   m.def("access_cycles_per_byte", &access_cycles_per_byte, py::arg("arch"), py::arg("memory"));
