@@ -44,6 +44,7 @@ from .lowered import (
     TYPE_RANGE,
     LoweredSegment,
     WeightVolume,
+    channel_scales,
     brick_strides,
     dense_strides,
     full_range,
@@ -527,7 +528,7 @@ class _Lowering:
         h, w, _ = x.shape
         out = self.scratch(v.index, "channels", (h, w, channels), x.dtype, x.zero_point, x.scale)
         volume = WeightVolume(np.ones((channels, 1, 1, 1), np.int32), np.zeros(channels, np.int64),
-                              np.zeros(channels, np.int64), np.tile(np.array([1, 0], np.int64), (channels, 1)), False)
+                              np.zeros(channels, np.int64), channel_scales(1, 0, channels), False)
         registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=full_range(x.dtype),
                          rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=0)
         self.add(LoweredOperation("conv", "conv2d", f"{v.index}:{v.opcode}(channels)", (v.index,),

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import UnsupportedError
-from .lowered import LUT_SLOT_0, FeatureMapView, LoweredOperation, WeightVolume, dense_strides, full_range, kernel_record
+from .lowered import (LUT_SLOT_0, FeatureMapView, LoweredOperation, WeightVolume, channel_scales, dense_strides,
+                      full_range, kernel_record)
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 
@@ -56,7 +57,7 @@ def lower_arg_max(lw: "_Lowering", v: OperatorView) -> None:
     shifted = ops.scratch("shifted", (band, w, c), "int16")
     pooled = ops.scratch("index", (band * w, 1, 1), "int16")
     volume = WeightVolume(values=np.full((c, 1, 1, 1), 128, dtype=np.int32), zero_points=np.zeros(c, dtype=np.int64),
-                          bias=np.arange(c - 1, -1, -1, dtype=np.int64), scales=np.tile(np.array([1, 0], np.int64), (c, 1)), depthwise=True)
+                          bias=np.arange(c - 1, -1, -1, dtype=np.int64), scales=channel_scales(1, 0, c), depthwise=True)
     table = index_table(c)
     out = lw.buffer(v.op.outputs[0])  # the indices' tensor: not quantized, so no view of its own
     element = 8 if ofm_t.dtype == "int64" else 4

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .lower_movement import raw_copy
-from .lowered import FeatureMapView, LoweredOperation, WeightVolume, dense_strides, full_range, kernel_record
+from .lowered import (FeatureMapView, LoweredOperation, WeightVolume, channel_scales, dense_strides, full_range,
+                      kernel_record)
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 
@@ -111,8 +112,7 @@ def lower_resize_bilinear(lw: "_Lowering", v: OperatorView) -> None:
         for px, (ox, wx) in enumerate(phases):
             weights = 2 * np.outer(wy, wx).astype(np.int64)  # doubled: see the module docstring
             volume = WeightVolume(np.broadcast_to(weights[None, :, :, None], (c, 2, 2, 1)).copy(),
-                                  np.zeros(c, np.int64), np.zeros(c, np.int64),
-                                  np.tile(np.array(BLEND_SCALE, np.int64), (c, 1)), True)
+                                  np.zeros(c, np.int64), np.zeros(c, np.int64), channel_scales(*BLEND_SCALE, c), True)
             phase = replace(dst, shape=(h, w, c), offset=dst.offset + py * dy + px * dx, strides=(2 * dy, 2 * dx, dc))
             registers = dict(kernel=kernel_record(2, 2), padding=(0, 0, 0, 0), activation=full_range(dst.dtype),
                              rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=0)

@@ -63,6 +63,11 @@ class WeightVolume:
     depthwise: bool
 
 
+def channel_scales(multiplier: int, shift: int, channels: int) -> np.ndarray:
+    """A `WeightVolume.scales` with the same (multiplier, shift) for every channel."""
+    return np.tile(np.array([multiplier, shift], np.int64), (channels, 1))
+
+
 @dataclass
 class LoweredOperation:
     """One NPU operation before scheduling: the register fields, its feature maps and constants.
