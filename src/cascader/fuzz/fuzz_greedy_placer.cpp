@@ -5,7 +5,7 @@
 //
 // Each case draws ranges (some empty, mixed alignments) and chains of ties between them, lays
 // them out with one placer without a cutoff, then again with cutoffs around and far from that
-// height, alternating the fit and the order. A layout lower than its cutoff must come out
+// height, with a random fit and order. A layout lower than its cutoff must come out
 // exactly as without one (offsets and height); any other must report a height of at least the
 // cutoff. The height without a cutoff must be the layout's allocation_height. Exits 1 on the
 // first disagreement, printing it; prints "ok CASES" otherwise.

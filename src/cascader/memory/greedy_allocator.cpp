@@ -152,8 +152,8 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
         offsets[size_t(m)] = base + at;
         done_[size_t(m)] = 1;
         placed.add(size_t(m));
-        const LiveRange& placed_range = ranges[size_t(m)];
-        if (placed_range.size > 0 && placed_range.end > placed_range.start) top = std::max(top, base + at + placed_range.size);
+        const LiveRange& member = ranges[size_t(m)];
+        if (member.size > 0 && member.end > member.start) top = std::max(top, base + at + member.size);
       }
       if (top >= cutoff) return top;
       continue;

@@ -10,10 +10,9 @@
 namespace cascader {
 
 std::vector<size_t> pareto_frontier(const std::vector<CostPoint>& points) {
-  // The points themselves are sorted, with their index as the last key (so the first of equal
-  // points leads, as a stable sort would keep it): comparing by value, not through indices into
-  // the points, sorts them in a tenth fewer instructions. NaN cycles would break the sort's
-  // ordering: refused.
+  // The points themselves are sorted, by value rather than through indices into them, with their
+  // index as the last key (so the first of equal points leads, as a stable sort would keep it).
+  // NaN cycles would break the sort's ordering: refused.
   struct Keyed {
     int64_t memory;
     double cycles;
