@@ -128,12 +128,21 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         # The band's first column of each rolling tensor: where its producer's runs in the
         # current band start (every run of a part in one band computes the same columns).
         first_column: dict[int, int] = {}
+        # A rolling buffer's views repeat with its rows (a region's place in the buffer is its
+        # first row modulo them): the views are values, so stripes share equal ones.
+        rolled: dict[tuple, FeatureMapView] = {}
 
         def band(view: FeatureMapView, t: int, region: Region) -> FeatureMapView:
-            if t in rolling:
-                b, rows, columns = rolling[t]
-                return _rolling_view(view, b, rows, columns, first_column[t], region)
-            return _region(view, region)
+            if t not in rolling:
+                return _region(view, region)
+            b, rows, columns = rolling[t]
+            r0, r1, c0, c1 = region
+            first = first_column[t]
+            key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0)
+            found = rolled.get(key)
+            if found is None:
+                found = rolled[key] = _rolling_view(view, b, rows, columns, first, region)
+            return found
 
         # The planner's own run of the cascade: which region each part computes, in order.
         runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
