@@ -445,3 +445,32 @@ def test_proposals_are_the_same_on_every_run():
     runs = [[(p.memory, p.cycles, [repr(c) for c in p.cascades])
              for p in _core.generate_proposals(graph, target.arch, PlanOptions().to_core())] for _ in range(3)]
     assert runs[0] == runs[1] == runs[2] and len(runs[0]) > 2
+
+
+def test_the_schedulers_target_is_reused_while_the_segments_are_its_own():
+    """The planner and the budgeted compile cost a schedule's operations with the target the
+    scheduler made (its descriptions are made once): only while the schedule has the lowered
+    segments that target was made for, and with the same costs a new target gives."""
+    import pickle
+    from dataclasses import replace
+
+    from cascader.compiler import lower, schedule
+    from cascader.schedule import _Target, without_weight_buffers
+
+    part, segments = lower(zoo.get("resnet8"))
+    buffered = schedule(part, segments, "ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram")
+    kept = buffered.target
+    assert kept is not None and _Target.of(buffered) is kept and _Target.of(without_weight_buffers(buffered)) is kept
+    fresh = _Target(buffered.accelerator, buffered.system, buffered.memory_mode, [s.segment for s in buffered.segments])
+    for sop in buffered.operations:
+        op = sop.lowered
+        w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
+        flash = sop.constant_ifm2 == "flash"
+        assert kept.cost(op, w, ifm2_in_flash=flash) == fresh.cost(op, w, ifm2_in_flash=flash), op.name
+    other = replace(buffered, segments=[replace(buffered.segments[0], segment=replace(buffered.segments[0].segment)),
+                                        *buffered.segments[1:]])
+    assert _Target.of(other) is not kept
+    elsewhere = replace(buffered, accelerator="ethos-u65-512")
+    assert _Target.of(elsewhere).accelerator == "ethos-u65-512"
+    copy = pickle.loads(pickle.dumps(buffered))  # the target holds core objects: not pickled
+    assert copy.target is None and _Target.of(copy).accelerator == buffered.accelerator

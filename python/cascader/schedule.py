@@ -95,6 +95,14 @@ class NpuSchedule:
     system: str | None = None
     memory_mode: str | None = None
     notes: list[str] = field(default_factory=list)
+    # The cycle model's target the scheduler costed these operations with, and its
+    # descriptions of them (see `_Target.of`): the planner and the budgeted compile cost the
+    # same operations again.
+    target: "_Target | None" = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The target holds core objects, which do not pickle; `_Target.of` makes one again.
+        return {**self.__dict__, "target": None}
 
     @property
     def operations(self) -> list[ScheduledOperation]:
@@ -111,6 +119,7 @@ class _Target:
         arch = arch_config(accelerator, system, memory_mode)
         self.arch = arch  # resolved once: the cycle model is called a few times per operation
         self.accelerator, self.system, self.memory_mode = accelerator, system, memory_mode
+        self.segments = tuple(segments)
         self.weight_memory = arch.region_memory(_core.Region.Constants).name
         self.buffer_memory = arch.region_memory(_core.Region.FastCache).name
         self.arena_memory = arch.region_memory(_core.Region.Arena).name
@@ -125,7 +134,16 @@ class _Target:
 
     @classmethod
     def of(cls, schedule: "NpuSchedule") -> "_Target":
-        return cls(schedule.accelerator, schedule.system, schedule.memory_mode, [s.segment for s in schedule.segments])
+        """The target of `schedule`'s operations: the scheduler's own while the schedule has its
+        lowered segments (`replace` keeps the field: a schedule with other segments, a cascaded
+        one, gets a target of its own)."""
+        segments = [s.segment for s in schedule.segments]
+        kept = schedule.target
+        if (kept is not None and len(kept.segments) == len(segments) and all(a is b for a, b in zip(kept.segments, segments))
+                and (kept.accelerator, kept.system, kept.memory_mode)
+                == (schedule.accelerator, schedule.system, schedule.memory_mode)):
+            return kept
+        return cls(schedule.accelerator, schedule.system, schedule.memory_mode, segments)
 
     def feature_map_memory(self, view) -> str:
         return self.arena_memory if view.buffer in self.cpu_visible else self.buffer_memory
@@ -447,7 +465,7 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
                 slack = sop.cost.buffering_slack_cycles
                 ops.append(sop)
             out.append(SegmentSchedule(seg, ops))
-    return NpuSchedule(out, order, target.accelerator, system, memory_mode)
+    return NpuSchedule(out, order, target.accelerator, system, memory_mode, target=target)
 
 
 def _encoding_order(weighted: list[LoweredOperation]) -> list[LoweredOperation]:
