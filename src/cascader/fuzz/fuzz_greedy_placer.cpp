@@ -7,8 +7,11 @@
 // them out with one placer without a cutoff, then again with cutoffs around and far from that
 // height, with a random fit and order. A layout lower than its cutoff must come out
 // exactly as without one (offsets and height); any other must report a height of at least the
-// cutoff. The height without a cutoff must be the layout's allocation_height. Exits 1 on the
-// first disagreement, printing it; prints "ok CASES" otherwise.
+// cutoff. The height without a cutoff must be the layout's allocation_height. Then the same
+// ranges go through the kept placer with other ties (a subset, as an arena layout tries them)
+// and both orders: each layout must be the one a new placer makes (the placer keeps the order
+// of the ranges without ties from one call to the next). Exits 1 on the first disagreement,
+// printing it; prints "ok CASES" otherwise.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -82,6 +85,19 @@ int main(int argc, char** argv) {
       if (height < cutoff ? got != height || cut != full : got < cutoff) {
         std::printf("case %ld: cutoff %lld gave height %lld; without it %lld\n", c, (long long)cutoff,
                     (long long)got, (long long)height);
+        return 1;
+      }
+    }
+    for (int round = 0; round < 3; ++round) {
+      std::vector<Tie> some;
+      for (const Tie& t : ties) if (rng() % 2) some.push_back(t);
+      const GreedyOrder other = rng() % 2 ? GreedyOrder::BySize : GreedyOrder::ByStart;
+      std::vector<int64_t> fresh;
+      const int64_t kept_height = placer.place(ranges, fit, some, other, cut);
+      const int64_t fresh_height = cascader::GreedyPlacer().place(ranges, fit, some, other, fresh);
+      if (kept_height != fresh_height || cut != fresh) {
+        std::printf("case %ld: the kept placer gave height %lld with %zu ties, a new one %lld\n", c,
+                    (long long)kept_height, some.size(), (long long)fresh_height);
         return 1;
       }
     }

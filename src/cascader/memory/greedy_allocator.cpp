@@ -112,6 +112,13 @@ int64_t lowest_fit(const std::vector<LiveRange>& ranges, const std::vector<std::
 
 }  // namespace
 
+bool GreedyPlacer::same_ranges(const std::vector<LiveRange>& ranges) const {
+  return ranges.size() == sorted_ranges_.size() &&
+         std::equal(ranges.begin(), ranges.end(), sorted_ranges_.begin(), [](const LiveRange& a, const LiveRange& b) {
+           return a.start == b.start && a.end == b.end && a.size == b.size && a.alignment == b.alignment;
+         });
+}
+
 int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
                            GreedyOrder placement, std::vector<int64_t>& offsets, int64_t cutoff) {
   const size_t n = ranges.size();
@@ -123,6 +130,26 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
   span_.resize(n);
   first_.resize(n);
   for (size_t i = 0; i < n; ++i) span_[i] = ranges[i].size, first_[i] = ranges[i].start;
+  // Placement order: earliest first (ByStart), then the most bytes spanned, the longest
+  // lifetime, the lowest index. Without ties it depends on the ranges alone: an arena layout
+  // places the same ranges once per subset of its ties, so they are sorted once and the
+  // members of chains, whose keys differ, are merged in (the sort was a third of that layout).
+  const auto before = [&](size_t a, size_t b) {
+    if (placement == GreedyOrder::ByStart && first_[a] != first_[b]) return first_[a] < first_[b];
+    if (span_[a] != span_[b]) return span_[a] > span_[b];
+    const int64_t la = ranges[a].end - ranges[a].start, lb = ranges[b].end - ranges[b].start;
+    return la != lb ? la > lb : a < b;
+  };
+  if (!same_ranges(ranges)) {
+    sorted_ranges_ = ranges;
+    for (auto& o : untied_order_) o.clear();
+  }
+  std::vector<size_t>& untied = untied_order_[placement == GreedyOrder::ByStart ? 1 : 0];
+  if (untied.size() != n) {  // sorted before any chain changes a key
+    untied.resize(n);
+    std::iota(untied.begin(), untied.end(), 0);
+    std::sort(untied.begin(), untied.end(), before);
+  }
   for (size_t c = 0; c < chains.size(); ++c) {
     int64_t top = 0, start = std::numeric_limits<int64_t>::max();
     for (const auto& [i, at] : chains[c]) {
@@ -131,13 +158,17 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
     }
     for (const auto& [i, at] : chains[c]) chain_of_[size_t(i)] = int(c), span_[size_t(i)] = top, first_[size_t(i)] = start;
   }
-  order_.resize(n);
-  std::iota(order_.begin(), order_.end(), 0);
-  std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
-    if (placement == GreedyOrder::ByStart && first_[a] != first_[b]) return first_[a] < first_[b];
-    if (span_[a] != span_[b]) return span_[a] > span_[b];
-    return ranges[a].end - ranges[a].start > ranges[b].end - ranges[b].start;
-  });
+  moved_.clear();
+  for (size_t i = 0; i < n; ++i) if (chain_of_[i] >= 0) moved_.push_back(i);
+  std::sort(moved_.begin(), moved_.end(), before);
+  order_.clear();
+  auto next_moved = moved_.begin();
+  for (size_t i : untied) {
+    if (chain_of_[i] >= 0) continue;
+    for (; next_moved != moved_.end() && before(*next_moved, i); ++next_moved) order_.push_back(*next_moved);
+    order_.push_back(i);
+  }
+  order_.insert(order_.end(), next_moved, moved_.end());
   offsets.assign(n, 0);
   TimeIndex placed(ranges, blocks_, seen_, stamp_);
   done_.assign(n, 0);
