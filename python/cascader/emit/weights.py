@@ -83,10 +83,10 @@ def encode_weights(
     if w.ndim != 4:
         raise InvalidArgumentError(f"weights must be OHWI (4 dimensions), got shape {w.shape}")
     zp = np.broadcast_to(np.asarray(zero_points, dtype=np.int64).reshape(-1), (w.shape[0],))
+    # Weights go as they are (int8/uint8 as a model stores them): the core widens them.
     data, slices = _core.encode_operation_weights(
-        np.ascontiguousarray(w, dtype=np.int32), zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64),
-        np.asarray(shift, np.int64), int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits),
-        int(dilation[0]), int(dilation[1]), acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores,
-        int(depth_step or 0),
+        w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),
+        int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]), int(dilation[1]),
+        acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores, int(depth_step or 0),
     )
     return EncodedWeights(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices))

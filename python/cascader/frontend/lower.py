@@ -349,7 +349,7 @@ class _Lowering:
         wq = w_t.quantization
         if wq is None:
             raise UnsupportedError(f"operator {v.index} ({v.opcode}): weights are not quantized")
-        w = np.asarray(w_t.data).astype(np.int32)  # the encoder's type; 9-bit values after the zero point
+        w = np.asarray(w_t.data)  # as stored (int8/uint8): the encoder widens them, one operation at a time
         wzp = np.asarray(wq.zero_point, dtype=np.int64).reshape(-1)
         fc = v.opcode == "FULLY_CONNECTED"
         # A folded PAD: the operation reads the PAD's input and pads it itself.

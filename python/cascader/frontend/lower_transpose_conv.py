@@ -74,7 +74,7 @@ def lower_transpose_conv(lw: "_Lowering", v: OperatorView) -> None:
                                f"{e}") from None
     if max(top, left, bottom, right) > MAX_PADDING:
         raise UnsupportedError(f"operator {v.index} (TRANSPOSE_CONV): padding beyond the NPU's {MAX_PADDING}")
-    flipped = np.asarray(w_t.data).astype(np.int32)[:, ::-1, ::-1, :]
+    flipped = np.asarray(w_t.data)[:, ::-1, ::-1, :]
     volume = weight_volume(v, np.ascontiguousarray(flipped), depthwise=False,
                            float32_product=ifm.dtype == "uint8")
     registers = dict(kernel=kernel_record(kh, kw), padding=(top, left, bottom, right), activation=fused_clamp(v),

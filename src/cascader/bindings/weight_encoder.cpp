@@ -19,6 +19,23 @@ std::vector<T> as_vector(const py::array_t<T, py::array::c_style | py::array::fo
   return std::vector<T>(a.data(), a.data() + a.size());
 }
 
+template <typename T>
+std::vector<int32_t> widened(const py::array& a) {
+  const auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!c) throw py::error_already_set();
+  return std::vector<int32_t>(c.data(), c.data() + c.size());
+}
+
+// Weights as the model stores them (int8 or uint8) are widened here rather than in numpy: a
+// model's weights then exist as int32 only in the encoder's vector, one operation at a time.
+// Any other type is cast to int32 as numpy casts.
+std::vector<int32_t> weight_values(const py::array& a) {
+  const py::dtype d = a.dtype();
+  if (d.itemsize() == 1 && d.kind() == 'i') return widened<int8_t>(a);
+  if (d.itemsize() == 1 && d.kind() == 'u') return widened<uint8_t>(a);
+  return widened<int32_t>(a);
+}
+
 }  // namespace
 
 void bind_weight_encoder(py::module_& m) {
@@ -32,8 +49,7 @@ void bind_weight_encoder(py::module_& m) {
 
   m.def(
       "encode_operation_weights",
-      [](const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& ohwi,
-         const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
+      [](const py::array& ohwi, const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
          const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bias,
          const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& scale,
          const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& shift, int ofm_block_depth,
@@ -51,7 +67,7 @@ void bind_weight_encoder(py::module_& m) {
                                         static_cast<int>(ohwi.shape(2)), static_cast<int>(ohwi.shape(3)),
                                         ofm_block_depth, depthwise, part_kernel_first, ifm_bits, dilation_x,
                                         dilation_y, ifm_ublock_depth, ofm_ublock_depth};
-        const std::vector<int32_t> weights = as_vector(ohwi), zps = as_vector(zero_points);
+        const std::vector<int32_t> weights = weight_values(ohwi), zps = as_vector(zero_points);
         emit::EncodedWeights e;
         {
           // The encoder touches no Python object: other threads may encode other operations.
