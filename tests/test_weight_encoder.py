@@ -113,6 +113,22 @@ def test_operation_streams_reassemble(accelerator, depthwise, part_kernel_first,
     assert got_scales == [(int(b), int(m), int(x)) for b, m, x in zip(bias, scale, shift)]
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_stored_weight_types_encode_as_their_values(dtype):
+    """The encoder reads int8 and uint8 weights (a model's own, not widened by the caller),
+    strided views among them (a depthwise kernel transposed), as the same values in int32."""
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    hwo = rng.integers(info.min, info.max + 1, (3, 3, 40)).astype(dtype)
+    ohwi = hwo.transpose(2, 0, 1)[..., None]  # not contiguous
+    zp = rng.integers(-20, 20, 40) + (128 if dtype == np.uint8 else 0)
+    args = (zp, rng.integers(-1000, 1000, 40), rng.integers(2**30, 2**31, 40), rng.integers(20, 40, 40))
+    kw = dict(depthwise=True, part_kernel_first=False, ofm_block_depth=16, accelerator="ethos-u65-512")
+    stored = encode_weights(ohwi, *args, **kw)
+    widened = encode_weights(np.ascontiguousarray(ohwi, dtype=np.int32), *args, **kw)
+    assert stored == widened and len(stored.data) > 0
+
+
 def test_bad_inputs():
     with pytest.raises(InvalidArgumentError, match="-255..255"):
         _core.encode_weight_stream(np.array([256], np.int16))
