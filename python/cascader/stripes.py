@@ -150,15 +150,14 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
         copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
         sources = {k: _source(ops[k], lowered[k], parts[k], tensors) for k in range(c.first, c.last)}
-        for r in runs:
-            k = r.part
+        for k, region, reads, padding in (r.fields() for r in runs):  # one call per run, not six
             src = sources[k]
-            first_column[src.output] = r.column_begin
+            first_column[src.output] = region[2]
             weights = None
             if c.buffered_weights and src.sop.encoded is not None:
                 weights = "resident" if k in copied else "copy"
                 copied.add(k)
-            stripes.append(_stripe(src, r, band, target, costs, weights,
+            stripes.append(_stripe(src, region, reads, padding, band, target, costs, weights,
                                    cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
                                    shared_weights=None if weights is None else ("cascade", c.first, k)))
         replaced[part_op[c.first]] = stripes
@@ -205,25 +204,25 @@ def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: A
     return _Source(sop, lo, part.output, out[2], tuple(inputs))
 
 
-def _stripe(src: _Source, run: Any, band, target: _Target, costs: dict, weights: str | None = None,
-            **fields) -> ScheduledOperation:
-    """A part's operation on one run of the planner (a region of rows and columns of its
-    output, with the regions it reads and its padding). `weights`: None (read where they are
-    stored), "copy" (copied into the cascade's weight buffer first) or "resident" (already
-    there). `fields`: more of the scheduled operation's fields to set."""
-    r0, r1, c0, c1 = region = (run.begin, run.end, run.column_begin, run.column_end)
+def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
+            weights: str | None = None, **fields) -> ScheduledOperation:
+    """A part's operation on one run of the planner (`StripeRun.fields`: a region of rows and
+    columns of its output, the regions it reads and its padding). `weights`: None (read where
+    they are stored), "copy" (copied into the cascade's weight buffer first) or "resident"
+    (already there). `fields`: more of the scheduled operation's fields to set."""
+    r0, r1, c0, c1 = region
     sop, lo = src.sop, src.lowered
     ofm = band(lo.ofm, src.output, region)
     views = {}
     padding = lo.registers.get("padding")  # top, left, bottom, right
     padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
-    for i, ((t, spatial), read) in enumerate(zip(src.inputs, run.inputs)):
+    for i, ((t, spatial), read) in enumerate(zip(src.inputs, reads)):
         view = lo.ifm if i == 0 else lo.ifm2
         views[i] = band(view, t, read) if spatial else view
     if padded:
         # Padding only where the region reaches past the tensor's edge; the NPU reads the
         # bottom and right padding only as far as the windows reach.
-        padding = run.padding
+        padding = run_padding
     registers = {**lo.registers, "padding": padding} if padded else lo.registers
     whole_width = (c0, c1) == (0, src.output_width)
     stripe_lo = evolve(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,

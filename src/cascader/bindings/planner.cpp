@@ -13,6 +13,24 @@ namespace py = pybind11;
 
 namespace cascader::bindings {
 
+namespace {
+
+py::tuple run_inputs(const StripeRun& r) {
+  py::tuple out(size_t(r.inputs.count));
+  for (int i = 0; i < r.inputs.count; ++i) {
+    const RowsColumns& g = r.inputs.regions[size_t(i)];
+    out[size_t(i)] = py::make_tuple(g.begin, g.end, g.column_begin, g.column_end);
+  }
+  return out;
+}
+
+py::tuple run_padding(const StripeRun& r) {
+  const Padding& p = r.inputs.padding;
+  return py::make_tuple(p.top, p.left, p.bottom, p.right);
+}
+
+}  // namespace
+
 void bind_planner(py::module_& m) {
   py::class_<Box>(m, "Box")
       .def(py::init<>())
@@ -75,19 +93,15 @@ void bind_planner(py::module_& m) {
       .def_readonly("end", &StripeRun::end)
       .def_readonly("column_begin", &StripeRun::column_begin)
       .def_readonly("column_end", &StripeRun::column_end)
-      .def_property_readonly("inputs",
-                             [](const StripeRun& r) {
-                               py::tuple out(size_t(r.inputs.count));
-                               for (int i = 0; i < r.inputs.count; ++i) {
-                                 const RowsColumns& g = r.inputs.regions[size_t(i)];
-                                 out[size_t(i)] = py::make_tuple(g.begin, g.end, g.column_begin, g.column_end);
-                               }
-                               return out;
-                             })
-      .def_property_readonly("padding", [](const StripeRun& r) {
-        const Padding& p = r.inputs.padding;
-        return py::make_tuple(p.top, p.left, p.bottom, p.right);
-      });
+      .def_property_readonly("inputs", &run_inputs)
+      .def_property_readonly("padding", &run_padding)
+      .def(
+          "fields",
+          [](const StripeRun& r) {
+            return py::make_tuple(r.part, py::make_tuple(r.begin, r.end, r.column_begin, r.column_end), run_inputs(r),
+                                  run_padding(r));
+          },
+          "(part, (begin, end, column_begin, column_end), inputs, padding) in one call");
   py::class_<RollingBuffer>(m, "RollingBuffer")
       .def_readonly("tensor", &RollingBuffer::tensor)
       .def_readonly("rows", &RollingBuffer::rows)
