@@ -132,8 +132,8 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
   for (size_t i = 0; i < n; ++i) span_[i] = ranges[i].size, first_[i] = ranges[i].start;
   // Placement order: earliest first (ByStart), then the most bytes spanned, the longest
   // lifetime, the lowest index. Without ties it depends on the ranges alone: an arena layout
-  // places the same ranges once per subset of its ties, so they are sorted once and the
-  // members of chains, whose keys differ, are merged in (the sort was a third of that layout).
+  // places the same ranges once per subset of its ties, so they are sorted once and only the
+  // members of chains, whose keys differ, are sorted and merged in at each placement.
   const auto before = [&](size_t a, size_t b) {
     if (placement == GreedyOrder::ByStart && first_[a] != first_[b]) return first_[a] < first_[b];
     if (span_[a] != span_[b]) return span_[a] > span_[b];
