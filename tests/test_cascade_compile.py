@@ -344,3 +344,32 @@ def test_eviction_costs_come_from_the_cycle_model():
     predicted = allocated[0].total_cycles + allocated[1].eviction_cycles
     ran = cascader.estimate(binary, accelerator="ethos-u65-256", stripes="as_run").total_cycles
     assert abs(predicted / ran - 1) < 0.03
+
+
+def test_candidates_are_ranked_on_their_command_streams():
+    """A budgeted U65 compile ranks its candidate schedules by the estimate of their command
+    streams, emitted with the flash image only laid out: the same addresses, commands and cycles
+    as the packaged binary it then makes of the one it keeps."""
+    from cascader.compiler import _cascade, _cycles, _emit, _stream_cycles, allocate, lower, schedule
+    from cascader.emit.program import FlashImage, RecordTemplates, emit_segment
+
+    m = zoo.mobilenet_v2(alpha=0.35, resolution=96)
+    acc, system, mode = "ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram"
+    part, segments = lower(m)
+    sched = schedule(part, segments, acc, system, mode)
+    unlimited = allocate(sched, part, None)
+    cascaded, _ = _cascade(part, sched, None, smallest=True)
+    for allocated in (unlimited, cascaded):
+        binary, data, _ = _emit(m, allocated, acc)
+        assert _stream_cycles(allocated, acc, system, mode) == _cycles(binary, acc, system, mode) > 0
+        real, laid_out = FlashImage(), FlashImage(keep_bytes=False)
+        templates = RecordTemplates()
+        for seg in allocated[0].segments:
+            _, words = emit_segment(seg, 0, allocated[2], real, acc, templates)
+            _, same = emit_segment(seg, 0, allocated[2], laid_out, acc, templates)
+            assert list(words) == list(same)
+        assert laid_out.size == real.size == len(real.data) == len(data) and not laid_out.data
+    real, laid_out = FlashImage(), FlashImage(keep_bytes=False)  # blobs of any length (constants)
+    assert [real.append(b) for b in (b"abc", b"x" * 17, b"", b"y" * 32)] == [
+        laid_out.append(b) for b in (b"abc", b"x" * 17, b"", b"y" * 32)]
+    assert laid_out.size == real.size == len(real.data) and not laid_out.data

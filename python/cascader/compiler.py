@@ -13,7 +13,7 @@ import re
 import time
 from typing import Iterator, Union
 
-from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
+from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
 from .emit.program import ARENA_REGIONS, FlashImage, Placement, RecordTemplates, emit_segment
 from .errors import BudgetError, InfeasibleError, InvalidArgumentError, ModelError, UnsupportedError
@@ -27,7 +27,7 @@ from .gc_pause import paused_gc
 from .schedule import (NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, second_slot_key,
                        weight_buffers_peak, weights_key, without_weight_buffers)
 from .tflite import Model, load_model
-from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
+from .tflite.ethos_u import ArenaSizes, NpuSubgraph, driver_payload, package
 
 ModelLike = Union[str, os.PathLike, bytes, bytearray, Model]
 # Dedicated_Sram: proposals that fit a budget only with feature maps in DRAM are compiled beside
@@ -331,12 +331,8 @@ def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplat
     one compile (its candidate schedules share their lowered operations)."""
     sched, result, placement, offsets = allocated
     flash = FlashImage()
-    templates = templates or RecordTemplates()
     subgraphs, records = [], []
-    first = 0
-    for seg in sched.segments:
-        ops, words = emit_segment(seg, first, placement, flash, accelerator, templates)
-        first += len(seg.operations)
+    for seg, ops, words in _emitted_segments(sched, placement, flash, accelerator, templates):
         records.append(ops)
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
     data = bytes(flash.data)
@@ -350,6 +346,30 @@ def _cycles(binary: Model, accelerator: str, system, memory_mode: str) -> float:
     from .sim.estimator import total_cycles
 
     return total_cycles(binary, system=system, memory_mode=memory_mode, accelerator=accelerator)
+
+
+def _stream_cycles(allocated: tuple, accelerator: str, system, memory_mode: str,
+                   templates: RecordTemplates | None = None) -> float:
+    """`_cycles` of the binary `_emit` makes of an allocated schedule, from its command streams
+    alone: the flash image only laid out, nothing packaged."""
+    from .sim.estimator import payload_cycles
+
+    sched, _, placement, _ = allocated
+    payloads = [driver_payload(words, accelerator) for _, _, words in
+                _emitted_segments(sched, placement, FlashImage(keep_bytes=False), accelerator, templates)]
+    return payload_cycles(payloads, arch_config(accelerator, system, memory_mode))
+
+
+def _emitted_segments(sched: NpuSchedule, placement: Placement, flash: FlashImage, accelerator: str,
+                      templates: RecordTemplates | None) -> Iterator[tuple]:
+    """Each NPU segment with its operation records and command words, in order, the constants
+    laid out in `flash`."""
+    templates = templates or RecordTemplates()
+    first = 0
+    for seg in sched.segments:
+        ops, words = emit_segment(seg, first, placement, flash, accelerator, templates)
+        first += len(seg.operations)
+        yield seg, ops, words
 
 
 def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
@@ -467,18 +487,20 @@ def compile(
         # SRAM on U65-256, the three it ranks first miss the estimate's best by 0.8%. The
         # planner's prediction does not cover evicted buffers: none is claimed for these.
         evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting)
-        best, first = math.inf, (chosen, (out, flash, records))
+        # Ranked by the estimate of their command streams: only the one kept is packaged.
+        best, emitted = math.inf, chosen
         for allocated, planned_cycles in options + [(a, None) for a in evicting]:
-            emitted = first[1] if allocated is first[0] else _emit(m, allocated, acc.name, templates)
-            cycles = _cycles(emitted[0], acc.name, system, mode)
+            cycles = (_cycles(out, acc.name, system, mode) if allocated is emitted
+                      else _stream_cycles(allocated, acc.name, system, mode, templates))
             if cycles < best:
-                best, chosen, (out, flash, records), planned = cycles, allocated, emitted, planned_cycles
+                best, chosen, planned = cycles, allocated, planned_cycles
         if any(chosen is a for a in evicting):
             # It was compared laid out by the greedy planner; the exact one evicts no more.
             exact = allocate(chosen[0], part, budget)
-            emitted = _emit(m, exact, acc.name, templates)
-            if _cycles(emitted[0], acc.name, system, mode) <= best:
-                chosen, (out, flash, records) = exact, emitted
+            if _stream_cycles(exact, acc.name, system, mode, templates) <= best:
+                chosen = exact
+        if chosen is not emitted:
+            out, flash, records = _emit(m, chosen, acc.name, templates)
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()

@@ -28,16 +28,24 @@ ARENA_REGIONS = {"scratch": REGION_SCRATCH, "scratch_fast": REGION_SCRATCH_FAST}
 
 @dataclass
 class FlashImage:
-    """The read-only bytes every `ethos-u` operator of a model addresses as region 0."""
+    """The read-only bytes every `ethos-u` operator of a model addresses as region 0.
+
+    Without `keep_bytes` it only lays them out: the addresses, and so the command streams, are
+    the same, and `data` stays empty. A compile ranks candidate schedules by their command
+    streams; copying megabytes of weights into an image for each would be wasted on all but
+    the one it keeps."""
 
     data: bytearray = field(default_factory=bytearray)
     constants: dict[bytes, int] = field(default_factory=dict)  # constant feature-map bytes -> address
+    keep_bytes: bool = True
+    size: int = 0
 
     def append(self, blob: bytes) -> int:
-        pad = -len(self.data) % FLASH_ALIGNMENT
-        self.data.extend(b"\0" * pad)
-        at = len(self.data)
-        self.data.extend(blob)
+        at = self.size + -self.size % FLASH_ALIGNMENT
+        if self.keep_bytes:
+            self.data.extend(b"\0" * (at - self.size))
+            self.data.extend(blob)
+        self.size = at + len(blob)
         return at
 
 

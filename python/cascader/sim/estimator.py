@@ -120,8 +120,13 @@ def total_cycles(binary: BinaryLike, system: Union[str, SystemConfig, None] = No
     """`estimate(...).total_cycles` (stripes merged, as Vela counts them) without the per-operation
     rows: for a caller that compares binaries by their totals."""
     calls, _, arch = _target(binary, system, memory_mode, accelerator, subgraph)
-    return sum(float(_core.estimate_driver_payload(c.payload, arch, merge_as_vela=True, operations=False)["total_cycles"])
-               for c in calls)
+    return payload_cycles([c.payload for c in calls], arch)
+
+
+def payload_cycles(payloads: list[bytes], arch) -> float:
+    """`total_cycles` of the `ethos-u` operators whose driver payloads these are."""
+    return sum(float(_core.estimate_driver_payload(p, arch, merge_as_vela=True, operations=False)["total_cycles"])
+               for p in payloads)
 
 
 def estimate(

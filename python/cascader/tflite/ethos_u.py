@@ -309,7 +309,7 @@ def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int) -> _
         raise InvalidArgumentError("command_stream must be a non-empty 1-D array of uint32 command words")
     if words.min() < 0 or words.max() > 0xFFFFFFFF:
         raise InvalidArgumentError("command_stream words must fit 32 bits unsigned")
-    payload = _core.encode_driver_payload(words.astype(np.uint32), accelerator, int(id_word))
+    payload = driver_payload(words, accelerator, id_word)
     inside = set(ops)
     produced: dict[int, None] = {}
     consumed: dict[int, None] = {}
@@ -325,6 +325,11 @@ def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int) -> _
             raise InvalidArgumentError(f"the NPU subgraph's {what} are tensors {sorted(found)}, not {sorted(given)}")
     return _Npu(frozenset(inside), tuple(s.ifms) if s.ifms is not None else ifms,
                 tuple(s.ofms) if s.ofms is not None else ofms, payload)
+
+
+def driver_payload(words: np.ndarray, accelerator: str, id_word: int = DEFAULT_ID_WORD) -> bytes:
+    """The driver payload (COP1 header, command stream) of an `ethos-u` operator's commands."""
+    return _core.encode_driver_payload(np.asarray(words).astype(np.uint32), accelerator, int(id_word))
 
 
 def _is_constant(model: Model, t: Tensor) -> bool:
