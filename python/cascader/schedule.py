@@ -139,9 +139,10 @@ class _Target:
         one, gets a target of its own)."""
         segments = [s.segment for s in schedule.segments]
         kept = schedule.target
-        if (kept is not None and len(kept.segments) == len(segments) and all(a is b for a, b in zip(kept.segments, segments))
-                and (kept.accelerator, kept.system, kept.memory_mode)
-                == (schedule.accelerator, schedule.system, schedule.memory_mode)):
+        same_segments = kept is not None and len(kept.segments) == len(segments) and all(
+            a is b for a, b in zip(kept.segments, segments))
+        if same_segments and (kept.accelerator, kept.system, kept.memory_mode) == (
+                schedule.accelerator, schedule.system, schedule.memory_mode):
             return kept
         return cls(schedule.accelerator, schedule.system, schedule.memory_mode, segments)
 
