@@ -1,7 +1,8 @@
 """The C++ core under AddressSanitizer and UBSan: mutated binaries through the payload parser,
 the command-stream decoder, the estimator and the executor (src/cascader/fuzz/fuzz_payload.cpp),
 the planner's flat hash map against std::unordered_map (src/cascader/fuzz/fuzz_flat_map.cpp), and
-the greedy placer's cutoff against full layouts (src/cascader/fuzz/fuzz_greedy_placer.cpp).
+the greedy placer's cutoff against full layouts and its kept order against a new placer
+(src/cascader/fuzz/fuzz_greedy_placer.cpp).
 
 The core is rebuilt with the sanitizers in its own build directory (about a minute on two
 cores): an out-of-bounds access or undefined behaviour that the Python-level fuzzing would
@@ -67,7 +68,8 @@ def test_flat_map_agrees_with_unordered_map_under_asan_and_ubsan(fuzz_build):
 
 def test_greedy_placer_cutoff_changes_no_layout_under_asan_and_ubsan(fuzz_build):
     # A layout given up at the best height so far (arena_layout's tied_greedy) must not differ
-    # from the full one whenever it ends below that height.
+    # from the full one whenever it ends below that height; a placer that keeps its order from
+    # one call to the next must lay out other ties as a new one does.
     _differential_driver(fuzz_build, "fuzz_greedy_placer", 400)
 
 

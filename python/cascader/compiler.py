@@ -488,9 +488,9 @@ def compile(
         # planner's prediction does not cover evicted buffers: none is claimed for these.
         evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting)
         # Ranked by the estimate of their command streams: only the one kept is packaged.
-        best, emitted = math.inf, chosen
+        best, packaged = math.inf, chosen  # the schedule `out` is the binary of
         for allocated, planned_cycles in options + [(a, None) for a in evicting]:
-            cycles = (_cycles(out, acc.name, system, mode) if allocated is emitted
+            cycles = (_cycles(out, acc.name, system, mode) if allocated is packaged
                       else _stream_cycles(allocated, acc.name, system, mode, templates))
             if cycles < best:
                 best, chosen, planned = cycles, allocated, planned_cycles
@@ -499,7 +499,7 @@ def compile(
             exact = allocate(chosen[0], part, budget)
             if _stream_cycles(exact, acc.name, system, mode, templates) <= best:
                 chosen = exact
-        if chosen is not emitted:
+        if chosen is not packaged:
             out, flash, records = _emit(m, chosen, acc.name, templates)
     sched, result = chosen[0], chosen[1]
     bar.update()
