@@ -197,6 +197,17 @@ def test_exact_fills_generated_packing(seed, style):
     assert best.height == inst.capacity and best.optimal
 
 
+@pytest.mark.parametrize("seed", [19, 66, 82, 136])
+def test_bottom_left_tries_fitting_buffers_first(seed):
+    # Full-size generated packings that the search solves within a few thousand nodes only when,
+    # of the buffers that can start at a spot, it tries those that fit it first (Search::misfit;
+    # without that, none is solved within 2 s). A node limit, not a clock, keeps it deterministic.
+    inst = perfect_packing(seed)
+    fit = allocate(inst.rows, capacity=inst.capacity, minimise=False, node_limit=20_000, time_limit=60.0)
+    check_allocation(inst.rows, fit.offsets)
+    assert fit.height <= inst.capacity
+
+
 def test_generator_rejects_bad_arguments():
     with pytest.raises(InvalidArgumentError, match="style"):
         perfect_packing(0, 10, style="round")

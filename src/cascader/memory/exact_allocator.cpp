@@ -133,17 +133,18 @@ void preorder_ranks(const Sections& sec, Preorder order, const std::vector<int>&
   for (size_t i = 0; i < keys.size(); ++i) rank[static_cast<size_t>(-std::get<3>(keys[i]))] = static_cast<int>(i);
 }
 
-// A buffer that may be placed next, at `offset`; candidates are tried in (offset, major, minor,
-// rank) order, and placements happen in increasing (offset, major): major is the preorder rank
-// (minimalloc) or, bottom-left, the first section (then minor, the size largest first, and the
-// rank break ties).
+// A buffer that may be placed next, at `offset`; candidates are tried in (offset, major, misfit,
+// minor, rank) order, and placements happen in increasing (offset, major): major is the preorder rank
+// (minimalloc) or, bottom-left, the first section (then the misfit, minor, the size largest
+// first, and the rank break ties).
 struct Candidate {
   int64_t offset;
   int major;
+  int misfit;  // bottom-left: how badly the buffer fits its spot (Search::misfit)
   int64_t minor;
   int rank, buffer;
   bool operator<(const Candidate& o) const {
-    return std::tie(offset, major, minor, rank) < std::tie(o.offset, o.major, o.minor, o.rank);
+    return std::tie(offset, major, misfit, minor, rank) < std::tie(o.offset, o.major, o.misfit, o.minor, o.rank);
   }
 };
 
@@ -255,7 +256,7 @@ class Search {
       // minimalloc's B 46,222 -> 870 nodes, C 62,687 -> 8,155, the others unchanged. From
       // the end, rank order stays: largest first there loses minimalloc's H.)
       const int64_t minor = largest_first_ ? -sec_.buffers[ub].size : 0;
-      candidates.push_back({offset, major, minor, rank_[ub], b});
+      candidates.push_back({offset, major, bottom_left_ ? misfit(b, offset, lo, hi) : 0, minor, rank_[ub], b});
     }
     std::sort(candidates.begin(), candidates.end());
     ++depth_;
@@ -284,6 +285,24 @@ class Search {
     }
     --depth_;
     return Outcome::NotFound;
+  }
+
+  // Bottom-left, of the buffers that can start at one spot, those that fit it are tried first,
+  // as a skyline packer would: 0 when the buffer's far end meets a wall (the section past it is
+  // higher than this offset, or the range ends: the level's gap is filled exactly in time) and
+  // its top is flush with the floor of the section before its near end, 1 at a wall only, 2
+  // flush only, 3 neither. A wrong choice here leaves a sliver that is found out many levels
+  // up. (Generated perfect packings solved within 2 s: 134 -> 138 of 200, 11 gained and 2
+  // lost. minimalloc's A-G take the same nodes except C, 8,155 -> 62,687 (0.17 s), and D,
+  // 20,250 -> 1,295. Counting a top flush with the wall too measured 136.)
+  int misfit(int b, int64_t offset, int lo, int hi) const {
+    const auto ub = static_cast<size_t>(b);
+    const int64_t top = offset + sec_.buffers[ub].size;
+    const int far = right_to_left_ ? sec_.first[ub] - 1 : sec_.last[ub];
+    const int near = right_to_left_ ? sec_.last[ub] : sec_.first[ub] - 1;
+    const bool wall = far < lo || far >= hi || floor_[static_cast<size_t>(far)] > offset;
+    const bool flush = near >= lo && near < hi && floor_[static_cast<size_t>(near)] == top;
+    return (wall ? 0 : 2) + (flush ? 0 : 1);
   }
 
   // Symmetry among buffers with the same lifetime. Of all allocations within capacity, the

@@ -12,9 +12,10 @@
 //     unplaced buffer is tried at its lowest offset only; buffers of the same lifetime stacked
 //     with no gap are taken largest first, identical ones in input order;
 // and it solves independent partitions (time cuts no unplaced buffer crosses, found statically
-// and again during the search) separately. Five strategies (minimalloc's TWA, TAW, WAT and
-// bottom-left from each end, from the start trying the largest of the buffers that start at one
-// place first) are tried round-robin under a node limit that grows 4x per round.
+// and again during the search) separately. Seven strategies (minimalloc's TWA, TAW, WAT, and
+// bottom-left from each end with two tie rules each; bottom-left tries first, of the buffers that
+// can start at one spot, those that fit it) are tried round-robin under a node limit that grows
+// 4x per round.
 //
 // The optimisation driver starts from the greedy best-fit allocation (the warm start and upper
 // bound), then decides capacities between the lower bound (peak live bytes) and the best height
