@@ -208,6 +208,20 @@ def test_bottom_left_tries_fitting_buffers_first(seed):
     assert fit.height <= inst.capacity
 
 
+def test_two_threads_decide_as_one(monkeypatch):
+    # From its second round the exact search runs a round's strategies on two threads; the
+    # allocation and the node count must be those of one thread running them in order (this
+    # packing needs several rounds).
+    inst = perfect_packing(14)
+    runs = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv("CASCADER_NUM_THREADS", threads)
+        fit = allocate(inst.rows, capacity=inst.capacity, minimise=False, node_limit=200_000, time_limit=60.0)
+        runs.append((fit.nodes, fit.offsets.tolist()))
+    assert runs[0] == runs[1]
+    assert runs[0][0] > 10_000
+
+
 def test_generator_rejects_bad_arguments():
     with pytest.raises(InvalidArgumentError, match="style"):
         perfect_packing(0, 10, style="round")

@@ -1,14 +1,17 @@
 #include "cascader/memory/exact_allocator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <tuple>
 
 #include "cascader/common/error.hpp"
+#include "cascader/common/parallel.hpp"
 #include "cascader/memory/greedy_allocator.hpp"
 
 namespace cascader {
@@ -148,36 +151,34 @@ struct Candidate {
   }
 };
 
-// The decision search for one capacity. State changes are logged and undone on the way back,
-// so the search allocates nothing per node beyond its candidate list.
+// One strategy's decision search for one capacity. State changes are logged and undone on the
+// way back, so the search allocates nothing per node beyond its candidate list.
 class Search {
  public:
   explicit Search(const Sections& sec) : sec_(sec) {}
 
-  int64_t nodes() const { return nodes_; }
   const std::vector<int64_t>& solution() const { return solution_; }
+  int64_t used() const { return nodes_ - run_start_; }  // nodes of the last run, the one that ended it included
+  bool timed_out() const { return timed_out_; }
 
-  Outcome decide(int64_t capacity, int64_t node_budget, Clock::time_point deadline) {
+  // Runs strategy `index` within `node_limit` nodes. It gives up (Aborted) past the deadline,
+  // or once `winner` names a lower strategy index that has already decided.
+  Outcome run(int index, int64_t capacity, int64_t node_limit, Clock::time_point deadline,
+              const std::atomic<int>* winner = nullptr) {
+    const Strategy& st = kStrategies[index];
     capacity_ = capacity;
     deadline_ = deadline;
-    const int64_t budget_end = nodes_ + node_budget;
-    int64_t limit = std::max<int64_t>(64, static_cast<int64_t>(sec_.buffers.size()));
-    for (int round = 1;; ++round) {
-      limit *= kLimitGrowth;
-      for (const Strategy& st : kStrategies) {
-        if (round < st.from_round) continue;
-        reset(st.preorder, st.rerank);
-        bottom_left_ = st.bottom_left;
-        largest_first_ = st.largest_first;
-        right_to_left_ = st.right_to_left;
-        node_limit_ = std::min(budget_end, nodes_ + limit);
-        std::vector<int> all(sec_.buffers.size());
-        std::iota(all.begin(), all.end(), 0);
-        const Outcome outcome = solve_partition(all, 0, sec_.size());
-        if (outcome != Outcome::Aborted) return outcome;
-        if (nodes_ >= budget_end || timed_out_) return Outcome::Aborted;
-      }
-    }
+    index_ = index;
+    winner_ = winner;
+    reset(st.preorder, st.rerank);
+    bottom_left_ = st.bottom_left;
+    largest_first_ = st.largest_first;
+    right_to_left_ = st.right_to_left;
+    run_start_ = nodes_;
+    node_limit_ = nodes_ + node_limit;
+    std::vector<int> all(sec_.buffers.size());
+    std::iota(all.begin(), all.end(), 0);
+    return solve_partition(all, 0, sec_.size());
   }
 
  private:
@@ -198,6 +199,7 @@ class Search {
     unplaced_ = sec_.total;
     crossing_ = sec_.crossing;
     timed_out_ = false;
+    cancelled_ = false;
   }
 
   // Splits [lo, hi) at boundaries no unplaced buffer crosses and solves the pieces one by one:
@@ -228,8 +230,11 @@ class Search {
 
   Outcome dfs(const std::vector<int>& part, int lo, int hi, int64_t last_offset, int last_major) {
     if (++nodes_ > node_limit_) return Outcome::Aborted;
-    if ((nodes_ & 255) == 0 && Clock::now() > deadline_) timed_out_ = true;
-    if (timed_out_) return Outcome::Aborted;
+    if ((nodes_ & 255) == 0) {
+      if (Clock::now() > deadline_) timed_out_ = true;
+      if (winner_ != nullptr && winner_->load(std::memory_order_relaxed) < index_) cancelled_ = true;
+    }
+    if (timed_out_ || cancelled_) return Outcome::Aborted;
     int64_t min_top = std::numeric_limits<int64_t>::max();
     bool any = false;
     for (int b : part) {
@@ -425,8 +430,12 @@ class Search {
   Clock::time_point deadline_;
   int64_t capacity_ = 0;
   int64_t nodes_ = 0;
+  int64_t run_start_ = 0;
   int64_t node_limit_ = 0;
   bool timed_out_ = false;
+  int index_ = 0;
+  const std::atomic<int>* winner_ = nullptr;
+  bool cancelled_ = false;
   size_t depth_ = 0;
   std::vector<std::vector<Candidate>> candidate_pool_;
   bool bottom_left_ = false;
@@ -439,6 +448,96 @@ class Search {
   std::vector<int> crossing_;
   int touched_lo_ = 0, touched_hi_ = 0;
   std::vector<std::pair<int, int64_t>> offset_log_, floor_log_;
+};
+
+// Decides a capacity with the strategies round-robin under a node limit that grows each round.
+// From the second round a round's strategies run on the cores a compile may use (core_count)
+// when the node budget covers all of them: the decision is the lowest strategy's that decides, and the nodes counted
+// are those of it and the strategies before it, so the result and the count are what one
+// thread running them in order gives (the threads only end sooner in wall time; past the
+// deadline, as on one thread, what is found depends on the machine's speed).
+class Portfolio {
+ public:
+  explicit Portfolio(const Sections& sec) : sec_(sec) {}
+
+  int64_t nodes() const { return nodes_; }
+  const std::vector<int64_t>& solution() const { return solution_; }
+
+  Outcome decide(int64_t capacity, int64_t node_budget, Clock::time_point deadline) {
+    const int64_t budget_end = nodes_ + node_budget;
+    timed_out_ = false;
+    int64_t limit = std::max<int64_t>(64, static_cast<int64_t>(sec_.buffers.size()));
+    for (int round = 1;; ++round) {
+      limit *= kLimitGrowth;
+      std::vector<int> strategies;
+      for (int i = 0; i < static_cast<int>(std::size(kStrategies)); ++i) {
+        if (round >= kStrategies[i].from_round) strategies.push_back(i);
+      }
+      const bool covered = budget_end - nodes_ >= (limit + 1) * static_cast<int64_t>(strategies.size());
+      if (round >= 2 && covered && core_count() > 1) {
+        const Outcome outcome = decide_round_in_parallel(strategies, capacity, limit, deadline);
+        if (outcome != Outcome::Aborted) return outcome;
+        if (timed_out_) return Outcome::Aborted;
+        continue;
+      }
+      Search& search = worker(0);
+      for (int i : strategies) {
+        const Outcome outcome = search.run(i, capacity, std::min(limit, budget_end - nodes_), deadline);
+        nodes_ += search.used();
+        if (outcome != Outcome::Aborted) {
+          solution_ = search.solution();
+          return outcome;
+        }
+        if (nodes_ >= budget_end || search.timed_out()) return Outcome::Aborted;
+      }
+    }
+  }
+
+ private:
+  Outcome decide_round_in_parallel(const std::vector<int>& strategies, int64_t capacity, int64_t limit,
+                                   Clock::time_point deadline) {
+    const size_t n = strategies.size();
+    std::vector<Outcome> outcomes(n, Outcome::Aborted);
+    std::vector<int64_t> used(n, 0);
+    std::vector<std::vector<int64_t>> solutions(n);
+    std::vector<char> timed_out(n, 0);
+    std::atomic<int> winner{std::numeric_limits<int>::max()};  // the lowest strategy that decided
+    for (size_t w = 0; w < worker_count(n, 1); ++w) worker(w);  // made here: the threads only use them
+    parallel_blocks(n, 1, [&](size_t w, size_t k, size_t) {
+      const int index = strategies[k];
+      if (winner.load() < index) return;
+      Search& search = *workers_[w];
+      outcomes[k] = search.run(strategies[k], capacity, limit, deadline, &winner);
+      used[k] = search.used();
+      timed_out[k] = search.timed_out();
+      if (outcomes[k] == Outcome::Aborted) return;
+      solutions[k] = search.solution();
+      for (int seen = winner.load(); index < seen && !winner.compare_exchange_weak(seen, index);) {
+      }
+    });
+    // Strategy runs are independent of each other: each one's outcome within `limit` nodes is
+    // the same whichever thread ran it, and none before the winner was cut short.
+    for (size_t k = 0; k < n; ++k) {
+      nodes_ += used[k];
+      if (outcomes[k] != Outcome::Aborted) {
+        solution_ = std::move(solutions[k]);
+        return outcomes[k];
+      }
+      if (timed_out[k]) timed_out_ = true;
+    }
+    return Outcome::Aborted;
+  }
+
+  Search& worker(size_t w) {
+    while (workers_.size() <= w) workers_.push_back(std::make_unique<Search>(sec_));
+    return *workers_[w];
+  }
+
+  const Sections& sec_;
+  std::vector<std::unique_ptr<Search>> workers_;
+  std::vector<int64_t> solution_;
+  int64_t nodes_ = 0;
+  bool timed_out_ = false;
 };
 
 }  // namespace
@@ -458,7 +557,7 @@ Allocation exact_allocate(const std::vector<LiveRange>& ranges, const ExactOptio
   for (size_t i : live) compact.push_back(ranges[i]);
   const Sections sections(std::move(compact));
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
-  Search search(sections);
+  Portfolio search(sections);
   const auto adopt = [&]() {
     for (size_t k = 0; k < live.size(); ++k) best.offsets[live[k]] = search.solution()[k];
     best.height = allocation_height(ranges, best.offsets);

@@ -15,7 +15,8 @@
 // and again during the search) separately. Seven strategies (minimalloc's TWA, TAW, WAT, and
 // bottom-left from each end with two tie rules each; bottom-left tries first, of the buffers that
 // can start at one spot, those that fit it) are tried round-robin under a node limit that grows
-// 4x per round.
+// 4x per round. From the second round a round's strategies run on several threads, with the
+// result and node count of running them one after another.
 //
 // The optimisation driver starts from the greedy best-fit allocation (the warm start and upper
 // bound), then decides capacities between the lower bound (peak live bytes) and the best height
