@@ -2,7 +2,8 @@
 the command-stream decoder, the estimator and the executor (src/cascader/fuzz/fuzz_payload.cpp),
 the planner's flat hash map against std::unordered_map (src/cascader/fuzz/fuzz_flat_map.cpp), and
 the greedy placer's cutoff against full layouts and its kept order against a new placer
-(src/cascader/fuzz/fuzz_greedy_placer.cpp).
+(src/cascader/fuzz/fuzz_greedy_placer.cpp), and the exact allocator on two threads against one
+(src/cascader/fuzz/fuzz_exact_threads.cpp).
 
 The core is rebuilt with the sanitizers in its own build directory (about a minute on two
 cores): an out-of-bounds access or undefined behaviour that the Python-level fuzzing would
@@ -40,7 +41,7 @@ def fuzz_build(tmp_path_factory) -> Path:
     configure = [cmake, "-S", str(ROOT), "-B", str(build), "-DCASCADER_PYTHON=OFF", "-DCASCADER_BUILD_FUZZ=ON",
                  "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
     for argv in (configure, [cmake, "--build", str(build), "-j", str(os.cpu_count() or 2), "--target", "fuzz_payload",
-                             "fuzz_flat_map", "fuzz_greedy_placer"]):
+                             "fuzz_flat_map", "fuzz_greedy_placer", "fuzz_exact_threads"]):
         done = subprocess.run(argv, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return build
@@ -51,15 +52,16 @@ def fuzz_payload(fuzz_build) -> Path:
     return fuzz_build / "fuzz_payload"
 
 
-def _differential_driver(build: Path, name: str, cases: int) -> None:
+def _differential_driver(build: Path, name: str, cases: int) -> list[str]:
     """Runs a driver that checks the core against a reference itself: it must print "ok CASES"
-    with no sanitizer report."""
+    (and any counts of its own, returned) with no sanitizer report."""
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1")
     done = subprocess.run([str(build / name), str(cases), "20261127"], capture_output=True, text=True, env=env,
                           timeout=300)
     report = (done.stdout + done.stderr)[-4000:]
-    assert done.returncode == 0 and done.stdout.strip() == f"ok {cases}", report
+    assert done.returncode == 0 and done.stdout.split()[:2] == ["ok", str(cases)], report
     assert "runtime error" not in done.stderr and "AddressSanitizer" not in done.stderr, report
+    return done.stdout.split()[2:]
 
 
 def test_flat_map_agrees_with_unordered_map_under_asan_and_ubsan(fuzz_build):
@@ -71,6 +73,14 @@ def test_greedy_placer_cutoff_changes_no_layout_under_asan_and_ubsan(fuzz_build)
     # from the full one whenever it ends below that height; a placer that keeps its order from
     # one call to the next must lay out other ties as a new one does.
     _differential_driver(fuzz_build, "fuzz_greedy_placer", 400)
+
+
+def test_exact_allocator_threads_agree_with_one_under_asan_and_ubsan(fuzz_build):
+    # From its second round the exact search runs a round's strategies on several threads; the
+    # allocation, node count and error must be those of one thread. (It catches counting the
+    # nodes of strategies after the one that decided, and taking another decided strategy.)
+    (past_first_round,) = _differential_driver(fuzz_build, "fuzz_exact_threads", 80)
+    assert int(past_first_round) >= 40  # most cases reach the threaded rounds
 
 
 def test_mutated_binaries_under_asan_and_ubsan(fuzz_payload, tmp_path):
