@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "cascader/common/error.hpp"
+#include "cascader/fuzz/driver_args.hpp"
 #include "cascader/memory/allocation.hpp"
 #include "cascader/memory/exact_allocator.hpp"
 #include "cascader/memory/live_range.hpp"
@@ -63,12 +65,10 @@ Result decide(const std::vector<LiveRange>& ranges, const cascader::ExactOptions
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: fuzz_exact_threads CASES SEED\n");
-    return 2;
-  }
-  const long cases = std::atol(argv[1]);
-  std::mt19937_64 rng(std::strtoull(argv[2], nullptr, 10));
+  std::optional<cascader::fuzz::DriverArgs> args = cascader::fuzz::driver_args(argc, argv);
+  if (!args) return 2;
+  const long cases = args->cases;
+  std::mt19937_64& rng = args->rng;
   long past_first_round = 0;
   for (long c = 0; c < cases; ++c) {
     const std::vector<LiveRange> ranges = random_ranges(rng);

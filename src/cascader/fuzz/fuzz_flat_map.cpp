@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <tuple>
 #include <unordered_map>
 
 #include "cascader/common/flat_map.hpp"
+#include "cascader/fuzz/driver_args.hpp"
 
 namespace {
 
@@ -31,12 +33,10 @@ struct StdHash {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: fuzz_flat_map CASES SEED\n");
-    return 2;
-  }
-  const long cases = std::atol(argv[1]);
-  std::mt19937_64 rng(std::strtoull(argv[2], nullptr, 10));
+  std::optional<cascader::fuzz::DriverArgs> args = cascader::fuzz::driver_args(argc, argv);
+  if (!args) return 2;
+  const long cases = args->cases;
+  std::mt19937_64& rng = args->rng;
   for (long c = 0; c < cases; ++c) {
     cascader::FlatMap<Key, double, PoorHash> flat;
     std::unordered_map<Key, double, StdHash> reference;

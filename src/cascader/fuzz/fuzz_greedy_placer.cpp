@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <vector>
 
+#include "cascader/fuzz/driver_args.hpp"
 #include "cascader/memory/allocation.hpp"
 #include "cascader/memory/greedy_allocator.hpp"
 #include "cascader/memory/staircase.hpp"
@@ -59,12 +61,10 @@ std::vector<Tie> random_ties(std::mt19937_64& rng, size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: fuzz_greedy_placer CASES SEED\n");
-    return 2;
-  }
-  const long cases = std::atol(argv[1]);
-  std::mt19937_64 rng(std::strtoull(argv[2], nullptr, 10));
+  std::optional<cascader::fuzz::DriverArgs> args = cascader::fuzz::driver_args(argc, argv);
+  if (!args) return 2;
+  const long cases = args->cases;
+  std::mt19937_64& rng = args->rng;
   cascader::GreedyPlacer placer;  // one for every case: its kept memory is part of what is tested
   std::vector<int64_t> full, cut;
   for (long c = 0; c < cases; ++c) {
