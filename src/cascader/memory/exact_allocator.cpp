@@ -136,10 +136,10 @@ void preorder_ranks(const Sections& sec, Preorder order, const std::vector<int>&
   for (size_t i = 0; i < keys.size(); ++i) rank[static_cast<size_t>(-std::get<3>(keys[i]))] = static_cast<int>(i);
 }
 
-// A buffer that may be placed next, at `offset`; candidates are tried in (offset, major, misfit,
-// minor, rank) order, and placements happen in increasing (offset, major): major is the preorder rank
-// (minimalloc) or, bottom-left, the first section (then the misfit, minor, the size largest
-// first, and the rank break ties).
+// A buffer that may be placed next, at `offset`; candidates are tried in (offset, major,
+// misfit, minor, rank) order, and placements happen in increasing (offset, major): major is the
+// preorder rank (minimalloc) or, bottom-left, the first section (then the misfit, minor, the
+// size largest first, and the rank break ties).
 struct Candidate {
   int64_t offset;
   int major;
@@ -158,7 +158,7 @@ class Search {
   explicit Search(const Sections& sec) : sec_(sec) {}
 
   const std::vector<int64_t>& solution() const { return solution_; }
-  int64_t used() const { return nodes_ - run_start_; }  // nodes of the last run, the one that ended it included
+  int64_t used() const { return nodes_ - run_start_; }  // the last run's nodes, its last one included
   bool timed_out() const { return timed_out_; }
 
   // Runs strategy `index` within `node_limit` nodes. It gives up (Aborted) past the deadline,
@@ -452,10 +452,10 @@ class Search {
 
 // Decides a capacity with the strategies round-robin under a node limit that grows each round.
 // From the second round a round's strategies run on the cores a compile may use (core_count)
-// when the node budget covers all of them: the decision is the lowest strategy's that decides, and the nodes counted
-// are those of it and the strategies before it, so the result and the count are what one
-// thread running them in order gives (the threads only end sooner in wall time; past the
-// deadline, as on one thread, what is found depends on the machine's speed).
+// when the node budget covers all of them: the decision is the lowest strategy's that decides,
+// and the nodes counted are those of it and the strategies before it, so the result and the
+// count are what one thread running them in order gives (the threads only end sooner in wall
+// time; past the deadline, as on one thread, what is found depends on the machine's speed).
 class Portfolio {
  public:
   explicit Portfolio(const Sections& sec) : sec_(sec) {}
