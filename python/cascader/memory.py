@@ -153,7 +153,10 @@ def allocate(
         Exact only: False stops at the first allocation within `capacity`.
     time_limit, node_limit
         Exact only: search limits. On hitting them the best allocation found is returned with
-        `optimal=False` and its gap to the proven lower bound.
+        `optimal=False` and its gap to the proven lower bound. A search that goes on past its
+        first round runs its strategies on the cores CASCADER_NUM_THREADS allows, with the
+        result and node count of one thread: the result depends only on the input as long as
+        `node_limit`, not `time_limit`, ends the search.
 
     Returns
     -------
