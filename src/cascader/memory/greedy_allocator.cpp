@@ -113,8 +113,8 @@ int64_t lowest_fit(const std::vector<LiveRange>& ranges, const std::vector<std::
 }  // namespace
 
 bool GreedyPlacer::same_ranges(const std::vector<LiveRange>& ranges) const {
-  return ranges.size() == sorted_ranges_.size() &&
-         std::equal(ranges.begin(), ranges.end(), sorted_ranges_.begin(), [](const LiveRange& a, const LiveRange& b) {
+  return ranges.size() == last_ranges_.size() &&
+         std::equal(ranges.begin(), ranges.end(), last_ranges_.begin(), [](const LiveRange& a, const LiveRange& b) {
            return a.start == b.start && a.end == b.end && a.size == b.size && a.alignment == b.alignment;
          });
 }
@@ -141,7 +141,7 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
     return la != lb ? la > lb : a < b;
   };
   if (!same_ranges(ranges)) {
-    sorted_ranges_ = ranges;
+    last_ranges_ = ranges;
     for (auto& o : untied_order_) o.clear();
   }
   std::vector<size_t>& untied = untied_order_[placement == GreedyOrder::ByStart ? 1 : 0];

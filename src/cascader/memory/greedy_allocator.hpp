@@ -43,15 +43,15 @@ class GreedyPlacer {
                 int64_t cutoff = std::numeric_limits<int64_t>::max());
 
  private:
+  bool same_ranges(const std::vector<LiveRange>& ranges) const;  // as the last placed
+
   std::vector<std::vector<size_t>> blocks_;  // the time index: placed ranges per block of steps
   std::vector<uint32_t> seen_;               // per range, the last query that visited it
   uint32_t stamp_ = 0;
-  bool same_ranges(const std::vector<LiveRange>& ranges) const;
-
   std::vector<size_t> order_;
   // The ranges last placed and their order without ties, by size and by start (made when
   // first needed): the same ranges come back with other ties.
-  std::vector<LiveRange> sorted_ranges_;
+  std::vector<LiveRange> last_ranges_;
   std::vector<size_t> untied_order_[2];
   std::vector<size_t> moved_;  // the members of chains, in placement order
   std::vector<int> chain_of_;
