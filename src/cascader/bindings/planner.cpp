@@ -168,6 +168,12 @@ void bind_planner(py::module_& m) {
     return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights, runs, column_bands);
   }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"),
         py::arg("buffer_weights") = false, py::arg("column_bands") = 1, py::arg("runs") = true);
+  m.def("plan_cascades", [](const PlanGraph& g, int first_lo, int first_hi, int last, int stripe_height,
+                            const ArchConfig& arch, bool buffer_weights, int column_bands) {
+    StripeCoster coster(g, arch);
+    return plan_cascades(g, g.uses(), first_lo, first_hi, last, stripe_height, coster, buffer_weights, column_bands);
+  }, py::arg("graph"), py::arg("first_lo"), py::arg("first_hi"), py::arg("last"), py::arg("stripe_height"),
+        py::arg("arch"), py::arg("buffer_weights") = false, py::arg("column_bands") = 1);
   m.def("cascade_memory", [](const PlanGraph& g, const CascadePlan& plan) { return cascade_memory(g, g.uses(), plan); },
         py::arg("graph"), py::arg("plan"));
   m.def("generate_proposals", &generate_proposals, py::arg("graph"), py::arg("arch"), py::arg("options"),

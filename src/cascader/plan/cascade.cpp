@@ -317,18 +317,34 @@ int staircase_source(const PlanGraph& graph, const PlanGraph::Uses& uses, int fi
 
 int64_t row_bytes(const PlanTensor& t) { return t.bytes / std::max<int64_t>(t.shape[H], 1); }
 
+// A read of a staircase source in a stripe: part `part` reads `tensor` from row `row` on at
+// schedule step `step` (see simulate_striped).
+struct SourceRead {
+  int tensor = 0, part = 0;
+  int64_t step = 0, row = 0;
+};
+
 // plan_cascade's working memory. The DP plans thousands of cascades per graph, and allocating
 // these afresh for each was a sixth of the planner's instructions: each thread keeps one and
 // every call resets what it uses (assign and clear keep the capacity).
 struct PlanScratch {
-  std::vector<char> copied, internal;
-  std::vector<int> internal_tensors;
-  std::vector<ByteAccess> source_reads, sink_writes;
-  std::vector<std::tuple<int, int, int64_t>> stripe_reads;
+  std::vector<char> copied, internal, inside;
+  std::vector<int> internal_tensors;  // the outputs of parts first .. last - 2, in that order
+  std::vector<int> sources;           // per first of the range: its staircase source (-1: none)
+  std::vector<char> is_source;        // per tensor: the source of some cascade of the range
+  std::vector<SourceRead> source_reads;
+  std::vector<ByteAccess> sink_writes, accesses;
+  std::vector<std::tuple<int, int, int, int64_t>> stripe_reads;  // this stripe's: tensor, part, input, row
   std::vector<int64_t> done, first_read;
   std::vector<std::pair<int64_t, int64_t>> held;
   std::vector<Extent> need, computed;
   std::vector<std::vector<int64_t>> last_read;
+  // Per simulated stripe: each part's cycles and whether it ran (parts in order), and how
+  // many times the stripe counts (itself and the repeats after it).
+  std::vector<double> stripe_cost;
+  std::vector<char> stripe_ran;
+  std::vector<int64_t> stripe_times;
+  std::vector<StripeRun> runs;
   SteadyState steady;
 };
 
@@ -339,23 +355,108 @@ struct PlanScratch {
   return scratch;
 }
 
-}  // namespace
+// The stripes of a cascade whose sink is part `last - 1`: the same for every first part.
+struct Striping {
+  int stripe_height = 0, stripes = 0;
+  int64_t height = 0, width = 0;
+};
 
-std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
-                                        int stripe_height, StripeCoster& coster, bool buffer_weights,
-                                        bool record_runs, int column_bands) {
-  if (first < 0 || last > int(graph.parts.size()) || first >= last || stripe_height < 1 || column_bands < 1) {
-    throw InvalidArgument(
-        "plan_cascade: parts [first, last) must be a non-empty range, stripe_height >= 1 and column_bands >= 1");
-  }
-  int64_t weight_bytes = 0;
-  for (int k = first; k < last; ++k) weight_bytes += (graph.parts[size_t(k)].weight_stream_bytes() + 15) / 16 * 16;
-  if (buffer_weights && weight_bytes == 0) return std::nullopt;
-  // A part alone buffers only as the scheduler chose; a cascade's buffer saves its re-reads.
-  if (buffer_weights && last - first == 1 && !graph.parts[size_t(first)].bufferable) return std::nullopt;
+Striping striping(const PlanGraph& graph, int last, int stripe_height) {
+  const PlanTensor& sink = graph.tensors[size_t(graph.parts[size_t(last - 1)].output)];
+  Striping s;
+  s.height = sink.shape[H];
+  s.width = sink.shape[W];
+  s.stripe_height = int(std::min<int64_t>(stripe_height, s.height));
+  s.stripes = int((s.height + s.stripe_height - 1) / s.stripe_height);
+  return s;
+}
+
+// A plan's shape before its parts are costed and its buffers sized.
+CascadePlan empty_plan(int first, int last, const Striping& striping, int column_bands, bool buffer_weights,
+                       int64_t weight_bytes) {
+  CascadePlan plan;
+  plan.first = first;
+  plan.last = last;
+  plan.stripe_height = striping.stripe_height;
+  plan.stripes = striping.stripes;
+  plan.column_bands = column_bands;
+  plan.buffered_weights = buffer_weights;
+  plan.weight_buffer_bytes = buffer_weights ? weight_bytes : 0;
+  return plan;
+}
+
+// The cascade [first, last) with every part run whole, one after another (one part, or a
+// stripe as tall as the sink): internal tensors are whole buffers.
+std::optional<CascadePlan> plan_whole(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
+                                      const Striping& striping, StripeCoster& coster, bool buffer_weights,
+                                      int64_t weight_bytes, bool record_runs, int column_bands) {
   using Weights = StripeCoster::Weights;
-  PlanScratch& scratch = plan_scratch();
-  std::vector<char>& copied = scratch.copied;
+  if (column_bands > 1) return std::nullopt;  // nothing rolls: bands would only add halo work
+  CascadePlan plan = empty_plan(first, last, striping, 1, buffer_weights, weight_bytes);
+  const Part& alone = graph.parts[size_t(first)];
+  if (last - first == 1 && buffer_weights && alone.buffered_cycles >= 0) {
+    const PlanTensor& out = graph.tensors[size_t(alone.output)];
+    plan.cycles = alone.buffered_cycles;
+    plan.weight_buffer_bytes = alone.buffered_bytes;
+    plan.operations = 1;
+    if (record_runs) plan.runs.push_back(StripeRun{first, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, first, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
+    return plan;
+  }
+  // The first run of a part copies its weights in (a part runs once here).
+  for (int k = first; k < last; ++k) {
+    const PlanTensor& out = graph.tensors[size_t(graph.parts[size_t(k)].output)];
+    plan.cycles += coster.cost(k, 0, out.shape[H], buffer_weights ? Weights::CopiedIn : Weights::InPlace);
+    ++plan.operations;
+    if (record_runs) plan.runs.push_back(StripeRun{k, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, k, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
+  }
+  for (int k = first; k + 1 < last; ++k) {
+    const int t = graph.parts[size_t(k)].output;
+    const PlanTensor& tensor = graph.tensors[size_t(t)];
+    // A tensor several parts write (a concatenation's slices) is one buffer.
+    const bool written_before = std::any_of(plan.buffers.begin(), plan.buffers.end(),
+                                            [t](const RollingBuffer& b) { return b.tensor == t; });
+    if (uses.last[size_t(t)] < last && !written_before) {
+      plan.buffers.push_back(RollingBuffer{t, tensor.shape[H], tensor.shape[W], tensor.bytes});
+      plan.buffer_bytes += tensor.bytes;
+    }
+  }
+  // A tensor that escapes is whole anyway; only the ones that die inside count here.
+  return plan;
+}
+
+// The first part from which parts [first, last) can cascade in stripes, the lowest >= `lo`
+// (`last` when not even the sink alone can): every part stripable, and every output but the
+// sink's an internal tensor (produced by exactly one part, read only inside the cascade and
+// after it is made, cascadable). Each condition is on one part and `last`, so every later
+// first can too.
+int lowest_striped_first(const PlanGraph& graph, const PlanGraph::Uses& uses, int lo, int last) {
+  if (uses.producers[size_t(graph.parts[size_t(last - 1)].output)].size() != 1) return last;
+  int first = last;
+  for (int k = last - 1; k >= lo; --k) {
+    const Part& p = graph.parts[size_t(k)];
+    if (!p.stripable) break;
+    if (k < last - 1) {
+      const int t = p.output;
+      const auto& cons = uses.consumers[size_t(t)];
+      const bool escapes = uses.last[size_t(t)] >= last ||
+                           std::any_of(cons.begin(), cons.end(), [&](int c) { return c <= k || c >= last; });
+      if (escapes || uses.producers[size_t(t)].size() != 1 || !graph.tensors[size_t(t)].cascadable) break;
+    }
+    first = k;
+  }
+  return first;
+}
+
+// Simulates the striped cascade [first, last) (every part able to, see lowest_striped_first)
+// into the scratch: each stripe's part cycles, the rows each internal tensor holds, and the
+// reads of `s.sources`. Every cascade [i, last), i > first, is in it: a part's stripes
+// propagate back from the sink through the parts after it only, so they are the same in the
+// shorter cascade, and so are the rows its output holds (its readers all come after it).
+void simulate_striped(const PlanGraph& graph, int first, int last, const Striping& striping, int column_bands,
+                      int64_t band_width, StripeCoster& coster, bool buffer_weights, bool record_runs,
+                      PlanScratch& s) {
+  using Weights = StripeCoster::Weights;
+  std::vector<char>& copied = s.copied;
   copied.assign(graph.parts.size(), 0);
   // The first run of a part copies its weights in; later stripes read the buffer.
   auto weights_for = [&](int k) {
@@ -365,100 +466,39 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
     return Weights::CopiedIn;
   };
   const Part& sink_part = graph.parts[size_t(last - 1)];
-  const PlanTensor& sink = graph.tensors[size_t(sink_part.output)];
-  const int64_t height = sink.shape[H], width = sink.shape[W];
-  CascadePlan plan;
-  plan.first = first;
-  plan.last = last;
-  plan.stripe_height = int(std::min<int64_t>(stripe_height, height));
-  plan.stripes = int((height + plan.stripe_height - 1) / plan.stripe_height);
-  plan.buffered_weights = buffer_weights;
-  plan.weight_buffer_bytes = buffer_weights ? weight_bytes : 0;
-  if (last - first == 1 || plan.stripes == 1) {
-    if (column_bands > 1) return std::nullopt;  // nothing rolls: bands would only add halo work
-    const Part& alone = graph.parts[size_t(first)];
-    if (last - first == 1 && buffer_weights && alone.buffered_cycles >= 0) {
-      const PlanTensor& out = graph.tensors[size_t(alone.output)];
-      plan.cycles = alone.buffered_cycles;
-      plan.weight_buffer_bytes = alone.buffered_bytes;
-      plan.operations = 1;
-      if (record_runs) plan.runs.push_back(StripeRun{first, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, first, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
-      return plan;
-    }
-    // Parts run whole one after another: internal tensors are whole buffers.
-    for (int k = first; k < last; ++k) {
-      const PlanTensor& out = graph.tensors[size_t(graph.parts[size_t(k)].output)];
-      plan.cycles += coster.cost(k, 0, out.shape[H], weights_for(k));
-      ++plan.operations;
-      if (record_runs) plan.runs.push_back(StripeRun{k, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, k, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
-    }
-    for (int k = first; k + 1 < last; ++k) {
-      const int t = graph.parts[size_t(k)].output;
-      const PlanTensor& tensor = graph.tensors[size_t(t)];
-      // A tensor several parts write (a concatenation's slices) is one buffer.
-      const bool written_before = std::any_of(plan.buffers.begin(), plan.buffers.end(),
-                                              [t](const RollingBuffer& b) { return b.tensor == t; });
-      if (uses.last[size_t(t)] < last && !written_before) {
-        plan.buffers.push_back(RollingBuffer{t, tensor.shape[H], tensor.shape[W], tensor.bytes});
-        plan.buffer_bytes += tensor.bytes;
-      }
-    }
-    // A tensor that escapes is whole anyway; only the ones that die inside count here.
-    return plan;
-  }
-  plan.column_bands = int(std::min<int64_t>(column_bands, width));
-  const int64_t band_width = (width + plan.column_bands - 1) / plan.column_bands;
-  plan.column_bands = int((width + band_width - 1) / band_width);
-  // Internal tensors: produced by exactly one part in the cascade, read only inside it.
-  std::vector<char>& internal = scratch.internal;
-  internal.assign(graph.tensors.size(), 0);
-  std::vector<int>& internal_tensors = scratch.internal_tensors;
-  internal_tensors.clear();
-  for (int k = first; k < last; ++k) {
-    const Part& p = graph.parts[size_t(k)];
-    if (!p.stripable) return std::nullopt;
-    if (k == last - 1) break;
-    const int t = p.output;
-    const auto& prod = uses.producers[size_t(t)];
-    const auto& cons = uses.consumers[size_t(t)];
-    const bool escapes = uses.last[size_t(t)] >= last ||
-                         std::any_of(cons.begin(), cons.end(), [&](int c) { return c < first || c >= last; });
-    if (escapes || prod.size() != 1 || !graph.tensors[size_t(t)].cascadable) return std::nullopt;
-    internal[size_t(t)] = true;
-    internal_tensors.push_back(t);
-  }
-  if (uses.producers[size_t(sink_part.output)].size() != 1) return std::nullopt;
-  // The staircase's accesses in bytes: step 2s the reads of stripe s, 2s + 1 its sink write
-  // (the reads of a stripe come before its write; staircase_shift lets the read just before a
-  // write overlap it).
-  const int source = plan.column_bands == 1 ? staircase_source(graph, uses, first, last, internal) : -1;
-  const int64_t source_row = source >= 0 ? row_bytes(graph.tensors[size_t(source)]) : 0;
-  const int64_t sink_row = row_bytes(sink);
-  std::vector<ByteAccess>& source_reads = scratch.source_reads;
-  std::vector<ByteAccess>& sink_writes = scratch.sink_writes;
-  source_reads.clear();
-  sink_writes.clear();
-  auto& stripe_reads = scratch.stripe_reads;  // this stripe's source reads: part, input, first row
-  std::vector<int64_t>& done = scratch.done;  // rows [0, done) of each internal tensor, this band
+  const int64_t height = striping.height, width = striping.width, stripe_height = striping.stripe_height;
+  const size_t parts = size_t(last - first);
+  std::vector<char>& internal = s.internal;
+  std::vector<int>& internal_tensors = s.internal_tensors;
+  const bool staircase = std::any_of(s.sources.begin(), s.sources.end(), [](int t) { return t >= 0; });
+  const int64_t sink_row = row_bytes(graph.tensors[size_t(sink_part.output)]);
+  s.source_reads.clear();
+  s.sink_writes.clear();
+  s.stripe_cost.clear();
+  s.stripe_ran.clear();
+  s.stripe_times.clear();
+  s.runs.clear();
+  auto& stripe_reads = s.stripe_reads;
+  std::vector<int64_t>& done = s.done;  // rows [0, done) of each internal tensor, this band
   done.assign(graph.tensors.size(), 0);
-  std::vector<std::pair<int64_t, int64_t>>& held = scratch.held;  // rows, columns
+  std::vector<std::pair<int64_t, int64_t>>& held = s.held;  // rows, columns
   held.assign(graph.tensors.size(), {0, 0});
-  std::vector<Extent>& need = scratch.need;
+  std::vector<Extent>& need = s.need;
   need.assign(graph.tensors.size(), Extent{});
-  std::vector<Extent>& computed = scratch.computed;  // per part: the rows it computes in this stripe
-  computed.assign(size_t(last - first), Extent{});
-  std::vector<int64_t>& first_read = scratch.first_read;
+  std::vector<Extent>& computed = s.computed;  // per part: the rows it computes in this stripe
+  computed.assign(parts, Extent{});
+  std::vector<int64_t>& first_read = s.first_read;
   first_read.assign(graph.tensors.size(), 0);
-  std::vector<std::vector<int64_t>>& last_read = scratch.last_read;  // per part and input: first row of its last read
-  last_read.resize(size_t(last - first));
-  for (int band = 0; band < plan.column_bands; ++band) {
+  std::vector<std::vector<int64_t>>& last_read = s.last_read;  // per part and input: first row of its last read
+  last_read.resize(parts);
+  for (int band = 0; band < column_bands; ++band) {
     const int64_t c0 = band * band_width, c1 = std::min(width, c0 + band_width);
     for (int t : internal_tensors) done[size_t(t)] = 0;
     for (int k = first; k < last; ++k) last_read[size_t(k - first)].assign(graph.parts[size_t(k)].inputs.size(), 0);
-    SteadyState& steady = scratch.steady;
+    SteadyState& steady = s.steady;
     steady.reset(last - first, internal);
-    for (int s = 0; s < plan.stripes; ++s) {
-      const int64_t b0 = int64_t(s) * plan.stripe_height, b1 = std::min(height, b0 + plan.stripe_height);
+    for (int stripe = 0; stripe < striping.stripes; ++stripe) {
+      const int64_t b0 = int64_t(stripe) * stripe_height, b1 = std::min(height, b0 + stripe_height);
       for (int t : internal_tensors) need[size_t(t)] = Extent{};
       need[size_t(sink_part.output)] = Extent{b0, b1, c0, c1};
       // Backwards: the region of each internal tensor this stripe of this band reads.
@@ -505,12 +545,12 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         const Extent& r = computed[size_t(k - first)];
         for (size_t i = 0; i < p.inputs.size(); ++i) {
           const int t = p.inputs[i];
-          if (t == source && r.begin < r.end) {
+          if (staircase && s.is_source[size_t(t)] && r.begin < r.end) {
             const PlanTensor& out = graph.tensors[size_t(p.output)];
             const Box in = p.propagators[i]
                                .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
                                .cropped(graph.tensors[size_t(t)].shape);
-            stripe_reads.emplace_back(k, int(i), in.offset[H]);
+            stripe_reads.emplace_back(t, k, int(i), in.offset[H]);
           }
           if (!internal[size_t(t)]) continue;
           int64_t& read = last_read[size_t(k - first)][i];
@@ -534,57 +574,72 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
         steady.cost[size_t(k - first)] = 0;
         steady.ran[size_t(k - first)] = 0;
         if (r.begin >= r.end) continue;
-        const double cycles = coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
-        plan.cycles += cycles;
-        steady.cost[size_t(k - first)] = cycles;
+        steady.cost[size_t(k - first)] = coster.cost(k, r.begin, r.end, weights_for(k), r.column_begin, r.column_end);
         steady.ran[size_t(k - first)] = 1;
-        ++plan.operations;
         if (record_runs) {
           const RowsColumns region{r.begin, r.end, r.column_begin, r.column_end};
-          plan.runs.push_back(StripeRun{k, r.begin, r.end, r.column_begin, r.column_end, stripe_inputs(graph, k, region)});
+          s.runs.push_back(StripeRun{k, r.begin, r.end, r.column_begin, r.column_end, stripe_inputs(graph, k, region)});
         }
       }
+      s.stripe_cost.insert(s.stripe_cost.end(), steady.cost.begin(), steady.cost.end());
+      s.stripe_ran.insert(s.stripe_ran.end(), steady.ran.begin(), steady.ran.end());
       // The steady state: once a stripe is the one before it moved down, with nothing cropped
       // at a tensor's edge, every stripe up to the bottom edge is that same stripe moved down
       // again (every step of the simulation commutes with a shift of all rows by the same
-      // per-tensor amounts). Those stripes are added without simulating them, with their
-      // cycles added one by one as before (the same sum, bit for bit). Runs are recorded in full.
-      int64_t repeat = record_runs ? 0 : steady.repeats(graph, first, last, s, plan.stripe_height, height, computed,
+      // per-tensor amounts). Those stripes are counted without simulating them. Runs are
+      // recorded in full.
+      int64_t repeat = record_runs ? 0 : steady.repeats(graph, first, last, stripe, stripe_height, height, computed,
                                                          internal_tensors, done, first_read, last_read);
-      if (source >= 0) {
+      s.stripe_times.push_back(1 + repeat);
+      if (staircase) {
         // Stripe j, this one moved down m times (a repeated stripe reads and writes rows moved
         // by its shifts). Between two recorded stripes of a repeat the required shift is
         // linear in the stripe: its ends bound it.
         auto record = [&](int64_t j, int64_t m) {
-          for (const auto& [k, i, row] : stripe_reads) {
+          for (const auto& [t, k, i, row] : stripe_reads) {
             const int64_t moved = row + m * graph.parts[size_t(k)].propagators[size_t(i)].axes[H].scale *
                                             steady.part_shift(k - first);
-            source_reads.push_back(ByteAccess{2 * j, moved * source_row, (moved + 1) * source_row});
+            s.source_reads.push_back(SourceRead{t, k, 2 * j, moved});
           }
-          sink_writes.push_back(ByteAccess{2 * j + 1, 0, std::min(height, b1 + m * plan.stripe_height) * sink_row});
+          s.sink_writes.push_back(ByteAccess{2 * j + 1, 0, std::min(height, b1 + m * stripe_height) * sink_row});
         };
-        record(s, 0);
+        record(stripe, 0);
         if (repeat > 0) {
-          record(s + 1, 1);
-          record(s + repeat, repeat);
+          record(stripe + 1, 1);
+          record(stripe + repeat, repeat);
         }
       }
       if (repeat > 0) {
-        for (int64_t m = 0; m < repeat; ++m) {
-          for (size_t k = 0; k < steady.cost.size(); ++k) {
-            if (!steady.ran[k]) continue;
-            plan.cycles += steady.cost[k];
-            ++plan.operations;
-          }
-        }
         steady.advance(repeat, done, last_read, graph, internal_tensors, first, last);
-        s += int(repeat);
+        stripe += int(repeat);
       }
       for (Extent& r : computed) r = Extent{};
     }
   }
-  for (int t : internal_tensors) {
-    const auto& extent = held[size_t(t)];
+}
+
+// Cascade [first, last) out of the simulation of [simulated, last) in the scratch.
+CascadePlan striped_plan(const PlanGraph& graph, int first, int simulated, int last, const Striping& striping,
+                         int column_bands, bool buffer_weights, int64_t weight_bytes, int source, PlanScratch& s) {
+  CascadePlan plan = empty_plan(first, last, striping, column_bands, buffer_weights, weight_bytes);
+  // Cycles are added stripe by stripe and part by part, repeats included, as the cascade
+  // simulated alone adds them: the same sum, bit for bit.
+  const size_t parts = size_t(last - simulated), skip = size_t(first - simulated);
+  for (size_t e = 0; e < s.stripe_times.size(); ++e) {
+    const double* cost = &s.stripe_cost[e * parts];
+    const char* ran = &s.stripe_ran[e * parts];
+    for (int64_t m = 0; m < s.stripe_times[e]; ++m) {
+      for (size_t k = skip; k < parts; ++k) {
+        if (!ran[k]) continue;
+        plan.cycles += cost[k];
+        ++plan.operations;
+      }
+    }
+  }
+  // The internal tensors of this cascade are the outputs of its parts but the sink.
+  for (size_t j = skip; j < s.internal_tensors.size(); ++j) {
+    const int t = s.internal_tensors[j];
+    const auto& extent = s.held[size_t(t)];
     if (extent.first == 0) continue;  // never read inside the cascade
     const PlanTensor& tensor = graph.tensors[size_t(t)];
     // Bytes per element column of the tensor's own layout (channel padding included): its
@@ -597,11 +652,108 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
   }
   std::sort(plan.buffers.begin(), plan.buffers.end(),
             [](const RollingBuffer& a, const RollingBuffer& b) { return a.tensor < b.tensor; });
-  if (source >= 0 && !source_reads.empty()) {
-    plan.staircase_tensor = source;
-    plan.staircase_shift = staircase_shift(sink_writes, source_reads);
+  if (source >= 0) {
+    // The staircase's accesses in bytes: step 2s the reads of stripe s, 2s + 1 its sink write
+    // (the reads of a stripe come before its write; staircase_shift lets the read just before
+    // a write overlap it).
+    const int64_t source_row = row_bytes(graph.tensors[size_t(source)]);
+    s.accesses.clear();
+    for (const SourceRead& r : s.source_reads) {
+      if (r.tensor == source && r.part >= first) {
+        s.accesses.push_back(ByteAccess{r.step, r.row * source_row, (r.row + 1) * source_row});
+      }
+    }
+    if (!s.accesses.empty()) {
+      plan.staircase_tensor = source;
+      plan.staircase_shift = staircase_shift(s.sink_writes, s.accesses);
+    }
   }
   return plan;
+}
+
+// plan_cascade for every first in [first_lo, first_hi] (element first - first_lo).
+std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const PlanGraph::Uses& uses,
+                                                   int first_lo, int first_hi, int last, int stripe_height,
+                                                   StripeCoster& coster, bool buffer_weights, bool record_runs,
+                                                   int column_bands) {
+  if (first_lo < 0 || last > int(graph.parts.size()) || first_lo > first_hi || first_hi >= last ||
+      stripe_height < 1 || column_bands < 1) {
+    throw InvalidArgument(
+        "plan_cascade: parts [first, last) must be a non-empty range, stripe_height >= 1 and column_bands >= 1");
+  }
+  std::vector<std::optional<CascadePlan>> out(size_t(first_hi - first_lo + 1));
+  std::vector<int64_t> weight_bytes(size_t(last - first_lo + 1), 0);  // of parts [first_lo + i, last)
+  for (int k = last - 1; k >= first_lo; --k) {
+    weight_bytes[size_t(k - first_lo)] =
+        weight_bytes[size_t(k - first_lo + 1)] + (graph.parts[size_t(k)].weight_stream_bytes() + 15) / 16 * 16;
+  }
+  // With buffered weights, a cascade needs some, and a part alone buffers only as the
+  // scheduler chose (a cascade's buffer saves its re-reads).
+  auto may_buffer = [&](int first) {
+    return !buffer_weights || (weight_bytes[size_t(first - first_lo)] > 0 &&
+                               (last - first > 1 || graph.parts[size_t(first)].bufferable));
+  };
+  const Striping sizes = striping(graph, last, stripe_height);
+  const int striped_hi = sizes.stripes == 1 ? first_lo - 1 : std::min(first_hi, last - 2);
+  for (int first = std::max(first_lo, striped_hi + 1); first <= first_hi; ++first) {
+    if (!may_buffer(first)) continue;
+    out[size_t(first - first_lo)] = plan_whole(graph, uses, first, last, sizes, coster, buffer_weights,
+                                               weight_bytes[size_t(first - first_lo)], record_runs, column_bands);
+  }
+  if (striped_hi < first_lo) return out;
+  const int simulated = std::max(first_lo, lowest_striped_first(graph, uses, first_lo, last));
+  // A later first has no more weights: where the longest may not buffer, none may.
+  if (simulated > striped_hi || !may_buffer(simulated)) return out;
+  PlanScratch& s = plan_scratch();
+  const int64_t bands = std::min<int64_t>(column_bands, sizes.width);
+  const int64_t band_width = (sizes.width + bands - 1) / bands;
+  const int banded = int((sizes.width + band_width - 1) / band_width);
+  s.internal.assign(graph.tensors.size(), 0);
+  s.internal_tensors.clear();
+  for (int k = simulated; k < last - 1; ++k) {
+    s.internal[size_t(graph.parts[size_t(k)].output)] = true;
+    s.internal_tensors.push_back(graph.parts[size_t(k)].output);
+  }
+  // Each cascade's staircase source, from the shortest up (its internal tensors grow by one
+  // part each time); the sink may go over one only when the input is read from its top once.
+  s.sources.assign(size_t(striped_hi - simulated + 1), -1);
+  s.is_source.assign(graph.tensors.size(), 0);
+  if (banded == 1) {
+    std::vector<char>& inside = s.inside;
+    inside.assign(graph.tensors.size(), 0);
+    for (int first = last - 2; first >= simulated; --first) {
+      inside[size_t(graph.parts[size_t(first)].output)] = true;
+      if (first > striped_hi) continue;
+      const int source = staircase_source(graph, uses, first, last, inside);
+      s.sources[size_t(first - simulated)] = source;
+      if (source >= 0) s.is_source[size_t(source)] = true;
+    }
+  }
+  simulate_striped(graph, simulated, last, sizes, banded, band_width, coster, buffer_weights, record_runs, s);
+  for (int first = simulated; first <= striped_hi; ++first) {
+    if (!may_buffer(first)) continue;
+    CascadePlan plan = striped_plan(graph, first, simulated, last, sizes, banded, buffer_weights,
+                                    weight_bytes[size_t(first - first_lo)], s.sources[size_t(first - simulated)], s);
+    if (record_runs) plan.runs = s.runs;
+    out[size_t(first - first_lo)] = std::move(plan);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
+                                        int stripe_height, StripeCoster& coster, bool buffer_weights,
+                                        bool record_runs, int column_bands) {
+  return std::move(
+      plan_range(graph, uses, first, first, last, stripe_height, coster, buffer_weights, record_runs, column_bands)[0]);
+}
+
+std::vector<std::optional<CascadePlan>> plan_cascades(const PlanGraph& graph, const PlanGraph::Uses& uses,
+                                                      int first_lo, int first_hi, int last, int stripe_height,
+                                                      StripeCoster& coster, bool buffer_weights, int column_bands) {
+  return plan_range(graph, uses, first_lo, first_hi, last, stripe_height, coster, buffer_weights, false,
+                    column_bands);
 }
 
 }  // namespace cascader

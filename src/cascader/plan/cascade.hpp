@@ -120,4 +120,13 @@ std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph:
                                         int stripe_height, StripeCoster& coster, bool buffer_weights = false,
                                         bool record_runs = false, int column_bands = 1);
 
+// plan_cascade for every first part in [first_lo, first_hi] (first_hi < last) at once: element
+// first - first_lo. The cascades share their sink, and a part's stripes propagate back from it
+// through the parts after it only, so one simulation of the longest that can cascade gives
+// them all (cycles summed in the same order as each alone: the same plans, bit for bit).
+std::vector<std::optional<CascadePlan>> plan_cascades(const PlanGraph& graph, const PlanGraph::Uses& uses,
+                                                      int first_lo, int first_hi, int last, int stripe_height,
+                                                      StripeCoster& coster, bool buffer_weights = false,
+                                                      int column_bands = 1);
+
 }  // namespace cascader

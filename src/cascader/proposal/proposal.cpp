@@ -157,6 +157,16 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
     Variant variant;
   };
   std::vector<Candidate> candidates;
+  // Cascades of several parts that end at the same part with the same variant are planned
+  // together (plan_cascades: one simulation for every first part); a part alone is its own
+  // group. A group's candidates have consecutive first parts, in the order of `members`.
+  struct Group {
+    int first_lo, first_hi, last;
+    Variant variant;
+    std::vector<size_t> members;
+  };
+  std::vector<Group> groups;
+  std::vector<std::vector<int>> group_of(size_t(n) + 1);  // per last part and variant
   for (int i = 0; i < n; ++i) {
     for (int j = i + 1; j <= std::min(n, i + options.max_cascade_parts); ++j) {
       const int64_t height = graph.tensors[size_t(graph.parts[size_t(j - 1)].output)].shape[1];
@@ -166,7 +176,20 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
           if (h >= 1 && h < height) heights.push_back(h);
         }
       }
-      for (const Variant& v : variants(heights, options.column_bands, j - i == 1)) candidates.push_back({i, j, v});
+      const std::vector<Variant> vs = variants(heights, options.column_bands, j - i == 1);
+      std::vector<int>& slots = group_of[size_t(j)];
+      if (j - i > 1) slots.resize(vs.size(), -1);
+      for (size_t v = 0; v < vs.size(); ++v) {
+        candidates.push_back({i, j, vs[v]});
+        const bool joins = j - i > 1 && slots[v] >= 0;
+        if (!joins) {
+          if (j - i > 1) slots[v] = int(groups.size());
+          groups.push_back(Group{i, i, j, vs[v], {}});
+        }
+        Group& g = groups[joins ? size_t(slots[v]) : groups.size() - 1];
+        g.first_hi = i;
+        g.members.push_back(candidates.size() - 1);
+      }
     }
   }
   struct Planned {
@@ -175,22 +198,27 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
   };
   std::vector<Planned> planned(candidates.size());
   // Neighbouring cascades share most of their stripe costs: a cost cache per worker, and blocks
-  // of an eighth of the work (two workers on MobileNetV2-224: 43 -> 32 ms; with blocks of 64
-  // cascades every worker's cache sees every part: 40 ms).
-  const size_t block = std::max<size_t>(64, candidates.size() / 8);
+  // of a sixth of the groups, so that each worker's cache sees few parts (two workers on
+  // MobileNetV2-224: 8.1-9.0 ms; blocks of an eighth, 10.1 ms; blocks of 64 single cascades,
+  // before groups, had every worker's cache see every part).
+  const size_t block = std::max<size_t>(8, groups.size() / 6);
   std::vector<std::unique_ptr<StripeCoster>> costers;
-  for (size_t w = 0; w < worker_count(candidates.size(), block); ++w) {
+  for (size_t w = 0; w < worker_count(groups.size(), block); ++w) {
     costers.push_back(std::make_unique<StripeCoster>(graph, arch));
   }
-  parallel_blocks(candidates.size(), block, [&](size_t worker, size_t begin, size_t end) {
-    for (size_t c = begin; c < end; ++c) {
-      const Candidate& k = candidates[c];
-      Planned& out = planned[c];
-      out.plan = plan_cascade(graph, uses, k.first, k.last, k.variant.stripe_height, *costers[worker],
-                              k.variant.buffer_weights, false, k.variant.column_bands);
-      if (!out.plan) continue;
-      out.memory = cascade_memory(graph, uses, *out.plan);
-      out.end_memory = cascade_end_memory(graph, uses, *out.plan);
+  parallel_blocks(groups.size(), block, [&](size_t worker, size_t begin, size_t end) {
+    for (size_t g = begin; g < end; ++g) {
+      const Group& group = groups[g];
+      std::vector<std::optional<CascadePlan>> plans =
+          plan_cascades(graph, uses, group.first_lo, group.first_hi, group.last, group.variant.stripe_height,
+                        *costers[worker], group.variant.buffer_weights, group.variant.column_bands);
+      for (size_t k = 0; k < plans.size(); ++k) {
+        Planned& out = planned[group.members[k]];
+        out.plan = std::move(plans[k]);
+        if (!out.plan) continue;
+        out.memory = cascade_memory(graph, uses, *out.plan);
+        out.end_memory = cascade_end_memory(graph, uses, *out.plan);
+      }
     }
   });
   std::vector<CascadePlan> plans;
