@@ -283,13 +283,6 @@ def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first
     )
 
 
-def slice_span(encoded, s: int) -> tuple[int, int]:
-    """[start, end) of depth slice `s`'s streams (every core's scales and weights) in the data."""
-    streams = [r for r in encoded.slices[s] if r.scale_length or r.weight_length]
-    return (min(r.scale_offset for r in streams),
-            max(max(r.scale_offset + r.scale_length, r.weight_offset + r.weight_length) for r in streams))
-
-
 MAX_COPIED_CONSTANT = 16 * 1024  # larger constants are read where they are
 
 
@@ -334,7 +327,7 @@ def weight_buffer_bytes(sop: "ScheduledOperation") -> int:
     slot (two are in flight while it runs, one before: see second_slot_key)."""
     if not sop.depth_step:
         return len(sop.encoded.data)
-    return max(end - start for start, end in (slice_span(sop.encoded, s) for s in range(len(sop.encoded.slices))))
+    return sop.encoded.largest_span
 
 
 def _stream_bytes(encoded) -> tuple[int, int]:
@@ -435,7 +428,7 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
         if chosen:
             sliced = _encode(op, block, pkf, target.accelerator, depth_step=chosen)
             sw, ss = _stream_bytes(sliced)
-            start, end = slice_span(sliced, 0)
+            start, end = sliced.span(0)
             cost = target.cost(op, sw, ss, block, traversal, buffered=True, slack=slack, first_dma_bytes=end - start,
                                last_slice_depth=chosen)
             if cost.total_cycles < best.cost.total_cycles:

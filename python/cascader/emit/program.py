@@ -15,7 +15,7 @@ import numpy as np
 
 from ..arch import Accelerator
 from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
-from ..schedule import (ScheduledOperation, SegmentSchedule, constant_key, copied_constants, second_slot_key, slice_span,
+from ..schedule import (ScheduledOperation, SegmentSchedule, constant_key, copied_constants, second_slot_key,
                         weights_key)
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
@@ -186,12 +186,12 @@ def _depth_slices(sop: ScheduledOperation, first_slot: tuple[int, int], second_s
     The encoder makes each slice wait for its DMA, and each DMA for the kernel still reading
     the slot it overwrites."""
     src = flash.append(bytes(sop.encoded.data))
-    slot = (max(e - b for b, e in (slice_span(sop.encoded, s) for s in range(len(sop.encoded.slices)))) + 15) // 16 * 16
+    slot = (sop.encoded.largest_span + 15) // 16 * 16
     slots = (first_slot, second_slot or (first_slot[0], first_slot[1] + slot))
     whole = operation_record(sop, placement, flash, constants, (REGION_FLASH, 0))
     out: list[dict[str, Any]] = []
     for s in range(len(sop.encoded.slices)):
-        start, end = slice_span(sop.encoded, s)
+        start, end = sop.encoded.span(s)
         region, half = slots[s % 2]
         out.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src + start, length=end - start),
                         dst=dict(region=region, address=half, length=end - start)))

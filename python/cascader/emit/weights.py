@@ -6,6 +6,7 @@ The encoder is in C++ (`emit/weight_encoder`); this module only shapes the argum
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -39,6 +40,18 @@ class EncodedWeights:
     @property
     def scale_bytes(self) -> int:
         return sum(s.scale_length for streams in self.slices for s in streams)
+
+    def span(self, s: int) -> tuple[int, int]:
+        """[start, end) of depth slice `s`'s streams (every core's scales and weights) in `data`."""
+        streams = [r for r in self.slices[s] if r.scale_length or r.weight_length]
+        return (min(r.scale_offset for r in streams),
+                max(max(r.scale_offset + r.scale_length, r.weight_offset + r.weight_length) for r in streams))
+
+    @cached_property
+    def largest_span(self) -> int:
+        """Bytes of the largest depth slice's streams: what one slot of a double buffer holds.
+        Cached: the memory planner asks for it per operation of every schedule it lays out."""
+        return max(end - start for start, end in (self.span(s) for s in range(len(self.slices))))
 
 
 def encode_weights(
