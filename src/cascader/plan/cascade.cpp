@@ -693,21 +693,21 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
     return !buffer_weights || (weight_bytes[size_t(first - first_lo)] > 0 &&
                                (last - first > 1 || graph.parts[size_t(first)].bufferable));
   };
-  const Striping sizes = striping(graph, last, stripe_height);
-  const int striped_hi = sizes.stripes == 1 ? first_lo - 1 : std::min(first_hi, last - 2);
+  const Striping sink_stripes = striping(graph, last, stripe_height);
+  const int striped_hi = sink_stripes.stripes == 1 ? first_lo - 1 : std::min(first_hi, last - 2);
   for (int first = std::max(first_lo, striped_hi + 1); first <= first_hi; ++first) {
     if (!may_buffer(first)) continue;
-    out[size_t(first - first_lo)] = plan_whole(graph, uses, first, last, sizes, coster, buffer_weights,
+    out[size_t(first - first_lo)] = plan_whole(graph, uses, first, last, sink_stripes, coster, buffer_weights,
                                                weight_bytes[size_t(first - first_lo)], record_runs, column_bands);
   }
   if (striped_hi < first_lo) return out;
-  const int simulated = std::max(first_lo, lowest_striped_first(graph, uses, first_lo, last));
+  const int simulated = lowest_striped_first(graph, uses, first_lo, last);  // >= first_lo
   // A later first has no more weights: where the longest may not buffer, none may.
   if (simulated > striped_hi || !may_buffer(simulated)) return out;
   PlanScratch& s = plan_scratch();
-  const int64_t bands = std::min<int64_t>(column_bands, sizes.width);
-  const int64_t band_width = (sizes.width + bands - 1) / bands;
-  const int banded = int((sizes.width + band_width - 1) / band_width);
+  const int64_t bands = std::min<int64_t>(column_bands, sink_stripes.width);
+  const int64_t band_width = (sink_stripes.width + bands - 1) / bands;
+  const int banded = int((sink_stripes.width + band_width - 1) / band_width);
   s.internal.assign(graph.tensors.size(), 0);
   s.internal_tensors.clear();
   for (int k = simulated; k < last - 1; ++k) {
@@ -729,10 +729,10 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
       if (source >= 0) s.is_source[size_t(source)] = true;
     }
   }
-  simulate_striped(graph, simulated, last, sizes, banded, band_width, coster, buffer_weights, record_runs, s);
+  simulate_striped(graph, simulated, last, sink_stripes, banded, band_width, coster, buffer_weights, record_runs, s);
   for (int first = simulated; first <= striped_hi; ++first) {
     if (!may_buffer(first)) continue;
-    CascadePlan plan = striped_plan(graph, first, simulated, last, sizes, banded, buffer_weights,
+    CascadePlan plan = striped_plan(graph, first, simulated, last, sink_stripes, banded, buffer_weights,
                                     weight_bytes[size_t(first - first_lo)], s.sources[size_t(first - simulated)], s);
     if (record_runs) plan.runs = s.runs;
     out[size_t(first - first_lo)] = std::move(plan);
