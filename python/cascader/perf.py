@@ -7,8 +7,6 @@ module only converts arguments and results.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
@@ -80,51 +78,18 @@ class OpCost:
 
     def eviction_cycles(self, fast: str, slow: str, arch: Any) -> Dict[str, float]:
         """Cycles this op gains when each of its feature maps ("ifm", "ifm2", "ofm") in the
-        `fast` memory moves to the `slow` one: the op costed again, not bytes times a rate (a
-        compute-bound op hides slow traffic; the model re-reads an IFM once per OFM depth
-        block). The gain of moving several is not the sum of each one's (the op is as slow as
-        its slowest memory), so each gets its Shapley share of the joint gains: the shares of
-        those moved together add up to their joint gain. Empty without `described`; computed
-        once per cost (the stripes of an operation share theirs)."""
+        `fast` memory moves to the `slow` one: the op costed again, not bytes times a rate, each
+        operand given its Shapley share of the joint gains (perf/eviction_shares.hpp). Empty
+        without `described`; computed once per cost (the stripes of an operation share theirs)."""
         key = (fast, slow)
-        if key in self._evictions:
-            return self._evictions[key]
-        shares: Dict[str, float] = {}
-        if self.described is not None:
-            home = _memory(fast)  # compared as enums: a pybind11 enum's `.name` is slow
-            players = [o for o in ("ifm", "ifm2", "ofm")
-                       if getattr(self.described, o) is not None and getattr(self.described, o).memory == home]
-            gain = {group: self._moved(group, slow, arch)
-                    for k in range(len(players) + 1) for group in itertools.combinations(players, k)}
-            n = len(players)
-            for o in players:
-                others = [p for p in players if p != o]
-                share = 0.0
-                for k in range(n):
-                    weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
-                    for group in itertools.combinations(others, k):
-                        share += weight * (gain[tuple(p for p in players if p in group or p == o)] - gain[group])
-                shares[o] = max(share, 0.0)
-        self._evictions[key] = shares
+        shares = self._evictions.get(key)
+        if shares is None:
+            shares = {}
+            if self.described is not None:
+                found = _core.eviction_shares(self.described, arch, _memory(fast), _memory(slow), self.total_cycles)
+                shares = {o: s for o, s in zip(("ifm", "ifm2", "ofm"), found) if s is not None}
+            self._evictions[key] = shares
         return shares
-
-    def _moved(self, operands: Tuple[str, ...], slow: str, arch: Any) -> float:
-        """Cycles gained with `operands` in the `slow` memory."""
-        if not operands:
-            return 0.0
-        homes = {}
-        for o in operands:
-            fm = getattr(self.described, o)  # a copy: assigned back below
-            homes[o] = fm.memory
-            fm.memory = _memory(slow)
-            setattr(self.described, o, fm)
-        try:
-            return _core.estimate(self.described, arch).total_cycles - self.total_cycles
-        finally:
-            for o, home in homes.items():
-                fm = getattr(self.described, o)
-                fm.memory = home
-                setattr(self.described, o, fm)
 
     @property
     def bound(self) -> str:

@@ -2,6 +2,7 @@
 
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/perf/cycle_model.hpp"
+#include "cascader/perf/eviction_shares.hpp"
 #include "cascader/perf/npu_op.hpp"
 
 namespace py = pybind11;
@@ -97,6 +98,10 @@ void bind_perf(py::module_& m) {
   m.def("access_cycles_per_byte", &access_cycles_per_byte, py::arg("arch"), py::arg("memory"));
   m.def("estimate", py::overload_cast<const NpuOp&, const ArchConfig&>(&estimate), py::arg("op"), py::arg("arch"),
         "Cost of one NPU op (block config chosen and cached when the op does not fix one).");
+  m.def("eviction_shares", &eviction_shares, py::arg("op"), py::arg("arch"), py::arg("home"), py::arg("slow"),
+        py::arg("base_cycles"),
+        "(ifm, ifm2, ofm): each operand's Shapley share of the cycles the op gains with its operands in "
+        "`home` moved to `slow`, measured from `base_cycles`; None for an operand absent or elsewhere.");
 }
 
 }  // namespace cascader::bindings
