@@ -294,6 +294,38 @@ def test_weight_buffers_peak_is_a_lower_bound_of_the_layout(name):
     assert peak > weight_buffers_peak(without_weight_buffers(sched), lean) or laid_out == lean_laid_out
 
 
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8"])
+def test_memory_schedules_sharing_feature_maps_match_those_made_alone(name):
+    """The schedules of one family (the same stripes, other weight buffers) share the part of
+    their memory schedule the feature maps fix: each must come out as if made alone, with the
+    family's other members laid out just before it (a cascaded one included: its staircases
+    and in-place aliases are the feature maps')."""
+    from cascader.compiler import lower, schedule
+    from cascader.planner import plan_schedule
+    from cascader.schedule import _Target, fit_weight_buffers, memory_schedule, without_weight_buffers
+    from cascader.stripes import cascaded_schedule
+
+    part, segments = lower(zoo.get(name))
+    sched = schedule(part, segments, "ethos-u65-256")
+    lean = without_weight_buffers(sched)
+    frontier = plan_schedule(lean, part.graph, _Target.of(sched), score=False, buffered=sched)
+    leanest = min(frontier.points, key=lambda p: p.sram_bytes)
+    striped = cascaded_schedule(lean, frontier.graph, leanest.proposal, _Target.of(sched))
+    assert any(op.cascade is not None for op in striped.operations)
+    family = [sched, lean, fit_weight_buffers(sched, part.graph), without_weight_buffers(sched, {0}), striped]
+
+    def made_alone(s):
+        sched.target.feature_map_schedules.clear()
+        return memory_schedule(s, part.graph)
+
+    for s in family:
+        alone = made_alone(s)
+        for other in family:
+            made_alone(other)  # leaves its feature maps' schedule in the cache
+            shared = memory_schedule(s, part.graph)
+            assert (shared[0], shared[1], shared[2]) == (alone[0], alone[1], alone[2])
+
+
 def test_weight_buffer_saving_a_cycle_per_byte_is_kept_above_the_peak():
     """Dedicated_Sram keeps the weight buffers that fit under the feature maps' own peak, and
     beyond it those that save at least a cycle per byte they add: a 1x1 convolution at the peak

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -131,6 +131,9 @@ class _Target:
         self._accelerator = Accelerator(accelerator)
         self._buffer_area = _memory(self.buffer_memory)
         self._described: dict[tuple[int, bool], tuple[LoweredOperation, "_core.NpuOp"]] = {}
+        # The memory planner's feature-map schedules of this target's recent schedules
+        # (`_feature_map_schedule`): a compile's schedules share their target.
+        self.feature_map_schedules: dict[tuple, "_FeatureMapSchedule"] = {}
 
     @classmethod
     def of(cls, schedule: "NpuSchedule") -> "_Target":
@@ -583,6 +586,116 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     weight buffers by ``weights_key`` and ``second_slot_key``), and the step of each
     operation.
     """
+    fms = _feature_map_schedule(schedule, graph)
+    index = dict(fms.index)
+    specs = list(fms.specs)  # each buffer's (name, kind, size, cpu_visible)
+    steps = list(fms.steps)
+    # What evicting each buffer to the slow memory (Dedicated_Sram) costs, in bytes at the
+    # memory planner's per-byte rate: the allocator evicts the least costly per byte first.
+    # Feature maps: the cycles their operations gain with them in the slow memory, as the cycle
+    # model re-costs each (bytes times a rate missed most of it: it put MobileNetV1-0.75's
+    # evictions on U65-256 at 55k cycles; the binary ran 420k slower). An operation's weight
+    # buffer: the cycles it gains reading its weights in place. Constant copies: their bytes.
+    access: dict[int, float] = {}
+    arch = schedule.target.arch if schedule.target is not None else arch_config(
+        schedule.accelerator, schedule.system, schedule.memory_mode)
+    fast = arch.region_memory(_core.Region.FastCache)
+    slow = arch.region_memory(_core.Region.Arena)
+    per_byte = _core.access_cycles_per_byte(arch, slow) - _core.access_cycles_per_byte(arch, fast)
+    fast_name, slow_name = fast.name, slow.name  # an enum's name is a property call: not per operation
+    for position, ((i, sop), (step, fm_reads, operands)) in enumerate(zip(_operations_in_order(schedule), fms.ops)):
+        lo = sop.lowered
+        # Without the op's description (a cost not from a schedule) or a slower memory: bytes.
+        if per_byte > 0 and sop.cost.described is not None:
+            shares = sop.cost.eviction_cycles(fast_name, slow_name, arch)
+            for name, b, _ in operands:
+                access[b] = access.get(b, 0.0) + shares.get(name, 0.0) / per_byte
+        else:
+            for _, b, nbytes in operands:
+                access[b] = access.get(b, 0.0) + nbytes
+        extra = []  # the buffers it reads besides feature maps
+        own = sop.shared_weights is None
+        key = ("weights", position if own else sop.shared_weights)  # weights_key
+        second = None  # the second slot of its own depth-sliced buffer (second_slot_key)
+        if sop.weight_buffer and key not in index:
+            index[key] = len(specs)
+            buffer_kind = "double_weights" if sop.depth_step and not own else "weights"
+            specs.append((f"{lo.name} weights", buffer_kind, (weight_buffer_bytes(sop) + 15) // 16 * 16, False))
+            if sop.depth_step and own:
+                second = index[second_slot_key(position)] = len(specs)
+                specs.append((f"{lo.name} weights (second slot)", "copy", specs[-1][2], False))
+        for w in (index.get(key), second):
+            if w is None:
+                continue
+            extra.append(w)
+            if per_byte > 0 and sop.weight_buffer and sop.direct_cost is not None:
+                # An evicted weight buffer is dropped: the operation reads its weights where
+                # they are stored (see compiler.allocate), at its direct cost.
+                moved = max(sop.direct_cost.total_cycles - sop.cost.total_cycles, 0.0) / per_byte
+            else:
+                moved = (2 if sop.weight_buffer else 1) * specs[w][2]  # copied in, read
+            access[w] = access.get(w, 0.0) + moved
+        for v in copied_constants(sop):
+            copy = index[constant_key(position, v)] = len(specs)
+            extra.append(copy)
+            size = (len(schedule.segments[i].segment.constants[v.buffer]) + 15) // 16 * 16
+            specs.append((f"{lo.name} constant", "copy", size, False))
+            # Copied in, then read once per OFM element (broadcast).
+            access[copy] = size + math.prod(lo.ofm.shape) * ELEMENT_SIZE[v.dtype]
+        if extra:
+            steps[step] = mem.Step(fm_reads + tuple(extra), steps[step].writes, lo.name)
+    buffers = [mem.ScheduledBuffer(name, kind, size, access_bytes=access.get(b, 0.0), cpu_visible=cpu)
+               for b, (name, kind, size, cpu) in enumerate(specs)]
+    return mem.Schedule(buffers, steps, list(fms.aliases)), index, [step for step, _, _ in fms.ops]
+
+
+def _operations_in_order(schedule: NpuSchedule) -> Iterator[tuple[int, ScheduledOperation]]:
+    """Each NPU operation in execution order, with its segment's number."""
+    for kind, i in schedule.order:
+        if kind == "npu":
+            for sop in schedule.segments[i].operations:
+                yield i, sop
+
+
+class _FeatureMapSchedule(NamedTuple):
+    """The part of a memory schedule that its feature maps fix: the same for every schedule of
+    the same stripes, whatever their weight buffers and costs (a budgeted compile lays out each
+    candidate two or three times: without its weight buffers, with those that fit, without
+    those the layout evicted). Made once per such family (see `_feature_map_schedule`)."""
+
+    index: dict[Any, int]  # tensor -> its feature-map buffer
+    specs: list[tuple[str, str, int, bool]]  # each feature-map buffer's (name, kind, size, cpu_visible)
+    steps: list[mem.Step]  # the operations' steps read their feature maps only
+    # Per operation in execution order: its step, the feature maps it reads, and per operand
+    # buffer ("ifm"/"ifm2"/"ofm", buffer, bytes).
+    ops: list[tuple[int, tuple[int, ...], tuple[tuple[str, int, int], ...]]]
+    aliases: list[mem.Alias]  # in-place operations and staircases: feature maps only
+    named: tuple  # the objects the cache key names by id, held so that no id names another
+
+
+def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMapSchedule:
+    """`_FeatureMapSchedule` of `schedule`, from the cache its target keeps (a compile's
+    schedules share one target) when a schedule of the same stripes was laid out lately."""
+    ops = list(_operations_in_order(schedule))
+    segments = tuple(s.segment for s in schedule.segments)
+    key = (id(graph), tuple(schedule.order), tuple(map(id, segments)),
+           tuple((id(sop.lowered), sop.cascade) for _, sop in ops))
+    cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _make_feature_map_schedule(schedule, graph, ops, (graph, segments, [sop.lowered for _, sop in ops]))
+        while len(cache) > _FEATURE_MAP_SCHEDULES_KEPT:
+            del cache[next(iter(cache))]  # the oldest
+    return found
+
+
+# A budgeted compile lays out one family of schedules at a time; a few are kept so that an
+# interleaved one does not evict the others.
+_FEATURE_MAP_SCHEDULES_KEPT = 4
+
+
+def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list[tuple[int, ScheduledOperation]],
+                               named: tuple) -> _FeatureMapSchedule:
     # A tensor is one buffer for the whole inference. Each segment resolves its own aliases
     # (a reshape in one segment, its output read as an IFM by the next): join them across
     # segments so that every segment's name for the bytes lands on the same buffer.
@@ -601,99 +714,50 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 parent[max(rt, rb)] = min(rt, rb)
     sizes: dict[int, int] = {}
     cpu_visible: set[int] = set()
-    names = {b: graph.tensors[b].name for b in range(len(graph.tensors))}
+    names: dict[int, str] = {}  # the segments' own buffers; the rest are the graph's tensors
     for s in schedule.segments:
         seg = s.segment
         names.update(seg.scratch)
         for b, size in seg.buffers.items():
             sizes[find(b)] = max(sizes.get(find(b), 0), size)
         cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
-    # Each buffer's (name, kind, size, cpu_visible): made a ScheduledBuffer once its access
-    # bytes are known, at the end.
     specs: list[tuple[str, str, int, bool]] = []
     index: dict[Any, int] = {}
     for root in sorted(sizes):
         index[root] = len(specs)
-        specs.append((names[root], "feature_map", sizes[root], root in cpu_visible))
+        name = names[root] if root in names else graph.tensors[root].name
+        specs.append((name, "feature_map", sizes[root], root in cpu_visible))
     for s in schedule.segments:
         for t, b in s.segment.aliases.items():
             index[t] = index[b] = index[find(b)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index), name="inputs")]
-    op_steps: list[int] = []  # the step of each scheduled operation
-    # What evicting each buffer to the slow memory (Dedicated_Sram) costs, in bytes at the
-    # memory planner's per-byte rate: the allocator evicts the least costly per byte first.
-    # Feature maps: the cycles their operations gain with them in the slow memory, as the cycle
-    # model re-costs each (bytes times a rate missed most of it: it put MobileNetV1-0.75's
-    # evictions on U65-256 at 55k cycles; the binary ran 420k slower). An operation's weight
-    # buffer: the cycles it gains reading its weights in place. Constant copies: their bytes.
-    access: dict[int, float] = {}
-    arch = arch_config(schedule.accelerator, schedule.system, schedule.memory_mode)
-    fast = arch.region_memory(_core.Region.FastCache)
-    slow = arch.region_memory(_core.Region.Arena)
-    per_byte = _core.access_cycles_per_byte(arch, slow) - _core.access_cycles_per_byte(arch, fast)
-    fast_name, slow_name = fast.name, slow.name  # an enum's name is a property call: not per operation
-    position = 0
+    op_rows = []
+    npu = iter(ops)
     for kind, i in schedule.order:
         if kind == "cpu":
             op = graph.operators[i]
             steps.append(mem.Step(tuple(index[t] for t in op.inputs if t in index),
                                   tuple(index[t] for t in op.outputs if t in index), f"cpu {i}"))
             continue
-        for sop in schedule.segments[i].operations:
-            lo = sop.lowered
-            reads = []
-            # Without the op's description (a cost not from a schedule) or a slower memory: bytes.
-            by_cycles = per_byte > 0 and sop.cost.described is not None
-            shares = sop.cost.eviction_cycles(fast_name, slow_name, arch) if by_cycles else None
+        for _ in schedule.segments[i].operations:
+            lo = next(npu)[1].lowered
+            reads, operands = [], []
             for name, v in (("ifm", lo.ifm), ("ifm2", lo.ifm2), ("ofm", lo.ofm)):
                 b = index.get(v.buffer) if v is not None else None
                 if b is not None:
-                    if by_cycles:
-                        moved = shares.get(name, 0.0) / per_byte
-                    else:
-                        moved = math.prod(v.shape) * ELEMENT_SIZE[v.dtype]
-                    access[b] = access.get(b, 0.0) + moved
+                    operands.append((name, b, math.prod(v.shape) * ELEMENT_SIZE[v.dtype]))
                     if v is not lo.ofm:
                         reads.append(b)
-            own = sop.shared_weights is None
-            key = ("weights", position if own else sop.shared_weights)  # weights_key
-            second = None  # the second slot of its own depth-sliced buffer (second_slot_key)
-            if sop.weight_buffer and key not in index:
-                index[key] = len(specs)
-                buffer_kind = "double_weights" if sop.depth_step and not own else "weights"
-                specs.append((f"{lo.name} weights", buffer_kind, (weight_buffer_bytes(sop) + 15) // 16 * 16, False))
-                if sop.depth_step and own:
-                    second = index[second_slot_key(position)] = len(specs)
-                    specs.append((f"{lo.name} weights (second slot)", "copy", specs[-1][2], False))
-            for w in (index.get(key), second):
-                if w is None:
-                    continue
-                reads.append(w)
-                if per_byte > 0 and sop.weight_buffer and sop.direct_cost is not None:
-                    # An evicted weight buffer is dropped: the operation reads its weights where
-                    # they are stored (see compiler.allocate), at its direct cost.
-                    moved = max(sop.direct_cost.total_cycles - sop.cost.total_cycles, 0.0) / per_byte
-                else:
-                    moved = (2 if sop.weight_buffer else 1) * specs[w][2]  # copied in, read
-                access[w] = access.get(w, 0.0) + moved
-            for v in copied_constants(sop):
-                copy = index[constant_key(position, v)] = len(specs)
-                reads.append(copy)
-                size = (len(schedule.segments[i].segment.constants[v.buffer]) + 15) // 16 * 16
-                specs.append((f"{lo.name} constant", "copy", size, False))
-                # Copied in, then read once per OFM element (broadcast).
-                access[copy] = size + math.prod(lo.ofm.shape) * ELEMENT_SIZE[v.dtype]
-            op_steps.append(len(steps))
+            op_rows.append((len(steps), tuple(reads), tuple(operands)))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
-            position += 1
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
-    buffers = [mem.ScheduledBuffer(name, kind, size, access_bytes=access.get(b, 0.0), cpu_visible=cpu)
-               for b, (name, kind, size, cpu) in enumerate(specs)]
+    buffers = [mem.ScheduledBuffer(name, kind, size, cpu_visible=cpu) for name, kind, size, cpu in specs]
+    op_steps = [step for step, _, _ in op_rows]
     uses = _StepUses(steps)
     aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
     aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
-    return mem.Schedule(buffers, steps, aliases), index, op_steps
+    return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named)
 
 
 class _StepUses:
