@@ -342,16 +342,10 @@ def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplat
     return out, data, records
 
 
-def _cycles(binary: Model, accelerator: str, system, memory_mode: str) -> float:
-    from .sim.estimator import total_cycles
-
-    return total_cycles(binary, system=system, memory_mode=memory_mode, accelerator=accelerator)
-
-
 def _stream_cycles(allocated: tuple, accelerator: str, system, memory_mode: str,
                    templates: RecordTemplates | None = None) -> float:
-    """`_cycles` of the binary `_emit` makes of an allocated schedule, from its command streams
-    alone: the flash image only laid out, nothing packaged."""
+    """The estimator's cycles of the binary `_emit` makes of an allocated schedule, from its
+    command streams alone: the flash image only laid out, nothing packaged."""
     from .sim.estimator import payload_cycles
 
     sched, _, placement, _ = allocated
@@ -463,7 +457,6 @@ def compile(
     bar.update()
     bar.set_description("emit")
     templates = RecordTemplates()
-    out, flash, records = _emit(m, chosen, acc.name, templates)
     if optimise == "performance" and budget is not None and not config.shared_sram and (
             planned is not None or chosen[1].eviction_cycles > 0):
         # Dedicated_Sram under a budget: feature maps may also live in DRAM. The uncascaded
@@ -488,10 +481,9 @@ def compile(
         # planner's prediction does not cover evicted buffers: none is claimed for these.
         evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting)
         # Ranked by the estimate of their command streams: only the one kept is packaged.
-        best, packaged = math.inf, chosen  # the schedule `out` is the binary of
+        best = math.inf
         for allocated, planned_cycles in options + [(a, None) for a in evicting]:
-            cycles = (_cycles(out, acc.name, system, mode) if allocated is packaged
-                      else _stream_cycles(allocated, acc.name, system, mode, templates))
+            cycles = _stream_cycles(allocated, acc.name, system, mode, templates)
             if cycles < best:
                 best, chosen, planned = cycles, allocated, planned_cycles
         if any(chosen is a for a in evicting):
@@ -499,8 +491,7 @@ def compile(
             exact = allocate(chosen[0], part, budget)
             if _stream_cycles(exact, acc.name, system, mode, templates) <= best:
                 chosen = exact
-        if chosen is not packaged:
-            out, flash, records = _emit(m, chosen, acc.name, templates)
+    out, flash, records = _emit(m, chosen, acc.name, templates)
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()
