@@ -11,7 +11,10 @@ import math
 import os
 import re
 import time
+from functools import cached_property
 from typing import Iterator, Union
+
+import numpy as np
 
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
@@ -24,8 +27,8 @@ from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
 from .progress import progress as stage_bar
 from .gc_pause import paused_gc
-from .schedule import (NpuSchedule, fit_weight_buffers, memory_schedule, schedule_uncascaded, second_slot_key,
-                       weight_buffers_peak, weights_key, without_weight_buffers)
+from .schedule import (NpuSchedule, fit_weight_buffers, live_bytes, memory_schedule, schedule_uncascaded,
+                       second_slot_key, weight_buffers_peak, weights_key, without_weight_buffers)
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, driver_payload, package
 
@@ -123,6 +126,11 @@ class _Lean:
             self._memory = memory_schedule(self.schedule, self.graph)
         return self._memory
 
+    @cached_property
+    def live(self) -> np.ndarray:
+        """Bytes live at each step of `memory` (`live_bytes`)."""
+        return live_bytes(self.memory[0])
+
 
 def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
                            ) -> Iterator[tuple[NpuSchedule, tuple | None]]:
@@ -136,17 +144,18 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
         # Every buffer kept: laid out only when the bytes live at once can fit the budget.
         if config.fast_capacity is None or weight_buffers_peak(sched, lean.memory) <= config.fast_capacity:
             yield sched, None
-        yield fit_weight_buffers(sched, lean.graph, lean.memory), None
+        yield fit_weight_buffers(sched, lean.graph, lean.memory, lean_live=lean.live), None
     else:
         budgeted = config.fast_capacity is not None
-        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=budgeted)
+        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=budgeted, lean_live=lean.live)
         # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
         # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
         # it (on the shared models this keeps SRAM within Vela's on every U65 row), except for
         # buffers that save at least a cycle per byte they add.
         if fitted.total_cycles > 1.05 * sched.total_cycles:
             yield sched, None
-        rich = fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=1.0, budgeted=budgeted)
+        rich = fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=1.0, budgeted=budgeted,
+                                  lean_live=lean.live)
         if rich.total_cycles < fitted.total_cycles:
             yield rich, None
         yield fitted, None

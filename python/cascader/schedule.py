@@ -492,7 +492,8 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
 
 
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
-                       above_peak_gain: float | None = None, budgeted: bool = False) -> NpuSchedule:
+                       above_peak_gain: float | None = None, budgeted: bool = False,
+                       lean_live: np.ndarray | None = None) -> NpuSchedule:
     """Keep the weight buffers that fit under the feature maps' own peak.
 
     Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
@@ -508,10 +509,11 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     live (one slot under the previous operation, two under its own). Without a budget it
     counts as two slots over both steps: the layout of many small slots lands well above
     their live bytes (zoo MobileNetV2 on U65-512: 181,616 B laid out for a 138,240 B peak,
-    Vela 149,664), and the headroom keeps SRAM within the peak.
+    Vela 149,664), and the headroom keeps SRAM within the peak. `lean_live`: `live_bytes` of
+    `lean_memory`'s schedule, when the caller has it (a copy is changed, not it).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
-    live = _live_bytes(msched)
+    live = live_bytes(msched) if lean_live is None else lean_live.copy()
     peak = int(live.max(initial=0))
     ops = schedule.operations
     wanted = _own_weight_buffers(schedule)
@@ -534,7 +536,7 @@ def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
     alone (`lean_memory`, as `fit_weight_buffers` takes it) and each such buffer over the two
     steps it is live. A budget below it cannot fit, and the layout need not be tried."""
     msched, _, op_steps = lean_memory
-    live = _live_bytes(msched, arena_only=True)
+    live = live_bytes(msched, arena_only=True)
     ops = schedule.operations
     for k in _own_weight_buffers(schedule):
         for steps, size in _buffer_spans(ops[k], op_steps[k]):
@@ -542,7 +544,7 @@ def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
     return int(live.max(initial=0))
 
 
-def _live_bytes(msched: mem.Schedule, arena_only: bool = False) -> np.ndarray:
+def live_bytes(msched: mem.Schedule, arena_only: bool = False) -> np.ndarray:
     """Bytes live at each step of a memory schedule (each live range's size, aligned);
     `arena_only`: only the ranges the scratch arenas hold (not LUTs, persistent state or
     constants, which the layout puts in arenas of their own)."""
