@@ -19,21 +19,28 @@ std::vector<T> as_vector(const py::array_t<T, py::array::c_style | py::array::fo
   return std::vector<T>(a.data(), a.data() + a.size());
 }
 
+// Raw weights and the array that holds them (kept alive while the encoder reads them).
+struct HeldWeights {
+  py::array array;
+  emit::RawWeights raw;
+};
+
 template <typename T>
-std::vector<int32_t> widened(const py::array& a) {
-  const auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+HeldWeights held(const py::array& a, emit::RawWeights::Type type) {
+  auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
   if (!c) throw py::error_already_set();
-  return std::vector<int32_t>(c.data(), c.data() + c.size());
+  const emit::RawWeights raw{c.data(), static_cast<size_t>(c.size()), type};
+  return HeldWeights{std::move(c), raw};
 }
 
-// Weights as the model stores them (int8 or uint8) are widened here rather than in numpy: a
-// model's weights then exist as int32 only in the encoder's vector, one operation at a time.
-// Any other type is cast to int32 as numpy casts.
-std::vector<int32_t> weight_values(const py::array& a) {
+// Weights as the model stores them (int8 or uint8) are read in place: the encoder widens each
+// value as it reorders it, and no copy of a model's weights is made. Any other type is cast to
+// int32 as numpy casts.
+HeldWeights weight_values(const py::array& a) {
   const py::dtype d = a.dtype();
-  if (d.itemsize() == 1 && d.kind() == 'i') return widened<int8_t>(a);
-  if (d.itemsize() == 1 && d.kind() == 'u') return widened<uint8_t>(a);
-  return widened<int32_t>(a);
+  if (d.itemsize() == 1 && d.kind() == 'i') return held<int8_t>(a, emit::RawWeights::Type::Int8);
+  if (d.itemsize() == 1 && d.kind() == 'u') return held<uint8_t>(a, emit::RawWeights::Type::UInt8);
+  return held<int32_t>(a, emit::RawWeights::Type::Int32);
 }
 
 }  // namespace
@@ -67,12 +74,14 @@ void bind_weight_encoder(py::module_& m) {
                                         static_cast<int>(ohwi.shape(2)), static_cast<int>(ohwi.shape(3)),
                                         ofm_block_depth, depthwise, part_kernel_first, ifm_bits, dilation_x,
                                         dilation_y, ifm_ublock_depth, ofm_ublock_depth};
-        const std::vector<int32_t> weights = weight_values(ohwi), zps = as_vector(zero_points);
+        const HeldWeights weights = weight_values(ohwi);
+        const std::vector<int32_t> zps = as_vector(zero_points);
         emit::EncodedWeights e;
         {
-          // The encoder touches no Python object: other threads may encode other operations.
+          // The encoder touches no Python object (the array is held above, and a model's
+          // constants are not written): other threads may encode other operations.
           py::gil_scoped_release release;
-          e = emit::encode_operation_weights(weights, zps, channels, layout, cores, depth_step);
+          e = emit::encode_operation_weights(weights.raw, zps, channels, layout, cores, depth_step);
         }
         py::list slices;
         for (const auto& streams : e.slices) {

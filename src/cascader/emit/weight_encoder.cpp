@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cascader/common/error.hpp"
+#include "cascader/emit/weight_order.hpp"
 
 namespace cascader::emit {
 
@@ -437,24 +438,8 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes, SliceScratch& scrat
   } while (w_prev_on || z_prev_on);
 }
 
-}  // namespace
-
-std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
-  // Not zeroed: every code is written below (an empty stream still codes one zero in one slice).
-  const size_t n = std::max<size_t>(values.size(), 1);
-  std::unique_ptr<uint16_t[]> codes(new uint16_t[n]);
-  codes[0] = 0;
-  int out_of_range = 0;  // checked once after the loop, which then has no branch
-  for (size_t i = 0; i < values.size(); ++i) {
-    const int v = values[i];
-    out_of_range |= (v < -255) | (v > 255);
-    codes[i] = static_cast<uint16_t>(code_of(v));
-  }
-  if (out_of_range) {
-    const auto bad = std::find_if(values.begin(), values.end(), [](int16_t v) { return v < -255 || v > 255; });
-    throw InvalidArgument("weight value " + std::to_string(*bad) + " at stream position " +
-                          std::to_string(bad - values.begin()) + " is outside -255..255 (9 bits after the zero point)");
-  }
+// The stream of `n` >= 1 coded values.
+std::vector<uint8_t> encode_codes(const uint16_t* codes, size_t n) {
   // Where the slices end changes their statistics: full slices then a remainder, or equal
   // slices. Both are costed from their plans and the cheaper one is written.
   const size_t count = (n + kMaxSliceValues - 1) / kMaxSliceValues;
@@ -467,7 +452,7 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
     std::vector<std::pair<Codes, Plan>> out;
     size_t begin = 0;
     for (size_t e : ends) {
-      const Codes part{codes.get() + begin, e - begin};
+      const Codes part{codes + begin, e - begin};
       out.emplace_back(part, choose_plan(part));
       begin = e;
     }
@@ -494,14 +479,38 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
   return bytes;
 }
 
-EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const std::vector<int32_t>& zero_points,
-                                        const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
-                                        int depth_step) {
+
+// The codes of OFM channels first, first + stride, ... (layout.ofm_depth of them) of dense
+// OHWI weights (`volume` values a channel), in the NPU's order: each weight minus its
+// channel's zero point, coded (code_of), padding 0. The values are in range (checked before).
+template <typename T>
+std::vector<uint16_t> reordered_codes(const T* ohwi, const int32_t* zero_points, int first, int stride,
+                                      size_t volume, const WeightLayout& l) {
+  const int ifm_depth = l.depthwise ? 1 : l.ifm_depth;
+  std::vector<uint16_t> codes(padded_weight_count(l), 0);
+  size_t k = 0;
+  walk_weight_order(l, [&](int o, int y, int x, int i, int count, int valid) {
+    if (valid > 0) {  // else (o, y, x) may lie outside the kernel
+      const size_t c = static_cast<size_t>(first) + static_cast<size_t>(o) * static_cast<size_t>(stride);
+      const int32_t zero_point = zero_points[c];
+      const T* in = ohwi + c * volume + (static_cast<size_t>(y) * l.kernel_width + static_cast<size_t>(x)) * ifm_depth + i;
+      uint16_t* out = codes.data() + k;
+      for (int j = 0; j < valid; ++j) out[j] = static_cast<uint16_t>(code_of(static_cast<int>(in[j]) - zero_point));
+    }
+    k += size_t(count);  // the padding stays zero
+  });
+  return codes;
+}
+
+template <typename T>
+EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>& zero_points,
+                          const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
+                          int depth_step) {
   const int oc = layout.ofm_depth;
   const size_t volume =
       static_cast<size_t>(layout.kernel_height) * layout.kernel_width * (layout.depthwise ? 1 : layout.ifm_depth);
-  if (oc < 1 || ohwi.size() != volume * static_cast<size_t>(oc)) {
-    throw InvalidArgument("weights hold " + std::to_string(ohwi.size()) + " values; " + std::to_string(oc) +
+  if (oc < 1 || size != volume * static_cast<size_t>(oc)) {
+    throw InvalidArgument("weights hold " + std::to_string(size) + " values; " + std::to_string(oc) +
                           " OFM channels of " + std::to_string(volume) + " need " + std::to_string(volume * oc));
   }
   if (zero_points.size() != static_cast<size_t>(oc) || channels.size() != static_cast<size_t>(oc)) {
@@ -509,7 +518,31 @@ EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const 
   }
   if (cores < 1 || cores > 2) throw InvalidArgument("cores must be 1 or 2, got " + std::to_string(cores));
   if (depth_step < 0) throw InvalidArgument("depth_step must not be negative");
+  check_weight_layout(layout);
   const int step = depth_step > 0 ? depth_step : oc;
+  // Every weight minus its zero point must fit 9 bits. Checked per channel, in the order the
+  // streams take the channels (depth slice, core, channel), so the one named is the first a
+  // stream would meet.
+  for (int first = 0; first < oc; first += step) {
+    for (int core = 0; core < cores; ++core) {
+      for (int c = first + core; c < std::min(first + step, oc); c += cores) {
+        // The extremes of the raw values, in their own type (the loop vectorises), then less
+        // the zero point.
+        const T* weights = ohwi + static_cast<size_t>(c) * volume;
+        T lowest = weights[0], highest = weights[0];
+        for (size_t k = 1; k < volume; ++k) {
+          lowest = std::min(lowest, weights[k]);
+          highest = std::max(highest, weights[k]);
+        }
+        const int64_t zero_point = zero_points[static_cast<size_t>(c)];
+        const int64_t low = std::min<int64_t>(0, lowest - zero_point), high = std::max<int64_t>(0, highest - zero_point);
+        if (low < -255 || high > 255) {
+          throw InvalidArgument("OFM channel " + std::to_string(c) + ": weight minus zero point is " +
+                                std::to_string(low < -255 ? low : high) + ", outside -255..255");
+        }
+      }
+    }
+  }
   EncodedWeights out;
   auto append = [&](const std::vector<uint8_t>& blob) {
     out.data.resize((out.data.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
@@ -522,35 +555,19 @@ EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const 
     std::vector<StreamRanges> streams;
     for (int core = 0; core < cores; ++core) {
       // This core's channels of the slice: first + core, then every `cores`-th.
-      std::vector<int16_t> part(volume * static_cast<size_t>(std::max(n - core + cores - 1, 0) / cores));
-      int16_t* out = part.data();
-      std::vector<BiasScale> scales;
-      for (int c = first + core; c < first + n; c += cores, out += volume) {
-        const int32_t* weights = ohwi.data() + static_cast<size_t>(c) * volume;
-        const int64_t zero_point = zero_points[static_cast<size_t>(c)];
-        // The range is checked once per channel: a branch per weight keeps the loop scalar.
-        int64_t low = 0, high = 0;
-        for (size_t k = 0; k < volume; ++k) {
-          const int64_t w = int64_t(weights[k]) - zero_point;
-          low = std::min(low, w);
-          high = std::max(high, w);
-          out[k] = static_cast<int16_t>(w);
-        }
-        if (low < -255 || high > 255) {
-          throw InvalidArgument("OFM channel " + std::to_string(c) + ": weight minus zero point is " +
-                                std::to_string(low < -255 ? low : high) + ", outside -255..255");
-        }
-        scales.push_back(channels[static_cast<size_t>(c)]);
-      }
+      const int count = std::max(n - core + cores - 1, 0) / cores;
       StreamRanges r;
-      if (!scales.empty()) {
+      if (count > 0) {
+        std::vector<BiasScale> scales;
+        for (int c = first + core; c < first + n; c += cores) scales.push_back(channels[static_cast<size_t>(c)]);
         WeightLayout l = layout;
-        l.ofm_depth = static_cast<int>(scales.size());
+        l.ofm_depth = count;
         l.ofm_block_depth = (layout.ofm_block_depth + cores - 1 - core) / cores;
         const std::vector<uint8_t> s = encode_scale_stream(scales);
         r.scale_offset = append(s);
         r.scale_length = s.size();
-        const std::vector<uint8_t> w = encode_weight_stream(pack_weights(part, l));
+        const std::vector<uint16_t> codes = reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l);
+        const std::vector<uint8_t> w = encode_codes(codes.data(), codes.size());
         r.weight_offset = append(w);
         r.weight_length = w.size();
       }
@@ -559,6 +576,44 @@ EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const 
     out.slices.push_back(std::move(streams));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
+  // Not zeroed: every code is written below (an empty stream still codes one zero in one slice).
+  const size_t n = std::max<size_t>(values.size(), 1);
+  std::unique_ptr<uint16_t[]> codes(new uint16_t[n]);
+  codes[0] = 0;
+  int out_of_range = 0;  // checked once after the loop, which then has no branch
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int v = values[i];
+    out_of_range |= (v < -255) | (v > 255);
+    codes[i] = static_cast<uint16_t>(code_of(v));
+  }
+  if (out_of_range) {
+    const auto bad = std::find_if(values.begin(), values.end(), [](int16_t v) { return v < -255 || v > 255; });
+    throw InvalidArgument("weight value " + std::to_string(*bad) + " at stream position " +
+                          std::to_string(bad - values.begin()) + " is outside -255..255 (9 bits after the zero point)");
+  }
+  return encode_codes(codes.get(), n);
+}
+
+EncodedWeights encode_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
+                                        const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
+                                        int depth_step) {
+  switch (ohwi.type) {
+    case RawWeights::Type::Int8:
+      return encode_raw(static_cast<const int8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
+                        depth_step);
+    case RawWeights::Type::UInt8:
+      return encode_raw(static_cast<const uint8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
+                        depth_step);
+    case RawWeights::Type::Int32:
+      break;
+  }
+  return encode_raw(static_cast<const int32_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
+                    depth_step);
 }
 
 }  // namespace cascader::emit

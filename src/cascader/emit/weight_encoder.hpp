@@ -25,7 +25,7 @@
 
 namespace cascader::emit {
 
-// Compresses stream-ordered values (pack_weights' output). Throws InvalidArgument naming the
+// Compresses values in the NPU's order (weight_order.hpp). Throws InvalidArgument naming the
 // position of a value outside -255..255.
 std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values);
 
@@ -42,6 +42,14 @@ struct EncodedWeights {
   std::vector<std::vector<StreamRanges>> slices;  // [depth slice][core]
 };
 
+// An operation's raw quantized weights as the model stores them, read in place.
+struct RawWeights {
+  enum class Type { Int8, UInt8, Int32 };
+  const void* data = nullptr;
+  size_t size = 0;  // values
+  Type type = Type::Int32;
+};
+
 // Encodes one operation's weights. `ohwi` holds the raw quantized weights (I = 1 for
 // depthwise), `zero_points` one per OFM channel, `channels` the bias and rescale per OFM
 // channel. `layout` describes the whole operation (its block depth included); `cores` splits
@@ -49,7 +57,7 @@ struct EncodedWeights {
 // takes channels 1, 3, ...) with each core's share of the block depth; `depth_step` cuts the
 // OFM depth into slices of that many channels (0: one slice), each an independent stream for
 // weight double-buffering. Throws InvalidArgument on inconsistent sizes or values out of range.
-EncodedWeights encode_operation_weights(const std::vector<int32_t>& ohwi, const std::vector<int32_t>& zero_points,
+EncodedWeights encode_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
                                         const std::vector<BiasScale>& channels, const WeightLayout& layout,
                                         int cores = 1, int depth_step = 0);
 

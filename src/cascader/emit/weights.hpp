@@ -6,9 +6,9 @@
 // optional palette. The scale stream holds 10 bytes per OFM channel: a 40-bit bias, a 32-bit
 // multiplier and a 6-bit shift.
 //
-// This file holds the stream layout both directions share: the reorder (pack/unpack) and the
-// scale stream. The compression itself is decoded here and encoded in weight_encoder.
-// decode_weight_stream is O(stream bits); pack/unpack_weights are O(padded weight count).
+// This file holds the stream layout both directions share: the reorder's inverse (unpack) and
+// the scale stream. The compression itself is decoded here and encoded in weight_encoder.
+// decode_weight_stream is O(stream bits); unpack_weights is O(padded weight count).
 #pragma once
 
 #include <cstddef>
@@ -37,12 +37,8 @@ struct WeightLayout {
 // Number of values (padding included) the NPU reads for this layout.
 size_t padded_weight_count(const WeightLayout& layout);
 
-// The NPU reorder: dense OHWI (I = 1 for depthwise) -> stream values, padding zero. The exact
-// inverse of unpack_weights (one walker serves both). Throws InvalidArgument when `ohwi`
-// does not hold the layout's volume.
-std::vector<int16_t> pack_weights(const std::vector<int16_t>& ohwi, const WeightLayout& layout);
-
-// Inverse of the NPU reorder: stream values -> dense OHWI (I = 1 for depthwise).
+// Inverse of the NPU reorder (weight_order.hpp; the encoder reorders as it codes the values):
+// stream values -> dense OHWI (I = 1 for depthwise).
 // Throws BinaryError when the stream holds fewer values than the layout needs.
 std::vector<int16_t> unpack_weights(const std::vector<int16_t>& stream, const WeightLayout& layout);
 
