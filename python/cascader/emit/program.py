@@ -81,8 +81,9 @@ def _feature_map(view: FeatureMapView, placement: Placement, flash: FlashImage, 
             # The second tile starts at the buffer's first row, in the view's first column.
             column = base + view.offset % view.strides[0]
             bases, tiles = [base + view.offset, base + view.offset, column, column], (top, top, w)
-    return dict(region=region, base=bases, shape=(1, 1, c) if operand else (h, w, c), tiles=tiles,
-                strides=tuple(view.strides), dtype=view.dtype, layout=view.layout, zero_point=view.zero_point)
+    # A literal, not dict(...): a compile makes thousands of these, for every candidate it ranks.
+    return {"region": region, "base": bases, "shape": (1, 1, c) if operand else (h, w, c), "tiles": tiles,
+            "strides": tuple(view.strides), "dtype": view.dtype, "layout": view.layout, "zero_point": view.zero_point}
 
 
 class RecordTemplates:
@@ -164,8 +165,8 @@ def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int], s: int = 0) -> 
     out: dict[str, Any] = {"parallel_mode": len(streams) - 1}
     for core, s in enumerate(streams):
         suffix = "" if core == 0 else str(core)
-        out["weights" + suffix] = dict(region=region, address=base + s.weight_offset, length=s.weight_length)
-        out["scales" + suffix] = dict(region=region, address=base + s.scale_offset, length=s.scale_length)
+        out["weights" + suffix] = {"region": region, "address": base + s.weight_offset, "length": s.weight_length}
+        out["scales" + suffix] = {"region": region, "address": base + s.scale_offset, "length": s.scale_length}
     return out
 
 
