@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cascader/common/error.hpp"
+#include "cascader/common/parallel.hpp"
 #include "cascader/emit/weight_order.hpp"
 
 namespace cascader::emit {
@@ -543,6 +544,29 @@ EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>
       }
     }
   }
+  // Each (depth slice, core) stream is independent. A depth-sliced operation's are encoded on
+  // every core, then laid out in order: the compile encodes those on its scheduling thread, the
+  // last of them after the other operations' (one stream each) are done, which it encodes on
+  // every core already, one operation a thread.
+  const int depth_slices = (oc + step - 1) / step;
+  std::vector<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>> blobs(static_cast<size_t>(depth_slices * cores));
+  const size_t per_worker = depth_slices > 1 ? 1 : blobs.size();
+  parallel_blocks(blobs.size(), per_worker, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      const int first = static_cast<int>(k) / cores * step, core = static_cast<int>(k) % cores;
+      const int n = std::min(step, oc - first);
+      // This core's channels of the slice: first + core, then every `cores`-th.
+      const int count = std::max(n - core + cores - 1, 0) / cores;
+      if (count == 0) continue;
+      std::vector<BiasScale> scales;
+      for (int c = first + core; c < first + n; c += cores) scales.push_back(channels[static_cast<size_t>(c)]);
+      WeightLayout l = layout;
+      l.ofm_depth = count;
+      l.ofm_block_depth = (layout.ofm_block_depth + cores - 1 - core) / cores;
+      const std::vector<uint16_t> codes = reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l);
+      blobs[k] = {encode_scale_stream(scales), encode_codes(codes.data(), codes.size())};
+    }
+  });
   EncodedWeights out;
   auto append = [&](const std::vector<uint8_t>& blob) {
     out.data.resize((out.data.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
@@ -550,26 +574,16 @@ EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>
     out.data.insert(out.data.end(), blob.begin(), blob.end());
     return at;
   };
-  for (int first = 0; first < oc; first += step) {
-    const int n = std::min(step, oc - first);
+  for (int slice = 0; slice < depth_slices; ++slice) {
     std::vector<StreamRanges> streams;
     for (int core = 0; core < cores; ++core) {
-      // This core's channels of the slice: first + core, then every `cores`-th.
-      const int count = std::max(n - core + cores - 1, 0) / cores;
+      const auto& [scale, weights] = blobs[static_cast<size_t>(slice * cores + core)];
       StreamRanges r;
-      if (count > 0) {
-        std::vector<BiasScale> scales;
-        for (int c = first + core; c < first + n; c += cores) scales.push_back(channels[static_cast<size_t>(c)]);
-        WeightLayout l = layout;
-        l.ofm_depth = count;
-        l.ofm_block_depth = (layout.ofm_block_depth + cores - 1 - core) / cores;
-        const std::vector<uint8_t> s = encode_scale_stream(scales);
-        r.scale_offset = append(s);
-        r.scale_length = s.size();
-        const std::vector<uint16_t> codes = reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l);
-        const std::vector<uint8_t> w = encode_codes(codes.data(), codes.size());
-        r.weight_offset = append(w);
-        r.weight_length = w.size();
+      if (!weights.empty()) {  // a stream holds at least its end marker
+        r.scale_offset = append(scale);
+        r.scale_length = scale.size();
+        r.weight_offset = append(weights);
+        r.weight_length = weights.size();
       }
       streams.push_back(r);
     }
