@@ -685,7 +685,8 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
     if found is None:
-        found = cache[key] = _make_feature_map_schedule(schedule, graph, ops, (graph, segments, [sop.lowered for _, sop in ops]))
+        named = (graph, segments, [sop.lowered for _, sop in ops])
+        found = cache[key] = _make_feature_map_schedule(schedule, graph, ops, named)
         while len(cache) > _FEATURE_MAP_SCHEDULES_KEPT:
             del cache[next(iter(cache))]  # the oldest
     return found

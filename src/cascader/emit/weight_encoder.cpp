@@ -480,7 +480,6 @@ std::vector<uint8_t> encode_codes(const uint16_t* codes, size_t n) {
   return bytes;
 }
 
-
 // The codes of OFM channels first, first + stride, ... (layout.ofm_depth of them) of dense
 // OHWI weights (`volume` values a channel), in the NPU's order: each weight minus its
 // channel's zero point, coded (code_of), padding 0. The values are in range (checked before).
@@ -494,7 +493,8 @@ std::vector<uint16_t> reordered_codes(const T* ohwi, const int32_t* zero_points,
     if (valid > 0) {  // else (o, y, x) may lie outside the kernel
       const size_t c = static_cast<size_t>(first) + static_cast<size_t>(o) * static_cast<size_t>(stride);
       const int32_t zero_point = zero_points[c];
-      const T* in = ohwi + c * volume + (static_cast<size_t>(y) * l.kernel_width + static_cast<size_t>(x)) * ifm_depth + i;
+      const size_t at = (static_cast<size_t>(y) * l.kernel_width + static_cast<size_t>(x)) * ifm_depth + i;
+      const T* in = ohwi + c * volume + at;
       uint16_t* out = codes.data() + k;
       for (int j = 0; j < valid; ++j) out[j] = static_cast<uint16_t>(code_of(static_cast<int>(in[j]) - zero_point));
     }
@@ -536,7 +536,8 @@ EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>
           highest = std::max(highest, weights[k]);
         }
         const int64_t zero_point = zero_points[static_cast<size_t>(c)];
-        const int64_t low = std::min<int64_t>(0, lowest - zero_point), high = std::max<int64_t>(0, highest - zero_point);
+        const int64_t low = std::min<int64_t>(0, lowest - zero_point);
+        const int64_t high = std::max<int64_t>(0, highest - zero_point);
         if (low < -255 || high > 255) {
           throw InvalidArgument("OFM channel " + std::to_string(c) + ": weight minus zero point is " +
                                 std::to_string(low < -255 ? low : high) + ", outside -255..255");

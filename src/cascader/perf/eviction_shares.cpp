@@ -1,5 +1,6 @@
 #include "cascader/perf/eviction_shares.hpp"
 
+#include <bitset>
 #include <vector>
 
 #include "cascader/perf/cycle_model.hpp"
@@ -39,8 +40,9 @@ std::array<std::optional<double>, 3> eviction_shares(const NpuOp& op, const Arch
   }
   std::array<std::optional<double>, 3> shares;
   for (int p = 0; p < n; ++p) {
-    // Coalitions of the others by size, each size in lexicographic order: the order the
-    // shares were first summed in, so that they stay the same to the last bit.
+    // Coalitions of the others by size, each size in lexicographic order: a fixed order of the
+    // additions, so that a share is the same to the last bit on every build (the layout ranks
+    // evictions by them).
     std::vector<int> others;
     for (int q = 0; q < n; ++q) {
       if (q != p) others.push_back(q);
@@ -50,7 +52,7 @@ std::array<std::optional<double>, 3> eviction_shares(const NpuOp& op, const Arch
     for (int size = 0; size < n; ++size) {
       const double weight = factorial(size) * factorial(n - size - 1) / factorial(n);
       for (int subset = 0; subset < (1 << m); ++subset) {
-        if (__builtin_popcount(static_cast<unsigned>(subset)) != size) continue;
+        if (static_cast<int>(std::bitset<3>(static_cast<unsigned>(subset)).count()) != size) continue;
         int group = 0;
         for (int j = 0; j < m; ++j) {
           if (subset >> j & 1) group |= 1 << others[static_cast<size_t>(j)];
