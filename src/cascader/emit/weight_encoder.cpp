@@ -519,7 +519,7 @@ EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>
   }
   if (cores < 1 || cores > 2) throw InvalidArgument("cores must be 1 or 2, got " + std::to_string(cores));
   if (depth_step < 0) throw InvalidArgument("depth_step must not be negative");
-  check_weight_layout(layout);
+  check_weight_layout(layout);  // and so every channel holds at least one value (read below)
   const int step = depth_step > 0 ? depth_step : oc;
   // Every weight minus its zero point must fit 9 bits. Checked per channel, in the order the
   // streams take the channels (depth slice, core, channel), so the one named is the first a

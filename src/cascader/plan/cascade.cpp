@@ -679,7 +679,8 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
   if (first_lo < 0 || last > int(graph.parts.size()) || first_lo > first_hi || first_hi >= last ||
       stripe_height < 1 || column_bands < 1) {
     throw InvalidArgument(
-        "plan_cascade: parts [first, last) must be a non-empty range, stripe_height >= 1 and column_bands >= 1");
+        "plan_cascade: parts [first, last) must be a non-empty range (plan_cascades: first_lo <= first_hi < last), "
+        "stripe_height >= 1 and column_bands >= 1");
   }
   std::vector<std::optional<CascadePlan>> out(size_t(first_hi - first_lo + 1));
   std::vector<int64_t> weight_bytes(size_t(last - first_lo + 1), 0);  // of parts [first_lo + i, last)
@@ -734,7 +735,11 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
     if (!may_buffer(first)) continue;
     CascadePlan plan = striped_plan(graph, first, simulated, last, sink_stripes, banded, buffer_weights,
                                     weight_bytes[size_t(first - first_lo)], s.sources[size_t(first - simulated)], s);
-    if (record_runs) plan.runs = s.runs;
+    if (record_runs) {  // the simulation's runs of this cascade's parts
+      for (const StripeRun& run : s.runs) {
+        if (run.part >= first) plan.runs.push_back(run);
+      }
+    }
     out[size_t(first - first_lo)] = std::move(plan);
   }
   return out;
