@@ -189,23 +189,23 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
                 result = layout(msched, config)
             except BudgetError:
                 break
-            placed = result.buffers
+            arenas, offsets = result.arenas, result.offsets
             # Dedicated_Sram: a weight buffer evicted to the slow memory only copies the
             # weights from one slow memory to another. Such operations read their weights in
             # place instead, and the rest is laid out again (the bytes freed may keep feature
             # maps in SRAM). Each round drops buffers, so this ends.
             evicted = {k for k, sop in enumerate(candidate.operations)
                        if sop.weight_buffer and sop.shared_weights is None
-                       and any(placed[index[key]].arena == "scratch"
+                       and any(arenas[index[key]] == "scratch"
                                for key in (weights_key(sop, k), second_slot_key(k)) if key in index)}
             if evicted and not config.shared_sram:
                 candidate = without_weight_buffers(
                     candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})
                 continue
-            address = {b: (ARENA_REGIONS[placed[i].arena], placed[i].offset) for b, i in index.items()}
-            offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
-                       if placed[index[b]].arena == "scratch" and t not in s.segment.scratch}
-            return candidate, result, Placement(address), offsets
+            address = {b: (ARENA_REGIONS[arenas[i]], offsets[i]) for b, i in index.items()}
+            cpu_offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
+                           if arenas[index[b]] == "scratch" and t not in s.segment.scratch}
+            return candidate, result, Placement(address), cpu_offsets
     msched, _, _ = lean.memory
     unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     need = sram_bytes(layout(msched, unlimited), unlimited)

@@ -12,6 +12,7 @@ import html
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -296,13 +297,24 @@ def _enum(enum_type: Any, names: tuple[str, ...], value: str, what: str) -> Any:
     return getattr(enum_type, value)
 
 
+# Buffer kinds by name. A compile copies thousands of buffers to the core: one lookup each, and
+# the error message made only for a buffer that has none.
+_BUFFER_KIND = {name: getattr(_core.BufferKind, name) for name in BUFFER_KINDS}
+
+
 def core_schedule(schedule: Schedule) -> "_core.BufferSchedule":
     """The C++ core's copy of a schedule (live ranges and layouts are computed there)."""
-    buffers = [
-        (b.name, _enum(_core.BufferKind, BUFFER_KINDS, b.kind, f"kind of buffer {b.name!r}"), int(b.size),
-         int(b.alignment), bool(b.persistent), float(b.access_bytes), bool(b.constant), bool(b.cpu_visible))
-        for b in schedule.buffers
-    ]
+    kinds = _BUFFER_KIND
+    try:
+        buffers = [
+            (b.name, kinds[b.kind], int(b.size), int(b.alignment), bool(b.persistent), float(b.access_bytes),
+             bool(b.constant), bool(b.cpu_visible))
+            for b in schedule.buffers
+        ]
+    except (KeyError, TypeError):  # an unknown (or unhashable) kind, named here; else the error as it is
+        for b in schedule.buffers:
+            _enum(_core.BufferKind, BUFFER_KINDS, b.kind, f"kind of buffer {b.name!r}")
+        raise
     steps = [(s.reads, s.writes) for s in schedule.steps]  # any sequences: the binding copies them
     aliases = [
         (a.buffer, a.target, int(a.offset), _enum(_core.AliasKind, ALIAS_KINDS, a.kind, "alias kind"), int(a.shift))
@@ -395,12 +407,25 @@ class MemoryLayout:
 
     Arena names follow the Ethos-U driver: `scratch_fast` (SRAM), `scratch` (off-chip, or SRAM
     in Shared_Sram mode), `persistent` (outlives an inference: LUTs, state), `flash` (constants).
+    `arenas` and `offsets` hold each buffer's arena and address, in the schedule's order;
+    `buffers` the same as records, with names and lifetimes.
     """
 
-    buffers: list[PlacedBuffer]
+    arenas: list[str]
+    offsets: list[int]
     sizes: dict[str, int]
     lower_bounds: dict[str, int]
     eviction_cycles: float
+    # The schedule's buffers, and each one's live steps [start, end) and bytes: `buffers` is
+    # made of them when first read (a compile lays out dozens of candidates and reads the
+    # records of one; making them was a fifth of a layout's time).
+    spans: tuple[list, list[int], list[int], list[int]] = field(default=([], [], [], []), repr=False, compare=False)
+
+    @cached_property
+    def buffers(self) -> list[PlacedBuffer]:
+        scheduled, starts, ends, sizes = self.spans
+        return [PlacedBuffer(b.name, b.kind, arena, offset, start, end, size)
+                for b, arena, offset, start, end, size in zip(scheduled, self.arenas, self.offsets, starts, ends, sizes)]
 
     @property
     def persistent_size(self) -> int:
@@ -433,23 +458,11 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
     """
     config = config or MemoryConfig()
     laid = _core.layout_schedule(core_schedule(schedule), config.to_core())
-    ranges, result = laid.ranges, laid.arenas
-    buffer_range, buffer_offset = ranges.buffer_range, ranges.buffer_offset
+    result = laid.arenas
     fast_name = "scratch" if config.shared_sram else "scratch_fast"
-    names = {_core.Arena.fast: fast_name, _core.Arena.slow: "scratch", _core.Arena.persistent: "persistent",
-             _core.Arena.flash: "flash"}
-    placed = []
-    arena, offset = list(result.arena), [int(o) for o in result.offset]
-    start, end, size, range_buffer = ranges.start, ranges.end, ranges.size, ranges.range_buffer
-    for i, buf in enumerate(schedule.buffers):
-        r = buffer_range[i]
-        placed.append(PlacedBuffer(
-            name=buf.name, kind=buf.kind, arena=names[arena[r]], offset=offset[r] + buffer_offset[i], start=start[r],
-            end=end[r],
-            # A root holds its range from its own start on (twice the stripe for double-buffered
-            # weights); the bytes below it are its shifted in-place aliases'.
-            size=size[r] - buffer_offset[i] if range_buffer[r] == i else int(buf.size),
-        ))
+    names = {int(_core.Arena.fast): fast_name, int(_core.Arena.slow): "scratch",
+             int(_core.Arena.persistent): "persistent", int(_core.Arena.flash): "flash"}
+    arenas = [names[a] for a in laid.buffer_arena]
     sizes = {fast_name: int(result.fast_size)}
     lower = {fast_name: int(result.fast_lower_bound)}
     if not config.shared_sram:
@@ -457,7 +470,8 @@ def layout(schedule: Schedule, config: MemoryConfig | None = None) -> MemoryLayo
         lower["scratch"] = int(result.slow_lower_bound)
     sizes["persistent"] = int(result.persistent_size)
     sizes["flash"] = int(result.flash_size)
-    return MemoryLayout(placed, sizes, lower, float(result.eviction_cycles))
+    return MemoryLayout(arenas, laid.buffer_address, sizes, lower, float(result.eviction_cycles),
+                        spans=(schedule.buffers, laid.buffer_start, laid.buffer_end, laid.buffer_bytes))
 
 
 def offline_memory_allocation(n_tensors: int, offsets: dict[int, int], subgraph: int = 0) -> bytes:

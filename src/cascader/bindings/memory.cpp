@@ -227,7 +227,18 @@ void bind_memory(py::module_& m) {
       .def_readwrite("shared", &MemoryConfig::shared);
   py::class_<ScheduleLayout>(m, "ScheduleLayout")
       .def_readonly("ranges", &ScheduleLayout::ranges)
-      .def_readonly("arenas", &ScheduleLayout::arenas);
+      .def_readonly("arenas", &ScheduleLayout::arenas)
+      // As ints: a list of enum objects costs more to make and to look up than the layout.
+      .def_property_readonly("buffer_arena",
+                             [](const ScheduleLayout& l) {
+                               std::vector<int> v;
+                               for (Arena a : l.buffer_arena) v.push_back(static_cast<int>(a));
+                               return v;
+                             })
+      .def_readonly("buffer_address", &ScheduleLayout::buffer_address)
+      .def_readonly("buffer_start", &ScheduleLayout::buffer_start)
+      .def_readonly("buffer_end", &ScheduleLayout::buffer_end)
+      .def_readonly("buffer_bytes", &ScheduleLayout::buffer_bytes);
   m.def("layout_schedule", &layout_schedule, py::arg("schedule"), py::arg("config"));
 }
 

@@ -16,6 +16,11 @@ namespace cascader {
 struct ScheduleLayout {
   ScheduleLiveRanges ranges;
   ArenaLayout arenas;  // indexed by range
+  // Per buffer of the schedule: its arena, its address there, the steps [start, end) its range
+  // is live and the bytes it holds (a root from its own address up: twice the slot for double-
+  // buffered weights, less its shifted in-place aliases' bytes below it; an alias its own size).
+  std::vector<Arena> buffer_arena;
+  std::vector<int64_t> buffer_address, buffer_start, buffer_end, buffer_bytes;
 };
 
 // Throws what build_live_ranges and layout_arenas throw, and BudgetError when a shared arena
