@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "cascader/common/error.hpp"
@@ -57,57 +56,67 @@ sim::Rounding rounding_named(const std::string& value) {
   throw InvalidArgument("rounding must be TFL, TRUNCATE or NATURAL, got " + value);
 }
 
-// The value under `key` (borrowed), or null. Keys are string literals: each becomes a Python
-// string once, with its hash cached, instead of twice per lookup (a compile converts thousands
-// of records of ~40 fields; building the key strings was most of the conversion).
-PyObject* lookup(const py::dict& d, const char* key) {
-  static std::unordered_map<const char*, PyObject*> keys;  // module lifetime; the GIL is held
-  PyObject*& k = keys[key];
-  if (k == nullptr) k = PyUnicode_InternFromString(key);
-  if (k == nullptr) throw py::error_already_set();
-  return PyDict_GetItem(d.ptr(), k);
-}
+// A key of the record format as a Python string, made once per place it is read (interned,
+// its hash cached) and kept for the module's lifetime: a compile converts thousands of records
+// of ~40 fields, and building the key strings was most of the conversion (then a map from the
+// literal to its string, a tenth of it).
+struct Key {
+  explicit Key(const char* key) : text(key), object(PyUnicode_InternFromString(key)) {
+    if (object == nullptr) throw py::error_already_set();
+  }
+  const char* text;
+  PyObject* object;
+};
+#define RECORD_KEY(text) ([]() -> const Key& { static const Key key(text); return key; }())
+
+// The value under `key` (borrowed), or null.
+PyObject* lookup(const py::dict& d, const Key& key) { return PyDict_GetItem(d.ptr(), key.object); }
 
 template <typename T>
-T field(const py::dict& d, const char* key) {
-  PyObject* v = lookup(d, key);
-  if (v == nullptr) throw InvalidArgument(std::string("operation dict has no '") + key + "'");
+T cast_field(PyObject* v, const Key& key) {
   try {
     return py::handle(v).cast<T>();
   } catch (const py::cast_error&) {
-    throw InvalidArgument(std::string("operation dict: '") + key + "' has the wrong type");
+    throw InvalidArgument(std::string("operation dict: '") + key.text + "' has the wrong type");
   }
 }
 
 template <typename T>
-T field_or(const py::dict& d, const char* key, T fallback) {
+T field(const py::dict& d, const Key& key) {
   PyObject* v = lookup(d, key);
-  return v != nullptr && v != Py_None ? field<T>(d, key) : fallback;
+  if (v == nullptr) throw InvalidArgument(std::string("operation dict has no '") + key.text + "'");
+  return cast_field<T>(v, key);
+}
+
+template <typename T>
+T field_or(const py::dict& d, const Key& key, T fallback) {
+  PyObject* v = lookup(d, key);
+  return v != nullptr && v != Py_None ? cast_field<T>(v, key) : fallback;
 }
 
 FeatureMap feature_map(const py::dict& d) {
   FeatureMap f;
-  f.region = field<int>(d, "region");
-  const auto base = field<std::vector<int64_t>>(d, "base");
+  f.region = field<int>(d, RECORD_KEY("region"));
+  const auto base = field<std::vector<int64_t>>(d, RECORD_KEY("base"));
   if (base.size() != 4 || *std::min_element(base.begin(), base.end()) < 0) {
     throw InvalidArgument("a feature map's 'base' needs 4 non-negative tile addresses");
   }
   std::copy(base.begin(), base.end(), f.base.begin());
-  std::tie(f.height, f.width, f.depth) = field<std::tuple<int, int, int>>(d, "shape");
-  std::tie(f.height0, f.height1, f.width0) = field<std::tuple<int, int, int>>(d, "tiles");
-  std::tie(f.stride_y, f.stride_x, f.stride_c) = field<std::tuple<int64_t, int64_t, int64_t>>(d, "strides");
-  f.dtype = enum_named<sim::DataType, 5>(field<std::string>(d, "dtype"), "dtype");
-  const auto layout = field<std::string>(d, "layout");
+  std::tie(f.height, f.width, f.depth) = field<std::tuple<int, int, int>>(d, RECORD_KEY("shape"));
+  std::tie(f.height0, f.height1, f.width0) = field<std::tuple<int, int, int>>(d, RECORD_KEY("tiles"));
+  std::tie(f.stride_y, f.stride_x, f.stride_c) = field<std::tuple<int64_t, int64_t, int64_t>>(d, RECORD_KEY("strides"));
+  f.dtype = enum_named<sim::DataType, 5>(field<std::string>(d, RECORD_KEY("dtype")), "dtype");
+  const auto layout = field<std::string>(d, RECORD_KEY("layout"));
   if (layout != "NHWC" && layout != "NHCWB16") throw InvalidArgument("layout must be NHWC or NHCWB16, got " + layout);
   f.layout = layout == "NHWC" ? sim::Layout::NHWC : sim::Layout::NHCWB16;
-  f.zero_point = field_or<int>(d, "zero_point", 0);
+  f.zero_point = field_or<int>(d, RECORD_KEY("zero_point"), 0);
   return f;
 }
 
 sim::AddressRange address_range(const py::dict& d) {
-  const int64_t address = field<int64_t>(d, "address"), length = field<int64_t>(d, "length");
+  const int64_t address = field<int64_t>(d, RECORD_KEY("address")), length = field<int64_t>(d, RECORD_KEY("length"));
   if (address < 0 || length < 0) throw InvalidArgument("address ranges must not be negative");
-  return sim::AddressRange{field<int>(d, "region"), static_cast<uint64_t>(address), static_cast<uint64_t>(length)};
+  return sim::AddressRange{field<int>(d, RECORD_KEY("region")), static_cast<uint64_t>(address), static_cast<uint64_t>(length)};
 }
 
 }  // namespace
@@ -161,65 +170,65 @@ py::dict operation_to_dict(const NpuOperation& op) {
 
 NpuOperation operation_from_dict(const py::dict& d) {
   NpuOperation op;
-  op.kind = enum_named<sim::OpKind, 5>(field<std::string>(d, "kind"), "operation kind");
-  op.word_offset = field_or<size_t>(d, "word_offset", 0);
+  op.kind = enum_named<sim::OpKind, 5>(field<std::string>(d, RECORD_KEY("kind")), "operation kind");
+  op.word_offset = field_or<size_t>(d, RECORD_KEY("word_offset"), 0);
   if (op.kind == sim::OpKind::Dma) {
-    op.dma_src = address_range(field<py::dict>(d, "src"));
-    op.dma_dst = address_range(field<py::dict>(d, "dst"));
+    op.dma_src = address_range(field<py::dict>(d, RECORD_KEY("src")));
+    op.dma_dst = address_range(field<py::dict>(d, RECORD_KEY("dst")));
     return op;
   }
   if (op.kind == sim::OpKind::Pool) {
-    op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 3>(field<std::string>(d, "sub_op"), "pooling mode"));
+    op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 3>(field<std::string>(d, RECORD_KEY("sub_op")), "pooling mode"));
   }
   if (op.kind == sim::OpKind::Elementwise) {
-    const auto mode = field<std::string>(d, "sub_op");
+    const auto mode = field<std::string>(d, RECORD_KEY("sub_op"));
     op.sub_op = static_cast<int>(enum_named<sim::ElementwiseMode, 10>(mode, "elementwise mode"));
   }
-  op.ifm = feature_map(field<py::dict>(d, "ifm"));
-  op.ofm = feature_map(field<py::dict>(d, "ofm"));
+  op.ifm = feature_map(field<py::dict>(d, RECORD_KEY("ifm")));
+  op.ofm = feature_map(field<py::dict>(d, RECORD_KEY("ofm")));
   if (op.has_ifm2()) {
-    op.ifm2 = feature_map(field<py::dict>(d, "ifm2"));
-    const py::object scalar = d.contains("ifm2_scalar") ? py::object(d["ifm2_scalar"]) : py::object(py::none());
-    op.ifm2_is_scalar = !scalar.is_none();
-    if (op.ifm2_is_scalar) op.ifm2_scalar = scalar.cast<int>();
-    std::tie(op.broadcast_h, op.broadcast_w, op.broadcast_c) = field<std::tuple<bool, bool, bool>>(d, "broadcast");
-    op.reversed_operands = field_or<bool>(d, "reversed_operands", false);
+    op.ifm2 = feature_map(field<py::dict>(d, RECORD_KEY("ifm2")));
+    PyObject* scalar = lookup(d, RECORD_KEY("ifm2_scalar"));
+    op.ifm2_is_scalar = scalar != nullptr && scalar != Py_None;
+    if (op.ifm2_is_scalar) op.ifm2_scalar = cast_field<int>(scalar, RECORD_KEY("ifm2_scalar"));
+    std::tie(op.broadcast_h, op.broadcast_w, op.broadcast_c) = field<std::tuple<bool, bool, bool>>(d, RECORD_KEY("broadcast"));
+    op.reversed_operands = field_or<bool>(d, RECORD_KEY("reversed_operands"), false);
   }
-  const auto kernel = field<py::dict>(d, "kernel");
-  op.kernel.height = field<int>(kernel, "height");
-  op.kernel.width = field<int>(kernel, "width");
-  std::tie(op.kernel.stride_y, op.kernel.stride_x) = field<std::tuple<int, int>>(kernel, "stride");
-  std::tie(op.kernel.dilation_y, op.kernel.dilation_x) = field<std::tuple<int, int>>(kernel, "dilation");
-  op.kernel.part_kernel_first = field_or<bool>(kernel, "part_kernel_first", false);
+  const auto kernel = field<py::dict>(d, RECORD_KEY("kernel"));
+  op.kernel.height = field<int>(kernel, RECORD_KEY("height"));
+  op.kernel.width = field<int>(kernel, RECORD_KEY("width"));
+  std::tie(op.kernel.stride_y, op.kernel.stride_x) = field<std::tuple<int, int>>(kernel, RECORD_KEY("stride"));
+  std::tie(op.kernel.dilation_y, op.kernel.dilation_x) = field<std::tuple<int, int>>(kernel, RECORD_KEY("dilation"));
+  op.kernel.part_kernel_first = field_or<bool>(kernel, RECORD_KEY("part_kernel_first"), false);
   if (op.kernel.dilation_y < 1 || op.kernel.dilation_x < 1) throw InvalidArgument("dilation must be >= 1");
   std::tie(op.padding.top, op.padding.left, op.padding.bottom, op.padding.right) =
-      field<std::tuple<int, int, int, int>>(d, "padding");
-  std::tie(op.block_height, op.block_width, op.block_depth) = field<std::tuple<int, int, int>>(d, "block");
-  if (d.contains("weights")) op.weights = address_range(field<py::dict>(d, "weights"));
-  if (d.contains("scales")) op.scales = address_range(field<py::dict>(d, "scales"));
-  if (d.contains("weights1")) op.weights1 = address_range(field<py::dict>(d, "weights1"));
-  if (d.contains("scales1")) op.scales1 = address_range(field<py::dict>(d, "scales1"));
-  if (d.contains("activation")) {
-    const auto a = field<py::dict>(d, "activation");
-    op.activation.function = field<int>(a, "function");
-    op.activation.clip_range = field_or<int>(a, "clip_range", 0);
-    op.activation.min = field<int>(a, "min");
-    op.activation.max = field<int>(a, "max");
+      field<std::tuple<int, int, int, int>>(d, RECORD_KEY("padding"));
+  std::tie(op.block_height, op.block_width, op.block_depth) = field<std::tuple<int, int, int>>(d, RECORD_KEY("block"));
+  if (lookup(d, RECORD_KEY("weights")) != nullptr) op.weights = address_range(field<py::dict>(d, RECORD_KEY("weights")));
+  if (lookup(d, RECORD_KEY("scales")) != nullptr) op.scales = address_range(field<py::dict>(d, RECORD_KEY("scales")));
+  if (lookup(d, RECORD_KEY("weights1")) != nullptr) op.weights1 = address_range(field<py::dict>(d, RECORD_KEY("weights1")));
+  if (lookup(d, RECORD_KEY("scales1")) != nullptr) op.scales1 = address_range(field<py::dict>(d, RECORD_KEY("scales1")));
+  if (lookup(d, RECORD_KEY("activation")) != nullptr) {
+    const auto a = field<py::dict>(d, RECORD_KEY("activation"));
+    op.activation.function = field<int>(a, RECORD_KEY("function"));
+    op.activation.clip_range = field_or<int>(a, RECORD_KEY("clip_range"), 0);
+    op.activation.min = field<int>(a, RECORD_KEY("min"));
+    op.activation.max = field<int>(a, RECORD_KEY("max"));
   }
   // A key left out keeps NpuOperation's own default.
-  op.rounding = rounding_named(field_or<std::string>(d, "rounding", kRounding[static_cast<int>(op.rounding)]));
+  op.rounding = rounding_named(field_or<std::string>(d, RECORD_KEY("rounding"), kRounding[static_cast<int>(op.rounding)]));
   op.ifm_rounding =
-      rounding_named(field_or<std::string>(d, "ifm_rounding", kRounding[static_cast<int>(op.ifm_rounding)]));
-  op.global_scale = field_or<bool>(d, "global_scale", op.global_scale);
+      rounding_named(field_or<std::string>(d, RECORD_KEY("ifm_rounding"), kRounding[static_cast<int>(op.ifm_rounding)]));
+  op.global_scale = field_or<bool>(d, RECORD_KEY("global_scale"), op.global_scale);
   std::tie(op.ofm_scale, op.ofm_shift) =
-      field_or<std::tuple<uint32_t, int>>(d, "ofm_scale", {op.ofm_scale, op.ofm_shift});
+      field_or<std::tuple<uint32_t, int>>(d, RECORD_KEY("ofm_scale"), {op.ofm_scale, op.ofm_shift});
   std::tie(op.opa_scale, op.opa_shift) =
-      field_or<std::tuple<uint32_t, int>>(d, "opa_scale", {op.opa_scale, op.opa_shift});
-  op.opb_scale = field_or<uint32_t>(d, "opb_scale", op.opb_scale);
-  op.ifm_scale_mode = field_or<int>(d, "ifm_scale_mode", op.ifm_scale_mode);
-  op.ifm_upscale = field_or<int>(d, "ifm_upscale", op.ifm_upscale);
-  op.acc_format = field_or<int>(d, "acc_format", op.acc_format);
-  op.parallel_mode = field_or<int>(d, "parallel_mode", op.parallel_mode);
+      field_or<std::tuple<uint32_t, int>>(d, RECORD_KEY("opa_scale"), {op.opa_scale, op.opa_shift});
+  op.opb_scale = field_or<uint32_t>(d, RECORD_KEY("opb_scale"), op.opb_scale);
+  op.ifm_scale_mode = field_or<int>(d, RECORD_KEY("ifm_scale_mode"), op.ifm_scale_mode);
+  op.ifm_upscale = field_or<int>(d, RECORD_KEY("ifm_upscale"), op.ifm_upscale);
+  op.acc_format = field_or<int>(d, RECORD_KEY("acc_format"), op.acc_format);
+  op.parallel_mode = field_or<int>(d, RECORD_KEY("parallel_mode"), op.parallel_mode);
   return op;
 }
 
