@@ -359,7 +359,10 @@ def _streamed_copy_shape(op: LoweredOperation, target: _Target, slack: int) -> L
     widths = stream_widths(m)
     if len(widths) < 2:
         return op
-    cost = {w: target.cost(with_copy_shape(op, (m // w, w, 16)), slack=slack).total_cycles for w in widths}
+    # Each shape is described as the operation with other shapes (`stripe_of`), not anew: a
+    # 224 x 224 input has 19 shapes to cost.
+    cost = {w: target.cost(with_copy_shape(op, (m // w, w, 16)), slack=slack, stripe_of=op).total_cycles
+            for w in widths}
     best = min(widths, key=lambda w: cost[w])  # the widest of the cheapest: widths run downwards
     # A shape only a few cycles cheaper (on U55 most are within 0.2%) is not worth odd rows.
     return with_copy_shape(op, (m // best, best, 16)) if cost[best] < 0.99 * cost.get(op.ifm.shape[1], math.inf) else op
@@ -646,8 +649,17 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             access[copy] = size + math.prod(lo.ofm.shape) * ELEMENT_SIZE[v.dtype]
         if extra:
             steps[step] = mem.Step(fm_reads + tuple(extra), steps[step].writes, lo.name)
-    buffers = [mem.ScheduledBuffer(name, kind, size, access_bytes=access.get(b, 0.0), cpu_visible=cpu)
-               for b, (name, kind, size, cpu) in enumerate(specs)]
+    # The schedules of a family share most buffers as they are, access bytes and all: each is
+    # made once (a compile makes thousands, most of them equal to one made before).
+    made = fms.buffers
+    buffers = []
+    for b, spec in enumerate(specs):
+        key = (spec, access.get(b, 0.0))
+        buf = made.get(key)
+        if buf is None:
+            name, kind, size, cpu = spec
+            buf = made[key] = mem.ScheduledBuffer(name, kind, size, access_bytes=key[1], cpu_visible=cpu)
+        buffers.append(buf)
     return mem.Schedule(buffers, steps, list(fms.aliases)), index, [step for step, _, _ in fms.ops]
 
 
@@ -659,6 +671,16 @@ def _operations_in_order(schedule: NpuSchedule) -> Iterator[tuple[int, Scheduled
                 yield i, sop
 
 
+class _BufferSpec(NamedTuple):
+    """A feature-map buffer as the memory schedule makes it (`mem.ScheduledBuffer`'s fields but
+    the access bytes, which depend on the operations' costs)."""
+
+    name: str
+    kind: str
+    size: int
+    cpu_visible: bool
+
+
 class _FeatureMapSchedule(NamedTuple):
     """The part of a memory schedule that its feature maps fix: the same for every schedule of
     the same stripes, whatever their weight buffers and costs (a budgeted compile lays out each
@@ -666,13 +688,15 @@ class _FeatureMapSchedule(NamedTuple):
     those the layout evicted). Made once per such family (see `_feature_map_schedule`)."""
 
     index: dict[Any, int]  # tensor -> its feature-map buffer
-    specs: list[tuple[str, str, int, bool]]  # each feature-map buffer's (name, kind, size, cpu_visible)
+    specs: list[_BufferSpec]  # each feature-map buffer's
     steps: list[mem.Step]  # the operations' steps read their feature maps only
     # Per operation in execution order: its step, the feature maps it reads, and per operand
     # buffer ("ifm"/"ifm2"/"ofm", buffer, bytes).
     ops: list[tuple[int, tuple[int, ...], tuple[tuple[str, int, int], ...]]]
     aliases: list[mem.Alias]  # in-place operations and staircases: feature maps only
     named: tuple  # the objects the cache key names by id, held so that no id names another
+    # The family's memory-planner buffers by (spec, access bytes): see memory_schedule.
+    buffers: dict[tuple, mem.ScheduledBuffer]
 
 
 def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMapSchedule:
@@ -724,12 +748,12 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
         for b, size in seg.buffers.items():
             sizes[find(b)] = max(sizes.get(find(b), 0), size)
         cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
-    specs: list[tuple[str, str, int, bool]] = []
+    specs: list[_BufferSpec] = []
     index: dict[Any, int] = {}
     for root in sorted(sizes):
         index[root] = len(specs)
         name = names[root] if root in names else graph.tensors[root].name
-        specs.append((name, "feature_map", sizes[root], root in cpu_visible))
+        specs.append(_BufferSpec(name, "feature_map", sizes[root], root in cpu_visible))
     for s in schedule.segments:
         for t, b in s.segment.aliases.items():
             index[t] = index[b] = index[find(b)]
@@ -754,13 +778,13 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
             op_rows.append((len(steps), tuple(reads), tuple(operands)))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
-    buffers = [mem.ScheduledBuffer(name, kind, size, cpu_visible=cpu) for name, kind, size, cpu in specs]
+    buffers = specs  # what the alias rules read of a buffer: its kind, size and visibility
     op_steps = [step for step, _, _ in op_rows]
     uses = _StepUses(steps)
     aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
     aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
-    return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named)
+    return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named, {})
 
 
 class _StepUses:
@@ -788,7 +812,7 @@ def _row_bytes(view: FeatureMapView) -> tuple[int, int]:
 
 
 def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int], op_steps: list[int],
-                buffers: list[mem.ScheduledBuffer], in_place: dict[int, int]) -> list[mem.Alias]:
+                buffers: list[_BufferSpec], in_place: dict[int, int]) -> list[mem.Alias]:
     """Each cascade's output written over an input it consumes, where that saves bytes
     (memory/staircase.hpp; the planner counts the same). The input must be a feature map
     read for the last time in the cascade; input and output are not both tensors the CPU
@@ -844,7 +868,7 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
 
 
 def _in_place_elementwise(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int], op_steps: list[int],
-                          buffers: list[mem.ScheduledBuffer], model_io: set[int]) -> list[mem.Alias]:
+                          buffers: list[_BufferSpec], model_io: set[int]) -> list[mem.Alias]:
     """An elementwise OFM written over an operand read for the last time (a residual ADD's
     input, typically): the same bytes, one buffer less.
 
