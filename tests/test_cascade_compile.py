@@ -388,11 +388,12 @@ def test_eviction_costs_come_from_the_cycle_model():
 
 def test_candidates_are_ranked_on_their_command_streams():
     """A budgeted U65 compile ranks its candidate schedules by the estimate of their command
-    streams, emitted with the flash image only laid out: the same addresses, commands and cycles
-    as the packaged binary it then makes of the one it keeps."""
-    from cascader.compiler import _cascade, _emit, _stream_cycles, allocate, lower, schedule
-    from cascader.emit.program import FlashImage, RecordTemplates, emit_segment
+    streams, and packages the one it keeps from the emission it ranked: the same binary, and
+    the same cycles, as one emitted afresh."""
+    from cascader.compiler import _cascade, _emit, _emitted, _stream_cycles, allocate, lower, schedule
+    from cascader.emit.program import FlashImage, RecordTemplates
     from cascader.sim.estimator import total_cycles
+    from cascader.tflite.writer import save_model
 
     m = zoo.mobilenet_v2(alpha=0.35, resolution=96)
     acc, system, mode = "ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram"
@@ -401,17 +402,13 @@ def test_candidates_are_ranked_on_their_command_streams():
     unlimited = allocate(sched, part, None)
     cascaded, _ = _cascade(part, sched, None, smallest=True)
     for allocated in (unlimited, cascaded):
-        binary, data, _ = _emit(m, allocated, acc)
+        binary, data, records = _emit(m, allocated, acc)
         packaged = total_cycles(binary, system=system, memory_mode=mode, accelerator=acc)
-        assert _stream_cycles(allocated, acc, system, mode) == packaged > 0
-        real, laid_out = FlashImage(), FlashImage(keep_bytes=False)
-        templates = RecordTemplates()
-        for seg in allocated[0].segments:
-            _, words = emit_segment(seg, 0, allocated[2], real, acc, templates)
-            _, same = emit_segment(seg, 0, allocated[2], laid_out, acc, templates)
-            assert list(words) == list(same)
-        assert laid_out.size == real.size == len(real.data) == len(data) and not laid_out.data
-    real, laid_out = FlashImage(), FlashImage(keep_bytes=False)  # blobs of any length (constants)
-    assert [real.append(b) for b in (b"abc", b"x" * 17, b"", b"y" * 32)] == [
-        laid_out.append(b) for b in (b"abc", b"x" * 17, b"", b"y" * 32)]
-    assert laid_out.size == real.size == len(real.data) and not laid_out.data
+        emission = _emitted(allocated, acc, RecordTemplates())
+        assert _stream_cycles(emission, acc, system, mode) == packaged > 0
+        again, same_data, same_records = _emit(m, allocated, acc, emission=emission)
+        assert (save_model(again), same_data, same_records) == (save_model(binary), data, records)
+        assert emission.flash.size == len(data)
+    image = FlashImage()  # blobs of any length (constants), each at a 16-byte boundary
+    assert [image.append(b) for b in (b"abc", b"x" * 17, b"", b"y" * 32)] == [0, 16, 48, 48]
+    assert image.data == b"abc" + bytes(13) + b"x" * 17 + bytes(15) + b"y" * 32 and image.size == 80

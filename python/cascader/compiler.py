@@ -12,7 +12,7 @@ import os
 import re
 import time
 from functools import cached_property
-from typing import Iterator, Union
+from typing import Iterator, NamedTuple, Union
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
 from .progress import progress as stage_bar
 from .gc_pause import paused_gc
-from .schedule import (NpuSchedule, fit_weight_buffers, live_bytes, memory_schedule, schedule_uncascaded,
+from .schedule import (NpuSchedule, SegmentSchedule, fit_weight_buffers, live_bytes, memory_schedule, schedule_uncascaded,
                        second_slot_key, weight_buffers_peak, weights_key, without_weight_buffers)
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, driver_payload, package
@@ -333,33 +333,46 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
     return out
 
 
-def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplates | None = None
-          ) -> tuple[Model, bytes, list[list[dict]]]:
-    """The packaged binary of an allocated schedule: the output model, its flash image and the
-    emitted operation records per `ethos-u` operator. `templates`: shared by the emissions of
-    one compile (its candidate schedules share their lowered operations)."""
-    sched, result, placement, offsets = allocated
+class _Emission(NamedTuple):
+    """An allocated schedule emitted: its flash image laid out, and each NPU segment with its
+    operation records and command words, in order."""
+
+    flash: FlashImage
+    segments: list[tuple[SegmentSchedule, list[dict], np.ndarray]]
+
+
+def _emitted(allocated: tuple, accelerator: str, templates: RecordTemplates | None = None) -> _Emission:
+    """`allocated` emitted. `templates`: shared by the emissions of one compile (its candidate
+    schedules share their lowered operations)."""
+    sched, _, placement, _ = allocated
     flash = FlashImage()
+    return _Emission(flash, list(_emitted_segments(sched, placement, flash, accelerator, templates)))
+
+
+def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplates | None = None,
+          emission: _Emission | None = None) -> tuple[Model, bytes, list[list[dict]]]:
+    """The packaged binary of an allocated schedule: the output model, its flash image and the
+    emitted operation records per `ethos-u` operator. `emission`: `_emitted(allocated, ...)`,
+    when the caller has it (a compile that ranked its candidates on their command streams)."""
+    sched, result, placement, offsets = allocated
+    flash, segments = emission or _emitted(allocated, accelerator, templates)
     subgraphs, records = [], []
-    for seg, ops, words in _emitted_segments(sched, placement, flash, accelerator, templates):
+    for seg, ops, words in segments:
         records.append(ops)
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
-    data = bytes(flash.data)
+    data = flash.data
     # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
     out = m if not subgraphs else package(m, subgraphs, data, ArenaSizes.from_layout(result), offsets,
                                           accelerator=accelerator, description="cascader Optimised", order=sched.order)
     return out, data, records
 
 
-def _stream_cycles(allocated: tuple, accelerator: str, system, memory_mode: str,
-                   templates: RecordTemplates | None = None) -> float:
-    """The estimator's cycles of the binary `_emit` makes of an allocated schedule, from its
-    command streams alone: the flash image only laid out, nothing packaged."""
+def _stream_cycles(emission: _Emission, accelerator: str, system, memory_mode: str) -> float:
+    """The estimator's cycles of the binary `_emit` makes of an emission, from its command
+    streams alone: the flash image only laid out, nothing packaged."""
     from .sim.estimator import payload_cycles
 
-    sched, _, placement, _ = allocated
-    payloads = [driver_payload(words, accelerator) for _, _, words in
-                _emitted_segments(sched, placement, FlashImage(keep_bytes=False), accelerator, templates)]
+    payloads = [driver_payload(words, accelerator) for _, _, words in emission.segments]
     return payload_cycles(payloads, arch_config(accelerator, system, memory_mode))
 
 
@@ -466,6 +479,7 @@ def compile(
     bar.update()
     bar.set_description("emit")
     templates = RecordTemplates()
+    emission = None  # the chosen schedule's, when it was emitted to be ranked
     if optimise == "performance" and budget is not None and not config.shared_sram and (
             planned is not None or chosen[1].eviction_cycles > 0):
         # Dedicated_Sram under a budget: feature maps may also live in DRAM. The uncascaded
@@ -489,18 +503,21 @@ def compile(
         # SRAM on U65-256, the three it ranks first miss the estimate's best by 0.8%. The
         # planner's prediction does not cover evicted buffers: none is claimed for these.
         evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting)
-        # Ranked by the estimate of their command streams: only the one kept is packaged.
+        # Ranked by the estimate of their command streams: only the one kept is packaged, from
+        # the emission it was ranked on.
         best = math.inf
         for allocated, planned_cycles in options + [(a, None) for a in evicting]:
-            cycles = _stream_cycles(allocated, acc.name, system, mode, templates)
+            emitted = _emitted(allocated, acc.name, templates)
+            cycles = _stream_cycles(emitted, acc.name, system, mode)
             if cycles < best:
-                best, chosen, planned = cycles, allocated, planned_cycles
+                best, chosen, planned, emission = cycles, allocated, planned_cycles, emitted
         if any(chosen is a for a in evicting):
             # It was compared laid out by the greedy planner; the exact one evicts no more.
             exact = allocate(chosen[0], part, budget)
-            if _stream_cycles(exact, acc.name, system, mode, templates) <= best:
-                chosen = exact
-    out, flash, records = _emit(m, chosen, acc.name, templates)
+            emitted = _emitted(exact, acc.name, templates)
+            if _stream_cycles(emitted, acc.name, system, mode) <= best:
+                chosen, emission = exact, emitted
+    out, flash, records = _emit(m, chosen, acc.name, templates, emission)
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()

@@ -30,23 +30,29 @@ ARENA_REGIONS = {"scratch": REGION_SCRATCH, "scratch_fast": REGION_SCRATCH_FAST}
 class FlashImage:
     """The read-only bytes every `ethos-u` operator of a model addresses as region 0.
 
-    Without `keep_bytes` it only lays them out: the addresses, and so the command streams, are
-    the same, and `data` stays empty. A compile ranks candidate schedules by their command
-    streams; copying megabytes of weights into an image for each would be wasted on all but
-    the one it keeps."""
+    `append` lays a blob out and keeps it as it is; `data` copies the blobs into one image when
+    read. A compile ranks candidate schedules by their command streams, and so lays out the
+    flash of each: copying megabytes of weights into an image would be wasted on all but the
+    one it keeps."""
 
-    data: bytearray = field(default_factory=bytearray)
     constants: dict[bytes, int] = field(default_factory=dict)  # constant feature-map bytes -> address
-    keep_bytes: bool = True
     size: int = 0
+    blobs: list[tuple[int, bytes]] = field(default_factory=list)  # (address, bytes), in order
 
     def append(self, blob: bytes) -> int:
         at = self.size + -self.size % FLASH_ALIGNMENT
-        if self.keep_bytes:
-            self.data.extend(b"\0" * (at - self.size))
-            self.data.extend(blob)
+        self.blobs.append((at, blob))
         self.size = at + len(blob)
         return at
+
+    @property
+    def data(self) -> bytes:
+        """The image: each blob at its address, zeros between them."""
+        parts, end = [], 0
+        for at, blob in self.blobs:
+            parts += (bytes(at - end), blob)
+            end = at + len(blob)
+        return b"".join(parts)  # one copy of megabytes, not two (each touches fresh pages)
 
 
 @dataclass(frozen=True)
