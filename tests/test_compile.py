@@ -326,6 +326,38 @@ def test_memory_schedules_sharing_feature_maps_match_those_made_alone(name):
             assert (shared[0], shared[1], shared[2]) == (alone[0], alone[1], alone[2])
 
 
+def test_cascaded_schedules_sharing_cascades_match_those_made_alone():
+    """Proposals of one compile share cascades, and each cascade is striped once
+    (`stripes._cascade_stripes`): every proposal's schedule must come out as if made alone,
+    whichever proposal striped its cascades first (at another position among its cascades, too)."""
+    from cascader.compiler import lower, schedule
+    from cascader.planner import plan_schedule
+    from cascader.schedule import _Target, without_weight_buffers
+    from cascader.stripes import cascaded_schedule
+
+    part, segments = lower(zoo.get("mobilenet_v2"))
+    sched = schedule(part, segments, "ethos-u65-256")
+    lean, target = without_weight_buffers(sched), _Target.of(sched)
+    frontier = plan_schedule(lean, part.graph, target, score=False, buffered=sched)
+    points = sorted(frontier.points, key=lambda p: p.cycles)[:8]
+
+    def made(point, alone=False):
+        if alone:
+            target.cascade_stripes.clear()
+        s = cascaded_schedule(lean, frontier.graph, point.proposal, target)
+        return [(op, op.cascade) for op in s.operations], [seg.segment for seg in s.segments]
+
+    reused = 0
+    for p in points:
+        alone = made(p, alone=True)
+        for q in points:
+            made(q, alone=True)  # leaves its cascades' stripes in the cache
+            shared = made(p)
+            assert shared == alone
+            reused += sum(a[0] is b[0] for a, b in zip(shared[0], made(q)[0]) if a[1] is not None)
+    assert reused  # the proposals do share cascades
+
+
 def test_weight_buffer_saving_a_cycle_per_byte_is_kept_above_the_peak():
     """Dedicated_Sram keeps the weight buffers that fit under the feature maps' own peak, and
     beyond it those that save at least a cycle per byte they add: a 1x1 convolution at the peak

@@ -134,6 +134,10 @@ class _Target:
         # The memory planner's feature-map schedules of this target's recent schedules
         # (`_feature_map_schedule`): a compile's schedules share their target.
         self.feature_map_schedules: dict[tuple, "_FeatureMapSchedule"] = {}
+        # Plan parts -> operations, by planner graph and segment sizes, and the stripes of
+        # recent cascades (`stripes._part_operations`, `stripes._cascade_stripes`).
+        self.part_operations: dict[tuple, tuple] = {}
+        self.cascade_stripes: dict[tuple, Any] = {}
 
     @classmethod
     def of(cls, schedule: "NpuSchedule") -> "_Target":

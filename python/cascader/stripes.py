@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from . import _core
 from .evolve import evolve
@@ -55,8 +55,21 @@ def _buffer_strides(layout: str, rows: int, columns: int, depth: int, element_si
     return (brick_strides if layout == "NHCWB16" else dense_strides)((rows, columns, depth), element_size)
 
 
-def _part_operations(sched: NpuSchedule, parts: list) -> dict[int, tuple[int, int]]:
-    """Plan parts -> scheduled operations (segment, position): NPU parts in schedule order."""
+def _part_operations(sched: NpuSchedule, pg: Any, parts: list | None = None) -> dict[int, tuple[int, int]]:
+    """Plan parts -> scheduled operations (segment, position): NPU parts in schedule order.
+    Made once per schedule and graph, kept on the schedule's target: a compile's candidate
+    proposals share both, and reading every part's kind through the binding cost 0.15-0.3 ms a
+    time. `parts`: `pg.parts`, when the caller has read them."""
+    cache = sched.target.part_operations if sched.target is not None else {}
+    # The map depends on the graph and on how many operations each segment has.
+    key = (id(pg), tuple(len(seg.operations) for seg in sched.segments))
+    found = cache.get(key)
+    if found is None:  # the graph is held with the map, so that its id names no other
+        found = cache[key] = (pg, _map_parts(sched, pg.parts if parts is None else parts))
+    return found[1]
+
+
+def _map_parts(sched: NpuSchedule, parts: list) -> dict[int, tuple[int, int]]:
     positions = [(s, k) for s, seg in enumerate(sched.segments) for k in range(len(seg.operations))]
     part_op: dict[int, tuple[int, int]] = {}
     n = 0
@@ -75,7 +88,7 @@ def with_buffered_weights(cascaded: NpuSchedule, sched: NpuSchedule, pg: Any, pr
     with buffered weights takes its buffering from `buffered`, the same uncascaded schedule
     with its weight buffers (the planner offers weight buffers only to operations run alone).
     The stripes are not built again: operations run alone are `sched`'s own objects."""
-    part_op = _part_operations(sched, pg.parts)
+    part_op = _part_operations(sched, pg)
     swap = {}
     for c in proposal.cascades:
         if (c.last - c.first < 2 or c.stripes < 2) and c.buffered_weights:
@@ -96,12 +109,14 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     schedule's operations and CPU operators in order. Operations the proposal runs alone stay
     `sched`'s own (see `with_buffered_weights` for their weight buffers).
     """
-    # The graph's lists, read once: each read of `pg.parts` or `pg.tensors` copies the whole list.
-    parts, tensors = pg.parts, pg.tensors
-    part_op = _part_operations(sched, parts)
-    shapes: dict[int, tuple[int, int, int]] = {}
-    for seg in sched.segments:
-        shapes.update(seg.segment.shapes)
+    part_op = _part_operations(sched, pg)
+    read: list = []  # the graph's parts and tensors, read once if a cascade is striped here
+
+    def graph_lists() -> list:
+        if not read:  # each read of `pg.parts` copies them: 0.6 ms for MobileNetV2-224's
+            read.extend((pg.parts, pg.tensors))
+        return read
+
     replaced: dict[tuple[int, int], list[ScheduledOperation]] = {}
     dropped: set[tuple[int, int]] = set()
     new_buffers: dict[int, dict[int, tuple[int, str, tuple[int, int, int]]]] = {}  # segment -> id -> (bytes, name, shape)
@@ -109,57 +124,13 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     for cascade, c in enumerate(proposal.cascades):
         if c.last - c.first < 2 or c.stripes < 2:
             continue
+        made = _cascade_stripes(sched, pg, c, target, cascade, graph_lists)
+        stripes = made.stripes
+        if stripes[0].cascade != cascade:  # made for a proposal with other cascades before it
+            stripes = [evolve(sop, cascade=cascade) for sop in stripes]
         segment = part_op[c.first][0]
-        ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}
-        lowered = {k: _unflattened(sop.lowered, shapes) for k, sop in ops.items()}
-        # Rolling buffers of the internal tensors, and every part's natural output view.
-        rolling: dict[int, tuple[int, int, int]] = {}  # plan tensor -> (buffer id, rows, columns)
-        for held in c.buffers:
-            t = held.tensor
-            writer = next(k for k in range(c.first, c.last) if parts[k].output == t)
-            view = lowered[writer].ofm
-            b = ROLLING_BASE + 1000 * c.first + len(rolling)
-            ch = view.shape[2]
-            size = held.rows * held.columns * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size
-            new_buffers.setdefault(segment, {})[b] = (size, f"{tensors[t].name} (rolling, {held.rows} rows)",
-                                                      (held.rows, held.columns, ch))
-            rolling[t] = (b, held.rows, held.columns)
-            gone.setdefault(segment, set()).add(view.buffer)  # the whole buffer it replaces
-        # The band's first column of each rolling tensor: where its producer's runs in the
-        # current band start (every run of a part in one band computes the same columns).
-        first_column: dict[int, int] = {}
-        # A rolling buffer's views repeat with its rows (a region's place in the buffer is its
-        # first row modulo them): the views are values, so stripes share equal ones.
-        rolled: dict[tuple, FeatureMapView] = {}
-
-        def band(view: FeatureMapView, t: int, region: Region) -> FeatureMapView:
-            if t not in rolling:
-                return _region(view, region)
-            b, rows, columns = rolling[t]
-            r0, r1, c0, c1 = region
-            first = first_column[t]
-            key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0)
-            found = rolled.get(key)
-            if found is None:
-                found = rolled[key] = _rolling_view(view, b, rows, columns, first, region)
-            return found
-
-        # The planner's own run of the cascade: which region each part computes, in order.
-        runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
-        stripes = []
-        costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
-        copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
-        sources = {k: _source(ops[k], lowered[k], parts[k], tensors) for k in range(c.first, c.last)}
-        for k, region, reads, padding in (r.fields() for r in runs):  # one call per run, not six
-            src = sources[k]
-            first_column[src.output] = region[2]
-            weights = None
-            if c.buffered_weights and src.sop.encoded is not None:
-                weights = "resident" if k in copied else "copy"
-                copied.add(k)
-            stripes.append(_stripe(src, region, reads, padding, band, target, costs, weights,
-                                   cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
-                                   shared_weights=None if weights is None else ("cascade", c.first, k)))
+        new_buffers.setdefault(segment, {}).update(made.buffers)
+        gone.setdefault(segment, set()).update(made.replaced)
         replaced[part_op[c.first]] = stripes
         dropped.update(part_op[k] for k in range(c.first + 1, c.last))
     segments = []
@@ -180,6 +151,104 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
                                   shapes={**lowered_seg.shapes, **{b: v[2] for b, v in extra.items()}})
         segments.append(SegmentSchedule(lowered_seg, ops))
     return replace(sched, segments=segments)
+
+
+class _CascadeStripes(NamedTuple):
+    """One cascade of a proposal as stripe operations (`_cascade_stripes`)."""
+
+    stripes: list[ScheduledOperation]  # in run order, marked as the `cascade` they were made for
+    buffers: dict[int, tuple[int, str, tuple[int, int, int]]]  # its rolling buffers: id -> (bytes, name, shape)
+    replaced: set[int]  # the whole buffers the rolling ones replace
+    held: tuple  # the objects the cache key names by id, held so that no id names another
+
+
+# A compile's candidate proposals share cascades (MobileNetV2-224's evicting candidates at its
+# least SRAM on U65-256 repeat 5 of their 14): each is striped once while a few are kept.
+_CASCADES_KEPT = 16
+
+
+def _cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, cascade: int,
+                     graph_lists: Callable[[], list]) -> _CascadeStripes:
+    """The stripes of cascade `c` (the `cascade`-th of its proposal) of `sched`, from the cache
+    the schedule's target keeps. They depend on the cascade's own fields (its parts, stripes,
+    rolling buffers and weight buffering), on the operations it stripes, the lowered segments
+    (their tensors' shapes) and the graph, and on the target that costs them; the key names
+    those objects, not the schedule (which holds the cache's owner). `graph_lists`: the graph's
+    parts and tensors."""
+    part_op = _part_operations(sched, pg)
+    segments = tuple(seg.segment for seg in sched.segments)
+    ops = tuple(sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last))
+    key = (id(pg), id(target), tuple(map(id, segments)), tuple(map(id, ops)), c.first, c.last, c.stripes,
+           c.stripe_height, c.column_bands, c.buffered_weights,
+           tuple((held.tensor, held.rows, held.columns) for held in c.buffers))
+    cache = sched.target.cascade_stripes if sched.target is not None else {}
+    found = cache.get(key)
+    if found is None:
+        made = _make_cascade_stripes(sched, pg, c, target, cascade, *graph_lists())
+        found = cache[key] = made._replace(held=(pg, None if target is sched.target else target, segments, ops))
+        while len(cache) > _CASCADES_KEPT:
+            del cache[next(iter(cache))]  # the oldest
+    return found
+
+
+def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, cascade: int, parts: list,
+                          tensors: list) -> _CascadeStripes:
+    part_op = _part_operations(sched, pg, parts)
+    shapes: dict[int, tuple[int, int, int]] = {}
+    for seg in sched.segments:
+        shapes.update(seg.segment.shapes)
+    ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}
+    lowered = {k: _unflattened(sop.lowered, shapes) for k, sop in ops.items()}
+    # Rolling buffers of the internal tensors, and every part's natural output view.
+    rolling: dict[int, tuple[int, int, int]] = {}  # plan tensor -> (buffer id, rows, columns)
+    new_buffers: dict[int, tuple[int, str, tuple[int, int, int]]] = {}
+    gone: set[int] = set()
+    for held in c.buffers:
+        t = held.tensor
+        writer = next(k for k in range(c.first, c.last) if parts[k].output == t)
+        view = lowered[writer].ofm
+        b = ROLLING_BASE + 1000 * c.first + len(rolling)
+        ch = view.shape[2]
+        size = held.rows * held.columns * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size
+        new_buffers[b] = (size, f"{tensors[t].name} (rolling, {held.rows} rows)", (held.rows, held.columns, ch))
+        rolling[t] = (b, held.rows, held.columns)
+        gone.add(view.buffer)  # the whole buffer it replaces
+    # The band's first column of each rolling tensor: where its producer's runs in the
+    # current band start (every run of a part in one band computes the same columns).
+    first_column: dict[int, int] = {}
+    # A rolling buffer's views repeat with its rows (a region's place in the buffer is its
+    # first row modulo them): the views are values, so stripes share equal ones.
+    rolled: dict[tuple, FeatureMapView] = {}
+
+    def band(view: FeatureMapView, t: int, region: Region) -> FeatureMapView:
+        if t not in rolling:
+            return _region(view, region)
+        b, rows, columns = rolling[t]
+        r0, r1, c0, c1 = region
+        first = first_column[t]
+        key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0)
+        found = rolled.get(key)
+        if found is None:
+            found = rolled[key] = _rolling_view(view, b, rows, columns, first, region)
+        return found
+
+    # The planner's own run of the cascade: which region each part computes, in order.
+    runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
+    stripes = []
+    costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
+    copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
+    sources = {k: _source(ops[k], lowered[k], parts[k], tensors) for k in range(c.first, c.last)}
+    for k, region, reads, padding in (r.fields() for r in runs):  # one call per run, not six
+        src = sources[k]
+        first_column[src.output] = region[2]
+        weights = None
+        if c.buffered_weights and src.sop.encoded is not None:
+            weights = "resident" if k in copied else "copy"
+            copied.add(k)
+        stripes.append(_stripe(src, region, reads, padding, band, target, costs, weights,
+                               cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
+                               shared_weights=None if weights is None else ("cascade", c.first, k)))
+    return _CascadeStripes(stripes, new_buffers, gone, ())
 
 
 class _Source(NamedTuple):
