@@ -616,9 +616,15 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
         lo = sop.lowered
         # Without the op's description (a cost not from a schedule) or a slower memory: bytes.
         if per_byte > 0 and sop.cost.described is not None:
-            shares = sop.cost.eviction_cycles(fast_name, slow_name, arch)
-            for name, b, _ in operands:
-                access[b] = access.get(b, 0.0) + shares.get(name, 0.0) / per_byte
+            # The family's schedules share most operations' costs: each one's shares are made
+            # into per-buffer bytes once (kept with the family, by cost).
+            found = fms.operand_access.get(id(sop.cost))
+            if found is None:
+                shares = sop.cost.eviction_cycles(fast_name, slow_name, arch)
+                found = fms.operand_access[id(sop.cost)] = (
+                    sop.cost, [(b, shares.get(name, 0.0) / per_byte) for name, b, _ in operands])
+            for b, moved in found[1]:
+                access[b] = access.get(b, 0.0) + moved
         else:
             for _, b, nbytes in operands:
                 access[b] = access.get(b, 0.0) + nbytes
@@ -699,8 +705,10 @@ class _FeatureMapSchedule(NamedTuple):
     ops: list[tuple[int, tuple[int, ...], tuple[tuple[str, int, int], ...]]]
     aliases: list[mem.Alias]  # in-place operations and staircases: feature maps only
     named: tuple  # the objects the cache key names by id, held so that no id names another
-    # The family's memory-planner buffers by (spec, access bytes): see memory_schedule.
+    # The family's memory-planner buffers by (spec, access bytes), and each operation's
+    # feature-map access bytes by its cost (held with them): see memory_schedule.
     buffers: dict[tuple, mem.ScheduledBuffer]
+    operand_access: dict[int, tuple[Any, list[tuple[int, float]]]]
 
 
 def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMapSchedule:
@@ -788,7 +796,7 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
     aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
-    return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named, {})
+    return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named, {}, {})
 
 
 class _StepUses:
