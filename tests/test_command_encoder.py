@@ -92,3 +92,10 @@ def test_values_out_of_range_are_named():
     two_cores = dict(op, parallel_mode=1, weights1=op["weights"], scales1=op["scales"])
     with pytest.raises(InvalidArgumentError, match="cores"):
         encode_command_stream([two_cores], "ethos-u55-128")
+    # A field of the wrong type is named, optional ones and nested tables too (a dict was once
+    # built from the value, and failed with a TypeError).
+    add = dict(op, kind="elementwise", sub_op="ADD", ifm2=op["ifm"], broadcast=(False,) * 3)
+    for record, key, value in ((op, "weights", 7), (op, "activation", (0, 0)), (op, "kernel", [1]),
+                               (add, "ifm2_scalar", "one")):
+        with pytest.raises(InvalidArgumentError, match=f"'{key}' has the wrong type"):
+            encode_command_stream([dict(record, **{key: value})])

@@ -27,8 +27,8 @@ from .frontend.support import Verdict
 from .memory import MemoryConfig, MemoryLayout, layout
 from .progress import progress as stage_bar
 from .gc_pause import paused_gc
-from .schedule import (NpuSchedule, SegmentSchedule, fit_weight_buffers, live_bytes, memory_schedule, schedule_uncascaded,
-                       second_slot_key, weight_buffers_peak, weights_key, without_weight_buffers)
+from .schedule import (NpuSchedule, SegmentSchedule, fit_weight_buffers, live_bytes, memory_schedule,
+                       schedule_uncascaded, second_slot_key, weight_buffers_peak, weights_key, without_weight_buffers)
 from .tflite import Model, load_model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, driver_payload, package
 

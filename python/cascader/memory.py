@@ -418,14 +418,14 @@ class MemoryLayout:
     eviction_cycles: float
     # The schedule's buffers, and each one's live steps [start, end) and bytes: `buffers` is
     # made of them when first read (a compile lays out dozens of candidates and reads the
-    # records of one; making them was a fifth of a layout's time).
+    # records of one at most; making them was a fifth of the layouts' time).
     spans: tuple[list, list[int], list[int], list[int]] = field(default=([], [], [], []), repr=False, compare=False)
 
     @cached_property
     def buffers(self) -> list[PlacedBuffer]:
         scheduled, starts, ends, sizes = self.spans
-        return [PlacedBuffer(b.name, b.kind, arena, offset, start, end, size)
-                for b, arena, offset, start, end, size in zip(scheduled, self.arenas, self.offsets, starts, ends, sizes)]
+        return [PlacedBuffer(b.name, b.kind, arena, offset, start, end, size) for b, arena, offset, start, end, size
+                in zip(scheduled, self.arenas, self.offsets, starts, ends, sizes)]
 
     @property
     def persistent_size(self) -> int:

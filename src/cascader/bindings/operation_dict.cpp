@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "cascader/common/error.hpp"
@@ -74,10 +75,19 @@ PyObject* lookup(const py::dict& d, const Key& key) { return PyDict_GetItem(d.pt
 
 template <typename T>
 T cast_field(PyObject* v, const Key& key) {
-  try {
-    return py::handle(v).cast<T>();
-  } catch (const py::cast_error&) {
-    throw InvalidArgument(std::string("operation dict: '") + key.text + "' has the wrong type");
+  const auto wrong_type = [&] {
+    return InvalidArgument(std::string("operation dict: '") + key.text + "' has the wrong type");
+  };
+  if constexpr (std::is_same_v<T, py::dict>) {
+    // Checked, not cast: pybind11's cast to a dict would try to build one from the value.
+    if (!PyDict_Check(v)) throw wrong_type();
+    return py::reinterpret_borrow<py::dict>(v);
+  } else {
+    try {
+      return py::handle(v).cast<T>();
+    } catch (const py::cast_error&) {
+      throw wrong_type();
+    }
   }
 }
 
@@ -116,7 +126,8 @@ FeatureMap feature_map(const py::dict& d) {
 sim::AddressRange address_range(const py::dict& d) {
   const int64_t address = field<int64_t>(d, RECORD_KEY("address")), length = field<int64_t>(d, RECORD_KEY("length"));
   if (address < 0 || length < 0) throw InvalidArgument("address ranges must not be negative");
-  return sim::AddressRange{field<int>(d, RECORD_KEY("region")), static_cast<uint64_t>(address), static_cast<uint64_t>(length)};
+  return sim::AddressRange{field<int>(d, RECORD_KEY("region")), static_cast<uint64_t>(address),
+                           static_cast<uint64_t>(length)};
 }
 
 }  // namespace
@@ -178,7 +189,8 @@ NpuOperation operation_from_dict(const py::dict& d) {
     return op;
   }
   if (op.kind == sim::OpKind::Pool) {
-    op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 3>(field<std::string>(d, RECORD_KEY("sub_op")), "pooling mode"));
+    const auto mode = field<std::string>(d, RECORD_KEY("sub_op"));
+    op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 3>(mode, "pooling mode"));
   }
   if (op.kind == sim::OpKind::Elementwise) {
     const auto mode = field<std::string>(d, RECORD_KEY("sub_op"));
@@ -191,7 +203,8 @@ NpuOperation operation_from_dict(const py::dict& d) {
     PyObject* scalar = lookup(d, RECORD_KEY("ifm2_scalar"));
     op.ifm2_is_scalar = scalar != nullptr && scalar != Py_None;
     if (op.ifm2_is_scalar) op.ifm2_scalar = cast_field<int>(scalar, RECORD_KEY("ifm2_scalar"));
-    std::tie(op.broadcast_h, op.broadcast_w, op.broadcast_c) = field<std::tuple<bool, bool, bool>>(d, RECORD_KEY("broadcast"));
+    std::tie(op.broadcast_h, op.broadcast_w, op.broadcast_c) =
+        field<std::tuple<bool, bool, bool>>(d, RECORD_KEY("broadcast"));
     op.reversed_operands = field_or<bool>(d, RECORD_KEY("reversed_operands"), false);
   }
   const auto kernel = field<py::dict>(d, RECORD_KEY("kernel"));
@@ -204,21 +217,26 @@ NpuOperation operation_from_dict(const py::dict& d) {
   std::tie(op.padding.top, op.padding.left, op.padding.bottom, op.padding.right) =
       field<std::tuple<int, int, int, int>>(d, RECORD_KEY("padding"));
   std::tie(op.block_height, op.block_width, op.block_depth) = field<std::tuple<int, int, int>>(d, RECORD_KEY("block"));
-  if (lookup(d, RECORD_KEY("weights")) != nullptr) op.weights = address_range(field<py::dict>(d, RECORD_KEY("weights")));
-  if (lookup(d, RECORD_KEY("scales")) != nullptr) op.scales = address_range(field<py::dict>(d, RECORD_KEY("scales")));
-  if (lookup(d, RECORD_KEY("weights1")) != nullptr) op.weights1 = address_range(field<py::dict>(d, RECORD_KEY("weights1")));
-  if (lookup(d, RECORD_KEY("scales1")) != nullptr) op.scales1 = address_range(field<py::dict>(d, RECORD_KEY("scales1")));
-  if (lookup(d, RECORD_KEY("activation")) != nullptr) {
-    const auto a = field<py::dict>(d, RECORD_KEY("activation"));
+  // Optional ranges: an operation without weights (or a second core's) has none.
+  const auto optional_range = [&](const Key& key, sim::AddressRange& range) {
+    if (PyObject* v = lookup(d, key)) range = address_range(cast_field<py::dict>(v, key));
+  };
+  optional_range(RECORD_KEY("weights"), op.weights);
+  optional_range(RECORD_KEY("scales"), op.scales);
+  optional_range(RECORD_KEY("weights1"), op.weights1);
+  optional_range(RECORD_KEY("scales1"), op.scales1);
+  if (PyObject* activation = lookup(d, RECORD_KEY("activation"))) {
+    const auto a = cast_field<py::dict>(activation, RECORD_KEY("activation"));
     op.activation.function = field<int>(a, RECORD_KEY("function"));
     op.activation.clip_range = field_or<int>(a, RECORD_KEY("clip_range"), 0);
     op.activation.min = field<int>(a, RECORD_KEY("min"));
     op.activation.max = field<int>(a, RECORD_KEY("max"));
   }
   // A key left out keeps NpuOperation's own default.
-  op.rounding = rounding_named(field_or<std::string>(d, RECORD_KEY("rounding"), kRounding[static_cast<int>(op.rounding)]));
-  op.ifm_rounding =
-      rounding_named(field_or<std::string>(d, RECORD_KEY("ifm_rounding"), kRounding[static_cast<int>(op.ifm_rounding)]));
+  op.rounding =
+      rounding_named(field_or<std::string>(d, RECORD_KEY("rounding"), kRounding[static_cast<int>(op.rounding)]));
+  op.ifm_rounding = rounding_named(
+      field_or<std::string>(d, RECORD_KEY("ifm_rounding"), kRounding[static_cast<int>(op.ifm_rounding)]));
   op.global_scale = field_or<bool>(d, RECORD_KEY("global_scale"), op.global_scale);
   std::tie(op.ofm_scale, op.ofm_shift) =
       field_or<std::tuple<uint32_t, int>>(d, RECORD_KEY("ofm_scale"), {op.ofm_scale, op.ofm_shift});
