@@ -345,8 +345,14 @@ def _emitted(allocated: tuple, accelerator: str, templates: RecordTemplates | No
     """`allocated` emitted. `templates`: shared by the emissions of one compile (its candidate
     schedules share their lowered operations)."""
     sched, _, placement, _ = allocated
-    flash = FlashImage()
-    return _Emission(flash, list(_emitted_segments(sched, placement, flash, accelerator, templates)))
+    flash, segments = FlashImage(), []
+    templates = templates or RecordTemplates()
+    first = 0  # the position of the segment's first operation in the whole schedule
+    for seg in sched.segments:
+        ops, words = emit_segment(seg, first, placement, flash, accelerator, templates)
+        first += len(seg.operations)
+        segments.append((seg, ops, words))
+    return _Emission(flash, segments)
 
 
 def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplates | None = None,
@@ -374,18 +380,6 @@ def _stream_cycles(emission: _Emission, accelerator: str, system, memory_mode: s
 
     payloads = [driver_payload(words, accelerator) for _, _, words in emission.segments]
     return payload_cycles(payloads, arch_config(accelerator, system, memory_mode))
-
-
-def _emitted_segments(sched: NpuSchedule, placement: Placement, flash: FlashImage, accelerator: str,
-                      templates: RecordTemplates | None) -> Iterator[tuple]:
-    """Each NPU segment with its operation records and command words, in order, the constants
-    laid out in `flash`."""
-    templates = templates or RecordTemplates()
-    first = 0
-    for seg in sched.segments:
-        ops, words = emit_segment(seg, first, placement, flash, accelerator, templates)
-        first += len(seg.operations)
-        yield seg, ops, words
 
 
 def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:

@@ -722,10 +722,18 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     found = cache.get(key)
     if found is None:
         named = (graph, segments, [sop.lowered for _, sop in ops])
-        found = cache[key] = _make_feature_map_schedule(schedule, graph, ops, named)
-        while len(cache) > _FEATURE_MAP_SCHEDULES_KEPT:
-            del cache[next(iter(cache))]  # the oldest
+        found = keep_recent(cache, key, _make_feature_map_schedule(schedule, graph, ops, named),
+                            _FEATURE_MAP_SCHEDULES_KEPT)
     return found
+
+
+def keep_recent(cache: dict, key: Any, value: Any, kept: int) -> Any:
+    """Store `value` under `key` in one of the target's caches and drop the oldest entries
+    beyond `kept` (dicts keep insertion order); returns `value`."""
+    cache[key] = value
+    while len(cache) > kept:
+        del cache[next(iter(cache))]
+    return value
 
 
 # A budgeted compile lays out one family of schedules at a time; a few are kept so that an

@@ -23,7 +23,7 @@ from . import _core
 from .evolve import evolve
 from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
 from .planner import _unflattened
-from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
+from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, keep_recent
 
 ROLLING_BASE = 1 << 40  # ids of rolling buffers: apart from tensor, scratch and constant ids
 
@@ -57,9 +57,9 @@ def _buffer_strides(layout: str, rows: int, columns: int, depth: int, element_si
 
 def _part_operations(sched: NpuSchedule, pg: Any, parts: list | None = None) -> dict[int, tuple[int, int]]:
     """Plan parts -> scheduled operations (segment, position): NPU parts in schedule order.
-    Made once per schedule and graph, kept on the schedule's target: a compile's candidate
-    proposals share both, and reading every part's kind through the binding cost 0.15-0.3 ms a
-    time. `parts`: `pg.parts`, when the caller has read them."""
+    Made once per graph and segment sizes (all it depends on), kept on the schedule's target: a
+    compile's candidate proposals share both, and reading every part's kind through the binding
+    cost 0.15-0.3 ms a time. `parts`: `pg.parts`, when the caller has read them."""
     cache = sched.target.part_operations if sched.target is not None else {}
     # The map depends on the graph and on how many operations each segment has.
     key = (id(pg), tuple(len(seg.operations) for seg in sched.segments))
@@ -110,12 +110,9 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     `sched`'s own (see `with_buffered_weights` for their weight buffers).
     """
     part_op = _part_operations(sched, pg)
-    read: list = []  # the graph's parts and tensors, read once if a cascade is striped here
-
-    def graph_lists() -> list:
-        if not read:  # each read of `pg.parts` copies them: 0.6 ms for MobileNetV2-224's
-            read.extend((pg.parts, pg.tensors))
-        return read
+    # The graph's parts and tensors, read once if a cascade is striped here (each read of
+    # `pg.parts` copies them: 0.6 ms for MobileNetV2-224's).
+    graph_lists = lru_cache(maxsize=None)(lambda: (pg.parts, pg.tensors))
 
     replaced: dict[tuple[int, int], list[ScheduledOperation]] = {}
     dropped: set[tuple[int, int]] = set()
@@ -168,7 +165,7 @@ _CASCADES_KEPT = 16
 
 
 def _cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, cascade: int,
-                     graph_lists: Callable[[], list]) -> _CascadeStripes:
+                     graph_lists: Callable[[], tuple]) -> _CascadeStripes:
     """The stripes of cascade `c` (the `cascade`-th of its proposal) of `sched`, from the cache
     the schedule's target keeps. They depend on the cascade's own fields (its parts, stripes,
     rolling buffers and weight buffering), on the operations it stripes, the lowered segments
@@ -185,9 +182,8 @@ def _cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, casca
     found = cache.get(key)
     if found is None:
         made = _make_cascade_stripes(sched, pg, c, target, cascade, *graph_lists())
-        found = cache[key] = made._replace(held=(pg, None if target is sched.target else target, segments, ops))
-        while len(cache) > _CASCADES_KEPT:
-            del cache[next(iter(cache))]  # the oldest
+        held = (pg, None if target is sched.target else target, segments, ops)
+        found = keep_recent(cache, key, made._replace(held=held), _CASCADES_KEPT)
     return found
 
 
