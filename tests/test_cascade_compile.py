@@ -86,6 +86,29 @@ def test_rolling_buffers_wrap_through_the_second_tile(tmp_path):
     assert wrapped
 
 
+def test_inner_stripes_of_a_padded_average_pool_divide_by_their_scale(tmp_path):
+    """A SAME average pool relies on the NPU dividing each padded window by its valid
+    elements; the NPU divides only when the operation pads. Its inner stripes pad nothing and
+    must divide through their OFM scale instead (found by random networks: 62% of the outputs
+    were sums, not averages)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(152)
+    x = net.input((1, 28, 11, 4))
+    x = net.conv2d(x, 48, (1, 3), (2, 2), "VALID", activation=None)
+    net.output(net.pool(x, "AVERAGE", (2, 1), (1, 2), "SAME"))
+    path = tmp_path / "pool.tflite"
+    cascader.save_model(net.build(), path)
+    compiled = cascader.compile(path, accelerator="ethos-u55-64", optimise="size")
+    pools = [op for op in compiled.operations[0] if op["kind"] == "pool"]
+    padded = [op for op in pools if any(op["padding"])]
+    assert padded and len(pools) > len(padded), "the pool must run as stripes, some of them unpadded"
+    assert all(op["ofm_scale"] == (1, 0) for op in padded)
+    assert all(op["ofm_scale"] != (1, 0) for op in pools if not any(op["padding"]))
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
+
+
 def test_column_bands_compile_bit_exact(tmp_path):
     """The least-SRAM proposal of ResNet-8 splits its first cascade into column bands (with
     staircases, MobileNetV2's no longer does): the bands' views (a column offset into whole

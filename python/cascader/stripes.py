@@ -22,6 +22,7 @@ from typing import Any, Callable, NamedTuple
 from . import _core
 from .evolve import evolve
 from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
+from .frontend.quantization import average_pool_scale
 from .planner import _unflattened
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, keep_recent
 
@@ -289,6 +290,11 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         # bottom and right padding only as far as the windows reach.
         padding = run_padding
     registers = {**lo.registers, "padding": padding} if padded else lo.registers
+    if padded and lo.kind == "pool" and registers.get("sub_op") == "AVERAGE" and any(lo.registers["padding"]):
+        # The NPU divides a padded window itself and an unpadded one not at all: a stripe
+        # that pads nothing divides through its scale (a SAME average pool's inner stripes).
+        k = registers["kernel"]
+        registers["ofm_scale"] = average_pool_scale(k["height"] * k["width"], padding)
     whole_width = (c0, c1) == (0, src.output_width)
     stripe_lo = evolve(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
                        ofm=ofm, registers=registers,

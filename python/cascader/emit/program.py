@@ -119,10 +119,12 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
     lo = sop.lowered
     r = lo.registers
     record = dict(templates.of(sop) if templates is not None else _record_template(sop))
-    # The stripes of an operation differ in their feature maps, padding and block.
+    # The stripes of an operation differ in their feature maps, padding, block and, for an
+    # average pool, the OFM scale that goes with the padding (quantization.average_pool_scale).
     record["ifm"] = _feature_map(lo.ifm, placement, flash, constants, operand=True, copies=copies)
     record["ofm"] = _feature_map(lo.ofm, placement, flash, constants)
     record["padding"] = tuple(r.get("padding", (0, 0, 0, 0)))
+    record["ofm_scale"] = tuple(r.get("ofm_scale", (1, 0)))
     record["block"] = tuple(sop.block)
     if lo.ifm2 is not None:
         record["ifm2"] = _feature_map(lo.ifm2, placement, flash, constants, operand=True, copies=copies)
@@ -132,8 +134,8 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
 
 
 def _record_template(sop: ScheduledOperation) -> dict[str, Any]:
-    """The record fields an operation's stripes share (its registers but the padding; the
-    stripes' registers differ from the whole operation's in the padding only)."""
+    """The record fields an operation's stripes share (its registers; the padding and the OFM
+    scale are set again per stripe: see operation_record)."""
     r = sop.lowered.registers
     template: dict[str, Any] = dict(
         kind=sop.lowered.kind,

@@ -76,8 +76,8 @@ from .operation_builder import EIGHT_BIT_RANGE, OperationBuilder, broadcast_orde
 from .operator_view import ALIAS_OPS, OperatorView
 from .quantization import (
     add_sub_scales,
+    average_pool_scale,
     multiply_scale,
-    pooling_scale,
     rescale_scale,
 )
 
@@ -433,10 +433,7 @@ class _Lowering:
         # average half away from zero. With zero points 0 the NPU does the same; with the real
         # ones it would round ties of (x - zp) instead, one off wherever the sign differs.
         ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
-        if mode == "MAX" or any(padding):
-            ofm_scale = (1, 0)  # max needs none; a padded average is divided by the NPU itself
-        else:
-            ofm_scale = pooling_scale(k.height * k.width)
+        ofm_scale = (1, 0) if mode == "MAX" else average_pool_scale(k.height * k.width, padding)
         # A window that covers the whole input (a global pool) has no second position: its
         # stride is irrelevant, and TFLite models often give it the kernel size, past the
         # NPU's limit.

@@ -91,6 +91,15 @@ def pooling_scale(kernel_elements: int, rescale_bits: int = 0) -> tuple[int, int
     return ((1 << (n + k)) + (1 << k)) // kernel_elements, n + k
 
 
+def average_pool_scale(kernel_elements: int, padding: tuple[int, int, int, int]) -> tuple[int, int]:
+    """The OFM scale of an average pool between equal quantizations, by its padding. With any
+    padding the NPU itself divides each window by its valid (non-padding) elements, and the
+    scale is 1 (as Vela emits it); without, the NPU only sums, and the scale divides. The
+    padding is that of the operation as run: a stripe of a padded pool that pads nothing must
+    divide through its scale."""
+    return (1, 0) if any(padding) else pooling_scale(kernel_elements)
+
+
 def rescale_scale(ifm_scale: float, ofm_scale: float) -> tuple[int, int]:
     """A plain requantization ifm -> ofm (QUANTIZE, copies between different quantizations)."""
     return quantise_scale(float(np.float32(ifm_scale)) / float(np.float32(ofm_scale)))
