@@ -51,6 +51,20 @@ def _operand_multipliers(scales: tuple[float, float, float]) -> tuple[tuple[int,
             fp.quantize_multiplier(twice_max / ((1 << HEADROOM) * o)))
 
 
+def reference_output_multiplier(scales: tuple[float, float, float]) -> float | None:
+    """The reference's rescale of the sum (twice the larger input scale over 2^20 times the
+    output scale) when it is outside the range TFLite's 8-bit ADD/SUB defines, else None. The
+    kernel takes it as a Q0.31 multiplier below 1 (QuantizeMultiplierSmallerThanOneExp);
+    beyond, its int32 arithmetic shifts by a negative amount and what it returns is not the
+    rescaled sum (an output scale of 4e-9, a layer calibrated on all-zero outputs, turned
+    sums into -127 where 127 was due)."""
+    _, _, (_, exponent) = _operand_multipliers(scales)
+    if exponent <= 0:
+        return None
+    a, b, o = (_f32(s) for s in scales)
+    return 2 * max(a, b) / ((1 << HEADROOM) * o)
+
+
 def reference_add_sub(first: np.ndarray, second: np.ndarray, scales: tuple[float, float, float],
                       subtract: bool) -> np.ndarray:
     """TFLite's 8-bit ADD/SUB of operand values (codes minus zero points), before the output's

@@ -51,7 +51,7 @@ from .lowered import (
     kernel_record,
     round16,
 )
-from .add_sub_rounding import add_sub_table, exact_add_sub_scales, operand_values
+from .add_sub_rounding import add_sub_table, exact_add_sub_scales, operand_values, reference_output_multiplier
 from .lower_arg_max import lower_arg_max
 from .lower_lut import lower_lut, table_lookup
 from .lut_fusion import fuse_table_lookups
@@ -462,6 +462,13 @@ class _Lowering:
                          for t in v.op.inputs[:2]]
             values = [operand_values(x.dtype, x.zero_point, c) for x, c in zip((a, b), constants)]
             clamp = fused_clamp(v)
+            beyond = reference_output_multiplier((a.scale, b.scale, ofm.scale))
+            if beyond is not None:
+                # Neither the NPU's rescale nor a table can match what the kernel does there.
+                raise UnsupportedError(
+                    f"operator {v.index} ({v.opcode}): TFLite's kernel would rescale the sum by {beyond:.3g} (scales "
+                    f"{a.scale:g}, {b.scale:g} -> {ofm.scale:g}), outside the range below 1 it defines; it stays on "
+                    f"the CPU, whose kernel is the reference")
             scaling = exact_add_sub_scales((a.scale, b.scale, ofm.scale), *values, mode == "SUB",
                                            (clamp["min"] - ofm.zero_point, clamp["max"] - ofm.zero_point))
             if scaling is None:
