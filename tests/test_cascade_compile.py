@@ -109,6 +109,26 @@ def test_inner_stripes_of_a_padded_average_pool_divide_by_their_scale(tmp_path):
     assert result.bit_exact, result.details
 
 
+def test_a_dead_operator_inside_a_cascade_is_dropped_with_its_buffer(tmp_path):
+    """An operator whose output nobody reads (legal in a .tflite) sits between two that
+    cascade: the planner never runs it, so its whole buffer must go too (the memory planner
+    raised 'touched by no step' for it; found by random networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(3)
+    x = net.input((1, 32, 32, 16))
+    a = net.conv2d(x, 48, (3, 3))
+    net.depthwise_conv2d(a, (3, 3), name="dead")
+    net.output(net.conv2d(a, 8, (3, 3)))
+    path = tmp_path / "dead.tflite"
+    cascader.save_model(net.build(), path)
+    compiled = cascader.compile(path, optimise="size")
+    names = [op.lowered.name for op in compiled.schedule.operations]
+    assert any("[rows" in n for n in names) and not any("DEPTHWISE" in n for n in names)
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
+
+
 def test_column_bands_compile_bit_exact(tmp_path):
     """The least-SRAM proposal of ResNet-8 splits its first cascade into column bands (with
     staircases, MobileNetV2's no longer does): the bands' views (a column offset into whole
