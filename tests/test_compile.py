@@ -153,6 +153,24 @@ def test_bad_thread_count_is_a_typed_error(monkeypatch, value):
         cascader.compile(zoo.mobilenet_v2())
 
 
+@pytest.mark.parametrize("mode, ifm, kernel", [("MAX", (4, 18), (3, 4)), ("AVERAGE", (3, 18), (2, 3))])
+def test_a_pool_that_fits_one_window_of_its_rows_is_exact(tmp_path, mode, ifm, kernel):
+    """A 3-row window at stride 2 over 4 rows fits once: one output row. It runs at stride 1
+    over the 3 rows it reads (at stride 1 over all 4 it would fit twice, and the cycle model
+    refused the operation; found by random networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(35)
+    x = net.input((1, *ifm, 32))
+    net.output(net.pool(x, mode, kernel, (2, 2), "VALID"))
+    path = tmp_path / "pool.tflite"
+    cascader.save_model(net.build(), path)
+    compiled = cascader.compile(path)
+    (op,) = compiled.operations[0]
+    assert op["kind"] == "pool" and op["ofm"]["shape"][0] == 1 and op["kernel"]["stride"][0] == 1
+    assert validate(path, compiled.model, (0, 1)).bit_exact
+
+
 def test_small_maps_whose_bricks_cost_no_bytes_are_bricked():
     """The autoencoder's 1x1x8 bottleneck takes 16 bytes either way (the 16-byte rounding): it
     is NHCWB16 like its neighbours, so the stream switches no layout registers around it. Its

@@ -434,9 +434,15 @@ class _Lowering:
         # ones it would round ties of (x - zp) instead, one off wherever the sign differs.
         ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
         ofm_scale = (1, 0) if mode == "MAX" else average_pool_scale(k.height * k.width, padding)
-        # A window that covers the whole input (a global pool) has no second position: its
-        # stride is irrelevant, and TFLite models often give it the kernel size, past the
-        # NPU's limit.
+        # A single output row (column) is one window, whose stride is irrelevant: TFLite models
+        # often give a global pool its kernel size, past the NPU's limit. It runs with stride
+        # 1 over the rows (columns) that window reads, so that the OFM follows from the IFM (a
+        # 3-row window at stride 2 over 4 rows fits once, at stride 1 it would fit twice).
+        top, left, bottom, right = padding
+        window = (k.height - top - bottom if ofm.shape[0] == 1 else ifm.shape[0],
+                  k.width - left - right if ofm.shape[1] == 1 else ifm.shape[1])
+        if window != ifm.shape[:2]:
+            ifm = replace(ifm, shape=(*window, ifm.shape[2]))
         stride = (1 if ofm.shape[0] == 1 else k.stride_h, 1 if ofm.shape[1] == 1 else k.stride_w)
         registers = dict(sub_op=mode, kernel=kernel_record(k.height, k.width, stride, (1, 1)),
                          padding=padding, activation=fused_clamp(v), rounding="NATURAL", global_scale=True,
