@@ -1,0 +1,139 @@
+"""Random int8 networks from the zoo's layers: inputs for fuzzing the compiler.
+
+`random_network(seed)` draws 2-11 layers over an input of 3-47 x 3-47 x 1-40: convolutions
+(strided, dilated, SAME or VALID), depthwise convolutions (multiplier 1 or 2), max and average
+pools, ADD/SUB/MUL against an earlier map of the same shape, concatenations along any axis,
+PAD, MEAN, RESIZE, TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC,
+HARD_SWISH, PRELU, SOFTMAX) and FULLY_CONNECTED. A layer may read any earlier map instead of
+the last one, so maps get several readers, and some none (dead operators, legal in a
+.tflite); sometimes a middle map is a second output. Weights and quantization come from the
+zoo's float calibration, so each model is what a converter writes from such a network, odd
+ranges included (a layer that only outputs zeros gets a scale of 4e-9). A seed always gives
+the same model.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._zoo_layers import Activation, CalibratedNet, output_size
+from .errors import InvalidArgumentError
+from .tflite import Model
+
+_ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
+_KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "concatenation", "pad",
+          "mean", "resize", "transpose_conv", "leaky_relu", "tanh", "logistic", "hard_swish", "prelu", "softmax",
+          "fully_connected")
+
+
+class RandomNetwork(NamedTuple):
+    model: Model
+    layers: str  # what was drawn, in order ("<branch>" where a layer reads an earlier map)
+
+
+def _window(rng: np.random.Generator, x: Activation, largest: int, dilate: bool):
+    """A kernel, stride, dilation and padding that fit `x` (InvalidArgumentError if not)."""
+    kernel = (int(rng.integers(1, largest + 1)), int(rng.integers(1, largest + 1)))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    dilation = (1, 1)
+    if dilate and stride == (1, 1) and rng.random() < 0.3:
+        dilation = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    for axis in (0, 1):
+        output_size(x.shape[1 + axis], kernel[axis], stride[axis], dilation[axis], padding)
+    return kernel, stride, dilation, padding
+
+
+def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activation, kept: list[Activation]
+           ) -> tuple[Activation, str] | None:
+    """One layer of `kind` on `x`, or None when it does not apply to `x`'s shape."""
+    spatial = len(x.shape) == 4
+    h, w, c = x.shape[1:4] if spatial else (1, 1, x.shape[-1])
+    if not spatial and kind not in ("fully_connected", "tanh", "logistic", "leaky_relu", "softmax"):
+        return None
+    activation = _ACTIVATIONS[int(rng.integers(len(_ACTIVATIONS)))]
+    if kind == "conv":
+        k, s, d, p = _window(rng, x, 5, True)
+        return net.conv2d(x, int(rng.choice([1, 3, 8, 16, 20, 32, 48, 64])), k, s, p, d, activation), f"conv{k}/{s}{d}{p}"
+    if kind == "depthwise":
+        k, s, d, p = _window(rng, x, 5, True)
+        return (net.depthwise_conv2d(x, k, s, p, int(rng.choice([1, 1, 1, 2])), d, activation),
+                f"depthwise{k}/{s}{d}{p}")
+    if kind == "pool":
+        k, s, _, p = _window(rng, x, 4, False)
+        mode = str(rng.choice(["MAX", "AVERAGE"]))
+        return net.pool(x, mode, k, s, p), f"{mode.lower()}_pool{k}/{s}{p}"
+    if kind in ("add", "sub", "mul"):
+        same = [a for a in kept if a.shape == x.shape and a is not x]
+        if not same:
+            return None
+        other = same[int(rng.integers(len(same)))]
+        value = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[kind](x.value, other.value)
+        if np.abs(value).max() < 1e-6:
+            # A map minus itself: calibrated on zeros, its scale (4e-9) takes TFLite's own
+            # ADD/SUB outside the arithmetic it defines, and the reference cannot judge.
+            return None
+        return {"add": net.add, "sub": net.sub, "mul": net.mul}[kind](x, other, activation), kind
+    if kind == "concatenation":
+        axis = int(rng.choice([3, 3, 1, 2]))
+        fitting = [a for a in kept if a is not x and len(a.shape) == 4
+                   and all(a.shape[j] == x.shape[j] for j in range(4) if j != axis)]
+        if not fitting:
+            return None
+        other = fitting[int(rng.integers(len(fitting)))]
+        return net.concatenation([x, other] if rng.random() < 0.5 else [other, x], axis=axis), f"concatenation{axis}"
+    if kind == "pad":
+        pads = [[0, 0], [int(v) for v in rng.integers(0, 3, 2)], [int(v) for v in rng.integers(0, 3, 2)], [0, 0]]
+        return net.pad(x, pads), f"pad{pads[1]}{pads[2]}"
+    if kind in ("mean", "softmax") and h * w > (256 if kind == "mean" else 64):
+        return None
+    if kind in ("resize", "transpose_conv") and h * w > 300:
+        return None
+    if kind == "mean":
+        return net.mean(x), kind
+    if kind == "resize":
+        method = str(rng.choice(["BILINEAR", "NEAREST"]))
+        return net.resize(x, method), f"resize_{method.lower()}"
+    if kind == "transpose_conv":
+        return net.transpose_conv2d(x, int(rng.choice([4, 8, 16]))), kind
+    if kind == "leaky_relu":
+        return net.leaky_relu(x, float(rng.uniform(0.05, 0.5))), kind
+    if kind == "softmax":
+        return (net.softmax(x, beta=float(rng.choice([1.0, 0.5, 2.0]))), kind) if c > 1 else None
+    if kind in ("tanh", "logistic", "hard_swish", "prelu"):
+        return getattr(net, kind)(x), kind
+    # fully_connected, of the map flattened
+    if h * w * c > 2048:
+        return None
+    if spatial:
+        x = net.reshape(x, (1, h * w * c))
+    return net.fully_connected(x, int(rng.choice([1, 4, 10, 16, 33])), activation), kind
+
+
+def random_network(seed: int) -> RandomNetwork:
+    """The random network of `seed` (see the module)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidArgumentError(f"seed must be a non-negative int, got {seed!r}")
+    rng = np.random.default_rng(seed)
+    net = CalibratedNet(int(seed), calibration_samples=8, description=f"cascader.random_networks {seed}")
+    shape = (1, int(rng.integers(3, 48)), int(rng.integers(3, 48)), int(rng.choice([1, 2, 3, 4, 5, 8, 16, 17, 24, 32, 40])))
+    x = net.input(shape)
+    kept, drawn = [x], [f"input{list(shape[1:])}"]
+    for _ in range(int(rng.integers(2, 12))):
+        if len(kept) > 2 and rng.random() < 0.25:
+            x = kept[int(rng.integers(len(kept)))]
+            drawn.append("<branch>")
+        try:
+            made = _layer(net, rng, _KINDS[int(rng.integers(len(_KINDS)))], x, kept)
+        except InvalidArgumentError:  # the draw does not fit the map (a window larger than it)
+            continue
+        if made is not None:
+            x = made[0]
+            kept.append(x)
+            drawn.append(made[1])
+    if len(kept) > 3 and rng.random() < 0.3 and kept[len(kept) // 2] is not x:
+        net.output(kept[len(kept) // 2])
+    net.output(x)
+    return RandomNetwork(net.build(), " ".join(drawn))
