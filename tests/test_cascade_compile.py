@@ -129,6 +129,25 @@ def test_a_dead_operator_inside_a_cascade_is_dropped_with_its_buffer(tmp_path):
     assert result.bit_exact, result.details
 
 
+def test_a_squeeze_and_excite_gate_made_in_the_cascade_is_read_from_its_rolling_buffer(tmp_path):
+    """MEAN, a 1x1 convolution and LOGISTIC make a 1x1 gate that a MUL broadcasts over the map.
+    When they cascade, the gate lives in a rolling buffer and its whole buffer is gone: the
+    MUL's stripes must read it there (the emitter found no address for it; found by random
+    networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(51)
+    x = net.input((1, 20, 45, 40))
+    gate = net.logistic(net.conv2d(net.mean(x), 40, (1, 1), activation=None))
+    net.output(net.concatenation([x, net.mul(x, gate)], axis=-1))
+    path = tmp_path / "squeeze_excite.tflite"
+    cascader.save_model(net.build(), path)
+    compiled = cascader.compile(path, accelerator="ethos-u55-256", optimise="size")
+    assert any("MUL[rows" in op.lowered.name for op in compiled.schedule.operations)
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
+
+
 def test_column_bands_compile_bit_exact(tmp_path):
     """The least-SRAM proposal of ResNet-8 splits its first cascade into column bands (with
     staircases, MobileNetV2's no longer does): the bands' views (a column offset into whole

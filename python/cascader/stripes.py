@@ -261,18 +261,11 @@ class _Source(NamedTuple):
     lowered: LoweredOperation  # its whole-tensor operation, unflattened
     output: int  # plan tensor
     output_width: int
-    # Per input (IFM, IFM2): plan tensor, and whether the stripe reads a region of it (False: an
-    # operand broadcast along H and W, or read whole, by every stripe).
-    inputs: tuple[tuple[int, bool], ...]
+    inputs: tuple[int, ...]  # the plan tensors of its IFM and IFM2
 
 
 def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any) -> _Source:
-    out = tensors[part.output].shape
-    inputs = []
-    for t, prop in list(zip(part.inputs, part.propagators))[:2]:
-        axes = prop.axes
-        inputs.append((t, bool(axes[1].scale or axes[2].scale)))
-    return _Source(sop, lo, part.output, out[2], tuple(inputs))
+    return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]))
 
 
 def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
@@ -287,9 +280,11 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
     views = {}
     padding = lo.registers.get("padding")  # top, left, bottom, right
     padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
-    for i, ((t, spatial), read) in enumerate(zip(src.inputs, reads)):
-        view = lo.ifm if i == 0 else lo.ifm2
-        views[i] = band(view, t, read) if spatial else view
+    for i, (t, read) in enumerate(zip(src.inputs, reads)):
+        # The region the stripe reads, where the cascade keeps it. An operand read whole by
+        # every stripe (broadcast along H and W) too: a squeeze-and-excite gate that a part of
+        # the cascade makes is in a rolling buffer, and its whole buffer is gone.
+        views[i] = band(lo.ifm if i == 0 else lo.ifm2, t, read)
     if padded:
         # Padding only where the region reaches past the tensor's edge; the NPU reads the
         # bottom and right padding only as far as the windows reach.
