@@ -2,14 +2,14 @@
 
 `random_network(seed)` draws 2-11 layers over an input of 3-47 x 3-47 x 1-40: convolutions
 (strided, dilated, SAME or VALID), depthwise convolutions (multiplier 1 or 2), max and average
-pools, ADD/SUB/MUL against an earlier map of the same shape, concatenations along any axis,
-PAD, MEAN, RESIZE, TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC,
-HARD_SWISH, PRELU, SOFTMAX) and FULLY_CONNECTED. A layer may read any earlier map instead of
-the last one, so maps get several readers, and some none (dead operators, legal in a
-.tflite); sometimes a middle map is a second output. Weights and quantization come from the
-zoo's float calibration, so each model is what a converter writes from such a network, odd
-ranges included (a layer that only outputs zeros gets a scale of 4e-9). A seed always gives
-the same model.
+pools, ADD/SUB/MUL against an earlier map of the same shape or a broadcast scalar constant,
+squeeze-and-excite gates (MEAN, 1x1 conv, LOGISTIC, a MUL broadcast along H and W),
+concatenations of two or three maps along any axis, PAD, RESHAPE, QUANTIZE, MEAN, RESIZE,
+TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC, HARD_SWISH, PRELU, SOFTMAX)
+and FULLY_CONNECTED. A layer may read any earlier map instead of the last one, so maps get
+several readers, and some none (dead operators, legal in a .tflite); sometimes a middle map is
+a second output. A layer whose output calibrates to zeros only is left a dead end. Weights and quantization come from the zoo's float calibration, so each model
+is what a converter writes from such a network. A seed always gives the same model.
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._zoo_layers import Activation, CalibratedNet, output_size
+from ._zoo_layers import Activation, CalibratedNet, output_size, range_quantization
 from .errors import InvalidArgumentError
 from .tflite import Model
 
 _ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
 _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "concatenation", "pad",
           "mean", "resize", "transpose_conv", "leaky_relu", "tanh", "logistic", "hard_swish", "prelu", "softmax",
-          "fully_connected")
+          "fully_connected", "scalar", "squeeze_excite", "reshape", "requantize")
+
+
+_LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
 
 
 class RandomNetwork(NamedTuple):
@@ -51,7 +54,7 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
     """One layer of `kind` on `x`, or None when it does not apply to `x`'s shape."""
     spatial = len(x.shape) == 4
     h, w, c = x.shape[1:4] if spatial else (1, 1, x.shape[-1])
-    if not spatial and kind not in ("fully_connected", "tanh", "logistic", "leaky_relu", "softmax"):
+    if not spatial and kind not in ("fully_connected", "tanh", "logistic", "leaky_relu", "softmax", "requantize"):
         return None
     activation = _ACTIVATIONS[int(rng.integers(len(_ACTIVATIONS)))]
     if kind == "conv":
@@ -71,19 +74,35 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
             return None
         other = same[int(rng.integers(len(same)))]
         value = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[kind](x.value, other.value)
-        if np.abs(value).max() < 1e-6:
+        if np.abs(value).max() < _LEAST_SCALE:
             # A map minus itself: calibrated on zeros, its scale (4e-9) takes TFLite's own
-            # ADD/SUB outside the arithmetic it defines, and the reference cannot judge.
+            # ADD/SUB outside the arithmetic it defines, and the reference's ADD aborts.
             return None
         return {"add": net.add, "sub": net.sub, "mul": net.mul}[kind](x, other, activation), kind
+    if kind == "scalar":  # a constant operand, broadcast
+        op = str(rng.choice(["add", "sub", "mul"]))
+        constant = net.constant(float(rng.choice([-1, 1]) * rng.uniform(0.05, 3.0)))
+        operands = (x, constant) if rng.random() < 0.7 else (constant, x)
+        return getattr(net, op)(*operands, activation), f"{op}_scalar"
+    if kind == "squeeze_excite":  # a channel gate broadcast along H and W
+        gate = net.logistic(net.conv2d(net.mean(x), c, (1, 1), activation=None))
+        return net.mul(x, gate), kind
+    if kind == "reshape":  # the same bytes seen as another H x W
+        return net.reshape(x, (1, h * w, 1, c) if rng.random() < 0.5 else (1, 1, h * w, c)), kind
+    if kind == "requantize":
+        lo, hi = float(x.value.min()), float(x.value.max())
+        stretch = float(rng.uniform(0.5, 2.0))
+        return net.requantize(x, range_quantization(min(lo * stretch, 0.0), max(hi * stretch, 1e-3))), kind
     if kind == "concatenation":
         axis = int(rng.choice([3, 3, 1, 2]))
         fitting = [a for a in kept if a is not x and len(a.shape) == 4
                    and all(a.shape[j] == x.shape[j] for j in range(4) if j != axis)]
         if not fitting:
             return None
-        other = fitting[int(rng.integers(len(fitting)))]
-        return net.concatenation([x, other] if rng.random() < 0.5 else [other, x], axis=axis), f"concatenation{axis}"
+        others = [fitting[int(k)] for k in rng.integers(len(fitting), size=int(rng.integers(1, 3)))]
+        inputs = [x, *others]
+        rng.shuffle(inputs)
+        return net.concatenation(inputs, axis=axis), f"concatenation{axis}x{len(inputs)}"
     if kind == "pad":
         pads = [[0, 0], [int(v) for v in rng.integers(0, 3, 2)], [int(v) for v in rng.integers(0, 3, 2)], [0, 0]]
         return net.pad(x, pads), f"pad{pads[1]}{pads[2]}"
@@ -129,7 +148,12 @@ def random_network(seed: int) -> RandomNetwork:
             made = _layer(net, rng, _KINDS[int(rng.integers(len(_KINDS)))], x, kept)
         except InvalidArgumentError:  # the draw does not fit the map (a window larger than it)
             continue
-        if made is not None:
+        if made is not None and made[0].quant.scale[0] < _LEAST_SCALE:
+            # Calibrated on all zeros (a negative scalar times a ReLU's output, say), its scale
+            # of 4e-9 takes TFLite's own arithmetic after it outside what it defines: it stays
+            # a dead end.
+            drawn.append(f"({made[1]}: zeros)")
+        elif made is not None:
             x = made[0]
             kept.append(x)
             drawn.append(made[1])

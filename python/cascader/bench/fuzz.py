@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..compiler import compile as compile_model
-from ..errors import CascaderError, InfeasibleError, ReferenceCrashed
+from ..errors import InfeasibleError, ReferenceCrashed
 from ..random_networks import random_network
 
 ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512")
@@ -55,7 +55,7 @@ def check_network(seed: int) -> NetworkCheck:
 
     try:
         unlimited = compiled(None)
-    except CascaderError as e:
+    except Exception as e:  # a typed error is a failure here too: every draw is a valid model
         check.failures.append(f"unlimited: {type(e).__name__}: {e}")
         return check
     for budget in (None, max(1, int(unlimited.sram_bytes * rng.uniform(0.2, 0.9))), 1):
@@ -66,10 +66,10 @@ def check_network(seed: int) -> NetworkCheck:
             budget = e.minimum_sram
             try:
                 result = compiled(budget)
-            except CascaderError as again:
+            except Exception as again:
                 check.failures.append(f"the minimum {budget:,} B named does not compile: {type(again).__name__}: {again}")
                 continue
-        except CascaderError as e:
+        except Exception as e:
             check.failures.append(f"budget {budget:,} B: {type(e).__name__}: {e}")
             continue
         where = "unlimited" if budget is None else f"{budget:,} B"
