@@ -171,6 +171,23 @@ def test_a_pool_that_fits_one_window_of_its_rows_is_exact(tmp_path, mode, ifm, k
     assert validate(path, compiled.model, (0, 1)).bit_exact
 
 
+def test_a_strided_one_by_one_pool_of_one_channel_is_costed(tmp_path):
+    """The estimator costs a run of one-channel 1x1 pools (Vela's copy pieces) with W as the
+    depth; a strided one (a subsampling) is no copy, and taking its W as the depth gave IFM
+    and OFM depths that differ: compile raised a BinaryError ranking U65 candidates under a
+    budget (found by random networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(1112)
+    x = net.input((1, 6, 29, 1))
+    net.output(net.pool(x, "MAX", (1, 1), (1, 2), "VALID"))
+    path = tmp_path / "subsample.tflite"
+    cascader.save_model(net.build(), path)
+    compiled = cascader.compile(path, accelerator="ethos-u65-256", sram=32)
+    assert compiled.estimate().total_cycles > 0
+    assert validate(path, compiled.model, (0, 1)).bit_exact
+
+
 def test_small_maps_whose_bricks_cost_no_bytes_are_bricked():
     """The autoencoder's 1x1x8 bottleneck takes 16 bytes either way (the 16-byte rounding): it
     is NHCWB16 like its neighbours, so the stream switches no layout registers around it. Its

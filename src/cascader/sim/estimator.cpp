@@ -314,7 +314,10 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       // axis is the one the pieces walk: cost W as the depth.
       e.op.ofm.shape.h *= int(1 + e.merged.size());
       e.op.ifm.shape.h *= int(1 + e.merged.size());
+      // Only a copy (stride 1, one width in and out): a strided 1x1 pool of a one-channel map
+      // (a subsampling) keeps its shapes, or its IFM and OFM depths would differ.
       if (merge_as_vela && o.kind == OpKind::Pool && o.kernel.width == 1 && o.kernel.height == 1 &&
+          o.kernel.stride_x == 1 && o.kernel.stride_y == 1 && o.ifm.width == o.ofm.width &&
           o.ofm.depth == 1 && o.ifm.depth == 1 && o.activation.function == 0) {
         for (Shape4* sh : {&e.op.ifm.shape, &e.op.ofm.shape}) std::swap(sh->w, sh->c);
       }
