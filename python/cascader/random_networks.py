@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._zoo_layers import Activation, CalibratedNet, output_size, range_quantization
+from ._zoo_layers import Activation, CalibratedNet, apply_activation, output_size, range_quantization
 from .errors import InvalidArgumentError
 from .tflite import Model
 
@@ -29,6 +29,16 @@ _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub"
 
 
 _LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
+
+
+_ELEMENTWISE = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+
+
+def _zeros(value: np.ndarray, activation: str | None) -> bool:
+    """Whether an elementwise result calibrates to zeros only (a map minus itself, a ReLU of
+    negatives): its scale (4e-9) takes TFLite's own ADD/SUB outside the arithmetic it defines,
+    and the reference's ADD aborts, even with the result read by nobody."""
+    return bool(np.abs(apply_activation(value, activation)).max() < _LEAST_SCALE)
 
 
 class RandomNetwork(NamedTuple):
@@ -73,16 +83,15 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
         if not same:
             return None
         other = same[int(rng.integers(len(same)))]
-        value = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[kind](x.value, other.value)
-        if np.abs(value).max() < _LEAST_SCALE:
-            # A map minus itself: calibrated on zeros, its scale (4e-9) takes TFLite's own
-            # ADD/SUB outside the arithmetic it defines, and the reference's ADD aborts.
+        if _zeros(_ELEMENTWISE[kind](x.value, other.value), activation):
             return None
-        return {"add": net.add, "sub": net.sub, "mul": net.mul}[kind](x, other, activation), kind
+        return getattr(net, kind)(x, other, activation), kind
     if kind == "scalar":  # a constant operand, broadcast
         op = str(rng.choice(["add", "sub", "mul"]))
         constant = net.constant(float(rng.choice([-1, 1]) * rng.uniform(0.05, 3.0)))
         operands = (x, constant) if rng.random() < 0.7 else (constant, x)
+        if _zeros(_ELEMENTWISE[op](operands[0].value, operands[1].value), activation):
+            return None
         return getattr(net, op)(*operands, activation), f"{op}_scalar"
     if kind == "squeeze_excite":  # a channel gate broadcast along H and W
         gate = net.logistic(net.conv2d(net.mean(x), c, (1, 1), activation=None))
