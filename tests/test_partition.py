@@ -181,6 +181,8 @@ def _check_partition(graph: SubGraph, on_npu: list[bool]) -> None:
     preds = {i: {producer[t] for t in op.inputs if t in producer} for i, op in enumerate(graph.operators)}
     for i in range(len(graph.operators)):  # topological
         assert all(position[p] < position[i] for p in preds[i])
+    # Maximal: a CPU operator between every two NPU segments (a cascade cannot cross one).
+    assert all(a.target != NPU or b.target != NPU for a, b in zip(segments, segments[1:]))
     for s in segments:  # one target per segment; NPU segments convex
         assert len({on_npu[i] for i in s.operators}) == 1
         if s.target != NPU:
@@ -221,6 +223,16 @@ def test_partition_merges_independent_branches():
     graph, on_npu = _chain_graph([(True, []), (False, [0]), (True, [0]), (True, [1, 2])])
     segments = _segments(graph, on_npu)
     assert [(s.target, s.operators) for s in segments] == [(NPU, (0, 2)), (CPU, (1,)), (NPU, (3,))]
+
+
+def test_npu_groups_with_no_cpu_operator_between_are_one_segment():
+    """0 CPU; 1 NPU reads the input (level 0), 2 NPU reads op 0 (level 1): the groups meet with
+    no CPU operator between them and run as one segment. As two, a cascade planned across
+    them put op 2's stripes into op 1's segment, whose constants it lacked (found by random
+    networks)."""
+    graph, on_npu = _chain_graph([(False, []), (True, []), (True, [0])])
+    segments = _segments(graph, on_npu)
+    assert [(s.target, s.operators) for s in segments] == [(CPU, (0,)), (NPU, (1, 2))]
 
 
 # --- real models ------------------------------------------------------------------------

@@ -127,6 +127,8 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
         if stripes[0].cascade != cascade:  # made for a proposal with other cascades before it
             stripes = [evolve(sop, cascade=cascade) for sop in stripes]
         segment = part_op[c.first][0]
+        if part_op[c.last - 1][0] != segment:  # the partition puts a CPU operator between segments
+            raise ValueError(f"cascade of parts {c.first}..{c.last - 1} crosses NPU segments")
         new_buffers.setdefault(segment, {}).update(made.buffers)
         gone.setdefault(segment, set()).update(made.replaced)
         replaced[part_op[c.first]] = stripes

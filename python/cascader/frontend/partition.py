@@ -84,7 +84,12 @@ def _segments(graph: SubGraph, on_npu: list[bool]) -> list[Segment]:
         groups.setdefault((level[i], on_npu[i]), []).append(i)
     segments: list[Segment] = []
     for (_, npu), ops in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1][0])):
-        if npu:
+        if npu and segments and segments[-1].target == NPU:
+            # Two NPU groups with no CPU operator between them (one reads only what a CPU
+            # operator before the other does not write) run as one segment: one ethos-u
+            # operator, and the planner's cascades, which cannot cross a segment, see no edge.
+            segments[-1] = Segment(NPU, segments[-1].operators + tuple(ops))
+        elif npu:
             segments.append(Segment(NPU, tuple(ops)))
         else:  # the CPU runs operators one by one; each is its own segment
             segments.extend(Segment(CPU, (i,)) for i in ops)
