@@ -128,6 +128,8 @@ class _Target:
         # fit by construction), except the tensors the CPU hands in and reads back, which stay
         # in the arena.
         self.cpu_visible = {seg.aliases.get(t, t) for seg in segments for t in (*seg.ifms, *seg.ofms)}
+        # Constant maps (a PAD's border fills, say) are read where the constants are stored.
+        self.constant_buffers = {b for seg in segments for b in seg.constants}
         self._accelerator = Accelerator(accelerator)
         self._buffer_area = _memory(self.buffer_memory)
         self._described: dict[tuple[int, bool], tuple[LoweredOperation, "_core.NpuOp"]] = {}
@@ -243,7 +245,8 @@ class _Target:
         ifm, ofm = op.ifm, op.ofm
         args: dict[str, Any] = dict(
             ifm_dtype=ifm.dtype, ofm_dtype=ofm.dtype, ifm_format=ifm.layout, ofm_format=ofm.layout,
-            ifm_memory=self.feature_map_memory(ifm), ofm_memory=self.feature_map_memory(ofm),
+            ifm_memory=self.weight_memory if ifm.buffer in self.constant_buffers else self.feature_map_memory(ifm),
+            ofm_memory=self.feature_map_memory(ofm),
             accelerator=self.accelerator,
         )
         k = op.registers.get("kernel")
