@@ -8,8 +8,9 @@ concatenations of two or three maps along any axis, PAD, RESHAPE, QUANTIZE, MEAN
 TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC, HARD_SWISH, PRELU, SOFTMAX)
 and FULLY_CONNECTED. A layer may read any earlier map instead of the last one, so maps get
 several readers, and some none (dead operators, legal in a .tflite); sometimes a middle map is
-a second output. A layer whose output calibrates to zeros only is left a dead end. Weights and quantization come from the zoo's float calibration, so each model
-is what a converter writes from such a network. A seed always gives the same model.
+a second output. A layer whose output calibrates to zeros only is left a dead end. Weights and
+quantization come from the zoo's float calibration, so each model is what a converter writes
+from such a network. A seed always gives the same model.
 """
 
 from __future__ import annotations
@@ -26,12 +27,8 @@ _ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
 _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "concatenation", "pad",
           "mean", "resize", "transpose_conv", "leaky_relu", "tanh", "logistic", "hard_swish", "prelu", "softmax",
           "fully_connected", "scalar", "squeeze_excite", "reshape", "requantize")
-
-
-_LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
-
-
 _ELEMENTWISE = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+_LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
 
 
 def _zeros(value: np.ndarray, activation: str | None) -> bool:
@@ -158,9 +155,9 @@ def random_network(seed: int) -> RandomNetwork:
         except InvalidArgumentError:  # the draw does not fit the map (a window larger than it)
             continue
         if made is not None and made[0].quant.scale[0] < _LEAST_SCALE:
-            # Calibrated on all zeros (a negative scalar times a ReLU's output, say), its scale
-            # of 4e-9 takes TFLite's own arithmetic after it outside what it defines: it stays
-            # a dead end.
+            # Calibrated on zeros only (a ReLU of a map that is all negative, say), its scale of
+            # 4e-9 takes TFLite's own arithmetic after it outside what it defines: it stays a
+            # dead end.
             drawn.append(f"({made[1]}: zeros)")
         elif made is not None:
             x = made[0]
