@@ -8,9 +8,9 @@ concatenations of two or three maps along any axis, PAD, RESHAPE, QUANTIZE, MEAN
 TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC, HARD_SWISH, PRELU, SOFTMAX)
 and FULLY_CONNECTED. A layer may read any earlier map instead of the last one, so maps get
 several readers, and some none (dead operators, legal in a .tflite); sometimes a middle map is
-a second output. A layer whose output calibrates to zeros only is left a dead end. Weights and
-quantization come from the zoo's float calibration, so each model is what a converter writes
-from such a network. A seed always gives the same model.
+a second output, and sometimes a second input. A layer whose output calibrates to zeros only
+is left a dead end. Weights and quantization come from the zoo's float calibration, so each
+model is what a converter writes from such a network. A seed always gives the same model.
 """
 
 from __future__ import annotations
@@ -146,6 +146,10 @@ def random_network(seed: int) -> RandomNetwork:
     shape = (1, int(rng.integers(3, 48)), int(rng.integers(3, 48)), int(rng.choice([1, 2, 3, 4, 5, 8, 16, 17, 24, 32, 40])))
     x = net.input(shape)
     kept, drawn = [x], [f"input{list(shape[1:])}"]
+    if rng.random() < 0.3:  # a second model input, as wide or not
+        second = (*shape[:3], int(rng.choice([shape[3], 8])))
+        kept.append(net.input(second, name="input_2"))
+        drawn.append(f"input{list(second[1:])}")
     for _ in range(int(rng.integers(2, 12))):
         if len(kept) > 2 and rng.random() < 0.25:
             x = kept[int(rng.integers(len(kept)))]
