@@ -86,6 +86,16 @@ def test_rolling_buffers_wrap_through_the_second_tile(tmp_path):
     assert wrapped
 
 
+def _compiled_bit_exact(tmp_path, net, **options):
+    """`net` (a CalibratedNet) built, compiled with `options` and checked bit-exact."""
+    path = tmp_path / "net.tflite"
+    cascader.save_model(net.build(), path)
+    compiled = cascader.compile(path, **options)
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
+    return compiled
+
+
 def test_inner_stripes_of_a_padded_average_pool_divide_by_their_scale(tmp_path):
     """A SAME average pool relies on the NPU dividing each padded window by its valid
     elements; the NPU divides only when the operation pads. Its inner stripes pad nothing and
@@ -97,16 +107,12 @@ def test_inner_stripes_of_a_padded_average_pool_divide_by_their_scale(tmp_path):
     x = net.input((1, 28, 11, 4))
     x = net.conv2d(x, 48, (1, 3), (2, 2), "VALID", activation=None)
     net.output(net.pool(x, "AVERAGE", (2, 1), (1, 2), "SAME"))
-    path = tmp_path / "pool.tflite"
-    cascader.save_model(net.build(), path)
-    compiled = cascader.compile(path, accelerator="ethos-u55-64", optimise="size")
+    compiled = _compiled_bit_exact(tmp_path, net, accelerator="ethos-u55-64", optimise="size")
     pools = [op for op in compiled.operations[0] if op["kind"] == "pool"]
     padded = [op for op in pools if any(op["padding"])]
     assert padded and len(pools) > len(padded), "the pool must run as stripes, some of them unpadded"
     assert all(op["ofm_scale"] == (1, 0) for op in padded)
     assert all(op["ofm_scale"] != (1, 0) for op in pools if not any(op["padding"]))
-    result = validate(path, compiled.model, (0, 1))
-    assert result.bit_exact, result.details
 
 
 def test_a_dead_operator_inside_a_cascade_is_dropped_with_its_buffer(tmp_path):
@@ -120,13 +126,9 @@ def test_a_dead_operator_inside_a_cascade_is_dropped_with_its_buffer(tmp_path):
     a = net.conv2d(x, 48, (3, 3))
     net.depthwise_conv2d(a, (3, 3), name="dead")
     net.output(net.conv2d(a, 8, (3, 3)))
-    path = tmp_path / "dead.tflite"
-    cascader.save_model(net.build(), path)
-    compiled = cascader.compile(path, optimise="size")
+    compiled = _compiled_bit_exact(tmp_path, net, optimise="size")
     names = [op.lowered.name for op in compiled.schedule.operations]
     assert any("[rows" in n for n in names) and not any("DEPTHWISE" in n for n in names)
-    result = validate(path, compiled.model, (0, 1))
-    assert result.bit_exact, result.details
 
 
 def test_a_squeeze_and_excite_gate_made_in_the_cascade_is_read_from_its_rolling_buffer(tmp_path):
@@ -140,12 +142,8 @@ def test_a_squeeze_and_excite_gate_made_in_the_cascade_is_read_from_its_rolling_
     x = net.input((1, 20, 45, 40))
     gate = net.logistic(net.conv2d(net.mean(x), 40, (1, 1), activation=None))
     net.output(net.concatenation([x, net.mul(x, gate)], axis=-1))
-    path = tmp_path / "squeeze_excite.tflite"
-    cascader.save_model(net.build(), path)
-    compiled = cascader.compile(path, accelerator="ethos-u55-256", optimise="size")
+    compiled = _compiled_bit_exact(tmp_path, net, accelerator="ethos-u55-256", optimise="size")
     assert any("MUL[rows" in op.lowered.name for op in compiled.schedule.operations)
-    result = validate(path, compiled.model, (0, 1))
-    assert result.bit_exact, result.details
 
 
 def test_column_bands_compile_bit_exact(tmp_path):

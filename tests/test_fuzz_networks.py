@@ -2,8 +2,10 @@
 without a budget, at a random one and at 1 byte, every binary fits its budget and is
 bit-exact, and every budget below the minimum names one that compiles. Found so far: inner
 stripes of a SAME average pool that summed instead of averaging, ADD/SUB rescales outside the
-reference's range, dead operators inside a cascade, pools of one window, and squeeze-and-excite
-gates kept in a cascade's rolling buffer. `python -m cascader.bench.fuzz` runs more seeds."""
+reference's range, dead operators inside a cascade, pools of one window, squeeze-and-excite
+gates kept in a cascade's rolling buffer, strided one-channel 1x1 pools the estimator took for
+copies, and cascades across two adjacent NPU segments. `python -m cascader.bench.fuzz` runs
+more seeds."""
 
 from __future__ import annotations
 

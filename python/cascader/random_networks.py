@@ -44,7 +44,9 @@ class RandomNetwork(NamedTuple):
 
 
 def _window(rng: np.random.Generator, x: Activation, largest: int, dilate: bool):
-    """A kernel, stride, dilation and padding that fit `x` (InvalidArgumentError if not)."""
+    """A kernel, stride, dilation and padding that fit `x` (InvalidArgumentError if not). The
+    builder checks too, but after the layer's other draws: checked here, a window that does not
+    fit takes no more of the seed's numbers, and each seed keeps its network."""
     kernel = (int(rng.integers(1, largest + 1)), int(rng.integers(1, largest + 1)))
     stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     dilation = (1, 1)

@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..compiler import compile as compile_model
 from ..errors import InfeasibleError, ReferenceCrashed
 from ..random_networks import random_network
-
-ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512")
-
 
 @dataclass
 class NetworkCheck:
@@ -40,11 +38,12 @@ class NetworkCheck:
 def check_network(seed: int) -> NetworkCheck:
     """Compile seed `seed`'s network at its three budgets and check each binary."""
     rng = np.random.default_rng(10_000 + seed)  # the target's draws, apart from the network's
-    accelerator = str(rng.choice(ACCELERATORS))
+    accelerator = str(rng.choice(Accelerator.names()))
+    u65 = Accelerator(accelerator)._config.is_u65
     mode = None
-    if accelerator.startswith("ethos-u65") and rng.random() < 0.3:
+    if u65 and rng.random() < 0.3:
         mode = "Shared_Sram"
-    if accelerator.startswith("ethos-u55") and rng.random() < 0.2:
+    if not u65 and rng.random() < 0.2:
         mode = "Sram_Only"
     optimise = "performance" if rng.random() < 0.8 else "size"
     network = random_network(seed)
