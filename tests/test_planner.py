@@ -352,6 +352,27 @@ def test_model_frontier(name, at_most):
     assert err.value.minimum_sram == points[0].sram_bytes
 
 
+def test_a_cascade_between_two_tensors_tflm_sees_writes_no_staircase():
+    """The model's input cascades straight into its output: the output may not be written
+    over the input (TFLM would see its two tensors share bytes), and the planner must not
+    count that saving either. It did: the least point claimed 6,064 B, the compile named
+    6,414 B and a compile at 6,064 B failed (found by random networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(56)
+    x = net.input((1, 19, 35, 5))
+    net.output(net.conv2d(net.tanh(x), 8, (2, 2), (1, 2), "SAME"))
+    model = net.build()
+    points = plan(model).points
+    assert any(p.cascades for p in points)
+    with pytest.raises(InfeasibleError) as err:
+        cascader.compile(model, sram=1)
+    assert err.value.minimum_sram == points[0].sram_bytes
+    for p in points:
+        assert p.estimated_bytes - 15 <= p.sram_bytes
+        assert cascader.compile(model, sram=p.sram_bytes).sram_bytes <= p.sram_bytes
+
+
 def test_plan_options_change_the_frontier():
     model = zoo.mobilenet_v2()
     narrow = plan(model, options=PlanOptions(max_cascade_parts=1))

@@ -195,6 +195,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         t.shape = [1, *natural.get(b, (1, 1, max(buf.size, 1)))]
         t.bytes = (buf.size + 15) // 16 * 16
         t.cascadable = readers_whole.get(b, False) and writers.get(b, 0) == 1 and not buf.cpu_visible
+        t.cpu_visible = buf.cpu_visible
         pg.add_tensor(t)
     n_tensors = len(msched.buffers)
     for s, step in enumerate(msched.steps):

@@ -62,6 +62,7 @@ void bind_planner(py::module_& m) {
       .def_readwrite("shape", &PlanTensor::shape)
       .def_readwrite("bytes", &PlanTensor::bytes)
       .def_readwrite("cascadable", &PlanTensor::cascadable)
+      .def_readwrite("cpu_visible", &PlanTensor::cpu_visible)
       .def("__repr__", &PlanTensor::repr);
   py::class_<Part>(m, "Part")
       .def(py::init<>())

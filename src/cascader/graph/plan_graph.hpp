@@ -26,6 +26,10 @@ struct PlanTensor {
   std::array<int64_t, 4> shape{1, 1, 1, 1};  // NHWC
   int64_t bytes = 0;                         // the whole buffer as laid out
   bool cascadable = true;
+  // A tensor TFLM sees (a model or CPU operator's input or output): a cascade's output may
+  // not be written over an input it consumes when both are (TFLM would see two of its tensors
+  // share bytes; cascader.schedule._staircases).
+  bool cpu_visible = false;
   std::string repr() const;
 };
 

@@ -294,14 +294,18 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
 namespace {
 
 // The input of parts [first, last) the sink may be written over: the largest one produced
-// before the cascade and read for the last time in it, not a graph output (-1: none).
+// before the cascade and read for the last time in it, not a graph output, and not one TFLM
+// sees when it sees the sink too (-1: none).
 int staircase_source(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
                      const std::vector<char>& internal) {
   const int sink = graph.parts[size_t(last - 1)].output;
   int best = -1;
   for (int k = first; k < last; ++k) {
     for (int t : graph.parts[size_t(k)].inputs) {
-      if (t == sink || internal[size_t(t)] || graph.tensors[size_t(t)].bytes == 0) continue;
+      if (t == sink || internal[size_t(t)] || graph.tensors[size_t(t)].bytes == 0 ||
+          (graph.tensors[size_t(t)].cpu_visible && graph.tensors[size_t(sink)].cpu_visible)) {
+        continue;
+      }
       const auto& cons = uses.consumers[size_t(t)];
       const auto& prod = uses.producers[size_t(t)];
       if (uses.last[size_t(t)] >= last || std::any_of(cons.begin(), cons.end(), [&](int c) { return c >= last; }) ||

@@ -31,14 +31,19 @@ int64_t shared_tensor_bytes(const PlanGraph& graph, const PlanGraph::Uses& uses,
     return std::max<int64_t>(0, std::min(in, out - plan.staircase_shift));
   }
   // An elementwise operation run alone writes over an operand of its size read for the last
-  // time there (schedule.py: _in_place_elementwise), model inputs and outputs aside.
+  // time there (schedule.py: _in_place_elementwise), model inputs and outputs aside, and only
+  // where TFLM sees both or neither.
   auto io = [&](int t) {
     return std::find(graph.inputs.begin(), graph.inputs.end(), t) != graph.inputs.end() ||
            std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end();
   };
   if (plan.last - plan.first == 1 && is_elementwise(sink.op.type) && !io(sink.output)) {
     for (int t : sink.inputs) {
-      if (uses.last[size_t(t)] == plan.first && graph.tensors[size_t(t)].bytes == out && !io(t)) return out;
+      const PlanTensor& operand = graph.tensors[size_t(t)];
+      if (uses.last[size_t(t)] == plan.first && operand.bytes == out && !io(t) &&
+          operand.cpu_visible == graph.tensors[size_t(sink.output)].cpu_visible) {
+        return out;
+      }
     }
   }
   return 0;
