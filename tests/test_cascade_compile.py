@@ -115,10 +115,11 @@ def test_inner_stripes_of_a_padded_average_pool_divide_by_their_scale(tmp_path):
     assert all(op["ofm_scale"] != (1, 0) for op in pools if not any(op["padding"]))
 
 
-def test_a_dead_operator_inside_a_cascade_is_dropped_with_its_buffer(tmp_path):
+def test_a_dead_operator_between_two_that_cascade_is_removed(tmp_path):
     """An operator whose output nobody reads (legal in a .tflite) sits between two that
-    cascade: the planner never runs it, so its whole buffer must go too (the memory planner
-    raised 'touched by no step' for it; found by random networks)."""
+    cascade. It is removed before planning (the planner, which runs a part for the rows its
+    readers need, never ran it, but its whole buffer stayed and the memory planner raised
+    'touched by no step' for it; found by random networks)."""
     from cascader._zoo_layers import CalibratedNet
 
     net = CalibratedNet(3)
@@ -129,6 +130,33 @@ def test_a_dead_operator_inside_a_cascade_is_dropped_with_its_buffer(tmp_path):
     compiled = _compiled_bit_exact(tmp_path, net, optimise="size")
     names = [op.lowered.name for op in compiled.schedule.operations]
     assert any("[rows" in n for n in names) and not any("DEPTHWISE" in n for n in names)
+
+
+def test_a_dead_branch_is_in_no_plan_and_no_binary(tmp_path):
+    """A dead branch off the model's input: its operators are not run, the plan does not count
+    their buffers, and the compile's minimum is the frontier's least point. Left in, the
+    uncascaded proposal ran the dead convolution and held its 63 KiB output, while a cascade
+    that took it in dropped both: the frontier's least point claimed 68,103 B and a compile
+    named 18,186 B (found by random networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(245)
+    x = net.input((1, 47, 21, 5))
+    dead = net.conv2d(x, 64, (3, 5), padding="SAME", name="dead")
+    net.tanh(dead)
+    net.output(net.depthwise_conv2d(x, (1, 4), padding="VALID"))
+    path = tmp_path / "net.tflite"
+    cascader.save_model(net.build(), path)
+    report = cascader.inspect(path)
+    assert [r.opcode for r in report.operators if r.target == "removed"] == ["CONV_2D", "TANH"]
+    compiled = cascader.compile(path, accelerator="ethos-u55-64")
+    assert all(op.opcode not in ("CONV_2D", "TANH") for op in compiled.model.main.operators)
+    assert validate(path, compiled.model, (0, 1)).bit_exact
+    least = plan(path, accelerator="ethos-u55-64").points[0].sram_bytes
+    with pytest.raises(InfeasibleError) as err:
+        cascader.compile(path, accelerator="ethos-u55-64", sram=1)
+    assert err.value.minimum_sram == least
+    assert cascader.compile(path, accelerator="ethos-u55-64", sram=least).sram_bytes <= least
 
 
 def test_a_squeeze_and_excite_gate_made_in_the_cascade_is_read_from_its_rolling_buffer(tmp_path):

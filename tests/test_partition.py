@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import cascader
 from cascader import zoo
 from cascader.cli import main as cli_main
-from cascader.frontend.partition import CPU, NPU, _segments, partition
+from cascader.frontend.partition import CPU, NPU, _dead_npu_operators, _segments, partition
 from cascader.frontend.support import RULES, WEIGHT_SUM_MAX, check_operator
 from cascader.frontend.operator_view import OperatorView
 from cascader.tflite import Operator, SubGraph, Tensor
@@ -233,6 +233,17 @@ def test_npu_groups_with_no_cpu_operator_between_are_one_segment():
     graph, on_npu = _chain_graph([(False, []), (True, []), (True, [0])])
     segments = _segments(graph, on_npu)
     assert [(s.target, s.operators) for s in segments] == [(CPU, (0,)), (NPU, (1, 2))]
+
+
+def test_npu_operators_no_output_depends_on_are_removed():
+    """0 NPU feeds 1 NPU, which feeds 2 NPU, which nothing reads: 1 and 2 are removed. 3 NPU
+    is read only by 4 CPU, which nothing reads either: TFLM runs 4, so 3 stays. 5 NPU is the
+    model's output."""
+    graph, on_npu = _chain_graph([(True, []), (True, [0]), (True, [1]), (True, [0]), (False, [3]), (True, [0])])
+    removed = _dead_npu_operators(graph, on_npu)
+    assert removed == (1, 2)
+    segments = _segments(graph, on_npu, set(removed))
+    assert [(s.target, s.operators) for s in segments] == [(NPU, (0, 3, 5)), (CPU, (4,))]
 
 
 # --- real models ------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            return part, [lower_segment(part.graph, s.operators) for s in part.segments if s.target == NPU]
+            return part, [lower_segment(part.graph, s.operators, part.removed) for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)
             if op is None or op in forced:
@@ -356,10 +356,11 @@ def _emitted(allocated: tuple, accelerator: str, templates: RecordTemplates | No
 
 
 def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplates | None = None,
-          emission: _Emission | None = None) -> tuple[Model, bytes, list[list[dict]]]:
+          emission: _Emission | None = None, removed: tuple[int, ...] = ()) -> tuple[Model, bytes, list[list[dict]]]:
     """The packaged binary of an allocated schedule: the output model, its flash image and the
     emitted operation records per `ethos-u` operator. `emission`: `_emitted(allocated, ...)`,
-    when the caller has it (a compile that ranked its candidates on their command streams)."""
+    when the caller has it (a compile that ranked its candidates on their command streams).
+    `removed`: the partition's operators left out (`Partition.removed`)."""
     sched, result, placement, offsets = allocated
     flash, segments = emission or _emitted(allocated, accelerator, templates)
     subgraphs, records = [], []
@@ -369,7 +370,8 @@ def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplat
     data = flash.data
     # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
     out = m if not subgraphs else package(m, subgraphs, data, ArenaSizes.from_layout(result), offsets,
-                                          accelerator=accelerator, description="cascader Optimised", order=sched.order)
+                                          accelerator=accelerator, description="cascader Optimised", order=sched.order,
+                                          removed=removed)
     return out, data, records
 
 
@@ -511,7 +513,7 @@ def compile(
             emitted = _emitted(exact, acc.name, templates)
             if _stream_cycles(emitted, acc.name, system, mode) <= best:
                 chosen, emission = exact, emitted
-    out, flash, records = _emit(m, chosen, acc.name, templates, emission)
+    out, flash, records = _emit(m, chosen, acc.name, templates, emission, part.removed)
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()

@@ -10,7 +10,7 @@ from typing import Union
 
 from .frontend.liveness import activation_live_ranges, tensor_bytes
 from .frontend.operator_view import OperatorView
-from .frontend.partition import CPU, NPU, Segment, partition
+from .frontend.partition import CPU, NPU, REMOVED, REMOVED_REASON, Segment, partition
 from .frontend.support import macs
 from .tflite import Model, load_model
 
@@ -21,8 +21,8 @@ ModelSource = Union[Model, str, os.PathLike, bytes]
 class OperatorReport:
     index: int
     opcode: str
-    target: str  # "NPU" or "CPU"
-    segment: int  # index into Inspection.segments
+    target: str  # "NPU", "CPU", or REMOVED (`Partition.removed`: not run, not in the output)
+    segment: int  # index into Inspection.segments (-1: removed)
     rule: str | None  # the rule that sent it to the CPU
     reason: str | None
     macs: int
@@ -52,8 +52,8 @@ class Inspection:
         return sum(r.target == CPU for r in self.operators)
 
     @property
-    def total_macs(self) -> int:
-        return sum(r.macs for r in self.operators)
+    def total_macs(self) -> int:  # of the operators that run
+        return sum(r.macs for r in self.operators if r.target != REMOVED)
 
     @property
     def npu_macs(self) -> int:
@@ -61,12 +61,12 @@ class Inspection:
 
     def table(self) -> str:
         """A fixed-width text table: one row per operator, then the totals."""
-        header = f"{'#':>4} {'operator':<22} {'on':<4} {'seg':>3} {'MACs':>12} {'weights':>9} {'IFM B':>9} {'OFM B':>9}  OFM shape / CPU reason"
+        header = f"{'#':>4} {'operator':<22} {'on':<7} {'seg':>3} {'MACs':>12} {'weights':>9} {'IFM B':>9} {'OFM B':>9}  OFM shape / CPU reason"
         lines = [f"{self.name}", header, "-" * len(header)]
         for r in self.operators:
             note = "x".join(map(str, r.ofm_shape)) if r.target == NPU else r.reason
             lines.append(
-                f"{r.index:>4} {r.opcode[:22]:<22} {r.target:<4} {r.segment:>3} {r.macs:>12,} {r.weight_bytes:>9,} "
+                f"{r.index:>4} {r.opcode[:22]:<22} {r.target:<7} {r.segment:>3} {r.macs:>12,} {r.weight_bytes:>9,} "
                 f"{r.ifm_bytes:>9,} {r.ofm_bytes:>9,}  {note}"
             )
         lines.append("-" * len(header))
@@ -115,7 +115,8 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
     graph = part.graph
     segment_of = {i: s for s, seg in enumerate(part.segments) for i in seg.operators}
     reports = []
-    for index in part.order:
+    removed = set(part.removed)
+    for index in [*part.order, *part.removed]:
         view = OperatorView(graph, index)
         verdict = part.verdicts[index]
         inputs = [t for t in view.inputs if t is not None]
@@ -123,10 +124,10 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
             OperatorReport(
                 index=index,
                 opcode=view.op.name,
-                target=NPU if verdict.npu else CPU,
-                segment=segment_of[index],
+                target=REMOVED if index in removed else NPU if verdict.npu else CPU,
+                segment=segment_of.get(index, -1),
                 rule=verdict.rule,
-                reason=verdict.reason,
+                reason=REMOVED_REASON if index in removed else verdict.reason,
                 macs=macs(view),
                 weight_bytes=sum(tensor_bytes(t) for t in inputs if t.is_constant),
                 ifm_bytes=sum(tensor_bytes(t) for t in inputs if not t.is_constant),

@@ -247,11 +247,6 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
         stripes.append(_stripe(src, region, reads, padding, band, target, costs, weights,
                                cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
                                shared_weights=None if weights is None else ("cascade", c.first, k)))
-    # The planner runs a part for the rows its readers need: one whose output nobody reads (a
-    # dead operator, and the operations that only feed it) never runs, and its whole buffer,
-    # which no stripe writes, goes too.
-    ran = {id(sop.stripe_of) for sop in stripes}
-    gone.update(lowered[k].ofm.buffer for k in range(c.first, c.last) if id(ops[k].lowered) not in ran)
     return _CascadeStripes(stripes, new_buffers, gone, ())
 
 

@@ -30,6 +30,7 @@ values. How each operator maps:
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -145,7 +146,7 @@ def same_padding(in_size: int, out_size: int, stride: int, dilated_kernel: int) 
 
 
 class _Lowering:
-    def __init__(self, graph: SubGraph, operators: tuple[int, ...]) -> None:
+    def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset()) -> None:
         self.graph = graph
         self.operators = operators
         self.members = set(operators)
@@ -163,6 +164,8 @@ class _Lowering:
         self.slices: dict[int, tuple[int, int, int]] = {}
         consumers: dict[int, list[int]] = {}
         for i, op in enumerate(graph.operators):
+            if i in removed:
+                continue
             for t in op.inputs:
                 if t >= 0:
                     consumers.setdefault(t, []).append(i)
@@ -774,8 +777,9 @@ class _Lowering:
                               {b: self.natural(b)[0] for b in buffers})
 
 
-def lower_segment(graph: SubGraph, operators: tuple[int, ...]) -> LoweredSegment:
-    """Lower the operators of one NPU segment (in execution order).
+def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = ()) -> LoweredSegment:
+    """Lower the operators of one NPU segment (in execution order). `removed`: the
+    partition's operators that do not run (`Partition.removed`): what they read is not read.
 
     Raises
     ------
@@ -783,4 +787,4 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...]) -> LoweredSegment
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators)).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed)).run()

@@ -18,6 +18,8 @@ from .operator_view import OperatorView
 from .support import Verdict, check_operator
 
 NPU, CPU = "NPU", "CPU"
+# What reports say of an operator in `Partition.removed`.
+REMOVED, REMOVED_REASON = "removed", "not run: no model output depends on its result"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,9 @@ class Partition:
     graph: SubGraph
     verdicts: list[Verdict]  # one per operator, after policy
     segments: list[Segment]  # in execution order
+    # NPU operators whose results nothing reads, directly or through other such operators (a
+    # dead branch): in no segment, not run, and left out of the output model, as Vela does.
+    removed: tuple[int, ...] = ()
 
     @property
     def order(self) -> list[int]:
@@ -64,10 +69,29 @@ def partition(model: Model, cpu: Mapping[int, Verdict] | None = None) -> Partiti
     # runs on the NPU too, as one copy, as Vela 5.2 runs it. Keeping it on the CPU saves an NPU
     # launch where the copy is a few bytes, and was this partition's policy; it kept 3 more of
     # movenet's operators on the CPU than Vela, against the coverage target (#11).
-    return Partition(graph, verdicts, _segments(graph, [v.npu for v in verdicts]))
+    on_npu = [v.npu for v in verdicts]
+    removed = _dead_npu_operators(graph, on_npu)
+    return Partition(graph, verdicts, _segments(graph, on_npu, set(removed)), removed)
 
 
-def _segments(graph: SubGraph, on_npu: list[bool]) -> list[Segment]:
+def _dead_npu_operators(graph: SubGraph, on_npu: list[bool]) -> tuple[int, ...]:
+    """The NPU operators no model output depends on. CPU operators all stay (TFLM runs them),
+    and so does everything they read. Left in, such an operator costs its cycles and its whole
+    output buffer, and inside a cascade the planner (which runs a part for the rows its readers
+    need) would count that buffer while the stripes drop the operator."""
+    needed = set(graph.outputs)
+    dead = []
+    # TFLite stores operators in a valid execution order: readers come after their producers.
+    for i in range(len(graph.operators) - 1, -1, -1):
+        op = graph.operators[i]
+        if on_npu[i] and not any(t in needed for t in op.outputs):
+            dead.append(i)
+            continue
+        needed.update(op.inputs)
+    return tuple(sorted(dead))
+
+
+def _segments(graph: SubGraph, on_npu: list[bool], removed: frozenset[int] | set[int] = frozenset()) -> list[Segment]:
     producer: dict[int, int] = {}
     for i, op in enumerate(graph.operators):
         for t in op.outputs:
@@ -81,7 +105,8 @@ def _segments(graph: SubGraph, on_npu: list[bool]) -> list[Segment]:
                 level[i] = max(level[i], level[p] + (on_npu[p] != on_npu[i]))
     groups: dict[tuple[int, bool], list[int]] = {}
     for i in range(len(graph.operators)):
-        groups.setdefault((level[i], on_npu[i]), []).append(i)
+        if i not in removed:
+            groups.setdefault((level[i], on_npu[i]), []).append(i)
     segments: list[Segment] = []
     for (_, npu), ops in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1][0])):
         if npu and segments and segments[-1].target == NPU:

@@ -30,7 +30,7 @@ emitter that does gets them checked here). Readers recognise it by ``is_variable
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +119,7 @@ def package(
     scratch_offset: int = 0,
     description: str = "cascader Optimised",
     order: Sequence[tuple[str, int]] | None = None,
+    removed: Collection[int] = (),
 ) -> Model:
     """Replace each NPU subgraph of `model` by one `ethos-u` operator (see the module docstring).
 
@@ -146,6 +147,9 @@ def package(
         The execution order, as ``("cpu", operator index)`` and ``("npu", index into
         subgraphs)``; by default each NPU subgraph goes where its first operator was, or just
         after the last producer of its IFMs.
+    removed
+        Operators left out of the output, in no NPU subgraph (nor in `order`): their results are
+        read by no operator the output keeps and are no model output (a dead branch).
 
     Returns
     -------
@@ -162,17 +166,18 @@ def package(
     sg = model.main
     flash = np.ascontiguousarray(flash, dtype=np.uint8).tobytes() if isinstance(flash, np.ndarray) else bytes(flash)
     _check_sizes(arenas, len(flash), scratch_offset)
-    npus = [_boundary(model, s, accelerator, id_word) for s in subgraphs]
+    npus = [_boundary(model, s, accelerator, id_word, set(removed)) for s in subgraphs]
     _check_disjoint(npus)
     for npu in npus:
         _check_offsets(sg, npu, arena_offsets, scratch_offset, arenas.scratch)
     if order is None:
-        items = _operator_order(sg, npus)
+        items = [item for item in _operator_order(sg, npus) if not isinstance(item, int) or item not in removed]
     else:
         owned = {i for npu in npus for i in npu.ops}
         items = [npus[k] if kind == "npu" else k for kind, k in order]
         cpu = [k for kind, k in order if kind != "npu"]
-        if sorted(cpu) != sorted(set(range(len(sg.operators))) - owned) or len(items) != len(cpu) + len(npus):
+        if (sorted(cpu) != sorted(set(range(len(sg.operators))) - owned - set(removed))
+                or len(items) != len(cpu) + len(npus)):
             raise InvalidArgumentError("order must name every CPU operator and every NPU subgraph exactly once")
     items = _check_order(sg, items)
 
@@ -294,7 +299,7 @@ def _check_sizes(arenas: ArenaSizes, flash_size: int, scratch_offset: int) -> No
         raise InvalidArgumentError(f"the flash is {flash_size:,} bytes, over the {_INT32_MAX:,} a tensor can hold")
 
 
-def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int) -> _Npu:
+def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int, removed: set[int]) -> _Npu:
     sg = model.main
     ops = tuple(int(i) for i in s.operators)
     if not ops:
@@ -317,7 +322,7 @@ def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int) -> _
         op = sg.operators[i]
         consumed.update((t, None) for t in op.inputs if t >= 0)
         produced.update((t, None) for t in op.outputs)
-    used_outside = {t for i, op in enumerate(sg.operators) if i not in inside for t in op.inputs}
+    used_outside = {t for i, op in enumerate(sg.operators) if i not in inside and i not in removed for t in op.inputs}
     ifms = tuple(t for t in consumed if t not in produced and not _is_constant(model, sg.tensors[t]))
     ofms = tuple(t for t in produced if t in used_outside or t in sg.outputs)
     for given, found, what in ((s.ifms, ifms, "IFMs"), (s.ofms, ofms, "OFMs")):
