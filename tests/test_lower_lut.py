@@ -7,6 +7,8 @@ agree on every one. Hypothesis draws the input range (hence scale and zero point
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 
 import cascader
 from cascader.frontend.lower_lut import lut_table
+from cascader.tflite.model import Quantization
 from cascader.zoo import _single_op_net
 
 pytest.importorskip("ai_edge_litert")
@@ -50,10 +53,32 @@ def test_table_equals_reference_on_every_code(case, low, high, seed):
     assert mismatch.size == 0, f"codes {mismatch[:8] - 128}: table {table[mismatch[:8]]}, reference {expected[mismatch[:8]]}"
 
 
-def test_float_table_maps_an_overflowing_exp_to_the_minimum():
-    # TFLite converts a rescaled +inf to INT32_MIN (x86/Arm) before clamping: the minimum.
-    table = lut_table("EXP", (1.0, 0), (1e-3, 0), "int8")
-    assert table[-1] == -128 and table[128] == 127  # exp(127) overflows float32; exp(0) = 1000 saturates
+def _with_quantization(model, ifm: tuple[float, int], ofm: tuple[float, int]):
+    """`model`, one operator, with its input and output quantized as given."""
+    graph = model.main
+    op = graph.operators[0]
+    tensors = list(graph.tensors)
+    for t, (scale, zero_point) in ((op.inputs[0], ifm), (op.outputs[0], ofm)):
+        tensors[t] = replace(tensors[t], quantization=Quantization(np.array([scale], np.float32), np.array([zero_point])))
+    return replace(model, subgraphs=[replace(graph, tensors=tensors)])
+
+
+@pytest.mark.parametrize("method, ifm, ofm", [
+    # 1 / (1 + exp(-1.5317733)) * 256 is 210.49998 with numpy's float32 exp, 210.50002 with
+    # libm's, which the reference rounds up (found by random networks; so is the TANH case).
+    ("logistic", (0.018235396593809128, -128), (1 / 256, -128)),
+    ("tanh", (0.023062005639076233, 83), (1 / 128, 0)),
+    # Rescaled beyond int32, finite (exp(23) / 2.16) or not (exp(127) is inf in float32): the
+    # reference gives the maximum.
+    ("exp", (1.0, -128), (2.16, -96)),
+    ("exp", (1.0, 0), (1e-3, 0)),
+])
+def test_float_tables_at_rounding_and_overflow_edges(method, ifm, ofm):
+    model = _with_quantization(_single_op_net(method, [(1, 256)], 0, "int8", (-1.0, 1.0)).build(), ifm, ofm)
+    expected = ReferenceInterpreter(model).run([ALL_CODES])[0].reshape(-1)
+    table = lut_table(model.main.operators[0].opcode, ifm, ofm, "int8")
+    mismatch = np.nonzero(table != expected)[0]
+    assert mismatch.size == 0, f"codes {mismatch[:8] - 128}: table {table[mismatch[:8]]}, reference {expected[mismatch[:8]]}"
 
 
 def test_logistic_compiles_to_one_npu_table_lookup(tmp_path):
