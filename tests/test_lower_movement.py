@@ -128,3 +128,22 @@ def test_pack(tmp_path, shape, axis, count):
     b.add_operator("ADD", [y, y], [z], {"fused_activation_function": "NONE"}, version=2)
     b.mark_output(z)
     _check(tmp_path, b.build(), operations=count + 1)  # a copy per input, then the ADD
+
+
+@pytest.mark.parametrize("begin, end, strides, pads, conv_first", [
+    ((0, 3, 18, 23), (1, 12, 19, 24), (1, 2, 2, 1), ((0, 0), (2, 0), (0, 2), (0, 0)), False),
+    ((0, 3, 0, 0), (1, 12, 19, 24), (1, 1, 1, 1), ((0, 0), (2, 0), (0, 2), (0, 0)), True),
+    ((0, 0, 0, 4), (1, 22, 19, 20), (1, 1, 1, 1), ((0, 0), (0, 0), (0, 0), (0, 0)), True),
+])
+def test_a_pad_of_a_slice_read_in_place(tmp_path, begin, end, strides, pads, conv_first):
+    """A PAD whose input is a slice viewed in place (an offset into the sliced tensor) writes
+    its interior at its own output's offset. It took the slice's offset instead: 60-78% of the
+    outputs wrong, or an OFM beyond the arena (found by random networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(1)
+    x = net.input((1, 22, 19, 24))
+    if conv_first:
+        x = net.conv2d(x, 24, (1, 1))
+    net.output(net.pad(net.strided_slice(x, begin, end, strides), pads))
+    _check(tmp_path, net.build())

@@ -609,7 +609,7 @@ class _Lowering:
             pad_value = int(np.asarray(self.graph.tensors[v.op.inputs[2]].data).reshape(-1)[0])
         h, w, c = dst.shape
         (top, _), (left, _), (front, _) = hwc
-        interior = src.offset + top * dst.strides[0] + left * dst.strides[1] + front * dst.strides[2]
+        interior = dst.offset + top * dst.strides[0] + left * dst.strides[1] + front * dst.strides[2]
         self.copy(v.index, f"{v.index}:PAD", src, replace(dst, shape=src.shape, offset=interior), requantize=False)
         # The border: up to six boxes around the interior, filled from a constant.
         boxes = []
