@@ -4,8 +4,8 @@ bit-exact, and every budget below the minimum names one that compiles. Found so 
 stripes of a SAME average pool that summed instead of averaging, ADD/SUB rescales outside the
 reference's range, dead operators inside a cascade, pools of one window, squeeze-and-excite
 gates kept in a cascade's rolling buffer, strided one-channel 1x1 pools the estimator took for
-copies, and cascades across two adjacent NPU segments. `python -m cascader.bench.fuzz` runs
-more seeds."""
+copies, cascades across two adjacent NPU segments, a LOGISTIC table entry a rounding off the
+reference, and PADs of slices read in place. `python -m cascader.bench.fuzz` runs more seeds."""
 
 from __future__ import annotations
 

@@ -553,3 +553,49 @@ def test_int8_only_layers_reject_int16_inputs():
         net.input((1, 4), dtype="int32")
     with pytest.raises(InvalidArgumentError, match="alpha must be a finite number"):
         net.leaky_relu(x, float("nan"))
+
+
+# -- the layers only random networks draw (cascader.random_networks) -------------------------------
+
+_FUZZ_LAYERS = {
+    "strided_slice": lambda n, x, b: n.strided_slice(x, (0, 1, 0, 2), (1, 9, 10, 14), (1, 2, 3, 1)),
+    "split": lambda n, x, b: n.split(x, 2, 3)[1],
+    "transpose": lambda n, x, b: n.transpose(x, (0, 2, 3, 1)),
+    "mirror_pad_reflect": lambda n, x, b: n.mirror_pad(x, ((0, 0), (2, 1), (0, 2), (0, 0)), "REFLECT"),
+    "mirror_pad_symmetric": lambda n, x, b: n.mirror_pad(x, ((0, 0), (1, 0), (2, 2), (0, 0)), "SYMMETRIC"),
+    "maximum": lambda n, x, b: n.maximum(x, b),
+    "minimum": lambda n, x, b: n.minimum(x, b),
+    "squared_difference": lambda n, x, b: n.squared_difference(x, b),
+    "abs": lambda n, x, b: n.abs(x),
+    "rsqrt": lambda n, x, b: n.rsqrt(n.logistic(x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FUZZ_LAYERS))
+def test_fuzz_layers_match_float_pass(name):
+    net = CalibratedNet(seed=3, calibration_samples=4)
+    x = net.input((1, 9, 10, 16))
+    b = net.input((1, 9, 10, 16), -2.0, 2.0, name="b")
+    net.output(_FUZZ_LAYERS[name](net, x, b))
+    net.model = net.build()
+    got, expected = int8_vs_float(net)
+    # Two roundings where an operand is requantized first (MAXIMUM, MINIMUM) or a layer feeds
+    # another (RSQRT of a LOGISTIC).
+    assert np.abs(got - expected).max() <= (1.5 if name in ("maximum", "minimum", "rsqrt") else 1.0)
+
+
+def test_fuzz_layers_refuse_what_tflite_would_not_run():
+    net = CalibratedNet()
+    x = net.input((1, 8, 8, 4))
+    with pytest.raises(InvalidArgumentError, match="batch axis whole"):
+        net.strided_slice(x, (0, 0, 0, 0), (2, 8, 8, 4), (1, 1, 1, 1))
+    with pytest.raises(InvalidArgumentError, match="empty"):
+        net.strided_slice(x, (0, 4, 0, 0), (1, 4, 8, 4), (1, 1, 1, 1))
+    with pytest.raises(InvalidArgumentError, match="cannot split"):
+        net.split(x, 3, 3)
+    with pytest.raises(InvalidArgumentError, match="perm"):
+        net.transpose(x, (1, 0, 2, 3))
+    with pytest.raises(InvalidArgumentError, match="REFLECT-pad"):
+        net.mirror_pad(x, ((0, 0), (8, 0), (0, 0), (0, 0)))
+    with pytest.raises(InvalidArgumentError, match="non-negative"):
+        net.rsqrt(x)

@@ -67,6 +67,15 @@ _VERSION = {
         "RESIZE_NEAREST_NEIGHBOR": 2,
         "RESIZE_BILINEAR": 3,  # half-pixel centres
         "TRANSPOSE_CONV": 3,  # with a bias
+        "STRIDED_SLICE": 2,
+        "TRANSPOSE": 2,
+        "MIRROR_PAD": 2,
+        "SPLIT": 2,
+        "MAXIMUM": 2,
+        "MINIMUM": 2,
+        "SQUARED_DIFFERENCE": 2,
+        "ABS": 2,
+        "RSQRT": 2,
     },
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
 }
@@ -703,10 +712,110 @@ class CalibratedNet:
         axis %= len(xs[0].shape)
         value = np.concatenate([x.value for x in xs], axis=axis)
         quant = range_quantization(*calibrated_range(value, None))
-        same = lambda x: x.quant.scale[0] == quant.scale[0] and x.quant.zero_point[0] == quant.zero_point[0]  # noqa: E731
-        inputs = [x.index if same(x) else self.requantize(x, quant, name=f"{name}/requantize").index for x in xs]
+        inputs = self._requantized(xs, quant, name)
         out = self._activation(self._name(name), value, quant)
         self._op("CONCATENATION", inputs, [out.index], {"axis": axis, "fused_activation_function": "NONE"})
+        return out
+
+    def _requantized(self, xs: Sequence[Activation], quant: Quantization, name: str) -> list[int]:
+        """Each of `xs` in `quant`: itself, or a QUANTIZE of it where its own differs."""
+        same = lambda x: x.quant.scale[0] == quant.scale[0] and x.quant.zero_point[0] == quant.zero_point[0]  # noqa: E731
+        return [x.index if same(x) else self.requantize(x, quant, name=f"{name}/requantize").index for x in xs]
+
+    # -- data movement: the quantization passes through --------------------------------------
+    def strided_slice(self, x: Activation, begin: Sequence[int], end: Sequence[int], strides: Sequence[int],
+                      name: str = "strided_slice") -> Activation:
+        """STRIDED_SLICE with positive strides and no masks; `begin`, `end`, `strides` cover
+        every axis, the batch axis whole."""
+        _require_int8("STRIDED_SLICE", x)
+        if (not len(begin) == len(end) == len(strides) == len(x.shape) or any(st < 1 for st in strides)
+                or (begin[0], end[0], strides[0]) != (0, 1, 1)):
+            raise InvalidArgumentError(f"begin, end and strides need {len(x.shape)} entries, strides positive, "
+                                       "the batch axis whole")
+        # The calibration batch is the first axis of the values.
+        value = x.value[(slice(None), *(slice(b, e, st) for b, e, st in zip(begin[1:], end[1:], strides[1:])))]
+        if value.size == 0:
+            raise InvalidArgumentError(f"the slice {list(begin)}:{list(end)}:{list(strides)} of {list(x.shape)} is empty")
+        out = self._activation(self._name(name), value, x.quant)
+        consts = [self.builder.add_constant(self._name(f"{name}/{what}"), np.asarray(v, np.int32), "int32")
+                  for what, v in (("begin", begin), ("end", end), ("strides", strides))]
+        self._op("STRIDED_SLICE", [x.index, *consts], [out.index], {"begin_mask": 0, "end_mask": 0})
+        return out
+
+    def split(self, x: Activation, parts: int, axis: int, name: str = "split") -> list[Activation]:
+        """SPLIT into `parts` equal parts along `axis`."""
+        _require_int8("SPLIT", x)
+        axis %= len(x.shape)
+        if axis == 0 or parts < 1 or x.shape[axis] % parts:
+            raise InvalidArgumentError(f"cannot split axis {axis} of {list(x.shape)} into {parts} parts")
+        outs = [self._activation(self._name(name), v, x.quant) for v in np.split(x.value, parts, axis=axis)]
+        ai = self.builder.add_constant(self._name(name + "/axis"), np.asarray(axis, np.int32), "int32")
+        self._op("SPLIT", [ai, x.index], [o.index for o in outs], {"num_splits": parts})
+        return outs
+
+    def transpose(self, x: Activation, perm: Sequence[int], name: str = "transpose") -> Activation:
+        _require_int8("TRANSPOSE", x)
+        perm = tuple(int(p) for p in perm)
+        if sorted(perm) != list(range(len(x.shape))) or perm[0] != 0:
+            raise InvalidArgumentError(f"perm must permute the axes of {list(x.shape)} and keep the batch first")
+        out = self._activation(self._name(name), np.transpose(x.value, perm), x.quant)
+        pi = self.builder.add_constant(self._name(name + "/perm"), np.asarray(perm, np.int32), "int32")
+        self._op("TRANSPOSE", [x.index, pi], [out.index])
+        return out
+
+    def mirror_pad(self, x: Activation, paddings, mode: str = "REFLECT", name: str = "mirror_pad") -> Activation:
+        """MIRROR_PAD (REFLECT or SYMMETRIC); `paddings` is one (before, after) pair per axis."""
+        _require_int8("MIRROR_PAD", x)
+        pads = np.asarray(paddings)
+        limit = 1 if mode == "REFLECT" else 0  # REFLECT repeats no edge: pads stop short of it
+        if (mode not in ("REFLECT", "SYMMETRIC") or pads.shape != (len(x.shape), 2) or np.any(pads < 0)
+                or pads[0].any() or any(p > d - limit for d, pair in zip(x.shape, pads) for p in pair)):
+            raise InvalidArgumentError(f"cannot {mode}-pad {list(x.shape)} by {paddings!r}")
+        value = np.pad(x.value, [(0, 0)] + [tuple(p) for p in pads[1:].tolist()], mode=mode.lower())
+        out = self._activation(self._name(name), value, x.quant)
+        pi = self.builder.add_constant(self._name(name + "/paddings"), pads.astype(np.int32), "int32")
+        self._op("MIRROR_PAD", [x.index, pi], [out.index], {"mode": 0 if mode == "REFLECT" else 1})
+        return out
+
+    # -- more elementwise layers ------------------------------------------------------------
+    def _extremum(self, opcode: str, a: Activation, b: Activation, name: str) -> Activation:
+        """MAXIMUM/MINIMUM: TFLite compares codes, so the converter gives both operands and the
+        output one quantization (the output's calibrated one): an operand calibrated otherwise
+        is requantized first."""
+        _require_int8(opcode, a, b)
+        value = (np.maximum if opcode == "MAXIMUM" else np.minimum)(a.value, b.value)
+        quant = range_quantization(*calibrated_range(value, None))
+        inputs = self._requantized((a, b), quant, name)
+        out = self._activation(self._name(name), value, quant)
+        self._op(opcode, inputs, [out.index])
+        return out
+
+    def maximum(self, a: Activation, b: Activation, name: str = "maximum") -> Activation:
+        return self._extremum("MAXIMUM", a, b, name)
+
+    def minimum(self, a: Activation, b: Activation, name: str = "minimum") -> Activation:
+        return self._extremum("MINIMUM", a, b, name)
+
+    def squared_difference(self, a: Activation, b: Activation, name: str = "squared_difference") -> Activation:
+        _require_int8("SQUARED_DIFFERENCE", a, b)
+        out = self._activation(self._name(name), np.square(a.value - b.value))
+        self._op("SQUARED_DIFFERENCE", [a.index, b.index], [out.index])
+        return out
+
+    def abs(self, x: Activation, name: str = "abs") -> Activation:
+        _require_int8("ABS", x)
+        out = self._activation(self._name(name), np.abs(x.value))
+        self._op("ABS", [x.index], [out.index])
+        return out
+
+    def rsqrt(self, x: Activation, name: str = "rsqrt") -> Activation:
+        """RSQRT of a non-negative map (the reference stops on a code below the zero point); its
+        calibration takes the least positive value as one quantum."""
+        _require_int8("RSQRT", x)
+        if x.value.min() < 0:
+            raise InvalidArgumentError("RSQRT needs a non-negative input (ABS, a ReLU or a LOGISTIC before it)")
+        out = self._activation(self._name(name), 1.0 / np.sqrt(np.maximum(x.value, x.quant.scale[0])))
+        self._op("RSQRT", [x.index], [out.index])
         return out
 
     def constant(self, value: float, name: str = "constant") -> Activation:

@@ -3,10 +3,11 @@
 `random_network(seed)` draws 2-11 layers over an input of 3-47 x 3-47 x 1-40: convolutions
 (strided, dilated, SAME or VALID), depthwise convolutions (multiplier 1 or 2), max and average
 pools, ADD/SUB/MUL against an earlier map of the same shape or a broadcast scalar constant,
-squeeze-and-excite gates (MEAN, 1x1 conv, LOGISTIC, a MUL broadcast along H and W),
-concatenations of two or three maps along any axis, PAD, RESHAPE, QUANTIZE, MEAN, RESIZE,
-TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC, HARD_SWISH, PRELU, SOFTMAX)
-and FULLY_CONNECTED. A layer may read any earlier map instead of the last one, so maps get
+MAXIMUM/MINIMUM/SQUARED_DIFFERENCE against an earlier map, squeeze-and-excite gates (MEAN, 1x1
+conv, LOGISTIC, a MUL broadcast along H and W), concatenations of two or three maps along any
+axis, PAD, MIRROR_PAD, STRIDED_SLICE, SPLIT, TRANSPOSE, RESHAPE, QUANTIZE, MEAN, RESIZE,
+TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC, EXP, HARD_SWISH, PRELU,
+SOFTMAX, ABS, and RSQRT of an ABS) and FULLY_CONNECTED. A layer may read any earlier map instead of the last one, so maps get
 several readers, and some none (dead operators, legal in a .tflite); sometimes a middle map is
 a second output, and sometimes a second input. A layer whose output calibrates to zeros only
 is left a dead end. Weights and quantization come from the zoo's float calibration, so each
@@ -26,7 +27,8 @@ from .tflite import Model
 _ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
 _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "concatenation", "pad",
           "mean", "resize", "transpose_conv", "leaky_relu", "tanh", "logistic", "hard_swish", "prelu", "softmax",
-          "fully_connected", "scalar", "squeeze_excite", "reshape", "requantize")
+          "fully_connected", "scalar", "squeeze_excite", "reshape", "requantize", "strided_slice", "split",
+          "transpose", "mirror_pad", "maximum", "minimum", "squared_difference", "abs", "rsqrt", "exp")
 _ELEMENTWISE = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 _LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
 
@@ -77,11 +79,15 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
         k, s, _, p = _window(rng, x, 4, False)
         mode = str(rng.choice(["MAX", "AVERAGE"]))
         return net.pool(x, mode, k, s, p), f"{mode.lower()}_pool{k}/{s}{p}"
-    if kind in ("add", "sub", "mul"):
+    if kind in ("add", "sub", "mul", "maximum", "minimum", "squared_difference"):
         same = [a for a in kept if a.shape == x.shape and a is not x]
         if not same:
             return None
         other = same[int(rng.integers(len(same)))]
+        if kind == "squared_difference" and _zeros(np.square(x.value - other.value), None):
+            return None
+        if kind not in _ELEMENTWISE:  # no fused activation
+            return getattr(net, kind)(x, other), kind
         if _zeros(_ELEMENTWISE[kind](x.value, other.value), activation):
             return None
         return getattr(net, kind)(x, other, activation), kind
@@ -114,6 +120,35 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
     if kind == "pad":
         pads = [[0, 0], [int(v) for v in rng.integers(0, 3, 2)], [int(v) for v in rng.integers(0, 3, 2)], [0, 0]]
         return net.pad(x, pads), f"pad{pads[1]}{pads[2]}"
+    if kind == "mirror_pad":
+        mode = str(rng.choice(["REFLECT", "SYMMETRIC"]))
+        pads = [[0, 0], [int(v) for v in rng.integers(0, 3, 2)], [int(v) for v in rng.integers(0, 3, 2)], [0, 0]]
+        return net.mirror_pad(x, pads, mode), f"mirror_pad_{mode.lower()}{pads[1]}{pads[2]}"
+    if kind == "strided_slice":  # a box of rows, columns and channels, strided along H and W
+        begin, end, strides = [0], [1], [1]
+        for axis, n in enumerate((h, w, c)):
+            first = int(rng.integers(0, n))
+            begin.append(first)
+            end.append(int(rng.integers(first + 1, n + 1)))
+            strides.append(int(rng.choice([1, 1, 2])) if axis < 2 else 1)
+        return net.strided_slice(x, begin, end, strides), f"strided_slice{begin[1:]}:{end[1:]}:{strides[1:3]}"
+    if kind == "split":  # into equal parts: the first goes on, the others may be read later
+        axis = int(rng.choice([1, 2, 3]))
+        parts = [p for p in (2, 3) if x.shape[axis] % p == 0]
+        if not parts:
+            return None
+        outs = net.split(x, int(rng.choice(parts)), axis)
+        kept.extend(outs[1:])
+        return outs[0], f"split{axis}x{len(outs)}"
+    if kind == "transpose":
+        perm = [(0, 2, 1, 3), (0, 1, 3, 2), (0, 3, 1, 2), (0, 2, 3, 1), (0, 3, 2, 1)][int(rng.integers(5))]
+        return net.transpose(x, perm), f"transpose{list(perm[1:])}"
+    if kind == "abs":
+        return net.abs(x), kind
+    if kind == "rsqrt":  # of a non-negative map
+        return net.rsqrt(net.abs(x)), "abs_rsqrt"
+    if kind == "exp":  # of a map whose exponential int8 can hold
+        return (net.exp(x), kind) if x.value.max() < 8 else None
     if kind in ("mean", "softmax") and h * w > (256 if kind == "mean" else 64):
         return None
     if kind in ("resize", "transpose_conv") and h * w > 300:
