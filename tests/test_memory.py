@@ -340,3 +340,24 @@ def test_cpu_visible_tensors_live_in_the_tflm_arena():
     with pytest.raises(InvalidArgumentError, match="slow-only"):
         layout(Schedule([ScheduledBuffer("s", "feature_map", 16, persistent=True, cpu_visible=True)],
                         [Step((), (0,))], []))
+
+
+def test_a_layout_search_ends_on_its_node_limit_not_the_clock():
+    """A compile must give the same bytes on a loaded or slow machine as on an idle one, so each
+    exact search of a layout ends on `MemoryConfig.node_limit`; the time limit is only a safety
+    net. Ended by a 0.5 s clock, a random network's cascaded compile at 1,908 B of SRAM fitted
+    on an idle host and raised InfeasibleError (1,909 B) on a loaded one."""
+    from cascader.memory_instances import perfect_packing
+
+    inst = perfect_packing(3, 120)  # hard: 20,000 nodes do not reach its optimum
+    steps: list[tuple[list[int], list[int]]] = [([], []) for _ in range(int(inst.rows[:, 1].max()))]
+    for k, (start, end, _) in enumerate(inst.rows[:, :3].tolist()):
+        steps[start][1].append(k)
+        if end - 1 > start:
+            steps[end - 1][0].append(k)
+    schedule = Schedule([ScheduledBuffer(f"b{k}", "feature_map", int(size)) for k, size in enumerate(inst.rows[:, 2])],
+                        [Step(tuple(reads), tuple(writes)) for reads, writes in steps], [])
+    limited = [layout(schedule, MemoryConfig(node_limit=20_000, time_limit=t)) for t in (5.0, 1e6)]
+    assert limited[0].offsets == limited[1].offsets
+    assert limited[0].sizes["scratch_fast"] > inst.capacity  # the node limit ended the search
+    assert layout(schedule, MemoryConfig(node_limit=200_000)).sizes["scratch_fast"] == inst.capacity

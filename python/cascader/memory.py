@@ -346,7 +346,10 @@ class MemoryConfig:
     slow_cycles_per_byte: float = 1.0
     shared_sram: bool = False  # Shared_Sram: one scratch arena in SRAM, named `scratch`; no eviction
     solver: Literal["exact", "greedy"] = "exact"
-    time_limit: float = 0.5
+    # Per exact search: the node limit ends it, so that a layout depends on its schedule only;
+    # the time limit is a safety net (see memory/arena_layout.hpp).
+    node_limit: int = 200_000
+    time_limit: float = 5.0
 
     @classmethod
     def for_target(
@@ -385,6 +388,7 @@ class MemoryConfig:
         c.slow_capacity = -1 if self.slow_capacity is None else int(self.slow_capacity)
         c.fast_cycles_per_byte, c.slow_cycles_per_byte = float(self.fast_cycles_per_byte), float(self.slow_cycles_per_byte)
         c.exact, c.time_limit_s, c.shared = self.solver == "exact", float(self.time_limit), self.shared_sram
+        c.node_limit = int(self.node_limit)
         return c
 
 

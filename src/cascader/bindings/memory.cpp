@@ -224,6 +224,7 @@ void bind_memory(py::module_& m) {
       .def_readwrite("slow_cycles_per_byte", &MemoryConfig::slow_cycles_per_byte)
       .def_readwrite("exact", &MemoryConfig::exact)
       .def_readwrite("time_limit_s", &MemoryConfig::time_limit_s)
+      .def_readwrite("node_limit", &MemoryConfig::node_limit)
       .def_readwrite("shared", &MemoryConfig::shared);
   py::class_<ScheduleLayout>(m, "ScheduleLayout")
       .def_readonly("ranges", &ScheduleLayout::ranges)

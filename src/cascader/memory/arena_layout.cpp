@@ -114,6 +114,7 @@ Allocation allocate_members(const std::vector<ArenaBuffer>& buffers, const std::
   const int64_t lower = peak_live_bytes(ranges, ties);
   ExactOptions options;
   options.time_limit_s = config.time_limit_s;
+  options.node_limit = config.node_limit;
   options.good_enough_bytes = lower / kGoodEnoughDivisor;
   if (ties.empty()) return exact_allocate(ranges, options);
   Allocation tied = tied_greedy(ranges, ties);
@@ -238,6 +239,7 @@ ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryC
     options.capacity = config.fast_capacity;
     options.minimise = false;
     options.time_limit_s = config.time_limit_s;
+    options.node_limit = config.node_limit;
     const Allocation alloc = exact_allocate(ranges, options);
     for (size_t k = 0; k < fast.size(); ++k) layout.offset[fast[k]] = alloc.offsets[k];
     layout.fast_size = alloc.height;

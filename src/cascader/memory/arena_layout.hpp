@@ -40,7 +40,11 @@ struct MemoryConfig {
   double fast_cycles_per_byte = 0.0;
   double slow_cycles_per_byte = 0.0;
   bool exact = true;           // exact allocator for the final layout (greedy: best fit)
-  double time_limit_s = 0.5;   // per exact allocation
+  // Per exact allocation. The node limit ends a search, so that a layout depends on its input
+  // only; the time limit is a safety net a search should never reach (one ended by the clock
+  // gives a layout that depends on the machine's speed and load).
+  int64_t node_limit = 200'000;
+  double time_limit_s = 5.0;
   // Shared_Sram / Sram_Only: the fast and slow arenas are one memory. Read by layout_schedule
   // (schedule_layout.hpp): nothing is pinned to the slow arena or evicted, and the fast
   // capacity is a hard limit on the one arena.
