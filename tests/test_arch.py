@@ -195,3 +195,11 @@ def test_lut_reserves_banks_on_small_shram() -> None:
     lut = _core.enumerate_block_configs(a2, q2)
     assert len(lut) < len(plain)
     assert all(c.layout.lut_start == a.shram_banks - 2 for c in lut)
+
+
+def test_dedicated_sram_on_a_system_without_dram_names_the_modes_that_work():
+    """Ethos_U65_Embedded has flash on AXI1, where Dedicated_Sram (the U65's default mode) puts
+    the arena: the error names the system and the modes to use instead."""
+    with pytest.raises(cascader.InvalidArgumentError, match="Ethos_U65_Embedded.*Shared_Sram or Sram_Only"):
+        arch_config("ethos-u65-256", "Ethos_U65_Embedded", "Dedicated_Sram")
+    arch_config("ethos-u65-256", "Ethos_U65_Embedded", "Shared_Sram")

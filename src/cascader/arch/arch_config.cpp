@@ -31,8 +31,10 @@ ArchConfig::ArchConfig(const AcceleratorConfig& accelerator, const SystemConfig&
   for (int r = 0; r < 3; ++r) region_memory_[r] = axi[port[r]];
 
   if (region_memory_[1] != MemoryArea::Sram && region_memory_[1] != MemoryArea::Dram) {
+    // Dedicated_Sram on a system without DRAM (Ethos_U65_Embedded: AXI1 is the flash).
     throw InvalidArgument(std::string("memory mode ") + memory_mode_name(mode) + " puts the arena in " +
-                          memory_area_name(region_memory_[1]) + "; the arena must be Sram or Dram");
+                          memory_area_name(region_memory_[1]) + " on system config '" + system_.name +
+                          "'; the arena must be Sram or Dram: use memory mode Shared_Sram or Sram_Only with it");
   }
   if (region_memory_[2] != MemoryArea::Sram) {
     throw InvalidArgument(std::string("memory mode ") + memory_mode_name(mode) + " puts the fast cache in " +
