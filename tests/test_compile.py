@@ -262,6 +262,27 @@ def test_bad_inputs_raise_typed_errors():
         cascader.compile(zoo.resnet8(), memory_mode="Cache_Only")
 
 
+def test_a_model_with_nothing_for_the_npu_has_reports_with_no_npu_cycles():
+    """Every operator on the CPU: the output is the source model. Its estimate is empty and its
+    summary counts the CPU operator; the estimator refused such a model as not compiled
+    (BinaryError from `r.estimate()`; found by random networks)."""
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(1)
+    x = net.input((1, 8, 8, 3))
+    net.output(net.depthwise_conv2d(x, (3, 3), depth_multiplier=2))  # 3 input channels: CPU
+    compiled = cascader.compile(net.build())
+    assert compiled.model is compiled.source
+    for stripes in ("merged", "as_run"):
+        assert compiled.estimate(stripes).total_cycles == 0 and not compiled.estimate(stripes).operations
+    with pytest.raises(InvalidArgumentError, match="stripes"):
+        compiled.estimate("whole")
+    summary = compiled.summary()
+    assert summary.cpu_operators == 1 and summary.npu_operators == 0
+    assert "nothing runs on the NPU" in str(summary) and "inf inferences" not in str(summary)
+    assert "CPU" in str(compiled.layers)
+
+
 def test_save_and_cli(tmp_path):
     from cascader.cli import main
 

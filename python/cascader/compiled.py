@@ -71,8 +71,14 @@ class CompiledModel:
     def estimate(self, stripes: str = "merged") -> "Estimate":
         """The binary costed by the shared cycle model (the same estimator that costs Vela's);
         `stripes` as in :func:`cascader.estimate` ("as_run" is what `planned_cycles` predicts)."""
-        from .sim.estimator import estimate
+        from .frontend.partition import NPU
+        from .sim.estimator import Estimate, check_stripes, estimate
 
+        check_stripes(stripes)
+        if not any(s.target == NPU for s in self.partition.segments):
+            # Every operator runs on the CPU, or none is left: the output is the source model,
+            # with no NPU call to cost (the estimator refuses such a model as not compiled).
+            return Estimate(self.accelerator, self.system, self.memory_mode, [], {}, 0.0)
         if stripes != "merged":
             return estimate(self.model, system=self.system, memory_mode=self.memory_mode,
                             accelerator=self.accelerator, stripes=stripes)

@@ -73,7 +73,8 @@ class Summary:
             ("NPU cycles", f"{self.npu_cycles:,}"),
             ("total cycles", f"{self.total_cycles:,.0f}"),
             ("inference time", f"{self.inference_seconds * 1e3:,.3f} ms, "
-                               f"{self.inferences_per_second:,.1f} inferences/s"),
+                               f"{self.inferences_per_second:,.1f} inferences/s" if self.total_cycles
+             else "nothing runs on the NPU"),
             ("compile time", f"{self.compile_seconds * 1e3:,.1f} ms"),
         ]
         return rows

@@ -129,6 +129,12 @@ def payload_cycles(payloads: list[bytes], arch) -> float:
                for p in payloads)
 
 
+def check_stripes(stripes: str) -> None:
+    """`estimate`'s `stripes` is one it knows (InvalidArgumentError if not)."""
+    if stripes not in ("merged", "as_run"):
+        raise InvalidArgumentError(f"stripes must be 'merged' or 'as_run', not {stripes!r}")
+
+
 def estimate(
     binary: BinaryLike,
     system: Union[str, SystemConfig, None] = None,
@@ -170,8 +176,7 @@ def estimate(
         A malformed payload or command stream, or an operation the model cannot cost; the
         message names the word offset. Also when the binary has no `ethos-u` operator.
     """
-    if stripes not in ("merged", "as_run"):
-        raise InvalidArgumentError(f"stripes must be 'merged' or 'as_run', not {stripes!r}")
+    check_stripes(stripes)
     calls, acc, arch = _target(binary, system, memory_mode, accelerator, subgraph)
     rows: List[OperationCycles] = []
     per_call: Dict[int, float] = {}
