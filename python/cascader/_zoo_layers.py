@@ -735,7 +735,8 @@ class CalibratedNet:
         # The calibration batch is the first axis of the values.
         value = x.value[(slice(None), *(slice(b, e, st) for b, e, st in zip(begin[1:], end[1:], strides[1:])))]
         if value.size == 0:
-            raise InvalidArgumentError(f"the slice {list(begin)}:{list(end)}:{list(strides)} of {list(x.shape)} is empty")
+            raise InvalidArgumentError(
+                f"the slice {list(begin)}:{list(end)}:{list(strides)} of {list(x.shape)} is empty")
         out = self._activation(self._name(name), value, x.quant)
         consts = [self.builder.add_constant(self._name(f"{name}/{what}"), np.asarray(v, np.int32), "int32")
                   for what, v in (("begin", begin), ("end", end), ("strides", strides))]

@@ -83,7 +83,8 @@ def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            return part, [lower_segment(part.graph, s.operators, part.removed) for s in part.segments if s.target == NPU]
+            return part, [lower_segment(part.graph, s.operators, part.removed)
+                          for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)
             if op is None or op in forced:

@@ -7,11 +7,12 @@ MAXIMUM/MINIMUM/SQUARED_DIFFERENCE against an earlier map, squeeze-and-excite ga
 conv, LOGISTIC, a MUL broadcast along H and W), concatenations of two or three maps along any
 axis, PAD, MIRROR_PAD, STRIDED_SLICE, SPLIT, TRANSPOSE, RESHAPE, QUANTIZE, MEAN, RESIZE,
 TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC, EXP, HARD_SWISH, PRELU,
-SOFTMAX, ABS, and RSQRT of an ABS) and FULLY_CONNECTED. A layer may read any earlier map instead of the last one, so maps get
-several readers, and some none (dead operators, legal in a .tflite); sometimes a middle map is
-a second output, and sometimes a second input. A layer whose output calibrates to zeros only
-is left a dead end. Weights and quantization come from the zoo's float calibration, so each
-model is what a converter writes from such a network. A seed always gives the same model.
+SOFTMAX, ABS, and RSQRT of an ABS) and FULLY_CONNECTED. A layer may read any earlier map
+instead of the last one, so maps get several readers, and some none (dead operators, legal in
+a .tflite); sometimes a middle map is a second output, and sometimes a second input. A layer
+whose output calibrates to zeros only is left a dead end. Weights and quantization come from
+the zoo's float calibration, so each model is what a converter writes from such a network. A
+seed always gives the same model.
 """
 
 from __future__ import annotations
