@@ -9,7 +9,7 @@ so sorting groups by level gives a valid execution order. O(V + E) after the rul
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from ..errors import ModelError
@@ -91,7 +91,7 @@ def _dead_npu_operators(graph: SubGraph, on_npu: list[bool]) -> tuple[int, ...]:
     return tuple(sorted(dead))
 
 
-def _segments(graph: SubGraph, on_npu: list[bool], removed: frozenset[int] | set[int] = frozenset()) -> list[Segment]:
+def _segments(graph: SubGraph, on_npu: list[bool], removed: Set[int] = frozenset()) -> list[Segment]:
     producer: dict[int, int] = {}
     for i, op in enumerate(graph.operators):
         for t in op.outputs:

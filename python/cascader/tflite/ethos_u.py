@@ -166,7 +166,8 @@ def package(
     sg = model.main
     flash = np.ascontiguousarray(flash, dtype=np.uint8).tobytes() if isinstance(flash, np.ndarray) else bytes(flash)
     _check_sizes(arenas, len(flash), scratch_offset)
-    npus = [_boundary(model, s, accelerator, id_word, set(removed)) for s in subgraphs]
+    removed = frozenset(removed)
+    npus = [_boundary(model, s, accelerator, id_word, removed) for s in subgraphs]
     _check_disjoint(npus)
     for npu in npus:
         _check_offsets(sg, npu, arena_offsets, scratch_offset, arenas.scratch)
@@ -176,7 +177,7 @@ def package(
         owned = {i for npu in npus for i in npu.ops}
         items = [npus[k] if kind == "npu" else k for kind, k in order]
         cpu = [k for kind, k in order if kind != "npu"]
-        if (sorted(cpu) != sorted(set(range(len(sg.operators))) - owned - set(removed))
+        if (sorted(cpu) != sorted(set(range(len(sg.operators))) - owned - removed)
                 or len(items) != len(cpu) + len(npus)):
             raise InvalidArgumentError("order must name every CPU operator and every NPU subgraph exactly once")
     items = _check_order(sg, items)
@@ -299,7 +300,7 @@ def _check_sizes(arenas: ArenaSizes, flash_size: int, scratch_offset: int) -> No
         raise InvalidArgumentError(f"the flash is {flash_size:,} bytes, over the {_INT32_MAX:,} a tensor can hold")
 
 
-def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int, removed: set[int]) -> _Npu:
+def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int, removed: frozenset[int]) -> _Npu:
     sg = model.main
     ops = tuple(int(i) for i in s.operators)
     if not ops:
