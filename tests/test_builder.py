@@ -65,6 +65,8 @@ def test_canonical_options_fill_defaults_and_normalise_vectors():
         (lambda b, x: b.add_operator("CONV_2D", [x], [x], {"stride": 1}), "no field"),
         (lambda b, x: b.add_operator("CONV_2D", [x], [x], {"padding": "HALF"}), "HALF"),
         (lambda b, x: b.add_operator("NOT_AN_OP", [x], [x]), "builtin"),
+        # A string was written as a string and its offset became the number (13, not INT32's 2).
+        (lambda b, x: b.add_operator("ARG_MAX", [x], [x], {"output_type": "INT32"}), "a number, not a string"),
         (lambda b, x: b.add_operator("RELU", [x], [x], {"a": 1}), "no options"),
         (lambda b, x: b.add_operator("RELU", [x, 7], [x]), "tensor 7"),
         (lambda b, x: b.mark_output(3), "tensor 3"),

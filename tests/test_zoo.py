@@ -568,6 +568,15 @@ _FUZZ_LAYERS = {
     "squared_difference": lambda n, x, b: n.squared_difference(x, b),
     "abs": lambda n, x, b: n.abs(x),
     "rsqrt": lambda n, x, b: n.rsqrt(n.logistic(x)),
+    "slice": lambda n, x, b: n.slice(x, (0, 2, 0, 3), (1, 5, -1, 9)),
+    "split_v": lambda n, x, b: n.split_v(x, (3, 7), 2)[1],
+    "pack": lambda n, x, b: n.pack([n.reshape(x, (1, 90, 16)), n.reshape(b, (1, 90, 16))], 2),
+    "unpack_expand_dims": lambda n, x, b: n.expand_dims(n.unpack(x, 1)[4], 2),
+    "squeeze": lambda n, x, b: n.squeeze(n.slice(x, (0, 3, 0, 0), (1, 1, -1, -1)), (1,)),
+    "relu": lambda n, x, b: n.relu(b, "RELU"),
+    "relu6": lambda n, x, b: n.relu(n.mul(b, n.constant(4.0)), "RELU6"),
+    "relu_n1_to_1": lambda n, x, b: n.relu(b, "RELU_N1_TO_1"),
+    "relu_0_to_1": lambda n, x, b: n.relu(b, "RELU_0_TO_1"),
 }
 
 
@@ -579,9 +588,21 @@ def test_fuzz_layers_match_float_pass(name):
     net.output(_FUZZ_LAYERS[name](net, x, b))
     net.model = net.build()
     got, expected = int8_vs_float(net)
-    # Two roundings where an operand is requantized first (MAXIMUM, MINIMUM) or a layer feeds
-    # another (RSQRT of a LOGISTIC).
-    assert np.abs(got - expected).max() <= (1.5 if name in ("maximum", "minimum", "rsqrt") else 1.0)
+    # Two roundings where an operand is requantized first (MAXIMUM, MINIMUM, PACK) or a layer
+    # feeds another (RSQRT of a LOGISTIC, RELU6 of a MUL).
+    assert np.abs(got - expected).max() <= (1.5 if name in ("maximum", "minimum", "rsqrt", "pack", "relu6") else 1.0)
+
+
+def test_arg_max_is_an_int32_map_of_indices():
+    net = CalibratedNet(seed=3, calibration_samples=4)
+    x = net.input((1, 5, 6, 10))
+    net.output(net.arg_max(net.conv2d(x, 12, (1, 1)), 3))
+    model = net.build()
+    interpreter = reference.ReferenceInterpreter(model)
+    got = np.concatenate([interpreter.run([c[k : k + 1]])[0] for c in net.calibration_inputs for k in range(4)])
+    assert got.dtype == np.int32 and got.shape == (4, 5, 6)
+    # Indices of the float pass, but where two channels are within a quantum of each other.
+    assert (got == net.calibration_outputs[0].value).mean() > 0.9
 
 
 def test_fuzz_layers_refuse_what_tflite_would_not_run():
@@ -599,3 +620,15 @@ def test_fuzz_layers_refuse_what_tflite_would_not_run():
         net.mirror_pad(x, ((0, 0), (8, 0), (0, 0), (0, 0)))
     with pytest.raises(InvalidArgumentError, match="non-negative"):
         net.rsqrt(x)
+    with pytest.raises(InvalidArgumentError, match="cannot slice"):
+        net.slice(x, (0, 6, 0, 0), (1, 3, -1, -1))
+    with pytest.raises(InvalidArgumentError, match="cannot split"):
+        net.split_v(x, (3, 3), 1)
+    with pytest.raises(InvalidArgumentError, match="cannot pack"):
+        net.pack([x, net.slice(x, (0, 0, 0, 0), (1, 4, -1, -1))], 1)
+    with pytest.raises(InvalidArgumentError, match="batch"):
+        net.unpack(x, 0)
+    with pytest.raises(InvalidArgumentError, match="cannot squeeze"):
+        net.squeeze(x, (1,))
+    with pytest.raises(InvalidArgumentError, match="kind must be one of"):
+        net.relu(x, "RELU7")

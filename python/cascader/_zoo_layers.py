@@ -76,6 +76,17 @@ _VERSION = {
         "SQUARED_DIFFERENCE": 2,
         "ABS": 2,
         "RSQRT": 2,
+        "SLICE": 2,
+        "SPLIT_V": 2,
+        "PACK": 2,
+        "UNPACK": 2,
+        "EXPAND_DIMS": 1,
+        "SQUEEZE": 1,
+        "ARG_MAX": 2,
+        "RELU": 2,
+        "RELU6": 2,
+        "RELU_N1_TO_1": 1,
+        "RELU_0_TO_1": 1,
     },
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
 }
@@ -753,6 +764,104 @@ class CalibratedNet:
         ai = self.builder.add_constant(self._name(name + "/axis"), np.asarray(axis, np.int32), "int32")
         self._op("SPLIT", [ai, x.index], [o.index for o in outs], {"num_splits": parts})
         return outs
+
+    def split_v(self, x: Activation, sizes: Sequence[int], axis: int, name: str = "split_v") -> list[Activation]:
+        """SPLIT_V into parts of the given `sizes` along `axis`."""
+        _require_int8("SPLIT_V", x)
+        axis %= len(x.shape)
+        sizes = [int(v) for v in sizes]
+        if axis == 0 or not sizes or min(sizes) < 1 or sum(sizes) != x.shape[axis]:
+            raise InvalidArgumentError(f"cannot split axis {axis} of {list(x.shape)} into parts of {sizes}")
+        values = np.split(x.value, np.cumsum(sizes)[:-1], axis=axis)
+        outs = [self._activation(self._name(name), v, x.quant) for v in values]
+        si = self.builder.add_constant(self._name(name + "/sizes"), np.asarray(sizes, np.int32), "int32")
+        ai = self.builder.add_constant(self._name(name + "/axis"), np.asarray(axis, np.int32), "int32")
+        self._op("SPLIT_V", [x.index, si, ai], [o.index for o in outs], {"num_splits": len(sizes)})
+        return outs
+
+    def slice(self, x: Activation, begin: Sequence[int], size: Sequence[int], name: str = "slice") -> Activation:
+        """SLICE: `size` elements from `begin` on every axis (-1: to the end), the batch axis whole."""
+        _require_int8("SLICE", x)
+        begin, size = [int(v) for v in begin], [int(v) for v in size]
+        ends = [d if n == -1 else b + n for b, n, d in zip(begin, size, x.shape)]
+        if (not len(begin) == len(size) == len(x.shape) or begin[0] != 0 or ends[0] != 1
+                or any(b < 0 or e <= b or e > d for b, e, d in zip(begin, ends, x.shape))):
+            raise InvalidArgumentError(f"cannot slice {list(x.shape)} from {begin} by {size}")
+        value = x.value[(slice(None), *(slice(b, e) for b, e in zip(begin[1:], ends[1:])))]
+        out = self._activation(self._name(name), value, x.quant)
+        consts = [self.builder.add_constant(self._name(f"{name}/{what}"), np.asarray(v, np.int32), "int32")
+                  for what, v in (("begin", begin), ("size", size))]
+        self._op("SLICE", [x.index, *consts], [out.index])
+        return out
+
+    def pack(self, xs: Sequence[Activation], axis: int, name: str = "pack") -> Activation:
+        """PACK (stack) along a new `axis`; TFLite's int8 kernel wants every input in the output's
+        quantization, so inputs calibrated otherwise are requantized first."""
+        _require_int8("PACK", *xs)
+        if len({x.shape for x in xs}) != 1 or not 1 <= axis <= len(xs[0].shape):
+            raise InvalidArgumentError(f"cannot pack {[list(x.shape) for x in xs]} along axis {axis}")
+        value = np.stack([x.value for x in xs], axis=axis)
+        quant = range_quantization(*calibrated_range(value, None))
+        inputs = self._requantized(xs, quant, name)
+        out = self._activation(self._name(name), value, quant)
+        self._op("PACK", inputs, [out.index], {"values_count": len(xs), "axis": axis})
+        return out
+
+    def unpack(self, x: Activation, axis: int, name: str = "unpack") -> list[Activation]:
+        """UNPACK (unstack) along `axis`: one output per element of it, one rank lower."""
+        _require_int8("UNPACK", x)
+        axis %= len(x.shape)
+        if axis == 0:
+            raise InvalidArgumentError("UNPACK of the batch axis is not supported: the batch is 1")
+        outs = [self._activation(self._name(name), np.take(x.value, i, axis=axis), x.quant)
+                for i in range(x.shape[axis])]
+        self._op("UNPACK", [x.index], [o.index for o in outs], {"num": len(outs), "axis": axis})
+        return outs
+
+    def expand_dims(self, x: Activation, axis: int, name: str = "expand_dims") -> Activation:
+        """EXPAND_DIMS: a new axis of 1 at `axis` (after the batch)."""
+        _require_int8("EXPAND_DIMS", x)
+        if not 1 <= axis <= len(x.shape):
+            raise InvalidArgumentError(f"cannot insert axis {axis} into {list(x.shape)}")
+        out = self._activation(self._name(name), np.expand_dims(x.value, axis), x.quant)
+        ai = self.builder.add_constant(self._name(name + "/axis"), np.asarray(axis, np.int32), "int32")
+        self._op("EXPAND_DIMS", [x.index, ai], [out.index])
+        return out
+
+    def squeeze(self, x: Activation, axes: Sequence[int], name: str = "squeeze") -> Activation:
+        """SQUEEZE the given axes of 1 (after the batch)."""
+        _require_int8("SQUEEZE", x)
+        axes = [int(a) % len(x.shape) for a in axes]
+        if not axes or any(a == 0 or x.shape[a] != 1 for a in axes):
+            raise InvalidArgumentError(f"cannot squeeze axes {axes} of {list(x.shape)}")
+        out = self._activation(self._name(name), np.squeeze(x.value, axis=tuple(axes)), x.quant)
+        self._op("SQUEEZE", [x.index], [out.index], {"squeeze_dims": np.asarray(axes, np.int32)})
+        return out
+
+    def arg_max(self, x: Activation, axis: int = -1, name: str = "arg_max") -> Activation:
+        """ARG_MAX along `axis` (the axis dropped): an int32 map of indices, unquantized, that no
+        int8 layer can read, so it ends its branch (an output)."""
+        _require_int8("ARG_MAX", x)
+        axis %= len(x.shape)
+        if axis == 0:
+            raise InvalidArgumentError("ARG_MAX over the batch axis is not supported: the batch is 1")
+        value = np.argmax(x.value, axis=axis).astype(np.float32)
+        stem = self._name(name)
+        index = self.builder.add_tensor(stem, (1,) + value.shape[1:], "int32", None)
+        ai = self.builder.add_constant(f"{stem}/axis", np.asarray([axis], np.int32), "int32")
+        self._op("ARG_MAX", [x.index, ai], [index], {"output_type": 2})  # TensorType INT32
+        return Activation(index, value, quantization(1.0, 0), "int32")
+
+    def relu(self, x: Activation, kind: str = "RELU", name: str = "relu") -> Activation:
+        """A ReLU as its own operator (RELU, RELU6, RELU_N1_TO_1 or RELU_0_TO_1), the output
+        calibrated: the NPU runs it as a rescale and a clamp."""
+        _require_int8(kind, x)
+        bounds = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
+        if kind not in bounds:
+            raise InvalidArgumentError(f"kind must be one of {list(bounds)}, got {kind!r}")
+        out = self._activation(self._name(name), np.clip(x.value, *bounds[kind]))
+        self._op(kind, [x.index], [out.index])
+        return out
 
     def transpose(self, x: Activation, perm: Sequence[int], name: str = "transpose") -> Activation:
         _require_int8("TRANSPOSE", x)

@@ -7,12 +7,15 @@ MAXIMUM/MINIMUM/SQUARED_DIFFERENCE against an earlier map, squeeze-and-excite ga
 conv, LOGISTIC, a MUL broadcast along H and W), concatenations of two or three maps along any
 axis, PAD, MIRROR_PAD, STRIDED_SLICE, SPLIT, TRANSPOSE, RESHAPE, QUANTIZE, MEAN, RESIZE,
 TRANSPOSE_CONV, the activation layers (LEAKY_RELU, TANH, LOGISTIC, EXP, HARD_SWISH, PRELU,
-SOFTMAX, ABS, and RSQRT of an ABS) and FULLY_CONNECTED. A layer may read any earlier map
-instead of the last one, so maps get several readers, and some none (dead operators, legal in
-a .tflite); sometimes a middle map is a second output, and sometimes a second input. A layer
-whose output calibrates to zeros only is left a dead end. Weights and quantization come from
-the zoo's float calibration, so each model is what a converter writes from such a network. A
-seed always gives the same model.
+SOFTMAX, ABS, RSQRT of an ABS, and RELU, RELU6, RELU_N1_TO_1 and RELU_0_TO_1 as operators of
+their own), FULLY_CONNECTED, SLICE, SPLIT_V, PACK (of maps seen as rank 3), UNPACK then
+EXPAND_DIMS, SQUEEZE then EXPAND_DIMS, ARG_MAX (an int32 model output), and convolutions strided
+by 4, which the NPU cannot run: the CPU runs them between two NPU parts. A layer may read any
+earlier map instead of the last one, so maps get several readers, and some none (dead operators,
+legal in a .tflite); sometimes a middle map is a second output, and sometimes a second input. A
+layer whose output calibrates to zeros only is left a dead end. Weights and quantization come
+from the zoo's float calibration, so each model is what a converter writes from such a network.
+A seed always gives the same model.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ _ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
 _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "concatenation", "pad",
           "mean", "resize", "transpose_conv", "leaky_relu", "tanh", "logistic", "hard_swish", "prelu", "softmax",
           "fully_connected", "scalar", "squeeze_excite", "reshape", "requantize", "strided_slice", "split",
-          "transpose", "mirror_pad", "maximum", "minimum", "squared_difference", "abs", "rsqrt", "exp")
+          "transpose", "mirror_pad", "maximum", "minimum", "squared_difference", "abs", "rsqrt", "exp", "slice",
+          "split_v", "pack", "unpack", "squeeze", "arg_max", "relu", "cpu_conv")
 _ELEMENTWISE = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 _LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
 
@@ -141,6 +145,58 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
         outs = net.split(x, int(rng.choice(parts)), axis)
         kept.extend(outs[1:])
         return outs[0], f"split{axis}x{len(outs)}"
+    if kind == "slice":  # SLICE: a box, to the end of an axis where the size is -1
+        begin, size = [0], [1]
+        for n in (h, w, c):
+            first = int(rng.integers(0, n))
+            begin.append(first)
+            size.append(-1 if rng.random() < 0.3 else int(rng.integers(1, n - first + 1)))
+        return net.slice(x, begin, size), f"slice{begin[1:]}+{size[1:]}"
+    if kind == "split_v":  # into 2 or 3 parts of drawn sizes: the first goes on
+        axis = int(rng.choice([1, 2, 3]))
+        n = x.shape[axis]
+        if n < 2:
+            return None
+        cuts = sorted({int(v) for v in rng.integers(1, n, size=int(rng.integers(1, 3)))})
+        sizes = [b - a for a, b in zip([0, *cuts], [*cuts, n])]
+        outs = net.split_v(x, sizes, axis)
+        kept.extend(outs[1:])
+        return outs[0], f"split_v{axis}{sizes}"
+    if kind == "pack":  # maps of x's shape, each seen as (1, H*W, C), stacked along a new axis
+        same = [a for a in kept if a.shape == x.shape and a is not x] or [x]
+        others = [same[int(k)] for k in rng.integers(len(same), size=int(rng.integers(1, 3)))]
+        axis = int(rng.choice([1, 2]))
+        flat = [net.reshape(a, (1, h * w, c)) for a in (x, *others)]
+        return net.pack(flat, axis), f"pack{axis}x{len(flat)}"
+    if kind == "unpack":  # along a short axis; each part back to rank 4 with an axis of 1
+        axes = [a for a in (1, 2, 3) if 2 <= x.shape[a] <= 8]
+        if not axes:
+            return None
+        axis = axes[int(rng.integers(len(axes)))]
+        where = int(rng.choice([1, 2, 3]))
+        outs = [net.expand_dims(part, where) for part in net.unpack(x, axis)]
+        kept.extend(outs[1:])
+        return outs[0], f"unpack{axis}_expand_dims{where}"
+    if kind == "squeeze":  # an axis of 1 squeezed out and put back elsewhere
+        ones = [a for a in (1, 2, 3) if x.shape[a] == 1]
+        if not ones:
+            return None
+        axis = ones[int(rng.integers(len(ones)))]
+        where = int(rng.choice([1, 2, 3]))
+        return net.expand_dims(net.squeeze(x, [axis]), where), f"squeeze{axis}_expand_dims{where}"
+    if kind == "arg_max":  # int32 indices: another model output, while x goes on
+        net.output(net.arg_max(x, int(rng.choice([3, 3, 1, 2]))))
+        return x, kind
+    if kind == "relu":  # a ReLU operator of its own, its output calibrated
+        relu = str(rng.choice(["RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1"]))
+        return net.relu(x, relu), relu.lower()
+    if kind == "cpu_conv":  # a stride of 4, which the NPU cannot run: the CPU runs it between NPU parts
+        k = (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+        st = (4, int(rng.choice([1, 4])))
+        p = str(rng.choice(["SAME", "VALID"]))
+        for axis in (0, 1):
+            output_size(x.shape[1 + axis], k[axis], st[axis], 1, p)
+        return net.conv2d(x, int(rng.choice([4, 8, 16])), k, st, p, (1, 1), activation), f"cpu_conv{k}/{st}{p}"
     if kind == "transpose":
         perm = [(0, 2, 1, 3), (0, 1, 3, 2), (0, 3, 1, 2), (0, 2, 3, 1), (0, 3, 2, 1)][int(rng.integers(5))]
         return net.transpose(x, perm), f"transpose{list(perm[1:])}"

@@ -105,6 +105,14 @@ def read_options(name: str, table: flatbuffers.table.Table) -> dict[str, Any]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _is_string_field(table: str, camel: str) -> bool:
+    """Whether the generated accessor reads a string (the schema keeps no field types at run time)."""
+    import inspect
+
+    return "String(" in inspect.getsource(getattr(options_table(table).cls, camel))
+
+
 def build_options(builder: flatbuffers.Builder, name: str, options: dict[str, Any]) -> int:
     """Serialise {snake_case_field: value} as the options table `name`; returns its offset."""
     spec = options_table(name)
@@ -121,6 +129,9 @@ def build_options(builder: flatbuffers.Builder, name: str, options: dict[str, An
             array = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=np.int32)
             children[camel] = builder.CreateNumpyVector(array)
         elif isinstance(value, str) and camel not in _ENUM_FIELDS:
+            if not _is_string_field(name, camel):
+                # Written as a string, its offset would become the field's number, silently.
+                raise ModelError(f"{name}.{snake} is a number, not a string: got {value!r}")
             children[camel] = builder.CreateString(value)
     getattr(spec.module, f"{name}Start")(builder)
     for snake, value in options.items():
