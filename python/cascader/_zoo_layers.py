@@ -88,7 +88,10 @@ _VERSION = {
         "RELU_N1_TO_1": 1,
         "RELU_0_TO_1": 1,
     },
-    "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3},
+    # 16x8: int16 activations, int8 weights, int64 bias.
+    "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3, "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5,
+              "FULLY_CONNECTED": 7, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 3, "ADD": 3, "SUB": 3, "MUL": 4,
+              "RESHAPE": 1},
 }
 
 # TFLite's int8/int16 TANH, LOGISTIC and SOFTMAX kernels require these output quantizations.
@@ -137,8 +140,17 @@ def _require_int8(opcode: str, *xs: "Activation") -> None:
         if x.dtype != "int8":
             raise InvalidArgumentError(
                 f"{opcode} is built for int8 activations only, got {x.dtype}; the int16 layers are "
-                "leaky_relu, tanh, logistic, exp and softmax"
+                "conv2d, depthwise_conv2d, fully_connected, pool, add, sub, mul, reshape, leaky_relu, tanh, "
+                "logistic, exp and softmax"
             )
+
+
+def _same_dtype(opcode: str, *xs: "Activation") -> str:
+    """The operands' one activation type (int8 or 16x8 int16)."""
+    dtypes = {x.dtype for x in xs}
+    if len(dtypes) != 1 or not dtypes <= set(ACTIVATION_DTYPES):
+        raise InvalidArgumentError(f"{opcode} needs int8 or int16 operands of one type, got {sorted(dtypes)}")
+    return dtypes.pop()
 
 
 def _check_padding(padding: str) -> None:
@@ -401,29 +413,35 @@ class CalibratedNet:
         w = w * (gamma / std).reshape(channel_shape)
         bias = beta - mean * gamma / std + bias_offset
 
-        # Symmetric per-channel int8 (TFLite uses [-127, 127] for weights), int32 bias.
+        # Symmetric per-channel int8 (TFLite uses [-127, 127] for weights), int32 bias (int64 in
+        # 16x8, as the converter writes it).
         absmax = np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)).max(axis=1)
         w_scale = (np.maximum(absmax, 1e-12) / 127.0).astype(np.float32)
         w_q = np.clip(np.round(w / w_scale.reshape(channel_shape)), -127, 127).astype(np.int8)
         b_scale = x.scale * w_scale.astype(np.float64)
-        b_q = np.clip(np.round(bias / b_scale), -(2**31), 2**31 - 1).astype(np.int32)
+        bias_dtype = "int64" if x.dtype == "int16" else "int32"
+        limit = np.iinfo(bias_dtype)
+        b_q = np.clip(np.round(bias / b_scale), float(limit.min), float(limit.max)).astype(bias_dtype)
 
         dequantized = w_q.astype(np.float32) * w_scale.reshape(channel_shape)
         y = apply_activation(forward(dequantized) + bias.astype(np.float32), activation)
         stem = self._name(name)
         wi = self.builder.add_constant(f"{stem}/weights", w_q, "int8", quantization(w_scale, 0, axis))
-        bi = self.builder.add_constant(f"{stem}/bias", b_q, "int32", quantization(b_scale, 0, 0))
-        out = self._activation(stem, y, activation=activation)
+        bi = self.builder.add_constant(f"{stem}/bias", b_q, bias_dtype, quantization(b_scale, 0, 0))
+        out = self._activation(stem, y, activation=activation, dtype=x.dtype)
         inputs = [x.index, wi, bi]
         if opcode == "TRANSPOSE_CONV":  # (output shape, weights, input, bias)
             shape = self.builder.add_constant(f"{stem}/output_shape", np.asarray(out.shape, np.int32))
             inputs = [shape, wi, x.index, bi]
-        self._op(opcode, inputs, [out.index], {**options, "fused_activation_function": activation or "NONE"})
+        self._op(opcode, inputs, [out.index], {**options, "fused_activation_function": activation or "NONE"},
+                 dtype=x.dtype)
         return out
 
     def _window(self, x: Activation, opcode: str, kernel, stride, dilation, padding: str, activation):
         """Validate a sliding-window op's arguments; returns (kernel, stride, dilation) pairs."""
-        _require_int8(opcode, x)
+        if opcode == "TRANSPOSE_CONV":
+            _require_int8(opcode, x)
+        _same_dtype(opcode, x)
         kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
         _check_padding(padding)
         _check_activation(activation)
@@ -491,7 +509,7 @@ class CalibratedNet:
 
     def fully_connected(self, x: Activation, units: int, activation: str | None = None, name: str = "fc") -> Activation:
         """FULLY_CONNECTED of a single row: the input is (1, ..., 1, depth), the output (1, units)."""
-        _require_int8("FULLY_CONNECTED", x)
+        _same_dtype("FULLY_CONNECTED", x)
         _check_activation(activation)
         if not isinstance(units, (int, np.integer)) or units < 1:
             raise InvalidArgumentError(f"units must be a positive int, got {units!r}")
@@ -512,7 +530,7 @@ class CalibratedNet:
     def pool(
         self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool"
     ) -> Activation:
-        _require_int8(f"{kind}_POOL_2D", x)
+        _same_dtype(f"{kind}_POOL_2D", x)
         if kind not in ("MAX", "AVERAGE"):
             raise InvalidArgumentError(f"pool kind must be 'MAX' or 'AVERAGE', got {kind!r}")
         size, stride = _pair(size, "pool size"), _pair(stride, "pool stride")
@@ -521,7 +539,7 @@ class CalibratedNet:
         self._spatial(x, opcode)
         for axis in (1, 2):
             output_size(x.shape[axis], size[axis - 1], stride[axis - 1], 1, padding)
-        out = self._activation(self._name(name), pool_float(x.value, kind, size, stride, padding), x.quant)
+        out = self._activation(self._name(name), pool_float(x.value, kind, size, stride, padding), x.quant, dtype=x.dtype)
         self._op(
             opcode,
             [x.index],
@@ -534,11 +552,12 @@ class CalibratedNet:
                 "filter_width": size[1],
                 "fused_activation_function": "NONE",
             },
+            dtype=x.dtype,
         )
         return out
 
     def _elementwise(self, opcode: str, a: Activation, b: Activation, activation: str | None, name: str) -> Activation:
-        _require_int8(opcode, a, b)
+        dtype = _same_dtype(opcode, a, b)
         _check_activation(activation)
         if len(a.shape) != len(b.shape):
             raise InvalidArgumentError(f"{opcode} operands need the same rank, got {list(a.shape)} and {list(b.shape)}")
@@ -548,8 +567,11 @@ class CalibratedNet:
             shapes = f"{list(a.shape)} and {list(b.shape)}"
             raise InvalidArgumentError(f"{opcode} operand shapes {shapes} do not broadcast") from None
         value = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}[opcode](a.value, b.value)
-        out = self._activation(self._name(name), apply_activation(value, activation), activation=activation)
-        self._op(opcode, [a.index, b.index], [out.index], {"fused_activation_function": activation or "NONE"})
+        out = self._activation(self._name(name), apply_activation(value, activation), activation=activation, dtype=dtype)
+        options = {"fused_activation_function": activation or "NONE"}
+        if dtype == "int16" and opcode != "MUL":
+            options["pot_scale_int16"] = False  # any scales, as the converter writes 16x8 ADD/SUB
+        self._op(opcode, [a.index, b.index], [out.index], options, dtype=dtype)
         return out
 
     def add(self, a: Activation, b: Activation, activation: str | None = None, name: str = "add") -> Activation:
@@ -647,13 +669,13 @@ class CalibratedNet:
         return out
 
     def reshape(self, x: Activation, shape: Sequence[int], name: str = "reshape") -> Activation:
-        _require_int8("RESHAPE", x)
+        _same_dtype("RESHAPE", x)
         shape = tuple(int(d) for d in shape)
         if math.prod(shape) != math.prod(x.shape) or shape[0] != 1:
             raise InvalidArgumentError(f"cannot reshape {list(x.shape)} to {list(shape)}")
-        out = self._activation(self._name(name), x.value.reshape((self.samples,) + shape[1:]), x.quant)
+        out = self._activation(self._name(name), x.value.reshape((self.samples,) + shape[1:]), x.quant, dtype=x.dtype)
         si = self.builder.add_constant(self._name(name + "/shape"), np.asarray(shape, np.int32), "int32")
-        self._op("RESHAPE", [x.index, si], [out.index], {"new_shape": np.asarray(shape, np.int32)})
+        self._op("RESHAPE", [x.index, si], [out.index], {"new_shape": np.asarray(shape, np.int32)}, dtype=x.dtype)
         return out
 
     def transpose_conv2d(self, x: Activation, filters: int, kernel=(2, 2), stride=(2, 2), padding: str = "SAME",

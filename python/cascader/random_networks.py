@@ -1,4 +1,4 @@
-"""Random int8 networks from the zoo's layers: inputs for fuzzing the compiler.
+"""Random int8 (or 16x8) networks from the zoo's layers: inputs for fuzzing the compiler.
 
 `random_network(seed)` draws 2-11 layers over an input of 3-47 x 3-47 x 1-40: convolutions
 (strided, dilated, SAME or VALID), depthwise convolutions (multiplier 1 or 2), max and average
@@ -15,7 +15,9 @@ earlier map instead of the last one, so maps get several readers, and some none 
 legal in a .tflite); sometimes a middle map is a second output, and sometimes a second input. A
 layer whose output calibrates to zeros only is left a dead end. Weights and quantization come
 from the zoo's float calibration, so each model is what a converter writes from such a network.
-A seed always gives the same model.
+A seed always gives the same model. `random_network(seed, "int16")` draws a 16x8 network (int16
+maps, int8 weights, int64 biases) of the layers TFLite runs on int16: convolutions, depthwise
+convolutions, pools, ADD/SUB/MUL, FULLY_CONNECTED, RESHAPE and the activation layers.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub"
           "fully_connected", "scalar", "squeeze_excite", "reshape", "requantize", "strided_slice", "split",
           "transpose", "mirror_pad", "maximum", "minimum", "squared_difference", "abs", "rsqrt", "exp", "slice",
           "split_v", "pack", "unpack", "squeeze", "arg_max", "relu", "cpu_conv")
+# What a 16x8 network draws: the layers TFLite and the NPU run on int16 maps.
+_INT16_KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "leaky_relu", "tanh",
+                "logistic", "softmax", "exp", "fully_connected", "reshape")
 _ELEMENTWISE = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 _LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
 
@@ -231,25 +236,29 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
     return net.fully_connected(x, int(rng.choice([1, 4, 10, 16, 33])), activation), kind
 
 
-def random_network(seed: int) -> RandomNetwork:
-    """The random network of `seed` (see the module)."""
+def random_network(seed: int, dtype: str = "int8") -> RandomNetwork:
+    """The random network of `seed` (see the module); `dtype` "int16" draws a 16x8 one (int16
+    maps, int8 weights) of the layers TFLite runs on int16."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidArgumentError(f"seed must be a non-negative int, got {seed!r}")
+    if dtype not in ("int8", "int16"):
+        raise InvalidArgumentError(f"dtype must be 'int8' or 'int16', got {dtype!r}")
+    kinds = _KINDS if dtype == "int8" else _INT16_KINDS
     rng = np.random.default_rng(seed)
-    net = CalibratedNet(int(seed), calibration_samples=8, description=f"cascader.random_networks {seed}")
+    net = CalibratedNet(int(seed), calibration_samples=8, description=f"cascader.random_networks {seed}" + (" int16" if dtype == "int16" else ""))
     shape = (1, int(rng.integers(3, 48)), int(rng.integers(3, 48)), int(rng.choice([1, 2, 3, 4, 5, 8, 16, 17, 24, 32, 40])))
-    x = net.input(shape)
+    x = net.input(shape, dtype=dtype)
     kept, drawn = [x], [f"input{list(shape[1:])}"]
     if rng.random() < 0.3:  # a second model input, as wide or not
         second = (*shape[:3], int(rng.choice([shape[3], 8])))
-        kept.append(net.input(second, name="input_2"))
+        kept.append(net.input(second, name="input_2", dtype=dtype))
         drawn.append(f"input{list(second[1:])}")
     for _ in range(int(rng.integers(2, 12))):
         if len(kept) > 2 and rng.random() < 0.25:
             x = kept[int(rng.integers(len(kept)))]
             drawn.append("<branch>")
         try:
-            made = _layer(net, rng, _KINDS[int(rng.integers(len(_KINDS)))], x, kept)
+            made = _layer(net, rng, kinds[int(rng.integers(len(kinds)))], x, kept)
         except InvalidArgumentError:  # the draw does not fit the map (a window larger than it)
             continue
         if made is not None and made[0].quant.scale[0] < _LEAST_SCALE:

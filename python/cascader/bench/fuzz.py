@@ -1,12 +1,13 @@
 """Random networks through the whole compiler, checked against the reference interpreter.
 
-    python -m cascader.bench.fuzz [--networks N] [--first SEED]
+    python -m cascader.bench.fuzz [--networks N] [--first SEED] [--dtype int8|int16]
 
 Each seed's network (`cascader.random_networks`) is compiled on an accelerator, memory mode
 and optimisation goal drawn from the same seed: without a budget, at a random fraction of the
 SRAM that takes, and at 1 byte. A budget below the minimum must raise InfeasibleError, and its
 minimum must then compile. Every binary must fit its budget and be bit-exact against the
-reference (one input set). Prints each failure, then the counts.
+reference (one input set). `--dtype int16` draws 16x8 networks (int16 maps, int8 weights).
+Prints each failure, then the counts.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class NetworkCheck:
     failures: list[str] = field(default_factory=list)
 
 
-def check_network(seed: int) -> NetworkCheck:
-    """Compile seed `seed`'s network at its three budgets and check each binary."""
+def check_network(seed: int, dtype: str = "int8") -> NetworkCheck:
+    """Compile seed `seed`'s network (of `dtype` maps) at its three budgets and check each binary."""
     rng = np.random.default_rng(10_000 + seed)  # the target's draws, apart from the network's
     accelerator = str(rng.choice(Accelerator.names()))
     u65 = Accelerator(accelerator)._config.is_u65
@@ -46,7 +47,7 @@ def check_network(seed: int) -> NetworkCheck:
     if not u65 and rng.random() < 0.2:
         mode = "Sram_Only"
     optimise = "performance" if rng.random() < 0.8 else "size"
-    network = random_network(seed)
+    network = random_network(seed, dtype)
     check = NetworkCheck(seed, f"{accelerator} {mode or 'default'} {optimise}", network.layers)
 
     def compiled(budget):
@@ -90,10 +91,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", type=int, default=200)
     parser.add_argument("--first", type=int, default=0, metavar="SEED")
+    parser.add_argument("--dtype", choices=["int8", "int16"], default="int8", help="the networks' feature maps")
     args = parser.parse_args()
     checks = []
     for seed in range(args.first, args.first + args.networks):
-        check = check_network(seed)
+        check = check_network(seed, args.dtype)
         checks.append(check)
         for failure in check.failures:
             print(f"seed {seed} ({check.target}; {check.layers}): {failure}", flush=True)
