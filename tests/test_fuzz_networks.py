@@ -41,6 +41,28 @@ def test_int16_random_networks_compile_within_budget_and_bit_exact():
     assert sum(c.exact for c in checks) >= 2 * len(INT16_SEEDS)
 
 
+def test_uint8_random_networks_compile_within_budget_and_bit_exact():
+    checks = [check_network(seed, "uint8") for seed in range(20)]
+    failures = [f"seed {c.seed} ({c.target}; {c.layers}): {f}" for c in checks for f in c.failures]
+    assert not failures, "\n".join(failures)
+    assert sum(c.exact for c in checks) >= 40
+
+
+def test_uint8_networks_are_what_a_uint8_converter_writes():
+    """Maps uint8; weights uint8 per tensor with a zero point; each bias at input x weight scale."""
+    import numpy as np
+
+    for seed in range(10):
+        sg = random_network(seed, "uint8").model.main
+        assert all(t.dtype != "int8" for t in sg.tensors)
+        for op in sg.operators:
+            if op.opcode not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+                continue
+            x, w, b = (sg.tensors[i] for i in op.inputs[:3])
+            assert w.dtype == "uint8" and w.quantization.scale.size == 1
+            assert np.isclose(b.quantization.scale[0], x.quantization.scale[0] * w.quantization.scale[0], rtol=1e-6)
+
+
 def test_a_seed_always_gives_the_same_network():
     from cascader import save_model
 

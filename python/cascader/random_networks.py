@@ -1,4 +1,4 @@
-"""Random int8 (or 16x8) networks from the zoo's layers: inputs for fuzzing the compiler.
+"""Random int8 (or uint8, or 16x8) networks from the zoo's layers: inputs for fuzzing the compiler.
 
 `random_network(seed)` draws 2-11 layers over an input of 3-47 x 3-47 x 1-40: convolutions
 (strided, dilated, SAME or VALID), depthwise convolutions (multiplier 1 or 2), max and average
@@ -15,13 +15,17 @@ earlier map instead of the last one, so maps get several readers, and some none 
 legal in a .tflite); sometimes a middle map is a second output, and sometimes a second input. A
 layer whose output calibrates to zeros only is left a dead end. Weights and quantization come
 from the zoo's float calibration, so each model is what a converter writes from such a network.
-A seed always gives the same model. `random_network(seed, "int16")` draws a 16x8 network (int16
-maps, int8 weights, int64 biases) of the layers TFLite runs on int16: convolutions, depthwise
-convolutions, pools, ADD/SUB/MUL, FULLY_CONNECTED, RESHAPE and the activation layers.
+A seed always gives the same model. `random_network(seed, "uint8")` draws the uint8 network an
+older converter writes (maps moved up by 128, weights per tensor with a zero point) of the
+layers TFLite runs on uint8 (not EXP, RSQRT, ABS or SQUARED_DIFFERENCE); `"int16"` a 16x8
+network (int16 maps, int8 weights, int64 biases) of the layers TFLite runs on int16:
+convolutions, depthwise convolutions, pools, ADD/SUB/MUL, FULLY_CONNECTED, RESHAPE and the
+activation layers.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -29,6 +33,7 @@ import numpy as np
 from ._zoo_layers import Activation, CalibratedNet, apply_activation, output_size, range_quantization
 from .errors import InvalidArgumentError
 from .tflite import Model
+from .tflite.builder import quantization
 
 _ACTIVATIONS = (None, "RELU", "RELU6", "RELU_N1_TO_1")
 _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "concatenation", "pad",
@@ -39,6 +44,9 @@ _KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub"
 # What a 16x8 network draws: the layers TFLite and the NPU run on int16 maps.
 _INT16_KINDS = ("conv", "conv", "conv", "depthwise", "depthwise", "pool", "add", "sub", "mul", "leaky_relu", "tanh",
                 "logistic", "softmax", "exp", "fully_connected", "reshape")
+# A uint8 network draws what TFLite runs on uint8 (not EXP, RSQRT, ABS or SQUARED_DIFFERENCE).
+_UINT8_KINDS = tuple(k for k in _KINDS if k not in ("exp", "rsqrt", "abs", "squared_difference"))
+_WEIGHTED = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"}
 _ELEMENTWISE = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 _LEAST_SCALE = 1e-6  # below, a map was calibrated on zeros only
 
@@ -236,22 +244,73 @@ def _layer(net: CalibratedNet, rng: np.random.Generator, kind: str, x: Activatio
     return net.fully_connected(x, int(rng.choice([1, 4, 10, 16, 33])), activation), kind
 
 
+def _as_uint8(model: Model) -> Model:
+    """The int8 `model` as an older converter writes it in uint8: every int8 tensor moved up by
+    128 (the same real values), and the weights of convolutions and FULLY_CONNECTED requantized
+    per tensor with a zero point (uint8 kernels take no per-channel weights), their biases
+    rescaled to match."""
+    model = copy.deepcopy(model)
+    sg = model.subgraphs[0]
+    weights: dict[int, list[int]] = {}  # weight tensor -> the biases scaled by it
+    for op in sg.operators:
+        if op.opcode in _WEIGHTED:
+            slot = 3 if op.opcode == "TRANSPOSE_CONV" else 2  # TRANSPOSE_CONV: (shape, weights, input, bias)
+            weights.setdefault(op.inputs[1], []).append(op.inputs[slot] if len(op.inputs) > slot else -1)
+    for index, t in enumerate(sg.tensors):
+        if t.dtype != "int8" or t.quantization is None:
+            continue
+        q = t.quantization
+        if index in weights:
+            real = t.data.astype(np.float64) * q.scale.astype(np.float64).reshape(
+                [-1 if a == q.quantized_dimension else 1 for a in range(t.data.ndim)])  # symmetric: no zero point
+            lo, hi = min(float(real.min()), 0.0), max(float(real.max()), 1e-9)
+            scale = (hi - lo) / 255.0
+            zero_point = int(np.clip(np.round(-lo / scale), 0, 255))
+            data = np.clip(np.round(real / scale) + zero_point, 0, 255).astype(np.uint8)
+            for b in weights[index]:
+                bias = sg.tensors[b] if b >= 0 else None
+                if bias is None or bias.data is None:
+                    continue
+                real_bias = bias.data.astype(np.float64) * bias.quantization.scale.astype(np.float64)
+                input_scale = float(sg.tensors[_input_of(sg, b)].quantization.scale[0])
+                bias_scale = np.float32(input_scale * np.float32(scale))
+                codes = np.clip(np.round(real_bias / float(bias_scale)), -(2**31), 2**31 - 1).astype(np.int32)
+                bias.data, bias.quantization = codes, quantization(bias_scale, 0)
+                model.buffers[bias.buffer] = codes.tobytes()
+            t.quantization = quantization(scale, zero_point)
+        else:
+            data = None if t.data is None else (t.data.astype(np.int16) + 128).astype(np.uint8)
+            t.quantization = quantization(q.scale, q.zero_point + 128, q.quantized_dimension)
+        t.dtype = "uint8"
+        if data is not None:
+            t.data = data
+            model.buffers[t.buffer] = data.tobytes()
+    return model
+
+
+def _input_of(sg, bias: int) -> int:
+    """The feature map input of the weighted operator that reads `bias`."""
+    op = next(o for o in sg.operators if o.opcode in _WEIGHTED and bias in o.inputs)
+    return op.inputs[2] if op.opcode == "TRANSPOSE_CONV" else op.inputs[0]
+
+
 def random_network(seed: int, dtype: str = "int8") -> RandomNetwork:
-    """The random network of `seed` (see the module); `dtype` "int16" draws a 16x8 one (int16
-    maps, int8 weights) of the layers TFLite runs on int16."""
+    """The random network of `seed` (see the module) with `dtype` maps: "int8", "uint8" or
+    "int16" (16x8)."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidArgumentError(f"seed must be a non-negative int, got {seed!r}")
-    if dtype not in ("int8", "int16"):
-        raise InvalidArgumentError(f"dtype must be 'int8' or 'int16', got {dtype!r}")
-    kinds = _KINDS if dtype == "int8" else _INT16_KINDS
+    if dtype not in ("int8", "uint8", "int16"):
+        raise InvalidArgumentError(f"dtype must be 'int8', 'uint8' or 'int16', got {dtype!r}")
+    kinds = {"int8": _KINDS, "uint8": _UINT8_KINDS, "int16": _INT16_KINDS}[dtype]
     rng = np.random.default_rng(seed)
-    net = CalibratedNet(int(seed), calibration_samples=8, description=f"cascader.random_networks {seed}" + (" int16" if dtype == "int16" else ""))
+    net = CalibratedNet(int(seed), calibration_samples=8, description=f"cascader.random_networks {seed}" + ("" if dtype == "int8" else f" {dtype}"))
     shape = (1, int(rng.integers(3, 48)), int(rng.integers(3, 48)), int(rng.choice([1, 2, 3, 4, 5, 8, 16, 17, 24, 32, 40])))
-    x = net.input(shape, dtype=dtype)
+    maps = "int16" if dtype == "int16" else "int8"  # uint8 is built in int8, then moved up
+    x = net.input(shape, dtype=maps)
     kept, drawn = [x], [f"input{list(shape[1:])}"]
     if rng.random() < 0.3:  # a second model input, as wide or not
         second = (*shape[:3], int(rng.choice([shape[3], 8])))
-        kept.append(net.input(second, name="input_2", dtype=dtype))
+        kept.append(net.input(second, name="input_2", dtype=maps))
         drawn.append(f"input{list(second[1:])}")
     for _ in range(int(rng.integers(2, 12))):
         if len(kept) > 2 and rng.random() < 0.25:
@@ -273,4 +332,5 @@ def random_network(seed: int, dtype: str = "int8") -> RandomNetwork:
     if len(kept) > 3 and rng.random() < 0.3 and kept[len(kept) // 2] is not x:
         net.output(kept[len(kept) // 2])
     net.output(x)
-    return RandomNetwork(net.build(), " ".join(drawn))
+    model = net.build()
+    return RandomNetwork(_as_uint8(model) if dtype == "uint8" else model, " ".join(drawn))

@@ -1,12 +1,13 @@
 """Random networks through the whole compiler, checked against the reference interpreter.
 
-    python -m cascader.bench.fuzz [--networks N] [--first SEED] [--dtype int8|int16]
+    python -m cascader.bench.fuzz [--networks N] [--first SEED] [--dtype int8|uint8|int16]
 
 Each seed's network (`cascader.random_networks`) is compiled on an accelerator, memory mode
 and optimisation goal drawn from the same seed: without a budget, at a random fraction of the
 SRAM that takes, and at 1 byte. A budget below the minimum must raise InfeasibleError, and its
 minimum must then compile. Every binary must fit its budget and be bit-exact against the
-reference (one input set). `--dtype int16` draws 16x8 networks (int16 maps, int8 weights).
+reference (one input set). `--dtype uint8` draws uint8 networks (weights with zero points),
+`--dtype int16` 16x8 ones (int16 maps, int8 weights).
 Prints each failure, then the counts.
 """
 
@@ -91,7 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", type=int, default=200)
     parser.add_argument("--first", type=int, default=0, metavar="SEED")
-    parser.add_argument("--dtype", choices=["int8", "int16"], default="int8", help="the networks' feature maps")
+    parser.add_argument("--dtype", choices=["int8", "uint8", "int16"], default="int8", help="the networks' feature maps")
     args = parser.parse_args()
     checks = []
     for seed in range(args.first, args.first + args.networks):
