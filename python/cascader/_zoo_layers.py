@@ -439,8 +439,6 @@ class CalibratedNet:
 
     def _window(self, x: Activation, opcode: str, kernel, stride, dilation, padding: str, activation):
         """Validate a sliding-window op's arguments; returns (kernel, stride, dilation) pairs."""
-        if opcode == "TRANSPOSE_CONV":
-            _require_int8(opcode, x)
         _same_dtype(opcode, x)
         kernel, stride, dilation = _pair(kernel, "kernel"), _pair(stride, "stride"), _pair(dilation, "dilation")
         _check_padding(padding)
@@ -539,7 +537,8 @@ class CalibratedNet:
         self._spatial(x, opcode)
         for axis in (1, 2):
             output_size(x.shape[axis], size[axis - 1], stride[axis - 1], 1, padding)
-        out = self._activation(self._name(name), pool_float(x.value, kind, size, stride, padding), x.quant, dtype=x.dtype)
+        value = pool_float(x.value, kind, size, stride, padding)
+        out = self._activation(self._name(name), value, x.quant, dtype=x.dtype)
         self._op(
             opcode,
             [x.index],
@@ -567,7 +566,8 @@ class CalibratedNet:
             shapes = f"{list(a.shape)} and {list(b.shape)}"
             raise InvalidArgumentError(f"{opcode} operand shapes {shapes} do not broadcast") from None
         value = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply}[opcode](a.value, b.value)
-        out = self._activation(self._name(name), apply_activation(value, activation), activation=activation, dtype=dtype)
+        value = apply_activation(value, activation)
+        out = self._activation(self._name(name), value, activation=activation, dtype=dtype)
         options = {"fused_activation_function": activation or "NONE"}
         if dtype == "int16" and opcode != "MUL":
             options["pot_scale_int16"] = False  # any scales, as the converter writes 16x8 ADD/SUB

@@ -303,7 +303,8 @@ def random_network(seed: int, dtype: str = "int8") -> RandomNetwork:
         raise InvalidArgumentError(f"dtype must be 'int8', 'uint8' or 'int16', got {dtype!r}")
     kinds = {"int8": _KINDS, "uint8": _UINT8_KINDS, "int16": _INT16_KINDS}[dtype]
     rng = np.random.default_rng(seed)
-    net = CalibratedNet(int(seed), calibration_samples=8, description=f"cascader.random_networks {seed}" + ("" if dtype == "int8" else f" {dtype}"))
+    description = f"cascader.random_networks {seed}" + ("" if dtype == "int8" else f" {dtype}")
+    net = CalibratedNet(int(seed), calibration_samples=8, description=description)
     shape = (1, int(rng.integers(3, 48)), int(rng.integers(3, 48)), int(rng.choice([1, 2, 3, 4, 5, 8, 16, 17, 24, 32, 40])))
     maps = "int16" if dtype == "int16" else "int8"  # uint8 is built in int8, then moved up
     x = net.input(shape, dtype=maps)

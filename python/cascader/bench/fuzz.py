@@ -92,7 +92,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", type=int, default=200)
     parser.add_argument("--first", type=int, default=0, metavar="SEED")
-    parser.add_argument("--dtype", choices=["int8", "uint8", "int16"], default="int8", help="the networks' feature maps")
+    parser.add_argument("--dtype", choices=["int8", "uint8", "int16"], default="int8",
+                        help="the networks' feature maps")
     args = parser.parse_args()
     checks = []
     for seed in range(args.first, args.first + args.networks):
