@@ -59,8 +59,8 @@ def test_planned_cycles_follow_weight_buffers_the_layout_drops(monkeypatch):
     dropped = []
     allocate = compiler.allocate
 
-    def recording(sched, part, sram):
-        allocated = allocate(sched, part, sram)
+    def recording(sched, part, sram, **options):
+        allocated = allocate(sched, part, sram, **options)
         if allocated[0] is not sched and any(op.cascade is not None for op in sched.operations):
             dropped.append(sram)
         return allocated

@@ -439,15 +439,25 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
             if cost.total_cycles < best_cycles:
                 chosen, best_cycles = step, cost.total_cycles
         if chosen:
-            sliced = _encode(op, block, pkf, target.accelerator, depth_step=chosen)
-            sw, ss = _stream_bytes(sliced)
-            start, end = sliced.span(0)
-            cost = target.cost(op, sw, ss, block, traversal, buffered=True, slack=slack, first_dma_bytes=end - start,
-                               last_slice_depth=chosen)
-            if cost.total_cycles < best.cost.total_cycles:
-                best = ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct,
-                                          depth_step=chosen, direct_encoded=encoded)
+            sliced = depth_sliced(best, target, slack, chosen, direct, encoded)
+            if sliced.cost.total_cycles < best.cost.total_cycles:
+                best = sliced
     return best
+
+
+def depth_sliced(sop: ScheduledOperation, target: _Target, slack: int, step: int, direct: OpCost,
+                 encoded: Any) -> ScheduledOperation:
+    """`sop`'s operation with its weights double-buffered in slices of `step` OFM channels:
+    encoded so and costed exactly. `direct` and `encoded`: its cost and streams reading the
+    weights from flash."""
+    op, block, pkf = sop.lowered, sop.block, sop.part_kernel_first
+    sliced = _encode(op, block, pkf, target.accelerator, depth_step=step)
+    sw, ss = _stream_bytes(sliced)
+    start, end = sliced.span(0)
+    cost = target.cost(op, sw, ss, block, pkf if op.kind == "conv" else None, buffered=True, slack=slack,
+                       first_dma_bytes=end - start, last_slice_depth=step)
+    return ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct, depth_step=step,
+                              direct_encoded=encoded)
 
 
 def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, int]], accelerator: str = "ethos-u55-128",
@@ -503,7 +513,7 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
 
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
                        above_peak_gain: float | None = None, budgeted: bool = False,
-                       lean_live: np.ndarray | None = None) -> NpuSchedule:
+                       lean_live: np.ndarray | None = None, capacity: int | None = None) -> NpuSchedule:
     """Keep the weight buffers that fit under the feature maps' own peak.
 
     Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
@@ -520,7 +530,9 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     counts as two slots over both steps: the layout of many small slots lands well above
     their live bytes (zoo MobileNetV2 on U65-512: 181,616 B laid out for a 138,240 B peak,
     Vela 149,664), and the headroom keeps SRAM within the peak. `lean_live`: `live_bytes` of
-    `lean_memory`'s schedule, when the caller has it (a copy is changed, not it).
+    `lean_memory`'s schedule, when the caller has it (a copy is changed, not it). `capacity`:
+    a budget the bytes live at once may fill, above the feature maps' peak (a compile held to
+    a budget between the two keeps the buffers that fit it, the most cycles per byte first).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
     live = live_bytes(msched) if lean_live is None else lean_live.copy()
@@ -529,15 +541,71 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     wanted = _own_weight_buffers(schedule)
     saved = {k: ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles for k in wanted}
     keep: set[int] = set()
+    thinner: dict[int, ScheduledOperation] = {}  # buffers re-sliced thinner to fit `capacity`
+
+    def top_of(sop: ScheduledOperation, k: int) -> tuple[int, list]:
+        spans = _buffer_spans(sop, op_steps[k], exact=budgeted)
+        return max(int(live[steps].max()) + size for steps, size in spans), spans
+
     for k in sorted(wanted, key=lambda k: -saved[k] / max(_buffer_size(ops[k]), 1)):
-        spans = _buffer_spans(ops[k], op_steps[k], exact=budgeted)
-        top = max(int(live[steps].max()) + size for steps, size in spans)
-        if top <= peak or (above_peak_gain is not None and saved[k] >= above_peak_gain * (top - peak)):
-            for steps, size in spans:
-                live[steps] += size
-            peak = max(peak, top)
-            keep.add(k)
-    return without_weight_buffers(schedule, keep)
+        top, spans = top_of(ops[k], k)
+        if not (top <= peak or (above_peak_gain is not None and saved[k] >= above_peak_gain * (top - peak))):
+            if capacity is None:
+                continue
+            if top > capacity:
+                option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity)
+                if option is None:
+                    continue
+                thinner[k] = option
+                top, spans = top_of(option, k)
+        for steps, size in spans:
+            live[steps] += size
+        peak = max(peak, top)
+        keep.add(k)
+    return without_weight_buffers(_with_operations(schedule, thinner), keep)
+
+
+def _thinner_buffer(schedule: NpuSchedule, k: int, fits) -> ScheduledOperation | None:
+    """Operation `k` with its weights double-buffered in thinner depth slices than it has, the
+    thickest that `fits` and still beats reading them from flash, or None. Vela slices to fit
+    the SRAM it is given the same way (its half-buffer limit)."""
+    sop = schedule.operations[k]
+    depth = sop.lowered.ofm.shape[2]
+    encoded = sop.direct_encoded if sop.depth_step else sop.encoded
+    target, slack = _Target.of(schedule), _slack_before(schedule, k)
+    for step in range((sop.depth_step or depth) - 16, 15, -16):
+        if depth % step:
+            continue
+        option = depth_sliced(sop, target, slack, step, sop.direct_cost, encoded)
+        if option.cost.total_cycles < sop.direct_cost.total_cycles and fits(option):
+            return option
+    return None
+
+
+def _slack_before(schedule: NpuSchedule, k: int) -> int:
+    """The cycles operation `k`'s weight DMA may hide under: the previous operation's in its
+    segment, as `schedule_uncascaded` costed it."""
+    position = 0
+    for seg in schedule.segments:
+        if k < position + len(seg.operations):
+            i = k - position
+            return seg.operations[i - 1].cost.buffering_slack_cycles if i > 0 else 0
+        position += len(seg.operations)
+    raise IndexError(k)
+
+
+def _with_operations(schedule: NpuSchedule, replaced: dict[int, ScheduledOperation]) -> NpuSchedule:
+    """`schedule` with the operations at the positions of `replaced` replaced."""
+    if not replaced:
+        return schedule
+    segments, k = [], 0
+    for seg in schedule.segments:
+        ops = []
+        for sop in seg.operations:
+            ops.append(replaced.get(k, sop))
+            k += 1
+        segments.append(SegmentSchedule(seg.segment, ops))
+    return replace(schedule, segments=segments)
 
 
 def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
