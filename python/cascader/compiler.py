@@ -156,15 +156,18 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
         # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
         # it (on the shared models this keeps SRAM within Vela's on every U65 row), except for
         # buffers that save at least a cycle per byte they add.
-        if fitted.total_cycles > 1.05 * sched.total_cycles:
+        worth_it = fitted.total_cycles > 1.05 * sched.total_cycles
+        if worth_it:
             yield sched, None
         faster = [fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=1.0, budgeted=budgeted,
                                      lean_live=lean.live)]
-    if reslice and budget is not None:
-        # A budget above the feature maps' peak: the buffers that fit within it, re-sliced
-        # thinner where that makes them fit, not only those under the peak (MLPerf Tiny's
-        # ResNet on U55-128 within 128 KiB: 1,223,448 -> 1,133,548 cycles, where Vela's binary
-        # takes 1,167,798).
+    if reslice and budget is not None and (config.shared_sram or worth_it):
+        # A budget above the feature maps' peak, when every buffer is wanted but does not fit:
+        # the buffers that fit within it, re-sliced thinner where that makes them fit, not only
+        # those under the peak (MLPerf Tiny's ResNet on U55-128 within 128 KiB: 1,223,448 ->
+        # 1,133,548 cycles, where Vela's binary takes 1,167,798). On Dedicated_Sram only where
+        # the buffers are worth their SRAM (above): else a generous budget would buy 1% with
+        # five times the SRAM.
         faster.append(fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=True, lean_live=lean.live,
                                          capacity=budget))
     for candidate in sorted((c for c in faster if c.total_cycles < fitted.total_cycles), key=lambda c: c.total_cycles):
