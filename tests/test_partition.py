@@ -311,3 +311,21 @@ def test_malformed_operand_lists_are_model_errors():
     assert report.operators[0].rule == "operand_count" and "takes 2 inputs" in report.operators[0].reason
     with pytest.raises(cascader.ModelError, match="operator 0 is malformed.*ADD takes 2 inputs, this one has 1"):
         cascader.compile(model)
+
+
+def test_inspect_names_the_int16_add_sub_caveat():
+    """16x8 ADD/SUB run on the NPU with registers not checked on every input pair (README):
+    the report says so on those operators and on no others."""
+    from cascader._zoo_layers import CalibratedNet
+    from cascader.frontend.add_sub_rounding import INT16_CAVEAT
+
+    for dtype in ("int8", "int16"):
+        net = CalibratedNet(seed=2, calibration_samples=4)
+        x = net.input((1, 6, 6, 8), dtype=dtype)
+        net.output(net.sub(net.add(x, net.conv2d(x, 8, (1, 1))), x))
+        report = cascader.inspect(net.build())
+        caveats = {r.opcode: r.caveat for r in report.operators}
+        expected = INT16_CAVEAT if dtype == "int16" else None
+        assert caveats == {"CONV_2D": None, "ADD": expected, "SUB": expected}
+        assert (INT16_CAVEAT in report.table()) == (dtype == "int16")
+        assert (INT16_CAVEAT in report._repr_html_()) == (dtype == "int16")

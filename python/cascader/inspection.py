@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
+from .frontend.add_sub_rounding import INT16_CAVEAT, unchecked_int16
 from .frontend.liveness import activation_live_ranges, tensor_bytes
 from .frontend.operator_view import OperatorView
 from .frontend.partition import CPU, NPU, REMOVED, REMOVED_REASON, Segment, partition
@@ -30,6 +31,15 @@ class OperatorReport:
     ifm_bytes: int  # non-constant inputs
     ofm_bytes: int
     ofm_shape: tuple[int, ...]
+    caveat: str | None = None  # on the NPU but not proven bit-exact on every input (INT16_CAVEAT)
+
+    @property
+    def note(self) -> str:
+        """The OFM shape (and any caveat) on the NPU, else why it is not there."""
+        if self.target != NPU:
+            return self.reason or ""
+        shape = "x".join(map(str, self.ofm_shape))
+        return f"{shape}; {self.caveat}" if self.caveat else shape
 
 
 @dataclass
@@ -64,10 +74,9 @@ class Inspection:
         header = f"{'#':>4} {'operator':<22} {'on':<7} {'seg':>3} {'MACs':>12} {'weights':>9} {'IFM B':>9} {'OFM B':>9}  OFM shape / CPU reason"
         lines = [f"{self.name}", header, "-" * len(header)]
         for r in self.operators:
-            note = "x".join(map(str, r.ofm_shape)) if r.target == NPU else r.reason
             lines.append(
                 f"{r.index:>4} {r.opcode[:22]:<22} {r.target:<7} {r.segment:>3} {r.macs:>12,} {r.weight_bytes:>9,} "
-                f"{r.ifm_bytes:>9,} {r.ofm_bytes:>9,}  {note}"
+                f"{r.ifm_bytes:>9,} {r.ofm_bytes:>9,}  {r.note}"
             )
         lines.append("-" * len(header))
         npu_segments = sum(s.target == NPU for s in self.segments)
@@ -86,7 +95,7 @@ class Inspection:
         rows = "".join(
             f"<tr><td>{r.index}</td><td>{html.escape(r.opcode)}</td><td>{r.target}</td><td>{r.segment}</td>"
             f"<td>{r.macs:,}</td><td>{r.weight_bytes:,}</td><td>{r.ifm_bytes:,}</td><td>{r.ofm_bytes:,}</td>"
-            f"<td>{html.escape(r.reason or 'x'.join(map(str, r.ofm_shape)))}</td></tr>"
+            f"<td>{html.escape(r.note)}</td></tr>"
             for r in self.operators
         )
         return (
@@ -133,6 +142,8 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
                 ifm_bytes=sum(tensor_bytes(t) for t in inputs if not t.is_constant),
                 ofm_bytes=sum(tensor_bytes(t) for t in view.outputs),
                 ofm_shape=view.ofm.shape if view.ofm is not None else (),
+                caveat=INT16_CAVEAT if verdict.npu and index not in removed and unchecked_int16(
+                    view.op.name, tuple(t.dtype for t in inputs)) else None,
             )
         )
     peak = activation_live_ranges(graph, part.order).peak_bytes()
