@@ -532,7 +532,8 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     Vela 149,664), and the headroom keeps SRAM within the peak. `lean_live`: `live_bytes` of
     `lean_memory`'s schedule, when the caller has it (a copy is changed, not it). `capacity`:
     a budget the bytes live at once may fill, above the feature maps' peak (a compile held to
-    a budget between the two keeps the buffers that fit it, the most cycles per byte first).
+    a budget between the two keeps the buffers that fit it, the most cycles per byte first, a
+    buffer over it re-sliced thinner where that makes it fit: `_thinner_buffer`).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
     live = live_bytes(msched) if lean_live is None else lean_live.copy()
