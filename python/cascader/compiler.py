@@ -133,6 +133,10 @@ class _Lean:
         return live_bytes(self.memory[0])
 
 
+# Shares of a budget the weight buffers re-sliced to fit it may fill (bytes live at once).
+RESLICED_SHARES = (1.0, 0.9, 0.8)
+
+
 def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig, reslice: bool = False
                            ) -> Iterator[tuple[NpuSchedule, tuple | None]]:
     """The schedules `allocate` tries, fastest first, with their memory schedules where known:
@@ -168,10 +172,16 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
         # 1,133,548 cycles, where Vela's binary takes 1,167,798). On Dedicated_Sram only where
         # the buffers are worth their SRAM (above): else a generous budget would buy 1% with
         # five times the SRAM.
-        faster.append(fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=True, lean_live=lean.live,
-                                         capacity=budget))
+        # The layout may need more than the bytes live at once (zoo fc_autoencoder on U65-512:
+        # buffers live within 32,512 B laid out in 35,120), so a little less is tried too.
+        faster += [fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=True, lean_live=lean.live,
+                                      capacity=int(budget * share)) for share in RESLICED_SHARES]
+    seen = set()
     for candidate in sorted((c for c in faster if c.total_cycles < fitted.total_cycles), key=lambda c: c.total_cycles):
-        yield candidate, None
+        buffers = tuple((op.weight_buffer, op.depth_step) for op in candidate.operations)
+        if buffers not in seen:
+            seen.add(buffers)
+            yield candidate, None
     yield fitted, None
     yield lean.schedule, lean.memory
 
