@@ -142,7 +142,8 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
     """The schedules `allocate` tries, fastest first, with their memory schedules where known:
     every weight buffer that pays, then (`reslice`, under a budget) those that fit the budget,
     re-sliced thinner where that makes them fit, then those that fit under the feature maps'
-    own peak, then none. Each is made only when the one before it did not fit."""
+    own peak, then none. The buffers under the peak and the re-sliced ones are made together,
+    when every buffer did not fit."""
     if not any(op.weight_buffer and op.shared_weights is None for op in sched.operations):
         yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
         return

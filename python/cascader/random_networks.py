@@ -251,11 +251,12 @@ def _as_uint8(model: Model) -> Model:
     rescaled to match."""
     model = copy.deepcopy(model)
     sg = model.subgraphs[0]
-    weights: dict[int, list[int]] = {}  # weight tensor -> the biases scaled by it
+    weights: dict[int, list[tuple[int, int]]] = {}  # weight tensor -> (bias, input) of each reader
     for op in sg.operators:
         if op.opcode in _WEIGHTED:
-            slot = 3 if op.opcode == "TRANSPOSE_CONV" else 2  # TRANSPOSE_CONV: (shape, weights, input, bias)
-            weights.setdefault(op.inputs[1], []).append(op.inputs[slot] if len(op.inputs) > slot else -1)
+            # TRANSPOSE_CONV's inputs are (output shape, weights, input, bias)
+            x, slot = (op.inputs[2], 3) if op.opcode == "TRANSPOSE_CONV" else (op.inputs[0], 2)
+            weights.setdefault(op.inputs[1], []).append((op.inputs[slot] if len(op.inputs) > slot else -1, x))
     for index, t in enumerate(sg.tensors):
         if t.dtype != "int8" or t.quantization is None:
             continue
@@ -267,12 +268,12 @@ def _as_uint8(model: Model) -> Model:
             scale = (hi - lo) / 255.0
             zero_point = int(np.clip(np.round(-lo / scale), 0, 255))
             data = np.clip(np.round(real / scale) + zero_point, 0, 255).astype(np.uint8)
-            for b in weights[index]:
+            for b, x in weights[index]:
                 bias = sg.tensors[b] if b >= 0 else None
                 if bias is None or bias.data is None:
                     continue
                 real_bias = bias.data.astype(np.float64) * bias.quantization.scale.astype(np.float64)
-                input_scale = float(sg.tensors[_input_of(sg, b)].quantization.scale[0])
+                input_scale = float(sg.tensors[x].quantization.scale[0])
                 bias_scale = np.float32(input_scale * np.float32(scale))
                 codes = np.clip(np.round(real_bias / float(bias_scale)), -(2**31), 2**31 - 1).astype(np.int32)
                 bias.data, bias.quantization = codes, quantization(bias_scale, 0)
@@ -286,12 +287,6 @@ def _as_uint8(model: Model) -> Model:
             t.data = data
             model.buffers[t.buffer] = data.tobytes()
     return model
-
-
-def _input_of(sg, bias: int) -> int:
-    """The feature map input of the weighted operator that reads `bias`."""
-    op = next(o for o in sg.operators if o.opcode in _WEIGHTED and bias in o.inputs)
-    return op.inputs[2] if op.opcode == "TRANSPOSE_CONV" else op.inputs[0]
 
 
 def random_network(seed: int, dtype: str = "int8") -> RandomNetwork:

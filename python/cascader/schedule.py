@@ -498,14 +498,22 @@ def _encoding_order(weighted: list[LoweredOperation]) -> list[LoweredOperation]:
 def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) -> NpuSchedule:
     """The same schedule with every operation but those at positions `keep` reading its weights
     from flash. A cascade's shared weight buffers are the proposal's and stay."""
+    def unbuffered(k: int, sop: ScheduledOperation) -> ScheduledOperation:
+        if not sop.weight_buffer or sop.shared_weights is not None or k in keep:
+            return sop
+        return replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0,
+                       encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
+
+    return _mapped(schedule, unbuffered)
+
+
+def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
+    """`schedule` with each operation replaced by `change(position, operation)`."""
     segments, k = [], 0
     for seg in schedule.segments:
         ops = []
         for sop in seg.operations:
-            if sop.weight_buffer and sop.shared_weights is None and k not in keep:
-                sop = replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0,
-                              encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
-            ops.append(sop)
+            ops.append(change(k, sop))
             k += 1
         segments.append(SegmentSchedule(seg.segment, ops))
     return replace(schedule, segments=segments)
@@ -563,7 +571,9 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
             live[steps] += size
         peak = max(peak, top)
         keep.add(k)
-    return without_weight_buffers(_with_operations(schedule, thinner), keep)
+    if thinner:
+        schedule = _mapped(schedule, lambda k, sop: thinner.get(k, sop))
+    return without_weight_buffers(schedule, keep)
 
 
 def _thinner_buffer(schedule: NpuSchedule, k: int, fits) -> ScheduledOperation | None:
@@ -595,18 +605,6 @@ def _slack_before(schedule: NpuSchedule, k: int) -> int:
     raise IndexError(k)
 
 
-def _with_operations(schedule: NpuSchedule, replaced: dict[int, ScheduledOperation]) -> NpuSchedule:
-    """`schedule` with the operations at the positions of `replaced` replaced."""
-    if not replaced:
-        return schedule
-    segments, k = [], 0
-    for seg in schedule.segments:
-        ops = []
-        for sop in seg.operations:
-            ops.append(replaced.get(k, sop))
-            k += 1
-        segments.append(SegmentSchedule(seg.segment, ops))
-    return replace(schedule, segments=segments)
 
 
 def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:

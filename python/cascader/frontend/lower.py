@@ -509,7 +509,8 @@ class _Lowering:
             # With REVERSED_OPERANDS the ALU's operand A is the IFM2 (SUB computes A - B), so A
             # and B stay TFLite's first and second operand, and so does the scale mode (1: A).
             first, second = (b, a) if reversed_operands else (a, b)
-            # int16 keeps Vela's registers: its input pairs are not checked (see add_sub_rounding).
+            # int16 keeps Vela's registers: its input pairs are not checked (see add_sub_rounding;
+            # `unchecked_int16` tells reports which operators these are).
             registers.update(scaling or add_sub_scales(first.scale, second.scale, ofm.scale, bits))
         cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
         self.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
