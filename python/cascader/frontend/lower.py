@@ -700,7 +700,9 @@ class _Lowering:
         # too. Up to a third of padding (24 as 32) they were once kept for the faster
         # depthwise, but over the shared models (u55-128, u65-256) the cycles came out the same
         # (geometric mean 0.918 of Vela's either way) while SRAM fell (MobileNetV1-0.75 738 ->
-        # 665 KiB uncascaded; MobileNetV2-224's least cascaded SRAM 323 -> 301 KiB).
+        # 665 KiB uncascaded; MobileNetV2-224's least cascaded SRAM 323 -> 301 KiB). Where a
+        # target does run them faster (U65-512), a Performance compile stores them so
+        # (`brick_layout`, which knows the target; the lowering does not).
         # A map whose bricks fit the 16-byte rounding of its dense size (a 1x1x8 vector) costs
         # nothing more as bricks, and keeping it NHWC between NHCWB16 neighbours would only add
         # layout register writes to the command stream.
