@@ -29,25 +29,27 @@ MIN_SAVING = 0.01
 MIN_TOTAL_SAVING = 0.001
 
 
-def _padded_candidates(seg: LoweredSegment, cpu_visible: set[int]) -> dict[int, list[int]]:
+def _padded_candidates(seg: LoweredSegment, cpu_visible: set[int]) -> dict[int, tuple[list[int], int]]:
     """Buffers the NPU alone reads and writes, stored NHWC, viewed whole by every operation,
-    with a depth that bricks would pad: each with the operations that view it."""
-    views: dict[int, list[int]] = {}
+    with a depth that bricks would pad: each with the operations that view it and its element
+    size."""
+    users: dict[int, list[int]] = {}
+    element_size: dict[int, int] = {}
     whole: dict[int, bool] = {}
     for k, op in enumerate(seg.operations):
         for v in (op.ifm, op.ifm2, op.ofm):
             if v is None or v.buffer in seg.constants:
                 continue
-            views.setdefault(v.buffer, [])
-            if k not in views[v.buffer]:
-                views[v.buffer].append(k)
+            if k not in users.setdefault(v.buffer, []):
+                users[v.buffer].append(k)
+            element_size[v.buffer] = v.element_size
             ok = v.layout == "NHWC" and v.offset == 0 and v.shape == seg.shapes.get(v.buffer)
             whole[v.buffer] = whole.get(v.buffer, True) and ok
-    return {b: ops for b, ops in views.items()
+    return {b: (ops, element_size[b]) for b, ops in users.items()
             if whole[b] and b not in cpu_visible and round16(seg.shapes[b][2]) != seg.shapes[b][2]}
 
 
-def _bricked(op: LoweredOperation, buffer: int) -> LoweredOperation:
+def _as_bricks(op: LoweredOperation, buffer: int) -> LoweredOperation:
     def convert(v):
         if v is None or v.buffer != buffer:
             return v
@@ -64,16 +66,15 @@ def brick_padded_maps(segments: list[LoweredSegment], target: "_Target") -> list
         ops = list(seg.operations)
         buffers = dict(seg.buffers)
         changed = False
-        for b, users in _padded_candidates(seg, target.cpu_visible).items():
+        for b, (users, element_size) in _padded_candidates(seg, target.cpu_visible).items():
             before = sum(target.cost(ops[k]).total_cycles for k in users)
-            trial = {k: _bricked(ops[k], b) for k in users}
+            trial = {k: _as_bricks(ops[k], b) for k in users}
             after = sum(target.cost(op).total_cycles for op in trial.values())
             if after < before * (1 - MIN_SAVING):
                 changed = True
                 for k, op in trial.items():
                     ops[k] = op
                 h, w, c = seg.shapes[b]
-                buffers[b] = h * w * round16(c) * next(v.element_size for v in (ops[users[0]].ifm, ops[users[0]].ifm2,
-                                                                                ops[users[0]].ofm) if v is not None and v.buffer == b)
+                buffers[b] = h * w * round16(c) * element_size
         out.append(replace(seg, operations=ops, buffers=buffers) if changed else seg)
     return out
