@@ -601,6 +601,11 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
             added[steps.start - lo:steps.stop - lo] += size
         return int((live[lo:hi] + added).max()), spans
 
+    def allowed(top: int, gain: float) -> bool:
+        """Under the peak, paying for what it raises the peak by, or within `capacity`."""
+        return top <= peak or (above_peak_gain is not None and gain >= above_peak_gain * (top - peak)) or (
+            capacity is not None and top <= capacity)
+
     def take(k: int, spans: list, top: int) -> None:
         nonlocal peak
         for steps, size in spans:
@@ -610,15 +615,14 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
 
     for k in sorted(wanted, key=lambda k: -saved[k] / max(_buffer_size(ops[k]), 1)):
         top, spans = top_of(ops[k], k)
-        if not (top <= peak or (above_peak_gain is not None and saved[k] >= above_peak_gain * (top - peak))):
+        if not allowed(top, saved[k]):
             if capacity is None:
                 continue
-            if top > capacity:
-                option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity)
-                if option is None:
-                    continue
-                replaced[k] = option
-                top, spans = top_of(option, k)
+            option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity)
+            if option is None:
+                continue
+            replaced[k] = option
+            top, spans = top_of(option, k)
         take(k, spans, top)
     # An operation after one whose buffer was dropped may hide a weight DMA of its own under
     # that longer operation now (tflm hello_world's last FC on U65 within 304 B: 337 -> 326
@@ -633,9 +637,7 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
         if not option.weight_buffer or option.cost.total_cycles >= sop.cost.total_cycles:
             continue
         top, spans = top_of(option, k)
-        gain = sop.cost.total_cycles - option.cost.total_cycles
-        if top <= peak or (above_peak_gain is not None and gain >= above_peak_gain * (top - peak)) or (
-                capacity is not None and top <= capacity):
+        if allowed(top, sop.cost.total_cycles - option.cost.total_cycles):
             take(k, spans, top)
             replaced[k] = option
     if replaced:
@@ -670,8 +672,6 @@ def _slack_before(schedule: NpuSchedule, k: int) -> int:
             return seg.operations[i - 1].cost.buffering_slack_cycles if i > 0 else 0
         position += len(seg.operations)
     raise IndexError(k)
-
-
 
 
 def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
