@@ -16,18 +16,15 @@ of image rows through scratch maps of one band (at most 256 KiB of int16 interme
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from .lowered import (LUT_SLOT_0, FeatureMapView, LoweredOperation, WeightVolume, channel_scales, dense_strides,
                       full_range, kernel_record)
+from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 MAX_CHANNELS = 127  # the index lives in 7 bits below the shifted value
 HEIGHT_MAX = 65535  # rows of one NPU operation
@@ -40,7 +37,7 @@ def index_table(channels: int) -> bytes:
     return np.full(512, word, dtype="<u4").tobytes()
 
 
-def lower_arg_max(lw: "_Lowering", v: OperatorView) -> None:
+def lower_arg_max(lw: LoweringContext, v: OperatorView) -> None:
     ifm_t, ofm_t = v.ifm, v.ofm
     assert ifm_t is not None and ofm_t is not None
     src = lw.view(v.op.inputs[0])

@@ -27,19 +27,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lowered import LUT_SLOT_0, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, kernel_record
+from .lowering_context import LoweringContext
 from .operation_builder import EIGHT_BIT_RANGE, require_8bit_in_out
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
-
 
 
 def _float_table(fn: Callable[[np.ndarray], np.ndarray], ifm: tuple[float, int], ofm: tuple[float, int],
@@ -212,7 +209,7 @@ def builtin_scale(input_scale: float, opcode: str) -> tuple[int, int]:
     return int(rescale), shift
 
 
-def _lower_builtin(lw: "_Lowering", v: OperatorView) -> None:
+def _lower_builtin(lw: LoweringContext, v: OperatorView) -> None:
     """int16 LOGISTIC and TANH: a 1x1 pool through the NPU's own function."""
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     if src.zero_point or dst.zero_point:
@@ -224,7 +221,7 @@ def _lower_builtin(lw: "_Lowering", v: OperatorView) -> None:
     lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), src, dst, registers=registers))
 
 
-def _lower_int16_table(lw: "_Lowering", v: OperatorView) -> None:
+def _lower_int16_table(lw: LoweringContext, v: OperatorView) -> None:
     """int16 EXP: a 1x1 pool over raw values through a 16-bit interpolating table."""
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     table = int16_table(np.exp, (src.scale, src.zero_point), (dst.scale, dst.zero_point))
@@ -246,7 +243,7 @@ def table_lookup(src, dst, table: bytes, name: str, sources: tuple[int, ...]) ->
                             registers=registers, lut=table)
 
 
-def lower_lut(lw: "_Lowering", v: OperatorView) -> None:
+def lower_lut(lw: LoweringContext, v: OperatorView) -> None:
     int16 = v.ifm is not None and v.ifm.dtype == "int16" and v.ofm is not None and v.ofm.dtype == "int16"
     if v.opcode in ("LOGISTIC", "TANH") and int16:
         _lower_builtin(lw, v)

@@ -16,18 +16,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from .lowered import FeatureMapView
+from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, broadcast_order
 from .operator_view import OperatorView
 from .quantization import quantise_scale
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 NPU_MODE = {"MINIMUM": "MIN", "MAXIMUM": "MAX"}
 
@@ -36,7 +33,7 @@ def _raw(view: FeatureMapView) -> FeatureMapView:
     return replace(view, zero_point=0)
 
 
-def lower_min_max(lw: "_Lowering", v: OperatorView) -> None:
+def lower_min_max(lw: LoweringContext, v: OperatorView) -> None:
     a, b = lw.view(v.op.inputs[0]), lw.view(v.op.inputs[1])
     ofm = lw.view(v.op.outputs[0])
     if not a.dtype == b.dtype == ofm.dtype:
@@ -52,7 +49,7 @@ def abs_scale(input_scale: float, output_scale: float) -> tuple[int, int]:
     return (1, 0) if s_in == s_out else quantise_scale(float(s_in / s_out))
 
 
-def lower_abs(lw: "_Lowering", v: OperatorView) -> None:
+def lower_abs(lw: LoweringContext, v: OperatorView) -> None:
     x, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     if x.dtype != out.dtype:
         raise UnsupportedError(f"operator {v.index} (ABS): {x.dtype} -> {out.dtype}; TFLite's ABS keeps the type")

@@ -17,17 +17,14 @@ holds its own padded columns. 1 + top + bottom + left + right raw copies (1x1 po
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from .lower_movement import raw_copy
 from .lowered import FeatureMapView
+from .lowering_context import LoweringContext
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 REFLECT, SYMMETRIC = 0, 1  # tflite.MirrorPadMode
 
@@ -45,7 +42,7 @@ def _box(view: FeatureMapView, y: int, x: int, rows: int, cols: int) -> FeatureM
     return replace(view, shape=(rows, cols, view.shape[2]), offset=view.offset + y * sy + x * sx)
 
 
-def lower_mirror_pad(lw: "_Lowering", v: OperatorView) -> None:
+def lower_mirror_pad(lw: LoweringContext, v: OperatorView) -> None:
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     paddings = v.inputs[1]
     if paddings is None or not paddings.is_constant:

@@ -20,18 +20,16 @@ requantizing them, as TFLite's kernels do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from ..tflite.model import Tensor
 from .lowered import FeatureMapView, dense_strides
+from .lowering_context import Box, LoweringContext
+from .operation_builder import pool_copy
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 SLICE_OPS = frozenset({"STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "UNPACK"})
 # Readers that take their IFM through `view()` as it is, so a strided box works. Readers that
@@ -42,17 +40,6 @@ VIEW_READERS = frozenset({
     "PRELU", "TRANSPOSE", "MIRROR_PAD", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "MEAN", "MINIMUM", "MAXIMUM", "ABS",
     "RSQRT", *SLICE_OPS,
 })
-
-
-@dataclass(frozen=True)
-class Box:
-    """A strided box of `source` in the NPU's H x W x C terms: element `origin`, `extent`
-    elements per axis, every `step`-th one."""
-
-    source: int
-    origin: tuple[int, int, int]
-    extent: tuple[int, int, int]
-    step: tuple[int, int, int] = (1, 1, 1)
 
 
 def hwc_axis(rank: int, axis: int) -> int | None:
@@ -141,7 +128,7 @@ def slice_boxes(v: OperatorView) -> list[tuple[int, Box]]:
     return [(outs[0], _as_box(source, src, b_out, size, step))]
 
 
-def box_view(lw: "_Lowering", box: Box, like: Tensor | None = None) -> FeatureMapView:
+def box_view(lw: LoweringContext, box: Box, like: Tensor | None = None) -> FeatureMapView:
     """The box as a view of its source's bytes, quantized as `like` (the output tensor; a raw
     move keeps the values, so the output's parameters read them)."""
     parent = lw.view(box.source)
@@ -155,7 +142,7 @@ def box_view(lw: "_Lowering", box: Box, like: Tensor | None = None) -> FeatureMa
     return view
 
 
-def plan_slice_views(lw: "_Lowering") -> None:
+def plan_slice_views(lw: LoweringContext) -> None:
     """Make every slicing output that only NPU view-readers read a view of its input; the
     slicing operator then needs no operation for it."""
     g = lw.graph
@@ -187,11 +174,11 @@ def _hwc_shape(t: Tensor) -> tuple[int, int, int]:
     return tuple([1] * (3 - len(shape)) + shape)  # type: ignore[return-value]
 
 
-def raw_copy(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
-    lw.copy(index, name, replace(src, zero_point=0), replace(dst, zero_point=0), requantize=False)
+def raw_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
+    pool_copy(lw, index, name, replace(src, zero_point=0), replace(dst, zero_point=0), requantize=False)
 
 
-def lower_slice(lw: "_Lowering", v: OperatorView) -> None:
+def lower_slice(lw: LoweringContext, v: OperatorView) -> None:
     for out, box in slice_boxes(v):
         if out in lw.subviews:
             continue
@@ -203,7 +190,7 @@ def lower_slice(lw: "_Lowering", v: OperatorView) -> None:
         raw_copy(lw, v.index, f"{v.index}:{v.opcode}[{out}]", src, dst)
 
 
-def lower_transpose(lw: "_Lowering", v: OperatorView) -> None:
+def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
     src_t, out_t = v.ifm, v.ofm
     assert src_t is not None and out_t is not None
     perm = [int(p) for p in _constant(v, 1)]
@@ -237,7 +224,7 @@ def lower_transpose(lw: "_Lowering", v: OperatorView) -> None:
         _swap_with_channels(lw, v.index, f"{name}[W,C]", mid, dst, axis=1)
 
 
-def _swap_with_channels(lw: "_Lowering", index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+def _swap_with_channels(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
                         axis: int) -> None:
     """dst = src (H, W, C) with `axis` (0: H, 1: W) and C swapped: per position along the other
     axis, a depth-1 plane of that axis x C (W x C per row, H x C per column)."""
@@ -251,7 +238,7 @@ def _swap_with_channels(lw: "_Lowering", index: int, name: str, src: FeatureMapV
         raw_copy(lw, index, f"{name}[{p}]", piece, out)
 
 
-def lower_pack(lw: "_Lowering", v: OperatorView) -> None:
+def lower_pack(lw: LoweringContext, v: OperatorView) -> None:
     """PACK: input k is the slice at index k of the output's new axis, one raw copy each."""
     out_t = v.ofm
     assert out_t is not None

@@ -1,4 +1,5 @@
-"""PRELU (int8, uint8) and int16 LEAKY_RELU as three or four NPU operations, bit-exact.
+"""PRELU (int8, uint8) and int16 LEAKY_RELU as three or four NPU operations, bit-exact (an
+8-bit LEAKY_RELU is a table lookup, `lower_lut`).
 
 TFLite's reference PRELU picks one of two rescales by the input's sign:
 
@@ -22,20 +23,19 @@ lowering is three operations (Vela's, which assumes alpha >= 0).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import UnsupportedError
+from .lower_lut import lower_lut
 from .lowered import TYPE_RANGE, full_range
+from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
 from .quantization import multiply_scale, quantise_scale
 
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
-def lower_prelu(lw: "_Lowering", v: OperatorView) -> None:
+def lower_prelu(lw: LoweringContext, v: OperatorView) -> None:
     require_8bit_in_out(v)
     x, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     alpha = lw.view(v.op.inputs[1])
@@ -63,7 +63,7 @@ def lower_prelu(lw: "_Lowering", v: OperatorView) -> None:
     ops.elementwise("ADD", positive, negative, out, activation=full_range(out.dtype))
 
 
-def lower_leaky_relu_int16(lw: "_Lowering", v: OperatorView) -> None:
+def lower_leaky_relu_int16(lw: LoweringContext, v: OperatorView) -> None:
     """int16 LEAKY_RELU (QuantizeLeakyRelu: the identity or the alpha rescale by sign). With
     equal quantizations the NPU's LRELU does it alone (alpha is its output scale); otherwise,
     or for a negative alpha, the same three operations as PRELU, alpha a MUL by the constant 1
@@ -87,6 +87,11 @@ def lower_leaky_relu_int16(lw: "_Lowering", v: OperatorView) -> None:
     ops.elementwise("ADD", positive, negative, out, activation=full_range(out.dtype))
 
 
+def lower_leaky_relu(lw: LoweringContext, v: OperatorView) -> None:
+    """LEAKY_RELU: int16 by `lower_leaky_relu_int16`, 8-bit as a table (`lower_lut`)."""
+    (lower_leaky_relu_int16 if v.ifm is not None and v.ifm.dtype == "int16" else lower_lut)(lw, v)
+
+
 def _positive_part(ops: OperationBuilder, x, out):
     """clamp(zp_out + MBQM(x - zp, s_in / s_out), min=zp_out): the x >= zp branch, zp_out elsewhere."""
     lo, hi = TYPE_RANGE[out.dtype]
@@ -104,7 +109,7 @@ def _below(out, alpha_positive: bool) -> dict:
     return dict(function=0, clip_range=0, **keep)
 
 
-def _constant_slopes(lw: "_Lowering", v: OperatorView) -> np.ndarray | None:
+def _constant_slopes(lw: LoweringContext, v: OperatorView) -> np.ndarray | None:
     """alpha - zp_alpha when alpha is a constant, else None."""
     t = lw.graph.tensors[v.op.inputs[1]]
     if not t.is_constant:

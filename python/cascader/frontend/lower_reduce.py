@@ -17,18 +17,15 @@ trailing axes (the tensor re-viewed so that they become the pool's width).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import hwc_axis
+from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 POOL_HEIGHT_MAX = 256
 POOL_AREA_MAX = 256 * 256
@@ -45,7 +42,7 @@ def mean_scale(input_scale: float, output_scale: float, elements: int) -> tuple[
     return m, shift
 
 
-def lower_reduce(lw: "_Lowering", v: OperatorView) -> None:
+def lower_reduce(lw: LoweringContext, v: OperatorView) -> None:
     if v.ifm is None or v.ofm is None or v.ifm.dtype != "int8" or v.ofm.dtype != "int8":
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): the NPU lowering takes int8 in and out")
     src_t = v.ifm

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,11 +23,9 @@ from ..errors import UnsupportedError
 from .lower_movement import raw_copy
 from .lowered import (FeatureMapView, LoweredOperation, WeightVolume, channel_scales, dense_strides, full_range,
                       kernel_record)
+from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 # Per axis and output parity: (first input row of the 2-row window in the edge-padded map,
 # the two weights in quarters).
@@ -39,7 +36,7 @@ BILINEAR_PHASES = {
 BLEND_SCALE = (1 << 30, 35)  # x 2^-5: the doubled 1/16ths
 
 
-def _one_pixel(lw: "_Lowering", v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
+def _one_pixel(lw: LoweringContext, v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
     """A 1x1 input resized to any size: every output pixel is the input pixel (both methods and
     every flag sample it alone, and TFLite's bilinear weights sum to exactly one). As Vela:
     an ADD of the input, broadcast, to zeros of the output's shape (a constant in flash)."""
@@ -64,7 +61,7 @@ def _two_x(v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
     return True
 
 
-def lower_resize_nearest(lw: "_Lowering", v: OperatorView) -> None:
+def lower_resize_nearest(lw: LoweringContext, v: OperatorView) -> None:
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     if _one_pixel(lw, v, src, dst):
         return
@@ -78,7 +75,7 @@ def lower_resize_nearest(lw: "_Lowering", v: OperatorView) -> None:
                             replace(src, zero_point=0), replace(dst, zero_point=0), registers=registers))
 
 
-def lower_resize_bilinear(lw: "_Lowering", v: OperatorView) -> None:
+def lower_resize_bilinear(lw: LoweringContext, v: OperatorView) -> None:
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     if src.dtype not in ("int8", "uint8") or dst.dtype != src.dtype:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {src.dtype} -> {dst.dtype}; the NPU lowering takes "

@@ -27,7 +27,6 @@ generic_int16_table_lookup, so both tables are TFLite's own (`lower_lut.int16_ra
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,11 +34,9 @@ from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_lut import int16_range_table
 from .lowered import LUT_SLOT_0, FeatureMapView, dense_strides, full_range
+from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 SCALED_DIFF_INTEGER_BITS = 5  # the reference's Q5.26 input to exp()
 ACCUMULATION_INTEGER_BITS = 12  # its Q12.19 sum of exponentials
@@ -62,7 +59,7 @@ def exp_table(beta: float, input_scale: float) -> np.ndarray:
     return np.where(diff >= diff_min, e, 0).astype(np.int64)
 
 
-def _rows(lw: "_Lowering", v: OperatorView) -> tuple[FeatureMapView, FeatureMapView, int, int]:
+def _rows(lw: LoweringContext, v: OperatorView) -> tuple[FeatureMapView, FeatureMapView, int, int]:
     """The input and output on the grid of rows, G1 x G2 x C (C the last axis); R and C."""
     ifm_t = v.ifm
     assert ifm_t is not None
@@ -85,7 +82,7 @@ def _row_max(ops: OperationBuilder, x: FeatureMapView, rows: int, depth: int) ->
     return peak
 
 
-def lower_softmax(lw: "_Lowering", v: OperatorView) -> None:
+def lower_softmax(lw: LoweringContext, v: OperatorView) -> None:
     if v.ifm is not None and v.ifm.dtype == "int16":
         lower_softmax_int16(lw, v)
         return
@@ -162,7 +159,7 @@ def _one_over_one_plus_x(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + x)
 
 
-def lower_softmax_int16(lw: "_Lowering", v: OperatorView) -> None:
+def lower_softmax_int16(lw: LoweringContext, v: OperatorView) -> None:
     """SoftmaxInt16 step by step; see the module docstring."""
     x, out, rows, depth = _rows(lw, v)
     if out.dtype != "int16" or x.zero_point != 0 or out.zero_point != 0:

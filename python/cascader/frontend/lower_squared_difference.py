@@ -23,18 +23,14 @@ reference kernel cannot run otherwise).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lowered import FeatureMapView, full_range
+from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, broadcast_order
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
 
 LEFT_SHIFT = 7  # the reference's, for 8-bit inputs
 
@@ -48,7 +44,7 @@ def _multiplier_below_one(real: float, what: str, index: int) -> tuple[int, int]
     return multiplier, -exponent
 
 
-def lower_squared_difference(lw: "_Lowering", v: OperatorView) -> None:
+def lower_squared_difference(lw: LoweringContext, v: OperatorView) -> None:
     a, b, out = lw.view(v.op.inputs[0]), lw.view(v.op.inputs[1]), lw.view(v.op.outputs[0])
     if {a.dtype, b.dtype, out.dtype} != {"int8"}:
         raise UnsupportedError(f"operator {v.index} (SQUARED_DIFFERENCE): lowered for int8 only")

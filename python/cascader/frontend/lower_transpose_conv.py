@@ -16,19 +16,13 @@ padding agrees with Vela's (``calc_upscaled_padding_and_skirt``) on every shape 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ..errors import UnsupportedError
 from .lowered import LoweredOperation, kernel_record
-from .operation_builder import fused_clamp, weight_volume
+from .lowering_context import LoweringContext
+from .operation_builder import MAX_PADDING, fused_clamp, weight_volume
 from .operator_view import OperatorView
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
-
-MAX_PADDING = 127  # the IFM_PAD_* registers
 
 
 def reference_padding(out_size: int, stride: int, kernel: int, padding: str) -> int:
@@ -52,7 +46,7 @@ def axis_padding(in_size: int, out_size: int, stride: int, kernel: int, padding:
     return before, reach - extent
 
 
-def lower_transpose_conv(lw: "_Lowering", v: OperatorView) -> None:
+def lower_transpose_conv(lw: LoweringContext, v: OperatorView) -> None:
     w_t, ofm_t = v.weights, v.ofm
     assert w_t is not None and ofm_t is not None and w_t.data is not None
     stride = (int(v.options.get("stride_h", 1)), int(v.options.get("stride_w", 1)))

@@ -13,12 +13,9 @@ own on u55-128).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from .lowered import LUT_SLOT_0, LoweredOperation
-
-if TYPE_CHECKING:
-    from .lower import _Lowering
+from .lowering_context import LoweringContext
 
 FUSABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
 EIGHT_BIT = ("int8", "uint8")
@@ -32,7 +29,7 @@ def _is_lookup(op: LoweredOperation) -> bool:
             and not any(r.get("padding", (0, 0, 0, 0))) and op.ifm2 is None and op.ifm.dtype in EIGHT_BIT)
 
 
-def fuse_table_lookups(lw: "_Lowering") -> set[int]:
+def fuse_table_lookups(lw: LoweringContext) -> set[int]:
     """Fuse every lookup whose input buffer only it reads into that buffer's one writer (see
     the module docstring); returns the buffers no operation uses any more."""
     gone: set[int] = set()
@@ -61,7 +58,7 @@ def fuse_table_lookups(lw: "_Lowering") -> set[int]:
     return gone
 
 
-def _seen_outside(lw: "_Lowering", buffer: int) -> bool:
+def _seen_outside(lw: LoweringContext, buffer: int) -> bool:
     """Whether any tensor held in `buffer` is read outside the segment or is a model output."""
     for t in range(len(lw.graph.tensors)):
         if lw.buffer(t) != buffer:

@@ -2,24 +2,25 @@
 
 The multi-operation lowerings (SOFTMAX, PRELU, ...) are sequences of the NPU's primitive
 operations over scratch buffers; this names them after their operator and fills the register
-fields the emitter encodes.
+fields the emitter encodes. The helpers several rules share (fused clamps, kernel padding,
+weight volumes, copies as 1x1 pools) live here too, below the rules.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from typing import Any
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from ..tflite.model import Tensor
 from .lowered import TYPE_RANGE, FeatureMapView, LoweredOperation, WeightVolume, full_range, kernel_record
+from .lowering_context import LoweringContext
 from .operator_view import OperatorView
-from .quantization import convolution_scales, quantize_value
+from .quantization import convolution_scales, quantize_value, rescale_scale
 
-if TYPE_CHECKING:
-    from .lower import _Lowering
-
+MAX_PADDING = 127  # the IFM_PAD_* registers
 ELEMENTWISE_COST = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MIN": "minimum"}  # the rest cost as MAX
 POOL_COST = {"MAX": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}
 EIGHT_BIT_RANGE = {t: TYPE_RANGE[t] for t in ("int8", "uint8")}
@@ -68,6 +69,43 @@ def broadcast_order(v: OperatorView, a: FeatureMapView, b: FeatureMapView,
     return a, b, reversed_operands
 
 
+def same_padding(in_size: int, out_size: int, stride: int, dilated_kernel: int) -> tuple[int, int]:
+    """TFLite's SAME padding (before, after): the extra row or column goes after."""
+    total = max((out_size - 1) * stride + dilated_kernel - in_size, 0)
+    return total // 2, total - total // 2
+
+
+def kernel_padding(v: OperatorView, ifm: FeatureMapView, ofm: FeatureMapView) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) of a convolution's or pool's window over `ifm`: TFLite's SAME
+    padding, or none (VALID)."""
+    if v.options.get("padding", "VALID") != "SAME":
+        return (0, 0, 0, 0)
+    k = v.kernel
+    assert k is not None
+    top, bottom = same_padding(ifm.shape[0], ofm.shape[0], k.stride_h, k.dilated_height)
+    left, right = same_padding(ifm.shape[1], ofm.shape[1], k.stride_w, k.dilated_width)
+    return (top, left, bottom, right)
+
+
+def pool_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+              clamp: dict | None = None, requantize: bool = True) -> None:
+    """A 1x1 average pool: dst = clamp(rescale(src)). TFLite's requantizing kernels
+    (QUANTIZE's Requantize, the RELUs) rescale with MultiplyByQuantizedMultiplier, which
+    rounds twice: TFL rounding (one rounding, NATURAL, is off by one on about a quarter of
+    the codes for some scale pairs). With equal scales there is no rescale."""
+    if requantize and not math.isclose(src.scale, dst.scale, rel_tol=0, abs_tol=0):
+        ofm_scale, rounding = rescale_scale(src.scale, dst.scale), "TFL"
+    else:
+        ofm_scale, rounding = (1, 0), "NATURAL"
+    tmin, tmax = TYPE_RANGE[dst.dtype]
+    registers = dict(
+        sub_op="AVERAGE", kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
+        activation=clamp or dict(function=0, clip_range=0, min=tmin, max=tmax), rounding=rounding,
+        global_scale=True, ofm_scale=ofm_scale,
+    )
+    lw.add(LoweredOperation("pool", "avg_pool", name, (index,), src, dst, registers=registers))
+
+
 def weight_volume(v: OperatorView, ohwi: np.ndarray, *, depthwise: bool, float32_product: bool) -> WeightVolume:
     """A weighted operator's OHWI weights (as the NPU applies them) with their zero points, the
     bias and the per-OFM-channel rescale input * weight / output, the reference's way: int16
@@ -96,7 +134,7 @@ def weight_volume(v: OperatorView, ohwi: np.ndarray, *, depthwise: bool, float32
 class OperationBuilder:
     """Appends operator `index`'s NPU operations to a lowering, with scratch buffers named after it."""
 
-    def __init__(self, lw: "_Lowering", index: int, opcode: str) -> None:
+    def __init__(self, lw: LoweringContext, index: int, opcode: str) -> None:
         self.lw, self.index, self.opcode = lw, index, opcode
 
     def scratch(self, name: str, shape: tuple[int, int, int], dtype: str, zero_point: int = 0,

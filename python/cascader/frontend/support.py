@@ -5,8 +5,8 @@ The limits are the Ethos-U55/U65 hardware limits as Arm's Vela documents them (i
 `tflite_model_semantic.py`); each rule names its source. A rule's `check` returns None when
 the operator satisfies it, or a sentence describing the violation.
 
-To support a new operator: add it to `NPU_OPERATORS` (and take it out of `PLANNED_OPERATORS`),
-then add rules whose `ops` name it. Nothing else changes.
+To support a new operator: give it a lowering rule (`lowering_rules`), which puts it in
+`NPU_OPERATORS` (take it out of `PLANNED_OPERATORS`), then add rules here whose `ops` name it.
 """
 
 from __future__ import annotations
@@ -17,56 +17,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
-# Operators cascader lowers to the NPU today.
-NPU_OPERATORS = frozenset(
-    {
-        "CONV_2D",
-        "DEPTHWISE_CONV_2D",
-        "FULLY_CONNECTED",
-        "AVERAGE_POOL_2D",
-        "MAX_POOL_2D",
-        "ADD",
-        "SUB",
-        "MUL",
-        "RESHAPE",
-        "SQUEEZE",
-        "CONCATENATION",
-        "PAD",
-        "RELU",
-        "RELU6",
-        "RELU_N1_TO_1",
-        "RELU_0_TO_1",
-        "QUANTIZE",
-        "SOFTMAX",
-        "LOGISTIC",
-        "TANH",
-        "EXP",
-        "HARD_SWISH",
-        "LEAKY_RELU",
-        "PRELU",
-        "STRIDED_SLICE",
-        "SLICE",
-        "SPLIT",
-        "SPLIT_V",
-        "UNPACK",
-        "EXPAND_DIMS",
-        "TRANSPOSE",
-        "RESIZE_NEAREST_NEIGHBOR",
-        "MEAN",
-        "RESIZE_BILINEAR",
-        "PACK",
-        "MINIMUM",
-        "MAXIMUM",
-        "ABS",
-        "TRANSPOSE_CONV",
-        "RSQRT",
-        "MIRROR_PAD",
-        "SQUARED_DIFFERENCE",
-        "ARG_MAX",
-    }
-)
+# Operators cascader lowers to the NPU today: those with a lowering rule, and the reshapes the
+# lowering makes aliases of their input.
+NPU_OPERATORS = frozenset(LOWERING_RULES) | ALIAS_OPS
 
 # Operators the hardware can run (Vela maps them) that cascader does not lower yet.
 PLANNED_OPERATORS = frozenset(
@@ -384,7 +340,7 @@ def _either_shape(v: OperatorView) -> str | None:
     if squeezed(o.shape) in (squeezed(a.shape), squeezed(b.shape)):
         return None
     # An 8-bit operand with one channel and the output's height and width is first expanded
-    # to the output's channels (`_Lowering._elementwise`); the other then broadcasts.
+    # to the output's channels (`lower_elementwise`); the other then broadcasts.
     if v.opcode in ("ADD", "SUB", "MUL") and any(
             t.dtype in ("int8", "uint8") and len(t.shape) >= 2 and int(t.shape[-1]) == 1
             and tuple(int(d) for d in t.shape[:-1])[-2:] == tuple(int(d) for d in o.shape[:-1])[-2:] for t in (a, b)):

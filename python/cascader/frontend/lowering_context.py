@@ -1,0 +1,83 @@
+"""What a lowering rule may use of the segment being lowered: `LoweringContext`, and `Box`.
+
+The lowering core (`lower`) walks a segment's operators and owns what they share: the views
+of tensors as feature maps (through reshapes, folded pads, concatenation slices and slices
+read in place), the scratch and constant buffers, and the operations made so far. Each rule
+(`lower_*`, looked up in `lowering_rules`) turns one operator into NPU operations through this
+interface. The rules depend on this module and not on the core, so the core imports its
+rules without the rules importing it back. `LoweringContext` is a Protocol because the core's
+state is built by the core's own passes; a new rule that needs more of it adds the member
+here, where the next reader sees everything a rule can touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..tflite.model import SubGraph
+from .lowered import FeatureMapView, LoweredOperation
+from .operator_view import OperatorView
+
+
+@dataclass(frozen=True)
+class Box:
+    """A strided box of `source` in the NPU's H x W x C terms: element `origin`, `extent`
+    elements per axis, every `step`-th one."""
+
+    source: int
+    origin: tuple[int, int, int]
+    extent: tuple[int, int, int]
+    step: tuple[int, int, int] = (1, 1, 1)
+
+
+class LoweringContext(Protocol):
+    """One NPU segment's lowering in progress, as the rules see it."""
+
+    graph: SubGraph
+    operators: tuple[int, ...]  # the segment's operators, in execution order
+    members: set[int]  # the same, as a set
+    consumers: dict[int, list[int]]  # tensor -> the operators that read it (those the partition keeps)
+    ops: list[LoweredOperation]  # the NPU operations made so far, in order
+    skipped: set[int]  # operators that need no operation of their own (folded away, or read in place)
+    # A PAD folded into the convolution that reads it: consumer -> (top, left, bottom, right),
+    # and consumer -> the PAD's input, which the convolution reads instead.
+    folded_pad: dict[int, tuple[int, int, int, int]]
+    folded_input: dict[int, int]
+    # Concatenation inputs their producer writes straight into the output's slice:
+    # tensor -> (concatenation output, axis in H/W/C, start along it).
+    slices: dict[int, tuple[int, int, int]]
+    subviews: dict[int, Box]  # slicing outputs read in place: tensor -> its box of the sliced tensor
+
+    def buffer(self, t: int) -> int:
+        """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
+        ...
+
+    def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
+        """Tensor `t` as a feature map (in `shape`, if given), in the buffer that owns its bytes."""
+        ...
+
+    def scratch(self, index: int, name: str, shape: tuple[int, int, int], dtype: str,
+                zero_point: int = 0, scale: float = 1.0) -> FeatureMapView:
+        """A new buffer only this segment's operations use, for operator `index`'s intermediates."""
+        ...
+
+    def constant(self, values: np.ndarray, dtype: str) -> FeatureMapView:
+        """A constant feature map in flash (a 1 x 1 x N vector of `values`)."""
+        ...
+
+    def fill(self, value: int, like: FeatureMapView, shape: tuple[int, int, int]) -> FeatureMapView:
+        """A constant feature map of `shape` holding `value` everywhere, quantized as `like`."""
+        ...
+
+    def add(self, op: LoweredOperation) -> None:
+        """Append an operation to the segment."""
+        ...
+
+
+# A lowering rule: appends operator `v`'s NPU operations through the context, or raises
+# UnsupportedError (the compiler then sends the operator to the CPU).
+LoweringRule = Callable[[LoweringContext, OperatorView], None]

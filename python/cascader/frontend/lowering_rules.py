@@ -1,0 +1,96 @@
+"""The lowering rules, by TFLite operator: `LOWERING_RULES[opcode]` turns one operator into NPU
+operations.
+
+The core (`lower`) looks up each operator of a segment here; an operator with no entry has no
+NPU lowering. RESHAPE, SQUEEZE and EXPAND_DIMS (`ALIAS_OPS`) need none: the core makes their
+output an alias of their input's buffer. Every rule is `rule(context, operator)`
+(`lowering_context.LoweringRule`): it reads the operator through its `OperatorView`, appends
+operations through the `LoweringContext`, and raises UnsupportedError for what it cannot
+express (the compiler then sends that operator to the CPU). Supporting an operator is a rule
+module and a line here; `support.NPU_OPERATORS` follows from this table.
+
+How the families map (each module's docstring has the details):
+
+- CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED (`lower_convolution`), TRANSPOSE_CONV
+  (`lower_transpose_conv`): one convolution.
+- AVERAGE_POOL_2D, MAX_POOL_2D (`lower_pool`): one pooling operation.
+- ADD, SUB, MUL (`lower_elementwise`); MINIMUM, MAXIMUM, ABS (`lower_minmax`): one elementwise
+  operation. SQUARED_DIFFERENCE (`lower_squared_difference`) takes several.
+- QUANTIZE and the RELUs (`lower_requantize`), CONCATENATION (`lower_concatenation`), PAD
+  (`lower_pad`), MIRROR_PAD (`lower_mirror_pad`): copies, as 1x1 average pools.
+- Slices, TRANSPOSE, PACK (`lower_movement`): views where the readers allow, raw copies otherwise.
+- Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, MEAN, the resizes, ARG_MAX: a
+  module each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .lower_arg_max import lower_arg_max
+from .lower_concatenation import lower_concatenation
+from .lower_convolution import lower_convolution
+from .lower_elementwise import lower_elementwise
+from .lower_lut import lower_lut
+from .lower_minmax import lower_abs, lower_min_max
+from .lower_mirror_pad import lower_mirror_pad
+from .lower_movement import lower_pack, lower_slice, lower_transpose
+from .lower_pad import lower_pad
+from .lower_pool import lower_pool
+from .lower_prelu import lower_leaky_relu, lower_prelu
+from .lower_reduce import lower_reduce
+from .lower_requantize import lower_clamp, lower_quantize
+from .lower_resize import lower_resize_bilinear, lower_resize_nearest
+from .lower_softmax import lower_softmax
+from .lower_squared_difference import lower_squared_difference
+from .lower_transpose_conv import lower_transpose_conv
+from .lowering_context import LoweringRule
+
+LOWERING_RULES: Mapping[str, LoweringRule] = {
+    # Weighted operators.
+    "CONV_2D": lower_convolution,
+    "DEPTHWISE_CONV_2D": lower_convolution,
+    "FULLY_CONNECTED": lower_convolution,
+    "TRANSPOSE_CONV": lower_transpose_conv,
+    # Pools and reductions.
+    "AVERAGE_POOL_2D": lower_pool,
+    "MAX_POOL_2D": lower_pool,
+    "MEAN": lower_reduce,
+    "ARG_MAX": lower_arg_max,
+    # Elementwise.
+    "ADD": lower_elementwise,
+    "SUB": lower_elementwise,
+    "MUL": lower_elementwise,
+    "MINIMUM": lower_min_max,
+    "MAXIMUM": lower_min_max,
+    "ABS": lower_abs,
+    "SQUARED_DIFFERENCE": lower_squared_difference,
+    # Requantizing copies.
+    "QUANTIZE": lower_quantize,
+    "RELU": lower_clamp,
+    "RELU6": lower_clamp,
+    "RELU_N1_TO_1": lower_clamp,
+    "RELU_0_TO_1": lower_clamp,
+    # Activations: tables, the NPU's own functions, several operations.
+    "LOGISTIC": lower_lut,
+    "TANH": lower_lut,
+    "EXP": lower_lut,
+    "HARD_SWISH": lower_lut,
+    "RSQRT": lower_lut,
+    "LEAKY_RELU": lower_leaky_relu,
+    "PRELU": lower_prelu,
+    "SOFTMAX": lower_softmax,
+    # Data movement.
+    "CONCATENATION": lower_concatenation,
+    "PAD": lower_pad,
+    "MIRROR_PAD": lower_mirror_pad,
+    "STRIDED_SLICE": lower_slice,
+    "SLICE": lower_slice,
+    "SPLIT": lower_slice,
+    "SPLIT_V": lower_slice,
+    "UNPACK": lower_slice,
+    "TRANSPOSE": lower_transpose,
+    "PACK": lower_pack,
+    "RESIZE_NEAREST_NEIGHBOR": lower_resize_nearest,
+    "RESIZE_BILINEAR": lower_resize_bilinear,
+}
