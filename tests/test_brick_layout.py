@@ -8,7 +8,7 @@ import cascader
 from cascader import brick_layout, zoo
 from cascader.arch import DEFAULT_MODE, DEFAULT_SYSTEM
 from cascader.bench.simulate import validate
-from cascader.compiler import lower
+from cascader.lowering import lower
 from cascader.schedule import _Target
 from cascader.sim.binary import npu_calls
 

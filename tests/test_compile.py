@@ -379,7 +379,9 @@ def test_compile_pauses_the_cyclic_collector_and_restores_it(monkeypatch):
 def test_weight_buffers_peak_is_a_lower_bound_of_the_layout(name):
     """`allocate` skips laying out a schedule with all its weight buffers when the bytes live at
     once exceed the budget: that peak must never exceed what the layout really needs."""
-    from cascader.compiler import MemoryConfig, layout, lower, schedule
+    from cascader.lowering import lower
+    from cascader.memory import MemoryConfig, layout
+    from cascader.scheduling import schedule
     from cascader.schedule import memory_schedule, weight_buffers_peak, without_weight_buffers
 
     part, segments = lower(zoo.get(name))
@@ -401,7 +403,8 @@ def test_memory_schedules_sharing_feature_maps_match_those_made_alone(name):
     their memory schedule the feature maps fix: each must come out as if made alone, with the
     family's other members laid out just before it (a cascaded one included: its staircases
     and in-place aliases are the feature maps')."""
-    from cascader.compiler import lower, schedule
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.planner import plan_schedule
     from cascader.schedule import _Target, fit_weight_buffers, memory_schedule, without_weight_buffers
     from cascader.stripes import cascaded_schedule
@@ -431,7 +434,8 @@ def test_cascaded_schedules_sharing_cascades_match_those_made_alone():
     """Proposals of one compile share cascades, and each cascade is striped once
     (`stripes._cascade_stripes`): every proposal's schedule must come out as if made alone,
     whichever proposal striped its cascades first (at another position among its cascades, too)."""
-    from cascader.compiler import lower, schedule
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.planner import plan_schedule
     from cascader.schedule import _Target, without_weight_buffers
     from cascader.stripes import cascaded_schedule
@@ -463,7 +467,8 @@ def test_weight_buffer_saving_a_cycle_per_byte_is_kept_above_the_peak():
     """Dedicated_Sram keeps the weight buffers that fit under the feature maps' own peak, and
     beyond it those that save at least a cycle per byte they add: a 1x1 convolution at the peak
     (1.8 KB of weights, 3,400 cycles saved on U65-256)."""
-    from cascader.compiler import lower, schedule
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.schedule import fit_weight_buffers, memory_schedule, without_weight_buffers
 
     model = zoo.conv2d((1, 48, 48, 24), 48, (1, 1), (1, 1), "SAME", activation="RELU")
@@ -486,7 +491,9 @@ def test_a_budget_above_the_feature_maps_keeps_the_weight_buffers_that_fit_it(tm
     buffers that fit the budget are kept, re-sliced thinner where that makes them fit. Zoo
     fc_autoencoder on U65-256 within 34,656 B (its unlimited compile takes 35,040 B): 51,929
     cycles when the buffers the layout evicted were dropped, 44,588 now (Vela 5.2: 44,906)."""
-    from cascader.compiler import allocate, lower, schedule
+    from cascader.allocation import allocate
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
 
     model = zoo.fc_autoencoder()
     unlimited = cascader.compile(model, accelerator="ethos-u65-256")
@@ -568,7 +575,8 @@ def test_depth_sliced_weights_fill_their_second_slot_only_while_they_run(tmp_pat
     Vela's Size SRAM on U65-256 (74,480 B), as in Vela's binary, and are read from SRAM.
     Unlimited, the 1,391 cycles they save are not worth the 14,848 B they add on Dedicated_Sram
     (`_weight_buffer_choices`); under a budget they are."""
-    from cascader.compiler import lower, schedule
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.schedule import memory_schedule, second_slot_key, weights_key
 
     model = zoo.get("mobilenet_v1")

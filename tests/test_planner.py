@@ -452,7 +452,8 @@ def test_proposal_schedule_makes_each_cascade_one_step():
     """The schedule a proposal is scored on: each cascade one step, its rolled tensors rolling
     buffers written there instead of whole buffers, and the layout's SRAM the score."""
     from cascader import memory as mem
-    from cascader.compiler import lower, schedule
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.planner import plan_schedule
     from cascader.schedule import _Target, memory_schedule, without_weight_buffers
 
@@ -486,7 +487,8 @@ def test_proposal_schedule_makes_each_cascade_one_step():
 
 def test_proposals_are_the_same_on_every_run():
     """The cascades are planned on every core: the proposals must not depend on which."""
-    from cascader.compiler import lower, schedule
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.planner import build_graph
     from cascader.schedule import _Target, without_weight_buffers
 
@@ -506,7 +508,8 @@ def test_the_schedulers_target_is_reused_while_the_segments_are_its_own():
     import pickle
     from dataclasses import replace
 
-    from cascader.compiler import lower, schedule
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.schedule import _Target, without_weight_buffers
 
     part, segments = lower(zoo.get("resnet8"))

@@ -22,10 +22,10 @@ _LAZY = {
     "CompiledModel": ".compiled", "Summary": ".summary", "Layer": ".layers", "Records": ".records",
     "check": ".checking", "CheckResult": ".checking", "sweep": ".sweeping", "SweepRow": ".sweeping",
     "compile": ".compiler",
-    "plan": ".planner", "Frontier": ".planner", "PlanOptions": ".planner", "PlanPoint": ".planner",
+    "plan": ".compiler", "CompiledPoint": ".compiler", "Frontier": ".planner", "PlanOptions": ".planner", "PlanPoint": ".planner",
 }
 _SUBMODULES = {"zoo", "sim", "emit", "frontend", "tflite", "memory", "perf", "arch", "schedule", "compiler",
-               "compiled", "reference", "bench", "_core", "errors", "inspection", "plot", "cli",
+               "compiled", "reference", "bench", "_core", "errors", "inspection", "plot", "cli", "graph", "vela",
                "planner", "summary", "layers", "records", "checking", "stripes", "sweeping", "progress"}
 
 
@@ -63,6 +63,7 @@ __all__ = [
     "Frontier",
     "PlanOptions",
     "PlanPoint",
+    "CompiledPoint",
     "Accelerator",
     "MemoryMode",
     "OpCost",

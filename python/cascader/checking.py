@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -17,9 +17,6 @@ from .records import Records
 from .reference import ModelLike, ReferenceInterpreter, random_inputs
 from .sim import simulate
 from .tflite import Model, load_model
-
-if TYPE_CHECKING:
-    from .compiled import CompiledModel
 
 
 @dataclass(frozen=True)
@@ -63,10 +60,10 @@ class CheckResult:
         return f"<p>{verdict} on seeds {list(self.seeds)}</p>{self.outputs._repr_html_()}"
 
 
-def check(source: ModelLike, binary: Union[ModelLike, Model, "CompiledModel"],
+def check(source: ModelLike, binary: Union[ModelLike, Model, Any],
           seeds: Union[int, Sequence[int]] = 2) -> CheckResult:
-    """Simulate `binary` (a compile's result, or any Ethos-U .tflite) and compare it with the
-    reference interpreter running `source`.
+    """Simulate `binary` (any Ethos-U .tflite, or a compile's result: anything whose `model` is
+    one) and compare it with the reference interpreter running `source`.
 
     `seeds`: a count (seeds 0..n-1) or the seeds of `cascader.reference.random_inputs`.
     Shape or type mismatches count as an infinite error.

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from .errors import InvalidArgumentError
 from .summary import Summary
 from .tflite import Model, save_model
 
@@ -46,6 +47,9 @@ class CompiledModel:
     # The planner's cycles for the cascading proposal compiled (with the weight buffers the
     # layout kept); None when the compile is uncascaded.
     planned_cycles: float | None = None
+    # Makes this model's compiled frontier on this target (`compiler.plan`, bound to it): the
+    # result does not import the compile policy that made it.
+    frontier: Callable[..., "Frontier"] | None = field(default=None, repr=False)
     _binary: bytes | None = field(default=None, repr=False)
     _estimate: "Estimate | None" = field(default=None, repr=False)
 
@@ -62,11 +66,12 @@ class CompiledModel:
 
     @cached_property
     def pareto(self) -> "Frontier":
-        """The SRAM-versus-cycles frontier of the planner's proposals for this model and target
-        (each point laid out by the exact allocator); a budgeted compile takes one of them."""
-        from .planner import plan
-
-        return plan(self.source, accelerator=self.accelerator, system=self.system, memory_mode=self.memory_mode)
+        """The SRAM-versus-cycles frontier of this model on this target, every point a binary
+        (`cascader.plan`), this one included: it lies on the frontier unless another binary
+        beats it on both SRAM and cycles."""
+        if self.frontier is None:
+            raise InvalidArgumentError("this CompiledModel was not made by cascader.compile: it has no frontier")
+        return self.frontier(including=(self,))
 
     def estimate(self, stripes: str = "merged") -> "Estimate":
         """The binary costed by the shared cycle model (the same estimator that costs Vela's);
@@ -132,9 +137,9 @@ class CompiledModel:
         return check(self.source, self.model, seeds)
 
     def plot_pareto(self, path: str | None = None, others=()) -> Any:
-        """The planner's SRAM-versus-cycles frontier (its predictions) with this compile starred
-        at its binary's estimated cycles, the yardstick Vela's binaries are measured on
-        (`others`: more labelled (name, SRAM, cycles) points, e.g. Vela's)."""
+        """The SRAM-versus-cycles frontier of compiled binaries (`pareto`) with this compile
+        starred, all on the estimator (the yardstick Vela's binaries are measured on; `others`:
+        more labelled (name, SRAM, cycles) points, e.g. Vela's)."""
         from .plot import plot_pareto
 
         return plot_pareto(self.pareto, (self.sram_bytes, self.estimate().total_cycles), others, path)

@@ -1,290 +1,57 @@
-"""`cascader.compile`: a TFLite model -> an Ethos-U binary, as values through each stage.
+"""The compile policy: which schedules to try, how they are ranked, what is kept.
 
-lower (frontend.lower) -> schedule (schedule) -> allocate (memory.layout) -> emit (emit.program)
--> package (tflite.ethos_u). Each stage is a function of the previous one's value, so a
-notebook can stop after any of them.
+The stages are functions of values, each in its own module, and none imports this one:
+
+    lower (lowering) -> schedule (scheduling) -> plan (planner, stripes) -> allocate (allocation)
+    -> emit (emit.binary) -> package (emit.binary over tflite.ethos_u)
+
+`compile` runs them once in that order. What it decides: the uncascaded schedule when it fits
+(Vela's Performance choice), else the fastest cascaded proposal that fits; the bricked variant
+of a schedule where that is faster; on Dedicated_Sram under a budget, proposals that fit by
+moving feature maps to DRAM, ranked by the estimator on their command streams.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
 import time
-from functools import cached_property
-from typing import Iterator, NamedTuple, Union
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Union
 
-import numpy as np
-
+from .allocation import allocate
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode, arch_config
-from .brick_layout import MIN_TOTAL_SAVING, brick_padded_maps
 from .compiled import CompiledModel
-from .emit.program import ARENA_REGIONS, FlashImage, Placement, RecordTemplates, emit_segment
-from .errors import BudgetError, InfeasibleError, InvalidArgumentError, ModelError, UnsupportedError
-from .frontend.lower import lower_segment
-from .frontend.lowered import LoweredSegment
-from .frontend.partition import NPU, Partition, partition
-from .frontend.support import Verdict
-from .memory import MemoryConfig, MemoryLayout, layout
-from .progress import progress as stage_bar
+from .emit.binary import Emission, emit, package_binary
+from .emit.program import RecordTemplates
+from .errors import InfeasibleError, InvalidArgumentError
+from .frontend.partition import Partition
 from .gc_pause import paused_gc
-from .schedule import (NpuSchedule, SegmentSchedule, fit_weight_buffers, live_bytes, memory_schedule,
-                       schedule_uncascaded, second_slot_key, weight_buffers_peak, weights_key, without_weight_buffers)
-from .tflite import Model, load_model
-from .tflite.ethos_u import ArenaSizes, NpuSubgraph, driver_payload, package
+from .lowering import lower
+from .memory import MemoryConfig, sram_bytes
+from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled
+from .planner import plan as planner_plan
+from .progress import progress as stage_bar
+from .schedule import NpuSchedule, _Target, without_weight_buffers
+from .scheduling import bricked_schedule, schedule
+from .sizes import parse_size
+from .stripes import cascaded_schedule, with_buffered_weights
+from .tflite import Model, ModelLike, as_model
+from .tflite.ethos_u import driver_payload
 
-ModelLike = Union[str, os.PathLike, bytes, bytearray, Model]
+__all__ = ["compile", "plan", "CompiledPoint", "ModelLike", "parse_size"]
+
 # Dedicated_Sram: proposals that fit a budget only with feature maps in DRAM are compiled beside
 # the fastest that fits without: at most this many, and only while their stripe operations
 # together stay within EVICTING_WORK (a layout, an emission and an estimate cost about 25 us per
 # operation: MobileNetV2-224's proposals have 460 to 1,740, palm detection's up to 9,000).
 EVICTING_CANDIDATES = 6
 EVICTING_WORK = 6000
-_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1000, "KIB": 1024, "M": 1 << 20, "MB": 1000**2, "MIB": 1 << 20}
-
-
-def parse_size(value: Union[int, str, None]) -> int | None:
-    """Bytes from an int or a string such as "256KiB", "1.5MiB", "300kB" (None: unlimited)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise InvalidArgumentError(f"sram must be bytes or a size such as '256KiB', not {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise InvalidArgumentError(f"sram must not be negative, got {value}")
-        return value
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(value))
-    unit = m.group(2).upper() if m else None
-    if m is None or unit not in _UNITS:
-        raise InvalidArgumentError(f"sram {value!r} is not a size; write bytes or e.g. '256KiB', '1.5MiB'")
-    return int(float(m.group(1)) * _UNITS[unit])
-
-
-def _as_model(model: ModelLike) -> Model:
-    if isinstance(model, Model):
-        return model
-    if isinstance(model, (bytes, bytearray)):
-        return load_model(bytes(model))
-    if isinstance(model, (str, os.PathLike)):
-        return load_model(model)
-    raise InvalidArgumentError(f"model must be a path, bytes or a cascader.Model, not {type(model).__name__}")
-
-
-def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
-    """Partition the model and lower every NPU segment.
-
-    An operator the rules accept but the lowering cannot express goes to the CPU, with the
-    lowering's reason as its verdict, and the partition is redone.
-    """
-    forced: dict[int, Verdict] = {}
-    while True:
-        part = partition(model, forced)
-        malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
-        if malformed:  # not a limit of the NPU: the model itself is broken
-            i, v = malformed[0]
-            raise ModelError(f"operator {i} is malformed: {v.reason}")
-        try:
-            return part, [lower_segment(part.graph, s.operators, part.removed)
-                          for s in part.segments if s.target == NPU]
-        except UnsupportedError as e:
-            op = getattr(e, "operator", None)
-            if op is None or op in forced:
-                raise
-            forced[op] = Verdict(False, "lowering", str(e))
-
-
-def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, system=None,
-             memory_mode=None) -> NpuSchedule:
-    """The uncascaded schedule: one whole-tensor stripe per operation, in partition order."""
-    order: list[tuple[str, int]] = []
-    k = 0
-    for s in part.segments:
-        if s.target == NPU:
-            order.append(("npu", k))
-            k += 1
-        else:
-            order.extend(("cpu", i) for i in s.operators)
-    return schedule_uncascaded(segments, order, accelerator, system, memory_mode)
-
-
-class _Lean:
-    """A schedule without the weight buffers of operations run alone
-    (`without_weight_buffers`), and its `memory_schedule`: each made once, when first asked
-    for. `memory` may be given by a caller that has it already."""
-
-    def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None):
-        self._sched, self.graph, self._memory = sched, graph, memory
-        self._schedule: NpuSchedule | None = None
-
-    @property
-    def schedule(self) -> NpuSchedule:
-        if self._schedule is None:
-            self._schedule = without_weight_buffers(self._sched)
-        return self._schedule
-
-    @property
-    def memory(self) -> tuple:
-        if self._memory is None:
-            self._memory = memory_schedule(self.schedule, self.graph)
-        return self._memory
-
-    @cached_property
-    def live(self) -> np.ndarray:
-        """Bytes live at each step of `memory` (`live_bytes`)."""
-        return live_bytes(self.memory[0])
-
-
-# Shares of a budget the weight buffers re-sliced to fit it may fill (bytes live at once).
-RESLICED_SHARES = (1.0, 0.9, 0.8)
-
-# Cycles a weight buffer above the feature maps' peak must save per byte it adds, on
-# Dedicated_Sram under a budget (`_weight_buffer_choices`).
-BUDGETED_GAIN_PER_BYTE = 0.05
-
-
-def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig, reslice: bool = False
-                           ) -> Iterator[tuple[NpuSchedule, tuple | None]]:
-    """The schedules `allocate` tries, fastest first, with their memory schedules where known:
-    every weight buffer that pays, then (`reslice`, under a budget) those that fit the budget,
-    re-sliced thinner where that makes them fit, then those that fit under the feature maps'
-    own peak, then none. The buffers under the peak and the re-sliced ones are made together,
-    when every buffer did not fit."""
-    if not any(op.weight_buffer and op.shared_weights is None for op in sched.operations):
-        yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
-        return
-    budget = config.fast_capacity
-    if config.shared_sram:
-        # Every buffer kept: laid out only when the bytes live at once can fit the budget.
-        if budget is None or weight_buffers_peak(sched, lean.memory) <= budget:
-            yield sched, None
-        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, lean_live=lean.live)
-        faster = []
-    else:
-        budgeted = budget is not None
-        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=budgeted, lean_live=lean.live)
-        # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
-        # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
-        # it (on the shared models this keeps SRAM within Vela's on every U65 row), except for
-        # buffers that save at least a cycle per byte they add; under a budget, the SRAM is the
-        # user's to spend: a cycle per 20 bytes (zoo MobileNetV1's 3x3x256 pointwise on U65-256:
-        # 1,391 cycles for 14,848 B, as Vela's binary within 1.5x its Size SRAM; a generous
-        # budget still does not buy zoo mobilenet_v3_blocks 1% for five times the SRAM).
-        worth_it = fitted.total_cycles > 1.05 * sched.total_cycles
-        if worth_it:
-            yield sched, None
-        gain = BUDGETED_GAIN_PER_BYTE if budgeted else 1.0
-        faster = [fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=gain, budgeted=budgeted,
-                                     lean_live=lean.live)]
-    if reslice and budget is not None and (config.shared_sram or worth_it):
-        # A budget above the feature maps' peak, when every buffer is wanted but does not fit:
-        # the buffers that fit within it, re-sliced thinner where that makes them fit, not only
-        # those under the peak (MLPerf Tiny's ResNet on U55-128 within 128 KiB: 1,223,448 ->
-        # 1,133,548 cycles, where Vela's binary takes 1,167,798). On Dedicated_Sram only where
-        # the buffers are worth their SRAM (above): else a generous budget would buy 1% with
-        # five times the SRAM.
-        # The layout may need more than the bytes live at once (zoo fc_autoencoder on U65-512:
-        # buffers live within 32,512 B laid out in 35,120), so a little less is tried too.
-        faster += [fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=True, lean_live=lean.live,
-                                      capacity=int(budget * share)) for share in RESLICED_SHARES]
-    seen = set()
-    for candidate in sorted((c for c in faster if c.total_cycles < fitted.total_cycles), key=lambda c: c.total_cycles):
-        buffers = tuple((op.weight_buffer, op.depth_step) for op in candidate.operations)
-        if buffers not in seen:
-            seen.add(buffers)
-            yield candidate, None
-    yield fitted, None
-    yield lean.schedule, lean.memory
-
-
-def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory: tuple | None = None,
-             solver: str = "exact", reslice: bool = False) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
-    """Lay out every buffer under the SRAM budget.
-
-    When the schedule's weight buffers do not fit, the same schedule without them (weights read
-    from flash) is tried before giving up. Returns the schedule that fits, the layout, each
-    buffer's (region, address), and the TFLM arena offset of every tensor the CPU sees (the
-    NPU subgraphs' IFMs and OFMs). `lean_memory`: the `memory_schedule` of
-    `without_weight_buffers(sched)`, when the caller has it (it is not made again). `solver`:
-    the memory planner's ("greedy" for a quick layout that is valid but may evict more).
-    `reslice`: also try the weight buffers that fit the budget, re-sliced thinner where that
-    makes them fit (`fit_weight_buffers`' `capacity`), and when a choice fits only by dropping
-    the buffers the layout evicted, the later choices too, keeping the fastest. Only for the
-    uncascaded schedule: a cascade's planned cycles, which rank the choices, are Vela's
-    accounting only roughly, and a faster-planned choice compiled slower (MLPerf Tiny's ResNet
-    on U55-128 within 95,180 B: 1,250,028 -> 1,313,436 cycles).
-
-    Raises
-    ------
-    InfeasibleError
-        The budget is below what even the leanest schedule needs; the message and
-        `minimum_sram` give the smallest budget that works.
-    """
-    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram, solver=solver)
-    lean = _Lean(sched, part.graph, lean_memory)
-    fallback = None  # the fastest choice that fitted only without some of its weight buffers
-    for candidate, known in _weight_buffer_choices(sched, lean, config, reslice):
-        if fallback is not None and candidate.total_cycles >= fallback[0].total_cycles:
-            break
-        chosen = candidate
-        while True:
-            msched, index, _ = known or memory_schedule(candidate, part.graph)
-            known = None  # a candidate changed below is scheduled again
-            try:
-                result = layout(msched, config)
-            except BudgetError:
-                break
-            arenas, offsets = result.arenas, result.offsets
-            # Dedicated_Sram: a weight buffer evicted to the slow memory only copies the
-            # weights from one slow memory to another. Such operations read their weights in
-            # place instead, and the rest is laid out again (the bytes freed may keep feature
-            # maps in SRAM). Each round drops buffers, so this ends.
-            evicted = {k for k, sop in enumerate(candidate.operations)
-                       if sop.weight_buffer and sop.shared_weights is None
-                       and any(arenas[index[key]] == "scratch"
-                               for key in (weights_key(sop, k), second_slot_key(k)) if key in index)}
-            if evicted and not config.shared_sram:
-                candidate = without_weight_buffers(
-                    candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})
-                continue
-            address = {b: (ARENA_REGIONS[arenas[i]], offsets[i]) for b, i in index.items()}
-            cpu_offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
-                           if arenas[index[b]] == "scratch" and t not in s.segment.scratch}
-            allocated = candidate, result, Placement(address), cpu_offsets
-            if candidate is chosen or not reslice:
-                return allocated
-            # It fitted only without the buffers it evicted: a later, leaner choice may be
-            # faster (zoo fc_autoencoder on U65-256 within 34,656 B: all 9 buffers, then 5 of
-            # them evicted, 51,929 cycles; the buffers that fit the budget, 44,588; Vela 44,906).
-            if fallback is None or candidate.total_cycles < fallback[0].total_cycles:
-                fallback = allocated
-            break
-    if fallback is not None:
-        return fallback
-    msched, _, _ = lean.memory
-    unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
-    need = sram_bytes(layout(msched, unlimited), unlimited)
-    raise InfeasibleError(
-        f"the model needs at least {need:,} B of SRAM uncascaded; the budget is {sram:,} B. "
-        f"Pass sram={need} or more, or let compile cascade",
-        minimum_sram=need,
-    )
-
-
-def _bricked(part: Partition, segments: list[LoweredSegment], sched: NpuSchedule) -> NpuSchedule | None:
-    """`sched` with the padded maps that run faster as bricks on its target stored so
-    (`brick_layout`), or None when that saves too little of the whole schedule's cycles."""
-    from .schedule import _Target
-
-    bricked = brick_padded_maps(segments, _Target.of(sched))
-    if all(a is b for a, b in zip(bricked, segments)):
-        return None
-    faster = schedule(part, bricked, sched.accelerator, sched.system, sched.memory_mode)
-    return faster if faster.total_cycles < (1 - MIN_TOTAL_SAVING) * sched.total_cycles else None
 
 
 def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None, budget: int | None
                 ) -> tuple[tuple, list[tuple]]:
-    """The uncascaded schedule laid out under the budget: `bricked` (`_bricked`) when it fits
+    """The uncascaded schedule laid out under the budget: `bricked` (`scheduling.bricked_schedule`) when it fits
     with every feature map in the fast memory, else `sched`. The bricks are a speed choice: a
     budget they overflow gets the dense maps, not a cascade. Returns the allocation and, as
     options to rank (with no planned cycles), the bricked one if it fitted only by moving maps
@@ -305,12 +72,12 @@ def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None
 
 
 def _fastest(options: list[tuple], accelerator: str, system, memory_mode: str, templates: RecordTemplates
-             ) -> tuple[float, tuple, float | None, _Emission]:
+             ) -> tuple[float, tuple, float | None, Emission]:
     """Of (allocated, planned cycles) options, the one whose command streams the estimator says
     run fastest: (its cycles, allocated, planned cycles, emission)."""
     best = (math.inf, None, None, None)
     for allocated, planned_cycles in options:
-        emitted = _emitted(allocated, accelerator, templates)
+        emitted = emit(allocated, accelerator, templates)
         cycles = _stream_cycles(emitted, accelerator, system, memory_mode)
         if cycles < best[0]:
             best = (cycles, allocated, planned_cycles, emitted)
@@ -319,8 +86,6 @@ def _fastest(options: list[tuple], accelerator: str, system, memory_mode: str, t
 
 def _frontier(part: Partition, sched: NpuSchedule):
     """The planner's frontier of `sched`'s proposals (their own memory bound, not laid out)."""
-    from .planner import plan_schedule
-    from .schedule import _Target
 
     return plan_schedule(without_weight_buffers(sched), part.graph, _Target.of(sched), score=False, buffered=sched)
 
@@ -334,9 +99,6 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
 
     Raises InfeasibleError naming the least SRAM that compiles when none fits.
     """
-    from .planner import lay_out_leanest
-    from .schedule import _Target
-    from .stripes import cascaded_schedule, with_buffered_weights
 
     lean = without_weight_buffers(sched)
     target = _Target.of(sched)
@@ -411,8 +173,6 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
     They are laid out by the greedy planner, quick and valid (the exact one proves each
     eviction round's fit, 0.2 s a proposal on palm detection): the caller compiles them and lays
     out the one it keeps again exactly."""
-    from .schedule import _Target
-    from .stripes import cascaded_schedule, with_buffered_weights
 
     lean = without_weight_buffers(sched)
     target = _Target.of(sched)
@@ -434,61 +194,13 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
     return out
 
 
-class _Emission(NamedTuple):
-    """An allocated schedule emitted: its flash image laid out, and each NPU segment with its
-    operation records and command words, in order."""
-
-    flash: FlashImage
-    segments: list[tuple[SegmentSchedule, list[dict], np.ndarray]]
-
-
-def _emitted(allocated: tuple, accelerator: str, templates: RecordTemplates | None = None) -> _Emission:
-    """`allocated` emitted. `templates`: shared by the emissions of one compile (its candidate
-    schedules share their lowered operations)."""
-    sched, _, placement, _ = allocated
-    flash, segments = FlashImage(), []
-    templates = templates or RecordTemplates()
-    first = 0  # the position of the segment's first operation in the whole schedule
-    for seg in sched.segments:
-        ops, words = emit_segment(seg, first, placement, flash, accelerator, templates)
-        first += len(seg.operations)
-        segments.append((seg, ops, words))
-    return _Emission(flash, segments)
-
-
-def _emit(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplates | None = None,
-          emission: _Emission | None = None, removed: tuple[int, ...] = ()) -> tuple[Model, bytes, list[list[dict]]]:
-    """The packaged binary of an allocated schedule: the output model, its flash image and the
-    emitted operation records per `ethos-u` operator. `emission`: `_emitted(allocated, ...)`,
-    when the caller has it (a compile that ranked its candidates on their command streams).
-    `removed`: the partition's operators left out (`Partition.removed`)."""
-    sched, result, placement, offsets = allocated
-    flash, segments = emission or _emitted(allocated, accelerator, templates)
-    subgraphs, records = [], []
-    for seg, ops, words in segments:
-        records.append(ops)
-        subgraphs.append(NpuSubgraph(seg.segment.operators, words))
-    data = flash.data
-    # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
-    out = m if not subgraphs else package(m, subgraphs, data, ArenaSizes.from_layout(result), offsets,
-                                          accelerator=accelerator, description="cascader Optimised", order=sched.order,
-                                          removed=removed)
-    return out, data, records
-
-
-def _stream_cycles(emission: _Emission, accelerator: str, system, memory_mode: str) -> float:
+def _stream_cycles(emission: Emission, accelerator: str, system, memory_mode: str) -> float:
     """The estimator's cycles of the binary `_emit` makes of an emission, from its command
     streams alone: the flash image only laid out, nothing packaged."""
     from .sim.estimator import payload_cycles
 
     payloads = [driver_payload(words, accelerator) for _, _, words in emission.segments]
     return payload_cycles(payloads, arch_config(accelerator, system, memory_mode))
-
-
-def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
-    """The SRAM a layout uses: the whole scratch arena when it is in SRAM (Shared_Sram,
-    Sram_Only), else the fast arena."""
-    return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)
 
 
 @paused_gc()
@@ -539,48 +251,92 @@ def compile(
         The model does not fit the SRAM budget; `minimum_sram` names the smallest that does.
     """
     start = time.perf_counter()
+    optimise = _checked_optimise(optimise)
+    budget = _budget(sram, memory_mode)
+    bar = stage_bar(total=4, desc="lower", enabled=progress, unit="stage")
+    prepared = _prepare(model, accelerator, system, memory_mode, optimise, bar)
+    return _compile_within(prepared, budget, optimise, bar, start)
+
+
+def _checked_optimise(optimise: str) -> str:
     optimise = str(optimise).lower()
     if optimise not in ("performance", "size"):
         raise InvalidArgumentError(f"optimise must be 'performance' or 'size' (Vela's names), not {optimise!r}")
+    return optimise
+
+
+def _budget(sram: Union[int, str, None], memory_mode: Union[str, MemoryMode, None]) -> int | None:
+    """The SRAM budget: `sram`, and a sized memory mode's arena cache (Dedicated_Sram_384KB
+    names a budget too), the smaller of the two."""
     budget = parse_size(sram)
-    # A preset such as Dedicated_Sram_384KB names its arena cache: that is a budget too.
     cache = MemoryMode.cache_size(memory_mode) if memory_mode is not None else None
     if cache is not None:
         budget = cache if budget is None else min(budget, cache)
+    return budget
+
+
+class _Prepared:
+    """A model lowered and scheduled for one target: what the compiles of one model at any
+    budget share. The planner's frontier of a schedule is made once, when first asked for."""
+
+    def __init__(self, model: Model, accelerator: str, system, memory_mode: str, part: Partition,
+                 sched: NpuSchedule, bricked: NpuSchedule | None):
+        self.model, self.accelerator, self.system, self.memory_mode = model, accelerator, system, memory_mode
+        self.part, self.sched, self.bricked = part, sched, bricked
+        self.config = MemoryConfig.for_target(accelerator, system, memory_mode)
+        self._frontiers: dict[int, Frontier] = {}
+
+    def frontier(self, sched: NpuSchedule) -> Frontier:
+        """`_frontier(part, sched)` for this model's dense or bricked schedule."""
+        if id(sched) not in self._frontiers:
+            self._frontiers[id(sched)] = _frontier(self.part, sched)
+        return self._frontiers[id(sched)]
+
+
+def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, memory_mode, optimise: str,
+             bar) -> _Prepared:
+    """The lower and schedule stages, with the target's defaults resolved (the result names the
+    system and mode it ran on)."""
     acc = Accelerator(accelerator)
-    m = _as_model(model)
-    bar = stage_bar(total=4, desc="lower", enabled=progress, unit="stage")
+    m = as_model(model)
     part, segments = lower(m)
     bar.update()
     bar.set_description("schedule")
-    # The target's defaults, resolved here so the result names the system and mode it ran on.
     u65 = acc._config.is_u65
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
     system = system if system is not None else DEFAULT_SYSTEM[u65]
     sched = schedule(part, segments, acc.name, system, mode)
     # Performance: the same schedule with the padded maps that run faster as bricks so stored.
-    bricked = _bricked(part, segments, sched) if optimise == "performance" else None
+    bricked = bricked_schedule(part, segments, sched) if optimise == "performance" else None
     bar.update()
+    return _Prepared(m, acc.name, system, mode, part, sched, bricked)
+
+
+def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar, start: float) -> CompiledModel:
+    """The rest of `compile` for a prepared model: choose the schedule that fits `budget`,
+    allocate, emit and package it."""
+    part, sched, bricked, config = prepared.part, prepared.sched, prepared.bricked, prepared.config
+    acc, system, mode = prepared.accelerator, prepared.system, prepared.memory_mode
     bar.set_description("allocate" if optimise == "performance" else "plan")
-    config = MemoryConfig.for_target(acc.name, system, mode)
     planned = None  # the planner's cycles for the proposal compiled (None: not a proposal as planned)
-    frontier = None
     bricked_options: list[tuple] = []  # the bricked schedule's, once the dense one needs cascading or DRAM
     if optimise == "size":
-        chosen, planned = _cascade(part, sched, budget, smallest=True)
+        chosen, planned = _cascade(part, sched, budget, smallest=True, frontier=prepared.frontier(sched))
     else:
+        uncascaded_minimum = None
         try:
             chosen, bricked_options = _uncascaded(part, sched, bricked, budget)
         except InfeasibleError as uncascaded:
+            uncascaded_minimum = uncascaded.minimum_sram
+        if uncascaded_minimum is not None:  # out of the handler: one error, not a chain of two
             bar.set_description("plan")
-            frontier = _frontier(part, sched)
-            chosen, planned = _cascade(part, sched, budget, uncascaded_minimum=uncascaded.minimum_sram,
-                                       frontier=frontier)
+            chosen, planned = _cascade(part, sched, budget, uncascaded_minimum=uncascaded_minimum,
+                                       frontier=prepared.frontier(sched))
         if bricked is not None and (planned is not None or chosen[1].eviction_cycles > 0):
             # The bricks may pay in a cascade too (MobileNetV1-0.75 on U65-512 within 128 KiB:
             # 1,366,849 -> 1,112,313 cycles); the estimate ranks it with the dense options.
             try:
-                bricked_options.append(_cascade(part, bricked, budget))
+                bricked_options.append(_cascade(part, bricked, budget, frontier=prepared.frontier(bricked)))
             except InfeasibleError:
                 pass
     bar.update()
@@ -596,7 +352,7 @@ def compile(
         # cycles all in SRAM, 1,711,461 with part of a faster proposal in DRAM). Compile
         # those too and keep the binary the estimator says is fastest (Vela's accounting,
         # which the planner's stripes as run do not follow).
-        frontier = frontier or _frontier(part, sched)
+        frontier = prepared.frontier(sched)
         options = [(chosen, planned)]
         if planned is None:
             try:
@@ -613,22 +369,124 @@ def compile(
         # Ranked by the estimate of their command streams: only the one kept is packaged, from
         # the emission it was ranked on.
         best, chosen, planned, emission = _fastest(options + bricked_options + [(a, None) for a in evicting],
-                                                   acc.name, system, mode, templates)
+                                                   acc, system, mode, templates)
         if any(chosen is a for a in evicting):
             # It was compared laid out by the greedy planner; the exact one evicts no more.
             exact = allocate(chosen[0], part, budget)
-            emitted = _emitted(exact, acc.name, templates)
-            if _stream_cycles(emitted, acc.name, system, mode) <= best:
+            emitted = emit(exact, acc, templates)
+            if _stream_cycles(emitted, acc, system, mode) <= best:
                 chosen, emission = exact, emitted
     elif bricked_options:
-        _, chosen, planned, emission = _fastest([(chosen, planned)] + bricked_options, acc.name, system, mode, templates)
-    out, flash, records = _emit(m, chosen, acc.name, templates, emission, part.removed)
+        _, chosen, planned, emission = _fastest([(chosen, planned)] + bricked_options, acc, system, mode, templates)
+    out, flash, records = package_binary(prepared.model, chosen, acc, templates, emission, part.removed)
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()
     return CompiledModel(
-        model=out, source=m, partition=part, schedule=sched, layout=result, sram_budget=budget,
-        sram_bytes=sram_bytes(result, config), flash_bytes=len(flash), accelerator=acc.name, system=system,
+        model=out, source=prepared.model, partition=part, schedule=sched, layout=result, sram_budget=budget,
+        sram_bytes=sram_bytes(result, config), flash_bytes=len(flash), accelerator=acc, system=system,
         memory_mode=mode, operations=records, compile_seconds=time.perf_counter() - start,
-        planned_cycles=planned,
+        planned_cycles=planned, frontier=partial(plan, prepared.model, acc, system, mode),
     )
+
+
+@dataclass
+class CompiledPoint:
+    """A point of the compiled frontier: what `compile` produces within `budget`. `sram_bytes`
+    and `cycles` are the binary's (its layout, and the estimator's total, the headline
+    yardstick); `planned_cycles` is the planner's prediction for the proposal compiled
+    (stripes costed as they run; None when the binary is uncascaded)."""
+
+    sram_bytes: int
+    cycles: float
+    budget: int | None
+    binary: CompiledModel = field(repr=False)
+    planned_cycles: float | None = None
+
+    @property
+    def cascades(self) -> int:
+        return len({op.cascade for op in self.binary.schedule.operations if op.cascade is not None})
+
+    def __repr__(self) -> str:
+        return (f"CompiledPoint(sram={self.sram_bytes:,} B, cycles={self.cycles:,.0f}, {self.cascades} cascades; "
+                f"compiled within {'no budget' if self.budget is None else f'{self.budget:,} B'})")
+
+
+def _point(binary: CompiledModel, budget: int | None) -> CompiledPoint:
+    return CompiledPoint(binary.sram_bytes, float(binary.estimate().total_cycles), budget, binary,
+                         binary.planned_cycles)
+
+
+def _pareto(points: list[CompiledPoint]) -> list[CompiledPoint]:
+    """The points no other beats on both SRAM and cycles, by increasing SRAM (of equal
+    points, the one compiled within the smallest budget)."""
+    front: list[CompiledPoint] = []
+    for p in sorted(points, key=lambda p: (p.sram_bytes, p.cycles, math.inf if p.budget is None else p.budget)):
+        if not front or p.cycles < front[-1].cycles:
+            front.append(p)
+    return front
+
+
+# Compiles of one budget `_fixed_point` makes at most.
+FIXED_POINT_ROUNDS = 4
+
+
+def _fixed_point(prepared: _Prepared, budget: int | None, bar) -> CompiledPoint | None:
+    """The binary compiled within `budget`, as a point that compiling at its own SRAM gives
+    again. A binary often uses less SRAM than its budget, and a compile within that smaller
+    budget may choose otherwise (weight buffers that fitted the larger one, a proposal ranked
+    differently): zoo MobileNetV2 on U55-128 within 33,120 B takes 32,256 B, and within
+    32,256 B compiles to 31,648 B. So the budget shrinks to the binary's SRAM until a compile
+    gives itself back. None: no binary fits, or none settled within FIXED_POINT_ROUNDS."""
+    for _ in range(FIXED_POINT_ROUNDS):
+        try:
+            binary = _compile_within(prepared, budget, "performance", bar, time.perf_counter())
+        except InfeasibleError:
+            return None  # a planned size no binary reaches: the least that does is a point already
+        point = _point(binary, budget)
+        if budget is None or binary.sram_bytes == budget:
+            return point
+        again = _point(_compile_within(prepared, binary.sram_bytes, "performance", bar, time.perf_counter()),
+                       binary.sram_bytes)
+        if (again.sram_bytes, again.cycles) == (point.sram_bytes, point.cycles):
+            return again
+        budget = again.sram_bytes
+    return None
+
+
+@paused_gc()
+def plan(model: ModelLike, accelerator: Union[str, Accelerator] = "ethos-u55-128", system: str | None = None,
+         memory_mode: Union[str, MemoryMode, None] = None, options: PlanOptions | None = None,
+         compiled: bool = True, including: tuple[CompiledModel, ...] = ()) -> Frontier:
+    """The SRAM-versus-cycles frontier of `model`: every point a binary.
+
+    The planner's frontier (`planner.plan`) gives the SRAM sizes worth compiling at; each is
+    compiled as `cascader.compile(model, sram=size)` compiles it, and so is the unlimited
+    compile. A point is the binary's SRAM and cycles (the estimator's, the headline yardstick
+    of every report), and compiling at a point's SRAM gives that point again (`_fixed_point`).
+    Binaries that another beats on both SRAM and cycles are left out.
+
+    Parameters
+    ----------
+    options
+        The planner's options: they choose the sizes compiled at (each compile plans as
+        `cascader.compile` does).
+    compiled
+        False: the planner's frontier alone, its predictions (`PlanPoint`s), without compiling.
+    including
+        Binaries of this model and target already compiled, taken as points too
+        (`CompiledModel.pareto` passes itself).
+    """
+    start = time.perf_counter()
+    if not compiled:
+        return planner_plan(model, accelerator, system, memory_mode, options)
+    bar = stage_bar(total=2, enabled=False)
+    prepared = _prepare(model, accelerator, system, memory_mode, "performance", bar)
+    planned = plan_scheduled(prepared.part, prepared.sched, options)
+    points = [_point(b, b.sram_budget) for b in including]
+    for budget in sorted({p.sram_bytes for p in planned.points}) + [None]:
+        point = _fixed_point(prepared, budget, bar)
+        if point is not None:
+            points.append(point)
+    return Frontier(_pareto(points), planned.graph, time.perf_counter() - start, prepared.accelerator,
+                    planner_seconds=planned.planner_seconds, compiled=True)

@@ -499,3 +499,9 @@ def add_offline_memory_allocation(model: Any, offsets: dict[int, int], subgraph:
     """Attach an offline plan for the CPU-side tensors of `model`'s subgraph; returns the buffer index."""
     n = len(model.subgraphs[subgraph].tensors)
     return model.add_metadata("OfflineMemoryAllocation", offline_memory_allocation(n, offsets, subgraph))
+
+
+def sram_bytes(result: MemoryLayout, config: MemoryConfig) -> int:
+    """The SRAM a layout uses: the whole scratch arena when it is in SRAM (Shared_Sram,
+    Sram_Only), else the fast arena."""
+    return result.sizes.get("scratch", 0) if config.shared_sram else result.sizes.get("scratch_fast", 0)

@@ -22,9 +22,8 @@ planner counted (which the compile corrects for).
 from __future__ import annotations
 
 import math
-import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from . import _core
@@ -32,9 +31,12 @@ from . import memory as mem
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .gc_pause import paused_gc
-from .frontend.lowered import FeatureMapView, LoweredOperation, dense_strides
-from .schedule import NpuSchedule, _Target, memory_schedule, weight_buffer_bytes, without_weight_buffers
-from .tflite import Model
+from .frontend.lowered import FeatureMapView, LoweredOperation
+from .lowering import lower
+from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
+from .scheduling import schedule
+from .stripes import cascaded_schedule
+from .tflite import ModelLike, as_model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
 # The least SRAM (`lay_out_leanest`): of the LEAST_SCORED leanest proposals by the planner's
@@ -92,9 +94,14 @@ class PlanPoint:
 
 @dataclass
 class Frontier:
-    """The Pareto frontier of a model's proposals, by increasing SRAM."""
+    """The Pareto frontier of a model's proposals, by increasing SRAM.
 
-    points: list[PlanPoint]
+    `compiled`: the points are binaries (`cascader.plan`'s `CompiledPoint`s: each point's SRAM
+    and cycles are its binary's, on the estimator), else the planner's predictions
+    (`PlanPoint`s, `planner.plan`).
+    """
+
+    points: list[Any]  # PlanPoint, or compiler.CompiledPoint when `compiled`
     graph: Any  # _core.PlanGraph
     seconds: float  # `plan`: the whole call, model reading, lowering and scheduling included
     accelerator: str
@@ -106,8 +113,9 @@ class Frontier:
     # The planner's own part of `seconds`: from the uncascaded schedule to the frontier (the
     # stages before it are the compile's too).
     planner_seconds: float = 0.0
+    compiled: bool = False
 
-    def select(self, budget: int | None) -> PlanPoint:
+    def select(self, budget: int | None) -> Any:
         """The fastest point whose SRAM fits `budget` (None: unlimited).
 
         Raises InfeasibleError naming the smallest SRAM on the frontier when none fits.
@@ -121,9 +129,10 @@ class Frontier:
 
     def __repr__(self) -> str:
         lo, hi = self.points[0], self.points[-1]
-        return (f"Frontier({len(self.points)} points on {self.accelerator}: {lo.sram_bytes:,} B at {lo.cycles:,.0f} cycles"
-                f" .. {hi.sram_bytes:,} B at {hi.cycles:,.0f} cycles; planned in {self.seconds * 1000:.0f} ms, "
-                f"{self.planner_seconds * 1000:.0f} ms of it the planner's)")
+        kind = "compiled" if self.compiled else "planned"
+        return (f"Frontier({len(self.points)} {kind} points on {self.accelerator}: {lo.sram_bytes:,} B at "
+                f"{lo.cycles:,.0f} cycles .. {hi.sram_bytes:,} B at {hi.cycles:,.0f} cycles; made in "
+                f"{self.seconds * 1000:.0f} ms, {self.planner_seconds * 1000:.0f} ms of it the planner's)")
 
 
 def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
@@ -142,21 +151,6 @@ def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_c
                                    view.shape[2])
 
 
-def _unflattened(lo: LoweredOperation, shapes: dict[int, tuple[int, int, int]]) -> LoweredOperation:
-    """A per-element copy that the lowering streams 16 channels wide (`_flatten_copies`), seen
-    in its tensors' own shapes again: the planner stripes rows of those."""
-    r = lo.registers
-    if (lo.kind != "pool" or r.get("sub_op") != "AVERAGE" or (r["kernel"]["height"], r["kernel"]["width"]) != (1, 1)
-            or lo.ifm.buffer not in shapes or lo.ofm.buffer not in shapes):
-        return lo
-    a, b = shapes[lo.ifm.buffer], shapes[lo.ofm.buffer]
-    if (a != b or lo.ifm.shape == a or lo.ifm.offset or lo.ofm.offset or lo.ifm.layout != "NHWC"
-            or lo.ofm.layout != "NHWC" or math.prod(a) != math.prod(lo.ifm.shape)):
-        return lo
-    return replace(lo, ifm=replace(lo.ifm, shape=a, strides=dense_strides(a, lo.ifm.element_size)),
-                   ofm=replace(lo.ofm, shape=b, strides=dense_strides(b, lo.ofm.element_size)))
-
-
 def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSchedule | None = None,
                 memory: tuple | None = None) -> Any:
     """The planner's graph of an uncascaded schedule whose weights are read from flash. Its
@@ -172,7 +166,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         shapes.update(seg.segment.shapes)
     operations = schedule.operations  # a property that flattens the segments: read once
     own_operations = buffered.operations if buffered is not None else None
-    lowered = [_unflattened(sop.lowered, shapes) for sop in operations]
+    lowered = [unflattened(sop.lowered, shapes) for sop in operations]
     step_op = {step: k for k, step in enumerate(op_steps)}
     natural: dict[int, tuple[int, int, int]] = {index[b]: shape for b, shape in shapes.items() if b in index}
 
@@ -264,29 +258,39 @@ def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", confi
 
 
 @paused_gc()
-def plan(model: Union[str, os.PathLike, bytes, Model], accelerator: str = "ethos-u55-128", system: str | None = None,
+def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | None = None,
          memory_mode: Union[str, MemoryMode, None] = None, options: PlanOptions | None = None) -> Frontier:
-    """The SRAM-versus-cycles frontier of `model`'s cascading proposals (see the module docstring).
+    """The planner's SRAM-versus-cycles frontier of `model`'s cascading proposals (see the
+    module docstring): its predictions, each point's SRAM laid out by the exact allocator and
+    its cycles costed stripe by stripe as they run. `cascader.plan` compiles each point (its
+    figures are then the binaries'); this is the planner alone.
 
     Raises the errors `cascader.compile` raises for a bad model or target.
     """
-    from .compiler import _as_model, lower, schedule  # the compile pipeline's own first stages
-
     start = time.perf_counter()
-    options = options or PlanOptions()
     acc = Accelerator(accelerator)
     u65 = acc._config.is_u65
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
     system = system if system is not None else DEFAULT_SYSTEM[u65]
-    m = _as_model(model)
-    part, segments = lower(m)
+    part, segments = lower(as_model(model))
     buffered = schedule(part, segments, acc.name, system, mode)
+    return plan_scheduled(part, buffered, options, start)
+
+
+def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = None,
+                   start: float | None = None) -> Frontier:
+    """`plan`'s work after the lower and schedule stages: the frontier of the uncascaded
+    schedule `buffered` (with its weight buffers) of partition `part`. `start`: when the whole
+    call began (`Frontier.seconds`), if before this."""
     scheduled = time.perf_counter()
+    start = scheduled if start is None else start
+    options = options or PlanOptions()
     lean = without_weight_buffers(buffered)
-    frontier = plan_schedule(lean, part.graph, _Target.of(buffered), options, buffered=buffered)
+    target = _Target.of(buffered)
+    frontier = plan_schedule(lean, part.graph, target, options, buffered=buffered)
     # The leanest points as the compile lays them out, stripe by stripe (the score takes each
     # cascade as one step: chained staircases and in-place operations come out otherwise).
-    config = mem.MemoryConfig.for_target(acc.name, system, mode)
+    config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
     for sram, point, _, _ in lay_out_leanest(frontier, part.graph, lean, config):
         point.sram_bytes = sram
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in frontier.candidates])
@@ -334,12 +338,9 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
 def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryConfig) -> tuple:
     """A point's proposal as the compile lays it out, without weight buffers: (SRAM bytes, its
     stripe-level schedule, that schedule's `memory_schedule`)."""
-    from .compiler import sram_bytes
-    from .stripes import cascaded_schedule
-
     striped = cascaded_schedule(lean, pg, point.proposal, _Target.of(lean))
     memory = memory_schedule(striped, graph)
-    return sram_bytes(mem.layout(memory[0], config), config), striped, memory
+    return mem.sram_bytes(mem.layout(memory[0], config), config), striped, memory
 
 
 def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,

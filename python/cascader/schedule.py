@@ -26,7 +26,7 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
 from .frontend.lower import is_dense_copy, stream_widths, with_copy_shape
-from .frontend.lowered import (ELEMENT_SIZE, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
+from .frontend.lowered import (ELEMENT_SIZE, dense_strides, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
                                LoweredSegment, round16)
 from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
 from .tflite.model import SubGraph
@@ -782,7 +782,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             extra.append(w)
             if per_byte > 0 and sop.weight_buffer and sop.direct_cost is not None:
                 # An evicted weight buffer is dropped: the operation reads its weights where
-                # they are stored (see compiler.allocate), at its direct cost.
+                # they are stored (see allocation.allocate), at its direct cost.
                 moved = max(sop.direct_cost.total_cycles - sop.cost.total_cycles, 0.0) / per_byte
             else:
                 moved = (2 if sop.weight_buffer else 1) * specs[w][2]  # copied in, read
@@ -1054,3 +1054,18 @@ def _in_place_elementwise(schedule: NpuSchedule, uses: "_StepUses", index: dict[
             aliased.update((out, t))
             break
     return aliases
+
+
+def unflattened(lo: LoweredOperation, shapes: dict[int, tuple[int, int, int]]) -> LoweredOperation:
+    """A per-element copy that the lowering streams 16 channels wide (`_flatten_copies`), seen
+    in its tensors' own shapes again: the planner stripes rows of those."""
+    r = lo.registers
+    if (lo.kind != "pool" or r.get("sub_op") != "AVERAGE" or (r["kernel"]["height"], r["kernel"]["width"]) != (1, 1)
+            or lo.ifm.buffer not in shapes or lo.ofm.buffer not in shapes):
+        return lo
+    a, b = shapes[lo.ifm.buffer], shapes[lo.ofm.buffer]
+    if (a != b or lo.ifm.shape == a or lo.ifm.offset or lo.ofm.offset or lo.ifm.layout != "NHWC"
+            or lo.ofm.layout != "NHWC" or math.prod(a) != math.prod(lo.ifm.shape)):
+        return lo
+    return replace(lo, ifm=replace(lo.ifm, shape=a, strides=dense_strides(a, lo.ifm.element_size)),
+                   ofm=replace(lo.ofm, shape=b, strides=dense_strides(b, lo.ofm.element_size)))

@@ -23,8 +23,7 @@ from . import _core
 from .evolve import evolve
 from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
 from .frontend.quantization import average_pool_scale
-from .planner import _unflattened
-from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, keep_recent
+from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, keep_recent, unflattened
 
 ROLLING_BASE = 1 << 40  # ids of rolling buffers: apart from tensor, scratch and constant ids
 
@@ -197,7 +196,7 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
     for seg in sched.segments:
         shapes.update(seg.segment.shapes)
     ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}
-    lowered = {k: _unflattened(sop.lowered, shapes) for k, sop in ops.items()}
+    lowered = {k: unflattened(sop.lowered, shapes) for k, sop in ops.items()}
     # Rolling buffers of the internal tensors, and every part's natural output view.
     rolling: dict[int, tuple[int, int, int]] = {}  # plan tensor -> (buffer id, rows, columns)
     new_buffers: dict[int, tuple[int, str, tuple[int, int, int]]] = {}

@@ -19,7 +19,8 @@ from typing import Any, Iterable, Mapping, Union
 
 from .arch import Accelerator, MemoryMode, SystemConfig
 from .cli import _ZOO_PREFIX, _stem, resolve_model
-from .compiler import ModelLike, parse_size
+from .sizes import parse_size
+from .tflite import ModelLike
 from .compiler import compile as compile_model
 from .errors import InfeasibleError, InvalidArgumentError
 from .progress import progress as progress_bar

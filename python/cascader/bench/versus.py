@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..compiler import compile as compile_model
-from ..compiler import parse_size
+from ..sizes import parse_size
 from ..errors import CascaderError, InfeasibleError
 from ..records import Records
 from ..sim import estimate

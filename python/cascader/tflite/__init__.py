@@ -6,8 +6,8 @@ from . import lazy_schema
 lazy_schema.install()  # before anything here imports `tflite`: see lazy_schema
 
 from .model import Model, Operator, Quantization, SignatureDef, SubGraph, Tensor
-from .reader import load_model
+from .reader import ModelLike, as_model, load_model
 from .writer import save_model
 from .ethos_u import ArenaSizes, NpuSubgraph
 
-__all__ = ["ArenaSizes", "Model", "NpuSubgraph", "Operator", "Quantization", "SignatureDef", "SubGraph", "Tensor", "load_model", "save_model"]
+__all__ = ["ArenaSizes", "Model", "NpuSubgraph", "Operator", "Quantization", "SignatureDef", "SubGraph", "Tensor", "ModelLike", "as_model", "load_model", "save_model"]

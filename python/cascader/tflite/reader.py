@@ -16,11 +16,12 @@ from typing import Union
 import numpy as np
 import tflite
 
-from ..errors import ModelError
+from ..errors import InvalidArgumentError, ModelError
 from . import schema
 from .model import NUMPY_DTYPES, Model, Operator, Quantization, SignatureDef, SubGraph, Tensor
 
 ModelSource = Union[str, os.PathLike, bytes, bytearray, memoryview]
+ModelLike = Union[ModelSource, Model]  # what the public entry points take as a model
 
 SUPPORTED_SCHEMA_VERSION = 3
 _IDENTIFIER = b"TFL3"
@@ -37,6 +38,15 @@ def _source_bytes(source: ModelSource) -> bytes:
         return path.read_bytes()
     except OSError as e:
         raise ModelError(f"cannot read model file {str(path)!r}: {e.strerror}") from None
+
+
+def as_model(model: "ModelLike") -> Model:
+    """`model` itself when it is a `Model`, else read from its path or bytes (`load_model`)."""
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, (bytes, bytearray, memoryview, str, os.PathLike)):
+        return load_model(model)
+    raise InvalidArgumentError(f"model must be a path, bytes or a cascader.Model, not {type(model).__name__}")
 
 
 def load_model(source: ModelSource) -> Model:

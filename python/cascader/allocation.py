@@ -1,0 +1,185 @@
+"""The allocate stage: a schedule laid out under an SRAM budget (`memory.layout`, the exact
+allocator), keeping the weight buffers the budget can hold.
+
+Which weight buffers live in SRAM is the allocator's choice, as in Vela's and TFLM's: the
+schedule's buffers are tried fastest first, then those that fit the budget (re-sliced thinner
+where that makes them fit), then those under the feature maps' own peak, then none. Which
+*schedule* to allocate (uncascaded, bricked, a cascade) is the compile policy's (`compiler`).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Iterator
+
+import numpy as np
+
+from .emit.program import ARENA_REGIONS, Placement
+from .errors import BudgetError, InfeasibleError
+from .frontend.partition import Partition
+from .memory import MemoryConfig, MemoryLayout, layout, sram_bytes
+from .schedule import (NpuSchedule, fit_weight_buffers, live_bytes, memory_schedule, second_slot_key,
+                       weight_buffers_peak, weights_key, without_weight_buffers)
+
+
+class _Lean:
+    """A schedule without the weight buffers of operations run alone
+    (`without_weight_buffers`), and its `memory_schedule`: each made once, when first asked
+    for. `memory` may be given by a caller that has it already."""
+
+    def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None):
+        self._sched, self.graph, self._memory = sched, graph, memory
+        self._schedule: NpuSchedule | None = None
+
+    @property
+    def schedule(self) -> NpuSchedule:
+        if self._schedule is None:
+            self._schedule = without_weight_buffers(self._sched)
+        return self._schedule
+
+    @property
+    def memory(self) -> tuple:
+        if self._memory is None:
+            self._memory = memory_schedule(self.schedule, self.graph)
+        return self._memory
+
+    @cached_property
+    def live(self) -> np.ndarray:
+        """Bytes live at each step of `memory` (`live_bytes`)."""
+        return live_bytes(self.memory[0])
+
+
+# Shares of a budget the weight buffers re-sliced to fit it may fill (bytes live at once).
+RESLICED_SHARES = (1.0, 0.9, 0.8)
+
+# Cycles a weight buffer above the feature maps' peak must save per byte it adds, on
+# Dedicated_Sram under a budget (`_weight_buffer_choices`).
+BUDGETED_GAIN_PER_BYTE = 0.05
+
+
+def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig, reslice: bool = False
+                           ) -> Iterator[tuple[NpuSchedule, tuple | None]]:
+    """The schedules `allocate` tries, fastest first, with their memory schedules where known:
+    every weight buffer that pays, then (`reslice`, under a budget) those that fit the budget,
+    re-sliced thinner where that makes them fit, then those that fit under the feature maps'
+    own peak, then none. The buffers under the peak and the re-sliced ones are made together,
+    when every buffer did not fit."""
+    if not any(op.weight_buffer and op.shared_weights is None for op in sched.operations):
+        yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
+        return
+    budget = config.fast_capacity
+    if config.shared_sram:
+        # Every buffer kept: laid out only when the bytes live at once can fit the budget.
+        if budget is None or weight_buffers_peak(sched, lean.memory) <= budget:
+            yield sched, None
+        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, lean_live=lean.live)
+        faster = []
+    else:
+        budgeted = budget is not None
+        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=budgeted, lean_live=lean.live)
+        # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
+        # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
+        # it (on the shared models this keeps SRAM within Vela's on every U65 row), except for
+        # buffers that save at least a cycle per byte they add; under a budget, the SRAM is the
+        # user's to spend: a cycle per 20 bytes (zoo MobileNetV1's 3x3x256 pointwise on U65-256:
+        # 1,391 cycles for 14,848 B, as Vela's binary within 1.5x its Size SRAM; a generous
+        # budget still does not buy zoo mobilenet_v3_blocks 1% for five times the SRAM).
+        worth_it = fitted.total_cycles > 1.05 * sched.total_cycles
+        if worth_it:
+            yield sched, None
+        gain = BUDGETED_GAIN_PER_BYTE if budgeted else 1.0
+        faster = [fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=gain, budgeted=budgeted,
+                                     lean_live=lean.live)]
+    if reslice and budget is not None and (config.shared_sram or worth_it):
+        # A budget above the feature maps' peak, when every buffer is wanted but does not fit:
+        # the buffers that fit within it, re-sliced thinner where that makes them fit, not only
+        # those under the peak (MLPerf Tiny's ResNet on U55-128 within 128 KiB: 1,223,448 ->
+        # 1,133,548 cycles, where Vela's binary takes 1,167,798). On Dedicated_Sram only where
+        # the buffers are worth their SRAM (above): else a generous budget would buy 1% with
+        # five times the SRAM.
+        # The layout may need more than the bytes live at once (zoo fc_autoencoder on U65-512:
+        # buffers live within 32,512 B laid out in 35,120), so a little less is tried too.
+        faster += [fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=True, lean_live=lean.live,
+                                      capacity=int(budget * share)) for share in RESLICED_SHARES]
+    seen = set()
+    for candidate in sorted((c for c in faster if c.total_cycles < fitted.total_cycles), key=lambda c: c.total_cycles):
+        buffers = tuple((op.weight_buffer, op.depth_step) for op in candidate.operations)
+        if buffers not in seen:
+            seen.add(buffers)
+            yield candidate, None
+    yield fitted, None
+    yield lean.schedule, lean.memory
+
+
+def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory: tuple | None = None,
+             solver: str = "exact", reslice: bool = False) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
+    """Lay out every buffer under the SRAM budget.
+
+    When the schedule's weight buffers do not fit, the same schedule without them (weights read
+    from flash) is tried before giving up. Returns the schedule that fits, the layout, each
+    buffer's (region, address), and the TFLM arena offset of every tensor the CPU sees (the
+    NPU subgraphs' IFMs and OFMs). `lean_memory`: the `memory_schedule` of
+    `without_weight_buffers(sched)`, when the caller has it (it is not made again). `solver`:
+    the memory planner's ("greedy" for a quick layout that is valid but may evict more).
+    `reslice`: also try the weight buffers that fit the budget, re-sliced thinner where that
+    makes them fit (`fit_weight_buffers`' `capacity`), and when a choice fits only by dropping
+    the buffers the layout evicted, the later choices too, keeping the fastest. Only for the
+    uncascaded schedule: a cascade's planned cycles, which rank the choices, are Vela's
+    accounting only roughly, and a faster-planned choice compiled slower (MLPerf Tiny's ResNet
+    on U55-128 within 95,180 B: 1,250,028 -> 1,313,436 cycles).
+
+    Raises
+    ------
+    InfeasibleError
+        The budget is below what even the leanest schedule needs; the message and
+        `minimum_sram` give the smallest budget that works.
+    """
+    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram, solver=solver)
+    lean = _Lean(sched, part.graph, lean_memory)
+    fallback = None  # the fastest choice that fitted only without some of its weight buffers
+    for candidate, known in _weight_buffer_choices(sched, lean, config, reslice):
+        if fallback is not None and candidate.total_cycles >= fallback[0].total_cycles:
+            break
+        chosen = candidate
+        while True:
+            msched, index, _ = known or memory_schedule(candidate, part.graph)
+            known = None  # a candidate changed below is scheduled again
+            try:
+                result = layout(msched, config)
+            except BudgetError:
+                break
+            arenas, offsets = result.arenas, result.offsets
+            # Dedicated_Sram: a weight buffer evicted to the slow memory only copies the
+            # weights from one slow memory to another. Such operations read their weights in
+            # place instead, and the rest is laid out again (the bytes freed may keep feature
+            # maps in SRAM). Each round drops buffers, so this ends.
+            evicted = {k for k, sop in enumerate(candidate.operations)
+                       if sop.weight_buffer and sop.shared_weights is None
+                       and any(arenas[index[key]] == "scratch"
+                               for key in (weights_key(sop, k), second_slot_key(k)) if key in index)}
+            if evicted and not config.shared_sram:
+                candidate = without_weight_buffers(
+                    candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})
+                continue
+            address = {b: (ARENA_REGIONS[arenas[i]], offsets[i]) for b, i in index.items()}
+            cpu_offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()
+                           if arenas[index[b]] == "scratch" and t not in s.segment.scratch}
+            allocated = candidate, result, Placement(address), cpu_offsets
+            if candidate is chosen or not reslice:
+                return allocated
+            # It fitted only without the buffers it evicted: a later, leaner choice may be
+            # faster (zoo fc_autoencoder on U65-256 within 34,656 B: all 9 buffers, then 5 of
+            # them evicted, 51,929 cycles; the buffers that fit the budget, 44,588; Vela 44,906).
+            if fallback is None or candidate.total_cycles < fallback[0].total_cycles:
+                fallback = allocated
+            break
+    if fallback is not None:
+        return fallback
+    msched, _, _ = lean.memory
+    unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
+    need = sram_bytes(layout(msched, unlimited), unlimited)
+    raise InfeasibleError(
+        f"the model needs at least {need:,} B of SRAM uncascaded; the budget is {sram:,} B. "
+        f"Pass sram={need} or more, or let compile cascade",
+        minimum_sram=need,
+    )

@@ -1,0 +1,34 @@
+"""The lower stage: a TFLite model -> its partition (what runs where, and why) and the NPU
+segments as register-level operations (`frontend.lower`)."""
+
+from __future__ import annotations
+
+from .errors import ModelError, UnsupportedError
+from .frontend.lower import lower_segment
+from .frontend.lowered import LoweredSegment
+from .frontend.partition import NPU, Partition, partition
+from .frontend.support import Verdict
+from .tflite import Model
+
+
+def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
+    """Partition the model and lower every NPU segment.
+
+    An operator the rules accept but the lowering cannot express goes to the CPU, with the
+    lowering's reason as its verdict, and the partition is redone.
+    """
+    forced: dict[int, Verdict] = {}
+    while True:
+        part = partition(model, forced)
+        malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
+        if malformed:  # not a limit of the NPU: the model itself is broken
+            i, v = malformed[0]
+            raise ModelError(f"operator {i} is malformed: {v.reason}")
+        try:
+            return part, [lower_segment(part.graph, s.operators, part.removed)
+                          for s in part.segments if s.target == NPU]
+        except UnsupportedError as e:
+            op = getattr(e, "operator", None)
+            if op is None or op in forced:
+                raise
+            forced[op] = Verdict(False, "lowering", str(e))

@@ -1,0 +1,35 @@
+"""The schedule stage: the lowered segments -> an uncascaded `NpuSchedule` (one whole-tensor
+stripe per operation, in partition order, with block configs, encoded weights and weight
+buffers chosen by the cycle model), and the same schedule with padded maps stored as bricks
+where the target runs them faster (`brick_layout`)."""
+
+from __future__ import annotations
+
+from .brick_layout import MIN_TOTAL_SAVING, brick_padded_maps
+from .frontend.lowered import LoweredSegment
+from .frontend.partition import NPU, Partition
+from .schedule import NpuSchedule, _Target, schedule_uncascaded
+
+
+def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, system=None,
+             memory_mode=None) -> NpuSchedule:
+    """The uncascaded schedule: one whole-tensor stripe per operation, in partition order."""
+    order: list[tuple[str, int]] = []
+    k = 0
+    for s in part.segments:
+        if s.target == NPU:
+            order.append(("npu", k))
+            k += 1
+        else:
+            order.extend(("cpu", i) for i in s.operators)
+    return schedule_uncascaded(segments, order, accelerator, system, memory_mode)
+
+
+def bricked_schedule(part: Partition, segments: list[LoweredSegment], sched: NpuSchedule) -> NpuSchedule | None:
+    """`sched` with the padded maps that run faster as bricks on its target stored so
+    (`brick_layout`), or None when that saves too little of the whole schedule's cycles."""
+    bricked = brick_padded_maps(segments, _Target.of(sched))
+    if all(a is b for a, b in zip(bricked, segments)):
+        return None
+    faster = schedule(part, bricked, sched.accelerator, sched.system, sched.memory_mode)
+    return faster if faster.total_cycles < (1 - MIN_TOTAL_SAVING) * sched.total_cycles else None
