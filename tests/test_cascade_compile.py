@@ -455,7 +455,8 @@ def test_eviction_costs_come_from_the_cycle_model():
     20,000 B: 166,477 predicted, 166,597 as run)."""
     from cascader import compiler as C
     from cascader.arch import arch_config
-    from cascader.emit.binary import package_binary
+    from cascader.emit.binary import emit
+    from cascader.packaging import package_binary
 
     model = zoo.mobilenet_v1()
     part, segments = C.lower(model)
@@ -469,7 +470,7 @@ def test_eviction_costs_come_from_the_cycle_model():
             assert sum(shares.values()) == pytest.approx(joint, abs=1e-6)
     allocated = C.allocate(sched, part, 20_000)
     assert allocated[1].eviction_cycles > 0
-    binary = package_binary(model, allocated, "ethos-u65-256")[0]
+    binary = package_binary(model, allocated, emit(allocated, "ethos-u65-256"), "ethos-u65-256")[0]
     predicted = allocated[0].total_cycles + allocated[1].eviction_cycles
     ran = cascader.estimate(binary, accelerator="ethos-u65-256", stripes="as_run").total_cycles
     assert abs(predicted / ran - 1) < 0.03
@@ -481,7 +482,8 @@ def test_candidates_are_ranked_on_their_command_streams():
     the same cycles, as one emitted afresh."""
     from cascader.allocation import allocate
     from cascader.compiler import _cascade, _stream_cycles
-    from cascader.emit.binary import emit, package_binary
+    from cascader.emit.binary import emit
+    from cascader.packaging import package_binary
     from cascader.lowering import lower
     from cascader.scheduling import schedule
     from cascader.emit.program import FlashImage, RecordTemplates
@@ -495,11 +497,11 @@ def test_candidates_are_ranked_on_their_command_streams():
     unlimited = allocate(sched, part, None)
     cascaded, _ = _cascade(part, sched, None, smallest=True)
     for allocated in (unlimited, cascaded):
-        binary, data, records = package_binary(m, allocated, acc)
+        binary, data, records = package_binary(m, allocated, emit(allocated, acc), acc)
         packaged = total_cycles(binary, system=system, memory_mode=mode, accelerator=acc)
         emission = emit(allocated, acc, RecordTemplates())
         assert _stream_cycles(emission, acc, system, mode) == packaged > 0
-        again, same_data, same_records = package_binary(m, allocated, acc, emission=emission)
+        again, same_data, same_records = package_binary(m, allocated, emission, acc)
         assert (save_model(again), same_data, same_records) == (save_model(binary), data, records)
         assert emission.flash.size == len(data)
     image = FlashImage()  # blobs of any length (constants), each at a 16-byte boundary

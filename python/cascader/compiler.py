@@ -22,7 +22,8 @@ from typing import Union
 from .allocation import allocate
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
-from .emit.binary import Emission, emit, package_binary
+from .emit.binary import Emission, emit
+from .packaging import package_binary
 from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
 from .frontend.partition import Partition
@@ -33,9 +34,9 @@ from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
 from .schedule import NpuSchedule, _Target, without_weight_buffers
-from .scheduling import bricked_schedule, schedule
+from .scheduling import schedules
 from .sizes import parse_size
-from .stripes import cascaded_schedule, with_buffered_weights
+from .stripes import proposal_schedules, with_buffered_weights
 from .tflite import Model, ModelLike, as_model
 from .tflite.ethos_u import driver_payload
 
@@ -51,8 +52,9 @@ EVICTING_WORK = 6000
 
 def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None, budget: int | None
                 ) -> tuple[tuple, list[tuple]]:
-    """The uncascaded schedule laid out under the budget: `bricked` (`scheduling.bricked_schedule`) when it fits
-    with every feature map in the fast memory, else `sched`. The bricks are a speed choice: a
+    """The uncascaded schedule laid out under the budget: `bricked`
+    (`scheduling.bricked_schedule`) when it fits with every feature map in the fast memory,
+    else `sched`. The bricks are a speed choice: a
     budget they overflow gets the dense maps, not a cascade. Returns the allocation and, as
     options to rank (with no planned cycles), the bricked one if it fitted only by moving maps
     to DRAM (Dedicated_Sram).
@@ -120,8 +122,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     for point in [] if smallest else sorted(candidates, key=lambda p: p.cycles):
         if fallback is not None and point.cycles >= fallback[1]:
             break  # the points left are planned slower than a schedule already compiled
-        striped = cascaded_schedule(lean, pg, point.proposal, target)
-        buffered = with_buffered_weights(striped, lean, pg, point.proposal, sched)
+        striped, buffered = proposal_schedules(lean, pg, point.proposal, target, sched)
         try:
             allocated = allocate(buffered, part, budget)
         except InfeasibleError:
@@ -182,13 +183,12 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
             break
         if point.sram_bytes - 15 <= budget:
             continue  # fits as planned: `_cascade`'s
-        striped = cascaded_schedule(lean, frontier.graph, point.proposal, target)
+        striped, buffered = proposal_schedules(lean, frontier.graph, point.proposal, target, sched)
         work += len(striped.operations)
         if work > EVICTING_WORK:
             break
         try:
-            out.append(allocate(with_buffered_weights(striped, lean, frontier.graph, point.proposal, sched), part, budget,
-                                solver="greedy"))
+            out.append(allocate(buffered, part, budget, solver="greedy"))
         except InfeasibleError:
             continue
     return out
@@ -305,9 +305,8 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
     u65 = acc._config.is_u65
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
     system = system if system is not None else DEFAULT_SYSTEM[u65]
-    sched = schedule(part, segments, acc.name, system, mode)
-    # Performance: the same schedule with the padded maps that run faster as bricks so stored.
-    bricked = bricked_schedule(part, segments, sched) if optimise == "performance" else None
+    # Performance: with the padded maps that run faster as bricks so stored too.
+    sched, bricked = schedules(part, segments, acc.name, system, mode, bricks=optimise == "performance")
     bar.update()
     return _Prepared(m, acc.name, system, mode, part, sched, bricked)
 
@@ -378,7 +377,8 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
                 chosen, emission = exact, emitted
     elif bricked_options:
         _, chosen, planned, emission = _fastest([(chosen, planned)] + bricked_options, acc, system, mode, templates)
-    out, flash, records = package_binary(prepared.model, chosen, acc, templates, emission, part.removed)
+    emission = emission or emit(chosen, acc, templates)
+    out, flash, records = package_binary(prepared.model, chosen, emission, acc, part.removed)
     sched, result = chosen[0], chosen[1]
     bar.update()
     bar.close()

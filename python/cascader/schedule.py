@@ -25,8 +25,7 @@ from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit.weights import encode_weights
-from .frontend.lower import is_dense_copy, stream_widths, with_copy_shape
-from .frontend.lowered import (ELEMENT_SIZE, dense_strides, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
+from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, stream_widths, with_copy_shape, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
                                LoweredSegment, round16)
 from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
 from .tflite.model import SubGraph

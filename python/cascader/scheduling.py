@@ -33,3 +33,11 @@ def bricked_schedule(part: Partition, segments: list[LoweredSegment], sched: Npu
         return None
     faster = schedule(part, bricked, sched.accelerator, sched.system, sched.memory_mode)
     return faster if faster.total_cycles < (1 - MIN_TOTAL_SAVING) * sched.total_cycles else None
+
+
+def schedules(part: Partition, segments: list[LoweredSegment], accelerator: str, system, memory_mode,
+              bricks: bool) -> tuple[NpuSchedule, NpuSchedule | None]:
+    """The stage as the compile runs it: the uncascaded schedule and, with `bricks`, its
+    bricked variant (`bricked_schedule`; None where it does not pay)."""
+    sched = schedule(part, segments, accelerator, system, memory_mode)
+    return sched, bricked_schedule(part, segments, sched) if bricks else None

@@ -102,6 +102,15 @@ def with_buffered_weights(cascaded: NpuSchedule, sched: NpuSchedule, pg: Any, pr
                                        for seg in cascaded.segments])
 
 
+def proposal_schedules(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target, buffered: NpuSchedule
+                       ) -> tuple[NpuSchedule, NpuSchedule]:
+    """A proposal as the compile tries it: its stripes (`cascaded_schedule` of `sched`, weights
+    read in place) and the same with the weight buffers of operations run alone
+    (`with_buffered_weights` from `buffered`)."""
+    striped = cascaded_schedule(sched, pg, proposal, target)
+    return striped, with_buffered_weights(striped, sched, pg, proposal, buffered)
+
+
 def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Target) -> NpuSchedule:
     """`sched` (uncascaded, weights read in place) with `proposal`'s cascades as stripes.
 

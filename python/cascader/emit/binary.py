@@ -1,6 +1,6 @@
-"""The emit and package stages of a whole compile: an allocated schedule -> its flash image and
-command streams (`emit`), then the `.tflite` with one `ethos-u` operator per NPU segment
-(`package_binary`, over `tflite.ethos_u.package`)."""
+"""The emit stage of a whole compile: an allocated schedule -> its flash image laid out and each
+NPU segment's operation records and command words (`packaging.package_binary` then makes the
+`.tflite`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..tflite import Model
-from ..tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 from .program import FlashImage, RecordTemplates, emit_segment
 from ..schedule import SegmentSchedule
 
@@ -34,23 +32,3 @@ def emit(allocated: tuple, accelerator: str, templates: RecordTemplates | None =
         first += len(seg.operations)
         segments.append((seg, ops, words))
     return Emission(flash, segments)
-
-
-def package_binary(m: Model, allocated: tuple, accelerator: str, templates: RecordTemplates | None = None,
-          emission: Emission | None = None, removed: tuple[int, ...] = ()) -> tuple[Model, bytes, list[list[dict]]]:
-    """The packaged binary of an allocated schedule: the output model, its flash image and the
-    emitted operation records per `ethos-u` operator. `emission`: `emit(allocated, ...)`,
-    when the caller has it (a compile that ranked its candidates on their command streams).
-    `removed`: the partition's operators left out (`Partition.removed`)."""
-    sched, result, placement, offsets = allocated
-    flash, segments = emission or emit(allocated, accelerator, templates)
-    subgraphs, records = [], []
-    for seg, ops, words in segments:
-        records.append(ops)
-        subgraphs.append(NpuSubgraph(seg.segment.operators, words))
-    data = flash.data
-    # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
-    out = m if not subgraphs else package(m, subgraphs, data, ArenaSizes.from_layout(result), offsets,
-                                          accelerator=accelerator, description="cascader Optimised", order=sched.order,
-                                          removed=removed)
-    return out, data, records

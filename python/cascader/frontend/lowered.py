@@ -8,7 +8,7 @@ so a decode of our binary gives back the same values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -136,3 +136,32 @@ def full_range(dtype: str) -> dict[str, int]:
     int32, which the NPU does not apply to 32-bit outputs)."""
     lo, hi = TYPE_RANGE.get(dtype, TYPE_RANGE["int16"])
     return dict(function=0, clip_range=0, min=lo, max=hi)
+
+
+TENSOR_DIM_MAX = 65535  # a feature map's height, width or depth
+# Rows of at most 64 columns for a streamed copy: U65's 2x2 micro-blocks waste half of a one-row map.
+STREAM_MAX_WIDTH = 64
+
+
+def is_dense_copy(op: LoweredOperation) -> bool:
+    """A 1x1 average pool between dense NHWC maps of one shape: a per-element copy (a
+    requantization, a table lookup) whose elements any shape of the same size holds in the same
+    order, so it may run in whichever shape streams best."""
+    r = op.registers
+    a, b = op.ifm, op.ofm
+    return (op.kind == "pool" and r.get("sub_op") == "AVERAGE" and not r.get("ifm_upscale") and op.ifm2 is None
+            and (r["kernel"]["height"], r["kernel"]["width"]) == (1, 1) and not any(r.get("padding", (0,) * 4))
+            and (a.layout, b.layout) == ("NHWC", "NHWC") and a.shape == b.shape
+            and a.strides == dense_strides(a.shape, a.element_size) and b.strides == dense_strides(b.shape, b.element_size))
+
+
+def stream_widths(pixels: int) -> list[int]:
+    """The row widths (widest first, at most STREAM_MAX_WIDTH) a dense copy of `pixels`
+    16-channel pixels can take with rows the NPU allows."""
+    return [w for w in range(min(pixels, STREAM_MAX_WIDTH), 0, -1) if pixels % w == 0 and pixels // w <= TENSOR_DIM_MAX]
+
+
+def with_copy_shape(op: LoweredOperation, shape: tuple[int, int, int]) -> LoweredOperation:
+    """A dense copy (is_dense_copy) over the same bytes viewed in another shape."""
+    return replace(op, ifm=replace(op.ifm, shape=shape, strides=dense_strides(shape, op.ifm.element_size)),
+                   ofm=replace(op.ofm, shape=shape, strides=dense_strides(shape, op.ofm.element_size)))
