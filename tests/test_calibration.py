@@ -88,7 +88,7 @@ def _estimated_vela_operations(case: str) -> list:
     from pathlib import Path
 
     from cascader import save_model
-    from cascader.bench.simulate import VelaConfig, compile_with_vela
+    from cascader.vela import VelaConfig, compile_with_vela
     from cascader.sim import estimate
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,7 +147,7 @@ def test_transpose_steps_cost_as_vela_costs_them(tmp_path, shape, perm, accelera
     in Vela's commands by their strides; two steps whose pieces look alike (8x8x8, 0312) stay
     two runs."""
     from cascader import save_model
-    from cascader.bench.simulate import VelaConfig, compile_with_vela
+    from cascader.vela import VelaConfig, compile_with_vela
     from cascader.sim import estimate
 
     path = tmp_path / "transpose.tflite"
@@ -166,7 +166,7 @@ def test_our_transposes_are_vela_steps(tmp_path, shape, perm, accelerator) -> No
     """Our lowering moves the channels in Vela's steps, command for command, so the estimator
     costs our binary's transpose as it costs Vela's (as Vela costs it)."""
     from cascader import compile, save_model
-    from cascader.bench.simulate import VelaConfig, compile_with_vela
+    from cascader.vela import VelaConfig, compile_with_vela
     from cascader.sim import estimate
 
     path = tmp_path / "transpose.tflite"

@@ -14,7 +14,7 @@ import pytest
 import cascader
 from cascader import _core, zoo
 from cascader.bench.package import repackage
-from cascader.bench.simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 from cascader.emit import encode_command_stream
 from cascader.errors import InvalidArgumentError
 from cascader.reference import random_inputs

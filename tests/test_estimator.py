@@ -21,7 +21,7 @@ from conftest import shared_model_paths, shared_params
 
 pytest.importorskip("ethosu.vela")
 
-from cascader.bench.simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela  # noqa: E402
+from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela  # noqa: E402
 
 WITHIN = 0.05
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")

@@ -81,7 +81,7 @@ def _ethos_u_structure(model: Model) -> list[tuple]:
 
 
 def _vela_cases():
-    from cascader.bench.simulate import UNLIMITED_SRAM, VelaConfig
+    from cascader.vela import UNLIMITED_SRAM, VelaConfig
 
     configs = [VelaConfig("ethos-u55-128", "Performance", UNLIMITED_SRAM),
                VelaConfig("ethos-u65-256", "Size")]  # Dedicated_Sram: a separate scratch_fast
@@ -93,7 +93,7 @@ def _vela_cases():
 def test_vela_5_binaries_repackage_to_the_same_model(name, config, tmp_path):
     pytest.importorskip("ethosu.vela")
     pytest.importorskip("ai_edge_litert")
-    from cascader.bench.simulate import compile_with_vela
+    from cascader.vela import compile_with_vela
 
     original = zoo.get(name) if name in zoo.MODELS else dict(zoo.single_op_cases())[name]
     path = tmp_path / f"{name}.tflite"
@@ -134,7 +134,7 @@ def test_vela_5_shared_models_with_cpu_operators_repackage(name, tmp_path):
     DEQUANTIZE) and a TOCO model whose tensors each have their own empty buffer."""
     pytest.importorskip("ethosu.vela")
     pytest.importorskip("ai_edge_litert")
-    from cascader.bench.simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+    from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
     path = Path(MODELS) / f"{name}.tflite"
     vela = load_model(compile_with_vela(path, VelaConfig("ethos-u55-128", "Performance", UNLIMITED_SRAM)).path)
@@ -215,7 +215,7 @@ def test_vela_binary_with_a_persistent_arena_still_simulates(tmp_path):
     original = dict(zoo.single_op_cases())["conv_3x3_s1_same"]
     pytest.importorskip("ethosu.vela")
     pytest.importorskip("ai_edge_litert")
-    from cascader.bench.simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+    from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
     path = tmp_path / "conv.tflite"
     save_model(original, path)

@@ -293,7 +293,7 @@ OFM_BASE0 = 0x010  # cmd1 opcode of the OFM BASE0 register
 def _vela(model, name: str, tmp_path: Path):
     pytest.importorskip("ethosu.vela")
     pytest.importorskip("ai_edge_litert")
-    from cascader.bench.simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+    from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
     path = tmp_path / f"{name}.tflite"
     path.write_bytes(save_model(model))

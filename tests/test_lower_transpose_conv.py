@@ -86,7 +86,7 @@ def test_padding_matches_vela(padding, kernel):
 
 
 def test_registers_match_vela(tmp_path):
-    from cascader.bench.simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+    from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
     path = tmp_path / "tconv.tflite"
     cascader.save_model(transpose_conv((1, 4, 5, 8), 16, (3, 3), (2, 2), "SAME"), path)

@@ -25,7 +25,7 @@ pytest.importorskip("ai_edge_litert")
 pytest.importorskip("ethosu.vela")
 
 from cascader.bench.relocate import CONFIGS, relocate_row, relocated_model, same_outputs  # noqa: E402
-from cascader.bench.simulate import VelaConfig, compile_with_vela  # noqa: E402
+from cascader.vela import VelaConfig, compile_with_vela  # noqa: E402
 from cascader.sim.relocate import plan, relocated_command_streams, stream_schedule  # noqa: E402
 
 MODELS = os.environ.get("CASCADER_MODELS")

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from cascader import load_model, save_model, zoo
-from cascader.bench.simulate import VelaConfig, UNLIMITED_SRAM, compile_with_vela, validate, validate_with_vela
+from cascader.bench.simulate import validate, validate_with_vela
 from cascader.reference import ReferenceInterpreter
 from cascader.sim import simulate
+from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("ethosu.vela")

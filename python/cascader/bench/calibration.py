@@ -273,11 +273,11 @@ def network_cases() -> Dict[str, Callable[[], object]]:
 def calibrate_networks(names: Sequence[str], accelerators: Sequence[str], verbose: bool = False) -> List[Result]:
     """Vela's total cycles for each case against our estimator on Vela's binary.
 
-    Vela's outputs are cached by `cascader.bench.simulate.compile_with_vela` (keyed by the model
+    Vela's outputs are cached by `cascader.vela.compile_with_vela` (keyed by the model
     bytes and options), so a second run only estimates."""
     from ..sim import estimate
     from ..tflite import load_model, save_model
-    from .simulate import VelaConfig, compile_with_vela
+    from ..vela import VelaConfig, compile_with_vela
 
     builders = network_cases()
     results: List[Result] = []

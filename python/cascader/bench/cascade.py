@@ -27,8 +27,9 @@ from ..errors import CascaderError, InfeasibleError
 from ..planner import plan
 from ..sim import estimate
 from ..tflite import load_model
+from ..vela import VelaConfig, compile_with_vela
 from .compile import model_parser, model_paths
-from .simulate import VelaConfig, compile_with_vela, validate
+from .simulate import validate
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 

@@ -29,7 +29,9 @@ from ..compiler import compile as compile_model
 from ..errors import CascaderError
 from ..sim import estimate
 from ..tflite import load_model, save_model
-from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela, validate, vela_executable
+from ..vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+from ..vela import executable as vela_executable
+from .simulate import validate
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512")
 ZOO_NETWORKS = ("mobilenet_v1", "mobilenet_v2", "resnet8", "ds_cnn_kws", "fc_autoencoder", "mobilenet_v3_blocks", "unet",

@@ -18,8 +18,8 @@ from .. import zoo
 from ..compiler import compile as compile_model
 from ..errors import CascaderError
 from ..tflite import load_model
+from ..vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 from .compile import ZOO_NETWORKS, model_parser, model_paths
-from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 

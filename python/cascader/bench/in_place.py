@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import _core, load_model, save_model, zoo
 from ..sim import block_traversal, in_place_hazard, npu_calls
-from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+from ..vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 
 @dataclass

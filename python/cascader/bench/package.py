@@ -26,7 +26,7 @@ from ..sim import npu_calls, simulate
 from ..sim.binary import arena_sizes
 from ..tflite import Model, load_model
 from ..tflite.ethos_u import ArenaSizes, NpuSubgraph, package
-from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+from ..vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 
 def replaced_operators(model: Model, ifms: set[int], ofms: tuple[int, ...]) -> list[int]:

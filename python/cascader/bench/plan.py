@@ -26,8 +26,9 @@ from pathlib import Path
 from ..errors import CascaderError
 from ..planner import plan
 from ..sim import estimate
+from ..vela import VelaConfig, compile_with_vela
 from .compile import model_paths
-from .simulate import VelaConfig, compile_with_vela, vela_cascades
+from .simulate import vela_cascades
 
 PLAN_RUNS = 3
 

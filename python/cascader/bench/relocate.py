@@ -30,8 +30,8 @@ from ..sim.relocate import (RelocationPlan, StreamSchedule, plan, relocated_comm
 from ..tflite import Model, load_model, save_model
 from ..sim.binary import arena_sizes
 from ..tflite.ethos_u import REGION_SCRATCH, REGION_SCRATCH_FAST, ArenaSizes
+from ..vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 from .package import repackage
-from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela
 
 CONFIGS = [
     VelaConfig("ethos-u55-128", "Performance", UNLIMITED_SRAM),

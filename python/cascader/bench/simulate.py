@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import glob
 import hashlib
 import os
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,29 +28,9 @@ from ..checking import check
 from ..errors import CascaderError
 from ..sim import estimate
 from ..tflite import Model, load_model
-
-
-@dataclass(frozen=True)
-class VelaConfig:
-    """One Vela compile configuration."""
-
-    accelerator: str = "ethos-u55-128"
-    optimise: str = "Performance"
-    arena_cache_size: int | None = None  # bytes; None = Vela's default for the memory mode
-
-    @property
-    def label(self) -> str:
-        arena = "" if self.arena_cache_size is None else f"/arena={self.arena_cache_size // 1024}K"
-        return f"{self.accelerator}/{self.optimise}{arena}"
-
-    def args(self) -> list[str]:
-        a = ["--accelerator-config", self.accelerator, "--optimise", self.optimise]
-        if self.arena_cache_size is not None:
-            a += ["--arena-cache-size", str(self.arena_cache_size)]
-        return a
-
-
-UNLIMITED_SRAM = 64 * 1024 * 1024  # "unlimited": far above any shared model's working set
+# Vela's compiles are the public helper's (cascader.vela), shared with the other benchmarks.
+from ..vela import UNLIMITED_SRAM, VelaConfig, cache_dir, compile_with_vela
+from ..vela import executable as vela_executable
 
 
 def standard_configs(accelerator: str) -> list[VelaConfig]:
@@ -66,69 +41,13 @@ def standard_configs(accelerator: str) -> list[VelaConfig]:
     ]
 
 
-@dataclass
-class VelaOutput:
-    path: Path
-    cycles: float | None  # Vela's own printed figure (cycles_total of its summary CSV)
-    sram_bytes: float | None
-    seconds: float | None = None  # wall time of Vela's process when this call ran it (None: from the cache)
-
-
-def _cache_dir() -> Path:
-    d = Path(os.environ.get("CASCADER_VELA_CACHE", Path(tempfile.gettempdir()) / "cascader-vela-cache"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def vela_executable() -> str:
-    exe = shutil.which("vela") or str(Path(sys.executable).with_name("vela"))
-    if not Path(exe).exists():
-        raise CascaderError("the `vela` command is missing: pip install 'cascader[test]'")
-    return exe
-
-
-def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> VelaOutput:
-    """Compile with Vela into a cache directory keyed by the model bytes and the options.
-
-    Raises CascaderError with Vela's last output lines when Vela fails.
-    """
-    data = Path(model_path).read_bytes()
-    key = hashlib.sha256(data + repr(config).encode()).hexdigest()[:16]
-    out_dir = _cache_dir() / key
-    stem = Path(model_path).stem
-    target = out_dir / f"{stem}_vela.tflite"
-    summaries = lambda: glob.glob(str(out_dir / f"{stem}_summary_*.csv"))  # noqa: E731
-    # Vela writes the summary last: an entry without one is an interrupted compile.
-    seconds = None
-    if not (target.exists() and summaries()):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        start = time.perf_counter()
-        proc = subprocess.run(
-            [vela_executable(), str(model_path), "--output-dir", str(out_dir), *config.args()],
-            capture_output=True,
-            text=True,
-            cwd=out_dir,
-        )
-        seconds = time.perf_counter() - start
-        if proc.returncode != 0 or not target.exists():
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
-            raise CascaderError(f"Vela failed on {stem} ({config.label}): {tail}")
-    cycles = sram = None
-    for summary in summaries():
-        with open(summary, newline="") as f:
-            row = next(csv.DictReader(f))
-        cycles = float(row["cycles_total"])
-        sram = float(row["sram_memory_used"]) * 1024
-    return VelaOutput(target, cycles, sram, seconds)
-
-
 def vela_cascades(model_path: str | os.PathLike, config: VelaConfig) -> int:
     """How many cascades Vela's schedule has for `config`: the cascade ids its
     `--verbose-schedule` report assigns to two operations or more. Run once per model and
     options, its report cached beside the compiles."""
     data = Path(model_path).read_bytes()
-    key = hashlib.sha256(data + repr(config).encode() + b"schedule").hexdigest()[:16]
-    out_dir = _cache_dir() / key
+    key = hashlib.sha256(data + config.cache_key().encode() + b"schedule").hexdigest()[:16]
+    out_dir = cache_dir() / key
     report = out_dir / "schedule.txt"
     if not report.exists():
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -36,8 +36,10 @@ from ..errors import CascaderError, InfeasibleError
 from ..records import Records
 from ..sim import estimate
 from ..tflite import load_model
+from ..vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela
+from ..vela import executable as vela_executable
 from .compile import _flash_of, _timed_process, model_parser, model_paths
-from .simulate import UNLIMITED_SRAM, VelaConfig, compile_with_vela, validate, vela_executable
+from .simulate import validate
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 BUDGETS = ("unlimited", "vela-size", "0.7x-vela-size")
