@@ -427,12 +427,14 @@ def test_eviction_shares_are_shapley_values():
     """Each operand's eviction share is its marginal gain averaged over every order the
     operands could move in (the Shapley value, brute force over permutations), clamped at 0;
     residual ADDs have three operands in SRAM."""
-    from cascader import compiler as C
+    from cascader.allocation import allocate
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.arch import arch_config
 
     model = zoo.mobilenet_v2()
-    part, segments = C.lower(model)
-    sched = C.schedule(part, segments, "ethos-u65-256", None, None)
+    part, segments = lower(model)
+    sched = schedule(part, segments, "ethos-u65-256", None, None)
     arch = arch_config("ethos-u65-256", None, None)
     three = 0
     for sop in sched.operations:
@@ -453,14 +455,16 @@ def test_eviction_costs_come_from_the_cycle_model():
     add up to its joint gain with all of them moved, and the schedule plus the layout's
     eviction cost predicts the emitted binary within 3% (stripes as run; zoo MobileNetV1 at
     20,000 B: 166,477 predicted, 166,597 as run)."""
-    from cascader import compiler as C
+    from cascader.allocation import allocate
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
     from cascader.arch import arch_config
     from cascader.emit.binary import emit
     from cascader.packaging import package_binary
 
     model = zoo.mobilenet_v1()
-    part, segments = C.lower(model)
-    sched = C.schedule(part, segments, "ethos-u65-256", None, None)
+    part, segments = lower(model)
+    sched = schedule(part, segments, "ethos-u65-256", None, None)
     arch = arch_config("ethos-u65-256", None, None)
     for sop in sched.operations:
         shares = sop.cost.eviction_cycles("Sram", "Dram", arch)
@@ -468,7 +472,7 @@ def test_eviction_costs_come_from_the_cycle_model():
         if shares:
             joint = _gain(sop.cost, tuple(shares), arch)
             assert sum(shares.values()) == pytest.approx(joint, abs=1e-6)
-    allocated = C.allocate(sched, part, 20_000)
+    allocated = allocate(sched, part, 20_000)
     assert allocated[1].eviction_cycles > 0
     binary = package_binary(model, allocated, emit(allocated, "ethos-u65-256"), "ethos-u65-256")[0]
     predicted = allocated[0].total_cycles + allocated[1].eviction_cycles
