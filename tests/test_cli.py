@@ -1,6 +1,7 @@
 """The `cascader` command: Vela's option names, the reports it writes, simulate and estimate."""
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,30 @@ def test_bench_subcommand_is_the_benchmark(capsys):
         main(["bench", "--help"])
     assert done.value.code == 0
     assert "usage: cascader bench" in capsys.readouterr().out
+
+
+def test_output_dir_that_cannot_be_made_is_a_one_line_error(tmp_path, kws, capsys):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    unwritable = [a_file / "out"] + ([Path("/proc")] if Path("/proc/self").exists() else [])  # /proc takes no files
+    for out in unwritable:
+        assert main(["compile", str(kws), "--output-dir", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"cascader: error: --output-dir {out}: cannot write there") and err.count("\n") == 1
+
+
+def test_budget_error_names_the_option(kws, capsys):
+    """The library says "Pass sram=N"; the command line says which option to pass."""
+    with pytest.raises(cascader.InfeasibleError) as infeasible:
+        cascader.compile(kws, sram=1024)
+    least = infeasible.value.minimum_sram
+    for option in ("--sram", "--arena-cache-size"):
+        assert main(["compile", str(kws), option, "1024"]) == 2
+        err = capsys.readouterr().err
+        assert f"{option} {least} or more" in err and "sram=" not in err
+
+
+def test_sizes_in_scientific_notation(tmp_path, kws, capsys):
+    for option in ("--sram", "--arena-cache-size"):
+        assert main(["compile", str(kws), option, "1e6", "--output-dir", str(tmp_path)]) == 0
+        assert "budget 1,000,000 B" in capsys.readouterr().out

@@ -111,3 +111,66 @@ def test_sized_memory_mode_caps_the_budget():
         cascader.compile(model, accelerator="ethos-u55-128", memory_mode="Shared_Sram_2KB")
     fits = cascader.compile(model, accelerator="ethos-u65-256", memory_mode="Dedicated_Sram_256KB")
     assert fits.sram_budget == 256 * 1024 and fits.memory_mode == "Dedicated_Sram"
+
+
+def test_estimate_repr_is_a_summary_not_a_dump(cascaded):
+    """repr(r.estimate()) used to be the dataclass dump of every operation (tens of kB)."""
+    est = cascaded.estimate()
+    text = repr(est)
+    for needle in (est.accelerator, est.system, est.memory_mode, f"{est.total_cycles:,.0f} cycles",
+                   f"{est.npu_cycles:,} NPU cycles", f"{est.macs:,} MACs", f"{len(est.operations)} operations"):
+        assert needle in text
+    assert len(text.splitlines()) <= 8 and "access_cycles" not in text
+    costliest = max(est.operations, key=lambda o: o.cycles)
+    assert f"{costliest.cycles:,.0f} cycles" in text.splitlines()[3]
+    # One operation is one line (a list of them prints one per operation, not 14 fields each).
+    assert "\n" not in repr(costliest) and "access_cycles" not in repr(costliest)
+    assert f"<p>{est.accelerator}" in est._repr_html_()
+    nothing = cascader.compile(dict(zoo.single_op_cases())["dw_3x3_multiplier2"]).estimate()  # all on the CPU
+    assert "0 operations" in repr(nothing)
+
+
+def test_integer_columns_with_gaps_are_nullable_integers(cascaded):
+    """pandas makes [None, 3] floats (NaN, 3.0); a layer's cascade is an integer or none."""
+    pd = pytest.importorskip("pandas")
+    layers = cascaded.layers
+    df = layers.to_pandas()
+    assert str(df["cascade"].dtype) == "Int64"
+    assert [None if pd.isna(v) else v for v in df["cascade"]] == [r.cascade for r in layers]
+    assert str(df["cycles"].dtype) == "float64" and str(df["macs"].dtype) == "int64"
+    # Decided by the values, so any report gets it; a column of None only, by its annotation.
+    from dataclasses import dataclass
+
+    from cascader.records import Records
+
+    @dataclass
+    class Row:
+        count: int | None
+        label: str | None
+        flag: bool | None
+        anything: object
+
+    big = 2**60 + 1  # exact only as an integer: a float column would round it
+    df = Records([Row(None, None, True, big), Row(3, None, None, None)]).to_pandas()
+    assert str(df["count"].dtype) == str(df["anything"].dtype) == "Int64" and df["anything"][0] == big
+    assert str(df["label"].dtype) == str(df["flag"].dtype) == "object"
+    assert str(Records([Row(None, "a", None, None)]).to_pandas()["count"].dtype) == "Int64"
+
+
+def test_plot_memory_labels_only_what_fits_and_keeps_the_legend_off_the_data(tmp_path):
+    """The zoo MobileNetV2 under a budget: dozens of buffers, most too small for their name."""
+    compiled = cascader.compile(zoo.mobilenet_v2(), sram="64KiB")
+    fig = compiled.plot_memory(str(tmp_path / "memory.png"))
+    (ax,) = fig.axes
+    fig.canvas.draw()  # measure on screen: the texts keep the renderer of the save, at its dpi
+    assert 0 < len(ax.texts) < len(compiled.layout.buffers)
+    centres = {(p.get_x() + p.get_width() / 2, p.get_y() + p.get_height() / 2): p for p in ax.patches}
+    extents = []
+    for label in ax.texts:
+        room = centres[label.get_position()].get_window_extent()  # its own buffer's rectangle
+        extent = label.get_window_extent()
+        assert room.x0 <= extent.x0 and extent.x1 <= room.x1 and room.y0 <= extent.y0 and extent.y1 <= room.y1
+        assert not any(extent.overlaps(other) for other in extents), label.get_text()
+        extents.append(extent)
+    assert not ax.get_legend().get_window_extent().overlaps(ax.get_window_extent())
+    matplotlib.pyplot.close(fig)

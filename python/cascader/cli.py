@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # This process is ours and does no linear algebra: without this, numpy's OpenBLAS starts a
@@ -19,7 +20,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from . import __version__  # noqa: E402
-from .errors import CascaderError, InvalidArgumentError  # noqa: E402
+from .errors import CascaderError, InfeasibleError, InvalidArgumentError  # noqa: E402
 from .tflite import Model, load_model  # noqa: E402
 
 _ZOO_PREFIX = "zoo:"
@@ -66,9 +67,32 @@ def _target(args: argparse.Namespace) -> tuple[object, object, int | None]:
     return system, mode, cache
 
 
+def _output_dir(path: str) -> Path:
+    """The --output-dir, created and shown to take files before the compile, so that a path
+    that cannot hold them (under a regular file, in /proc, read-only) fails at once."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise InvalidArgumentError(f"--output-dir {path}: cannot write there ({e.strerror or e})") from None
+    return out
+
+
+def _on_command_line(error: CascaderError, args: argparse.Namespace) -> str:
+    """The error's message, with the library's advice to pass a keyword argument (InfeasibleError:
+    "Pass sram=N or more") given as the option the user typed instead."""
+    message = str(error)
+    if isinstance(error, InfeasibleError) and error.minimum_sram is not None:
+        option = "--arena-cache-size" if getattr(args, "arena_cache_size", None) is not None else "--sram"
+        message = message.replace(f"sram={error.minimum_sram}", f"{option} {error.minimum_sram}")
+    return message
+
+
 def _compile(args: argparse.Namespace) -> int:
     from .compiler import compile as compile_model
-    from .compiler import parse_size
+    from .sizes import parse_size
 
     if args.demo == (args.model is not None):
         raise InvalidArgumentError("give a model (a .tflite file or zoo:<name>) or --demo, not both or neither")
@@ -76,10 +100,9 @@ def _compile(args: argparse.Namespace) -> int:
     model, _ = resolve_model(spec)
     system, mode, cache = _target(args)
     budgets = [b for b in (parse_size(args.sram), parse_size(args.arena_cache_size), cache) if b is not None]
+    out_dir = _output_dir(args.output_dir)
     result = compile_model(model, sram=min(budgets) if budgets else None, accelerator=args.accelerator or "ethos-u55-128",
                            system=system, memory_mode=mode, optimise=args.optimise, progress=True)
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     stem = _stem(spec)
     binary = out_dir / f"{stem}_cascader.tflite"
     result.save(binary)
@@ -131,8 +154,7 @@ def _estimate(args: argparse.Namespace) -> int:
     rows = Records(est.operations)
     print(rows.table(["call", "operation", "kind", "ofm_shape", "block", "npu_cycles", "dma_cycles", "macs", "cycles"]))
     print()
-    print(f"{est.accelerator}, {est.system}, {est.memory_mode}: {est.total_cycles:,.0f} cycles, "
-          f"{est.npu_cycles:,} NPU cycles, {est.macs:,} MACs")
+    print(est._headline())
     for m, b in est.bytes_per_memory.items():
         print(f"  {m}: {b / 1024:,.1f} KiB, {est.access_cycles.get(m, 0.0):,.0f} access cycles")
     return 0
@@ -151,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--demo", action="store_true", help=f"compile the built-in MobileNetV2 ({DEMO_MODEL})")
     _add_target(p)
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--sram", default=None, help="hard SRAM budget: bytes or e.g. 256KiB (default: unlimited)")
+    # Both sizes are read by sizes.parse_size, as the API reads sram=.
+    budget.add_argument("--sram", default=None,
+                        help="hard SRAM budget: bytes or a size such as 256KiB, 1.5MiB, 1e6 (default: unlimited)")
     budget.add_argument("--arena-cache-size", default=None,
-                        help="Vela's name for the same hard budget (bytes); a sized memory mode sets it too")
+                        help="Vela's name for the same hard budget (a size, as --sram); a sized memory mode sets it too")
     p.add_argument("--optimise", default="Performance", choices=["Performance", "Size"],
                    help="Performance: fastest within the budget; Size: least SRAM (as Vela's option)")
     p.add_argument("--output-dir", default="output", help="where the binary and the reports go (default: output)")
@@ -194,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench_main(rest, prog="cascader bench")
     except CascaderError as e:
-        print(f"cascader: error: {e}", file=sys.stderr)
+        print(f"cascader: error: {_on_command_line(e, args)}", file=sys.stderr)
         return 2
 
 

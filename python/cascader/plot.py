@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .memory import MemoryLayout
+from .memory import MemoryLayout, PlacedBuffer
 
 if TYPE_CHECKING:
     from .planner import Frontier
@@ -22,11 +22,12 @@ KIND_COLOURS = {
 }
 
 
-def plot_memory(layout: MemoryLayout, path: str | None = None, title: str = "", label_min_fraction: float = 0.04) -> Any:
+def plot_memory(layout: MemoryLayout, path: str | None = None, title: str = "") -> Any:
     """Address over time: one rectangle per buffer, coloured by kind, one panel per arena.
 
     The dashed line is the arena's lower bound (peak live bytes); the solid line its size.
-    Buffers taller than `label_min_fraction` of the arena are labelled with their name.
+    A buffer is labelled with its name where the name fits inside its rectangle; the legend
+    sits to the right of the panel, off the data.
     Returns the matplotlib Figure; saves it to `path` when given.
     """
     plt = _pyplot(path)
@@ -34,15 +35,16 @@ def plot_memory(layout: MemoryLayout, path: str | None = None, title: str = "", 
 
     arenas = [a for a in layout.sizes if a not in ("flash",) and any(b.arena == a for b in layout.buffers)]
     fig, axes = plt.subplots(len(arenas) or 1, 1, figsize=(12, 4.5 * max(len(arenas), 1)), squeeze=False)
+    drawn: list[tuple[Any, list[tuple[PlacedBuffer, Any]]]] = []
     for ax, arena in zip(axes[:, 0], arenas):
         members = [b for b in layout.buffers if b.arena == arena]
         size = layout.sizes[arena]
         t_end = max(b.end for b in members)
-        for b in members:
-            ax.add_patch(Rectangle((b.start, b.offset), b.end - b.start, b.size, facecolor=KIND_COLOURS.get(b.kind, "#cccccc"),
-                                   edgecolor="black", linewidth=0.4, alpha=0.85))
-            if size and b.size >= label_min_fraction * size and b.name:
-                ax.text(b.start + 0.05, b.offset + b.size / 2, b.name[:24], fontsize=6, va="center", clip_on=True)
+        rectangles = [(b, ax.add_patch(Rectangle((b.start, b.offset), b.end - b.start, b.size,
+                                                 facecolor=KIND_COLOURS.get(b.kind, "#cccccc"),
+                                                 edgecolor="black", linewidth=0.4, alpha=0.85)))
+                      for b in members]
+        drawn.append((ax, rectangles))
         lb = layout.lower_bounds.get(arena)
         if lb:
             ax.axhline(lb, color="red", linestyle="--", linewidth=1.2, zorder=4, label=f"lower bound {lb:,} B")
@@ -54,8 +56,51 @@ def plot_memory(layout: MemoryLayout, path: str | None = None, title: str = "", 
         ax.set_title(f"{title + ': ' if title else ''}{arena}")
         kinds = sorted({b.kind for b in members})
         handles = [Patch(facecolor=KIND_COLOURS.get(k, "#cccccc"), label=k) for k in kinds]
-        ax.legend(handles=handles + ax.get_legend_handles_labels()[0], loc="upper right", fontsize=7)
+        # Outside the axes, to their right: the arena line and the largest buffers reach the
+        # top corners, where a legend inside would hide them. tight_layout makes room for it.
+        ax.legend(handles=handles + ax.get_legend_handles_labels()[0], loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, fontsize=7)
+    # Labels are measured in pixels, so the panels must have their final size first.
+    fig.tight_layout()
+    for ax, rectangles in drawn:
+        _label_buffers(ax, rectangles)
     return _finish(fig, path)
+
+
+# Buffer labels: their font size (points), and the room (pixels) they keep from the edges of
+# their rectangle so that the outline stays visible.
+_LABEL_FONTSIZE = 6
+_LABEL_MARGIN = 1.5
+
+
+def _label_candidates(name: str) -> list[tuple[str, float]]:
+    """(text, rotation) to try in turn: the name across, then without its parenthesised
+    detail ("block1/expand (rolling, 9 rows)" -> "block1/expand"), then both upright for a
+    tall narrow rectangle (a short-lived buffer of many bytes)."""
+    short = name.split(" (")[0]
+    texts = [name] if short == name else [name, short]
+    return [(t, r) for r in (0.0, 90.0) for t in texts]
+
+
+def _label_buffers(ax: Any, rectangles: "list[tuple[PlacedBuffer, Any]]") -> None:
+    """Name each buffer inside its rectangle where the name fits and crosses no other label
+    (aliased buffers share bytes and steps), largest rectangles first; others stay unnamed."""
+    placed: list[Any] = []
+    for buffer, patch in sorted(rectangles, key=lambda bp: (bp[0].end - bp[0].start) * bp[0].size, reverse=True):
+        if not buffer.name:
+            continue
+        room = patch.get_window_extent()
+        centre = (buffer.start + (buffer.end - buffer.start) / 2, buffer.offset + buffer.size / 2)
+        for text, rotation in _label_candidates(buffer.name):
+            label = ax.text(*centre, text, fontsize=_LABEL_FONTSIZE, rotation=rotation, ha="center", va="center",
+                            rotation_mode="anchor", clip_on=True)
+            extent = label.get_window_extent()
+            fits = (extent.x0 >= room.x0 + _LABEL_MARGIN and extent.x1 <= room.x1 - _LABEL_MARGIN
+                    and extent.y0 >= room.y0 + _LABEL_MARGIN and extent.y1 <= room.y1 - _LABEL_MARGIN)
+            if fits and not any(extent.overlaps(other) for other in placed):
+                placed.append(extent)
+                break
+            label.remove()
 
 
 def _pyplot(path: str | None) -> Any:

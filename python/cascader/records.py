@@ -11,6 +11,8 @@ import dataclasses
 import html
 import io
 import os
+import types
+import typing
 from typing import Any, Iterable, TypeVar
 
 T = TypeVar("T")
@@ -26,6 +28,27 @@ def _cell(value: Any) -> str:
     if isinstance(value, tuple):
         return "x".join(str(v) for v in value)
     return str(value)
+
+
+def _optional_int_fields(row_type: type) -> set[str]:
+    """The fields annotated `int | None` (Optional[int]); none when the annotations do not resolve."""
+    try:
+        hints = typing.get_type_hints(row_type)
+    except (NameError, TypeError):  # a name imported only for type checking
+        return set()
+    return {name for name, hint in hints.items()
+            if typing.get_origin(hint) in (typing.Union, types.UnionType) and set(typing.get_args(hint)) == {int, type(None)}}
+
+
+def _nullable_int(values: list[Any], optional_int: bool) -> bool:
+    """Whether a column holds integers with gaps: some None, the rest ints (bools are not). A
+    column of None only is one when its field is annotated `int | None`."""
+    present = [v for v in values if v is not None]
+    if len(present) == len(values):
+        return False  # no gaps: pandas keeps ints as int64 already
+    if not present:
+        return optional_int
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in present)
 
 
 class Records(list):
@@ -47,7 +70,16 @@ class Records(list):
             import pandas as pd
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ImportError("to_pandas needs pandas: pip install pandas") from e
-        return pd.DataFrame(self.to_dicts(), columns=self.columns or None)
+        frame = pd.DataFrame(self.to_dicts(), columns=self.columns or None)
+        # pandas stores an int column with a None in it as float (3 -> 3.0, None -> NaN), which
+        # reads as a measurement and loses exactness above 2**53: such a column becomes the
+        # nullable integer dtype, built from the records' own values rather than the floats.
+        optional_int = _optional_int_fields(type(self[0])) if self else set()
+        for column in self.columns:
+            values = [getattr(r, column) for r in self]
+            if _nullable_int(values, column in optional_int):
+                frame[column] = pd.array(values, dtype="Int64")
+        return frame
 
     def to_csv(self, path: str | os.PathLike | None = None) -> str:
         """The records as CSV (tuples written as "AxBxC"); written to `path` when given."""

@@ -53,6 +53,21 @@ class OperationCycles:
     macs: int = 0
     access_cycles: Dict[str, float] = field(default_factory=dict)  # per memory, as Vela's per-layer report
 
+    def __repr__(self) -> str:
+        # One line, not the generated dump of all 14 fields: a list of these must stay readable.
+        return f"OperationCycles({self._brief()})"
+
+    def _brief(self) -> str:
+        """Where it is, what it computes and what it costs, in one line."""
+        block = "" if self.kind == "dma" else f", block {'x'.join(map(str, self.block))}"
+        return (f"call {self.call} op {self.operation}: {self.kind} {'x'.join(map(str, self.ofm_shape))}, "
+                f"{self.cycles:,.0f} cycles (NPU {self.npu_cycles:,}, DMA {self.dma_cycles:,}), "
+                f"{self.macs:,} MACs{block}")
+
+
+# How many of the costliest operations an Estimate's repr lists (`operations` has them all).
+_REPR_HEAVIEST = 3
+
 
 @dataclass
 class Estimate:
@@ -88,10 +103,27 @@ class Estimate:
         return {m: self.read_bytes.get(m, 0.0) + self.write_bytes.get(m, 0.0) for m in MEMORIES
                 if self.read_bytes.get(m, 0.0) + self.write_bytes.get(m, 0.0) > 0}
 
+    def _headline(self) -> str:
+        """The target and the totals, in one line."""
+        return (f"{self.accelerator}, {self.system}, {self.memory_mode}: {self.total_cycles:,.0f} cycles, "
+                f"{self.npu_cycles:,} NPU cycles, {self.macs:,} MACs, {len(self.operations)} operations in "
+                f"{len(self.call_cycles)} NPU call(s)")
+
+    def _traffic(self) -> str:
+        return ", ".join(f"{m} {b / 1024:,.1f} KiB" for m, b in self.bytes_per_memory.items()) or "no traffic"
+
+    def __repr__(self) -> str:
+        # A few lines instead of the generated dump of every operation (hundreds of rows on a
+        # real network): the totals, the traffic and where most of the time goes.
+        heaviest = sorted(self.operations, key=lambda o: o.cycles, reverse=True)[:_REPR_HEAVIEST]
+        lines = [f"Estimate: {self._headline()}", f"  traffic: {self._traffic()}"]
+        if heaviest:
+            lines.append("  costliest operations (share of the total cycles):")
+            lines += [f"    {o.cycles / max(self.total_cycles, 1.0):6.1%}  {o._brief()}" for o in heaviest]
+        return "\n".join(lines)
+
     def _repr_html_(self) -> str:
-        head = (f"<p>{html.escape(self.accelerator)}, {html.escape(self.system)}, {html.escape(self.memory_mode)}: "
-                f"<b>{self.total_cycles:,.0f}</b> cycles in {len(self.call_cycles)} NPU call(s); "
-                + ", ".join(f"{m} {b / 1024:,.1f} KiB" for m, b in self.bytes_per_memory.items()) + "</p>")
+        head = f"<p>{html.escape(self._headline())}; traffic: {html.escape(self._traffic())}</p>"
         rows = "".join(
             f"<tr><td>{o.call}</td><td>{o.operation}</td><td>{o.kind}</td><td>{'x'.join(map(str, o.ofm_shape))}</td>"
             f"<td>{'x'.join(map(str, o.block))}{'' if o.block_from_binary else '*'}</td>"
