@@ -123,20 +123,21 @@ def _finish(fig: Any, path: str | None) -> Any:
 
 def plot_pareto(frontier: "Frontier", chosen: tuple[int, float] | None = None,
                 others: Iterable[tuple[str, int, float]] = (), path: str | None = None, title: str = "") -> Any:
-    """The SRAM-versus-cycles frontier: each proposal a point, the chosen one starred.
+    """The SRAM-versus-cycles frontier, the chosen binary starred.
 
     `chosen` is (SRAM bytes, cycles) of the compiled binary; `others` are labelled points of
-    other compilers or settings (label, SRAM bytes, cycles), e.g. Vela's Size and Performance.
-    The frontier's cycles are the planner's predictions, which cost every stripe separately;
-    binaries are measured by the estimator, which costs an operation's stripes together as
-    Vela's does, so a compiled point can sit below the frontier.
+    other compilers or settings (label, SRAM bytes, cycles), e.g. Vela's Size and Performance,
+    on the same estimator. A compiled frontier (`cascader.plan`) is made of binaries on that
+    yardstick, so a binary is on it or above it; a planned one (`compiled=False`) shows the
+    planner's predictions, which cost every stripe as it runs, and is labelled so.
     """
     plt = _pyplot(path)
     fig, ax = plt.subplots(figsize=(8, 5))
     xs = [p.sram_bytes / 1024 for p in frontier.points]
     ys = [p.cycles for p in frontier.points]
     ax.step(xs, ys, where="post", color="#4c72b0", linewidth=1, alpha=0.6)
-    ax.plot(xs, ys, "o", color="#4c72b0", label=f"cascader frontier ({len(xs)} proposals)")
+    kind = "binaries" if frontier.compiled else "proposals, planned"
+    ax.plot(xs, ys, "o", color="#4c72b0", label=f"cascader frontier ({len(xs)} {kind})")
     if chosen is not None:
         ax.plot([chosen[0] / 1024], [chosen[1]], "*", color="#c44e52", markersize=16, label="compiled (binary)",
                 zorder=5)
