@@ -8,7 +8,7 @@ cycle counts move with the compiler, and pictures with matplotlib's version.
 
 After changing a notebook, or what it shows, execute it in place and commit the result:
 
-    python tests/test_notebooks.py pareto research
+    python tests/test_notebooks.py quickstart pareto research
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ pytest.importorskip("ipykernel")  # the "python3" kernel the notebooks run in
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NAMES = ["quickstart", "pareto", "research"]
 # Committed with their outputs (the others may be too: their outputs are then checked alike).
-WITH_OUTPUTS = {"pareto", "research"}
+WITH_OUTPUTS = {"quickstart", "pareto", "research"}
 BUDGET_SECONDS = 120  # per notebook, as CI runs it on two shared cores
 CELL_TIMEOUT_SECONDS = 90
 DRAWS = re.compile(r"\bplot_\w+\(|plt\.subplots\(")  # the cells that must leave a picture
@@ -83,7 +83,7 @@ def test_notebook_runs(name, tmp_path):
 
 
 # The notebooks that show the public API only: what a user may copy from them is supported.
-PUBLIC_ONLY = ["pareto", "research"]
+PUBLIC_ONLY = ["quickstart", "pareto", "research"]
 PUBLIC_MODULES = ("graph", "vela", "zoo")  # public submodules; their public names are their __all__
 
 

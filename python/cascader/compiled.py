@@ -44,9 +44,6 @@ class CompiledModel:
     memory_mode: str | None
     operations: list[list[dict]]  # per ethos-u operator, the emitted records (cascader.sim.decode's format)
     compile_seconds: float
-    # The planner's cycles for the cascading proposal compiled (with the weight buffers the
-    # layout kept); None when the compile is uncascaded.
-    planned_cycles: float | None = None
     # Makes this model's compiled frontier on this target (`compiler.plan`, bound to it): the
     # result does not import the compile policy that made it.
     frontier: Callable[..., "Frontier"] | None = field(default=None, repr=False)
@@ -75,7 +72,8 @@ class CompiledModel:
 
     def estimate(self, stripes: str = "merged") -> "Estimate":
         """The binary costed by the shared cycle model (the same estimator that costs Vela's);
-        `stripes` as in :func:`cascader.estimate` ("as_run" is what `planned_cycles` predicts)."""
+        `stripes` as in :func:`cascader.estimate`: "merged" (the headline: a cascaded operation
+        costed once, as Vela's binaries are) or "as_run" (every stripe on its own)."""
         from .frontend.partition import NPU
         from .sim.estimator import Estimate, check_stripes, estimate
 

@@ -386,7 +386,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         model=out, source=prepared.model, partition=part, schedule=sched, layout=result, sram_budget=budget,
         sram_bytes=sram_bytes(result, config), flash_bytes=len(flash), accelerator=acc, system=system,
         memory_mode=mode, operations=records, compile_seconds=time.perf_counter() - start,
-        planned_cycles=planned, frontier=partial(plan, prepared.model, acc, system, mode),
+        frontier=partial(plan, prepared.model, acc, system, mode),
     )
 
 
@@ -394,14 +394,13 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
 class CompiledPoint:
     """A point of the compiled frontier: what `compile` produces within `budget`. `sram_bytes`
     and `cycles` are the binary's (its layout, and the estimator's total, the headline
-    yardstick); `planned_cycles` is the planner's prediction for the proposal compiled
-    (stripes costed as they run; None when the binary is uncascaded)."""
+    yardstick). The planner's own prediction is not carried: a point has one figure per
+    quantity, the binary's."""
 
     sram_bytes: int
     cycles: float
     budget: int | None
     binary: CompiledModel = field(repr=False)
-    planned_cycles: float | None = None
 
     @property
     def cascades(self) -> int:
@@ -413,8 +412,7 @@ class CompiledPoint:
 
 
 def _point(binary: CompiledModel, budget: int | None) -> CompiledPoint:
-    return CompiledPoint(binary.sram_bytes, float(binary.estimate().total_cycles), budget, binary,
-                         binary.planned_cycles)
+    return CompiledPoint(binary.sram_bytes, float(binary.estimate().total_cycles), budget, binary)
 
 
 def _pareto(points: list[CompiledPoint]) -> list[CompiledPoint]:
