@@ -52,6 +52,7 @@ __all__ = [
     "compile",
     "compile_with_vela",
     "executable",
+    "supported_operators",
 ]
 
 #: An arena cache size far above any shared model's working set: Vela's Performance strategy
@@ -215,6 +216,38 @@ def executable() -> str:
                                f"{sys.executable}. Install it with `pip install ethos-u-vela==5.2.0` "
                                "(or `pip install 'cascader[test]'`)")
     return exe
+
+
+# The summary tables of Vela's supported-operators report, by the target family they head.
+_REPORT_TABLES = {"u55": "Ethos-U55 and Ethos-U65 TFLite Summary Table", "u85": "Ethos-U85 TFLite Summary Table"}
+
+
+def supported_operators(family: str = "u55") -> list[str]:
+    """The TFLite operators Vela's ``--supported-ops-report`` lists for a target family:
+    "u55" (the Ethos-U55 and U65 table) or "u85". Each may still go to the CPU where a
+    constraint of the report's fails; the list is the scope Vela claims.
+
+    Raises
+    ------
+    VelaNotInstalled
+        When Vela is not installed.
+    InvalidArgumentError
+        For another family.
+    """
+    if family not in _REPORT_TABLES:
+        raise InvalidArgumentError(f"no Vela operator table for {family!r}; families: {', '.join(_REPORT_TABLES)}")
+    with tempfile.TemporaryDirectory(prefix="cascader-vela-report-") as work:
+        subprocess.run([executable(), "--supported-ops-report"], cwd=work, check=True, capture_output=True)
+        lines = (Path(work) / "SUPPORTED_OPS.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip("# ").startswith(_REPORT_TABLES[family]))
+    operators = []
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] not in ("Operator", "---"):
+            operators.append(cells[0])
+    return operators
 
 
 def compile_with_vela(model_path: str | os.PathLike, config: VelaConfig) -> VelaBinary:
