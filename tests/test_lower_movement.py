@@ -19,10 +19,10 @@ Q = quantization(0.05, 3)
 Q2 = quantization(0.07, -5)
 
 
-def _check(tmp_path, model, operations=None):
+def _check(tmp_path, model, operations=None, accelerator="ethos-u55-128"):
     path = tmp_path / "movement.tflite"
     cascader.save_model(model, path)
-    compiled = cascader.compile(path)
+    compiled = cascader.compile(path, accelerator=accelerator)
     summary = compiled.summary()
     assert summary.cpu_operators == 0, [(o.opcode, o.reason) for o in cascader.inspect(path).operators]
     if operations is not None:

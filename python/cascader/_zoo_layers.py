@@ -87,11 +87,14 @@ _VERSION = {
         "RELU6": 2,
         "RELU_N1_TO_1": 1,
         "RELU_0_TO_1": 1,
+        "PADV2": 2,
+        "TILE": 1,
+        "REVERSE_V2": 2,
     },
     # 16x8: int16 activations, int8 weights, int64 bias.
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3, "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5,
               "FULLY_CONNECTED": 7, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 3, "ADD": 3, "SUB": 3, "MUL": 4,
-              "RESHAPE": 1},
+              "RESHAPE": 1, "PADV2": 4, "TILE": 1, "REVERSE_V2": 3},
 }
 
 # TFLite's int8/int16 TANH, LOGISTIC and SOFTMAX kernels require these output quantizations.
@@ -907,6 +910,48 @@ class CalibratedNet:
         out = self._activation(self._name(name), value, x.quant)
         pi = self.builder.add_constant(self._name(name + "/paddings"), pads.astype(np.int32), "int32")
         self._op("MIRROR_PAD", [x.index, pi], [out.index], {"mode": 0 if mode == "REFLECT" else 1})
+        return out
+
+    def padv2(self, x: Activation, paddings, value: float = 0.0, name: str = "padv2") -> Activation:
+        """PADV2 with the real `value` (quantized as the input, clamped to its type); `paddings`
+        is one (before, after) pair per axis, the batch's (0, 0). int8 or int16."""
+        dtype = _same_dtype("PADV2", x)
+        pads = np.asarray(paddings)
+        if pads.shape != (len(x.shape), 2) or pads.dtype.kind not in "iu" or np.any(pads < 0) or pads[0].any():
+            raise InvalidArgumentError(f"cannot pad {list(x.shape)} by {paddings!r} (a non-negative pair per axis, "
+                                       "the batch's (0, 0))")
+        info = np.iinfo(dtype)
+        scale, zero_point = float(x.quant.scale[0]), int(x.quant.zero_point[0])
+        code = int(np.clip(zero_point + np.round(float(value) / scale), info.min, info.max))
+        value = np.pad(x.value, [(0, 0)] + [tuple(p) for p in pads[1:].tolist()],
+                       constant_values=(code - zero_point) * scale)
+        out = self._activation(self._name(name), value, x.quant, dtype=dtype)
+        pi = self.builder.add_constant(self._name(name + "/paddings"), pads.astype(np.int32), "int32")
+        ci = self.builder.add_constant(self._name(name + "/value"), np.asarray([code], dtype), dtype, x.quant)
+        self._op("PADV2", [x.index, pi, ci], [out.index], dtype=dtype)
+        return out
+
+    def tile(self, x: Activation, multiples: Sequence[int], name: str = "tile") -> Activation:
+        """TILE by one positive multiple per axis, the batch's 1. int8 or int16."""
+        dtype = _same_dtype("TILE", x)
+        m = tuple(int(k) for k in multiples)
+        if len(m) != len(x.shape) or any(k < 1 for k in m) or m[0] != 1:
+            raise InvalidArgumentError(f"multiples must be one positive int per axis of {list(x.shape)}, the batch's 1")
+        out = self._activation(self._name(name), np.tile(x.value, m), x.quant, dtype=dtype)
+        mi = self.builder.add_constant(self._name(name + "/multiples"), np.asarray(m, np.int32), "int32")
+        self._op("TILE", [x.index, mi], [out.index], dtype=dtype)
+        return out
+
+    def reverse_v2(self, x: Activation, axes: Sequence[int], name: str = "reverse") -> Activation:
+        """REVERSE_V2 along `axes` (TFLite's kernel takes a contiguous run of them). int8 or int16."""
+        dtype = _same_dtype("REVERSE_V2", x)
+        rank = len(x.shape)
+        ax = sorted(int(a) % rank for a in axes) if all(-rank <= int(a) < rank for a in axes) else []
+        if not ax or ax != list(range(ax[0], ax[0] + len(ax))):
+            raise InvalidArgumentError(f"axes must be distinct, contiguous axes of {list(x.shape)}, got {axes!r}")
+        out = self._activation(self._name(name), np.flip(x.value, axis=tuple(ax)), x.quant, dtype=dtype)
+        ai = self.builder.add_constant(self._name(name + "/axes"), np.asarray(list(axes), np.int32), "int32")
+        self._op("REVERSE_V2", [x.index, ai], [out.index], dtype=dtype)
         return out
 
     # -- more elementwise layers ------------------------------------------------------------

@@ -498,6 +498,21 @@ def pad(input_shape: Shape, paddings, seed: int = 0) -> Model:
     return _single_op_net("pad", [input_shape], seed, paddings=paddings).build()
 
 
+def padv2(input_shape: Shape, paddings, value: float = 0.5, dtype: str = "int8", seed: int = 0) -> Model:
+    """One PADV2 filling with the real `value`; `paddings` is one (before, after) pair per axis."""
+    return _single_op_net("padv2", [input_shape], seed, dtype, paddings=paddings, value=value).build()
+
+
+def tile(input_shape: Shape, multiples, dtype: str = "int8", seed: int = 0) -> Model:
+    """One TILE by `multiples` (one per axis, the batch's 1)."""
+    return _single_op_net("tile", [input_shape], seed, dtype, multiples=multiples).build()
+
+
+def reverse_v2(input_shape: Shape, axes, dtype: str = "int8", seed: int = 0) -> Model:
+    """One REVERSE_V2 along `axes` (a contiguous run of axes)."""
+    return _single_op_net("reverse_v2", [input_shape], seed, dtype, axes=axes).build()
+
+
 _HW = (1, 16, 16, 8)
 # (case name, CalibratedNet method, input shapes, parameters): what `single_op_cases` builds.
 SINGLE_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (

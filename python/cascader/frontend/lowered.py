@@ -49,6 +49,11 @@ class FeatureMapView:
     def element_size(self) -> int:
         return ELEMENT_SIZE[self.dtype]
 
+    def window(self, origin: tuple[int, int, int], extent: tuple[int, int, int]) -> "FeatureMapView":
+        """The box of `extent` elements at element `origin` of this view, in place (NHWC)."""
+        offset = self.offset + sum(o * s for o, s in zip(origin, self.strides))
+        return replace(self, shape=tuple(extent), offset=offset)  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True)
 class WeightVolume:

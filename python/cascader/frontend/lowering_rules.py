@@ -16,8 +16,9 @@ How the families map (each module's docstring has the details):
 - AVERAGE_POOL_2D, MAX_POOL_2D (`lower_pool`): one pooling operation.
 - ADD, SUB, MUL (`lower_elementwise`); MINIMUM, MAXIMUM, ABS (`lower_minmax`): one elementwise
   operation. SQUARED_DIFFERENCE (`lower_squared_difference`) takes several.
-- QUANTIZE and the RELUs (`lower_requantize`), CONCATENATION (`lower_concatenation`), PAD
-  (`lower_pad`), MIRROR_PAD (`lower_mirror_pad`): copies, as 1x1 average pools.
+- QUANTIZE and the RELUs (`lower_requantize`), CONCATENATION (`lower_concatenation`), PAD and
+  PADV2 (`lower_pad`), MIRROR_PAD (`lower_mirror_pad`), TILE (`lower_tile`), REVERSE_V2
+  (`lower_reverse`): copies, as 1x1 average pools.
 - Slices, TRANSPOSE, PACK (`lower_movement`): views where the readers allow, raw copies otherwise.
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, MEAN, the resizes, ARG_MAX: a
   module each.
@@ -41,8 +42,10 @@ from .lower_prelu import lower_leaky_relu, lower_prelu
 from .lower_reduce import lower_reduce
 from .lower_requantize import lower_clamp, lower_quantize
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
+from .lower_reverse import lower_reverse
 from .lower_softmax import lower_softmax
 from .lower_squared_difference import lower_squared_difference
+from .lower_tile import lower_tile
 from .lower_transpose_conv import lower_transpose_conv
 from .lowering_context import LoweringRule
 
@@ -83,6 +86,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     # Data movement.
     "CONCATENATION": lower_concatenation,
     "PAD": lower_pad,
+    "PADV2": lower_pad,
     "MIRROR_PAD": lower_mirror_pad,
     "STRIDED_SLICE": lower_slice,
     "SLICE": lower_slice,
@@ -91,6 +95,8 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "UNPACK": lower_slice,
     "TRANSPOSE": lower_transpose,
     "PACK": lower_pack,
+    "TILE": lower_tile,
+    "REVERSE_V2": lower_reverse,
     "RESIZE_NEAREST_NEIGHBOR": lower_resize_nearest,
     "RESIZE_BILINEAR": lower_resize_bilinear,
 }

@@ -100,6 +100,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
     "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1), "ARG_MAX": (2, 2, 1),
+    "PADV2": (2, 3, 1), "TILE": (2, 2, 1), "REVERSE_V2": (2, 2, 1),
 }
 
 
@@ -359,10 +360,70 @@ def _pad_tensor(v: OperatorView) -> str | None:
     p = v.inputs[1]
     if not p.is_constant:
         return "paddings are computed at run time"
-    if p.dtype not in ("int32", "int64") or list(p.shape) not in ([3, 2], [4, 2]):
-        return f"paddings tensor is {p.dtype}{list(p.shape)}"
+    # PAD and PADV2 take any rank up to 4 (one pair per input axis), MIRROR_PAD 3 or 4.
+    ranks = (3, 4) if v.opcode == "MIRROR_PAD" else (1, 2, 3, 4)
+    rank = len(v.ifm.shape) if v.ifm is not None else 0
+    if p.dtype not in ("int32", "int64") or list(p.shape) not in ([r, 2] for r in ranks) or p.shape[0] != rank:
+        return f"paddings tensor is {p.dtype}{list(p.shape)} for a {rank}-D input"
+    if (np.asarray(p.data) < 0).any():
+        return f"paddings {np.asarray(p.data).tolist()} are negative"
     if p.shape[0] == 4 and int(p.data[0].sum()) != 0:
         return f"{v.opcode} pads the batch dimension"
+    return None
+
+
+def _pad_value(v: OperatorView) -> str | None:
+    value = v.inputs[2] if len(v.inputs) > 2 else None
+    if value is None:
+        return None  # the output's zero point
+    if not value.is_constant:
+        return "the pad value is computed at run time"
+    o = v.ofm
+    if value.dtype != (o.dtype if o is not None else None) or np.asarray(value.data).size != 1:
+        return f"the pad value is {value.dtype}{list(value.shape)}"
+    # TFLite's kernel stops on a pad value quantized otherwise than the output.
+    q, oq = value.quantization, o.quantization if o is not None else None
+    if q is None or oq is None or q.scale.size != 1 or oq.scale.size != 1 or \
+            (float(q.scale[0]), int(q.zero_point[0])) != (float(oq.scale[0]), int(oq.zero_point[0])):
+        return "the pad value is not quantized as the output"
+    return None
+
+
+def _constant_vector(v: OperatorView, what: str, dtypes: tuple[str, ...]) -> tuple[np.ndarray | None, str | None]:
+    """Input 1 of `v` as a constant 1-D vector of one of `dtypes`, or the reason it is not."""
+    t = v.inputs[1] if len(v.inputs) > 1 else None
+    if t is None or not t.is_constant:
+        return None, f"the {what} are computed at run time"
+    if t.dtype not in dtypes or len(t.shape) != 1:
+        return None, f"the {what} tensor is {t.dtype}{list(t.shape)}"
+    return np.asarray(t.data).astype(np.int64).reshape(-1), None
+
+
+def _tile_multiples(v: OperatorView) -> str | None:
+    multiples, reason = _constant_vector(v, "multiples", ("int32", "int64"))
+    if reason is not None or v.ifm is None or v.ofm is None:
+        return reason
+    i, o = list(v.ifm.shape), list(v.ofm.shape)
+    if len(multiples) != len(i) or [d * m for d, m in zip(i, multiples)] != o:
+        return f"input {i} tiled by {multiples.tolist()} is not the output {o}"
+    if len(i) == 4 and multiples[0] != 1:
+        return "TILE tiles the batch"
+    return None
+
+
+def _reverse_axes(v: OperatorView) -> str | None:
+    axes, reason = _constant_vector(v, "axes", ("int32",))
+    if reason is not None or v.ifm is None or v.ofm is None:
+        return reason
+    rank = len(v.ifm.shape)
+    if list(v.ifm.shape) != list(v.ofm.shape):
+        return f"input {list(v.ifm.shape)}, output {list(v.ofm.shape)}"
+    if not len(axes) or any(not -rank <= a < rank for a in axes):
+        return f"axes {axes.tolist()} of a {rank}-D input"
+    # TFLite's kernel stops on repeated or non-contiguous axes.
+    sorted_axes = sorted(int(a) % rank for a in axes)
+    if sorted_axes != list(range(sorted_axes[0], sorted_axes[0] + len(sorted_axes))):
+        return f"axes {axes.tolist()} are not distinct and contiguous"
     return None
 
 
@@ -514,8 +575,15 @@ RULES: tuple[Rule, ...] = (
          "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, source="Vela tflite_model_semantic"),
     Rule("matching_types", "MINIMUM, MAXIMUM and ABS take and give one data type", _same_types,
          ops=frozenset({"MINIMUM", "MAXIMUM", "ABS"}), source="Vela tflite_model_semantic"),
-    Rule("pad_tensor", "PAD and MIRROR_PAD need constant [3,2] or [4,2] int32/int64 paddings that leave the batch "
-         "alone", _pad_tensor, ops=frozenset({"PAD", "MIRROR_PAD"})),
+    Rule("pad_tensor", "PAD and PADV2 need constant int32/int64 paddings, one non-negative pair per axis of the "
+         "input (MIRROR_PAD: a 3-D or 4-D input), that leave the batch alone", _pad_tensor,
+         ops=frozenset({"PAD", "PADV2", "MIRROR_PAD"})),
+    Rule("pad_value", "PADV2's pad value must be one constant of the output's type and quantization", _pad_value,
+         ops=frozenset({"PADV2"}), source="Vela tflite_supported_operators; TFLite pad.cc"),
+    Rule("tile_multiples", "TILE needs constant int32/int64 multiples, one per axis, that leave the batch alone",
+         _tile_multiples, ops=frozenset({"TILE"}), source="Vela tflite_supported_operators; cascader"),
+    Rule("reverse_axes", "REVERSE_V2 needs constant int32 axes, distinct and contiguous", _reverse_axes,
+         ops=frozenset({"REVERSE_V2"}), source="TFLite reverse.cc"),
     Rule("mirror_pad_amounts", "MIRROR_PAD pads H and W only, each side by at most the input's size (less one "
          "for REFLECT)", _mirror_pad_amounts, ops=frozenset({"MIRROR_PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
