@@ -236,3 +236,11 @@ def test_zoo_models_compile_bit_exact_and_are_costed(tmp_path, builder, kwargs):
     assert validate(path, compiled.model, SEEDS).bit_exact
     estimate = compiled.estimate()
     assert estimate.total_cycles > 0 and len(estimate.operations) == compiled.summary().npu_operations
+
+
+def test_float_functions_fall_back_to_correct_rounding_without_the_c_library():
+    from cascader.frontend.lower_lut import _libm
+
+    x = np.array([0.5, -3.25, 7.0], np.float32)
+    rounded_once = np.tanh(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(_libm("no_such_functionf", np.tanh)(x), rounded_once)

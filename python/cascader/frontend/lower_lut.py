@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import math
 from dataclasses import replace
 from typing import Callable
@@ -112,12 +113,18 @@ def _int16_lut(transform: Callable[[np.ndarray], np.ndarray], input_range, outpu
     return ((slope << 16) | (table[:-1] & 0xFFFF)).astype("<u4").tobytes()
 
 
+@functools.lru_cache(maxsize=1)
+def _c_math_library() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("m"))
+    except (OSError, TypeError):
+        return None
+
+
 def _c_library_function(name: str) -> Callable[[float], float] | None:
     """The C library's float function `name` (expf, logf, ...), or None where it cannot be loaded."""
-    path = ctypes.util.find_library("m")
-    try:
-        fn = getattr(ctypes.CDLL(path), name)
-    except (OSError, AttributeError, TypeError):
+    fn = getattr(_c_math_library(), name, None)
+    if fn is None:
         return None
     fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
     return fn

@@ -545,7 +545,8 @@ RULES: tuple[Rule, ...] = (
          "in and out, LOGISTIC, TANH, LEAKY_RELU and EXP for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
     Rule("unary_types", "ELU takes int8, GELU int8 or uint8, LOG int8 or int16 (zero points 0), NEG int8, uint8, "
-         "int16 or int32, the same type in and out", _unary_types, ops=frozenset(UNARY_TYPES), source="Vela tflite_supported_operators"),
+         "int16 or int32, the same type in and out", _unary_types, ops=frozenset(UNARY_TYPES),
+         source="Vela tflite_supported_operators"),
     Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
          ops=frozenset({"RSQRT"})),
     Rule("squared_difference_int8", "SQUARED_DIFFERENCE is lowered for int8 inputs and output (int16 is not yet)",
