@@ -18,10 +18,13 @@ import sys
 from typing import Any
 
 
-def make_interpreter(data: bytes, preserve_all_tensors: bool):
+def make_interpreter(data: bytes, preserve_all_tensors: bool, builtin: bool = False):
+    """`builtin`: the builtin kernels (XNNPACK off) instead of the reference ones, for the
+    operators LiteRT has no reference kernel for (`reference.BUILTIN_ONLY_OPERATORS`)."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interpreter = Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+    resolver = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if builtin else OpResolverType.BUILTIN_REF
+    interpreter = Interpreter(model_content=data, experimental_op_resolver_type=resolver,
                               experimental_preserve_all_tensors=preserve_all_tensors, num_threads=1)
     interpreter.allocate_tensors()
     return interpreter

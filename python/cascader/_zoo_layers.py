@@ -90,11 +90,15 @@ _VERSION = {
         "PADV2": 2,
         "TILE": 1,
         "REVERSE_V2": 2,
+        "ELU": 1,  # LiteRT registers version 1 only
+        "GELU": 2,
+        "LOG": 2,
+        "NEG": 1,
     },
     # 16x8: int16 activations, int8 weights, int64 bias.
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3, "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5,
               "FULLY_CONNECTED": 7, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 3, "ADD": 3, "SUB": 3, "MUL": 4,
-              "RESHAPE": 1, "PADV2": 4, "TILE": 1, "REVERSE_V2": 3},
+              "RESHAPE": 1, "PADV2": 4, "TILE": 1, "REVERSE_V2": 3, "LOG": 2, "NEG": 1},
 }
 
 # TFLite's int8/int16 TANH, LOGISTIC and SOFTMAX kernels require these output quantizations.
@@ -144,7 +148,7 @@ def _require_int8(opcode: str, *xs: "Activation") -> None:
             raise InvalidArgumentError(
                 f"{opcode} is built for int8 activations only, got {x.dtype}; the int16 layers are "
                 "conv2d, depthwise_conv2d, fully_connected, pool, add, sub, mul, reshape, leaky_relu, tanh, "
-                "logistic, exp and softmax"
+                "logistic, exp, softmax, log and neg"
             )
 
 
@@ -639,6 +643,42 @@ class CalibratedNet:
         _require_int8("HARD_SWISH", x)
         out = self._activation(self._name(name), x.value * np.clip(x.value + 3.0, 0.0, 6.0) / 6.0, dtype=x.dtype)
         self._op("HARD_SWISH", [x.index], [out.index], dtype=x.dtype)
+        return out
+
+    def elu(self, x: Activation, name: str = "elu") -> Activation:
+        """ELU, x above 0 and exp(x) - 1 below, int8 with a calibrated output (Vela: a 256-entry LUT)."""
+        _require_int8("ELU", x)
+        out = self._activation(self._name(name), np.where(x.value > 0, x.value, np.expm1(np.minimum(x.value, 0))))
+        self._op("ELU", [x.index], [out.index])
+        return out
+
+    def gelu(self, x: Activation, approximate: bool = False, name: str = "gelu") -> Activation:
+        """GELU, x * Phi(x) (or its tanh approximation), int8 with a calibrated output (Vela: a LUT)."""
+        _require_int8("GELU", x)
+        phi = 0.5 * (1.0 + np.vectorize(math.erf)(x.value.astype(np.float64) / math.sqrt(2.0)))
+        out = self._activation(self._name(name), x.value * phi)
+        self._op("GELU", [x.index], [out.index], {"approximate": bool(approximate)})
+        return out
+
+    def log(self, x: Activation, name: str = "log") -> Activation:
+        """LOG, int8 or int16, calibrated over the positive inputs (Vela: a 256-entry or an
+        interpolating 16-bit LUT). At and below 0 TFLite gives the output type's minimum, and so
+        does the calibration batch."""
+        dtype = _same_dtype("LOG", x)
+        positive = x.value > 0
+        logs = np.log(np.where(positive, x.value, 1.0))
+        quant = range_quantization(*calibrated_range(logs[positive], None), dtype)
+        floor = (np.iinfo(dtype).min - quant.zero_point[0]) * quant.scale[0]
+        out = self._activation(self._name(name), np.where(positive, logs, floor), quant, dtype=dtype)
+        self._op("LOG", [x.index], [out.index], dtype=dtype)
+        return out
+
+    def neg(self, x: Activation, name: str = "neg") -> Activation:
+        """NEG, int8 or int16. TFLite negates the stored codes and ignores the quantization, so
+        the output keeps the input's."""
+        dtype = _same_dtype("NEG", x)
+        out = self._activation(self._name(name), -x.value, x.quant, dtype=dtype)
+        self._op("NEG", [x.index], [out.index], dtype=dtype)
         return out
 
     def prelu(self, x: Activation, alpha_range: tuple[float, float] = (-0.5, 0.5), name: str = "prelu") -> Activation:

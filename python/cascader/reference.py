@@ -2,7 +2,9 @@
 
 LiteRT (`ai-edge-litert`, a test extra) is run with `OpResolverType.BUILTIN_REF`. The default
 resolver uses XNNPACK and optimised kernels, which may round differently from the reference
-kernels that TFLM and the Ethos-U semantics follow.
+kernels that TFLM and the Ethos-U semantics follow. LiteRT registers no reference kernel for the
+operators in `BUILTIN_ONLY_OPERATORS`; a model holding one runs on the builtin kernels (XNNPACK
+off), its other operators included.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from .tflite import Model, load_model, save_model
 from .tflite.model import SubGraph
 
 ModelLike = Union[Model, bytes, str, os.PathLike]
+
+# Operators whose builtin kernel is TFLite's only one (the reference resolver refuses them).
+# ELU's fills its int8 table in Prepare and looks codes up in Eval, as a reference kernel would.
+BUILTIN_ONLY_OPERATORS = frozenset({"ELU"})
 
 
 def _model_bytes(model: ModelLike) -> bytes:
@@ -109,6 +115,11 @@ def _call(*message):
             raise
 
 
+def _builtin_only(data: bytes) -> bool:
+    """Whether the model holds an operator only the builtin resolver runs."""
+    return any(op.opcode in BUILTIN_ONLY_OPERATORS for graph in load_model(data).subgraphs for op in graph.operators)
+
+
 def _crash_error(data: bytes) -> ReferenceCrashed:
     """The error for a model that took the interpreter down, naming the first operator that does
     so alone (each run in turn, on random inputs, in one more child process)."""
@@ -119,7 +130,7 @@ def _crash_error(data: bytes) -> ReferenceCrashed:
             sub, _, _ = single_operator_model(model, model.main, index)
             sub_data = save_model(sub)
             key = next(_keys)
-            _call("load", key, sub_data, False)
+            _call("load", key, sub_data, False, _builtin_only(sub_data))
             _call("run", key, random_inputs(sub_data))
             _dropped.append(key)
         except _Died:
@@ -144,7 +155,8 @@ class ReferenceInterpreter:
         self.model_bytes = _litert_compatible(_model_bytes(model))
         self._key = next(_keys)
         try:
-            self.input_details, self.output_details = _call("load", self._key, self.model_bytes, preserve_all_tensors)
+            self.input_details, self.output_details = _call("load", self._key, self.model_bytes, preserve_all_tensors,
+                                                            _builtin_only(self.model_bytes))
         except _Died:
             raise _crash_error(self.model_bytes) from None
 

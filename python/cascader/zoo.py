@@ -50,10 +50,14 @@ __all__ = [
     "SINGLE_OP_CASES",
     "ACTIVATION_OP_CASES",
     "activation_op_cases",
+    "elu",
     "exp",
+    "gelu",
     "hard_swish",
     "leaky_relu",
+    "log",
     "logistic",
+    "neg",
     "prelu",
     "softmax",
     "tanh",
@@ -577,6 +581,26 @@ def exp(input_shape: Shape, dtype: str = "int16", seed: int = 0) -> Model:
     return _single_op_net("exp", [input_shape], seed, dtype, (-4.0, 4.0)).build()
 
 
+def elu(input_shape: Shape, seed: int = 0) -> Model:
+    """One int8 ELU over an input covering [-6, 6] (exp(x) - 1 flattens to -1 below about -5)."""
+    return _single_op_net("elu", [input_shape], seed, "int8", (-6.0, 6.0)).build()
+
+
+def gelu(input_shape: Shape, approximate: bool = False, seed: int = 0) -> Model:
+    """One int8 GELU (the erf form, or with `approximate` the tanh form) over [-6, 6]."""
+    return _single_op_net("gelu", [input_shape], seed, "int8", (-6.0, 6.0), approximate=approximate).build()
+
+
+def log(input_shape: Shape, dtype: str = "int16", seed: int = 0) -> Model:
+    """One LOG on an int8 or int16 input covering [-1, 16] (the codes at and below 0 give the minimum)."""
+    return _single_op_net("log", [input_shape], seed, dtype, (-1.0, 16.0)).build()
+
+
+def neg(input_shape: Shape, dtype: str = "int8", seed: int = 0) -> Model:
+    """One NEG on an int8 or int16 input covering [-4, 4] (every code, the wrapping minimum included)."""
+    return _single_op_net("neg", [input_shape], seed, dtype, (-4.0, 4.0)).build()
+
+
 def hard_swish(input_shape: Shape, seed: int = 0) -> Model:
     """One int8 HARD_SWISH over an input covering [-6, 6]."""
     return _single_op_net("hard_swish", [input_shape], seed, "int8", (-6.0, 6.0)).build()
@@ -608,7 +632,10 @@ _ACT = ((1, 8, 8, 16),)
 # LEAKY_RELU / TANH / LOGISTIC as 256-entry LUTs; int16 LEAKY_RELU with equal input and output
 # quantization as the elementwise LRELU (alpha above 1 included), otherwise as MUL + MAXIMUM;
 # int16 TANH / LOGISTIC as the built-in activation functions; int16 EXP as a 512-entry
-# interpolating LUT; int16 SOFTMAX as two such LUTs (exp, 1 / (1 + x)) and 32-bit arithmetic.
+# interpolating LUT; int16 SOFTMAX as two such LUTs (exp, 1 / (1 + x)) and 32-bit arithmetic;
+# int8 ELU, GELU (both forms), LOG as LUTs. (Not here: int16 LOG, whose interpolated table TFLite
+# itself spreads over thousands of LSBs in the segment where log meets its floor at 0, and NEG,
+# whose int8 form Vela saturates, -(-128) to 127, where TFLite wraps to -128.)
 # They validate the simulator and the estimator on Vela's binaries, and cascader's own
 # lowerings (tests/test_compile.py); what cascader does not lower yet runs on the CPU there.
 ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
@@ -628,12 +655,17 @@ ACTIVATION_OP_CASES: tuple[tuple[str, str, tuple[Shape, ...], dict], ...] = (
     ("prelu_int8", "prelu", _ACT, dict(input_range=(-4.0, 4.0))),
     ("softmax_int8", "softmax", _ACT, dict(input_range=_ACTIVATION_RANGE)),
     ("softmax_int16", "softmax", _ACT, dict(dtype="int16", input_range=_ACTIVATION_RANGE)),
+    ("elu_int8", "elu", _ACT, dict(input_range=(-6.0, 6.0))),
+    ("gelu_int8", "gelu", _ACT, dict(input_range=(-6.0, 6.0))),
+    ("gelu_int8_approximate", "gelu", _ACT, dict(approximate=True, input_range=(-6.0, 6.0))),
+    ("log_int8", "log", _ACT, dict(input_range=(-1.0, 16.0))),
 )
 
 
 def activation_op_cases() -> list[tuple[str, Model]]:
     """Single activation-operator models (seed 0) of `ACTIVATION_OP_CASES`: LEAKY_RELU, TANH,
-    LOGISTIC, EXP and SOFTMAX in int8 and 16x8 int16, each hitting a different Vela lowering."""
+    LOGISTIC, EXP, SOFTMAX, ELU, GELU and LOG in int8 and 16x8 int16, each hitting a different
+    Vela lowering."""
     return [
         (name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in ACTIVATION_OP_CASES
     ]

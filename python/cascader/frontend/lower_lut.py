@@ -1,14 +1,19 @@
-"""8-bit unary operators as one NPU table lookup: LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU, RSQRT.
+"""8-bit unary operators as one NPU table lookup: LOGISTIC, TANH, EXP, ELU, GELU, LOG, HARD_SWISH,
+LEAKY_RELU, RSQRT, NEG; int16 EXP and LOG as one interpolating 16-bit table lookup.
 
 An int8/uint8 unary operator's output depends only on its input value, so it is a 256-entry
 table. Each table here is computed by TFLite's reference kernel's own arithmetic, value by
 value, so the NPU's lookup returns exactly what the reference returns:
 
-- LOGISTIC, TANH, EXP: TFLite fills a table itself (``PopulateLookupTable``/``LUTPopulate``)
-  in float32: dequantize, apply the function, divide by the output scale, round half away
-  from zero, add the zero point, clamp. Reproduced in numpy float32, with the libm functions
-  correctly rounded (evaluated in float64): numpy's own float32 exp is a few ULP off, which
-  moved one entry of 1 in 1,000 random LOGISTIC tables across a rounding boundary.
+- LOGISTIC, TANH, EXP, ELU, GELU, LOG: TFLite fills a table itself
+  (``PopulateLookupTable``/``LUTPopulate``) in float32: dequantize, apply the function, divide
+  by the output scale, round half away from zero, add the zero point, clamp. Reproduced in
+  numpy float32, the C library's float functions called as the reference calls them (`_libm`):
+  numpy's own float32 exp is a few ULP off, which moved one entry of 1 in 1,000 random
+  LOGISTIC tables across a rounding boundary. ELU is expm1 below 0 and the identity above;
+  GELU is 0.5 x erfc(-x / sqrt 2), or with ``approximate`` 0.5 x (1 + tanh(sqrt(2 / pi)
+  (x + 0.044715 x^3))), each in the reference's float32 order of operations; LOG gives the
+  type's minimum at and below 0 (``LogLUTPrepare``).
 - HARD_SWISH: the reference's 16-bit fixed-point arithmetic (``reference_ops::HardSwish``).
 - LEAKY_RELU: ``QuantizeLeakyRelu``: the identity or the alpha rescale by sign, each a
   MultiplyByQuantizedMultiplier.
@@ -17,6 +22,9 @@ value, so the NPU's lookup returns exactly what the reference returns:
   1 / (sqrt(s_in) * s_out) (formed in float32, divided in double); x = zp gives the maximum.
   Codes below the zero point are an error in the reference (the interpreter stops): their
   entries are the maximum too.
+- NEG: ``reference_ops::Negate`` negates the stored code and ignores the quantization; the
+  negation is narrowed to the type, so -(-128) is -128 (uint8: -x mod 256), which no
+  saturating NPU arithmetic gives and the table does.
 
 On the NPU the lookup is a 1x1 average pool over raw values (zero points 0, scale 1): the
 pool's output is the input value, which indexes the table (the activation function names the
@@ -25,6 +33,9 @@ LUT slot; the emitter DMAs the table there first).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import math
 from dataclasses import replace
 from typing import Callable
@@ -33,7 +44,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
-from .lowered import LUT_SLOT_0, SIGMOID_FUNCTION, TANH_FUNCTION, LoweredOperation, kernel_record
+from .lowered import LUT_SLOT_0, SIGMOID_FUNCTION, TANH_FUNCTION, TYPE_RANGE, LoweredOperation, kernel_record
 from .lowering_context import LoweringContext
 from .operation_builder import EIGHT_BIT_RANGE, require_8bit_in_out
 from .operator_view import OperatorView
@@ -102,17 +113,79 @@ def _int16_lut(transform: Callable[[np.ndarray], np.ndarray], input_range, outpu
     return ((slope << 16) | (table[:-1] & 0xFFFF)).astype("<u4").tobytes()
 
 
-def _libm(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """`fn` on float32 values as glibc's expf/tanhf give it: correctly rounded (in practice),
-    which float64 then one rounding to float32 reproduces."""
-    return lambda x: fn(np.asarray(x, dtype=np.float64)).astype(np.float32)
+@functools.lru_cache(maxsize=1)
+def _c_math_library() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("m"))
+    except (OSError, TypeError):
+        return None
 
 
-_expf, _tanhf = _libm(np.exp), _libm(np.tanh)
+def _c_library_function(name: str) -> Callable[[float], float] | None:
+    """The C library's float function `name` (expf, logf, ...), or None where it cannot be loaded."""
+    fn = getattr(_c_math_library(), name, None)
+    if fn is None:
+        return None
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    return fn
+
+
+def _libm(name: str, double: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """`name` on float32 values as the reference kernels get it: the C library's own function,
+    which the interpreter calls (glibc's tanhf, erfcf, expm1f and logf are not correctly rounded,
+    and 1 GELU table in 6,000 random quantizations turns on tanhf); where that library cannot be
+    loaded, `double` evaluated in float64 and rounded once, the correctly rounded value."""
+    fn = _c_library_function(name)
+
+    def evaluate(x: np.ndarray) -> np.ndarray:
+        values = np.asarray(x, dtype=np.float32)
+        if fn is None:
+            return double(values.astype(np.float64)).astype(np.float32)
+        return np.array([fn(float(v)) for v in values.reshape(-1)], dtype=np.float32).reshape(values.shape)
+
+    return evaluate
+
+
+_expf, _tanhf = _libm("expf", np.exp), _libm("tanhf", np.tanh)
+_expm1f, _logf = _libm("expm1f", np.expm1), _libm("logf", np.log)
+_erfcf = _libm("erfcf", np.vectorize(math.erfc, otypes=[np.float64]))
+_SQRT1_2 = 0.70710678118654752440  # M_SQRT1_2
+_SQRT_2_OVER_PI = np.float32(1.12837916709551257390 * _SQRT1_2)  # gelu_internal::kSqrt2dPi, formed in double
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:  # the reference's 1.0f / (1.0f + std::exp(-x))
     return np.float32(1) / (np.float32(1) + _expf(-x))
+
+
+def _elu(x: np.ndarray) -> np.ndarray:  # value < 0.0f ? std::expm1(value) : value
+    return np.where(x < 0, _expm1f(np.minimum(x, 0)), x).astype(np.float32)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:  # GeluTransform: 0.5f * in * std::erfc(in * -M_SQRT1_2)
+    return np.float32(0.5) * x * _erfcf(x * np.float32(-_SQRT1_2))
+
+
+def _gelu_approximate(x: np.ndarray) -> np.ndarray:  # GeluTransformApproximate, float32 throughout
+    cubic = x + np.float32(0.044715) * x * x * x
+    return np.float32(0.5) * x * (np.float32(1) + _tanhf(_SQRT_2_OVER_PI * cubic))
+
+
+def log_function(ofm: tuple[float, int], dtype: str) -> Callable[[np.ndarray], np.ndarray]:
+    """LogLUTPrepare's function: log, and at or below 0 the type's minimum output
+    ((min - zp_out) * s_out, a float product)."""
+    floor = np.float32(TYPE_RANGE[dtype][0] - ofm[1]) * np.float32(ofm[0])
+
+    def log(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float32)
+        return np.where(x <= 0, floor, _logf(np.where(x > 0, x, np.float32(1)))).astype(np.float32)
+
+    return log
+
+
+def _negate_table(dtype: str) -> np.ndarray:
+    """reference_ops::Negate on every code: -x narrowed to the type (it wraps, never saturates)."""
+    lo, hi = EIGHT_BIT_RANGE[dtype]
+    return (-np.arange(lo, hi + 1, dtype=np.int64) - lo) % 256 + lo
 
 
 def _hard_swish_table(ifm: tuple[float, int], ofm: tuple[float, int], dtype: str) -> np.ndarray:
@@ -185,6 +258,14 @@ def lut_table(opcode: str, ifm: tuple[float, int], ofm: tuple[float, int], dtype
         return _float_table(_tanhf, ifm, ofm, dtype)
     if opcode == "EXP":
         return _float_table(_expf, ifm, ofm, dtype)
+    if opcode == "ELU":
+        return _float_table(_elu, ifm, ofm, dtype)
+    if opcode == "GELU":
+        return _float_table(_gelu_approximate if (options or {}).get("approximate") else _gelu, ifm, ofm, dtype)
+    if opcode == "LOG":
+        return _float_table(log_function(ofm, dtype), ifm, ofm, dtype)
+    if opcode == "NEG":
+        return _negate_table(dtype)
     if opcode == "HARD_SWISH":
         return _hard_swish_table(ifm, ofm, dtype)
     if opcode == "LEAKY_RELU":
@@ -222,9 +303,15 @@ def _lower_builtin(lw: LoweringContext, v: OperatorView) -> None:
 
 
 def _lower_int16_table(lw: LoweringContext, v: OperatorView) -> None:
-    """int16 EXP: a 1x1 pool over raw values through a 16-bit interpolating table."""
+    """int16 EXP and LOG: a 1x1 pool over raw values through a 16-bit interpolating table."""
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    table = int16_table(np.exp, (src.scale, src.zero_point), (dst.scale, dst.zero_point))
+    ifm, ofm = (src.scale, src.zero_point), (dst.scale, dst.zero_point)
+    if v.opcode == "LOG":
+        if src.zero_point or dst.zero_point:  # the reference refuses them (GenericPrepare)
+            raise UnsupportedError(f"operator {v.index} (LOG): int16 with a non-zero zero point")
+        table = int16_table(log_function(ofm, "int16"), ifm, ofm)
+    else:
+        table = int16_table(np.exp, ifm, ofm)
     registers = dict(sub_op="AVERAGE", kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
                      activation=dict(function=LUT_SLOT_0, clip_range=0, min=-32768, max=32767), rounding="NATURAL",
                      global_scale=True, ofm_scale=(1, 0))
@@ -248,7 +335,7 @@ def lower_lut(lw: LoweringContext, v: OperatorView) -> None:
     if v.opcode in ("LOGISTIC", "TANH") and int16:
         _lower_builtin(lw, v)
         return
-    if v.opcode == "EXP" and int16:
+    if v.opcode in ("EXP", "LOG") and int16:
         _lower_int16_table(lw, v)
         return
     dtype = require_8bit_in_out(v)

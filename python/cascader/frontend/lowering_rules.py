@@ -15,7 +15,8 @@ How the families map (each module's docstring has the details):
   (`lower_transpose_conv`): one convolution.
 - AVERAGE_POOL_2D, MAX_POOL_2D (`lower_pool`): one pooling operation.
 - ADD, SUB, MUL (`lower_elementwise`); MINIMUM, MAXIMUM, ABS (`lower_minmax`): one elementwise
-  operation. SQUARED_DIFFERENCE (`lower_squared_difference`) takes several.
+  operation. SQUARED_DIFFERENCE (`lower_squared_difference`) takes several, NEG
+  (`lower_negate`) one or two (a table for 8 bits).
 - QUANTIZE and the RELUs (`lower_requantize`), CONCATENATION (`lower_concatenation`), PAD and
   PADV2 (`lower_pad`), MIRROR_PAD (`lower_mirror_pad`), TILE (`lower_tile`), REVERSE_V2
   (`lower_reverse`): copies, as 1x1 average pools.
@@ -36,6 +37,7 @@ from .lower_lut import lower_lut
 from .lower_minmax import lower_abs, lower_min_max
 from .lower_mirror_pad import lower_mirror_pad
 from .lower_movement import lower_pack, lower_slice, lower_transpose
+from .lower_negate import lower_negate
 from .lower_pad import lower_pad
 from .lower_pool import lower_pool
 from .lower_prelu import lower_leaky_relu, lower_prelu
@@ -68,6 +70,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "MAXIMUM": lower_min_max,
     "ABS": lower_abs,
     "SQUARED_DIFFERENCE": lower_squared_difference,
+    "NEG": lower_negate,
     # Requantizing copies.
     "QUANTIZE": lower_quantize,
     "RELU": lower_clamp,
@@ -80,6 +83,9 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "EXP": lower_lut,
     "HARD_SWISH": lower_lut,
     "RSQRT": lower_lut,
+    "ELU": lower_lut,
+    "GELU": lower_lut,
+    "LOG": lower_lut,
     "LEAKY_RELU": lower_leaky_relu,
     "PRELU": lower_prelu,
     "SOFTMAX": lower_softmax,

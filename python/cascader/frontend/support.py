@@ -41,7 +41,7 @@ ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX"})
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
-INT32_OPS = frozenset({"ADD", "SUB", "MUL"})
+INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG"})
 
 TENSOR_DIM_RANGE = (1, 65535)
 STRIDE_RANGE = (1, 3)
@@ -101,6 +101,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
     "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1), "ARG_MAX": (2, 2, 1),
     "PADV2": (2, 3, 1), "TILE": (2, 2, 1), "REVERSE_V2": (2, 2, 1),
+    "ELU": (1, 1, 1), "GELU": (1, 1, 1), "LOG": (1, 1, 1), "NEG": (1, 1, 1),
 }
 
 
@@ -477,6 +478,24 @@ def _activation_types(v: OperatorView) -> str | None:
     return _same_8bit_types(v)
 
 
+# The types Vela 5.2 runs these in on Ethos-U55/U65, the same in and out (its ELU, GELU and LOG
+# constraints; NEG has only the generic ones).
+UNARY_TYPES = {"ELU": ("int8",), "GELU": ("int8", "uint8"), "LOG": ("int8", "int16"),
+               "NEG": ("int8", "uint8", "int16", "int32")}
+
+
+def _unary_types(v: OperatorView) -> str | None:
+    i, o = v.ifm, v.ofm
+    if i is None or o is None:
+        return None
+    if i.dtype != o.dtype or i.dtype not in UNARY_TYPES[v.opcode]:
+        return f"{i.dtype} -> {o.dtype}"
+    if v.opcode == "LOG" and i.dtype == "int16" and any(
+            t.quantization is not None and t.quantization.zero_point.any() for t in (i, o)):
+        return "int16 with a non-zero zero point (TFLite's kernel refuses it)"
+    return None
+
+
 def _int8_in_out(v: OperatorView) -> str | None:
     i, o = v.ifm, v.ofm
     if i is None or o is None or i.dtype == o.dtype == "int8":
@@ -593,6 +612,9 @@ RULES: tuple[Rule, ...] = (
     Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
          "in and out, LOGISTIC, TANH, LEAKY_RELU and EXP for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
+    Rule("unary_types", "ELU takes int8, GELU int8 or uint8, LOG int8 or int16 (zero points 0), NEG int8, uint8, "
+         "int16 or int32, the same type in and out", _unary_types, ops=frozenset(UNARY_TYPES),
+         source="Vela tflite_supported_operators"),
     Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
          ops=frozenset({"RSQRT"})),
     Rule("squared_difference_int8", "SQUARED_DIFFERENCE is lowered for int8 inputs and output (int16 is not yet)",
@@ -601,7 +623,8 @@ RULES: tuple[Rule, ...] = (
          ops=frozenset({"ARG_MAX"}), source="Vela tflite_supported_operators"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
-    Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),
+    Rule("matching_shapes", "input and output shapes must match", _matching_shapes,
+         ops=frozenset({"SOFTMAX", *UNARY_TYPES}),
          source="Vela tflite_model_semantic"),
     Rule("concat_shapes", "concatenation inputs must match the output except along the axis", _concat_axis,
          ops=frozenset({"CONCATENATION"}), source="Vela tflite_model_semantic"),
