@@ -1,5 +1,6 @@
-"""MEAN on the NPU: one average pool whose output scale folds in 1/N, as TFLite's reference
-kernel rescales (bit-exact, where Vela's lowering is one off on some channels)."""
+"""MEAN on the NPU: an average pool (or a REDUCE_SUM over the channels) whose output scale folds
+in 1/N, as TFLite's reference kernel rescales (bit-exact, where Vela's lowering is one off on
+some channels)."""
 
 from __future__ import annotations
 
@@ -46,9 +47,15 @@ def test_mean_bit_exact(tmp_path, shape, axes, keep, same_quantization):
     assert result.bit_exact, result.details
 
 
-def test_mean_over_h_and_c_stays_on_the_cpu():
-    model = _mean((1, 4, 5, 6), [1, 3], True, (0.05, 0), (0.05, 0))
-    assert cascader.compile(model).summary().cpu_operators == 1
+def test_mean_over_h_and_c_is_bit_exact(tmp_path):
+    """H and C around a kept W (Vela leaves it on the CPU): W moved to the front, then one
+    REDUCE_SUM over the channels with the rescale."""
+    path = tmp_path / "mean.tflite"
+    cascader.save_model(_mean((1, 4, 5, 6), [1, 3], True, (0.05, 3), (0.04, -2)), path)
+    compiled = cascader.compile(path)
+    assert (compiled.summary().npu_operations, compiled.summary().cpu_operators) == (2, 0)
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
 
 
 def test_quantize_of_a_3_channel_input_streams_16_channels_wide():

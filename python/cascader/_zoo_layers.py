@@ -94,11 +94,15 @@ _VERSION = {
         "GELU": 2,
         "LOG": 2,
         "NEG": 1,
+        "SUM": 2,
+        "REDUCE_MAX": 2,
+        "REDUCE_MIN": 2,
     },
     # 16x8: int16 activations, int8 weights, int64 bias.
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3, "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5,
               "FULLY_CONNECTED": 7, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 3, "ADD": 3, "SUB": 3, "MUL": 4,
-              "RESHAPE": 1, "PADV2": 4, "TILE": 1, "REVERSE_V2": 3, "LOG": 2, "NEG": 1},
+              "RESHAPE": 1, "PADV2": 4, "TILE": 1, "REVERSE_V2": 3, "LOG": 2, "NEG": 1, "SUM": 1, "REDUCE_MAX": 3,
+              "REDUCE_MIN": 3},
 }
 
 # TFLite's int8/int16 TANH, LOGISTIC and SOFTMAX kernels require these output quantizations.
@@ -751,6 +755,23 @@ class CalibratedNet:
         out = self._activation(self._name(name), x.value.mean(axis=axes, keepdims=bool(keep_dims)))
         ai = self.builder.add_constant(self._name(name + "/axes"), np.asarray(axes, np.int32))
         self._op("MEAN", [x.index, ai], [out.index], {"keep_dims": bool(keep_dims)})
+        return out
+
+    def reduce(self, x: Activation, opcode: str = "SUM", axes: Sequence[int] = (1, 2), keep_dims: bool = True,
+               name: str = "reduce") -> Activation:
+        """SUM (output calibrated), REDUCE_MAX or REDUCE_MIN (output in the input's quantization,
+        as TFLite's kernel requires) over `axes` of an int8 or int16 map."""
+        functions = {"SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
+        if opcode not in functions:
+            raise InvalidArgumentError(f"reduce opcode must be one of {list(functions)}, got {opcode!r}")
+        rank = len(x.shape)
+        axes = tuple(sorted({int(a) % rank for a in axes}))
+        if 0 in axes:
+            raise InvalidArgumentError(f"{opcode} must not reduce the batch axis")
+        value = functions[opcode](x.value, axis=axes, keepdims=bool(keep_dims))
+        out = self._activation(self._name(name), value, None if opcode == "SUM" else x.quant, dtype=x.dtype)
+        ai = self.builder.add_constant(self._name(name + "/axes"), np.asarray(axes, np.int32))
+        self._op(opcode, [x.index, ai], [out.index], {"keep_dims": bool(keep_dims)}, dtype=x.dtype)
         return out
 
     def resize(self, x: Activation, method: str = "BILINEAR", name: str = "resize") -> Activation:

@@ -49,8 +49,11 @@ __all__ = [
     "single_op_cases",
     "SINGLE_OP_CASES",
     "ACTIVATION_OP_CASES",
+    "REDUCE_OP_CASES",
     "activation_op_cases",
     "elu",
+    "reduce",
+    "reduce_op_cases",
     "exp",
     "gelu",
     "hard_swish",
@@ -669,3 +672,26 @@ def activation_op_cases() -> list[tuple[str, Model]]:
     return [
         (name, _single_op_net(method, shapes, 0, **params).build()) for name, method, shapes, params in ACTIVATION_OP_CASES
     ]
+
+
+def reduce(input_shape: Shape, opcode: str = "SUM", axes: Sequence[int] = (1, 2), keep_dims: bool = True,
+           dtype: str = "int8", seed: int = 0) -> Model:
+    """One SUM, REDUCE_MAX or REDUCE_MIN on an int8 or int16 input (see `CalibratedNet.reduce`)."""
+    return _single_op_net("reduce", [input_shape], seed, dtype, opcode=opcode, axes=axes, keep_dims=keep_dims).build()
+
+
+# (case name, input shape, opcode, axes, keep_dims, dtype): what `reduce_op_cases` builds, one
+# case per lowering: one window, H and C around W, and past one window (300 x 300 elements).
+REDUCE_OP_CASES: tuple[tuple[str, Shape, str, tuple[int, ...], bool, str], ...] = tuple(
+    (f"{opcode.lower()}_{label}_{dtype}", shape, opcode, axes, keep, dtype)
+    for opcode in ("SUM", "REDUCE_MAX", "REDUCE_MIN")
+    for dtype in ("int8", "int16")
+    for label, shape, axes, keep in (("hw", (1, 7, 7, 64), (1, 2), True), ("c", (1, 8, 8, 32), (3,), False),
+                                     ("hc", (1, 4, 5, 6), (1, 3), True), ("hw_300", (1, 300, 300, 2), (1, 2), True))
+    if not (opcode == "SUM" and dtype == "int16" and label == "hw_300")  # may overflow TFLite's int32 sum
+)
+
+
+def reduce_op_cases() -> list[tuple[str, Model]]:
+    """Single reduction models (seed 0) of `REDUCE_OP_CASES`."""
+    return [(name, reduce(shape, opcode, axes, keep, dtype)) for name, shape, opcode, axes, keep, dtype in REDUCE_OP_CASES]

@@ -1,80 +1,242 @@
-"""MEAN (int8) as one NPU average pool, bit-exact.
+"""The reductions MEAN, SUM, REDUCE_MAX and REDUCE_MIN as NPU pools, bit-exact.
 
-TFLite's reference kernel (``QuantizedMeanOrSum``) computes, per output element,
+TFLite's reference kernel for MEAN and SUM (``QuantizedMeanOrSum``) computes, per output
+element,
 
     out = clamp(MBQM(sum(x) - zp_in * N, m', e') + zp_out)
 
-where (m, e) = QuantizeMultiplier(s_in / s_out) (in double) and, for MEAN, the 1/N is folded
-into the multiplier: with k = min(floor(log2 N), 32, 31 + e), m' = (m << k) // N and
-e' = e - k. That is exactly an NPU average pool over the reduced window:
-the pool sums x - zp_in, its output scale is (m', e') with TFL rounding (MBQM), and the
-output zero point is added before the clamp.
+where (m, e) = QuantizeMultiplier(s_in / s_out) (in double). SUM takes (m', e') = (m, e); MEAN
+folds the 1/N in: with k = min(floor(log2 N), 32, 31 + e), m' = (m << k) // N and e' = e - k.
+The NPU's AVERAGE pool is exactly that over its window: it sums x - zp_in, rescales by
+OFM_SCALE (m', e') with TFL rounding (MBQM) and adds zp_out before the clamp. REDUCE_MAX and
+REDUCE_MIN compare the stored codes (TFLite's kernel requires the output quantized as the
+input and does not rescale): a MAX pool of the raw codes, and for the minimum a MAX pool
+between two order-reversing copies, NOT x = -1 - x (255 - x for uint8), which unlike -x maps
+the type's range onto itself (-128 <-> 127).
 
-The reduced axes must be a window of the H x W x C view: H and/or W (a pool over them), or
-trailing axes (the tensor re-viewed so that they become the pool's width).
+The input is the dense H x W x C map. Dropping axes of size 1 and merging neighbouring axes
+that are both reduced or both kept, most reductions are one window: A x N x B (N reduced, A
+before it, B after it), one pool of a 1 x N window over that view, in bands of at most 65535
+rows and channels. A sum over trailing elements (B = 1) is a REDUCE_SUM over the channels of
+A x 1 x N instead: the same arithmetic, twenty times fewer cycles than a depth-1 window on
+U55. The rest take several passes:
+
+- the maximum and minimum reduce one axis at a time through scratch maps of their own type
+  (a maximum of maxima is the maximum);
+- a sum (MEAN, SUM) first copies the map so that the reduced axes come last (H and C reduced
+  around a kept W: W to the front, channels still innermost; a reduced run too long for one
+  window ahead of kept channels: a transposed plane copy), then sums runs of at most 65535
+  elements over the channels (REDUCE_SUM) into an int32 map of exact partial sums, and one
+  more REDUCE_SUM of those applies the rescale.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
-from .lower_movement import hwc_axis
+from .lower_movement import hwc_axis, raw_copy
+from .lowered import TYPE_RANGE, FeatureMapView, dense_strides
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 
-POOL_HEIGHT_MAX = 256
-POOL_AREA_MAX = 256 * 256
+DIM_MAX = 65535  # rows, columns and channels of one NPU feature map, and a pool window's width
+# TFLite sums in int32: beyond this many |x - zp| the reference's sum may wrap.
+SUM_MAX = 2**31 - 1
+SUM_DTYPES = ("int8", "uint8", "int16")
+MIN_MAX_DTYPES = ("int8", "uint8", "int16")
 
 
 def mean_scale(input_scale: float, output_scale: float, elements: int) -> tuple[int, int]:
-    """The (multiplier, register shift) of the reference's output rescale, 1/N folded in."""
+    """The (multiplier, register shift) of the reference's output rescale, 1/N folded in
+    (`elements` 1: SUM's rescale)."""
     m, e = fp.quantize_multiplier(float(np.float64(np.float32(input_scale)) / np.float64(np.float32(output_scale))))
     k = min(elements.bit_length() - 1, 32, 31 + e)
     m, e = (m << k) // elements, e - k
     shift = 31 - e
     if not 0 <= shift <= 63:
-        raise UnsupportedError(f"a MEAN rescale of {input_scale / output_scale:g} is beyond the NPU's 6-bit shift")
+        raise UnsupportedError(f"a rescale of {input_scale / output_scale:g} is beyond the NPU's 6-bit shift")
     return m, shift
 
 
-def lower_reduce(lw: LoweringContext, v: OperatorView) -> None:
-    if v.ifm is None or v.ofm is None or v.ifm.dtype != "int8" or v.ofm.dtype != "int8":
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): the NPU lowering takes int8 in and out")
-    src_t = v.ifm
-    rank = len(src_t.shape)
-    axes = {int(a) % max(rank, 1) for a in np.asarray(v.inputs[1].data).reshape(-1)} if v.inputs[1].is_constant else None
-    if axes is None:
+def reduced_axes(v: OperatorView) -> set[int]:
+    """The reduced axes in H x W x C terms (the batch, 1 here, dropped)."""
+    axes_t, src_t = v.inputs[1], v.ifm
+    assert src_t is not None
+    if axes_t is None or not axes_t.is_constant:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): the axes are computed at run time")
-    reduced = set()
-    for a in axes:
-        k = hwc_axis(rank, a)
-        if k is None:
-            continue  # the batch, 1 here
-        reduced.add(k)
-    src = lw.view(v.op.inputs[0])
+    rank = len(src_t.shape)
+    axes = {hwc_axis(rank, int(a)) for a in np.asarray(axes_t.data).reshape(-1)}
+    return {a for a in axes if a is not None}
+
+
+def blocks(shape: tuple[int, int, int], reduced: set[int]) -> list[tuple[int, bool]]:
+    """(size, reduced) runs of the dense map: axes of size 1 dropped, neighbours of one kind merged."""
+    runs: list[tuple[int, bool]] = []
+    for axis, size in enumerate(shape):
+        if size == 1:
+            continue
+        r = axis in reduced
+        if runs and runs[-1][1] == r:
+            runs[-1] = (runs[-1][0] * size, r)
+        else:
+            runs.append((size, r))
+    return runs
+
+
+def single_window(runs: list[tuple[int, bool]]) -> tuple[int, int, int] | None:
+    """(A, N, B) when one 1 x N pool window over an A x N x B view does the reduction."""
+    red = [i for i, (_, r) in enumerate(runs) if r]
+    if len(red) > 1 or (red and runs[red[0]][0] > DIM_MAX):
+        return None
+    if not red:
+        return math.prod(s for s, _ in runs), 1, 1
+    i = red[0]
+    return math.prod(s for s, _ in runs[:i]), runs[i][0], math.prod(s for s, _ in runs[i + 1:])
+
+
+def _window(view: FeatureMapView, a0: int, rows: int, n: int, b0: int, depth: int, b: int) -> FeatureMapView:
+    """Rows a0.. and channels b0.. of the dense A x n x B map `view` starts."""
+    e = view.element_size
+    return replace(view, shape=(rows, n, depth), strides=(n * b * e, b * e, e), offset=view.offset + (a0 * n * b + b0) * e)
+
+
+def banded_pool(ops: OperationBuilder, mode: str, src: FeatureMapView, dst: FeatureMapView, a: int, n: int, b: int,
+                **registers) -> None:
+    """dst (A x 1 x B) = pool of the 1 x N windows of src (A x N x B), both dense from their
+    offsets, in bands of at most DIM_MAX rows and channels."""
+    for a0 in range(0, a, DIM_MAX):
+        for b0 in range(0, b, DIM_MAX):
+            rows, depth = min(DIM_MAX, a - a0), min(DIM_MAX, b - b0)
+            ops.pool(mode, _window(src, a0, rows, n, b0, depth, b), _window(dst, a0, rows, 1, b0, depth, b), (1, n),
+                     **registers)
+
+
+def _dense(view: FeatureMapView, shape: tuple[int, int, int]) -> FeatureMapView:
+    return replace(view, shape=shape, strides=dense_strides(shape, view.element_size))
+
+
+# --- MEAN and SUM -------------------------------------------------------------------------
+
+
+def _reduced_last(lw: LoweringContext, ops: OperationBuilder, src: FeatureMapView, runs: list[tuple[int, bool]]) -> tuple[FeatureMapView, int, int]:
+    """(map, K, N): `src` (dense) as K rows of N reduced elements each, copied into a scratch map
+    when the reduced elements are not the trailing ones."""
     h, w, c = src.shape
-    if reduced <= {0, 1}:
-        shape, kernel = (h, w, c), (h if 0 in reduced else 1, w if 1 in reduced else 1)
-    elif reduced == {2}:
-        shape, kernel = (h * w, c, 1), (1, c)
-    elif reduced == {1, 2}:
-        shape, kernel = (h, w * c, 1), (1, w * c)
-    elif reduced == {0, 1, 2}:
-        shape, kernel = (1, h * w * c, 1), (1, h * w * c)
-    else:
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): reduces H and C but not W")
-    if kernel[0] > POOL_HEIGHT_MAX or kernel[0] * kernel[1] > POOL_AREA_MAX:
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): a {kernel[0]}x{kernel[1]} window is beyond the "
-                               "NPU's pooling limits")
-    out_shape = (shape[0] // kernel[0], shape[1] // kernel[1], shape[2])
-    ifm = lw.view(v.op.inputs[0], shape) if shape != src.shape else src
+    if len(runs) == 3:  # H and C reduced around W: bring W to the front, channels stay innermost
+        moved = ops.scratch("reduced_last", (w, h, c), src.dtype, src.zero_point, src.scale)
+        raw_copy(lw, ops.index, f"{ops.index}:{ops.opcode}(W first)", replace(
+            src, shape=(w, h, c), strides=(src.strides[1], src.strides[0], src.strides[2])), moved)
+        return _dense(moved, (w, 1, h * c)), w, h * c
+    if not runs[-1][1]:
+        # One long reduced run ahead of the kept channels: an N x B plane, transposed in bands of rows.
+        (n, _), (k, _) = runs
+        moved = ops.scratch("reduced_last", (k, 1, n), src.dtype, src.zero_point, src.scale)
+        e = src.element_size
+        for r0 in range(0, n, DIM_MAX):
+            rows = min(DIM_MAX, n - r0)
+            piece = replace(src, shape=(rows, k, 1), strides=(k * e, e, e), offset=src.offset + r0 * k * e)
+            out = replace(moved, shape=(rows, k, 1), strides=(e, n * e, e), offset=moved.offset + r0 * e)
+            raw_copy(lw, ops.index, f"{ops.index}:{ops.opcode}(transpose)[{r0}]", piece, out)
+        return moved, k, n
+    n = runs[-1][0]
+    return _dense(src, (math.prod(src.shape) // n, 1, n)), math.prod(src.shape) // n, n
+
+
+def _channel_sums(ops: OperationBuilder, src: FeatureMapView, dst: FeatureMapView, k: int, n: int,
+                  **registers) -> None:
+    """dst (K x 1 x 1) = REDUCE_SUM of src's K rows of N contiguous elements (N <= DIM_MAX), in
+    bands of at most DIM_MAX rows; `dst` may be strided (a column of a partial-sum map)."""
+    e = src.element_size
+    for r0 in range(0, k, DIM_MAX):
+        rows = min(DIM_MAX, k - r0)
+        piece = replace(src, shape=(rows, 1, n), strides=(src.strides[0], n * e, e), offset=src.offset + r0 * src.strides[0])
+        out = replace(dst, shape=(rows, 1, 1), offset=dst.offset + r0 * dst.strides[0])
+        ops.pool("REDUCE_SUM", piece, out, **registers)
+
+
+def lower_reduce(lw: LoweringContext, v: OperatorView) -> None:
+    """MEAN and SUM: the int32 sum of x - zp_in, rescaled once (see the module docstring)."""
+    assert v.ifm is not None and v.ofm is not None
+    dtypes = ("int8",) if v.opcode == "MEAN" else SUM_DTYPES
+    if v.ifm.dtype not in dtypes or v.ofm.dtype != v.ifm.dtype:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; the NPU lowering "
+                               f"takes {' or '.join(dtypes)} in and out")
+    reduced = reduced_axes(v)
+    src = lw.view(v.op.inputs[0])
     out = lw.view(v.op.outputs[0])
-    ofm = out if out.shape == out_shape else lw.view(v.op.outputs[0], out_shape)
-    scale = mean_scale(ifm.scale, ofm.scale, math.prod(kernel))
+    elements = math.prod(src.shape[a] for a in reduced)
+    lo, hi = TYPE_RANGE[src.dtype]
+    if elements * max(hi - src.zero_point, src.zero_point - lo) > SUM_MAX:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): a sum of {elements} elements may overflow TFLite's "
+                               "int32 accumulator")
+    scale = mean_scale(src.scale, out.scale, elements if v.opcode == "MEAN" else 1)
     ops = OperationBuilder(lw, v.index, v.opcode)
-    ops.pool("AVERAGE", ifm, ofm, kernel, ofm_scale=scale)
+    runs = blocks(src.shape, reduced)
+    window = single_window(runs)
+    if window is not None and (window[2] > 1 or window[1] == 1):
+        a, n, b = window
+        banded_pool(ops, "AVERAGE", src, out, a, n, b, ofm_scale=scale)
+        return
+    rows, k, n = _reduced_last(lw, ops, src, runs)
+    total = replace(out, shape=(k, 1, 1), strides=dense_strides((k, 1, 1), out.element_size))
+    if n <= DIM_MAX:
+        _channel_sums(ops, rows, total, k, n, ofm_scale=scale)
+        return
+    # Exact int32 partial sums of runs of at most DIM_MAX elements, then their rescaled sum.
+    parts = -(-n // DIM_MAX)
+    step = -(-n // parts)
+    partial = ops.scratch("partial_sums", (k, 1, parts), "int32")
+    for j in range(parts):
+        length = min(step, n - j * step)
+        run = replace(rows, offset=rows.offset + j * step * rows.element_size)
+        column = replace(partial, shape=(k, 1, 1), offset=partial.offset + j * 4)
+        _channel_sums(ops, run, column, k, length, rounding="NATURAL")
+    _channel_sums(ops, partial, total, k, parts, ofm_scale=scale)
+
+
+# --- REDUCE_MAX and REDUCE_MIN ----------------------------------------------------------------
+
+
+def _reverse_order(ops: OperationBuilder, lw: LoweringContext, src: FeatureMapView, dst: FeatureMapView) -> None:
+    """dst = NOT src: -1 - x (255 - x for uint8), an order-reversing map of the type onto itself."""
+    top = TYPE_RANGE[src.dtype][1] if src.dtype == "uint8" else -1
+    ops.elementwise("SUB", lw.constant(np.array([top]), src.dtype), src, dst, rounding="NATURAL")
+
+
+def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
+    """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time."""
+    assert v.ifm is not None and v.ofm is not None
+    if v.ifm.dtype not in MIN_MAX_DTYPES or v.ofm.dtype != v.ifm.dtype:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; the NPU lowering "
+                               f"takes {', '.join(MIN_MAX_DTYPES)} in and out")
+    reduced = reduced_axes(v)
+    src = replace(lw.view(v.op.inputs[0]), zero_point=0)
+    out = replace(lw.view(v.op.outputs[0]), zero_point=0)
+    ops = OperationBuilder(lw, v.index, v.opcode)
+    minimum = v.opcode == "REDUCE_MIN"
+    if minimum:
+        flipped = ops.scratch("reversed", src.shape, src.dtype)
+        _reverse_order(ops, lw, src, flipped)
+        src = flipped
+    # One window, else one axis at a time (each at most DIM_MAX long), channels first.
+    one_window = single_window(blocks(src.shape, reduced)) is not None
+    steps = [reduced] if one_window else [{a} for a in sorted(reduced, reverse=True) if src.shape[a] > 1]
+    shape = src.shape
+    for i, axes in enumerate(steps):
+        window = single_window(blocks(shape, axes))
+        assert window is not None
+        a, n, b = window
+        shape = tuple(1 if k in axes else d for k, d in enumerate(shape))
+        last = i == len(steps) - 1
+        dst = (ops.scratch("reversed_max" if minimum else "max", shape, src.dtype) if not last or minimum
+               else out)
+        banded_pool(ops, "MAX", src, dst, a, n, b, rounding="NATURAL")
+        src = dst
+    if minimum:
+        _reverse_order(ops, lw, src, _dense(out, src.shape))

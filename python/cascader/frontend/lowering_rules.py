@@ -21,8 +21,8 @@ How the families map (each module's docstring has the details):
   PADV2 (`lower_pad`), MIRROR_PAD (`lower_mirror_pad`), TILE (`lower_tile`), REVERSE_V2
   (`lower_reverse`): copies, as 1x1 average pools.
 - Slices, TRANSPOSE, PACK (`lower_movement`): views where the readers allow, raw copies otherwise.
-- Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, MEAN, the resizes, ARG_MAX: a
-  module each.
+- MEAN, SUM, REDUCE_MAX, REDUCE_MIN (`lower_reduce`): pools over a re-viewed map, one or a few.
+- Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from .lower_negate import lower_negate
 from .lower_pad import lower_pad
 from .lower_pool import lower_pool
 from .lower_prelu import lower_leaky_relu, lower_prelu
-from .lower_reduce import lower_reduce
+from .lower_reduce import lower_reduce, lower_reduce_min_max
 from .lower_requantize import lower_clamp, lower_quantize
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reverse import lower_reverse
@@ -61,6 +61,9 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "AVERAGE_POOL_2D": lower_pool,
     "MAX_POOL_2D": lower_pool,
     "MEAN": lower_reduce,
+    "SUM": lower_reduce,
+    "REDUCE_MAX": lower_reduce_min_max,
+    "REDUCE_MIN": lower_reduce_min_max,
     "ARG_MAX": lower_arg_max,
     # Elementwise.
     "ADD": lower_elementwise,

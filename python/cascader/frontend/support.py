@@ -27,7 +27,6 @@ NPU_OPERATORS = frozenset(LOWERING_RULES) | ALIAS_OPS
 # Operators the hardware can run (Vela maps them) that cascader does not lower yet.
 PLANNED_OPERATORS = frozenset(
     {
-        "SUM",
         "ARG_MAX",
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
@@ -51,6 +50,7 @@ WEIGHT_SUM_MAX = 127 * 65536  # per OFM channel, of |w - zero_point|; the accumu
 AVG_POOL_SAME_FILTER_MAX = 8
 POOL_FILTER_HEIGHT_MAX = 256
 POOL_FILTER_AREA_MAX = 256 * 256
+REDUCE_OPS = frozenset({"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN"})
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 Check = Callable[[OperatorView], Optional[str]]
@@ -102,6 +102,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1), "ARG_MAX": (2, 2, 1),
     "PADV2": (2, 3, 1), "TILE": (2, 2, 1), "REVERSE_V2": (2, 2, 1),
     "ELU": (1, 1, 1), "GELU": (1, 1, 1), "LOG": (1, 1, 1), "NEG": (1, 1, 1),
+    "SUM": (2, 2, 1), "REDUCE_MAX": (2, 2, 1), "REDUCE_MIN": (2, 2, 1),
 }
 
 
@@ -520,6 +521,22 @@ def _arg_max(v: OperatorView) -> str | None:
     return None
 
 
+def _reduce_axes_constant(v: OperatorView) -> str | None:
+    axes = v.inputs[1] if len(v.inputs) > 1 else None
+    return None if axes is not None and axes.is_constant else "the axes are computed at run time"
+
+
+def _same_quantization(v: OperatorView) -> str | None:
+    i, o = v.ifm, v.ofm
+    if i is None or o is None or i.quantization is None or o.quantization is None:
+        return None
+    qi, qo = i.quantization, o.quantization
+    if (i.dtype, float(qi.scale[0]), int(qi.zero_point[0])) == (o.dtype, float(qo.scale[0]), int(qo.zero_point[0])):
+        return None
+    return f"{i.dtype} scale {float(qi.scale[0]):g} zero point {int(qi.zero_point[0])} -> {o.dtype} scale " \
+           f"{float(qo.scale[0]):g} zero point {int(qo.zero_point[0])}"
+
+
 def _softmax_beta(v: OperatorView) -> str | None:
     beta = float(v.options.get("beta", 1.0))
     return None if beta > 0 else f"beta is {beta}"
@@ -621,6 +638,11 @@ RULES: tuple[Rule, ...] = (
          _all_int8, ops=frozenset({"SQUARED_DIFFERENCE"}), source="cascader"),
     Rule("arg_max", f"ARG_MAX over the last axis (the channels) of at most {127} channels", _arg_max,
          ops=frozenset({"ARG_MAX"}), source="Vela tflite_supported_operators"),
+    Rule("reduce_axes_constant", "the axes of a reduction must be constant", _reduce_axes_constant,
+         ops=REDUCE_OPS),
+    Rule("reduce_min_max_quantization", "REDUCE_MAX and REDUCE_MIN keep the type and quantization (TFLite's kernel "
+         "refuses any other output)", _same_quantization, ops=frozenset({"REDUCE_MAX", "REDUCE_MIN"}),
+         source="TFLite reduce kernel"),
     Rule("softmax_beta", "SOFTMAX needs a positive beta", _softmax_beta, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes,
