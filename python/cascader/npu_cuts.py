@@ -71,6 +71,5 @@ def npu_cuts(source: Model, binary: Model) -> list[NpuCut | str]:
             cuts.append(f"{where}: its IFMs do not cut it out of the source ({loose!r} is read and is not one)")
             continue
         order = tuple(sorted(operators))
-        model, _ = operators_model(source, sg, order, inputs, outputs)
-        cuts.append(NpuCut(call.index, model, ifms, ofms, order))
+        cuts.append(NpuCut(call.index, operators_model(source, sg, order, inputs, outputs), ifms, ofms, order))
     return cuts

@@ -189,11 +189,10 @@ class ReferenceInterpreter:
 
 
 def operators_model(model: Model, sg: SubGraph, indices: Sequence[int], inputs: Sequence[int],
-                    outputs: Sequence[int]) -> tuple[Model, tuple[int, ...]]:
+                    outputs: Sequence[int]) -> Model:
     """Operators `indices` of `sg` (in that order) as a model of their own, reading `inputs` and
     giving `outputs` (subgraph tensor indices); constants keep their buffers and variable
-    tensors stay variables (state of the new model's interpreter, not inputs). Returns the
-    model and, for each of its tensors, the `sg` tensor it is."""
+    tensors stay variables (state of the new model's interpreter, not inputs)."""
     ops = [sg.operators[i] for i in indices]
     used = sorted({t for op in ops for t in (*op.inputs, *op.outputs, *op.intermediates) if t >= 0}
                   | set(inputs) | set(outputs))
@@ -214,7 +213,7 @@ def operators_model(model: Model, sg: SubGraph, indices: Sequence[int], inputs: 
             tensor = replace(tensor, buffer=0)
         tensors.append(tensor)
     return Model(subgraphs=[SubGraph(tensors=tensors, operators=cut, inputs=tuple(remap[t] for t in inputs),
-                                     outputs=tuple(remap[t] for t in outputs))], buffers=buffers), tuple(used)
+                                     outputs=tuple(remap[t] for t in outputs))], buffers=buffers)
 
 
 def single_operator_model(model: Model, sg: SubGraph, index: int) -> tuple[Model, tuple[int, ...], tuple[int, ...]]:
@@ -224,7 +223,7 @@ def single_operator_model(model: Model, sg: SubGraph, index: int) -> tuple[Model
     inputs = tuple(dict.fromkeys(t for t in op.inputs
                                  if t >= 0 and sg.tensors[t].data is None and not sg.tensors[t].is_variable))
     outputs = tuple(op.outputs)
-    return operators_model(model, sg, [index], inputs, outputs)[0], inputs, outputs
+    return operators_model(model, sg, [index], inputs, outputs), inputs, outputs
 
 
 def run(model: ModelLike, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
