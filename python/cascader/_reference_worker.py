@@ -41,12 +41,16 @@ def serve(inp, out) -> None:
             if command == "load":
                 it = interpreters[key] = make_interpreter(*args)
                 reply = (it.get_input_details(), it.get_output_details())
-            elif command == "run":
+            elif command == "run":  # inputs, then the variable tensors to set before and read after
                 it = interpreters[key]
-                for detail, value in zip(it.get_input_details(), args[0]):
+                inputs, variables = args
+                for detail, value in zip(it.get_input_details(), inputs):
                     it.set_tensor(detail["index"], value)
+                for index, value in variables.items():
+                    it.set_tensor(index, value)
                 it.invoke()
-                reply = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+                reply = ([it.get_tensor(d["index"]).copy() for d in it.get_output_details()],
+                         {index: it.get_tensor(index).copy() for index in variables})
             elif command == "tensor":
                 reply = interpreters[key].get_tensor(args[0]).copy()
             else:  # "drop": no reply

@@ -20,7 +20,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from . import __version__  # noqa: E402
-from .errors import CascaderError, InfeasibleError, InvalidArgumentError  # noqa: E402
+from .errors import CascaderError, InfeasibleError, InvalidArgumentError, one_line  # noqa: E402
 from .tflite import Model, load_model  # noqa: E402
 
 _ZOO_PREFIX = "zoo:"
@@ -121,13 +121,9 @@ def _compile(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     import numpy as np
 
-    binary = load_model(args.binary)
     if args.check_against:
-        from .checking import check
-
-        result = check(args.check_against, binary, args.seeds)
-        print(result)
-        return 0 if result.bit_exact else 1
+        return _check(args)
+    binary = load_model(args.binary)
     from .reference import random_inputs
     from .sim import simulate
 
@@ -142,6 +138,25 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.save:
         np.savez(args.save, *outputs)
         print(f"saved {args.save}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """0 bit-exact, 1 a mismatch, 2 could not check (with the reason on one line, no traceback)."""
+    from .checking import check
+
+    try:
+        source, _ = resolve_model(args.check_against)
+    except Exception as e:  # noqa: BLE001 - a check answers with an exit code, never a traceback
+        print(f"cascader: could not check: cannot read {args.check_against}: {one_line(e)}", file=sys.stderr)
+        return 2
+    result = check(source, args.binary, args.seeds, steps=args.steps)
+    print(result)
+    if result.mismatched:
+        return 1
+    if not result.checked:
+        print(f"cascader: could not check: {result.reason}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -186,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("simulate", help="run an Ethos-U binary on the bit-exact simulator")
     p.add_argument("binary", help="a .tflite with ethos-u operators (cascader's or Vela's)")
     p.add_argument("--check-against", metavar="MODEL",
-                   help="compare with the reference interpreter on this source model (exit 1 unless bit-exact)")
+                   help="compare with the reference interpreter on this source model (a .tflite or zoo:<name>); "
+                        "exit 0 bit-exact, 1 a mismatch, 2 could not check")
     p.add_argument("--seeds", type=int, default=2, help="random input sets for --check-against (default 2)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="inferences per seed for --check-against, state carried (default: 3 with state, else 1)")
     p.add_argument("--inputs", metavar="FILE.npz", help="inputs in order (default: random, --seed)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", metavar="FILE.npz", help="write the outputs")

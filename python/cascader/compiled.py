@@ -127,12 +127,13 @@ class CompiledModel:
 
         return simulate(self.model, inputs)
 
-    def check(self, seeds: int | Sequence[int] = 2) -> "CheckResult":
+    def check(self, seeds: int | Sequence[int] = 2, steps: int | None = None) -> "CheckResult":
         """The binary on the simulator against the reference interpreter on the source model,
-        on random inputs per seed; per-output max error (0 everywhere: `bit_exact`)."""
+        on random inputs per seed (`steps` inferences each, state carried: see `cascader.check`);
+        per-output max error (0 everywhere: `bit_exact`), or why it could not check."""
         from .checking import check
 
-        return check(self.source, self.model, seeds)
+        return check(self.source, self.model, seeds, steps=steps)
 
     def plot_pareto(self, path: str | None = None, others=()) -> Any:
         """The SRAM-versus-cycles frontier of compiled binaries (`pareto`) with this compile

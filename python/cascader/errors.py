@@ -53,3 +53,11 @@ class ReferenceCrashed(CascaderError):
         super().__init__(message)
         self.operator = operator
         self.opcode = opcode
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line for a report: cascader's own by its message (it names what went
+    wrong), any other with its type first (a KeyError's message alone is a bare number)."""
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else ""
+    return text if isinstance(error, CascaderError) else f"{type(error).__name__}: {text}"

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import replace
-from typing import Sequence, Union
+from typing import Mapping, Sequence, Union
 
 import numpy as np
 
@@ -131,7 +131,7 @@ def _crash_error(data: bytes) -> ReferenceCrashed:
             sub_data = save_model(sub)
             key = next(_keys)
             _call("load", key, sub_data, False, _builtin_only(sub_data))
-            _call("run", key, random_inputs(sub_data))
+            _call("run", key, random_inputs(sub_data), {})
             _dropped.append(key)
         except _Died:
             return ReferenceCrashed(f"the reference interpreter crashed (its process aborted) on {name!r}, at "
@@ -161,7 +161,14 @@ class ReferenceInterpreter:
             raise _crash_error(self.model_bytes) from None
 
     def run(self, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
-        """Run one inference; returns the subgraph outputs in order."""
+        """Run one inference; returns the subgraph outputs in order. Variable tensors keep their
+        values from one run to the next, as in any TFLite interpreter."""
+        return self.run_with_variables(inputs, {})[0]
+
+    def run_with_variables(self, inputs: Sequence[np.ndarray] | np.ndarray, variables: Mapping[int, np.ndarray]
+                           ) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
+        """Run one inference with the variable tensors (subgraph-0 index -> value) set first;
+        returns the outputs and those variables' values after the run (the state it leaves)."""
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]
         if len(inputs) != len(self.input_details):
@@ -176,7 +183,7 @@ class ReferenceInterpreter:
                 )
             values.append(value)
         try:
-            return _call("run", self._key, values)
+            return _call("run", self._key, values, dict(variables))
         except _Died:
             raise _crash_error(self.model_bytes) from None
 
@@ -193,19 +200,42 @@ class ReferenceInterpreter:
             _dropped.append(self._key)
 
 
-def single_operator_model(model: Model, sg: SubGraph, index: int) -> tuple[Model, tuple[int, ...], tuple[int, ...]]:
-    """Operator `index` of `sg` alone as a model (constants keep their buffers); with the
-    subgraph tensor each of its inputs and outputs is."""
-    op = sg.operators[index]
-    used = sorted({t for t in (*op.inputs, *op.outputs, *op.intermediates) if t >= 0})
+def operators_model(model: Model, sg: SubGraph, indices: Sequence[int], inputs: Sequence[int],
+                    outputs: Sequence[int]) -> Model:
+    """Operators `indices` of `sg` (in that order) as a model of their own, reading `inputs` and
+    giving `outputs` (subgraph tensor indices); constants keep their buffers and variable
+    tensors stay variables (state of the new model's interpreter, not inputs)."""
+    ops = [sg.operators[i] for i in indices]
+    used = sorted({t for op in ops for t in (*op.inputs, *op.outputs, *op.intermediates) if t >= 0}
+                  | set(inputs) | set(outputs))
     remap = {t: i for i, t in enumerate(used)}
-    inputs = tuple(remap[t] for t in op.inputs if t >= 0 and sg.tensors[t].data is None)
-    outputs = tuple(remap[t] for t in op.outputs)
-    alone = replace(op, inputs=tuple(remap[t] if t >= 0 else -1 for t in op.inputs), outputs=outputs,
-                    intermediates=tuple(remap[t] for t in op.intermediates if t >= 0))
-    sub = Model(subgraphs=[SubGraph(tensors=[sg.tensors[t] for t in used], operators=[alone], inputs=inputs,
-                                    outputs=outputs)], buffers=list(model.buffers))
-    return sub, tuple(used[i] for i in inputs), tuple(used[i] for i in outputs)
+    cut = [replace(op, inputs=tuple(remap[t] if t >= 0 else -1 for t in op.inputs),
+                   outputs=tuple(remap[t] for t in op.outputs),
+                   intermediates=tuple(remap[t] for t in op.intermediates if t >= 0)) for op in ops]
+    buffers, buffer_of = [b""], {}  # only the buffers these tensors use: a cut of a big model stays small
+    tensors = []
+    for t in used:
+        tensor = sg.tensors[t]
+        if 0 < tensor.buffer < len(model.buffers) and model.buffers[tensor.buffer]:
+            if tensor.buffer not in buffer_of:
+                buffer_of[tensor.buffer] = len(buffers)
+                buffers.append(model.buffers[tensor.buffer])
+            tensor = replace(tensor, buffer=buffer_of[tensor.buffer])
+        else:
+            tensor = replace(tensor, buffer=0)
+        tensors.append(tensor)
+    return Model(subgraphs=[SubGraph(tensors=tensors, operators=cut, inputs=tuple(remap[t] for t in inputs),
+                                     outputs=tuple(remap[t] for t in outputs))], buffers=buffers)
+
+
+def single_operator_model(model: Model, sg: SubGraph, index: int) -> tuple[Model, tuple[int, ...], tuple[int, ...]]:
+    """Operator `index` of `sg` alone as a model (constants keep their buffers, variable tensors
+    are its state); with the subgraph tensor each of its inputs and outputs is."""
+    op = sg.operators[index]
+    inputs = tuple(dict.fromkeys(t for t in op.inputs
+                                 if t >= 0 and sg.tensors[t].data is None and not sg.tensors[t].is_variable))
+    outputs = tuple(op.outputs)
+    return operators_model(model, sg, [index], inputs, outputs), inputs, outputs
 
 
 def run(model: ModelLike, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:

@@ -88,7 +88,9 @@ def validate(
     result = Validation(Path(model_path).stem, config_label, None, vela_cycles=vela_cycles)
     binary_model = binary if isinstance(binary, Model) else load_model(binary)
     checked = check(model_path, binary_model, seeds)
-    result.bit_exact = checked.bit_exact
+    result.bit_exact = checked.bit_exact if checked.checked or checked.mismatched else None
+    if not checked.checked:
+        result.error = f"could not check: {checked.reason}"[:160]
     result.sim_seconds = checked.sim_seconds
     result.details = checked.details
     result.elements = sum(o.elements for o in checked.outputs)

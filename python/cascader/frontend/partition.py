@@ -46,13 +46,19 @@ class Partition:
 
 
 def single_subgraph(model: Model) -> SubGraph:
-    """The subgraph to compile; control flow (several subgraphs) is not supported."""
-    if len(model.subgraphs) != 1:
+    """The subgraph to compile. Control flow (WHILE, IF: subgraphs run as part of an inference)
+    is not supported; an initialiser that CALL_ONCE runs (a converted model's resource
+    variables get their first values so) is no part of the inference and stays on the CPU as
+    it is, in the binary's other subgraphs."""
+    main = model.subgraphs[0]
+    called_once = {op.options.get("init_subgraph_index") for op in main.operators if op.opcode == "CALL_ONCE"}
+    control = [i for i in range(1, len(model.subgraphs)) if i not in called_once]
+    if control:
         raise ModelError(
             f"model has {len(model.subgraphs)} subgraphs (control flow such as WHILE or IF); "
             "cascader compiles single-subgraph models"
         )
-    return model.subgraphs[0]
+    return main
 
 
 def partition(model: Model, cpu: Mapping[int, Verdict] | None = None) -> Partition:

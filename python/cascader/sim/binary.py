@@ -101,12 +101,13 @@ def _offline_offsets(model: Model, subgraph: int) -> dict[int, int]:
         raise BinaryError(
             f"OfflineMemoryAllocation declares {count} tensors but holds {len(words) - 3} offsets"
         )
-    sg = model.subgraphs[subgraph]
-    if count != len(sg.tensors):
-        raise BinaryError(
-            f"OfflineMemoryAllocation covers {count} tensors, subgraph {subgraph} has {len(sg.tensors)}"
-        )
-    return {i: int(o) for i, o in enumerate(words[3:]) if o >= 0}
+    # TFLM reads one offset per tensor of every subgraph, the subgraphs one after another.
+    total = sum(len(g.tensors) for g in model.subgraphs)
+    if count != total:
+        raise BinaryError(f"OfflineMemoryAllocation covers {count} tensors, the model's subgraphs have {total}")
+    first = sum(len(g.tensors) for g in model.subgraphs[:subgraph])
+    own = words[3 + first : 3 + first + len(model.subgraphs[subgraph].tensors)]
+    return {i: int(o) for i, o in enumerate(own) if o >= 0}
 
 
 def npu_calls(model: Model, subgraph: int = 0) -> list[NpuCall]:

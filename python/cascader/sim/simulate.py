@@ -1,7 +1,8 @@
 """`cascader.simulate`: run an Ethos-U binary bit-exactly, NPU operators in the C++ core.
 
 CPU operators left in the model run through the reference interpreter (one operator at a
-time, on the values the simulation produced), so `simulate(binary, inputs)` needs nothing
+time, on the values the simulation produced; see `sim.cpu`), resource variables and CALL_ONCE
+as TFLM runs them (`sim.resource_variables`), so `simulate(binary, inputs)` needs nothing
 but the binary and gives the whole model's outputs. We chose this over comparing per NPU
 subgraph against the reference interpreter's intermediate tensors because the latter needs
 the original model beside the binary, and `simulate` must work on any binary alone (ours
@@ -18,10 +19,11 @@ import numpy as np
 
 from .. import _core
 from ..errors import BinaryError, CascaderError
-from ..reference import ReferenceInterpreter, single_operator_model
-from ..tflite import Model, SubGraph, Tensor, load_model
+from ..tflite import Model, SubGraph, load_model
 from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .binary import DecodedStream, NpuCall, is_npu_operator, npu_calls
+from .cpu import CpuOperator, initial_value
+from .resource_variables import RESOURCE_OPERATORS, ResourceVariables
 
 BinaryLike = Union[Model, bytes, bytearray, memoryview, str, os.PathLike, Any]
 
@@ -80,17 +82,26 @@ def _fast_memory(sg: SubGraph, calls: list[NpuCall]) -> np.ndarray:
     return np.zeros(max(size, 1), dtype=np.uint8)
 
 
-def _persistent_memory(sg: SubGraph, calls: list[NpuCall]) -> dict[int, np.ndarray]:
-    """One zeroed buffer per persistent (variable) tensor the NPU operators take."""
-    return {t: np.zeros(max(sg.tensors[t].nbytes, 1), dtype=np.uint8) for c in calls for t in c.persistent}
+def _persistent_memory(sg: SubGraph, calls: list[NpuCall], arena: np.ndarray) -> dict[int, np.ndarray]:
+    """The memory of each variable tensor the NPU operators take or give. TFLM allocates a
+    variable tensor with an OfflineMemoryAllocation offset at that offset in the arena (Vela
+    plans an LSTM's state so), and one without in its persistent arena, a buffer of its own."""
+    memories = {}
+    for call in calls:
+        for t in (*call.persistent, *call.ofms):
+            tensor = sg.tensors[t]
+            if not tensor.is_variable or t in memories:
+                continue
+            offset = call.arena_offsets.get(t)
+            memories[t] = (arena[offset : offset + tensor.nbytes] if offset is not None
+                           else np.zeros(max(tensor.nbytes, 1), dtype=np.uint8))
+    return memories
 
 
 def _reset(sg: SubGraph, persistent: dict[int, np.ndarray]) -> None:
     """What TFLM's ResetVariableTensors does: int8 variables to their zero point, others to 0."""
     for t, memory in persistent.items():
-        tensor = sg.tensors[t]
-        q = tensor.quantization
-        memory.fill(int(q.zero_point[0]) & 0xFF if tensor.dtype == "int8" and q is not None else 0)
+        memory[: sg.tensors[t].nbytes] = initial_value(sg.tensors[t]).view(np.uint8).reshape(-1)
 
 
 def _run_npu(
@@ -130,30 +141,17 @@ def _run_npu(
     return stats
 
 
-def _run_cpu(model: Model, sg: SubGraph, index: int, values: dict[int, np.ndarray]) -> None:
-    """Run operator `index` alone on the reference kernels; constants keep their buffers."""
-    sub, inputs, outputs = single_operator_model(model, sg, index)
-    # Vela rewrites some shapes around the operators it leaves on the CPU (a (1,) CAST input
-    # feeding a (1, 1) output); TFLM only needs the element counts to agree, so do we.
-    feed = [_as_declared(values[t], sg.tensors[t]) for t in inputs]
-    for t, v in zip(outputs, ReferenceInterpreter(sub).run(feed)):
-        values[t] = _as_declared(v, sg.tensors[t])
-
-
-def _as_declared(value: np.ndarray, tensor: Tensor) -> np.ndarray:
-    if tuple(value.shape) != tuple(tensor.shape) and value.size == tensor.size:
-        return value.reshape(tensor.shape)
-    return value
-
-
 class Session:
-    """A binary loaded for repeated inferences: persistent arenas keep their bytes between runs.
+    """A binary loaded for repeated inferences: its state carries from one run to the next.
 
-    TFLM allocates a variable tensor once, in its persistent arena, and zero-fills it (int8: the
-    zero point) when it allocates the tensors; it is not cleared between invocations. A session
-    does the same: `run` after `run` sees the state the previous inference left, `reset` clears
-    it. The scratch arena is not promised to survive (TFLM reuses it), and CPU operators run
-    without state.
+    State is what a TFLite interpreter keeps between invocations: variable tensors (an NPU
+    operator's persistent arena, an LSTM's output and cell state on the CPU), resource
+    variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE) and whether each CALL_ONCE has run.
+    TFLM sets it up when it allocates the tensors (variables zero-filled, int8 ones to their
+    zero point) and never clears it between invocations; `run` after `run` sees the state the
+    previous inference left, and `reset` gives the state of a freshly loaded binary. The
+    scratch arena is not promised to survive (TFLM reuses it), except where a variable tensor
+    is planned inside it.
 
     Parameters
     ----------
@@ -169,20 +167,31 @@ class Session:
     def __init__(self, binary: BinaryLike) -> None:
         self.model = _as_model(binary)
         sg = self.model.main
-        self._calls = npu_calls(self.model)
-        self._arena = _arena(sg, self._calls)
-        self._fast = _fast_memory(sg, self._calls)
-        self._persistent = _persistent_memory(sg, self._calls)
+        self._calls = {c.index: c for c in npu_calls(self.model)}
+        calls = list(self._calls.values())
+        self._arena = _arena(sg, calls)
+        self._fast = _fast_memory(sg, calls)
+        self._persistent = _persistent_memory(sg, calls, self._arena)
+        self._resources = ResourceVariables(self.model)
+        self._cpu: dict[tuple[int, int], CpuOperator] = {}  # (subgraph, operator) -> loaded once
         self.reset()
 
     @property
     def persistent(self) -> dict[str, np.ndarray]:
-        """The persistent arenas' bytes by tensor name (live views)."""
+        """The NPU operators' persistent arenas' bytes by tensor name (live views)."""
         return {self.model.main.tensors[t].name: m for t, m in self._persistent.items()}
 
+    @property
+    def variables(self) -> dict[str, np.ndarray]:
+        """The CPU operators' variable tensors (an LSTM's state) by name, as the last run left them."""
+        return {self.model.main.tensors[t].name: v for t, v in self._variables.get(0, {}).items()}
+
     def reset(self) -> None:
-        """Zero the persistent arenas, as TFLM's ResetVariableTensors does."""
+        """The state of a freshly loaded binary: variable tensors as TFLite's ResetVariableTensors
+        leaves them, resource variables at their fill, no CALL_ONCE run."""
         _reset(self.model.main, self._persistent)
+        self._variables: dict[int, dict[int, np.ndarray]] = {}  # subgraph -> tensor -> value
+        self._resources.reset()
 
     def run(self, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
         """One inference on `inputs` (one array per model input); returns the model outputs."""
@@ -201,13 +210,36 @@ class Session:
                     f"got {value.dtype.name}{list(value.shape)}"
                 )
             values[t] = value
-        calls = {c.index: c for c in self._calls}
-        for index, op in enumerate(sg.operators):
-            if is_npu_operator(op):
-                _run_npu(sg, calls[index], values, self._arena, self._fast, self._persistent)
-            else:
-                _run_cpu(self.model, sg, index, values)
+        self._run_subgraph(0, values)
+        missing = [sg.tensors[t].name for t in sg.outputs if t not in values]
+        if missing:
+            raise BinaryError(f"model output(s) {missing}: no operator gives them a value")
         return [values[t] for t in sg.outputs]
+
+    def run_operator(self, index: int, values: dict[int, np.ndarray]) -> None:
+        """Run operator `index` of the main subgraph alone on `values` (tensor index -> array),
+        adding its outputs to `values`; the session's state is used and updated as in `run`."""
+        self._run_operator(0, index, values)
+
+    def _run_subgraph(self, graph: int, values: dict[int, np.ndarray]) -> None:
+        for index in range(len(self.model.subgraphs[graph].operators)):
+            self._run_operator(graph, index, values)
+
+    def _run_operator(self, graph: int, index: int, values: dict[int, np.ndarray]) -> None:
+        sg = self.model.subgraphs[graph]
+        op = sg.operators[index]
+        if is_npu_operator(op):
+            if graph != 0:
+                raise BinaryError(f"subgraph {graph}, operator {index}: an ethos-u operator outside the main "
+                                  "subgraph, which the simulator does not run")
+            _run_npu(sg, self._calls[index], values, self._arena, self._fast, self._persistent)
+        elif op.opcode in RESOURCE_OPERATORS:
+            self._resources.run(graph, index, op, sg.tensors, values, lambda g: self._run_subgraph(g, {}))
+        else:
+            cpu = self._cpu.get((graph, index))
+            if cpu is None:
+                cpu = self._cpu[(graph, index)] = CpuOperator(self.model, sg, index)
+            cpu.run(values, self._variables.setdefault(graph, {}))
 
 
 def simulate(binary: BinaryLike, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:

@@ -226,6 +226,29 @@ class ModelBuilder:
         self._graph.operators.append(op)
         return len(self._graph.operators) - 1
 
+    def add_custom_operator(
+        self, custom_code: str, inputs: Sequence[int], outputs: Sequence[int], custom_options: bytes | None = None,
+        *, version: int = 1,
+    ) -> int:
+        """Add a custom operator (opcode CUSTOM named `custom_code`) and return its index.
+
+        `custom_options` are the operator's raw option bytes (a flexbuffer for TFLite's own
+        custom operators such as TFLite_Detection_PostProcess); -1 in `inputs` is an omitted input.
+        """
+        self._check_open()
+        if not isinstance(custom_code, str) or not custom_code:
+            raise InvalidArgumentError(f"a custom operator needs a non-empty custom_code, got {custom_code!r}")
+        for i in inputs:
+            if int(i) != -1:
+                self._check_tensor(i, f"{custom_code} input")
+        for i in outputs:
+            self._check_tensor(i, f"{custom_code} output")
+        op = Operator(opcode="CUSTOM", inputs=tuple(int(i) for i in inputs), outputs=tuple(int(i) for i in outputs),
+                      custom_code=custom_code, custom_options=None if custom_options is None else bytes(custom_options),
+                      version=int(version))
+        self._graph.operators.append(op)
+        return len(self._graph.operators) - 1
+
     def build(self) -> Model:
         """The model built so far. The builder cannot be used afterwards (the model is not copied)."""
         self._check_open()

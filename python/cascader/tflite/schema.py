@@ -94,6 +94,8 @@ def read_options(name: str, table: flatbuffers.table.Table) -> dict[str, Any]:
         value = getattr(obj, camel)()
         if isinstance(value, bytes):
             value = value.decode("utf-8")
+        elif value is None:  # a string or a nested table left out (VarHandleOptions' container)
+            pass
         elif not isinstance(value, (bool, int, float)):
             raise ModelError(f"{name}.{snake} is a nested table, which cascader does not read")
         if camel in _ENUM_FIELDS and not isinstance(value, bool):
