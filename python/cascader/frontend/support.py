@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .lower_lstm import lstm_variant
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -29,7 +30,6 @@ PLANNED_OPERATORS = frozenset(
     {
         "SUM",
         "ARG_MAX",
-        "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
 )
 
@@ -100,6 +100,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
     "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1), "ARG_MAX": (2, 2, 1),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 24, 1),  # the optional inputs are -1 (lstm_variant checks them)
 }
 
 
@@ -487,7 +488,9 @@ RULES: tuple[Rule, ...] = (
     Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE),
     Rule("per_axis_quantization", "per-axis quantization is only supported on weights of conv and fully connected",
          _per_axis),
-    Rule("fused_activation", f"a fused activation must be one of {', '.join(FUSED_ACTIVATIONS)}", _fused_activation),
+    # The LSTM's option names its cell activation, which TFLite's integer kernel takes as tanh.
+    Rule("fused_activation", f"a fused activation must be one of {', '.join(FUSED_ACTIVATIONS)}", _fused_activation,
+         exempt=frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"})),
     Rule("fused_activation_type", "a fused activation needs an 8- or 16-bit output", _fused_activation_dtype),
     Rule("stride_range", f"strides must be in [{STRIDE_RANGE[0]}, {STRIDE_RANGE[1]}]", _stride,
          ops=CONV_LIKE | POOL_OPS),
@@ -535,6 +538,9 @@ RULES: tuple[Rule, ...] = (
          source="Vela tflite_model_semantic"),
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes, ops=frozenset({"SOFTMAX"}),
          source="Vela tflite_model_semantic"),
+    Rule("lstm_variant", "the LSTM must have every gate (no CIFG), no peephole, projection or layer normalisation, "
+         "2-D recurrent weights, variable states, 3-D int8 or int16 input and output", lstm_variant,
+         ops=frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"}), source="Vela tflite_supported_operators, tflite_model_semantic"),
     Rule("concat_shapes", "concatenation inputs must match the output except along the axis", _concat_axis,
          ops=frozenset({"CONCATENATION"}), source="Vela tflite_model_semantic"),
 )
