@@ -97,6 +97,7 @@ _VERSION = {
         "SUM": 2,
         "REDUCE_MAX": 2,
         "REDUCE_MIN": 2,
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": 2,
     },
     # 16x8: int16 activations, int8 weights, int64 bias.
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3, "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5,
@@ -534,6 +535,72 @@ class CalibratedNet:
             return flat @ weights.T
 
         return self._weighted("FULLY_CONNECTED", x, w, 0, forward, activation, name, {})
+
+    def lstm(self, x: Activation, units: int, name: str = "lstm") -> Activation:
+        """UNIDIRECTIONAL_SEQUENCE_LSTM over a (1, time, features) input, batch-major, as the
+        TFLite converter writes the integer LSTM: every gate, no peephole, projection or layer
+        normalisation; int8 weights (symmetric, per tensor), int32 biases at input scale x weight
+        scale; a variable int16 cell state whose scale is the power of two covering the
+        calibrated cell; a variable output state quantized like the output; five intermediates
+        (the gates' at Q3.12, then the hidden state's, the output's quantization). The output
+        state starts at 0 (TFLite resets it to its zero point)."""
+        _require_int8("UNIDIRECTIONAL_SEQUENCE_LSTM", x)
+        if not isinstance(units, (int, np.integer)) or units < 1:
+            raise InvalidArgumentError(f"units must be a positive int, got {units!r}")
+        if len(x.shape) != 3:
+            raise InvalidArgumentError(f"lstm takes a (1, time, features) input, got {list(x.shape)}")
+        _, steps, features = x.shape
+        stem = self._name(name)
+        b = self.builder
+        # Gates i, f, c, o; the forget gate's bias starts at 1 (keep the cell by default).
+        w_in = self.rng.normal(0.0, 1.0 / math.sqrt(features), size=(4, units, features)).astype(np.float32)
+        w_rec = self.rng.normal(0.0, 0.5 / math.sqrt(units), size=(4, units, units)).astype(np.float32)
+        bias = self.rng.normal(0.0, 0.1, size=(4, units)).astype(np.float32) + np.array([0, 1, 0, 0])[:, None]
+        w_scale = (np.maximum(np.abs(w_in).reshape(4, -1).max(axis=1), 1e-12) / 127.0).astype(np.float32)
+        r_scale = (np.maximum(np.abs(w_rec).reshape(4, -1).max(axis=1), 1e-12) / 127.0).astype(np.float32)
+        w_in_q = np.clip(np.round(w_in / w_scale[:, None, None]), -127, 127).astype(np.int8)
+        w_rec_q = np.clip(np.round(w_rec / r_scale[:, None, None]), -127, 127).astype(np.int8)
+        b_scale = x.scale * w_scale.astype(np.float64)
+        b_q = np.round(bias / b_scale[:, None]).astype(np.int32)
+        # The float pass with the quantized weights.
+        w_in_f = w_in_q * w_scale[:, None, None]
+        w_rec_f = w_rec_q * r_scale[:, None, None]
+        bias_f = (b_q * b_scale[:, None]).astype(np.float32)
+        sigmoid = lambda z: 1.0 / (1.0 + np.exp(-z))  # noqa: E731
+        h = np.zeros((self.samples, units), np.float32)
+        c = np.zeros((self.samples, units), np.float32)
+        outputs, cells = [], []
+        for t in range(steps):
+            z = [x.value[:, t] @ w_in_f[k].T + h @ w_rec_f[k].T + bias_f[k] for k in range(4)]
+            c = sigmoid(z[1]) * c + sigmoid(z[0]) * np.tanh(z[2])
+            h = sigmoid(z[3]) * np.tanh(c)
+            outputs.append(h)
+            cells.append(c)
+        y = np.stack(outputs, axis=1)
+        out_q = range_quantization(*calibrated_range(y, None))
+        cell_scale = 2.0 ** math.ceil(math.log2(max(float(np.abs(np.stack(cells)).max()), 1e-6) / 32767.0))
+        gates = ("input", "forget", "cell", "output")
+        wi = [b.add_constant(f"{stem}/input_to_{g}_weights", w_in_q[k], "int8", quantization(w_scale[k], 0))
+              for k, g in enumerate(gates)]
+        wr = [b.add_constant(f"{stem}/recurrent_to_{g}_weights", w_rec_q[k], "int8", quantization(r_scale[k], 0))
+              for k, g in enumerate(gates)]
+        bi = [b.add_constant(f"{stem}/{g}_gate_bias", b_q[k], "int32", quantization(b_scale[k], 0))
+              for k, g in enumerate(gates)]
+        h_state = b.add_tensor(f"{stem}/output_state", (1, units), "int8", out_q)
+        c_state = b.add_tensor(f"{stem}/cell_state", (1, units), "int16", quantization(cell_scale, 0))
+        for t in (h_state, c_state):
+            b.tensors[t].is_variable = True
+        intermediates = [b.add_tensor(f"{stem}/{g}_gate_intermediate", (0,), "int16", quantization(2.0**-12, 0))
+                         for g in gates]
+        intermediates.append(b.add_tensor(f"{stem}/hidden_intermediate", (0,), "int8", out_q))
+        out = self._activation(stem, y, out_q)
+        absent = [-1, -1, -1]
+        op = b.add_operator("UNIDIRECTIONAL_SEQUENCE_LSTM",
+                            [x.index, *wi, *wr, *absent, *bi, -1, -1, h_state, c_state, -1, -1, -1, -1], [out.index],
+                            {"fused_activation_function": "TANH", "cell_clip": 0.0, "proj_clip": 0.0,
+                             "time_major": False}, version=_VERSION["int8"]["UNIDIRECTIONAL_SEQUENCE_LSTM"])
+        b.operators[op].intermediates = tuple(intermediates)
+        return out
 
     # -- layers without weights --------------------------------------------------------------
     def pool(

@@ -190,7 +190,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         t.name = buf.name
         t.shape = [1, *natural.get(b, (1, 1, max(buf.size, 1)))]
         t.bytes = (buf.size + 15) // 16 * 16
-        t.cascadable = readers_whole.get(b, False) and writers.get(b, 0) == 1 and not buf.cpu_visible
+        # State (persistent) is read before it is written: no cascade passes through it.
+        t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) == 1 and not buf.cpu_visible
+                        and not buf.persistent)
         t.cpu_visible = buf.cpu_visible
         pg.add_tensor(t)
     n_tensors = len(msched.buffers)

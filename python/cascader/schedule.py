@@ -127,6 +127,8 @@ class _Target:
         # fit by construction), except the tensors the CPU hands in and reads back, which stay
         # in the arena.
         self.cpu_visible = {seg.aliases.get(t, t) for seg in segments for t in (*seg.ifms, *seg.ofms)}
+        # State in the persistent arena, which TFLM carves from the same tensor arena.
+        self.in_arena = self.cpu_visible | {b for seg in segments for b in seg.persistent}
         # Constant maps (a PAD's border fills, say) are read where the constants are stored.
         self.constant_buffers = {b for seg in segments for b in seg.constants}
         self._accelerator = Accelerator(accelerator)
@@ -155,7 +157,7 @@ class _Target:
         return cls(schedule.accelerator, schedule.system, schedule.memory_mode, segments)
 
     def feature_map_memory(self, view) -> str:
-        return self.arena_memory if view.buffer in self.cpu_visible else self.buffer_memory
+        return self.arena_memory if view.buffer in self.in_arena else self.buffer_memory
 
     def cost(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
              part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
@@ -803,8 +805,9 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
         key = (spec, access.get(b, 0.0))
         buf = made.get(key)
         if buf is None:
-            name, kind, size, cpu = spec
-            buf = made[key] = mem.ScheduledBuffer(name, kind, size, access_bytes=key[1], cpu_visible=cpu)
+            name, kind, size, cpu, *state = spec
+            buf = made[key] = mem.ScheduledBuffer(name, kind, size, access_bytes=key[1], cpu_visible=cpu,
+                                                  persistent=bool(state and state[0]))
         buffers.append(buf)
     return mem.Schedule(buffers, steps, list(fms.aliases)), index, [step for step, _, _ in fms.ops]
 
@@ -825,6 +828,7 @@ class _BufferSpec(NamedTuple):
     kind: str
     size: int
     cpu_visible: bool
+    persistent: bool = False  # state that outlives an inference: never aliased, never evicted
 
 
 class _FeatureMapSchedule(NamedTuple):
@@ -898,9 +902,11 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     sizes: dict[int, int] = {}
     cpu_visible: set[int] = set()
     names: dict[int, str] = {}  # the segments' own buffers; the rest are the graph's tensors
+    persistent: set[int] = set()
     for s in schedule.segments:
         seg = s.segment
         names.update(seg.scratch)
+        persistent.update(find(b) for b in seg.persistent)
         for b, size in seg.buffers.items():
             sizes[find(b)] = max(sizes.get(find(b), 0), size)
         cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
@@ -909,7 +915,7 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     for root in sorted(sizes):
         index[root] = len(specs)
         name = names[root] if root in names else graph.tensors[root].name
-        specs.append(_BufferSpec(name, "feature_map", sizes[root], root in cpu_visible))
+        specs.append(_BufferSpec(name, "feature_map", sizes[root], root in cpu_visible, root in persistent))
     for s in schedule.segments:
         for t, b in s.segment.aliases.items():
             index[t] = index[b] = index[find(b)]
@@ -1010,6 +1016,7 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
             for source, read in reads.items():
                 if (group(source) in sources or group(source) == group(sink) or source in writes
                         or buffers[source].kind != "feature_map" or first[source] >= begin or last[source] > end
+                        or buffers[source].persistent or buffers[sink].persistent
                         or (buffers[sink].cpu_visible and buffers[source].cpu_visible)):
                     continue
                 shift = mem.staircase_shift(written, read)
@@ -1047,7 +1054,8 @@ def _in_place_elementwise(schedule: NpuSchedule, uses: "_StepUses", index: dict[
             t = index.get(v.buffer) if v is not None else None
             if (t is None or t in aliased or t in model_io or last.get(t) != k or v.offset
                     or (v.shape, v.layout, v.strides) != (lo.ofm.shape, lo.ofm.layout, lo.ofm.strides)
-                    or buffers[t].size != buffers[out].size or buffers[t].cpu_visible != buffers[out].cpu_visible):
+                    or buffers[t].size != buffers[out].size or buffers[t].cpu_visible != buffers[out].cpu_visible
+                    or buffers[t].persistent or buffers[out].persistent):
                 continue
             aliases.append(mem.Alias(out, t, kind="in_place"))
             aliased.update((out, t))

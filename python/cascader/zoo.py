@@ -46,6 +46,7 @@ __all__ = [
     "unet",
     "attention_pooling",
     "kws_mean",
+    "lstm_kws",
     "single_op_cases",
     "SINGLE_OP_CASES",
     "ACTIVATION_OP_CASES",
@@ -388,6 +389,25 @@ def _kws_mean(seed: int) -> CalibratedNet:
     return net
 
 
+def lstm_kws(steps: int = 49, features: int = 10, units: int = 64, classes: int = 12, seed: int = 0) -> Model:
+    """A keyword spotter on an LSTM (49 frames x 10 MFCC in, 12 classes out): one int8
+    UNIDIRECTIONAL_SEQUENCE_LSTM of `units` cells over the frames, its last output, a dense
+    layer of logits and a softmax. Its state carries from one inference to the next, as a
+    streaming spotter's does."""
+    for value, what in ((steps, "steps"), (features, "features"), (units, "units"), (classes, "classes")):
+        _positive_int(value, what)
+    return _lstm_kws(steps, features, units, classes, seed).build()
+
+
+def _lstm_kws(steps: int, features: int, units: int, classes: int, seed: int) -> CalibratedNet:
+    net = CalibratedNet(seed, description="cascader.zoo lstm_kws (LSTM, last step, dense, softmax)")
+    x = net.lstm(net.input((1, steps, features)), units)
+    last = net.strided_slice(x, (0, steps - 1, 0), (1, steps, units), (1, 1, 1), name="last_step")
+    logits = net.fully_connected(net.reshape(last, (1, units), name="flatten"), classes, name="logits")
+    net.output(net.softmax(logits))
+    return net
+
+
 MODELS: dict[str, Callable[..., Model]] = {
     "mobilenet_v1": mobilenet_v1,
     "mobilenet_v2": mobilenet_v2,
@@ -398,6 +418,7 @@ MODELS: dict[str, Callable[..., Model]] = {
     "unet": unet,
     "attention_pooling": attention_pooling,
     "kws_mean": kws_mean,
+    "lstm_kws": lstm_kws,
 }
 
 

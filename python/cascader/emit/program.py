@@ -17,13 +17,13 @@ from ..arch import Accelerator
 from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
 from ..schedule import (ScheduledOperation, SegmentSchedule, constant_key, copied_constants, second_slot_key,
                         weights_key)
-from ..tflite.ethos_u import REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST
+from ..tflite.ethos_u import REGION_FLASH, REGION_PERSISTENT, REGION_SCRATCH, REGION_SCRATCH_FAST
 from .commands import encode_command_stream
 
 FLASH_ALIGNMENT = 16
 REGION_SHRAM = 0x103  # a DMA destination in the NPU's internal SHRAM (where LUTs live)
 LUT_AREA_BYTES = 2048  # the LUT slots are the last 2 KiB of each core's SHRAM
-ARENA_REGIONS = {"scratch": REGION_SCRATCH, "scratch_fast": REGION_SCRATCH_FAST}
+ARENA_REGIONS = {"scratch": REGION_SCRATCH, "scratch_fast": REGION_SCRATCH_FAST, "persistent": REGION_PERSISTENT}
 
 
 @dataclass

@@ -51,6 +51,9 @@ from .lut_fusion import fuse_table_lookups
 from .operation_builder import MAX_PADDING
 from .operator_view import ALIAS_OPS, OperatorView
 
+SCRATCH_IDS = 1 << 16  # scratch buffer ids per operator (an unrolled LSTM takes a few per time step)
+
+
 def _hwc(t: Tensor) -> tuple[int, int, int]:
     shape = tuple(int(d) for d in t.shape)
     if len(shape) == 4:
@@ -106,8 +109,9 @@ class _Lowering:
                     consumers.setdefault(t, []).append(i)
         self.consumers = consumers
         # Scratch buffers: id -> (name, natural H x W x C, dtype). Their ids follow the model's
-        # tensors, 1000 per operator, so that every segment's ids are distinct.
+        # tensors, SCRATCH_IDS per operator, so that every segment's ids are distinct.
         self.scratch_buffers: dict[int, tuple[str, tuple[int, int, int], str]] = {}
+        self.persistent: set[int] = set()  # scratch buffers that outlive an inference (state)
         # Slicing outputs read in place: tensor -> its box of the sliced tensor.
         self.subviews: dict[int, Box] = {}
 
@@ -146,12 +150,21 @@ class _Lowering:
                 zero_point: int = 0, scale: float = 1.0) -> FeatureMapView:
         """A new buffer only this segment's operations use, for the intermediate results of
         operator `index`'s lowering."""
-        b = len(self.graph.tensors) + 1000 * index
+        b = len(self.graph.tensors) + SCRATCH_IDS * index
         while b in self.scratch_buffers:
             b += 1
+        if b >= len(self.graph.tensors) + SCRATCH_IDS * (index + 1):
+            raise UnsupportedError(f"operator {index} needs more than {SCRATCH_IDS} scratch buffers")
         self.scratch_buffers[b] = (f"{self.graph.tensors[self.graph.operators[index].outputs[0]].name}/{name}",
                                    shape, dtype)
         return FeatureMapView(b, shape, dtype, zero_point, scale, dense_strides(shape, ELEMENT_SIZE[dtype]))
+
+    def state(self, index: int, name: str, shape: tuple[int, int, int], dtype: str) -> FeatureMapView:
+        """A scratch buffer in the persistent arena: it keeps its bytes from one inference to
+        the next and starts at zero (TFLM zero-fills the arena when it allocates it)."""
+        view = self.scratch(index, name, shape, dtype)
+        self.persistent.add(view.buffer)
+        return view
 
     def constant(self, values: np.ndarray, dtype: str) -> FeatureMapView:
         """A constant feature map in flash (a 1 x 1 x N vector of `values`)."""
@@ -353,7 +366,9 @@ class _Lowering:
         for i in self.operators:
             op = self.graph.operators[i]
             for t in op.inputs:
-                if t < 0 or tensors[t].is_constant:
+                # A variable tensor (an LSTM's state) is not handed in: the NPU keeps that state
+                # in its own persistent buffers (`LoweringContext.state`).
+                if t < 0 or tensors[t].is_constant or tensors[t].is_variable:
                     continue
                 if t not in produced and t not in ifms:
                     ifms.append(t)
@@ -377,7 +392,7 @@ class _Lowering:
         self._flatten_copies()
         return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants,
                               {b: name for b, (name, _, _) in self.scratch_buffers.items()},
-                              {b: self.natural(b)[0] for b in buffers})
+                              {b: self.natural(b)[0] for b in buffers}, frozenset(self.persistent))
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = ()) -> LoweredSegment:

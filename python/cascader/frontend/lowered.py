@@ -100,7 +100,8 @@ class LoweredSegment:
     `buffers` maps every buffer (a tensor index, or a scratch id) to its byte size; `aliases`
     maps every tensor the segment touches to its buffer; `ifms` / `ofms` are the tensors the
     CPU side hands in and reads back (model tensors, in first-use order); `constants` holds the
-    bytes of constant feature maps (they go to flash); `scratch` names the scratch buffers.
+    bytes of constant feature maps (they go to flash); `scratch` names the scratch buffers;
+    `persistent` are those that keep their bytes between inferences (the persistent arena).
     """
 
     operators: tuple[int, ...]
@@ -112,6 +113,7 @@ class LoweredSegment:
     constants: dict[int, bytes]
     scratch: dict[int, str] = field(default_factory=dict)
     shapes: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # every buffer's own H x W x C
+    persistent: frozenset[int] = frozenset()  # scratch buffers that outlive an inference (state)
 
 
 def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:

@@ -65,6 +65,10 @@ class LoweringContext(Protocol):
         """A new buffer only this segment's operations use, for operator `index`'s intermediates."""
         ...
 
+    def state(self, index: int, name: str, shape: tuple[int, int, int], dtype: str) -> FeatureMapView:
+        """A scratch buffer in the persistent arena: it outlives the inference, zeroed at first."""
+        ...
+
     def constant(self, values: np.ndarray, dtype: str) -> FeatureMapView:
         """A constant feature map in flash (a 1 x 1 x N vector of `values`)."""
         ...

@@ -13,6 +13,8 @@ How the families map (each module's docstring has the details):
 
 - CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED (`lower_convolution`), TRANSPOSE_CONV
   (`lower_transpose_conv`): one convolution.
+- UNIDIRECTIONAL_SEQUENCE_LSTM (`lower_lstm`): unrolled over time, gates as fully connected
+  layers, elementwise operations and the NPU's SIGMOID/TANH, its state in the persistent arena.
 - AVERAGE_POOL_2D, MAX_POOL_2D (`lower_pool`): one pooling operation.
 - ADD, SUB, MUL (`lower_elementwise`); MINIMUM, MAXIMUM, ABS (`lower_minmax`): one elementwise
   operation. SQUARED_DIFFERENCE (`lower_squared_difference`) takes several, NEG
@@ -33,6 +35,7 @@ from .lower_arg_max import lower_arg_max
 from .lower_concatenation import lower_concatenation
 from .lower_convolution import lower_convolution
 from .lower_elementwise import lower_elementwise
+from .lower_lstm import lower_lstm
 from .lower_lut import lower_lut
 from .lower_minmax import lower_abs, lower_min_max
 from .lower_mirror_pad import lower_mirror_pad
@@ -57,6 +60,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "DEPTHWISE_CONV_2D": lower_convolution,
     "FULLY_CONNECTED": lower_convolution,
     "TRANSPOSE_CONV": lower_transpose_conv,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": lower_lstm,
     # Pools and reductions.
     "AVERAGE_POOL_2D": lower_pool,
     "MAX_POOL_2D": lower_pool,

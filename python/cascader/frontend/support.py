@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .lower_lstm import lstm_variant
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -28,7 +29,6 @@ NPU_OPERATORS = frozenset(LOWERING_RULES) | ALIAS_OPS
 PLANNED_OPERATORS = frozenset(
     {
         "ARG_MAX",
-        "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
 )
 
@@ -103,6 +103,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "PADV2": (2, 3, 1), "TILE": (2, 2, 1), "REVERSE_V2": (2, 2, 1),
     "ELU": (1, 1, 1), "GELU": (1, 1, 1), "LOG": (1, 1, 1), "NEG": (1, 1, 1),
     "SUM": (2, 2, 1), "REDUCE_MAX": (2, 2, 1), "REDUCE_MIN": (2, 2, 1),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 24, 1),  # the optional inputs are -1 (lstm_variant checks them)
 }
 
 
@@ -584,7 +585,9 @@ RULES: tuple[Rule, ...] = (
     Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE),
     Rule("per_axis_quantization", "per-axis quantization is only supported on weights of conv and fully connected",
          _per_axis),
-    Rule("fused_activation", f"a fused activation must be one of {', '.join(FUSED_ACTIVATIONS)}", _fused_activation),
+    # The LSTM's option names its cell activation, which TFLite's integer kernel takes as tanh.
+    Rule("fused_activation", f"a fused activation must be one of {', '.join(FUSED_ACTIVATIONS)}", _fused_activation,
+         exempt=frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"})),
     Rule("fused_activation_type", "a fused activation needs an 8- or 16-bit output", _fused_activation_dtype),
     Rule("stride_range", f"strides must be in [{STRIDE_RANGE[0]}, {STRIDE_RANGE[1]}]", _stride,
          ops=CONV_LIKE | POOL_OPS),
@@ -648,6 +651,9 @@ RULES: tuple[Rule, ...] = (
     Rule("matching_shapes", "input and output shapes must match", _matching_shapes,
          ops=frozenset({"SOFTMAX", *UNARY_TYPES}),
          source="Vela tflite_model_semantic"),
+    Rule("lstm_variant", "the LSTM must have every gate (no CIFG), no peephole, projection or layer normalisation, "
+         "2-D recurrent weights, variable states, 3-D int8 or int16 input and output", lstm_variant,
+         ops=frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"}), source="Vela tflite_supported_operators, tflite_model_semantic"),
     Rule("concat_shapes", "concatenation inputs must match the output except along the axis", _concat_axis,
          ops=frozenset({"CONCATENATION"}), source="Vela tflite_model_semantic"),
 )

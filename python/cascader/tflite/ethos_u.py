@@ -324,7 +324,10 @@ def _boundary(model: Model, s: NpuSubgraph, accelerator: str, id_word: int, remo
         consumed.update((t, None) for t in op.inputs if t >= 0)
         produced.update((t, None) for t in op.outputs)
     used_outside = {t for i, op in enumerate(sg.operators) if i not in inside and i not in removed for t in op.inputs}
-    ifms = tuple(t for t in consumed if t not in produced and not _is_constant(model, sg.tensors[t]))
+    # A variable tensor (an LSTM's state) is no IFM: the command stream keeps that state in the
+    # persistent arena, and the tensor drops out of the model with its operator.
+    ifms = tuple(t for t in consumed if t not in produced and not _is_constant(model, sg.tensors[t])
+                 and not sg.tensors[t].is_variable)
     ofms = tuple(t for t in produced if t in used_outside or t in sg.outputs)
     for given, found, what in ((s.ifms, ifms, "IFMs"), (s.ofms, ofms, "OFMs")):
         if given is not None and sorted(given) != sorted(found):

@@ -176,6 +176,9 @@ def options_type_for(opcode: str) -> str | None:
         "RELU_N1_TO_1": None,
         "LOGISTIC": None,
         "TANH": None,
+        "LSTM": "LSTMOptions",
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+        "BIDIRECTIONAL_SEQUENCE_LSTM": "BidirectionalSequenceLSTMOptions",
     }
     if opcode in special:
         return special[opcode]
