@@ -38,7 +38,7 @@ CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
-BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX"})
+BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BATCH_MATMUL"})
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
 INT32_OPS = frozenset({"ADD", "SUB", "MUL"})
@@ -100,6 +100,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "RESIZE_BILINEAR": (2, 2, 1), "PACK": (1, None, 1), "MINIMUM": (2, 2, 1), "MAXIMUM": (2, 2, 1),
     "ABS": (1, 1, 1), "TRANSPOSE_CONV": (3, 4, 1),
     "RSQRT": (1, 1, 1), "MIRROR_PAD": (2, 2, 1), "SQUARED_DIFFERENCE": (2, 2, 1), "ARG_MAX": (2, 2, 1),
+    "BATCH_MATMUL": (2, 2, 1),
 }
 
 
@@ -481,7 +482,9 @@ RULES: tuple[Rule, ...] = (
     Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL)", _dtypes),
     Rule("quantized", "feature maps and weights must have finite, positive quantization scales", _quantized,
          source="Vela tflite_model_semantic"),
-    Rule("rank", "feature maps must be at most 4-D", _rank, source="Vela tflite_model_semantic"),
+    # BATCH_MATMUL folds its batch axes (TFLite allows 5-D operands, and Vela takes them).
+    Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}),
+         source="Vela tflite_model_semantic"),
     Rule("dimension_range", f"every tensor dimension must be in [{TENSOR_DIM_RANGE[0]}, {TENSOR_DIM_RANGE[1]}]", _dims),
     Rule("static_shape", "feature maps must have static shapes", _static, source="Vela tflite_model_semantic"),
     Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE),
@@ -527,6 +530,8 @@ RULES: tuple[Rule, ...] = (
          source="cascader"),
     Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
          ops=frozenset({"RSQRT"})),
+    Rule("batch_matmul_int8", "BATCH_MATMUL takes int8 operands and output (Vela: IFM precision must be Int8)",
+         _all_int8, ops=frozenset({"BATCH_MATMUL"})),
     Rule("squared_difference_int8", "SQUARED_DIFFERENCE is lowered for int8 inputs and output (int16 is not yet)",
          _all_int8, ops=frozenset({"SQUARED_DIFFERENCE"}), source="cascader"),
     Rule("arg_max", f"ARG_MAX over the last axis (the channels) of at most {127} channels", _arg_max,
