@@ -15,40 +15,57 @@ either operand as weights. What the NPU can do with two feature maps is multiply
 elementwise, and sum a map over its channels (REDUCE_SUM). So, as Vela 5.2 does, with K the
 channels of both operands (x as batches x M x K, y transposed to batches x N x K): for every
 row r of one operand, a MUL of the other operand by that row broadcast along W gives the
-int32 products (the MUL subtracts both zero points and does not scale), and a REDUCE_SUM over
+products (the MUL subtracts both zero points and does not scale), and a REDUCE_SUM over
 their channels gives the accumulators, rescaled with TFL rounding (the reference's
 MultiplyByQuantizedMultiplier) into the output's column (or row) r. Every step is exact, so the
 result is bit-exact.
 
 Where Vela loops over the N columns of y and sums each product on its own, this lowering
-- loops over the operand with fewer rows (the columns of y, or the rows of x);
-- writes the products of up to SUM_SCRATCH_BYTES worth of rows side by side in one int32
-  scratch map and sums them with one REDUCE_SUM (the per-operation latency of a small sum is
-  most of its cost);
+- loops over the columns of y or the rows of x, whichever the cycle model ranks cheaper (the
+  sums' shapes differ: a one-row sum leaves most of the MAC array's micro-blocks idle);
+- writes the products of up to SUM_SCRATCH_BYTES worth of rows side by side in one scratch
+  map and sums them with one REDUCE_SUM (a small sum is mostly its fixed cost), as int16 where
+  the zero points keep every product in range (`product_type`), else int32;
 - folds the trailing batch axes into the operations' height, and broadcasts a batch axis of
   size 1 in the row operand through the MUL's broadcast; only batch axes that cannot be folded
   (one operand broadcast along some but not all of them) are looped over;
 - transposes an operand only where K is not already its innermost axis, and not at all when
-  the other axis is 1 (the bytes are the same), one depth-1 copy per batch as TRANSPOSE does.
+  the other axis is 1 (the bytes are the same), one depth-1 copy per batch as TRANSPOSE does;
+- multiplies by a constant y (what converters write for a matmul with weights) as 1x1
+  convolutions, y's matrices the encoded weights (with their zero point) and a zero bias: one
+  convolution over every batch when y has none, else one per output batch. The MAC array does
+  the work the MULs and sums would (Vela 5.2 runs the MULs there too). Where the per-column sum
+  of |y - zp_y| is beyond the convolution's accumulator budget, the MULs remain.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import UnsupportedError
+from ..perf import estimate_op
 from .lower_movement import raw_copy, swap_with_channels
-from .lowered import ELEMENT_SIZE, TENSOR_DIM_MAX, FeatureMapView, dense_strides
+from .lowered import (ELEMENT_SIZE, TENSOR_DIM_MAX, WEIGHT_SUM_MAX, FeatureMapView, LoweredOperation, WeightVolume,
+                      channel_scales, dense_strides, full_range, kernel_record)
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 from .quantization import convolution_scales
 
-SUM_SCRATCH_BYTES = 64 * 1024  # the products one REDUCE_SUM sums at most (more if one row is more)
+# The products one REDUCE_SUM sums at most (more if one row's are more). Merging sums pays most
+# on U65: the attention scores (2 heads x 16 x 16 by 16) take 12,256 cycles on ethos-u65-256 with
+# one sum per column, 5,940 with 4 KiB, 5,428 with 16 KiB; a 64 x 64 by 64 product 255,625,
+# 178,281 with 16 KiB and 136,297 with 64 KiB, but then needs 76 KiB of SRAM instead of 28 KiB.
+# The lowering does not know the compile's SRAM budget, so it takes the middle.
+SUM_SCRATCH_BYTES = 16 * 1024
 INT16_MAX = 32767
+# The lowering runs before the target is known: plans are ranked by their cycles on these.
+RANKING_TARGETS = ("ethos-u55-128", "ethos-u65-256")
 
 
 def product_type(zero_point_x: int, zero_point_y: int) -> str:
@@ -89,11 +106,6 @@ class _Plan:
     rows_per_sum: int
     products: str  # the products' type
 
-    def operations(self, out_batch: tuple[int, ...]) -> int:
-        inner = math.prod(out_batch[self.split:])
-        groups = math.prod(out_batch[:self.split]) * -(-inner // self.chunk)
-        return groups * (self.row.rows + -(-self.row.rows // self.rows_per_sum))
-
 
 def _extended(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
     return (1,) * (rank - len(shape)) + tuple(int(d) for d in shape)
@@ -114,9 +126,12 @@ def _k_innermost(lw: LoweringContext, ops: OperationBuilder, t: int, batch: tupl
     return _Operand(dst, batch, rows)
 
 
-def _plan(full: _Operand, row: _Operand, out_batch: tuple[int, ...], rows_are_columns: bool, products: str) -> _Plan:
-    """The largest run of trailing batch axes both operands step through uniformly: the full
-    operand has them all, the row operand all of them or none (broadcast)."""
+def _plans(full: _Operand, row: _Operand, out_batch: tuple[int, ...], rows_are_columns: bool,
+           products: str) -> list[_Plan]:
+    """The plans that multiply `full` by each row of `row`: the largest run of trailing batch
+    axes both operands step through uniformly (the full operand has them all, the row operand
+    all of them or none: broadcast) folded, and as many rows per sum as the scratch budget
+    allows, a quarter of that, or one."""
     split, row_state = len(out_batch), None
     for i in reversed(range(len(out_batch))):
         if out_batch[i] == 1:
@@ -134,8 +149,9 @@ def _plan(full: _Operand, row: _Operand, out_batch: tuple[int, ...], rows_are_co
     per_sum = SUM_SCRATCH_BYTES // (chunk * full.rows * depth * ELEMENT_SIZE[products])
     if not rows_are_columns:
         per_sum = min(per_sum, TENSOR_DIM_MAX // full.rows)
-    return _Plan(full, row, rows_are_columns, split, row_state is False, chunk, max(1, min(per_sum, row.rows)),
-                 products)
+    most = max(1, min(per_sum, row.rows))
+    return [_Plan(full, row, rows_are_columns, split, row_state is False, chunk, j, products)
+            for j in sorted({most, max(1, most // 4), 1}, reverse=True)]
 
 
 def lower_batch_matmul(lw: LoweringContext, v: OperatorView) -> None:
@@ -158,38 +174,81 @@ def lower_batch_matmul(lw: LoweringContext, v: OperatorView) -> None:
     ops = OperationBuilder(lw, v.index, v.opcode)
     scale = convolution_scales(float(x_t.quantization.scale[0]), np.asarray([y_t.quantization.scale[0]]),
                                float(out_t.quantization.scale[0]), float32_product=True, reduced=False)[0]
+    ofm_scale = (int(scale[0]), int(scale[1]))
     a = _k_innermost(lw, ops, v.op.inputs[0], xs[:-2], m, k, adj_x, "x_transposed")
-    bt = _k_innermost(lw, ops, v.op.inputs[1], ys[:-2], n, k, not adj_y, "y_transposed")
     out_shape = (math.prod(out_batch), m, n)
     out = lw.view(v.op.outputs[0], out_shape)
     dense = dense_strides(out_shape, out.element_size)
     # An output written into a concatenation's slice is not dense: sum into a dense map, then copy.
     target = out if out.strides == dense else ops.scratch("result", out_shape, out.dtype, out.zero_point, out.scale)
-    products = product_type(a.view.zero_point, bt.view.zero_point)
-    plan = min((_plan(a, bt, out_batch, True, products), _plan(bt, a, out_batch, False, products)),
-               key=lambda p: p.operations(out_batch))
-    _emit(ops, plan, out_batch, target, (int(scale[0]), int(scale[1])), (m, n))
+    weights = _constant_matrices(y_t, ys, adj_y) if y_t.is_constant and not x_t.is_constant else None
+    if weights is not None:
+        _convolve(ops, a, weights, ys[:-2], int(y_t.quantization.zero_point[0]), out_batch, target, ofm_scale)
+    else:
+        bt = _k_innermost(lw, ops, v.op.inputs[1], ys[:-2], n, k, not adj_y, "y_transposed")
+        products = product_type(a.view.zero_point, bt.view.zero_point)
+        plans = _plans(a, bt, out_batch, True, products) + _plans(bt, a, out_batch, False, products)
+        plan = min(plans, key=lambda p: _cycles(p, out_batch, target, (m, n)))
+        _emit(ops, plan, out_batch, target, ofm_scale, (m, n))
     if target is not out:
         raw_copy(lw, v.index, f"{v.index}:BATCH_MATMUL(copy)", target, out)
 
 
-def _emit(ops: OperationBuilder, plan: _Plan, out_batch: tuple[int, ...], out: FeatureMapView,
-          ofm_scale: tuple[int, int], mn: tuple[int, int]) -> None:
+def _constant_matrices(y_t, ys: tuple[int, ...], adj_y: bool) -> np.ndarray | None:
+    """A constant y as convolution weights, (batches of y, N, K): None where a column's sum of
+    |y - zp_y| is beyond the convolution accumulator's budget."""
+    y = np.asarray(y_t.data).reshape(math.prod(ys[:-2]), ys[-2], ys[-1])
+    matrices = y if adj_y else np.swapaxes(y, 1, 2)
+    zero_point = int(y_t.quantization.zero_point[0])
+    worst = np.abs(matrices.astype(np.int64) - zero_point).sum(axis=2).max()
+    return np.ascontiguousarray(matrices) if worst <= WEIGHT_SUM_MAX else None
+
+
+def _convolve(ops: OperationBuilder, a: _Operand, weights: np.ndarray, y_batch: tuple[int, ...], zero_point: int,
+              out_batch: tuple[int, ...], out: FeatureMapView, ofm_scale: tuple[int, int]) -> None:
+    """out = x @ y with y constant: 1x1 convolutions of x's rows (batches x M x K) by y's
+    matrices (OHWI: N x 1 x 1 x K), a zero bias. The reference rescales with
+    MultiplyByQuantizedMultiplier, so TFL rounding."""
+    n, depth = weights.shape[1], weights.shape[2]
+
+    def convolution(name: str, ifm: FeatureMapView, ofm: FeatureMapView, matrix: np.ndarray) -> None:
+        volume = WeightVolume(matrix.reshape(n, 1, 1, depth), np.full(n, zero_point, np.int64), np.zeros(n, np.int64),
+                              channel_scales(*ofm_scale, n), False)
+        registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=full_range(ofm.dtype),
+                         rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=0)
+        ops.lw.add(LoweredOperation("conv", "conv2d", f"{ops.index}:BATCH_MATMUL({name})", (ops.index,), ifm, ofm,
+                                    weights=volume, registers=registers))
+
+    if weights.shape[0] == 1:  # one matrix for every batch (x's batches are the output's)
+        convolution("conv", a.view, out, weights[0])
+        return
+    x_strides = a.batch_strides()
+    for p in np.ndindex(*out_batch):
+        x_offset = sum(i * s for i, s in zip(p, x_strides)) * a.view.element_size
+        matrix = weights[_broadcast_index(p, y_batch)]
+        out_offset = _broadcast_index(p, out_batch) * a.rows * n * out.element_size
+        convolution(f"conv{list(p)}", replace(a.view, shape=(1, a.rows, depth), offset=a.view.offset + x_offset),
+                    replace(out, shape=(1, a.rows, n), offset=out.offset + out_offset), matrix)
+
+
+def _broadcast_index(index: tuple[int, ...], batch: tuple[int, ...]) -> int:
+    """The flat batch of an array of batch axes `batch` that output batch `index` reads (axes of
+    size 1 broadcast)."""
+    return sum(i * math.prod(batch[k + 1:]) for k, i in enumerate(index) if batch[k] > 1)
+
+
+def _steps(plan: _Plan, out_batch: tuple[int, ...], out: FeatureMapView, sums: FeatureMapView,
+           mn: tuple[int, int]) -> Iterator[tuple[FeatureMapView, ...]]:
+    """The plan's operations in order: (full rows, one row, products) for a MUL, (products,
+    output) for a REDUCE_SUM. `sums` is the products' scratch map (shape `_sums_shape`)."""
     full, row = plan.full, plan.row
     f_rows, r_rows, depth = full.rows, row.rows, full.view.shape[2]
     m, n = mn
-    e_full, e_row, e_out = full.view.element_size, row.view.element_size, out.element_size
+    e_full, e_row, e_out, acc = full.view.element_size, row.view.element_size, out.element_size, sums.element_size
     inner = math.prod(out_batch[plan.split:])
     out_strides = [math.prod(out_batch[i + 1:]) * m * n for i in range(len(out_batch))]
     full_strides, row_strides = full.batch_strides(), row.batch_strides()
     j_max = plan.rows_per_sum
-    # Products laid out so that one REDUCE_SUM's output rows are the output's: batch x full row
-    # x summed row x K when the summed rows are columns, batch x summed row x full row x K when
-    # they are rows.
-    sums_shape = ((plan.chunk * f_rows, j_max, depth) if plan.rows_are_columns
-                  else (plan.chunk, j_max * f_rows, depth))
-    sums = ops.scratch("products", sums_shape, plan.products)
-    acc = sums.element_size
     for outer in np.ndindex(*out_batch[:plan.split]):
         o_full = sum(i * s for i, s in zip(outer, full_strides))
         o_row = sum(i * s for i, s in zip(outer, row_strides))
@@ -200,24 +259,73 @@ def _emit(ops: OperationBuilder, plan: _Plan, out_batch: tuple[int, ...], out: F
                              offset=full.view.offset + (o_full + b0 * f_rows * depth) * e_full)
             row_h = 1 if plan.row_broadcast else hb
             row_base = o_row + (0 if plan.row_broadcast else b0 * r_rows * depth)
+            # Products laid out so that a sum's outputs are the output's: batch x full row x
+            # summed row x K when the summed rows are columns, batch x summed row x full row x K
+            # when they are rows.
+            if plan.rows_are_columns:
+                p_strides = (f_rows * j_max * depth * acc, j_max * depth * acc, acc)
+            else:
+                p_strides = (j_max * f_rows * depth * acc, depth * acc, acc)
             for r0 in range(0, r_rows, j_max):
                 jc = min(j_max, r_rows - r0)
                 for j in range(jc):
                     r_view = replace(row.view, shape=(row_h, 1, depth),
                                      offset=row.view.offset + (row_base + (r0 + j) * depth) * e_row)
-                    if plan.rows_are_columns:
-                        p_view = replace(sums, shape=(hb, f_rows, depth), offset=j * depth * acc,
-                                         strides=(f_rows * j_max * depth * acc, j_max * depth * acc, acc))
-                    else:
-                        p_view = replace(sums, shape=(hb, f_rows, depth), offset=j * f_rows * depth * acc,
-                                         strides=(j_max * f_rows * depth * acc, depth * acc, acc))
-                    ops.elementwise("MUL", f_view, r_view, p_view)
-                if plan.rows_are_columns:  # out[b, f, r0 + j]: rows b x f of stride n
+                    p_offset = j * (depth if plan.rows_are_columns else f_rows * depth) * acc
+                    yield f_view, r_view, replace(sums, shape=(hb, f_rows, depth), offset=p_offset, strides=p_strides)
+                # The sum's two axes from (batch, full row, summed row): a one-row or one-column
+                # sum keeps most of the MAC array's micro-blocks idle.
+                start = out.offset + (o_out + b0 * m * n + (r0 if plan.rows_are_columns else r0 * n)) * e_out
+                if plan.rows_are_columns and jc == 1:  # out[b, f, r0]: b then f, of stride n
+                    p_in = replace(sums, shape=(hb, f_rows, depth), strides=p_strides)
+                    o_view = replace(out, shape=(hb, f_rows, 1), strides=(m * n * e_out, n * e_out, e_out), offset=start)
+                elif plan.rows_are_columns:  # out[b, f, r0 + j]: b x f of stride n, then j
                     p_in = replace(sums, shape=(hb * f_rows, jc, depth))
-                    o_view = replace(out, shape=(hb * f_rows, jc, 1), strides=(n * e_out, e_out, e_out),
-                                     offset=out.offset + (o_out + b0 * m * n + r0) * e_out)
-                else:  # out[b, r0 + j, f]: rows b, then (j, f) along one row of stride 1
+                    o_view = replace(out, shape=(hb * f_rows, jc, 1), strides=(n * e_out, e_out, e_out), offset=start)
+                elif hb == 1:  # out[b, r0 + j, f]: j of stride n, then f
+                    p_in = replace(sums, shape=(jc, f_rows, depth), strides=(f_rows * depth * acc, depth * acc, acc))
+                    o_view = replace(out, shape=(jc, f_rows, 1), strides=(n * e_out, e_out, e_out), offset=start)
+                else:  # out[b, r0 + j, f]: b, then (j, f) along one row of stride 1
                     p_in = replace(sums, shape=(hb, jc * f_rows, depth))
                     o_view = replace(out, shape=(hb, jc * f_rows, 1), strides=(m * n * e_out, e_out, e_out),
-                                     offset=out.offset + (o_out + b0 * m * n + r0 * n) * e_out)
-                ops.pool("REDUCE_SUM", p_in, o_view, rounding="TFL", ofm_scale=ofm_scale)
+                                     offset=start)
+                yield p_in, o_view
+
+
+def _sums_shape(plan: _Plan) -> tuple[int, int, int]:
+    f_rows, depth = plan.full.rows, plan.full.view.shape[2]
+    if plan.rows_are_columns:
+        return (plan.chunk * f_rows, plan.rows_per_sum, depth)
+    return (plan.chunk, plan.rows_per_sum * f_rows, depth)
+
+
+def _emit(ops: OperationBuilder, plan: _Plan, out_batch: tuple[int, ...], out: FeatureMapView,
+          ofm_scale: tuple[int, int], mn: tuple[int, int]) -> None:
+    sums = ops.scratch("products", _sums_shape(plan), plan.products)
+    for step in _steps(plan, out_batch, out, sums, mn):
+        if len(step) == 3:
+            ops.elementwise("MUL", *step)
+        else:
+            ops.pool("REDUCE_SUM", *step, rounding="TFL", ofm_scale=ofm_scale)
+
+
+def _cycles(plan: _Plan, out_batch: tuple[int, ...], out: FeatureMapView, mn: tuple[int, int]) -> float:
+    """The plan's cycles by the cycle model, on the targets the ranking was measured on (the
+    lowering runs before the target is known)."""
+    shape = _sums_shape(plan)
+    sums = FeatureMapView(-1, shape, plan.products, 0, 1.0, dense_strides(shape, ELEMENT_SIZE[plan.products]))
+    total = 0.0
+    for step in _steps(plan, out_batch, out, sums, mn):
+        if len(step) == 3:
+            total += _operation_cycles("mul", step[0].shape, step[2].shape, step[1].shape, step[0].dtype, plan.products)
+        else:
+            total += _operation_cycles("reduce_sum", step[0].shape, step[1].shape, None, plan.products, out.dtype)
+    return total
+
+
+@functools.lru_cache(maxsize=4096)
+def _operation_cycles(kind: str, ifm: tuple[int, int, int], ofm: tuple[int, int, int],
+                      ifm2: tuple[int, int, int] | None, ifm_dtype: str, ofm_dtype: str) -> float:
+    extra = {} if ifm2 is None else dict(ifm2_shape=ifm2, ifm2_dtype=ifm_dtype)
+    return sum(estimate_op(kind, ifm, ofm, accelerator=a, ifm_dtype=ifm_dtype, ofm_dtype=ofm_dtype, **extra).total_cycles
+               for a in RANKING_TARGETS)

@@ -225,7 +225,7 @@ def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
 
 
 def swap_with_channels(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
-                        axis: int) -> None:
+                       axis: int) -> None:
     """dst = src (H, W, C) with `axis` (0: H, 1: W) and C swapped: per position along the other
     axis, a depth-1 plane of that axis x C (W x C per row, H x C per column)."""
     loop = 1 - axis

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .lowered import WEIGHT_SUM_MAX
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -47,7 +48,6 @@ TENSOR_DIM_RANGE = (1, 65535)
 STRIDE_RANGE = (1, 3)
 DILATED_HEIGHT_MAX = 64
 DILATED_AREA_MAX = 64 * 64
-WEIGHT_SUM_MAX = 127 * 65536  # per OFM channel, of |w - zero_point|; the accumulator budget
 AVG_POOL_SAME_FILTER_MAX = 8
 POOL_FILTER_HEIGHT_MAX = 256
 POOL_FILTER_AREA_MAX = 256 * 256
