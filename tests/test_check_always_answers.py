@@ -33,10 +33,12 @@ def _add(b: ModelBuilder, x: int, y: int, name: str, q, activation: str = "NONE"
     return out
 
 
-def lstm_model(steps: int = 3, n_input: int = 4, n_cell: int = 5) -> Model:
-    """ADD (NPU), an int8 UNIDIRECTIONAL_SEQUENCE_LSTM (CPU here), ADD (NPU). The LSTM has
-    every optional input omitted (-1: no CIFG, peephole, projection or layer norm), its output
-    and cell state as variable tensors, and the five intermediates LiteRT's 8x8_16 kernel reads."""
+def lstm_model(steps: int = 3, n_input: int = 4, n_cell: int = 5, cifg: bool = True) -> Model:
+    """ADD (NPU), an int8 UNIDIRECTIONAL_SEQUENCE_LSTM, ADD (NPU). With `cifg` the input gate is
+    coupled to the forget gate (its weights and bias omitted), a variant the NPU lowering (as
+    Vela's) leaves on the CPU; the other optional inputs are omitted (no peephole, projection or
+    layer norm). Its output and cell state are variable tensors, with the five intermediates
+    LiteRT's 8x8_16 kernel reads."""
     rng = np.random.default_rng(0)
     b = ModelBuilder(description="tiny lstm")
     x0 = b.add_input("x0", (1, steps, n_input), "int8", quantization(0.05, 3))
@@ -58,6 +60,8 @@ def lstm_model(steps: int = 3, n_input: int = 4, n_cell: int = 5) -> Model:
     y = b.add_tensor("y", (1, steps, n_cell), "int8", quantization(1 / 128))
     intermediates = [b.add_tensor(f"intermediate_{i}", (0,), "int16" if i < 4 else "int8", quantization(2**-12))
                      for i in range(5)]
+    if cifg:
+        to_gates[0] = recurrent[0] = biases[0] = -1
     op = b.add_operator("UNIDIRECTIONAL_SEQUENCE_LSTM",
                         [x, *to_gates, *recurrent, -1, -1, -1, *biases, -1, -1, h, c, -1, -1, -1, -1], [y],
                         {"fused_activation_function": "TANH", "time_major": False}, version=3,

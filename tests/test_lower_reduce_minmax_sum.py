@@ -2,11 +2,9 @@
 TFLite's reference kernels on ethos-u55-128 and ethos-u65-256.
 
 LiteRT 2.3's reference SUM runs every quantized input through its uint8 path (it reads int8
-and int16 bytes as uint8: `test_litert_sum_reads_int8_as_uint8` pins that). So SUM is checked
-against the kernel's own arithmetic where LiteRT computes it right: uint8 directly, int8 as the
-uint8 model of x + 128 (zero points + 128, which gives exactly the int8 result + 128), and
-int16 against `QuantizedMeanOrSum` transcribed here, the transcription first checked against
-LiteRT on int8.
+and int16 bytes as uint8: `test_litert_sum_reads_int8_as_uint8` pins that), so the reference
+judges int8 and int16 SUM on TFLM's kernel (`reference.MICRO_OPERATORS`); `QuantizedMeanOrSum`
+transcribed here agrees with it.
 """
 
 from __future__ import annotations
@@ -75,13 +73,7 @@ def quantized_sum(x: np.ndarray, axes, keep: bool, qi, qo) -> np.ndarray:
 
 
 def _expected(op, shape, axes, keep, dtype, qi, qo, x: np.ndarray) -> np.ndarray:
-    if op != "SUM" or dtype == "uint8":
-        return reference.run(_reduce(op, shape, axes, keep, dtype, qi, qo), [x])[0]
-    if dtype == "int8":  # LiteRT's right uint8 path on x + 128
-        twin = _reduce(op, shape, axes, keep, "uint8", (qi[0], qi[1] + 128), (qo[0], qo[1] + 128))
-        shifted = (x.astype(np.int16) + 128).astype(np.uint8)
-        return (reference.run(twin, [shifted])[0].astype(np.int16) - 128).astype(np.int8)
-    return quantized_sum(x, axes, keep, qi, qo)
+    return reference.run(_reduce(op, shape, axes, keep, dtype, qi, qo), [x])[0]
 
 
 def _check(accelerator, op, shape, axes, keep, dtype, qi, qo, npu_operations=None):
@@ -171,21 +163,26 @@ def test_reduction_over_the_batch_alone_is_a_copy(op):
     _check("ethos-u55-128", op, (1, 5, 6, 8), [0], True, "int8", *q, npu_operations=1 if op != "REDUCE_MIN" else 3)
 
 
-def test_quantized_sum_transcription_matches_litert():
-    shape, axes, qi, qo = (1, 4, 5, 6), [1, 3], (0.05, 3), (0.3, -5)
-    x = reference.random_inputs(_reduce("SUM", shape, axes, True, "int8", qi, qo), 0)[0]
+@pytest.mark.parametrize("dtype, qi, qo", [("int8", (0.05, 3), (0.3, -5)), ("int16", (0.001, 0), (0.01, 0))])
+def test_quantized_sum_transcription_matches_the_reference(dtype, qi, qo):
+    pytest.importorskip("tflite_micro")
+    shape, axes = (1, 4, 5, 6), [1, 3]
+    x = reference.random_inputs(_reduce("SUM", shape, axes, True, dtype, qi, qo), 0)[0]
     np.testing.assert_array_equal(quantized_sum(x, axes, True, qi, qo),
-                                  _expected("SUM", shape, axes, True, "int8", qi, qo, x))
+                                  _expected("SUM", shape, axes, True, dtype, qi, qo, x))
 
 
 def test_litert_sum_reads_int8_as_uint8():
-    """The reference's deviation the SUM checks work around; when LiteRT fixes it, this fails and
-    the int8 and int16 checks can use `reference.run` directly."""
+    """Why int8 SUM is judged on TFLM: LiteRT's reference kernel clamps it to uint8. When
+    LiteRT fixes it, this fails, and SUM can leave `reference.MICRO_OPERATORS`."""
     shape, axes, qi, qo = (1, 2, 2, 3), [1, 2], (0.05, 0), (0.05, 0)
     x = -np.arange(12, dtype=np.int8).reshape(shape)
-    litert = reference.run(_reduce("SUM", shape, axes, True, "int8", qi, qo), [x])[0]
+    model = _reduce("SUM", shape, axes, True, "int8", qi, qo)
+    litert = reference.ReferenceInterpreter(model, engine="reference").run([x])[0]
     assert quantized_sum(x, axes, True, qi, qo).reshape(-1).tolist() == [-18, -22, -26]
     assert litert.reshape(-1).tolist() == [-1, -1, -1]  # 750, 1002, 1254 as uint8 sums, clamped to 255
+    pytest.importorskip("tflite_micro")
+    assert reference.run(model, [x])[0].reshape(-1).tolist() == [-18, -22, -26]
 
 
 @pytest.mark.parametrize("op, dtype, qi, qo, axes_constant, shape, rule", [

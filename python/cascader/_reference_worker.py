@@ -18,16 +18,70 @@ import sys
 from typing import Any
 
 
-def make_interpreter(data: bytes, preserve_all_tensors: bool, builtin: bool = False):
-    """`builtin`: the builtin kernels (XNNPACK off) instead of the reference ones, for the
-    operators LiteRT has no reference kernel for (`reference.BUILTIN_ONLY_OPERATORS`)."""
+MICRO_ARENA_BYTES = 64 << 20  # TFLM plans a model's tensors in one arena; every model under test fits
+
+
+def make_interpreter(data: bytes, preserve_all_tensors: bool, engine: str = "reference", io: tuple = ()):
+    """LiteRT on its reference kernels; on the builtin ones (XNNPACK off) for `engine`
+    "builtin" (`reference.BUILTIN_ONLY_OPERATORS`); TFLM for "micro", `io` then being the
+    model's input and output tensors (`reference.MICRO_OPERATORS`). A model TFLM cannot
+    prepare (an LSTM variant it has no kernel for: CIFG, peephole) runs on LiteRT's reference."""
+    if engine == "micro":
+        try:
+            return MicroInterpreter(data, *io)
+        except RuntimeError:
+            pass
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    resolver = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if builtin else OpResolverType.BUILTIN_REF
+    resolver = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if engine == "builtin" else OpResolverType.BUILTIN_REF
     interpreter = Interpreter(model_content=data, experimental_op_resolver_type=resolver,
                               experimental_preserve_all_tensors=preserve_all_tensors, num_threads=1)
     interpreter.allocate_tensors()
     return interpreter
+
+
+class MicroInterpreter:
+    """TFLM's interpreter behind the part of LiteRT's interface `serve` uses: tensors by their
+    subgraph index. TFLM sets only inputs, so a variable tensor is "set" only to the value it
+    holds (a session running on) or to its reset value (a session starting again)."""
+
+    def __init__(self, data: bytes, inputs: tuple, outputs: tuple) -> None:
+        from tflite_micro.python.tflite_micro import runtime
+
+        self.it = runtime.Interpreter.from_bytes(data, arena_size=MICRO_ARENA_BYTES,
+                                                 intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+        self.inputs, self.outputs = list(inputs), list(outputs)
+
+    def _details(self, tensors: list, get) -> list[dict]:
+        out = []
+        for position, index in enumerate(tensors):
+            d = get(position)
+            out.append({"index": index, "name": d.get("name", ""), "dtype": d["dtype"], "shape": d["shape"]})
+        return out
+
+    def get_input_details(self) -> list[dict]:
+        return self._details(self.inputs, self.it.get_input_details)
+
+    def get_output_details(self) -> list[dict]:
+        return self._details(self.outputs, self.it.get_output_details)
+
+    def set_tensor(self, index: int, value) -> None:
+        import numpy as np
+
+        if index in self.inputs:
+            self.it.set_input(value, self.inputs.index(index))
+        elif not np.array_equal(self.get_tensor(index), value):
+            self.it.reset()
+            if not np.array_equal(self.get_tensor(index), value):
+                raise ValueError(f"TFLM sets no variable tensor ({index}) to a value of the caller's")
+
+    def invoke(self) -> None:
+        self.it.invoke()
+
+    def get_tensor(self, index: int):
+        if index in self.outputs:
+            return self.it.get_output(self.outputs.index(index))
+        return self.it.GetTensor(index, 0)["tensor_data"]
 
 
 def serve(inp, out) -> None:

@@ -98,6 +98,7 @@ _VERSION = {
         "REDUCE_MAX": 2,
         "REDUCE_MIN": 2,
         "UNIDIRECTIONAL_SEQUENCE_LSTM": 2,
+        "BATCH_MATMUL": 2,
     },
     # 16x8: int16 activations, int8 weights, int64 bias.
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3, "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5,
@@ -602,6 +603,33 @@ class CalibratedNet:
         b.operators[op].intermediates = tuple(intermediates)
         return out
 
+    def dense(self, x: Activation, units: int, activation: str | None = None, name: str = "dense") -> Activation:
+        """FULLY_CONNECTED over the last axis keeping the others (keep_num_dims), as the converter
+        writes a Keras Dense on a sequence: (1, ..., depth) -> (1, ..., units)."""
+        _same_dtype("FULLY_CONNECTED", x)
+        _check_activation(activation)
+        if not isinstance(units, (int, np.integer)) or units < 1:
+            raise InvalidArgumentError(f"units must be a positive int, got {units!r}")
+        depth = x.shape[-1]
+        w = self.rng.normal(0.0, math.sqrt(2.0 / depth), size=(units, depth)).astype(np.float32)
+
+        def forward(weights):
+            return x.value @ weights.T
+
+        return self._weighted("FULLY_CONNECTED", x, w, 0, forward, activation, name, {"keep_num_dims": True})
+
+    def batch_matmul(self, a: Activation, b: Activation, adj_x: bool = False, adj_y: bool = False,
+                     name: str = "batch_matmul") -> Activation:
+        """BATCH_MATMUL of two activations (attention's scores and weighted values), output calibrated."""
+        _require_int8("BATCH_MATMUL", a, b)
+        x = np.swapaxes(a.value, -1, -2) if adj_x else a.value
+        y = np.swapaxes(b.value, -1, -2) if adj_y else b.value
+        if x.shape[-1] != y.shape[-2]:
+            raise InvalidArgumentError(f"cannot multiply {list(a.shape)} by {list(b.shape)} (adj_x {adj_x}, adj_y {adj_y})")
+        out = self._activation(self._name(name), x @ y)
+        self._op("BATCH_MATMUL", [a.index, b.index], [out.index], {"adj_x": bool(adj_x), "adj_y": bool(adj_y)})
+        return out
+
     # -- layers without weights --------------------------------------------------------------
     def pool(
         self, x: Activation, kind: str = "MAX", size=(2, 2), stride=(2, 2), padding: str = "VALID", name: str = "pool"
@@ -703,6 +731,18 @@ class CalibratedNet:
         e = np.exp(z)
         return self._fixed_output("SOFTMAX", x, e / e.sum(axis=-1, keepdims=True), name, {"beta": float(beta)})
 
+    def gelu(self, x: Activation, approximate: bool = False, name: str = "gelu") -> Activation:
+        """GELU, x * Phi(x) (the tanh form with `approximate`), int8 with a calibrated output."""
+        _require_int8("GELU", x)
+        v = x.value.astype(np.float64)
+        if approximate:
+            value = 0.5 * v * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3)))
+        else:
+            value = 0.5 * v * (1.0 + np.vectorize(math.erf)(v / math.sqrt(2.0)))
+        out = self._activation(self._name(name), value)
+        self._op("GELU", [x.index], [out.index], {"approximate": bool(approximate)})
+        return out
+
     def exp(self, x: Activation, name: str = "exp") -> Activation:
         """EXP with a calibrated output (Vela runs it as a LUT: interpolating 16-bit for int16)."""
         out = self._activation(self._name(name), np.exp(x.value), dtype=x.dtype)
@@ -721,14 +761,6 @@ class CalibratedNet:
         _require_int8("ELU", x)
         out = self._activation(self._name(name), np.where(x.value > 0, x.value, np.expm1(np.minimum(x.value, 0))))
         self._op("ELU", [x.index], [out.index])
-        return out
-
-    def gelu(self, x: Activation, approximate: bool = False, name: str = "gelu") -> Activation:
-        """GELU, x * Phi(x) (or its tanh approximation), int8 with a calibrated output (Vela: a LUT)."""
-        _require_int8("GELU", x)
-        phi = 0.5 * (1.0 + np.vectorize(math.erf)(x.value.astype(np.float64) / math.sqrt(2.0)))
-        out = self._activation(self._name(name), x.value * phi)
-        self._op("GELU", [x.index], [out.index], {"approximate": bool(approximate)})
         return out
 
     def log(self, x: Activation, name: str = "log") -> Activation:
@@ -1123,15 +1155,28 @@ class CalibratedNet:
         self._op("RSQRT", [x.index], [out.index])
         return out
 
-    def constant(self, value: float, name: str = "constant") -> Activation:
-        """A scalar int8 constant (1, 1, 1, 1), symmetric: its own code is +-127."""
+    def constant(self, value: float, name: str = "constant", rank: int = 4) -> Activation:
+        """A scalar int8 constant (1, ..., 1) of `rank` axes, symmetric: its own code is +-127."""
         value = float(value)
         if not math.isfinite(value) or value == 0.0:
             raise InvalidArgumentError(f"constant must be finite and non-zero, got {value!r}")
         quant = quantization(abs(value) / 127.0, 0)
-        code = np.full((1, 1, 1, 1), 127 if value > 0 else -127, np.int8)
+        shape = (1,) * rank
+        code = np.full(shape, 127 if value > 0 else -127, np.int8)
         index = self.builder.add_constant(self._name(name), code, "int8", quant)
-        return Activation(index, np.full((1, 1, 1, 1), code[0, 0, 0, 0] * quant.scale[0], np.float32), quant)
+        return Activation(index, np.full(shape, code.flat[0] * quant.scale[0], np.float32), quant)
+
+    def vector(self, values: np.ndarray, rank: int, name: str = "vector") -> Activation:
+        """An int8 constant (1, ..., 1, C) of `values` along the last axis (a layer norm's gamma
+        or beta), symmetric over its largest magnitude."""
+        values = np.asarray(values, np.float64).reshape(-1)
+        if not np.all(np.isfinite(values)) or not np.abs(values).max() > 0:
+            raise InvalidArgumentError("vector values must be finite and not all zero")
+        quant = quantization(float(np.abs(values).max()) / 127.0, 0)
+        shape = (1,) * (rank - 1) + (values.size,)
+        codes = np.clip(np.round(values / quant.scale[0]), -127, 127).astype(np.int8).reshape(shape)
+        index = self.builder.add_constant(self._name(name), codes, "int8", quant)
+        return Activation(index, (codes.astype(np.float32) * quant.scale[0]), quant)
 
     @staticmethod
     def _spatial(x: Activation, opcode: str) -> None:

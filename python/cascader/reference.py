@@ -5,6 +5,10 @@ resolver uses XNNPACK and optimised kernels, which may round differently from th
 kernels that TFLM and the Ethos-U semantics follow. LiteRT registers no reference kernel for the
 operators in `BUILTIN_ONLY_OPERATORS`; a model holding one runs on the builtin kernels (XNNPACK
 off), its other operators included.
+
+Where LiteRT's reference kernel departs from TFLM's (`MICRO_OPERATORS`), the model runs on TFLM
+itself (`tflite-micro`, a test extra), the runtime an Ethos-U binary's CPU operators run on:
+its kernels are the reference ones there, and the NPU lowering follows them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,18 @@ ModelLike = Union[Model, bytes, str, os.PathLike]
 # Operators whose builtin kernel is TFLite's only one (the reference resolver refuses them).
 # ELU's fills its int8 table in Prepare and looks codes up in Eval, as a reference kernel would.
 BUILTIN_ONLY_OPERATORS = frozenset({"ELU"})
+
+# Operators (and the activation types) whose LiteRT 2.3 reference kernel departs from TFLM's:
+# a model holding one is judged on TFLM.
+MICRO_OPERATORS: Mapping[str, frozenset[str]] = {
+    # LiteRT's integer LSTM computes its gates with gemmlowp's fixed-point logistic and tanh,
+    # TFLM's with the LUT-based int16 functions the NPU's SIGMOID and TANH follow; LiteRT
+    # refuses the 16x8 LSTM outright.
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": frozenset({"int8", "int16"}),
+    # LiteRT runs every quantized SUM through its uint8 code: int8 and int16 bytes read as
+    # uint8, results clamped to 0..255 (TFLM sums them as signed values).
+    "SUM": frozenset({"int8", "int16"}),
+}
 
 
 def _model_bytes(model: ModelLike) -> bytes:
@@ -115,9 +131,18 @@ def _call(*message):
             raise
 
 
-def _builtin_only(data: bytes) -> bool:
-    """Whether the model holds an operator only the builtin resolver runs."""
-    return any(op.opcode in BUILTIN_ONLY_OPERATORS for graph in load_model(data).subgraphs for op in graph.operators)
+def _engine(data: bytes) -> tuple[str, tuple]:
+    """Which kernels judge the model: ("micro", (input tensors, output tensors)) for TFLM where
+    an operator of `MICRO_OPERATORS` is in it, ("builtin", ()) for one only the builtin resolver
+    runs, else ("reference", ())."""
+    model = load_model(data)
+    ops = [(op, graph) for graph in model.subgraphs for op in graph.operators]
+    if any(op.opcode in MICRO_OPERATORS and op.inputs and op.inputs[0] >= 0
+           and graph.tensors[op.inputs[0]].dtype in MICRO_OPERATORS[op.opcode] for op, graph in ops):
+        return "micro", (tuple(model.main.inputs), tuple(model.main.outputs))
+    if any(op.opcode in BUILTIN_ONLY_OPERATORS for op, _ in ops):
+        return "builtin", ()
+    return "reference", ()
 
 
 def _crash_error(data: bytes) -> ReferenceCrashed:
@@ -130,7 +155,7 @@ def _crash_error(data: bytes) -> ReferenceCrashed:
             sub, _, _ = single_operator_model(model, model.main, index)
             sub_data = save_model(sub)
             key = next(_keys)
-            _call("load", key, sub_data, False, _builtin_only(sub_data))
+            _call("load", key, sub_data, False, *_engine(sub_data))
             _call("run", key, random_inputs(sub_data), {})
             _dropped.append(key)
         except _Died:
@@ -144,19 +169,22 @@ def _crash_error(data: bytes) -> ReferenceCrashed:
 
 
 class ReferenceInterpreter:
-    """A LiteRT interpreter on the reference kernels, single-threaded and deterministic.
+    """A LiteRT interpreter on the reference kernels (or TFLM, see the module docstring),
+    single-threaded and deterministic.
 
     It runs in a child process: LiteRT's reference kernels abort the whole process on some
     models, and a crash then raises ReferenceCrashed (naming the operator) here instead of
-    ending the caller.
+    ending the caller. `engine` "reference" forces LiteRT's reference kernels (to show where
+    they depart from TFLM's); by default the model's operators choose.
     """
 
-    def __init__(self, model: ModelLike, preserve_all_tensors: bool = False) -> None:
+    def __init__(self, model: ModelLike, preserve_all_tensors: bool = False, engine: str | None = None) -> None:
         self.model_bytes = _litert_compatible(_model_bytes(model))
         self._key = next(_keys)
+        chosen = _engine(self.model_bytes) if engine is None else (engine, ())
         try:
             self.input_details, self.output_details = _call("load", self._key, self.model_bytes, preserve_all_tensors,
-                                                            _builtin_only(self.model_bytes))
+                                                            *chosen)
         except _Died:
             raise _crash_error(self.model_bytes) from None
 

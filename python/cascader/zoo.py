@@ -20,6 +20,7 @@ Same arguments (including `seed`) give the same model bytes on the same numpy bu
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Callable, Sequence
 
 from ._zoo_layers import ACTIVATIONS, Activation, CalibratedNet
@@ -65,6 +66,7 @@ __all__ = [
     "prelu",
     "softmax",
     "tanh",
+    "transformer_block",
 ]
 
 Shape = Sequence[int]
@@ -408,6 +410,64 @@ def _lstm_kws(steps: int, features: int, units: int, classes: int, seed: int) ->
     return net
 
 
+def transformer_block(sequence: int = 16, width: int = 32, heads: int = 2, expansion: int = 2, seed: int = 0) -> Model:
+    """A transformer encoder block (Vaswani et al. 2017, post-norm) as TFLite's converter writes it.
+
+    Input (1, sequence, width). Multi-head self-attention: dense Q, K, V projections, each
+    RESHAPE to (1, sequence, heads, width / heads) and TRANSPOSE to (1, heads, sequence, width /
+    heads); Q MUL 1 / sqrt(width / heads); scores BATCH_MATMUL(Q, K, adj_y); SOFTMAX; BATCH_MATMUL
+    with V; TRANSPOSE and RESHAPE back, a dense output projection, a residual ADD and a layer
+    norm. Feed-forward: dense (width * expansion), GELU, dense (width), residual ADD, layer
+    norm. Each layer norm is the converter's MEAN, SQUARED_DIFFERENCE, MEAN, ADD epsilon,
+    RSQRT, MUL gamma, MUL, MUL, SUB from beta, ADD.
+    """
+    return _transformer_block(sequence, width, heads, expansion, seed).build()
+
+
+def _layer_norm(net: CalibratedNet, x: Activation, name: str, epsilon: float = 1e-3) -> Activation:
+    rank, depth = len(x.shape), x.shape[-1]
+    mean = net.mean(x, axes=(rank - 1,), name=f"{name}/mean")
+    variance = net.mean(net.squared_difference(x, mean, name=f"{name}/squared_difference"), axes=(rank - 1,),
+                        name=f"{name}/variance")
+    inverse = net.rsqrt(net.add(variance, net.constant(epsilon, f"{name}/epsilon", rank), name=f"{name}/add_epsilon"),
+                        name=f"{name}/rsqrt")
+    gamma = net.vector(net.rng.uniform(0.75, 1.25, depth), rank, name=f"{name}/gamma")
+    beta = net.vector(net.rng.normal(0.0, 0.25, depth), rank, name=f"{name}/beta")
+    scale = net.mul(inverse, gamma, name=f"{name}/scale")
+    shifted = net.sub(beta, net.mul(mean, scale, name=f"{name}/mean_scaled"), name=f"{name}/shift")
+    return net.add(net.mul(x, scale, name=f"{name}/x_scaled"), shifted, name=f"{name}/output")
+
+
+def _transformer_block(sequence: int, width: int, heads: int, expansion: int, seed: int) -> CalibratedNet:
+    for value, what in ((sequence, "sequence"), (width, "width"), (heads, "heads"), (expansion, "expansion")):
+        _positive_int(value, what)
+    if width % heads:
+        raise InvalidArgumentError(f"width {width} must be a multiple of heads {heads}")
+    depth = width // heads
+    net = CalibratedNet(seed, description=f"cascader.zoo transformer_block sequence={sequence} width={width} "
+                                          f"heads={heads}")
+    x = net.input((1, sequence, width))
+
+    def split_heads(t: Activation, name: str) -> Activation:
+        t = net.reshape(t, (1, sequence, heads, depth), name=f"{name}/split")
+        return net.transpose(t, (0, 2, 1, 3), name=f"{name}/heads")
+
+    q = split_heads(net.dense(x, width, name="attention/query"), "attention/query")
+    k = split_heads(net.dense(x, width, name="attention/key"), "attention/key")
+    v = split_heads(net.dense(x, width, name="attention/value"), "attention/value")
+    q = net.mul(q, net.constant(1.0 / math.sqrt(depth), "attention/scale"), name="attention/query_scaled")
+    scores = net.batch_matmul(q, k, adj_y=True, name="attention/scores")
+    context = net.batch_matmul(net.softmax(scores, name="attention/softmax"), v, name="attention/context")
+    context = net.transpose(context, (0, 2, 1, 3), name="attention/merge")
+    context = net.reshape(context, (1, sequence, width), name="attention/merged")
+    x = _layer_norm(net, net.add(x, net.dense(context, width, name="attention/output"), name="attention/residual"),
+                    "attention/norm")
+    hidden = net.gelu(net.dense(x, width * expansion, name="ffn/expand"), name="ffn/gelu")
+    x = _layer_norm(net, net.add(x, net.dense(hidden, width, name="ffn/project"), name="ffn/residual"), "ffn/norm")
+    net.output(x)
+    return net
+
+
 MODELS: dict[str, Callable[..., Model]] = {
     "mobilenet_v1": mobilenet_v1,
     "mobilenet_v2": mobilenet_v2,
@@ -419,6 +479,7 @@ MODELS: dict[str, Callable[..., Model]] = {
     "attention_pooling": attention_pooling,
     "kws_mean": kws_mean,
     "lstm_kws": lstm_kws,
+    "transformer_block": transformer_block,
 }
 
 

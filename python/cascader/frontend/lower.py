@@ -54,8 +54,12 @@ from .operator_view import ALIAS_OPS, OperatorView
 SCRATCH_IDS = 1 << 16  # scratch buffer ids per operator (an unrolled LSTM takes a few per time step)
 
 
-def _hwc(t: Tensor) -> tuple[int, int, int]:
+def _hwc(t: Tensor, fold_batch: bool = False) -> tuple[int, int, int]:
+    """`t` in the NPU's H x W x C; `fold_batch`: leading axes (a batch above 1, a fifth axis)
+    folded into H, for a buffer whose operations view it in shapes of their own (BATCH_MATMUL)."""
     shape = tuple(int(d) for d in t.shape)
+    if fold_batch and len(shape) >= 4:
+        return math.prod(shape[:-2]), shape[-2], shape[-1]
     if len(shape) == 4:
         if shape[0] != 1:
             raise UnsupportedError(f"tensor {t.name!r} has batch {shape[0]}; the NPU path compiles batch 1")
@@ -196,7 +200,7 @@ class _Lowering:
             _, shape, dtype = self.scratch_buffers[b]
             return shape, dtype
         t = self.graph.tensors[b]
-        return _hwc(t), t.dtype
+        return _hwc(t, fold_batch=True), t.dtype
 
     # --- operations -------------------------------------------------------------------------
 

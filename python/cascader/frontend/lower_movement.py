@@ -208,24 +208,24 @@ def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
     if tuple(source_axis) in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
         raw_copy(lw, v.index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
     elif tuple(source_axis) == (0, 2, 1):
-        _swap_with_channels(lw, v.index, name, src, dst, axis=1)
+        swap_with_channels(lw, v.index, name, src, dst, axis=1)
     elif tuple(source_axis) == (2, 1, 0):
-        _swap_with_channels(lw, v.index, name, src, dst, axis=0)
+        swap_with_channels(lw, v.index, name, src, dst, axis=0)
     else:
         # Two steps through a scratch map in the first step's output order.
         h, w, c = src.shape
         if tuple(source_axis) == (2, 0, 1):  # (C, H, W) = W and C swapped in (C, W, H)
             mid = lw.scratch(v.index, "transposed", (c, w, h), src.dtype)
-            _swap_with_channels(lw, v.index, f"{name}[H,C]", src, mid, axis=0)
+            swap_with_channels(lw, v.index, f"{name}[H,C]", src, mid, axis=0)
         else:  # (1, 2, 0): (W, C, H) = W and C swapped in (W, H, C)
             mid = lw.scratch(v.index, "transposed", (w, h, c), src.dtype)
             swapped = replace(src, shape=mid.shape, strides=tuple(src.strides[k] for k in (1, 0, 2)))
             raw_copy(lw, v.index, f"{name}[H,W]", swapped, mid)
-        _swap_with_channels(lw, v.index, f"{name}[W,C]", mid, dst, axis=1)
+        swap_with_channels(lw, v.index, f"{name}[W,C]", mid, dst, axis=1)
 
 
-def _swap_with_channels(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
-                        axis: int) -> None:
+def swap_with_channels(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                       axis: int) -> None:
     """dst = src (H, W, C) with `axis` (0: H, 1: W) and C swapped: per position along the other
     axis, a depth-1 plane of that axis x C (W x C per row, H x C per column)."""
     loop = 1 - axis

@@ -146,6 +146,7 @@ def full_range(dtype: str) -> dict[str, int]:
 
 
 TENSOR_DIM_MAX = 65535  # a feature map's height, width or depth
+WEIGHT_SUM_MAX = 127 * 65536  # per OFM channel, of |w - zero_point|; the accumulator budget
 # Rows of at most 64 columns for a streamed copy: U65's 2x2 micro-blocks waste half of a one-row map.
 STREAM_MAX_WIDTH = 64
 

@@ -15,6 +15,8 @@ How the families map (each module's docstring has the details):
   (`lower_transpose_conv`): one convolution.
 - UNIDIRECTIONAL_SEQUENCE_LSTM (`lower_lstm`): unrolled over time, gates as fully connected
   layers, elementwise operations and the NPU's SIGMOID/TANH, its state in the persistent arena.
+- BATCH_MATMUL (`lower_batch_matmul`): elementwise MULs and channel sums (both operands are
+  run-time maps, which the convolutions cannot take as weights).
 - AVERAGE_POOL_2D, MAX_POOL_2D (`lower_pool`): one pooling operation.
 - ADD, SUB, MUL (`lower_elementwise`); MINIMUM, MAXIMUM, ABS (`lower_minmax`): one elementwise
   operation. SQUARED_DIFFERENCE (`lower_squared_difference`) takes several, NEG
@@ -32,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .lower_arg_max import lower_arg_max
+from .lower_batch_matmul import lower_batch_matmul
 from .lower_concatenation import lower_concatenation
 from .lower_convolution import lower_convolution
 from .lower_elementwise import lower_elementwise
@@ -61,6 +64,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "FULLY_CONNECTED": lower_convolution,
     "TRANSPOSE_CONV": lower_transpose_conv,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": lower_lstm,
+    "BATCH_MATMUL": lower_batch_matmul,
     # Pools and reductions.
     "AVERAGE_POOL_2D": lower_pool,
     "MAX_POOL_2D": lower_pool,

@@ -70,7 +70,7 @@ class OperatorView:
 
     @property
     def ifm2(self) -> Tensor | None:
-        if self.opcode in BINARY_ELEMENTWISE_OPS and len(self.inputs) > 1:
+        if (self.opcode in BINARY_ELEMENTWISE_OPS or self.opcode == "BATCH_MATMUL") and len(self.inputs) > 1:
             return self.inputs[1]
         return None
 

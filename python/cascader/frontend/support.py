@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .lower_lstm import lstm_variant
+from .lowered import WEIGHT_SUM_MAX
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -25,19 +26,16 @@ from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, Operator
 # lowering makes aliases of their input.
 NPU_OPERATORS = frozenset(LOWERING_RULES) | ALIAS_OPS
 
-# Operators the hardware can run (Vela maps them) that cascader does not lower yet.
-PLANNED_OPERATORS = frozenset(
-    {
-        "ARG_MAX",
-    }
-)
+# Operators the hardware can run (Vela maps them) that cascader does not lower yet: none of
+# Vela 5.2's U55/U65 list is left.
+PLANNED_OPERATORS: frozenset[str] = frozenset()
 
 # Operators that move or requantize data without computing anything.
 CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
-BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX"})
+BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BATCH_MATMUL"})
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
 INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG"})
@@ -46,7 +44,6 @@ TENSOR_DIM_RANGE = (1, 65535)
 STRIDE_RANGE = (1, 3)
 DILATED_HEIGHT_MAX = 64
 DILATED_AREA_MAX = 64 * 64
-WEIGHT_SUM_MAX = 127 * 65536  # per OFM channel, of |w - zero_point|; the accumulator budget
 AVG_POOL_SAME_FILTER_MAX = 8
 POOL_FILTER_HEIGHT_MAX = 256
 POOL_FILTER_AREA_MAX = 256 * 256
@@ -104,6 +101,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "ELU": (1, 1, 1), "GELU": (1, 1, 1), "LOG": (1, 1, 1), "NEG": (1, 1, 1),
     "SUM": (2, 2, 1), "REDUCE_MAX": (2, 2, 1), "REDUCE_MIN": (2, 2, 1),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 24, 1),  # the optional inputs are -1 (lstm_variant checks them)
+    "BATCH_MATMUL": (2, 2, 1),
 }
 
 
@@ -579,7 +577,9 @@ RULES: tuple[Rule, ...] = (
     Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL)", _dtypes),
     Rule("quantized", "feature maps and weights must have finite, positive quantization scales", _quantized,
          source="Vela tflite_model_semantic"),
-    Rule("rank", "feature maps must be at most 4-D", _rank, source="Vela tflite_model_semantic"),
+    # BATCH_MATMUL folds its batch axes (TFLite allows 5-D operands, and Vela takes them).
+    Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}),
+         source="Vela tflite_model_semantic"),
     Rule("dimension_range", f"every tensor dimension must be in [{TENSOR_DIM_RANGE[0]}, {TENSOR_DIM_RANGE[1]}]", _dims),
     Rule("static_shape", "feature maps must have static shapes", _static, source="Vela tflite_model_semantic"),
     Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE),
@@ -637,6 +637,8 @@ RULES: tuple[Rule, ...] = (
          source="Vela tflite_supported_operators"),
     Rule("rsqrt_int8", "RSQRT takes int8 in and out (int16 is TFLite's interpolated table)", _int8_in_out,
          ops=frozenset({"RSQRT"})),
+    Rule("batch_matmul_int8", "BATCH_MATMUL takes int8 operands and output (Vela: IFM precision must be Int8)",
+         _all_int8, ops=frozenset({"BATCH_MATMUL"})),
     Rule("squared_difference_int8", "SQUARED_DIFFERENCE is lowered for int8 inputs and output (int16 is not yet)",
          _all_int8, ops=frozenset({"SQUARED_DIFFERENCE"}), source="cascader"),
     Rule("arg_max", f"ARG_MAX over the last axis (the channels) of at most {127} channels", _arg_max,

@@ -169,6 +169,7 @@ def options_type_for(opcode: str) -> str | None:
         "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions",
         "TRANSPOSE_CONV": "TransposeConvOptions",
         "LEAKY_RELU": "LeakyReluOptions",
+        "BATCH_MATMUL": "BatchMatMulOptions",
         "QUANTIZE": None,
         "DEQUANTIZE": None,
         "RELU": None,
