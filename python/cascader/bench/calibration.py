@@ -227,6 +227,7 @@ def network_cases() -> Dict[str, Callable[[], object]]:
 
     from .. import zoo
     from .._zoo_layers import CalibratedNet
+    from ..operator_zoo import operator_model
     from ..tflite.builder import ModelBuilder, quantization
 
     q_in, q_out = quantization(0.05, 3), quantization(0.07, -5)
@@ -266,8 +267,22 @@ def network_cases() -> Dict[str, Callable[[], object]]:
                                         out_dtype="int32", out_q=None),
         "transpose_hw_16x24x32": lambda: one("TRANSPOSE", (1, 16, 24, 32), (1, 24, 16, 32), [[0, 2, 1, 3]], out_q=q_in),
         "transpose_nchw_6x6x65": lambda: one("TRANSPOSE", (1, 6, 6, 65), (1, 65, 6, 6), [[0, 3, 1, 2]], out_q=q_in),
+        "lstm_kws_12x10_20": lambda: zoo.lstm_kws(steps=12, units=20),
     })
+    # The operators of Vela's U55/U65 list that the single-op and activation cases above do not
+    # reach, one case per type Vela runs each in (REVERSE_V2 is not one: Vela keeps it on the CPU).
+    for opcode, dtype in NEW_OPERATOR_CASES:
+        cases[f"op_{opcode.lower()}_{dtype}"] = functools.partial(operator_model, opcode, dtype)
     return cases
+
+
+# (operator, activation type) of the operator-zoo models in the `networks` sweep.
+NEW_OPERATOR_CASES = (
+    ("BATCH_MATMUL", "int8"), ("ELU", "int8"), ("GELU", "int8"), ("LOG", "int8"), ("LOG", "int16"),
+    ("NEG", "int8"), ("NEG", "int16"), ("PADV2", "int8"), ("PADV2", "int16"), ("REDUCE_MAX", "int8"),
+    ("REDUCE_MAX", "int16"), ("REDUCE_MIN", "int8"), ("SUM", "int8"), ("SUM", "int16"), ("TILE", "int8"),
+    ("TILE", "int16"),
+)
 
 
 def calibrate_networks(names: Sequence[str], accelerators: Sequence[str], verbose: bool = False) -> List[Result]:
