@@ -14,6 +14,7 @@ import pytest
 
 import cascader
 from cascader import zoo
+from cascader.random_networks import random_network
 from cascader.tflite import load_model
 from conftest import shared_model_paths, shared_params
 
@@ -26,20 +27,20 @@ def _binary_cpu_opcodes(binary: bytes) -> Counter:
     return Counter(op.name for op in graph.operators if op.name != ETHOS_U)
 
 
-def _inspected_cpu_opcodes(model) -> Counter:
-    return Counter(r.opcode for r in cascader.inspect(model).operators if r.target == "CPU")
-
-
 def _check(model) -> None:
-    inspected = _inspected_cpu_opcodes(model)
-    compiled = _binary_cpu_opcodes(cascader.compile(model).binary)
-    assert inspected == compiled, f"inspect says {dict(inspected)} on the CPU, the binary has {dict(compiled)}"
+    inspection = cascader.inspect(model)
+    inspected = Counter(r.opcode for r in inspection.operators if r.target == "CPU")
+    compiled = cascader.compile(model)
+    in_binary = _binary_cpu_opcodes(compiled.binary)
+    assert inspected == in_binary, f"inspect says {dict(inspected)} on the CPU, the binary has {dict(in_binary)}"
+    assert inspection.cpu_operators == compiled.summary().cpu_operators == sum(in_binary.values())
 
 
 def _zoo_models():
     models = [(name, factory) for name, factory in zoo.MODELS.items()]
     models += [(name, lambda m=m: m) for name, m in zoo.single_op_cases()]
     models += [(name, lambda m=m: m) for name, m in zoo.activation_op_cases()]
+    models += [("random_network_106", lambda: random_network(106).model)]  # a dead operator, removed
     return models
 
 

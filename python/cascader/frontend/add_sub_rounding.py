@@ -15,7 +15,8 @@ its own values), through the NPU's own rescale (the simulator's, `_core.scale_ac
 Vela's registers when they are exact, else the nearest exact operand multiplier around them
 (movenet's is 3 units up). When there is none, `exact_add_sub_scales` says so; the lowering
 then makes an operator with a single-valued constant a table lookup, exact by construction
-(`add_sub_table`), and otherwise leaves it to the CPU. Of 400 random scale triples and zero
+(`add_sub_table`), and otherwise a chain of NPU operations that rounds as the reference does
+(`exact_elementwise`). Of 400 random scale triples and zero
 points (two tensors, no activation), Vela's registers were exact for 395 and the search fixed
 the other 5; "round" scales can leave none (uint8 SUB, 0.1875 and 0.125 into 0.1, zero points
 90, 77, 118, RELU6: one pair of 65,536 off by one with any multiplier near Vela's).

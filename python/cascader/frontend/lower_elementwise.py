@@ -4,8 +4,9 @@
 A smaller operand is broadcast; when it is the first one the operands are swapped
 (REVERSED_OPERANDS). 8-bit ADD and SUB must round every pair of input codes as TFLite's
 reference does (`add_sub_rounding`): where no register values do, a tensor plus a
-single-valued constant becomes a table lookup, and anything else stays on the CPU. int32
-operands compute on the integers themselves, as TFLite's int32 kernels do.
+single-valued constant becomes a table lookup, and anything else a chain of NPU operations
+with the reference's roundings (`exact_elementwise`), as is a MUL whose product the reference
+wraps. int32 operands compute on the integers themselves, as TFLite's int32 kernels do.
 """
 
 from __future__ import annotations
