@@ -8,6 +8,9 @@ product that the reference shifts left in int32 (wrapping).
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +20,7 @@ import cascader
 from cascader.frontend import fixed_point as fp
 from cascader.frontend import lower_elementwise
 from cascader.frontend.add_sub_rounding import operand_multipliers, operand_values
-from cascader.frontend.exact_elementwise import (largest_product, operand_table, product_fits, reference_multiply)
+from cascader.frontend.exact_elementwise import largest_product, operand_table, product_fits, reference_multiply
 from cascader.frontend.quantization import multiply_real
 from cascader.random_networks import random_network
 from cascader.tflite.builder import ModelBuilder
@@ -88,14 +91,11 @@ def test_random_network_106_residual_add_runs_on_the_npu():
 
 
 def _bit_exact(model, compiled, seeds=(0, 1)):
-    path = cascader.reference._model_bytes(model)
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "model.tflite"
-        p.write_bytes(path)
-        result = validate(p, compiled.model, seeds)
+    """The compiled binary against the reference on random inputs of `seeds`."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.tflite"
+        cascader.save_model(model, path)
+        result = validate(path, compiled.model, seeds)
     assert result.bit_exact, result.details
 
 
