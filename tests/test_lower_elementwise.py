@@ -111,17 +111,6 @@ def test_tensor_pair_fixed_by_the_operand_multiplier():
                                         (0.5320605635643005, 32))) == 0
 
 
-def test_tensor_pair_without_exact_registers_stays_on_the_cpu():
-    """uint8 SUB of 0.1875 (zero point 90) and 0.125 (77) into 0.1 (118): Vela's registers, and
-    every operand multiplier near them, round one of the 65,536 input pairs one off. The
-    operator stays on the CPU, saying why, and the model is exact."""
-    model, inputs = _all_pairs("SUB", (0.1875, 90), (0.125, 77), (0.1, 118), "uint8")
-    compiled = cascader.compile(model)
-    (verdict,) = compiled.partition.verdicts
-    assert not verdict.npu and "rounds every pair of input codes" in verdict.reason
-    assert _pair_mismatches(model, inputs) == 0
-
-
 @pytest.mark.parametrize("opcode", ["ADD", "SUB"])
 def test_rescale_outside_the_references_range_stays_on_the_cpu(opcode):
     """An output scale of 4e-9 (a layer calibrated on all-zero outputs) against inputs near
@@ -142,14 +131,17 @@ def test_rescale_outside_the_references_range_stays_on_the_cpu(opcode):
        scale=st.tuples(*[st.sampled_from([0.05, 0.1, 0.125, 0.1875, 0.2, 0.25, 0.375, 0.5]) | st.floats(0.002, 0.5)
                          for _ in range(3)]), zero_point=st.tuples(*[st.integers(-128, 127)] * 3))
 def test_tensor_pairs_are_exact_on_every_pair(opcode, dtype, scale, zero_point):
-    """An ADD/SUB of two tensors is exact on all 65,536 input pairs: on the NPU wherever
-    `exact_add_sub_scales` finds registers, on the CPU where it finds none."""
+    """An ADD/SUB of two tensors runs on the NPU and is exact on all 65,536 input pairs: one
+    operation wherever `exact_add_sub_scales` finds registers, the chain of
+    `exact_elementwise` where it finds none."""
     zp = [z + 128 if dtype == "uint8" else z for z in zero_point]
     values = [operand_values(dtype, z) for z in zp[:2]]
     lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
     registers = exact_add_sub_scales(tuple(scale), *values, opcode == "SUB", (lo - zp[2], hi - zp[2]))
     model, inputs = _all_pairs(opcode, (scale[0], zp[0]), (scale[1], zp[1]), (scale[2], zp[2]), dtype)
-    assert cascader.compile(model).partition.verdicts[0].npu == (registers is not None)
+    compiled = cascader.compile(model)
+    assert compiled.partition.verdicts[0].npu
+    assert (len(compiled.schedule.operations) == 1) == (registers is not None)
     assert _pair_mismatches(model, inputs) == 0
 
 

@@ -97,16 +97,39 @@ def test_int16_tables_match_vela():
         [int(w) for w in softmax.SoftMax.ONE_OVER_ONE_PLUS_X_LUT]
 
 
-def test_int8_to_int16_softmax_stays_on_the_cpu_with_its_reason():
+def _softmax_to_int16(dtype: str, shape: tuple[int, ...], beta: float, zero_point: int = -32768):
+    """SOFTMAX of an 8-bit input into int16, quantized as TFLite requires (2^-16, -32768)."""
     from cascader.tflite.builder import ModelBuilder, quantization
 
     b = ModelBuilder()
-    x = b.add_input("x", (1, 10), "int8", quantization(0.1, 0))
-    y = b.add_tensor("y", (1, 10), "int16", quantization(1 / 32768, 0))
-    b.add_operator("SOFTMAX", [x], [y], {"beta": 1.0}, version=3)
+    x = b.add_input("x", shape, dtype, quantization(0.1, 0 if dtype == "int8" else 128))
+    y = b.add_tensor("y", shape, "int16", quantization(1 / 65536, zero_point))
+    b.add_operator("SOFTMAX", [x], [y], {"beta": beta}, version=3)
     b.mark_output(y)
-    (op,) = cascader.inspect(b.build()).operators
-    assert op.target == "CPU" and "int8 -> int16" in op.reason, op.reason
+    return b.build()
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("shape, beta", [((1, 1), 1.0), ((1, 12), 1.0), ((1, 4, 40), 0.3), ((1, 3, 5, 70), 3.0)])
+def test_8bit_to_int16_softmax_bit_exact(tmp_path, accelerator, dtype, shape, beta):
+    """A keyword spotter's SOFTMAX, int8 in and int16 out (TFLite's Softmax<int8_t, int16_t>:
+    the 8-bit arithmetic, the last shift 31 - 16 and the int16 minimum as zero). Vela leaves it
+    on the CPU (its types must match)."""
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    path = tmp_path / "softmax.tflite"
+    cascader.save_model(_softmax_to_int16(dtype, shape, beta), path)
+    compiled = cascader.compile(path, accelerator=accelerator)
+    assert compiled.summary().cpu_operators == 0
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
+
+
+def test_8bit_to_int16_softmax_with_another_zero_point_stays_on_the_cpu():
+    (op,) = cascader.inspect(_softmax_to_int16("int8", (1, 10), 1.0, zero_point=0)).operators
+    assert op.target == "CPU" and "type's minimum" in op.reason, op.reason
 
 
 @settings(max_examples=15, deadline=None)

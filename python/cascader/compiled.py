@@ -104,7 +104,9 @@ class CompiledModel:
             clock_hz=float(arch_config(self.accelerator, self.system, self.memory_mode).system.core_clock),
             sram_bytes=self.sram_bytes, sram_budget=self.sram_budget,
             dram_bytes=0 if config.shared_sram else self.layout.sizes.get("scratch", 0), flash_bytes=self.flash_bytes,
-            npu_operators=npu_ops, cpu_operators=len(self.partition.graph.operators) - npu_ops,
+            # Removed operators (`Partition.removed`) run nowhere: not on the CPU either.
+            npu_operators=npu_ops,
+            cpu_operators=len(self.partition.graph.operators) - npu_ops - len(self.partition.removed),
             npu_operations=len(self.schedule.operations),
             cascades=len({op.cascade for op in self.schedule.operations if op.cascade is not None}),
             macs=est.macs if est else 0, npu_cycles=est.npu_cycles if est else 0,

@@ -1,4 +1,8 @@
-"""`cascader.inspect`: what would run where, and what it costs, before compiling anything."""
+"""`cascader.inspect`: what would run where, and what it costs, before scheduling anything.
+
+Where each operator runs is the compile's own verdict: the partition after lowering
+(`lowering.lower`), so an operator the rules accept but no NPU sequence expresses is listed on
+the CPU with the lowering's reason, as the compiled binary leaves it."""
 
 from __future__ import annotations
 
@@ -11,8 +15,9 @@ from typing import Union
 from .frontend.add_sub_rounding import INT16_CAVEAT, unchecked_int16
 from .frontend.liveness import activation_live_ranges, tensor_bytes
 from .frontend.operator_view import OperatorView
-from .frontend.partition import CPU, NPU, REMOVED, REMOVED_REASON, Segment, partition
+from .frontend.partition import CPU, NPU, REMOVED, REMOVED_REASON, Segment
 from .frontend.support import macs
+from .lowering import final_partition
 from .tflite import Model, load_model
 
 ModelSource = Union[Model, str, os.PathLike, bytes]
@@ -120,7 +125,7 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
         name = Path(model).name if isinstance(model, (str, os.PathLike)) else "model"
     if not isinstance(model, Model):
         model = load_model(model)
-    part = partition(model)
+    part = final_partition(model)
     graph = part.graph
     segment_of = {i: s for s, seg in enumerate(part.segments) for i in seg.operators}
     reports = []

@@ -32,3 +32,13 @@ def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
             if op is None or op in forced:
                 raise
             forced[op] = Verdict(False, "lowering", str(e))
+
+
+def final_partition(model: Model) -> Partition:
+    """Where each operator runs in the compiled binary (`lower`'s partition), for reports
+    (`inspect`): a malformed model, which `lower` refuses, gets the rules' partition, whose
+    verdicts name the malformed operators."""
+    part = partition(model)
+    if any(v.rule == "operand_count" for v in part.verdicts):
+        return part
+    return lower(model)[0]

@@ -15,7 +15,8 @@ its own values), through the NPU's own rescale (the simulator's, `_core.scale_ac
 Vela's registers when they are exact, else the nearest exact operand multiplier around them
 (movenet's is 3 units up). When there is none, `exact_add_sub_scales` says so; the lowering
 then makes an operator with a single-valued constant a table lookup, exact by construction
-(`add_sub_table`), and otherwise leaves it to the CPU. Of 400 random scale triples and zero
+(`add_sub_table`), and otherwise a chain of NPU operations that rounds as the reference does
+(`exact_elementwise`). Of 400 random scale triples and zero
 points (two tensors, no activation), Vela's registers were exact for 395 and the search fixed
 the other 5; "round" scales can leave none (uint8 SUB, 0.1875 and 0.125 into 0.1, zero points
 90, 77, 118, RELU6: one pair of 65,536 off by one with any multiplier near Vela's).
@@ -44,7 +45,7 @@ def _f32(x: float) -> float:
     return float(np.float32(x))
 
 
-def _operand_multipliers(scales: tuple[float, float, float]) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+def operand_multipliers(scales: tuple[float, float, float]) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
     """The reference's (multiplier, exponent) of each operand and of the output."""
     a, b, o = (_f32(s) for s in scales)
     twice_max = 2 * max(a, b)
@@ -65,7 +66,7 @@ def reference_output_multiplier(scales: tuple[float, float, float]) -> float | N
     beyond, its int32 arithmetic shifts by a negative amount and what it returns is not the
     rescaled sum (an output scale of 4e-9, a layer calibrated on all-zero outputs, turned
     sums into -127 where 127 was due)."""
-    _, _, (_, exponent) = _operand_multipliers(scales)
+    _, _, (_, exponent) = operand_multipliers(scales)
     if exponent <= 0:
         return None
     a, b, o = (_f32(s) for s in scales)
@@ -76,7 +77,7 @@ def reference_add_sub(first: np.ndarray, second: np.ndarray, scales: tuple[float
                       subtract: bool) -> np.ndarray:
     """TFLite's 8-bit ADD/SUB of operand values (codes minus zero points), before the output's
     zero point and clamp (``reference_integer_ops::Add``/``Sub``)."""
-    m_first, m_second, m_out = _operand_multipliers(scales)
+    m_first, m_second, m_out = operand_multipliers(scales)
     first = fp.multiply_by_quantized_multiplier(np.asarray(first, np.int64) << HEADROOM, *m_first)
     second = fp.multiply_by_quantized_multiplier(np.asarray(second, np.int64) << HEADROOM, *m_second)
     return fp.multiply_by_quantized_multiplier(first - second if subtract else first + second, *m_out)
@@ -107,7 +108,7 @@ def _exact(first: np.ndarray, second: np.ndarray, registers: dict, scales: tuple
     Only the scaled operand's rounding differs from the reference's (the other is shifted
     exactly, and the output is rescaled as the reference does it when its shift is 31 or
     more), so only the values it rounds differently are tried against every other value."""
-    m_first, m_second, _ = _operand_multipliers(scales)
+    m_first, m_second, _ = operand_multipliers(scales)
     ours = _npu_operands(first, second, registers)
     theirs = (fp.multiply_by_quantized_multiplier(first << HEADROOM, *m_first),
               fp.multiply_by_quantized_multiplier(second << HEADROOM, *m_second))

@@ -4,8 +4,9 @@
 A smaller operand is broadcast; when it is the first one the operands are swapped
 (REVERSED_OPERANDS). 8-bit ADD and SUB must round every pair of input codes as TFLite's
 reference does (`add_sub_rounding`): where no register values do, a tensor plus a
-single-valued constant becomes a table lookup, and anything else stays on the CPU. int32
-operands compute on the integers themselves, as TFLite's int32 kernels do.
+single-valued constant becomes a table lookup, and anything else a chain of NPU operations
+with the reference's roundings (`exact_elementwise`), as is a MUL whose product the reference
+wraps. int32 operands compute on the integers themselves, as TFLite's int32 kernels do.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError
+from . import fixed_point as fp
 from .add_sub_rounding import add_sub_table, exact_add_sub_scales, operand_values, reference_output_multiplier
+from .exact_elementwise import exact_add_sub, largest_product, multiply_registers, product_fits, wrapping_multiply
 from .lower_lut import table_lookup
 from .lowered import FeatureMapView, LoweredOperation, WeightVolume, channel_scales, full_range, kernel_record
 from .lowering_context import LoweringContext
 from .operation_builder import EIGHT_BIT_RANGE, OperationBuilder, broadcast_order, fused_clamp
 from .operator_view import OperatorView
-from .quantization import add_sub_scales, multiply_scale
+from .quantization import add_sub_scales, multiply_real
 
 
 def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
@@ -48,13 +51,22 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
         scaling = exact_add_sub_scales((a.scale, b.scale, ofm.scale), *values, mode == "SUB",
                                        (clamp["min"] - ofm.zero_point, clamp["max"] - ofm.zero_point))
         if scaling is None:
-            if _add_sub_lookup(lw, v, mode, (a, b), constants, ofm):
-                return
-            # Vela's registers would be one off where the output lands exactly on a half
-            # (see add_sub_rounding); the CPU runs the reference kernel itself.
-            raise UnsupportedError(
-                f"operator {v.index} ({v.opcode}): no NPU rescale rounds every pair of input codes as TFLite's "
-                f"reference does (scales {a.scale:g}, {b.scale:g} -> {ofm.scale:g}); it stays on the CPU to stay exact")
+            if not _add_sub_lookup(lw, v, mode, (a, b), constants, ofm):
+                # One NPU rescale would be one off where the output lands exactly on a half
+                # (see add_sub_rounding): the reference's roundings one operation each.
+                exact_add_sub(lw, v.index, mode, a, b, ofm, clamp)
+            return
+    if mode == "MUL":
+        # The reference shifts the product left in int32 (exact_elementwise): where that wraps,
+        # the NPU wraps it too, with a chain.
+        multiplier, exponent = fp.quantize_multiplier(multiply_real(a.scale, b.scale, ofm.scale))
+        constants = [lw.graph.tensors[t].data if lw.graph.tensors[t].is_constant else None for t in v.op.inputs[:2]]
+        values = [operand_values(x.dtype, x.zero_point, c) for x, c in zip((a, b), constants)]
+        if not product_fits(largest_product(*values), exponent):
+            broadcast_order(v, a, b, ofm)  # one operand has the output's shape, the other broadcasts
+            wrapping_multiply(lw, v.index, a, b, ofm, multiplier, exponent, fused_clamp(v))
+            return
+        ofm_scale = multiply_registers(multiplier, exponent)
     if ofm.shape not in (a.shape, b.shape):
         # Both operands broadcast: the one that lacks only channels gets them first.
         if a.shape == (*ofm.shape[:2], 1):
@@ -69,8 +81,7 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
         reversed_operands=reversed_operands, ifm2_scalar=None,
     )
     if mode == "MUL":
-        registers.update(ofm_scale=multiply_scale(a.scale, b.scale, ofm.scale), opa_scale=(0, 0), opb_scale=0,
-                         ifm_scale_mode=0)
+        registers.update(ofm_scale=ofm_scale, opa_scale=(0, 0), opb_scale=0, ifm_scale_mode=0)
     else:
         bits = 16 if a.dtype == "int16" else 8
         # With REVERSED_OPERANDS the ALU's operand A is the IFM2 (SUB computes A - B), so A

@@ -1,4 +1,5 @@
-"""SOFTMAX (int8, uint8) as NPU elementwise, pooling and table-lookup operations.
+"""SOFTMAX (int8, uint8; out in the same type or int16) as NPU elementwise, pooling and
+table-lookup operations.
 
 TFLite's reference kernel computes, per row of the last axis, in gemmlowp fixed point:
 
@@ -6,7 +7,7 @@ TFLite's reference kernel computes, per row of the last axis, in gemmlowp fixed 
     e     = exp(diff * beta * scale), Q0.31, 0 where diff < diff_min
     sum   = sum(RoundingDivideByPOT(e, 12))            (Q12.19)
     recip = one_over_one_plus_x(sum normalised to [1, 2)), num_bits_over_unit = 12 - clz(sum)
-    out   = RoundingDivideByPOT(SRDHM(recip, e), num_bits_over_unit + 23) + type minimum
+    out   = RoundingDivideByPOT(SRDHM(recip, e), num_bits_over_unit + 31 - output bits) + type minimum
 
 `diff` has only 256 values, so `e` is a 32-bit table lookup on the NPU's SUB output. The
 reciprocal is gemmlowp's three Newton-Raphson steps, each an NPU MUL (scaled by 2^-31: the
@@ -33,7 +34,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_lut import int16_range_table
-from .lowered import LUT_SLOT_0, FeatureMapView, dense_strides, full_range
+from .lowered import LUT_SLOT_0, TYPE_RANGE, FeatureMapView, dense_strides, full_range
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
@@ -86,9 +87,10 @@ def lower_softmax(lw: LoweringContext, v: OperatorView) -> None:
     if v.ifm is not None and v.ifm.dtype == "int16":
         lower_softmax_int16(lw, v)
         return
-    require_8bit_in_out(v)
+    if v.ofm is None or v.ofm.dtype != "int16":
+        require_8bit_in_out(v)
     x, out, rows, depth = _rows(lw, v)
-    if out.zero_point != (-128 if out.dtype == "int8" else 0):
+    if out.zero_point != TYPE_RANGE[out.dtype][0]:
         raise UnsupportedError(f"operator {v.index} (SOFTMAX): output zero point {out.zero_point}; TFLite's "
                                "reference writes the type's minimum as zero")
     table = exp_table(float(v.options.get("beta", 1.0)), x.scale)
@@ -112,7 +114,7 @@ def lower_softmax(lw: LoweringContext, v: OperatorView) -> None:
     clz = ops.scratch("headroom_plus_one", row, "int32")
     ops.elementwise("CLZ", total, None, clz, global_scale=False)
     right_shift = ops.scratch("right_shift", row, "int32")
-    bits = 8  # the output type's width
+    bits = 8 * out.element_size  # the output type's width: int16 for Softmax<int8, int16_t>
     ops.elementwise("SUB", one(ACCUMULATION_INTEGER_BITS + 31 - bits), clz, right_shift)
     headroom = ops.scratch("headroom", row, "int32")
     ops.elementwise("SUB", clz, one(1), headroom)
@@ -142,7 +144,7 @@ def lower_softmax(lw: LoweringContext, v: OperatorView) -> None:
     ops.elementwise("MUL", estimate, one(2), scale)
     scaled = ops.scratch("scaled_exp", vec, "int32")
     ops.multiply(exp, scale, scaled)
-    # RoundingDivideByPOT by num_bits_over_unit + 31 - 8, plus the type's minimum (the OFM
+    # RoundingDivideByPOT by num_bits_over_unit + 31 - bits, plus the type's minimum (the OFM
     # zero point), clamped to the type.
     ops.elementwise("SHR", scaled, right_shift, out, rounding="NATURAL", global_scale=False,
                     activation=full_range(out.dtype))

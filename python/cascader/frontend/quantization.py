@@ -105,9 +105,14 @@ def rescale_scale(ifm_scale: float, ofm_scale: float) -> tuple[int, int]:
     return quantise_scale(float(np.float32(ifm_scale)) / float(np.float32(ofm_scale)))
 
 
+def multiply_real(ifm_scale: float, ifm2_scale: float, ofm_scale: float) -> float:
+    """MUL's real output multiplier; TFLite forms it in float32."""
+    return float(np.float32(ifm_scale) * np.float32(ifm2_scale) / np.float32(ofm_scale))
+
+
 def multiply_scale(ifm_scale: float, ifm2_scale: float, ofm_scale: float) -> tuple[int, int]:
-    """MUL's output scale; TFLite forms it in float32."""
-    return quantise_scale(float(np.float32(ifm_scale) * np.float32(ifm2_scale) / np.float32(ofm_scale)))
+    """MUL's output scale (a right shift only)."""
+    return quantise_scale(multiply_real(ifm_scale, ifm2_scale, ofm_scale))
 
 
 def add_sub_scales(ifm_scale: float, ifm2_scale: float, ofm_scale: float, bits: int) -> dict:

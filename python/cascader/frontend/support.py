@@ -465,8 +465,8 @@ def _same_8bit_types(v: OperatorView) -> str | None:
 
 def _softmax_types(v: OperatorView) -> str | None:
     i, o = v.ifm, v.ofm
-    if i is not None and o is not None and i.dtype == o.dtype == "int16":
-        return None
+    if i is not None and o is not None and o.dtype == "int16" and i.dtype in ("int8", "uint8", "int16"):
+        return None  # 8-bit in, int16 out: TFLite's Softmax<In, int16_t> (lower_softmax)
     return _same_8bit_types(v)
 
 
@@ -627,7 +627,7 @@ RULES: tuple[Rule, ...] = (
          "for REFLECT)", _mirror_pad_amounts, ops=frozenset({"MIRROR_PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,
          ops=frozenset({"RESHAPE"})),
-    Rule("softmax_types", "SOFTMAX is lowered for int8, uint8 or int16 in and out", _softmax_types,
+    Rule("softmax_types", "SOFTMAX is lowered for int8, uint8 or int16 in and out, or 8-bit in and int16 out", _softmax_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
     Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
          "in and out, LOGISTIC, TANH, LEAKY_RELU and EXP for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
