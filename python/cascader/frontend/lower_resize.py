@@ -34,6 +34,7 @@ BILINEAR_PHASES = {
     False: ((1, (4, 0)), (1, (2, 2))),
 }
 BLEND_SCALE = (1 << 30, 35)  # x 2^-5: the doubled 1/16ths
+BILINEAR_DTYPES = ("int8", "uint8", "int16")
 
 
 def _one_pixel(lw: LoweringContext, v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
@@ -77,9 +78,9 @@ def lower_resize_nearest(lw: LoweringContext, v: OperatorView) -> None:
 
 def lower_resize_bilinear(lw: LoweringContext, v: OperatorView) -> None:
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    if src.dtype not in ("int8", "uint8") or dst.dtype != src.dtype:
+    if src.dtype not in BILINEAR_DTYPES or dst.dtype != src.dtype:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {src.dtype} -> {dst.dtype}; the NPU lowering takes "
-                               "int8 or uint8 in and out")
+                               f"{', '.join(BILINEAR_DTYPES)} in and out")
     if _one_pixel(lw, v, src, dst):
         return
     if not _two_x(v, src, dst):
@@ -112,6 +113,7 @@ def lower_resize_bilinear(lw: LoweringContext, v: OperatorView) -> None:
                                   np.zeros(c, np.int64), np.zeros(c, np.int64), channel_scales(*BLEND_SCALE, c), True)
             phase = replace(dst, shape=(h, w, c), offset=dst.offset + py * dy + px * dx, strides=(2 * dy, 2 * dx, dc))
             registers = dict(kernel=kernel_record(2, 2), padding=(0, 0, 0, 0), activation=full_range(dst.dtype),
-                             rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=0)
+                             rounding="TFL", global_scale=False, ofm_scale=(0, 0),
+                             acc_format=1 if src.dtype == "int16" else 0)  # int16 IFMs: the 40-bit accumulator
             lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{name}(phase {py}{px})", (v.index,),
                                     box(oy, ox, h + 1, w + 1), phase, weights=volume, registers=registers))
