@@ -45,10 +45,10 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import raw_copy
-from .lowered import (LUT_SLOT_0, SIGMOID_FUNCTION, TANH_FUNCTION, TENSOR_DIM_MAX, TYPE_RANGE, FeatureMapView,
-                      LoweredOperation, dense_strides, kernel_record)
+from .lowered import (LUT_SLOT_0, SIGMOID_FUNCTION, STREAM_MAX_WIDTH, TANH_FUNCTION, TENSOR_DIM_MAX, TYPE_RANGE,
+                      FeatureMapView, LoweredOperation, dense_strides, kernel_record, stream_widths)
 from .lowering_context import LoweringContext
-from .operation_builder import EIGHT_BIT_RANGE, OperationBuilder, require_8bit_in_out
+from .operation_builder import EIGHT_BIT_RANGE, OperationBuilder, channel_selection, require_8bit_in_out
 from .operator_view import OperatorView
 
 
@@ -362,19 +362,26 @@ def _int16_lookup(src: FeatureMapView, dst: FeatureMapView, table: bytes, name: 
 
 def _low_halves(lw: LoweringContext, ops: OperationBuilder, wide: FeatureMapView, dst: FeatureMapView) -> None:
     """dst = the low 16 bits of each element of the dense int32 map `wide` (little-endian: its
-    first two bytes), as raw copies of a depth-1 int16 view striding 4 bytes. An NHWC view has
-    no channel stride, so the elements go as rows of K (all of a row's channels where that fits
-    a feature map's width, else one pixel's), in bands of at most DIM_MAX rows."""
-    h, w, c = wide.shape
+    first two bytes). Read as int16, G int32 elements are 2G channels of one pixel, their low
+    halves the even ones: a 1x1 convolution picks those (`channel_selection`) at full depth,
+    where a strided depth-1 copy cost 16 times as many cycles (16,796 for the operator zoo's
+    1,024 values on u55-128)."""
+    elements = math.prod(wide.shape)
+    group = next(g for g in (16, 8, 4, 2, 1) if elements % g == 0)
+    pixels = elements // group
+    widths = stream_widths(pixels)
+    width = widths[0] if widths else next(w for w in range(STREAM_MAX_WIDTH, 0, -1) if pixels % w == 0)
+    rows = pixels // width
     dense = dst.strides == dense_strides(dst.shape, dst.element_size)
     out = dst if dense else ops.scratch("low_halves", wide.shape, "int16")
-    k = w * c if w * c <= TENSOR_DIM_MAX else c
-    rows = h * w * c // k
+    picks = 2 * np.arange(group)
     for r0 in range(0, rows, TENSOR_DIM_MAX):
         n = min(TENSOR_DIM_MAX, rows - r0)
-        low = replace(wide, dtype="int16", shape=(n, k, 1), strides=(4 * k, 4, 2), offset=wide.offset + 4 * k * r0)
-        part = replace(out, shape=(n, k, 1), strides=(2 * k, 2, 2), offset=out.offset + 2 * k * r0)
-        raw_copy(lw, ops.index, f"{ops.index}:{ops.opcode}(low halves)[{r0}]", low, part)
+        halves = replace(wide, dtype="int16", shape=(n, width, 2 * group),
+                         strides=dense_strides((n, width, 2 * group), 2), offset=wide.offset + 4 * group * width * r0)
+        part = replace(out, shape=(n, width, group), strides=dense_strides((n, width, group), 2),
+                       offset=out.offset + 2 * group * width * r0)
+        channel_selection(lw, ops.index, f"{ops.index}:{ops.opcode}(low halves)[{r0}]", halves, part, picks)
     if not dense:
         raw_copy(lw, ops.index, f"{ops.index}:{ops.opcode}(to output)", out, dst)
 
