@@ -16,7 +16,6 @@ TFLite's kernel moves codes as they are, so every operation is raw (zero points 
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..errors import UnsupportedError
