@@ -48,8 +48,9 @@ def test_resize_bilinear_2x(tmp_path, half_pixel, dtype, shape):
     b.add_operator("RESIZE_BILINEAR", [x, b.add_constant("size", np.array([2 * h, 2 * w], np.int32))], [y],
                    {"half_pixel_centers": half_pixel}, version=3 if half_pixel else 2)
     b.mark_output(y)
-    # 5 edge copies and 4 phases; a 1x1 input is one broadcast
-    _check(tmp_path, b.build(), operations=1 if (h, w) == (1, 1) else 9)
+    # half-pixel centres: 5 edge copies and 4 phases; without, one upscaled average; a 1x1
+    # input is one broadcast
+    _check(tmp_path, b.build(), operations=9 if half_pixel and (h, w) != (1, 1) else 1)
 
 
 def test_bilinear_other_factors_stay_on_the_cpu():

@@ -249,9 +249,10 @@ def _resize(opcode: str) -> Callable:
 
 def _prelu(n: _Net) -> None:
     x = n.input(_FM, 0.05, 1)
+    # int16 PRELU takes an int8 alpha (TFLM refuses an int16 one; LiteRT reads its bytes as int8).
+    dtype = "int8" if n.dtype == "int16" else n.dtype
     alpha = n.b.add_constant("alpha", n.rng.integers(-100, 100, (1, 1, 16)).astype(
-        {"int8": np.int8, "uint8": np.uint8, "int16": np.int16}[n.dtype]) + (128 if n.dtype == "uint8" else 0),
-        n.dtype, _q(n.dtype, 0.004, 0))
+        {"int8": np.int8, "uint8": np.uint8}[dtype]) + (128 if dtype == "uint8" else 0), dtype, _q(dtype, 0.004, 0))
     n.op("PRELU", [x, alpha], [n.output(_FM, 0.05, 1)])
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import UnsupportedError
 from .lowered import LoweredOperation, kernel_record
 from .lowering_context import LoweringContext
 from .operation_builder import fused_clamp, kernel_padding
@@ -19,14 +18,14 @@ from .quantization import average_pool_scale
 def lower_pool(lw: LoweringContext, v: OperatorView) -> None:
     mode = "MAX" if v.opcode == "MAX_POOL_2D" else "AVERAGE"
     ifm, ofm = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    if (ifm.scale, ifm.zero_point) != (ofm.scale, ofm.zero_point):
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): input and output quantization differ")
     k = v.kernel
     assert k is not None
     padding = kernel_padding(v, ifm, ofm)
-    # TFLite pools the raw values (equal input and output quantization) and rounds an
-    # average half away from zero. With zero points 0 the NPU does the same; with the real
-    # ones it would round ties of (x - zp) instead, one off wherever the sign differs.
+    # TFLite pools the raw codes and rounds an average half away from zero; it reads the output
+    # quantization only for the fused activation's bounds, so an input and output quantized
+    # differently are not rescaled (Vela rescales, and is off by up to 25 on int8). With zero
+    # points 0 the NPU does the same; with the real ones it would round ties of (x - zp)
+    # instead, one off wherever the sign differs.
     ifm, ofm = replace(ifm, zero_point=0), replace(ofm, zero_point=0)
     ofm_scale = (1, 0) if mode == "MAX" else average_pool_scale(k.height * k.width, padding)
     # A single output row (column) is one window, whose stride is irrelevant: TFLite models

@@ -1,5 +1,5 @@
-"""PRELU (int8, uint8) and int16 LEAKY_RELU as three or four NPU operations, bit-exact (an
-8-bit LEAKY_RELU is a table lookup, `lower_lut`).
+"""PRELU (int8, uint8, and int16 with an int8 alpha) and int16 LEAKY_RELU as three or four NPU
+operations, bit-exact (an 8-bit LEAKY_RELU is a table lookup, `lower_lut`).
 
 TFLite's reference PRELU picks one of two rescales by the input's sign:
 
@@ -28,22 +28,36 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .lower_lut import lower_lut
+from .lower_movement import raw_copy
 from .lowered import TYPE_RANGE, full_range
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
 from .quantization import multiply_scale, quantise_scale
 
+# TFLite's 16x8 PRELU: int16 input and output, int8 alpha (TFLM's PreluPrepare requires it).
+INT16_ALPHA_DTYPE = "int8"
+
 
 def lower_prelu(lw: LoweringContext, v: OperatorView) -> None:
-    require_8bit_in_out(v)
+    assert v.ifm is not None and v.ofm is not None
+    int16 = v.ifm.dtype == v.ofm.dtype == "int16"
+    if not int16:
+        require_8bit_in_out(v)
     x, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     alpha = lw.view(v.op.inputs[1])
-    if alpha.dtype != x.dtype or x.shape != out.shape:
-        raise UnsupportedError(f"operator {v.index} (PRELU): alpha is {alpha.dtype}, input {x.dtype}")
+    if alpha.dtype != (INT16_ALPHA_DTYPE if int16 else x.dtype) or x.shape != out.shape:
+        raise UnsupportedError(f"operator {v.index} (PRELU): alpha is {alpha.dtype}, input {x.dtype}" + (
+            "; int16 PRELU takes an int8 alpha (TFLM's kernel refuses any other, LiteRT's reads its bytes as int8)"
+            if int16 else ""))
     if any(a not in (1, o) for a, o in zip(alpha.shape, out.shape)):
         raise UnsupportedError(f"operator {v.index} (PRELU): alpha {alpha.shape} does not broadcast to {out.shape}")
     ops = OperationBuilder(lw, v.index, "PRELU")
+    if int16:
+        # The NPU multiplies operands of one type: alpha's codes widened (raw) to int16.
+        wide = ops.scratch("alpha_int16", alpha.shape, "int16", alpha.zero_point, alpha.scale)
+        raw_copy(lw, v.index, f"{v.index}:PRELU(alpha to int16)", alpha, wide)
+        alpha = wide
     positive = _positive_part(ops, x, out)
     negative = ops.scratch("negative", out.shape, out.dtype, out.zero_point, out.scale)
     # PreluPrepare forms the multiplier in float32.

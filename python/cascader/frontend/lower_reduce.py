@@ -46,9 +46,10 @@ from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 
 DIM_MAX = 65535  # rows, columns and channels of one NPU feature map, and a pool window's width
-# TFLite sums in int32: beyond this many |x - zp| the reference's sum may wrap.
-SUM_MAX = 2**31 - 1
-SUM_DTYPES = ("int8", "uint8", "int16")
+# TFLite sums x - zp in int32: beyond these the reference's sum may wrap (65,536 int16 codes of
+# -32768 sum to -2^31 exactly, which Vela's int16 limit of 2^16 elements relies on).
+SUM_MIN, SUM_MAX = -(2**31), 2**31 - 1
+SUM_DTYPES = ("int8", "uint8", "int16")  # MEAN and SUM alike: one QuantizedMeanOrSum
 MIN_MAX_DTYPES = ("int8", "uint8", "int16")
 
 
@@ -163,16 +164,15 @@ def _channel_sums(ops: OperationBuilder, src: FeatureMapView, dst: FeatureMapVie
 def lower_reduce(lw: LoweringContext, v: OperatorView) -> None:
     """MEAN and SUM: the int32 sum of x - zp_in, rescaled once (see the module docstring)."""
     assert v.ifm is not None and v.ofm is not None
-    dtypes = ("int8",) if v.opcode == "MEAN" else SUM_DTYPES
-    if v.ifm.dtype not in dtypes or v.ofm.dtype != v.ifm.dtype:
+    if v.ifm.dtype not in SUM_DTYPES or v.ofm.dtype != v.ifm.dtype:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; the NPU lowering "
-                               f"takes {' or '.join(dtypes)} in and out")
+                               f"takes {', '.join(SUM_DTYPES)} in and out")
     reduced = reduced_axes(v)
     src = lw.view(v.op.inputs[0])
     out = lw.view(v.op.outputs[0])
     elements = math.prod(src.shape[a] for a in reduced)
     lo, hi = TYPE_RANGE[src.dtype]
-    if elements * max(hi - src.zero_point, src.zero_point - lo) > SUM_MAX:
+    if elements * (hi - src.zero_point) > SUM_MAX or elements * (lo - src.zero_point) < SUM_MIN:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): a sum of {elements} elements may overflow TFLite's "
                                "int32 accumulator")
     scale = mean_scale(src.scale, out.scale, elements if v.opcode == "MEAN" else 1)

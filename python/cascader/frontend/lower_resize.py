@@ -3,14 +3,17 @@
 - RESIZE_NEAREST_NEIGHBOR: output (y, x) reads input (y // 2, x // 2), with or without
   half-pixel centres. One 1x1 pool reading its IFM through the NPU's nearest-neighbour
   upscale.
-- RESIZE_BILINEAR: TFLite's reference interpolates the raw values in 1/1024 steps and rounds
-  the 2^-20 sum half away from zero. At exactly 2x every output is one of four phases (row
-  and column parity), each a fixed 2x2 blend of neighbours in 1/16ths: (1, 3) and (3, 1) per
-  axis with half-pixel centres, (4, 0) and (2, 2) without; border rows and columns repeat the
-  edge. So: copy the input into an edge-replicated (H+2) x (W+2) scratch map, then one 2x2
-  depthwise convolution per phase writing every other row and column of the output. The
-  weights are doubled and the scale is 2^-5 via (2^30, shift 35): the high multiply is then
-  exact and the one rounding left is the final shift, half away from zero, as the reference.
+- RESIZE_BILINEAR (int8, uint8, int16): TFLite's reference interpolates the raw values in
+  1/1024 steps and rounds the 2^-20 sum half away from zero. At exactly 2x every output is
+  one of four phases (row and column parity), each a fixed 2x2 blend of neighbours in
+  1/16ths: (1, 3) and (3, 1) per axis with half-pixel centres, (4, 0) and (2, 2) without;
+  border rows and columns repeat the edge. Without half-pixel centres that is Vela's one
+  operation: the nearest upscale, then a 2x2 average padded after. With them: copy the input
+  into an edge-replicated (H+2) x (W+2) scratch map, then one 2x2 depthwise convolution per
+  phase writing every other row and column of the output. The weights are doubled and the
+  scale is 2^-5 via (2^30, shift 35): the high multiply is then exact and the one rounding
+  left is the final shift, half away from zero, as the reference (int16 through the 40-bit
+  accumulator).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from .lowered import (FeatureMapView, LoweredOperation, WeightVolume, channel_sc
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
+from .quantization import average_pool_scale
 
 # Per axis and output parity: (first input row of the 2-row window in the edge-padded map,
 # the two weights in quarters).
@@ -34,6 +38,7 @@ BILINEAR_PHASES = {
     False: ((1, (4, 0)), (1, (2, 2))),
 }
 BLEND_SCALE = (1 << 30, 35)  # x 2^-5: the doubled 1/16ths
+BILINEAR_DTYPES = ("int8", "uint8", "int16")
 
 
 def _one_pixel(lw: LoweringContext, v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
@@ -75,17 +80,32 @@ def lower_resize_nearest(lw: LoweringContext, v: OperatorView) -> None:
                             replace(src, zero_point=0), replace(dst, zero_point=0), registers=registers))
 
 
+def _upscaled_average(lw: LoweringContext, v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> None:
+    """Bilinear 2x without half-pixel centres, Vela's way: the IFM read through the nearest
+    upscale, then a 2x2 average padded after (bottom, right). An output at (2i + a, 2j + b)
+    averages the input pixels (i, j) to (i + a, j + b): the (4, 0) and (2, 2) phases, the sum
+    divided once and rounded half away from zero as the reference's 1/1024 weights are; at the
+    last row and column the NPU divides by the valid count, the edge repeated."""
+    registers = dict(sub_op="AVERAGE", kernel=kernel_record(2, 2), padding=(0, 0, 1, 1),
+                     activation=full_range(dst.dtype), rounding="NATURAL", global_scale=True,
+                     ofm_scale=average_pool_scale(4, (0, 0, 1, 1)), ifm_upscale=1)
+    lw.add(LoweredOperation("pool", "avg_pool", f"{v.index}:{v.opcode}", (v.index,), src, dst, registers=registers))
+
+
 def lower_resize_bilinear(lw: LoweringContext, v: OperatorView) -> None:
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    if src.dtype not in ("int8", "uint8") or dst.dtype != src.dtype:
+    if src.dtype not in BILINEAR_DTYPES or dst.dtype != src.dtype:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {src.dtype} -> {dst.dtype}; the NPU lowering takes "
-                               "int8 or uint8 in and out")
+                               f"{', '.join(BILINEAR_DTYPES)} in and out")
     if _one_pixel(lw, v, src, dst):
         return
     if not _two_x(v, src, dst):
         raw_copy(lw, v.index, f"{v.index}:{v.opcode}", src, dst)
         return
     src, dst = replace(src, zero_point=0), replace(dst, zero_point=0)
+    if not v.options.get("half_pixel_centers", False):
+        _upscaled_average(lw, v, src, dst)
+        return
     h, w, c = src.shape
     ops = OperationBuilder(lw, v.index, v.opcode)
     padded = ops.scratch("edge_padded", (h + 2, w + 2, c), src.dtype)
@@ -112,6 +132,7 @@ def lower_resize_bilinear(lw: LoweringContext, v: OperatorView) -> None:
                                   np.zeros(c, np.int64), np.zeros(c, np.int64), channel_scales(*BLEND_SCALE, c), True)
             phase = replace(dst, shape=(h, w, c), offset=dst.offset + py * dy + px * dx, strides=(2 * dy, 2 * dx, dc))
             registers = dict(kernel=kernel_record(2, 2), padding=(0, 0, 0, 0), activation=full_range(dst.dtype),
-                             rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=0)
+                             rounding="TFL", global_scale=False, ofm_scale=(0, 0),
+                             acc_format=1 if src.dtype == "int16" else 0)  # int16 IFMs: the 40-bit accumulator
             lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{name}(phase {py}{px})", (v.index,),
                                     box(oy, ox, h + 1, w + 1), phase, weights=volume, registers=registers))

@@ -16,16 +16,14 @@ TFLite's kernel moves codes as they are, so every operation is raw (zero points 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from ..errors import UnsupportedError
 from .lower_movement import hwc_axis, raw_copy
-from .lowered import FeatureMapView, LoweredOperation, WeightVolume, channel_scales, full_range, kernel_record
+from .lowered import FeatureMapView
 from .lowering_context import LoweringContext
+from .operation_builder import channel_selection
 from .operator_view import OperatorView
-from .quantization import convolution_scales
 
 # Past this depth the permutation's C x C weights (1 MiB at 1024) are more than the
 # per-channel copies are worth keeping off: the channels are copied one by one instead.
@@ -81,13 +79,4 @@ def _reverse_slices(lw: LoweringContext, index: int, name: str, src: FeatureMapV
 def _reverse_channels(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
     """dst = src with its channels in reverse order: a 1x1 convolution by the anti-diagonal."""
     c = src.shape[2]
-    ohwi = np.zeros((c, 1, 1, c), np.int8)
-    ohwi[np.arange(c), 0, 0, c - 1 - np.arange(c)] = 1
-    # Unit scale, as the convolution lowering would derive it (16-bit inputs round with the
-    # reduced multiplier); any exact identity would do.
-    scale = convolution_scales(1.0, np.ones(1), 1.0, float32_product=False, reduced=src.dtype == "int16")[0]
-    volume = WeightVolume(ohwi, np.zeros(c, np.int64), np.zeros(c, np.int64), channel_scales(*scale, c), False)
-    registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=full_range(dst.dtype),
-                     rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=1 if src.dtype == "int16" else 0)
-    lw.add(LoweredOperation("conv", "conv2d", name, (index,), replace(src, zero_point=0), replace(dst, zero_point=0),
-                            weights=volume, registers=registers))
+    channel_selection(lw, index, name, src, dst, c - 1 - np.arange(c))

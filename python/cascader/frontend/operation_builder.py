@@ -9,13 +9,15 @@ weight volumes, copies as 1x1 pools) live here too, below the rules.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from ..tflite.model import Tensor
-from .lowered import TYPE_RANGE, FeatureMapView, LoweredOperation, WeightVolume, full_range, kernel_record
+from .lowered import (TYPE_RANGE, FeatureMapView, LoweredOperation, WeightVolume, channel_scales, full_range,
+                      kernel_record)
 from .lowering_context import LoweringContext
 from .operator_view import OperatorView
 from .quantization import convolution_scales, quantize_value, rescale_scale
@@ -104,6 +106,26 @@ def pool_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, d
         global_scale=True, ofm_scale=ofm_scale,
     )
     lw.add(LoweredOperation("pool", "avg_pool", name, (index,), src, dst, registers=registers))
+
+
+def channel_selection(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                      picks: np.ndarray) -> None:
+    """dst channel k = src channel picks[k], raw: a 1x1 convolution by 0/1 weights. Every
+    output is one input times 1, exact at unit scale, and the mostly-zero weights compress
+    well; a channel cannot be addressed with a stride in NHWC, so this is how the NPU permutes
+    or picks channels at full depth (a depth-1 copy per channel is its slowest shape)."""
+    out_channels, in_channels = len(picks), src.shape[2]
+    ohwi = np.zeros((out_channels, 1, 1, in_channels), np.int8)
+    ohwi[np.arange(out_channels), 0, 0, np.asarray(picks)] = 1
+    # Unit scale, as the convolution lowering would derive it (16-bit inputs round with the
+    # reduced multiplier); any exact identity would do.
+    scale = convolution_scales(1.0, np.ones(1), 1.0, float32_product=False, reduced=src.dtype == "int16")[0]
+    zeros = np.zeros(out_channels, np.int64)
+    volume = WeightVolume(ohwi, zeros, zeros, channel_scales(*scale, out_channels), False)
+    registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=full_range(dst.dtype),
+                     rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=1 if src.dtype == "int16" else 0)
+    lw.add(LoweredOperation("conv", "conv2d", name, (index,), replace(src, zero_point=0), replace(dst, zero_point=0),
+                            weights=volume, registers=registers))
 
 
 def weight_volume(v: OperatorView, ohwi: np.ndarray, *, depthwise: bool, float32_product: bool) -> WeightVolume:

@@ -472,7 +472,7 @@ def _softmax_types(v: OperatorView) -> str | None:
 
 def _activation_types(v: OperatorView) -> str | None:
     i, o = v.ifm, v.ofm
-    if i is not None and o is not None and v.opcode in ("LOGISTIC", "TANH", "LEAKY_RELU", "EXP") \
+    if i is not None and o is not None and v.opcode in ("LOGISTIC", "TANH", "LEAKY_RELU", "EXP", "PRELU") \
             and i.dtype == o.dtype == "int16":
         return None  # the NPU's own int16 functions; LRELU or the sign select; EXP's 16-bit table
     return _same_8bit_types(v)
@@ -630,7 +630,8 @@ RULES: tuple[Rule, ...] = (
     Rule("softmax_types", "SOFTMAX is lowered for int8, uint8 or int16 in and out, or 8-bit in and int16 out", _softmax_types,
          ops=frozenset({"SOFTMAX"}), source="cascader"),
     Rule("activation_types", "LOGISTIC, TANH, EXP, HARD_SWISH, LEAKY_RELU and PRELU are lowered for int8 or uint8 "
-         "in and out, LOGISTIC, TANH, LEAKY_RELU and EXP for int16 too (the rest of int16 is not yet)", _activation_types, ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
+         "in and out, all but HARD_SWISH for int16 too (TFLite's HARD_SWISH takes no int16)", _activation_types,
+         ops=frozenset({"LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU", "PRELU"}),
          source="cascader"),
     Rule("unary_types", "ELU takes int8, GELU int8 or uint8, LOG int8 or int16 (zero points 0), NEG int8, uint8, "
          "int16 or int32, the same type in and out", _unary_types, ops=frozenset(UNARY_TYPES),
