@@ -209,3 +209,17 @@ def test_wrapping_exp_into_a_concatenation_and_a_wide_map(tmp_path):
     for accelerator in ACCELERATORS:
         _exact(tmp_path, concat, accelerator)
         _exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+def test_int16_concatenation_copies_codes_whatever_their_quantization(accelerator):
+    """TFLite's int16 CONCATENATION copies each input's codes unchanged (only uint8 rescales)."""
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 4, 4, 8), "int16", quantization(0.001, 0))
+    y = b.add_input("y", (1, 4, 4, 4), "int16", quantization(0.003, 0))
+    out = b.add_tensor("out", (1, 4, 4, 12), "int16", quantization(0.002, 0))
+    b.add_operator("CONCATENATION", [x, y], [out], {"axis": 3})
+    b.mark_output(out)
+    compiled = cascader.compile(b.build(), accelerator=accelerator)
+    assert compiled.summary().cpu_operators == 0
+    assert compiled.check(seeds=2).bit_exact

@@ -1,5 +1,7 @@
 """CONCATENATION as one copy per input into its slice of the output: a 1x1 average pool that
-rescales when the input's quantization differs from the output's.
+rescales when the input's quantization differs from the output's. TFLite's kernel rescales
+only uint8 inputs (int8 ones must share the output's quantization); int16 codes are copied as
+they are, whatever their quantization, and so are ours.
 
 An input the core let its producer write straight into its slice (`LoweringContext.slices`)
 needs no copy.
@@ -36,5 +38,7 @@ def lower_concatenation(lw: LoweringContext, v: OperatorView) -> None:
             raise UnsupportedError(f"operator {v.index}: input {lw.graph.tensors[t].name!r} does not fit its slice")
         offset = start * ofm.strides[hwc_axis]
         dst = replace(ofm, shape=tuple(shape), offset=ofm.offset + offset)
+        if src.dtype == "int16":
+            dst = replace(dst, scale=src.scale, zero_point=src.zero_point)
         pool_copy(lw, v.index, f"{v.index}:CONCATENATION[{t}]", src, dst, clamp)
         start += src.shape[hwc_axis]
