@@ -255,6 +255,17 @@ def _weights_sum(v: OperatorView) -> str | None:
     return None if worst <= WEIGHT_SUM_MAX else f"the largest per-channel sum of |weights| is {worst}"
 
 
+def _fc_weights(v: OperatorView) -> str | None:
+    w, ifm = v.weights, v.ifm
+    if w is None or ifm is None:
+        return None
+    if len(w.shape) != 2:
+        return f"weights {w.name!r} have shape {list(w.shape)}"
+    if w.shape[1] == 0 or math.prod(ifm.shape) % w.shape[1]:
+        return f"input of {math.prod(ifm.shape)} elements is not rows of the weights' depth {w.shape[1]}"
+    return None
+
+
 def _bias(v: OperatorView) -> str | None:
     b = v.bias
     if b is None:
@@ -599,6 +610,8 @@ RULES: tuple[Rule, ...] = (
     Rule("weights_constant", "weights must be constant", _weights_constant, ops=WEIGHTED),
     Rule("weights_sum", f"per output channel, the sum of |weights| must be at most {WEIGHT_SUM_MAX}", _weights_sum,
          ops=CONV_LIKE),
+    Rule("fc_weights", "FULLY_CONNECTED takes 2-D weights whose depth divides its input", _fc_weights,
+         ops=frozenset({"FULLY_CONNECTED"}), source="TFLite fully_connected kernel"),
     Rule("bias", "bias must be a constant 1-D int32, or int64 within 40 bits", _bias, ops=WEIGHTED),
     Rule("depth_multiplier", "a depth multiplier > 1 needs 1 input channel and as many output channels as the multiplier",
          _depth_multiplier, ops=frozenset({"DEPTHWISE_CONV_2D"})),

@@ -115,6 +115,12 @@ def stream_schedule(binary: Model) -> StreamSchedule:
            for c in calls):
         raise CascaderError("the ethos-u operators do not share one scratch and scratch_fast tensor")
     sg = binary.main
+    state = [t.name for t in sg.tensors if t.is_variable]
+    if state:
+        # The stream reads them before any step writes them (the last inference did), and
+        # writes them once per time step: a schedule of one inference has no live range for them.
+        raise CascaderError(f"the binary keeps state between inferences in its arena ({', '.join(state[:3])}): "
+                            "relocation plans one inference and cannot move it")
     offsets = first.arena_offsets
     scratch = offsets.get(first.scratch_tensor, 0)
     scratch_end = scratch + sg.tensors[first.scratch_tensor].nbytes
