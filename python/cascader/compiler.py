@@ -487,4 +487,5 @@ def plan(model: ModelLike, accelerator: Union[str, Accelerator] = "ethos-u55-128
         if point is not None:
             points.append(point)
     return Frontier(_pareto(points), planned.graph, time.perf_counter() - start, prepared.accelerator,
-                    planner_seconds=planned.planner_seconds, compiled=True)
+                    planner_seconds=planned.planner_seconds, compiled=True, floor_bytes=planned.floor_bytes,
+                    floor_operator=planned.floor_operator)

@@ -32,6 +32,7 @@ from . import _core
 from . import memory as mem
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .errors import InfeasibleError
+from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import FeatureMapView, LoweredOperation
 from .lowering import lower
@@ -116,6 +117,10 @@ class Frontier:
     # stages before it are the compile's too).
     planner_seconds: float = 0.0
     compiled: bool = False
+    # The least SRAM any schedule of the model needs, and the operator where it is reached
+    # (`floor.floor`): the frontier's least point against it measures the planner.
+    floor_bytes: int = 0
+    floor_operator: str = ""
 
     def select(self, budget: int | None) -> Any:
         """The fastest point whose SRAM fits `budget` (None: unlimited).
@@ -133,7 +138,8 @@ class Frontier:
         lo, hi = self.points[0], self.points[-1]
         kind = "compiled" if self.compiled else "planned"
         return (f"Frontier({len(self.points)} {kind} points on {self.accelerator}: {lo.sram_bytes:,} B at "
-                f"{lo.cycles:,.0f} cycles .. {hi.sram_bytes:,} B at {hi.cycles:,.0f} cycles; made in "
+                f"{lo.cycles:,.0f} cycles .. {hi.sram_bytes:,} B at {hi.cycles:,.0f} cycles; floor {self.floor_bytes:,} B "
+                f"at {self.floor_operator}; made in "
                 f"{self.seconds * 1000:.0f} ms, {self.planner_seconds * 1000:.0f} ms of it the planner's)")
 
 
@@ -299,6 +305,8 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
         point.sram_bytes = sram
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in frontier.candidates])
     frontier.points = [frontier.candidates[k] for k in front]
+    least = floor(part, lean)
+    frontier.floor_bytes, frontier.floor_operator = least.bytes, least.operator
     frontier.seconds = time.perf_counter() - start
     frontier.planner_seconds = time.perf_counter() - scheduled
     return frontier

@@ -129,7 +129,8 @@ def plot_pareto(frontier: "Frontier", chosen: tuple[int, float] | None = None,
     other compilers or settings (label, SRAM bytes, cycles), e.g. Vela's Size and Performance,
     on the same estimator. A compiled frontier (`cascader.plan`) is made of binaries on that
     yardstick, so a binary is on it or above it; a planned one (`compiled=False`) shows the
-    planner's predictions, which cost every stripe as it runs, and is labelled so.
+    planner's predictions, which cost every stripe as it runs, and is labelled so. The floor
+    (the least SRAM any schedule needs) is a vertical line labelled with its operator.
     """
     plt = _pyplot(path)
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -143,6 +144,9 @@ def plot_pareto(frontier: "Frontier", chosen: tuple[int, float] | None = None,
                 zorder=5)
     for k, (label, sram, cycles) in enumerate(others):
         ax.plot([sram / 1024], [cycles], "s", markersize=8, color=f"C{k + 1}", label=label, zorder=4)
+    if frontier.floor_bytes:
+        ax.axvline(frontier.floor_bytes / 1024, color="#55a868", linestyle="--", linewidth=1,
+                   label=f"floor {frontier.floor_bytes / 1024:.1f} KiB ({frontier.floor_operator})")
     ax.set_xlabel("SRAM (KiB)")
     ax.set_ylabel("cycles per inference")
     ax.set_title(title or f"SRAM vs cycles on {frontier.accelerator}")

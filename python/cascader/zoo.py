@@ -46,7 +46,10 @@ __all__ = [
     "resnet8",
     "unet",
     "attention_pooling",
+    "blazeface_blocks",
     "kws_mean",
+    "mobilenet_v2_nchw",
+    "unet_128",
     "lstm_kws",
     "single_op_cases",
     "SINGLE_OP_CASES",
@@ -150,10 +153,27 @@ def mobilenet_v2(alpha: float = 0.35, resolution: int = 96, classes: int = 2, ch
     return _mobilenet_v2(alpha, resolution, classes, channels, seed).build()
 
 
-def _mobilenet_v2(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
+def mobilenet_v2_nchw(alpha: float = 0.35, resolution: int = 96, classes: int = 2, channels: int = 3,
+                      seed: int = 0) -> Model:
+    """`mobilenet_v2` as a PyTorch export starts it: an NCHW input (1, channels, resolution,
+    resolution) and a TRANSPOSE to NHWC before the stem conv (the converters keep PyTorch's
+    input layout and transpose once)."""
+    return _mobilenet_v2_nchw(alpha, resolution, classes, channels, seed).build()
+
+
+def _mobilenet_v2_nchw(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
+    return _mobilenet_v2(alpha, resolution, classes, channels, seed, nchw=True)
+
+
+def _mobilenet_v2(alpha: float, resolution: int, classes: int, channels: int, seed: int,
+                  nchw: bool = False) -> CalibratedNet:
     _check_image_network(alpha, resolution, classes, channels)
-    net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v2 alpha={alpha} resolution={resolution}")
-    x = net.input((1, resolution, resolution, channels))
+    layout = " NCHW" if nchw else ""
+    net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v2{layout} alpha={alpha} resolution={resolution}")
+    if nchw:
+        x = net.transpose(net.input((1, channels, resolution, resolution)), (0, 2, 3, 1), name="to_nhwc")
+    else:
+        x = net.input((1, resolution, resolution, channels))
     x = net.conv2d(x, _make_divisible(32 * alpha), (3, 3), (2, 2), activation="RELU6", name="conv1")
     block = 0
     for t, c, n, s in MOBILENET_V2_BLOCKS:
@@ -349,6 +369,57 @@ def _unet(resolution: int, classes: int, channels: int, filters: int, seed: int)
     return net
 
 
+def unet_128(classes: int = 4, channels: int = 3, filters: int = 8, seed: int = 0) -> Model:
+    """`unet` at 128x128: full-scale maps of 128x128x`filters` and a 2 * `filters` wide
+    concatenation, the size at which the skips and the upsampling dominate the SRAM."""
+    return _unet_128(classes, channels, filters, seed).build()
+
+
+def _unet_128(classes: int, channels: int, filters: int, seed: int) -> CalibratedNet:
+    return _unet(128, classes, channels, filters, seed)
+
+
+# BlazeFace's single BlazeBlocks (Bazarevsky et al. 2019), output channels and stride, as the
+# front-facing detector widens them (24 -> 28 -> 32 ...).
+BLAZE_BLOCKS = ((24, 1), (28, 1), (32, 2), (36, 1), (42, 1), (48, 2), (56, 1), (64, 1), (72, 1), (80, 1), (88, 1))
+
+
+def blazeface_blocks(resolution: int = 128, anchors: int = 2, channels: int = 3, seed: int = 0) -> Model:
+    """A BlazeFace-style detector backbone (Bazarevsky et al. 2019) as TFLite's converter writes it.
+
+    Stem conv 5x5/2 (24, ReLU), then the BlazeBlocks of `BLAZE_BLOCKS`: depthwise 5x5 and a
+    linear 1x1 projection, added to a shortcut with ReLU fused. A block that widens pads its
+    shortcut's channels with zeros (a PAD on the channel axis, 24 -> 28); a strided one
+    max-pools the shortcut 2x2 first. Head: a 1x1 conv of `anchors` scores per position,
+    reshaped to (1, positions * anchors, 1) as the detector's classifier outputs them.
+    """
+    return _blazeface_blocks(resolution, anchors, channels, seed).build()
+
+
+def _blazeface_blocks(resolution: int, anchors: int, channels: int, seed: int) -> CalibratedNet:
+    _check_image_network(1.0, resolution, anchors, channels)
+    if resolution % 8:
+        raise InvalidArgumentError(f"BlazeFace halves its input three times: resolution must be a multiple of 8, "
+                                   f"got {resolution}")
+    net = CalibratedNet(seed, description=f"cascader.zoo blazeface_blocks resolution={resolution}")
+    x = net.input((1, resolution, resolution, channels))
+    x = net.conv2d(x, 24, (5, 5), (2, 2), activation="RELU", name="conv1")
+    for i, (out, stride) in enumerate(BLAZE_BLOCKS):
+        prefix = f"blaze{i}"
+        y = net.depthwise_conv2d(x, (5, 5), (stride, stride), activation=None, name=f"{prefix}/depthwise")
+        y = net.conv2d(y, out, (1, 1), activation=None, name=f"{prefix}/project")
+        shortcut = x
+        if stride == 2:
+            shortcut = net.pool(shortcut, "MAX", name=f"{prefix}/shortcut_pool")
+        if out > x.shape[3]:
+            shortcut = net.pad(shortcut, ((0, 0), (0, 0), (0, 0), (0, out - x.shape[3])), name=f"{prefix}/channel_pad")
+        x = net.add(shortcut, y, activation="RELU", name=f"{prefix}/add")
+    _, h, w, _ = x.shape
+    scores = net.conv2d(x, anchors, (1, 1), activation=None, name="classifier")
+    net.output(net.reshape(scores, (1, h * w * anchors, 1), name="classifier/flatten"))
+    return net
+
+
 def attention_pooling(resolution: int = 32, classes: int = 10, channels: int = 3, seed: int = 0) -> Model:
     """A small CNN whose head pools with softmax attention over positions.
 
@@ -478,6 +549,9 @@ MODELS: dict[str, Callable[..., Model]] = {
     "unet": unet,
     "attention_pooling": attention_pooling,
     "kws_mean": kws_mean,
+    "blazeface_blocks": blazeface_blocks,
+    "mobilenet_v2_nchw": mobilenet_v2_nchw,
+    "unet_128": unet_128,
     "lstm_kws": lstm_kws,
     "transformer_block": transformer_block,
 }

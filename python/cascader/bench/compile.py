@@ -35,7 +35,8 @@ from .simulate import validate
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512")
 ZOO_NETWORKS = ("mobilenet_v1", "mobilenet_v2", "resnet8", "ds_cnn_kws", "fc_autoencoder", "mobilenet_v3_blocks", "unet",
-                "attention_pooling", "kws_mean", "lstm_kws", "transformer_block")
+                "attention_pooling", "kws_mean", "lstm_kws", "transformer_block", "blazeface_blocks",
+                "mobilenet_v2_nchw", "unet_128")
 
 
 @dataclass
