@@ -103,7 +103,7 @@ _VERSION = {
     # 16x8: int16 activations, int8 weights, int64 bias.
     "int16": {"LEAKY_RELU": 2, "TANH": 3, "LOGISTIC": 3, "EXP": 2, "SOFTMAX": 3, "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5,
               "FULLY_CONNECTED": 7, "AVERAGE_POOL_2D": 3, "MAX_POOL_2D": 3, "ADD": 3, "SUB": 3, "MUL": 4,
-              "RESHAPE": 1, "PADV2": 4, "TILE": 1, "REVERSE_V2": 3, "LOG": 2, "NEG": 1, "SUM": 1, "REDUCE_MAX": 3,
+              "UNIDIRECTIONAL_SEQUENCE_LSTM": 4, "STRIDED_SLICE": 4, "RESHAPE": 1, "PADV2": 4, "TILE": 1, "REVERSE_V2": 3, "LOG": 2, "NEG": 1, "SUM": 1, "REDUCE_MAX": 3,
               "REDUCE_MIN": 3},
 }
 
@@ -154,7 +154,7 @@ def _require_int8(opcode: str, *xs: "Activation") -> None:
             raise InvalidArgumentError(
                 f"{opcode} is built for int8 activations only, got {x.dtype}; the int16 layers are "
                 "conv2d, depthwise_conv2d, fully_connected, pool, add, sub, mul, reshape, leaky_relu, tanh, "
-                "logistic, exp, softmax, log and neg"
+                "logistic, exp, softmax, log, neg, lstm and strided_slice"
             )
 
 
@@ -544,8 +544,9 @@ class CalibratedNet:
         scale; a variable int16 cell state whose scale is the power of two covering the
         calibrated cell; a variable output state quantized like the output; five intermediates
         (the gates' at Q3.12, then the hidden state's, the output's quantization). The output
-        state starts at 0 (TFLite resets it to its zero point)."""
-        _require_int8("UNIDIRECTIONAL_SEQUENCE_LSTM", x)
+        state starts at 0 (TFLite resets it to its zero point). An int16 input makes the 16x8
+        LSTM: int16 activations and output state, int64 biases."""
+        dtype = _same_dtype("UNIDIRECTIONAL_SEQUENCE_LSTM", x)
         if not isinstance(units, (int, np.integer)) or units < 1:
             raise InvalidArgumentError(f"units must be a positive int, got {units!r}")
         if len(x.shape) != 3:
@@ -562,7 +563,7 @@ class CalibratedNet:
         w_in_q = np.clip(np.round(w_in / w_scale[:, None, None]), -127, 127).astype(np.int8)
         w_rec_q = np.clip(np.round(w_rec / r_scale[:, None, None]), -127, 127).astype(np.int8)
         b_scale = x.scale * w_scale.astype(np.float64)
-        b_q = np.round(bias / b_scale[:, None]).astype(np.int32)
+        b_q = np.round(bias / b_scale[:, None]).astype(np.int32 if dtype == "int8" else np.int64)
         # The float pass with the quantized weights.
         w_in_f = w_in_q * w_scale[:, None, None]
         w_rec_f = w_rec_q * r_scale[:, None, None]
@@ -578,28 +579,29 @@ class CalibratedNet:
             outputs.append(h)
             cells.append(c)
         y = np.stack(outputs, axis=1)
-        out_q = range_quantization(*calibrated_range(y, None))
+        out_q = range_quantization(*calibrated_range(y, None), dtype)
         cell_scale = 2.0 ** math.ceil(math.log2(max(float(np.abs(np.stack(cells)).max()), 1e-6) / 32767.0))
         gates = ("input", "forget", "cell", "output")
         wi = [b.add_constant(f"{stem}/input_to_{g}_weights", w_in_q[k], "int8", quantization(w_scale[k], 0))
               for k, g in enumerate(gates)]
         wr = [b.add_constant(f"{stem}/recurrent_to_{g}_weights", w_rec_q[k], "int8", quantization(r_scale[k], 0))
               for k, g in enumerate(gates)]
-        bi = [b.add_constant(f"{stem}/{g}_gate_bias", b_q[k], "int32", quantization(b_scale[k], 0))
+        bias_dtype = "int32" if dtype == "int8" else "int64"
+        bi = [b.add_constant(f"{stem}/{g}_gate_bias", b_q[k], bias_dtype, quantization(b_scale[k], 0))
               for k, g in enumerate(gates)]
-        h_state = b.add_tensor(f"{stem}/output_state", (1, units), "int8", out_q)
+        h_state = b.add_tensor(f"{stem}/output_state", (1, units), dtype, out_q)
         c_state = b.add_tensor(f"{stem}/cell_state", (1, units), "int16", quantization(cell_scale, 0))
         for t in (h_state, c_state):
             b.tensors[t].is_variable = True
         intermediates = [b.add_tensor(f"{stem}/{g}_gate_intermediate", (0,), "int16", quantization(2.0**-12, 0))
                          for g in gates]
-        intermediates.append(b.add_tensor(f"{stem}/hidden_intermediate", (0,), "int8", out_q))
-        out = self._activation(stem, y, out_q)
+        intermediates.append(b.add_tensor(f"{stem}/hidden_intermediate", (0,), dtype, out_q))
+        out = self._activation(stem, y, out_q, dtype=dtype)
         absent = [-1, -1, -1]
         op = b.add_operator("UNIDIRECTIONAL_SEQUENCE_LSTM",
                             [x.index, *wi, *wr, *absent, *bi, -1, -1, h_state, c_state, -1, -1, -1, -1], [out.index],
                             {"fused_activation_function": "TANH", "cell_clip": 0.0, "proj_clip": 0.0,
-                             "time_major": False}, version=_VERSION["int8"]["UNIDIRECTIONAL_SEQUENCE_LSTM"])
+                             "time_major": False}, version=_VERSION[dtype]["UNIDIRECTIONAL_SEQUENCE_LSTM"])
         b.operators[op].intermediates = tuple(intermediates)
         return out
 
@@ -923,7 +925,7 @@ class CalibratedNet:
                       name: str = "strided_slice") -> Activation:
         """STRIDED_SLICE with positive strides and no masks; `begin`, `end`, `strides` cover
         every axis, the batch axis whole."""
-        _require_int8("STRIDED_SLICE", x)
+        dtype = _same_dtype("STRIDED_SLICE", x)
         if (not len(begin) == len(end) == len(strides) == len(x.shape) or any(st < 1 for st in strides)
                 or (begin[0], end[0], strides[0]) != (0, 1, 1)):
             raise InvalidArgumentError(f"begin, end and strides need {len(x.shape)} entries, strides positive, "
@@ -933,10 +935,10 @@ class CalibratedNet:
         if value.size == 0:
             raise InvalidArgumentError(
                 f"the slice {list(begin)}:{list(end)}:{list(strides)} of {list(x.shape)} is empty")
-        out = self._activation(self._name(name), value, x.quant)
+        out = self._activation(self._name(name), value, x.quant, dtype=dtype)
         consts = [self.builder.add_constant(self._name(f"{name}/{what}"), np.asarray(v, np.int32), "int32")
                   for what, v in (("begin", begin), ("end", end), ("strides", strides))]
-        self._op("STRIDED_SLICE", [x.index, *consts], [out.index], {"begin_mask": 0, "end_mask": 0})
+        self._op("STRIDED_SLICE", [x.index, *consts], [out.index], {"begin_mask": 0, "end_mask": 0}, dtype=dtype)
         return out
 
     def split(self, x: Activation, parts: int, axis: int, name: str = "split") -> list[Activation]:

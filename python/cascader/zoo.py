@@ -462,19 +462,23 @@ def _kws_mean(seed: int) -> CalibratedNet:
     return net
 
 
-def lstm_kws(steps: int = 49, features: int = 10, units: int = 64, classes: int = 12, seed: int = 0) -> Model:
-    """A keyword spotter on an LSTM (49 frames x 10 MFCC in, 12 classes out): one int8
+def lstm_kws(steps: int = 49, features: int = 10, units: int = 64, classes: int = 12, dtype: str = "int8",
+             seed: int = 0) -> Model:
+    """A keyword spotter on an LSTM (49 frames x 10 MFCC in, 12 classes out): one
     UNIDIRECTIONAL_SEQUENCE_LSTM of `units` cells over the frames, its last output, a dense
-    layer of logits and a softmax. Its state carries from one inference to the next, as a
+    layer of logits and a softmax; `dtype` "int8", or "int16" for the 16x8 model (int16
+    activations, int8 weights). Its state carries from one inference to the next, as a
     streaming spotter's does."""
     for value, what in ((steps, "steps"), (features, "features"), (units, "units"), (classes, "classes")):
         _positive_int(value, what)
-    return _lstm_kws(steps, features, units, classes, seed).build()
+    if dtype not in ("int8", "int16"):
+        raise InvalidArgumentError(f"dtype must be 'int8' or 'int16' (16x8), got {dtype!r}")
+    return _lstm_kws(steps, features, units, classes, dtype, seed).build()
 
 
-def _lstm_kws(steps: int, features: int, units: int, classes: int, seed: int) -> CalibratedNet:
-    net = CalibratedNet(seed, description="cascader.zoo lstm_kws (LSTM, last step, dense, softmax)")
-    x = net.lstm(net.input((1, steps, features)), units)
+def _lstm_kws(steps: int, features: int, units: int, classes: int, dtype: str, seed: int) -> CalibratedNet:
+    net = CalibratedNet(seed, description=f"cascader.zoo lstm_kws {dtype} (LSTM, last step, dense, softmax)")
+    x = net.lstm(net.input((1, steps, features), dtype=dtype), units)
     last = net.strided_slice(x, (0, steps - 1, 0), (1, steps, units), (1, 1, 1), name="last_step")
     logits = net.fully_connected(net.reshape(last, (1, units), name="flatten"), classes, name="logits")
     net.output(net.softmax(logits))
