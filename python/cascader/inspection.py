@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from .frontend.add_sub_rounding import INT16_CAVEAT, unchecked_int16
 from .frontend.liveness import activation_live_ranges, tensor_bytes
 from .frontend.operator_view import OperatorView
 from .frontend.partition import CPU, NPU, REMOVED, REMOVED_REASON, Segment
@@ -36,15 +35,13 @@ class OperatorReport:
     ifm_bytes: int  # non-constant inputs
     ofm_bytes: int
     ofm_shape: tuple[int, ...]
-    caveat: str | None = None  # on the NPU but not proven bit-exact on every input (INT16_CAVEAT)
 
     @property
     def note(self) -> str:
-        """The OFM shape (and any caveat) on the NPU, else why it is not there."""
+        """The OFM shape on the NPU, else why it is not there."""
         if self.target != NPU:
             return self.reason or ""
-        shape = "x".join(map(str, self.ofm_shape))
-        return f"{shape}; {self.caveat}" if self.caveat else shape
+        return "x".join(map(str, self.ofm_shape))
 
 
 @dataclass
@@ -147,8 +144,6 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
                 ifm_bytes=sum(tensor_bytes(t) for t in inputs if not t.is_constant),
                 ofm_bytes=sum(tensor_bytes(t) for t in view.outputs),
                 ofm_shape=view.ofm.shape if view.ofm is not None else (),
-                caveat=INT16_CAVEAT if verdict.npu and index not in removed and unchecked_int16(
-                    view.op.name, tuple(t.dtype for t in inputs)) else None,
             )
         )
     peak = activation_live_ranges(graph, part.order).peak_bytes()

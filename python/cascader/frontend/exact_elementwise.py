@@ -1,18 +1,30 @@
-"""8-bit ADD, SUB and MUL as short chains of NPU operations that round as TFLite's reference does,
+"""ADD, SUB and MUL as short chains of NPU operations that round as TFLite's reference does,
 where one NPU elementwise operation cannot.
 
 ADD/SUB. The reference rounds twice: each operand is brought to the common scale with
 MultiplyByQuantizedMultiplier (a high multiply, then a rounding shift), then the sum is
 rescaled the same way. One NPU ADD rounds its scaled operand once, so where no register values
-agree with the reference on every pair of input codes (`add_sub_rounding`), the chain is:
+agree with the reference on every pair of input values (`add_sub_rounding`), the chain is:
 
-    A = table(x), B = table(y)        each operand's scaled value, int32, one entry per code
+    A = scaled(x), B = scaled(y)      each operand's scaled value, int32
     S = A + B  (A - B for SUB)        int32, as the reference adds
     T = S * M >> 31                   int32; NATURAL rounding is SaturatingRoundingDoublingHighMul
     out = T >> n  (rounding half away)  RoundingDivideByPOT, plus the zero point, clamped
 
-The tables hold the reference's own operand values (`operand_table`), so S is the reference's
-sum exactly, and the last two operations are its output rescale step by step.
+An 8-bit operand is scaled by a table with the reference's own values (`operand_table`), one
+entry per code. A 16-bit one (headroom 15) takes two operations: the high multiply of x << 15
+by m is floor((x m + 2^15) / 2^16), a MUL by 1 whose output scale is (m, 16) with NATURAL
+rounding, and its rounding shift a TFL-rounded SHR (none for the larger-scaled operand,
+whose multiplier 1/2 makes it x << 14 exactly). S is the reference's sum exactly, and the last
+two operations are its output rescale step by step. (A 32-bit elementwise operation applies
+only the shift of its output scale, so neither the sum nor the operand shift can carry a
+multiplier.)
+
+int16 with power-of-two scales. TFLite's kernel takes another path there (its default
+``pot_scale_int16``): the operand with the finer scale is divided by 2^r with RoundingDivide-
+ByPOT, the other is taken as it is, and the int16 sum saturates. One NPU ADD rounds the sum
+instead (x + y / 2^r rounded, where the reference rounds y / 2^r), which differs on halves, so:
+a TFL-rounded SHR of the finer operand, then an ADD/SUB of unit scales.
 
 MUL. The reference multiplies the operand values and rescales the product with
 MultiplyByQuantizedMultiplier, whose ``x * (1 << left_shift)`` is int32 arithmetic: a product
@@ -26,6 +38,7 @@ left shift 73, i.e. 9). One NPU MUL computes the rescale exactly while the shift
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -45,7 +58,7 @@ def operand_table(dtype: str, zero_point: int, multiplier: tuple[int, int]) -> n
     (-128..127 or 0..255): MultiplyByQuantizedMultiplier((code - zero point) << 20, m, e)."""
     lo, hi = TYPE_RANGE[dtype]
     values = np.arange(lo, hi + 1, dtype=np.int64) - zero_point
-    return fp.multiply_by_quantized_multiplier(values << HEADROOM, *multiplier).astype(np.int64)
+    return fp.multiply_by_quantized_multiplier(values << HEADROOM[8], *multiplier).astype(np.int64)
 
 
 def _table_lookup32(ops: OperationBuilder, name: str, x: FeatureMapView, table: np.ndarray) -> FeatureMapView:
@@ -75,17 +88,53 @@ def _rescale_int32(ops: OperationBuilder, s: FeatureMapView, multiplier: int, ri
                     activation=activation)
 
 
+def _scaled_operand16(ops: OperationBuilder, name: str, x: FeatureMapView,
+                      multiplier: tuple[int, int]) -> FeatureMapView:
+    """MultiplyByQuantizedMultiplier(x << 15, m, e) of an int16 operand, int32: the high
+    multiply as a MUL by 1 with output scale (m, 16), NATURAL (floor((x m + 2^15) / 2^16)),
+    then the rounding shift by -e as a TFL-rounded SHR."""
+    m, exponent = multiplier
+    high = ops.scratch(name, x.shape, "int32")
+    ops.elementwise("MUL", x, ops.lw.constant(np.array([1]), x.dtype), high, rounding="NATURAL",
+                    ofm_scale=(m, SRDHM_SHIFT - HEADROOM[16]))
+    if exponent == 0:
+        return high
+    scaled = ops.scratch(f"{name}_shifted", x.shape, "int32")
+    ops.elementwise("SHR", high, ops.lw.constant(np.array([-exponent]), "int32"), scaled, global_scale=False)
+    return scaled
+
+
 def exact_add_sub(lw: LoweringContext, index: int, mode: str, a: FeatureMapView, b: FeatureMapView,
                   ofm: FeatureMapView, activation: dict) -> None:
-    """8-bit `a + b` or `a - b` (TFLite's operand order) as the chain in the module docstring.
-    The output multiplier must be below 1 (`reference_output_multiplier` is None)."""
+    """`a + b` or `a - b` (TFLite's operand order) as the chain in the module docstring, 8-bit
+    or int16 operands. The output multiplier must be below 1 (`reference_output_multiplier`
+    is None)."""
     ops = OperationBuilder(lw, index, mode)
-    m_a, m_b, (m_out, e_out) = operand_multipliers((a.scale, b.scale, ofm.scale))
-    first = _table_lookup32(ops, "first", a, operand_table(a.dtype, a.zero_point, m_a))
-    second = _table_lookup32(ops, "second", b, operand_table(b.dtype, b.zero_point, m_b))
+    bits = 16 if a.dtype == "int16" else 8
+    m_a, m_b, (m_out, e_out) = operand_multipliers((a.scale, b.scale, ofm.scale), bits)
+    if bits == 16:
+        first, second = _scaled_operand16(ops, "first", a, m_a), _scaled_operand16(ops, "second", b, m_b)
+    else:
+        first = _table_lookup32(ops, "first", a, operand_table(a.dtype, a.zero_point, m_a))
+        second = _table_lookup32(ops, "second", b, operand_table(b.dtype, b.zero_point, m_b))
     total = ops.scratch("sum", ofm.shape, "int32")
     ops.elementwise(mode, first, second, total)
     _rescale_int32(ops, total, m_out, -e_out, ofm, activation)
+
+
+def power_of_two_add_sub(lw: LoweringContext, index: int, mode: str, a: FeatureMapView, b: FeatureMapView,
+                         ofm: FeatureMapView, shifts: tuple[int, int], activation: dict) -> None:
+    """TFLite's power-of-two int16 ADD/SUB: the operand whose input shift (`shifts`, both <= 0,
+    one of them 0) is -r divided by 2^r (RoundingDivideByPOT, a TFL-rounded SHR), then the
+    saturating sum or difference with unit scales (module docstring)."""
+    ops = OperationBuilder(lw, index, mode)
+    operands = [a, b]
+    for i, shift in enumerate(shifts):
+        if shift < 0:
+            x = operands[i]
+            operands[i] = ops.scratch("divided", x.shape, x.dtype)
+            ops.elementwise("SHR", x, lw.constant(np.array([-shift]), x.dtype), operands[i], global_scale=False)
+    ops.elementwise(mode, *operands, ofm, activation=activation)
 
 
 def _wrapping_shift(values: np.ndarray, shift: int) -> np.ndarray:
@@ -124,9 +173,9 @@ def wrapping_multiply(lw: LoweringContext, index: int, a: FeatureMapView, b: Fea
     _rescale_int32(ops, shifted, multiplier, 0, ofm, activation)
 
 
-def largest_product(first: tuple[int, ...], second: tuple[int, ...]) -> int:
-    """The largest |x * y| over two operands' values (`add_sub_rounding.operand_values`)."""
-    return max(abs(v) for v in first) * max(abs(v) for v in second)
+def largest_product(first: Sequence[int], second: Sequence[int]) -> int:
+    """The largest |x * y| over two operands' values (`add_sub_rounding.operand_values`, ascending)."""
+    return max(abs(first[0]), abs(first[-1])) * max(abs(second[0]), abs(second[-1]))
 
 
 def reference_multiply(first: np.ndarray, second: np.ndarray, multiplier: int, exponent: int) -> np.ndarray:

@@ -2,11 +2,12 @@
 `quantization`.
 
 A smaller operand is broadcast; when it is the first one the operands are swapped
-(REVERSED_OPERANDS). 8-bit ADD and SUB must round every pair of input codes as TFLite's
-reference does (`add_sub_rounding`): where no register values do, a tensor plus a
-single-valued constant becomes a table lookup, and anything else a chain of NPU operations
-with the reference's roundings (`exact_elementwise`), as is a MUL whose product the reference
-wraps. int32 operands compute on the integers themselves, as TFLite's int32 kernels do.
+(REVERSED_OPERANDS). ADD and SUB must round every pair of input values as TFLite's reference
+does (`add_sub_rounding`): where no register values do, an 8-bit tensor plus a single-valued
+constant becomes a table lookup, and anything else a chain of NPU operations with the
+reference's roundings (`exact_elementwise`), as is a MUL whose product the reference wraps and
+an int16 ADD/SUB on the reference's power-of-two path. int32 operands compute on the integers
+themselves, as TFLite's int32 kernels do.
 """
 
 from __future__ import annotations
@@ -18,14 +19,18 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
-from .add_sub_rounding import add_sub_table, exact_add_sub_scales, operand_values, reference_output_multiplier
-from .exact_elementwise import exact_add_sub, largest_product, multiply_registers, product_fits, wrapping_multiply
+from .add_sub_rounding import (add_sub_table, exact_add_sub_scales, operand_values, power_of_two_shifts,
+                               reference_output_multiplier)
+from .exact_elementwise import (exact_add_sub, largest_product, multiply_registers, power_of_two_add_sub, product_fits,
+                                wrapping_multiply)
 from .lower_lut import table_lookup
 from .lowered import FeatureMapView, LoweredOperation, WeightVolume, channel_scales, full_range, kernel_record
 from .lowering_context import LoweringContext
-from .operation_builder import EIGHT_BIT_RANGE, OperationBuilder, broadcast_order, fused_clamp
+from .operation_builder import OperationBuilder, broadcast_order, fused_clamp
 from .operator_view import OperatorView
-from .quantization import add_sub_scales, multiply_real
+from .quantization import multiply_real
+
+ADD_SUB_BITS = {"int8": 8, "uint8": 8, "int16": 16}  # ADD/SUB operand types, by TFLite's headroom
 
 
 def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
@@ -36,12 +41,18 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
         _int32_elementwise(lw, v, mode, a, b, ofm)
         return
     scaling = None
-    if mode in ("ADD", "SUB") and a.dtype in EIGHT_BIT_RANGE and a.dtype == b.dtype == ofm.dtype:
+    if mode in ("ADD", "SUB"):
+        bits = ADD_SUB_BITS.get(a.dtype)
+        if not bits or not a.dtype == b.dtype == ofm.dtype:
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): {a.dtype}, {b.dtype} -> {ofm.dtype}; TFLite's "
+                                   f"{v.opcode} takes one of {', '.join(ADD_SUB_BITS)} in and out")
+        clamp = fused_clamp(v)
+        if bits == 16 and _power_of_two_path(lw, v, mode, a, b, ofm, clamp):
+            return
         constants = [lw.graph.tensors[t].data if lw.graph.tensors[t].is_constant else None
                      for t in v.op.inputs[:2]]
         values = [operand_values(x.dtype, x.zero_point, c) for x, c in zip((a, b), constants)]
-        clamp = fused_clamp(v)
-        beyond = reference_output_multiplier((a.scale, b.scale, ofm.scale))
+        beyond = reference_output_multiplier((a.scale, b.scale, ofm.scale), bits)
         if beyond is not None:
             # Neither the NPU's rescale nor a table can match what the kernel does there.
             raise UnsupportedError(
@@ -49,11 +60,12 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
                 f"{a.scale:g}, {b.scale:g} -> {ofm.scale:g}), outside the range below 1 it defines; it stays on "
                 f"the CPU, whose kernel is the reference")
         scaling = exact_add_sub_scales((a.scale, b.scale, ofm.scale), *values, mode == "SUB",
-                                       (clamp["min"] - ofm.zero_point, clamp["max"] - ofm.zero_point))
+                                       (clamp["min"] - ofm.zero_point, clamp["max"] - ofm.zero_point), bits)
         if scaling is None:
-            if not _add_sub_lookup(lw, v, mode, (a, b), constants, ofm):
-                # One NPU rescale would be one off where the output lands exactly on a half
+            if bits == 16 or not _add_sub_lookup(lw, v, mode, (a, b), constants, ofm):
+                # One NPU rescale would be one off where the output lands next to a step
                 # (see add_sub_rounding): the reference's roundings one operation each.
+                broadcast_order(v, a, b, ofm)  # one operand has the output's shape, the other broadcasts
                 exact_add_sub(lw, v.index, mode, a, b, ofm, clamp)
             return
     if mode == "MUL":
@@ -83,16 +95,35 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
     if mode == "MUL":
         registers.update(ofm_scale=ofm_scale, opa_scale=(0, 0), opb_scale=0, ifm_scale_mode=0)
     else:
-        bits = 16 if a.dtype == "int16" else 8
         # With REVERSED_OPERANDS the ALU's operand A is the IFM2 (SUB computes A - B), so A
         # and B stay TFLite's first and second operand, and so does the scale mode (1: A).
-        first, second = (b, a) if reversed_operands else (a, b)
-        # int16 keeps Vela's registers: its input pairs are not checked (see add_sub_rounding;
-        # `unchecked_int16` tells reports which operators these are).
-        registers.update(scaling or add_sub_scales(first.scale, second.scale, ofm.scale, bits))
+        registers.update(scaling)
     cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
     lw.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
                             registers=registers))
+
+
+def _power_of_two_path(lw: LoweringContext, v: OperatorView, mode: str, a: FeatureMapView, b: FeatureMapView,
+                       ofm: FeatureMapView, clamp: dict) -> bool:
+    """An int16 ADD/SUB TFLite computes on its power-of-two path (`power_of_two_shifts`), lowered
+    as that path rounds; False when the kernel takes the general path (equal scales compute
+    the same sum on both)."""
+    # Without an options table LiteRT's parameters are zeroed: the option is false (with a table
+    # the reader fills in the schema's default, true).
+    shifts = power_of_two_shifts((a.scale, b.scale, ofm.scale), v.options.get("pot_scale_int16", False))
+    if shifts is None or shifts == (0, 0):
+        return False
+    if max(shifts) != 0 or any(x.zero_point for x in (a, b, ofm)):
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): power-of-two int16 scales {a.scale:g}, {b.scale:g} "
+                               f"-> {ofm.scale:g}; TFLite's kernel takes one input at the output's scale and the "
+                               "other finer, all zero points 0, and refuses these")
+    if min(shifts) <= -16:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): an int16 input 2^{-min(shifts)} times finer than "
+                               "the output; TFLite's kernel divides it by RoundingDivideByPOT on int16, which for "
+                               "shifts of 16 or more returns the sign, not a rounding")
+    broadcast_order(v, a, b, ofm)  # one operand has the output's shape, the other broadcasts
+    power_of_two_add_sub(lw, v.index, mode, a, b, ofm, shifts, clamp)
+    return True
 
 
 def _add_sub_lookup(lw: LoweringContext, v: OperatorView, mode: str, operands: tuple[FeatureMapView, FeatureMapView],
