@@ -68,11 +68,8 @@ def test_coverage_row_says_where_each_compiler_runs_it(tmp_path):
 
 # Cases that stay on the CPU, as Vela keeps them there too.
 ON_THE_CPU_AS_IN_VELA = {("BATCH_MATMUL", "int16"): "batch_matmul_int8"}
-# Cases on the NPU but not yet bit-exact, with the reason.
-NOT_YET_EXACT = {
-    ("ADD", "int16"): "16x8 ADD keeps Vela's registers, one off on a few input pairs (add_sub_rounding.INT16_CAVEAT)",
-    ("SUB", "int16"): "16x8 SUB keeps Vela's registers, one off on a few input pairs (add_sub_rounding.INT16_CAVEAT)",
-}
+# Cases on the NPU but not yet bit-exact, with the reason (none left).
+NOT_YET_EXACT: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256"])
