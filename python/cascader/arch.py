@@ -80,8 +80,23 @@ class MemoryMode(enum.Enum):
         return getattr(_core.MemoryMode, self.value)
 
 
+def _families() -> Tuple[dict, ...]:
+    """The core's target families (one per product: U55, U65, U85), read once."""
+    global _FAMILIES
+    if _FAMILIES is None:
+        _FAMILIES = tuple(_core.target_families())
+    return _FAMILIES
+
+
+_FAMILIES: Optional[Tuple[dict, ...]] = None
+
+
 class Accelerator:
-    """One Ethos-U accelerator configuration, e.g. ``Accelerator("ethos-u55-128")``."""
+    """One Ethos-U accelerator configuration, e.g. ``Accelerator("ethos-u55-128")``.
+
+    Every size of the Ethos-U55, U65 and U85 is known. cascader compiles for the U55 and U65;
+    for the U85 it reads, decodes and checks Vela's binaries (``compiles`` is False).
+    """
 
     def __init__(self, name: Union[str, "Accelerator"]) -> None:
         if isinstance(name, Accelerator):
@@ -89,9 +104,41 @@ class Accelerator:
         self._config = _core.accelerator_config(str(name).lower())
 
     @staticmethod
-    def names() -> Tuple[str, ...]:
-        """The accelerator names cascader knows."""
-        return tuple(_core.accelerator_names())
+    def names(compile_targets: bool = False) -> Tuple[str, ...]:
+        """The accelerator names cascader knows; with `compile_targets`, those it compiles for."""
+        return tuple(n for f in _families() if f["compiles"] or not compile_targets for n in f["accelerators"])
+
+    @property
+    def _family(self) -> dict:
+        return next(f for f in _families() if self.name in f["accelerators"])
+
+    @property
+    def product(self) -> str:
+        """``"ethos-u55"``, ``"ethos-u65"`` or ``"ethos-u85"``."""
+        return self._family["name"]
+
+    @property
+    def compiles(self) -> bool:
+        """Whether cascader compiles for this accelerator (the U85: not yet; its binaries from
+        Vela are decoded)."""
+        return bool(self._family["compiles"])
+
+    @property
+    def default_system(self) -> str:
+        """The system config Vela takes for this accelerator when given none."""
+        return self._family["default_system"]
+
+    @property
+    def default_memory_mode(self) -> "MemoryMode":
+        """The memory mode Vela takes for this accelerator when given none."""
+        return MemoryMode.parse(self._family["default_memory_mode"])
+
+    def require_compiles(self) -> None:
+        """Raise InvalidArgumentError when cascader cannot compile for this accelerator."""
+        if not self.compiles:
+            raise InvalidArgumentError(
+                f"cascader does not compile for {self.name} yet: it decodes Vela's {self.product} binaries "
+                f"(cascader.sim.decode); compile targets are {', '.join(self.names(compile_targets=True))}")
 
     name = property(lambda self: self._config.name)
     macs_per_cycle = property(lambda self: self._config.macs_per_cycle, doc="MACs per cycle per core")
@@ -106,6 +153,19 @@ class Accelerator:
     axi_data_width_bits = property(lambda self: 8 * self._config.axi_bytes_per_cycle)
     max_outstanding_dma = property(lambda self: self._config.max_outstanding_dma)
     max_outstanding_kernels = property(lambda self: self._config.max_outstanding_kernels)
+    weight_decoders = property(lambda self: self._config.weight_decoders,
+                               doc="Weight streams a convolution reads (Ethos-U85; 1 elsewhere)")
+
+    @property
+    def ofm_ublocks(self) -> Tuple[Tuple[int, int, int], ...]:
+        """The OFM micro-blocks the MAC array can take (Ethos-U85; empty elsewhere)."""
+        return tuple((b.height, b.width, b.depth) for b in self._config.ofm_ublocks)
+
+    @property
+    def internal_ram(self) -> Dict[str, int]:
+        """The Ethos-U85's internal RAM bytes (IFM buffer, accumulators, output, chaining buffer)."""
+        r = self._config.internal_ram
+        return {"ifm": r.ifm_bytes, "acc": r.acc_bytes, "ob": r.ob_bytes, "cb": r.cb_bytes}
 
     @property
     def ofm_ublock(self) -> Tuple[int, int, int]:
@@ -126,22 +186,26 @@ class Accelerator:
         return hash(self.name)
 
     def __repr__(self) -> str:
+        memory = (f"SHRAM {self.shram_banks} x {self.shram_bank_bytes} B" if self.shram_banks
+                  else f"{self.weight_decoders} weight decoder(s), IFM RAM {self.internal_ram['ifm']} B")
         return (
             f"Accelerator({self.name!r}: {self.macs_per_cycle} MACs/cycle x {self.cores} core(s), "
-            f"OFM ublock {self.ofm_ublock}, SHRAM {self.shram_banks} x {self.shram_bank_bytes} B, "
-            f"AXI {self.axi_data_width_bits} bit)"
+            f"OFM ublock {self.ofm_ublock}, {memory}, AXI {self.axi_data_width_bits} bit)"
         )
 
 
 @dataclass
 class MemorySpec:
-    """Timing of one memory: clock relative to the core, burst bytes, latencies in core cycles."""
+    """Timing of one memory: clock relative to the core, burst bytes, latencies in core cycles,
+    AXI ports, and the transactions it keeps outstanding (reads, writes)."""
 
     clock_scale: float = 1.0
     burst_length: int = 1
     read_latency: int = 0
     write_latency: int = 0
     ports_used: int = 1
+    max_reads: int = 1
+    max_writes: int = 1
 
 
 @dataclass
@@ -163,10 +227,12 @@ class SystemConfig:
 
     @classmethod
     def preset(cls, name: str) -> "SystemConfig":
-        """One of the six presets Vela ships (e.g. ``"Ethos_U55_High_End_Embedded"``)."""
+        """One of the presets Vela's vela.ini ships (e.g. ``"Ethos_U55_High_End_Embedded"``,
+        ``"Ethos_U85_SYS_DRAM_Mid"``)."""
         c = _core.system_config_preset(name)
         mems = {
-            m: MemorySpec(s.clock_scale, s.burst_length, s.read_latency, s.write_latency, s.ports_used)
+            m: MemorySpec(s.clock_scale, s.burst_length, s.read_latency, s.write_latency, s.ports_used,
+                          s.max_reads, s.max_writes)
             for m, s in zip(MEMORIES, c.memories)
         }
         return cls(c.name, c.core_clock, c.axi0.name, c.axi1.name, mems)
@@ -191,6 +257,8 @@ class SystemConfig:
                     read_latency=int(values.get(f"{m}_read_latency", 0)),
                     write_latency=int(values.get(f"{m}_write_latency", 0)),
                     ports_used=max(1, int(values.get(f"{m}_ports_used", 1))),
+                    max_reads=int(values.get(f"{m}_max_reads", 1)),
+                    max_writes=int(values.get(f"{m}_max_writes", 1)),
                 )
             return cls(short, float(values.get("core_clock", 1.0)), axi0, axi1, mems)
         except ValueError as e:
@@ -211,6 +279,7 @@ class SystemConfig:
             cs = _core.MemorySpec()
             cs.clock_scale, cs.burst_length = float(s.clock_scale), int(s.burst_length)
             cs.read_latency, cs.write_latency, cs.ports_used = int(s.read_latency), int(s.write_latency), int(s.ports_used)
+            cs.max_reads, cs.max_writes = int(s.max_reads), int(s.max_writes)
             specs.append(cs)
         c.memories = specs
         return c
@@ -263,8 +332,9 @@ def _vela_case(key: str) -> str:
     return key
 
 
-DEFAULT_SYSTEM = {False: "Ethos_U55_High_End_Embedded", True: "Ethos_U65_Client_Server"}
-DEFAULT_MODE = {False: MemoryMode.SHARED_SRAM, True: MemoryMode.DEDICATED_SRAM}
+# Vela's defaults for the U55 (False) and the U65 (True), keyed by AcceleratorConfig.is_u65.
+DEFAULT_SYSTEM = {u65: Accelerator(n).default_system for u65, n in ((False, "ethos-u55-128"), (True, "ethos-u65-256"))}
+DEFAULT_MODE = {u65: Accelerator(n).default_memory_mode for u65, n in ((False, "ethos-u55-128"), (True, "ethos-u65-256"))}
 
 
 def arch_config(
@@ -273,12 +343,11 @@ def arch_config(
     memory_mode: Union[str, MemoryMode, None] = None,
 ) -> "_core.ArchConfig":
     """Resolve a target. Defaults follow Vela: U55 on High_End_Embedded / Shared_Sram, U65 on
-    Client_Server / Dedicated_Sram."""
+    Client_Server / Dedicated_Sram, U85 on SYS_DRAM_Mid / Dedicated_Sram."""
     acc = Accelerator(accelerator)
-    u65 = acc._config.is_u65
     if system is None:
-        system = DEFAULT_SYSTEM[u65]
+        system = acc.default_system
     if isinstance(system, str):
         system = SystemConfig.preset(system)
-    mode = DEFAULT_MODE[u65] if memory_mode is None else MemoryMode.parse(memory_mode)
+    mode = acc.default_memory_mode if memory_mode is None else MemoryMode.parse(memory_mode)
     return _core.ArchConfig(acc._config, system._core(), mode._core())

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Union
 
 from .allocation import allocate
-from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode, arch_config
+from .arch import Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
 from .emit.binary import Emission, emit
 from .packaging import package_binary
@@ -302,9 +302,9 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
     part, segments = lower(m)
     bar.update()
     bar.set_description("schedule")
-    u65 = acc._config.is_u65
-    mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
-    system = system if system is not None else DEFAULT_SYSTEM[u65]
+    acc.require_compiles()
+    mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else acc.default_memory_mode).value
+    system = system if system is not None else acc.default_system
     # Performance: with the padded maps that run faster as bricks so stored too.
     sched, bricked = schedules(part, segments, acc.name, system, mode, bricks=optimise == "performance")
     bar.update()

@@ -30,7 +30,7 @@ from typing import Any, Union
 
 from . import _core
 from . import memory as mem
-from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
+from .arch import Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
@@ -279,9 +279,9 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     """
     start = time.perf_counter()
     acc = Accelerator(accelerator)
-    u65 = acc._config.is_u65
-    mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else DEFAULT_MODE[u65]).value
-    system = system if system is not None else DEFAULT_SYSTEM[u65]
+    acc.require_compiles()
+    mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else acc.default_memory_mode).value
+    system = system if system is not None else acc.default_system
     part, segments = lower(as_model(model))
     buffered = schedule(part, segments, acc.name, system, mode)
     return plan_scheduled(part, buffered, options, start)

@@ -40,7 +40,7 @@ class NetworkCheck:
 def check_network(seed: int, dtype: str = "int8") -> NetworkCheck:
     """Compile seed `seed`'s network (of `dtype` maps) at its three budgets and check each binary."""
     rng = np.random.default_rng(10_000 + seed)  # the target's draws, apart from the network's
-    accelerator = str(rng.choice(Accelerator.names()))
+    accelerator = str(rng.choice(Accelerator.names(compile_targets=True)))
     u65 = Accelerator(accelerator)._config.is_u65
     mode = None
     if u65 and rng.random() < 0.3:

@@ -50,7 +50,7 @@ COMMAND_STREAM_NAME = "ethos_u_command_stream"
 FLASH_NAME, SCRATCH_NAME, SCRATCH_FAST_NAME, PERSISTENT_NAME = "read_only", "scratch", "scratch_fast", "persistent"
 REGION_FLASH, REGION_SCRATCH, REGION_SCRATCH_FAST, REGION_PERSISTENT = 0, 1, 2, 3
 MAX_REGIONS = 8  # NPU base pointer registers; TFLM's kernel passes no more
-DEFAULT_ID_WORD = 0x10066001  # the ID word Vela 5.2 writes (see sim/driver_payload.hpp)
+DEFAULT_ID_WORD = 0x10066001  # the ID word Vela 5.2 writes for the U55/U65 (arch/ethos_u55)
 _INT32_MAX = 2**31 - 1
 
 

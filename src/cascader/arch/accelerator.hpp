@@ -1,7 +1,8 @@
-// Ethos-U accelerator configurations (U55-32 ... U65-512): the fixed hardware facts the block
-// config search and the cycle model need. Values are the published figures that Vela's
-// architecture_features.py also uses (MAC array, micro-blocks, SHRAM geometry, output and
-// activation throughput per element). Lookup is O(1).
+// Ethos-U accelerator configurations (U55-32 ... U85-2048): the fixed hardware facts the block
+// config search and the cycle model need. Values are the published figures that Vela also uses
+// (MAC array, micro-blocks, SHRAM or internal RAM geometry, output and activation throughput
+// per element). Each product's table lives in its own folder (arch/ethos_u55, arch/ethos_u65,
+// arch/ethos_u85), gathered by arch/target_family. Lookup is O(accelerators), a handful.
 #pragma once
 
 #include <array>
@@ -39,9 +40,23 @@ enum class OutputKind {
 // Index into AcceleratorConfig::activation_cycles_per_element.
 enum class ActivationKind { Lut = 0, Relu, None };
 
+// The product field of the NPU's CONFIG register: which register interface, weight format and
+// cycle formulas a binary is for.
+enum class Product : int { EthosU55 = 0, EthosU65 = 1, EthosU85 = 2 };
+
+// The Ethos-U85's internal memories (it has no SHRAM): IFM buffer, accumulators, output buffer
+// and the chaining buffer that keeps a fused operation's output on chip.
+struct InternalRam {
+  int ifm_bytes = 0;
+  int acc_bytes = 0;
+  int ob_bytes = 0;
+  int cb_bytes = 0;
+};
+
 struct AcceleratorConfig {
   std::string name;                 // "ethos-u55-128"
   int id = 0;                       // index in the fixed table: a cheap identity for caches
+  Product product = Product::EthosU55;
   bool is_u65 = false;
   int macs_per_cycle = 0;           // per core
   int cores = 1;
@@ -61,6 +76,14 @@ struct AcceleratorConfig {
   int max_outstanding_dma = 1;
   int max_outstanding_kernels = 2;
   BlockShape sub_kernel_max{8, 8, 65536};  // the DPU walks kernels in at most 8x8 pieces
+  // Ethos-U85 only. ofm_ublock is the first of ofm_ublocks, the micro-blocks the MAC array
+  // can be configured to; weight_decoders is how many weight streams an operation reads
+  // (WEIGHT_BASE..WEIGHT3_BASE); the AXI port counts go into the CONFIG register.
+  std::vector<BlockShape> ofm_ublocks;
+  InternalRam internal_ram;
+  int weight_decoders = 1;
+  int axi_sram_ports_log2 = 0;
+  int axi_ext_ports_log2 = 0;
 
   int granule(ShramElement e) const { return shram_granules[static_cast<int>(e)]; }
 };

@@ -4,6 +4,7 @@
 #include "cascader/arch/arch_config.hpp"
 #include "cascader/arch/block_config.hpp"
 #include "cascader/arch/system_config.hpp"
+#include "cascader/arch/target_family.hpp"
 #include "cascader/bindings/bindings.hpp"
 
 namespace py = pybind11;
@@ -28,9 +29,24 @@ void bind_arch(py::module_& m) {
       .value("Ifm32", ShramElement::Ifm32).value("Acc16", ShramElement::Acc16).value("Acc32", ShramElement::Acc32)
       .value("Acc40", ShramElement::Acc40);
 
+  py::enum_<Product>(m, "Product")
+      .value("EthosU55", Product::EthosU55).value("EthosU65", Product::EthosU65).value("EthosU85", Product::EthosU85);
+
+  py::class_<InternalRam>(m, "InternalRam")
+      .def_readonly("ifm_bytes", &InternalRam::ifm_bytes)
+      .def_readonly("acc_bytes", &InternalRam::acc_bytes)
+      .def_readonly("ob_bytes", &InternalRam::ob_bytes)
+      .def_readonly("cb_bytes", &InternalRam::cb_bytes);
+
   py::class_<AcceleratorConfig>(m, "AcceleratorConfig")
       .def_readonly("name", &AcceleratorConfig::name)
+      .def_readonly("product", &AcceleratorConfig::product)
       .def_readonly("is_u65", &AcceleratorConfig::is_u65)
+      .def_readonly("ofm_ublocks", &AcceleratorConfig::ofm_ublocks)
+      .def_readonly("internal_ram", &AcceleratorConfig::internal_ram)
+      .def_readonly("weight_decoders", &AcceleratorConfig::weight_decoders)
+      .def_readonly("axi_sram_ports_log2", &AcceleratorConfig::axi_sram_ports_log2)
+      .def_readonly("axi_ext_ports_log2", &AcceleratorConfig::axi_ext_ports_log2)
       .def_readonly("macs_per_cycle", &AcceleratorConfig::macs_per_cycle)
       .def_readonly("cores", &AcceleratorConfig::cores)
       .def_readonly("ofm_ublock", &AcceleratorConfig::ofm_ublock)
@@ -61,7 +77,9 @@ void bind_arch(py::module_& m) {
       .def_readwrite("burst_length", &MemorySpec::burst_length)
       .def_readwrite("read_latency", &MemorySpec::read_latency)
       .def_readwrite("write_latency", &MemorySpec::write_latency)
-      .def_readwrite("ports_used", &MemorySpec::ports_used);
+      .def_readwrite("ports_used", &MemorySpec::ports_used)
+      .def_readwrite("max_reads", &MemorySpec::max_reads)
+      .def_readwrite("max_writes", &MemorySpec::max_writes);
 
   py::class_<SystemConfig>(m, "SystemConfig")
       .def(py::init<>())
@@ -72,6 +90,25 @@ void bind_arch(py::module_& m) {
       .def_readwrite("memories", &SystemConfig::memories);
   m.def("system_config_preset", &system_config_preset, py::arg("name"), py::return_value_policy::copy);
   m.def("system_config_preset_names", &system_config_preset_names);
+
+  m.def(
+      "target_families",
+      [] {
+        py::list out;
+        for (const auto& f : target_families()) {
+          py::list accelerators, systems;
+          for (const auto& a : f.accelerators) accelerators.append(a.name);
+          for (const auto& s : f.systems) systems.append(s.name);
+          out.append(py::dict(py::arg("name") = f.name, py::arg("product") = f.product,
+                              py::arg("accelerators") = accelerators, py::arg("systems") = systems,
+                              py::arg("default_system") = f.default_system,
+                              py::arg("default_memory_mode") = memory_mode_name(f.default_memory_mode),
+                              py::arg("id_word") = f.id_word, py::arg("compiles") = f.compiles));
+        }
+        return out;
+      },
+      "One dict per Ethos-U product: its accelerators, system presets, Vela's defaults, the ID word\n"
+      "of Vela's payloads, and whether cascader compiles for it.");
 
   py::enum_<MemoryMode>(m, "MemoryMode")
       .value("Sram_Only", MemoryMode::SramOnly)

@@ -15,7 +15,7 @@ void bind_estimator(py::module_& m) {
       [](const py::bytes& payload, const ArchConfig& arch, bool merge_as_vela, bool operations) {
         const std::string_view s = payload;
         const sim::DriverPayload p = sim::parse_driver_payload(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size(), static_cast<Product>(p.config.product));
         BlockConfigCache cache;
         const sim::StreamEstimate e = sim::estimate_stream(cs, arch, cache, merge_as_vela);
         py::list rows;

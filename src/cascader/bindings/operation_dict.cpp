@@ -132,7 +132,7 @@ sim::AddressRange address_range(const py::dict& d) {
 
 }  // namespace
 
-py::dict operation_to_dict(const NpuOperation& op) {
+py::dict operation_to_dict(const NpuOperation& op, bool u85) {
   py::dict d;
   d["kind"] = sim::name(op.kind);
   d["word_offset"] = op.word_offset;
@@ -143,6 +143,10 @@ py::dict operation_to_dict(const NpuOperation& op) {
   }
   if (op.kind == sim::OpKind::Pool) d["sub_op"] = sim::name(static_cast<sim::PoolMode>(op.sub_op));
   if (op.kind == sim::OpKind::Elementwise) d["sub_op"] = sim::name(static_cast<sim::ElementwiseMode>(op.sub_op));
+  if (op.kind == sim::OpKind::Resize) {
+    static const char* modes[] = {"BILINEAR", "REPLICATE", "NEAREST"};
+    d["sub_op"] = modes[op.sub_op];
+  }
   d["ifm"] = feature_map(op.ifm);
   if (op.has_ifm2()) {
     d["ifm2"] = feature_map(op.ifm2);
@@ -176,6 +180,23 @@ py::dict operation_to_dict(const NpuOperation& op) {
   d["acc_format"] = op.acc_format;
   d["parallel_mode"] = op.parallel_mode;
   d["block"] = py::make_tuple(op.block_height, op.block_width, op.block_depth);
+  if (u85) {
+    const auto& u = op.u85;
+    py::list streams;
+    for (const auto& w : u.weight_streams) streams.append(address_range(w));
+    d["u85"] = py::dict(
+        py::arg("storage") = py::make_tuple(u.ifm_storage, u.ifm2_storage, u.ofm_storage),
+        py::arg("ofm_transpose") = u.ofm_transpose, py::arg("ofm_reverse") = u.ofm_reverse,
+        py::arg("acc_input") = u.acc_input, py::arg("acc_output") = u.acc_output, py::arg("microblock") = u.microblock,
+        py::arg("ofm_round_mode") = u.ofm_round_mode, py::arg("ofm_double_round") = u.ofm_double_round,
+        py::arg("ifm_scale") = py::make_tuple(u.ifm_scale, u.ifm_shift, u.ifm_round_mode),
+        py::arg("ifm2_scale") = py::make_tuple(u.ifm2_scale, u.ifm2_shift, u.ifm2_round_mode),
+        py::arg("broadcast_mode") = u.broadcast_mode, py::arg("ifm_broadcast_mode") = u.ifm_broadcast_mode,
+        py::arg("op_scalar") = u.op_scalar, py::arg("activation_table") = u.activation_table,
+        py::arg("weight_format") = u.weight_format, py::arg("weight_sparsity") = u.weight_sparsity,
+        py::arg("weights_ifm2") = u.weights_ifm2, py::arg("resize_mode") = u.resize_mode,
+        py::arg("weight_streams") = streams);
+  }
   return d;
 }
 

@@ -9,7 +9,8 @@
 
 namespace cascader::bindings {
 
-pybind11::dict operation_to_dict(const sim::NpuOperation& op);
+// `u85`: add the Ethos-U85-only fields (NpuOperation::u85) under the key "u85".
+pybind11::dict operation_to_dict(const sim::NpuOperation& op, bool u85 = false);
 
 // Throws InvalidArgument naming a missing or malformed key. `word_offset` is optional.
 sim::NpuOperation operation_from_dict(const pybind11::dict& d);

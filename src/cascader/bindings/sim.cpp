@@ -26,6 +26,8 @@ sim::DriverPayload payload_of(const py::bytes& payload) {
 py::dict config(const sim::NpuConfig& c) {
   return py::dict(py::arg("accelerator") = c.accelerator(), py::arg("macs_per_cc") = c.macs_per_cc,
                   py::arg("shram_kib") = c.shram_kib, py::arg("product") = c.product,
+                  py::arg("weight_decoders") = c.weight_decoders, py::arg("axi_sram_ports_log2") = c.axi_sram_ports_log2,
+                  py::arg("axi_ext_ports_log2") = c.axi_ext_ports_log2,
                   py::arg("cmd_stream_version") = c.cmd_stream_version, py::arg("config_word") = c.config_word,
                   py::arg("id_word") = c.id_word);
 }
@@ -37,9 +39,9 @@ void bind_sim(py::module_& m) {
       "decode_driver_payload",
       [](const py::bytes& payload) {
         const sim::DriverPayload p = payload_of(payload);
-        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size(), static_cast<Product>(p.config.product));
         py::list ops;
-        for (const auto& op : cs.operations) ops.append(operation_to_dict(op));
+        for (const auto& op : cs.operations) ops.append(operation_to_dict(op, cs.product == Product::EthosU85));
         return py::dict(py::arg("config") = config(p.config), py::arg("command_stream_words") = cs.words,
                         py::arg("command_stream_word") = p.command_stream_word, py::arg("operations") = ops);
       },
@@ -58,7 +60,7 @@ void bind_sim(py::module_& m) {
       "region_extents",
       [](const py::bytes& payload) {
         const sim::DriverPayload p = payload_of(payload);
-        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size(), static_cast<Product>(p.config.product));
         py::list out;
         for (const auto& e : sim::region_extents(cs)) {
           out.append(e.used ? py::object(py::make_tuple(e.end, e.operation, e.what)) : py::object(py::none()));
@@ -75,15 +77,16 @@ void bind_sim(py::module_& m) {
                                                       sim::NpuConfig::for_accelerator(accelerator, id_word));
         return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
       },
-      py::arg("command_stream"), py::arg("accelerator"), py::arg("id_word") = sim::kDefaultIdWord,
-      "A COP1 driver payload for a command stream on an accelerator, as Vela writes it.");
+      py::arg("command_stream"), py::arg("accelerator"), py::arg("id_word") = 0,
+      "A COP1 driver payload for a command stream on an accelerator, as Vela writes it\n"
+      "(id_word 0: the ID word Vela 5.2 writes for the accelerator's product).");
 
   m.def(
       "simulate_driver_payload",
       [](const py::bytes& payload, const std::map<int, py::array_t<uint8_t, py::array::c_style>>& regions,
          long long stop_after) {
         const sim::DriverPayload p = payload_of(payload);
-        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
+        const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size(), static_cast<Product>(p.config.product));
         std::array<sim::RegionMemory, 8> mem{};
         std::vector<py::array_t<uint8_t, py::array::c_style>> keep;
         for (const auto& [region, array] : regions) {

@@ -142,8 +142,9 @@ uint32_t operation_command(const NpuOperation& op) {
     case OpKind::Pool: return OP_POOL;
     case OpKind::Elementwise: return OP_ELEMENTWISE;
     case OpKind::Dma: return OP_DMA_START;
+    case OpKind::Resize: break;  // Ethos-U85 only
   }
-  return OP_STOP;
+  throw InvalidArgument(std::string("the U55/U65 encoder has no ") + name(op.kind) + " operation");
 }
 
 // The SHRAM layout the block config needs, from the same model that chose the block.

@@ -21,6 +21,7 @@
 
 #include "cascader/arch/accelerator.hpp"
 #include "cascader/arch/arch_config.hpp"
+#include "cascader/arch/target_family.hpp"
 #include "cascader/arch/system_config.hpp"
 #include "cascader/common/error.hpp"
 #include "cascader/perf/cycle_model.hpp"
@@ -111,11 +112,10 @@ int main(int argc, char** argv) {
     regions[0] = flash_case ? mutate(flashes[s], rng) : flashes[s];
     try {
       const sim::DriverPayload p = sim::parse_driver_payload(data.data(), data.size());
-      const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size());
-      const ArchConfig arch(accelerator_config(p.config.accelerator()),
-                            system_config_preset(p.config.product == 1 ? "Ethos_U65_Client_Server"
-                                                                       : "Ethos_U55_High_End_Embedded"),
-                            p.config.product == 1 ? MemoryMode::DedicatedSram : MemoryMode::SharedSram);
+      const sim::CommandStream cs = sim::decode_command_stream(p.command_stream.data(), p.command_stream.size(), static_cast<Product>(p.config.product));
+      const TargetFamily& family = target_family(static_cast<Product>(p.config.product));
+      const ArchConfig arch(accelerator_config(p.config.accelerator()), system_config_preset(family.default_system),
+                            family.default_memory_mode);
       sim::estimate_stream(cs, arch, blocks);
       std::array<sim::RegionMemory, 8> mem{};
       for (size_t r = 0; r < 8; ++r) {

@@ -2,8 +2,10 @@
 
 #include <sstream>
 
+#include "cascader/arch/ethos_u85/command_decoder.hpp"
 #include "cascader/arch/npu_registers.hpp"
 #include "cascader/common/error.hpp"
+#include "cascader/sim/register_file.hpp"
 
 namespace cascader::sim {
 
@@ -11,29 +13,15 @@ namespace {
 
 using namespace npu;  // the register map shared with the encoder
 
-std::string hex(uint32_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
-}
+using Registers = RegisterFile;
 
-[[noreturn]] void fail(size_t offset, const std::string& what) {
-  std::ostringstream s;
-  s << "command stream word " << offset << ": " << what;
-  throw BinaryError(s.str());
-}
+// The U55/U65 register file keeps a cmd1's parameter above its payload: all 48 bits are the
+// address (the U65 uses bits 32-47).
+constexpr uint64_t kAddressMask = ~uint64_t{0};
 
-// The register file: cmd0 parameters (16 bits) and cmd1 payloads (32 bits + 16-bit high
-// part, which holds address bits 32-47 on the U65).
-struct Registers {
-  std::array<uint16_t, 1024> r0{};
-  std::array<uint64_t, 1024> r1{};
+std::string hex(uint32_t v) { return hex_word(v); }
 
-  int s16(uint32_t op) const { return static_cast<int16_t>(r0[op]); }
-  int u16(uint32_t op) const { return r0[op]; }
-  uint32_t lo(uint32_t op) const { return static_cast<uint32_t>(r1[op] & 0xFFFFFFFFu); }
-  uint32_t hi(uint32_t op) const { return static_cast<uint32_t>(r1[op] >> 32); }
-};
+[[noreturn]] void fail(size_t offset, const std::string& what) { command_stream_error(offset, what); }
 
 DataType ifm_dtype(int precision, size_t offset) {
   switch (precision & 0xF) {
@@ -67,27 +55,14 @@ Rounding rounding_of(int mode, size_t offset) {
   return static_cast<Rounding>(mode);
 }
 
-void input_map(const Registers& r, FeatureMap& fm, uint32_t region, uint32_t base0,
-               uint32_t h0, uint32_t h1, uint32_t w0, uint32_t zp) {
-  fm.region = r.u16(region) & 0x7;
-  for (int i = 0; i < 4; ++i) fm.base[i] = r.r1[base0 + i];
-  fm.stride_x = static_cast<int64_t>(r.r1[base0 + 4]);
-  fm.stride_y = static_cast<int64_t>(r.r1[base0 + 5]);
-  fm.stride_c = static_cast<int64_t>(r.r1[base0 + 6]);
-  fm.height0 = r.u16(h0) + 1;
-  fm.height1 = r.u16(h1) + 1;
-  fm.width0 = r.u16(w0) + 1;
-  fm.zero_point = r.s16(zp);
-}
-
 NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t offset) {
   NpuOperation op;
   op.kind = kind;
   op.sub_op = sub_op;
   op.word_offset = offset;
 
-  input_map(r, op.ifm, IFM_REGION, IFM_BASE0, IFM_HEIGHT0_M1, IFM_HEIGHT1_M1, IFM_WIDTH0_M1,
-            IFM_ZERO_POINT);
+  read_feature_map(r, op.ifm, IFM_REGION, IFM_BASE0, IFM_HEIGHT0_M1, IFM_HEIGHT1_M1, IFM_WIDTH0_M1,
+                   IFM_ZERO_POINT, kAddressMask);
   const int ifm_prec = r.u16(IFM_PRECISION);
   op.ifm.dtype = ifm_dtype(ifm_prec, offset);
   op.ifm.layout = layout_of((ifm_prec >> kFormatShift) & 3, offset);
@@ -96,34 +71,14 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
   if (op.ifm_scale_mode == 3) fail(offset, "reserved IFM scale mode 3");
   op.ifm_rounding = rounding_of((ifm_prec >> kRoundingShift) & 3, offset);
 
-  input_map(r, op.ofm, OFM_REGION, OFM_BASE0, OFM_HEIGHT0_M1, OFM_HEIGHT1_M1, OFM_WIDTH0_M1,
-            OFM_ZERO_POINT);
+  read_feature_map(r, op.ofm, OFM_REGION, OFM_BASE0, OFM_HEIGHT0_M1, OFM_HEIGHT1_M1, OFM_WIDTH0_M1,
+                   OFM_ZERO_POINT, kAddressMask);
   const int ofm_prec = r.u16(OFM_PRECISION);
   op.ofm.dtype = ofm_dtype(ofm_prec, offset);
   op.ofm.layout = layout_of((ofm_prec >> kFormatShift) & 3, offset);
   op.global_scale = (ofm_prec >> kOfmScalingShift) & 1;
   op.rounding = rounding_of((ofm_prec >> kRoundingShift) & 3, offset);
-  op.ofm.height = r.u16(OFM_HEIGHT_M1) + 1;
-  op.ofm.width = r.u16(OFM_WIDTH_M1) + 1;
-  op.ofm.depth = r.u16(OFM_DEPTH_M1) + 1;
-
-  op.padding = {r.u16(IFM_PAD_TOP), r.u16(IFM_PAD_LEFT), r.u16(IFM_PAD_BOTTOM), r.u16(IFM_PAD_RIGHT)};
-  op.ifm_upscale = r.u16(IFM_UPSCALE) & 3;
-  if (op.ifm_upscale == 3) fail(offset, "reserved IFM upscale mode 3");
-
-  const int ks = r.u16(KERNEL_STRIDE);
-  op.kernel.stride_x = (((ks >> kStrideXLsb) & 1) | (((ks >> kStrideXMsb) & 7) << 1)) + 1;
-  op.kernel.stride_y = (((ks >> kStrideYLsb) & 1) | (((ks >> kStrideYMsb) & 7) << 1)) + 1;
-  op.kernel.part_kernel_first = (ks >> kPartKernelFirst) & 1;
-  op.kernel.dilation_x = ((ks >> kDilationX) & 1) + 1;
-  op.kernel.dilation_y = ((ks >> kDilationY) & 1) + 1;
-  op.kernel.width = r.u16(KERNEL_WIDTH_M1) + 1;
-  op.kernel.height = r.u16(KERNEL_HEIGHT_M1) + 1;
-  // Elementwise operations have no kernel or padding; the registers hold an earlier op's.
-  if (kind == OpKind::Elementwise) {
-    op.kernel = Kernel{};
-    op.padding = Padding{};
-  }
+  read_geometry(r, op, 3, offset);
 
   // Only convolutions read weight and scale streams; elsewhere the registers are stale.
   if (kind == OpKind::Conv || kind == OpKind::Depthwise) {
@@ -166,8 +121,8 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
     op.reversed_operands = (bc >> kReversedOperands) & 1;
     op.ifm2_is_scalar = (bc >> kIfm2Scalar) & 1;
     op.ifm2_scalar = r.s16(IFM2_SCALAR);
-    input_map(r, op.ifm2, IFM2_REGION, IFM2_BASE0, IFM2_HEIGHT0_M1, IFM2_HEIGHT1_M1,
-              IFM2_WIDTH0_M1, IFM2_ZERO_POINT);
+    read_feature_map(r, op.ifm2, IFM2_REGION, IFM2_BASE0, IFM2_HEIGHT0_M1, IFM2_HEIGHT1_M1,
+                     IFM2_WIDTH0_M1, IFM2_ZERO_POINT, kAddressMask);
     const int p2 = r.u16(IFM2_PRECISION);
     op.ifm2.dtype = ifm_dtype(p2, offset);
     op.ifm2.layout = layout_of((p2 >> kFormatShift) & 3, offset);
@@ -177,6 +132,66 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, size_t
 }
 
 }  // namespace
+
+void read_feature_map(const RegisterFile& r, FeatureMap& fm, uint32_t region, uint32_t base0, uint32_t height0,
+                      uint32_t height1, uint32_t width0, uint32_t zero_point, uint64_t address_mask) {
+  fm.region = r.u16(region) & 0x7;
+  for (uint32_t i = 0; i < 4; ++i) fm.base[i] = r.r1[base0 + i] & address_mask;
+  fm.stride_x = static_cast<int64_t>(r.r1[base0 + 4] & address_mask);
+  fm.stride_y = static_cast<int64_t>(r.r1[base0 + 5] & address_mask);
+  fm.stride_c = static_cast<int64_t>(r.r1[base0 + 6] & address_mask);
+  fm.height0 = r.u16(height0) + 1;
+  fm.height1 = r.u16(height1) + 1;
+  fm.width0 = r.u16(width0) + 1;
+  fm.zero_point = r.s16(zero_point);
+}
+
+void read_geometry(const RegisterFile& r, NpuOperation& op, int stride_msb_bits, size_t offset) {
+  op.ofm.height = r.u16(OFM_HEIGHT_M1) + 1;
+  op.ofm.width = r.u16(OFM_WIDTH_M1) + 1;
+  op.ofm.depth = r.u16(OFM_DEPTH_M1) + 1;
+
+  op.padding = {r.u16(IFM_PAD_TOP), r.u16(IFM_PAD_LEFT), r.u16(IFM_PAD_BOTTOM), r.u16(IFM_PAD_RIGHT)};
+  op.ifm_upscale = r.u16(IFM_UPSCALE) & 3;
+  if (op.ifm_upscale == 3) command_stream_error(offset, "reserved IFM upscale mode 3");
+
+  const int ks = r.u16(KERNEL_STRIDE);
+  const int msb = (1 << stride_msb_bits) - 1;
+  op.kernel.stride_x = (((ks >> kStrideXLsb) & 1) | (((ks >> kStrideXMsb) & msb) << 1)) + 1;
+  op.kernel.stride_y = (((ks >> kStrideYLsb) & 1) | (((ks >> kStrideYMsb) & msb) << 1)) + 1;
+  op.kernel.part_kernel_first = (ks >> kPartKernelFirst) & 1;
+  op.kernel.dilation_x = ((ks >> kDilationX) & 1) + 1;
+  op.kernel.dilation_y = ((ks >> kDilationY) & 1) + 1;
+  op.kernel.width = r.u16(KERNEL_WIDTH_M1) + 1;
+  op.kernel.height = r.u16(KERNEL_HEIGHT_M1) + 1;
+  // Elementwise operations have no kernel or padding; the registers hold an earlier op's.
+  if (op.kind == OpKind::Elementwise) {
+    op.kernel = Kernel{};
+    op.padding = Padding{};
+  }
+}
+
+NpuOperation read_dma(const RegisterFile& r, size_t offset, uint64_t address_mask) {
+  NpuOperation dma;
+  dma.kind = OpKind::Dma;
+  dma.word_offset = offset;
+  const uint64_t length = r.r1[DMA0_LEN] & address_mask;
+  dma.dma_src = {static_cast<int>(r.u16(DMA0_SRC_REGION) & kDmaRegionMask), r.r1[DMA0_SRC] & address_mask, length};
+  dma.dma_dst = {static_cast<int>(r.u16(DMA0_DST_REGION) & kDmaRegionMask), r.r1[DMA0_DST] & address_mask, length};
+  return dma;
+}
+
+void command_stream_error(size_t offset, const std::string& what) {
+  std::ostringstream s;
+  s << "command stream word " << offset << ": " << what;
+  throw BinaryError(s.str());
+}
+
+std::string hex_word(uint32_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
 
 int element_size(DataType t) {
   switch (t) {
@@ -195,24 +210,56 @@ const char* name(DataType t) {
 }
 
 const char* name(OpKind k) {
-  static const char* names[] = {"conv", "depthwise", "pool", "elementwise", "dma"};
+  static const char* names[] = {"conv", "depthwise", "pool", "elementwise", "dma", "resize"};
   return names[static_cast<int>(k)];
 }
 
 const char* name(PoolMode m) {
-  static const char* names[] = {"MAX", "AVERAGE", "REDUCE_SUM"};
-  return names[static_cast<int>(m)];
+  switch (m) {
+    case PoolMode::Max: return "MAX";
+    case PoolMode::Average: return "AVERAGE";
+    case PoolMode::ReduceSum: return "REDUCE_SUM";
+    case PoolMode::Sum: return "SUM";
+    case PoolMode::None: return "NONE";
+    case PoolMode::Min: return "MIN";
+    case PoolMode::ArgmaxX: return "ARGMAX_X";
+    case PoolMode::ArgmaxY: return "ARGMAX_Y";
+  }
+  return "?";
 }
 
 const char* name(ElementwiseMode m) {
-  static const char* names[] = {"MUL", "ADD", "SUB", "MIN", "MAX", "LRELU", "ABS", "CLZ", "SHR", "SHL"};
-  return names[static_cast<int>(m)];
+  switch (m) {
+    case ElementwiseMode::Mul: return "MUL";
+    case ElementwiseMode::Add: return "ADD";
+    case ElementwiseMode::Sub: return "SUB";
+    case ElementwiseMode::Min: return "MIN";
+    case ElementwiseMode::Max: return "MAX";
+    case ElementwiseMode::LRelu: return "LRELU";
+    case ElementwiseMode::Abs: return "ABS";
+    case ElementwiseMode::Clz: return "CLZ";
+    case ElementwiseMode::Shr: return "SHR";
+    case ElementwiseMode::Shl: return "SHL";
+    case ElementwiseMode::Lsr: return "LSR";
+    case ElementwiseMode::Div: return "DIV";
+    case ElementwiseMode::CmpEq: return "CMP_EQ";
+    case ElementwiseMode::CmpNe: return "CMP_NE";
+    case ElementwiseMode::CmpGe: return "CMP_GE";
+    case ElementwiseMode::CmpGt: return "CMP_GT";
+    case ElementwiseMode::And: return "AND";
+    case ElementwiseMode::Or: return "OR";
+    case ElementwiseMode::Xor: return "XOR";
+    case ElementwiseMode::Not: return "NOT";
+    case ElementwiseMode::AndNot: return "AND_NOT";
+  }
+  return "?";
 }
 
 bool NpuOperation::has_ifm2() const {
   if (kind != OpKind::Elementwise) return false;
   const auto m = static_cast<ElementwiseMode>(sub_op);
-  return !(m == ElementwiseMode::Abs || m == ElementwiseMode::LRelu || m == ElementwiseMode::Clz);
+  return !(m == ElementwiseMode::Abs || m == ElementwiseMode::LRelu || m == ElementwiseMode::Clz ||
+           m == ElementwiseMode::Not);
 }
 
 uint64_t FeatureMap::address(int y, int x, int c) const {
@@ -239,11 +286,50 @@ uint64_t FeatureMap::address(int y, int x, int c) const {
   return base[tile] + static_cast<uint64_t>(offset);
 }
 
-CommandStream decode_command_stream(const uint32_t* words, size_t count) {
+void require_simulated_product(const CommandStream& stream, const char* what) {
+  if (stream.product == Product::EthosU85) {
+    throw BinaryError(std::string(what) + " of Ethos-U85 command streams is not implemented yet: cascader decodes "
+                      "them (cascader.sim.decode) but runs and costs only Ethos-U55/U65 streams");
+  }
+}
+
+CommandStream decode_command_stream(const uint32_t* words, size_t count, Product product) {
+  if (product == Product::EthosU85) return ethos_u85::decode_command_stream(words, count);
   CommandStream cs;
-  cs.words = count;
   Registers r;
-  bool stopped = false;
+  cs.words = replay_command_stream(words, count, r, known_cmd0, known_cmd1, [&](uint32_t op, uint32_t param, size_t offset) {
+    switch (op) {
+      case OP_CONV:
+        cs.operations.push_back(block_operation(r, OpKind::Conv, 0, offset));
+        break;
+      case OP_DEPTHWISE:
+        cs.operations.push_back(block_operation(r, OpKind::Depthwise, 0, offset));
+        break;
+      case OP_POOL:
+        if (param > 2) fail(offset, "reserved pooling mode " + std::to_string(param));
+        cs.operations.push_back(block_operation(r, OpKind::Pool, static_cast<int>(param), offset));
+        break;
+      case OP_ELEMENTWISE:
+        if (param > 9) fail(offset, "reserved elementwise mode " + std::to_string(param));
+        cs.operations.push_back(block_operation(r, OpKind::Elementwise, static_cast<int>(param), offset));
+        break;
+      case OP_DMA_START:
+        if (((r.u16(DMA0_SRC_REGION) >> 9) & 3) != 0 || ((r.u16(DMA0_DST_REGION) >> 9) & 3) != 0) {
+          // Vela 5.2 programs 2-D/3-D DMAs only for GATHER/SCATTER, which it maps on Ethos-U85 alone.
+          fail(offset, "DMA stride modes other than 1-D are not supported (no U55/U65 binary of Vela 5.2 uses them)");
+        }
+        cs.operations.push_back(read_dma(r, offset, kAddressMask));
+        break;
+      default:  // waits, IRQ and PMU masks order work; they do not change results
+        break;
+    }
+  });
+  return cs;
+}
+
+size_t replay_command_stream(const uint32_t* words, size_t count, RegisterFile& r, bool (*known_cmd0)(uint32_t),
+                             bool (*known_cmd1)(uint32_t),
+                             const std::function<void(uint32_t opcode, uint32_t param, size_t offset)>& command) {
   size_t i = 0;
   while (i < count) {
     const size_t offset = i;
@@ -265,46 +351,10 @@ CommandStream decode_command_stream(const uint32_t* words, size_t count) {
       r.r0[op] = static_cast<uint16_t>(param);
       continue;
     }
-    switch (op) {
-      case OP_STOP:
-        stopped = true;
-        break;
-      case OP_CONV:
-        cs.operations.push_back(block_operation(r, OpKind::Conv, 0, offset));
-        break;
-      case OP_DEPTHWISE:
-        cs.operations.push_back(block_operation(r, OpKind::Depthwise, 0, offset));
-        break;
-      case OP_POOL:
-        if (param > 2) fail(offset, "reserved pooling mode " + std::to_string(param));
-        cs.operations.push_back(block_operation(r, OpKind::Pool, static_cast<int>(param), offset));
-        break;
-      case OP_ELEMENTWISE:
-        if (param > 9) fail(offset, "reserved elementwise mode " + std::to_string(param));
-        cs.operations.push_back(block_operation(r, OpKind::Elementwise, static_cast<int>(param), offset));
-        break;
-      case OP_DMA_START: {
-        NpuOperation dma;
-        dma.kind = OpKind::Dma;
-        dma.word_offset = offset;
-        const int src = r.u16(DMA0_SRC_REGION), dst = r.u16(DMA0_DST_REGION);
-        if (((src >> 9) & 3) != 0 || ((dst >> 9) & 3) != 0) {
-          // Vela 5.2 programs 2-D/3-D DMAs only for GATHER/SCATTER, which it maps on Ethos-U85 alone.
-          fail(offset, "DMA stride modes other than 1-D are not supported (no U55/U65 binary of Vela 5.2 uses them)");
-        }
-        dma.dma_src = {static_cast<int>(src & kDmaRegionMask), r.r1[DMA0_SRC], r.r1[DMA0_LEN]};
-        dma.dma_dst = {static_cast<int>(dst & kDmaRegionMask), r.r1[DMA0_DST], r.r1[DMA0_LEN]};
-        cs.operations.push_back(dma);
-        break;
-      }
-      default:  // waits, IRQ and PMU masks order work; they do not change results
-        break;
-    }
-    if (stopped) break;
+    if (op == OP_STOP) return i;
+    command(op, param, offset);
   }
-  if (!stopped) fail(i, "command stream ends without NPU_OP_STOP");
-  cs.words = i;
-  return cs;
+  fail(i, "command stream ends without NPU_OP_STOP");
 }
 
 }  // namespace cascader::sim

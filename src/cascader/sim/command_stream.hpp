@@ -1,4 +1,5 @@
-// Decoding of an Ethos-U55/U65 register command stream into typed NPU operations.
+// Decoding of an Ethos-U register command stream into typed NPU operations. The U55/U65
+// register map is decoded here; the U85's, in arch/ethos_u85/command_decoder.
 //
 // The stream is a sequence of 32-bit words. A cmd0 word (bits 14-15 == 0) carries a 10-bit
 // opcode and a 16-bit parameter; a cmd1 word (bits 14-15 == 1) carries the same plus a
@@ -13,13 +14,19 @@
 #include <string>
 #include <vector>
 
+#include "cascader/arch/accelerator.hpp"
+
 namespace cascader::sim {
 
 enum class DataType : uint8_t { U8, S8, U16, S16, S32 };
 enum class Layout : uint8_t { NHWC, NHCWB16 };
-enum class OpKind : uint8_t { Conv, Depthwise, Pool, Elementwise, Dma };
-enum class PoolMode : uint8_t { Max = 0, Average = 1, ReduceSum = 2 };
-enum class ElementwiseMode : uint8_t { Mul = 0, Add, Sub, Min, Max, LRelu, Abs, Clz, Shr, Shl };
+enum class OpKind : uint8_t { Conv, Depthwise, Pool, Elementwise, Dma, Resize };
+// The U55/U65 modes, then the U85's (whose register values they are).
+enum class PoolMode : uint8_t { Max = 0, Average = 1, ReduceSum = 2, Sum = 3, None = 4, Min = 5, ArgmaxX = 6, ArgmaxY = 7 };
+enum class ElementwiseMode : uint8_t {
+  Mul = 0, Add, Sub, Min, Max, LRelu, Abs, Clz, Shr, Shl,
+  Lsr = 10, Div = 11, CmpEq = 16, CmpNe, CmpGe, CmpGt, And = 33, Or, Xor, Not, AndNot = 42,
+};
 enum class Rounding : uint8_t { TFL = 0, Truncate = 1, Natural = 2 };
 
 int element_size(DataType t);
@@ -101,6 +108,23 @@ struct NpuOperation {
   int block_width = 1, block_height = 1, block_depth = 1;
   // DMA
   AddressRange dma_src, dma_dst;
+  // Ethos-U85 only: the register fields with no U55/U65 counterpart, as the stream sets them.
+  struct U85Fields {
+    int ifm_storage = 0, ifm2_storage = 0, ofm_storage = 0;  // 0/1 tiles, 2 chained, 3 none
+    int ofm_transpose = 0, ofm_reverse = 0;
+    int acc_input = 0, acc_output = 0, microblock = 0;
+    int ofm_round_mode = 0, ofm_double_round = 0;
+    int ifm_round_mode = 0, ifm2_round_mode = 0;
+    uint32_t ifm_scale = 0, ifm2_scale = 0;
+    int ifm_shift = 0, ifm2_shift = 0;
+    int broadcast_mode = 0, ifm_broadcast_mode = 0;  // IFM2_BROADCAST / IFM_BROADCAST, 8 scalar
+    uint32_t op_scalar = 0;
+    int activation_table = 0;
+    int weight_format = 0, weight_sparsity = 0;
+    bool weights_ifm2 = false;  // a matrix multiply: the weights are the IFM2 feature map
+    int resize_mode = 0;
+    std::array<AddressRange, 4> weight_streams{};  // one per weight decoder
+  } u85;
 
   bool has_ifm2() const;
 };
@@ -108,10 +132,15 @@ struct NpuOperation {
 struct CommandStream {
   std::vector<NpuOperation> operations;
   size_t words = 0;
+  Product product = Product::EthosU55;  // whose register map the words were decoded with
 };
 
-// Decodes a command stream. Throws BinaryError naming the word offset for unknown opcodes,
-// a truncated cmd1, reserved field values, or a stream that does not end with NPU_OP_STOP.
-CommandStream decode_command_stream(const uint32_t* words, size_t count);
+// Decodes a command stream for a product (a payload's NpuConfig::product). Throws BinaryError
+// naming the word offset for unknown opcodes, a truncated cmd1, reserved field values, or a
+// stream that does not end with NPU_OP_STOP.
+CommandStream decode_command_stream(const uint32_t* words, size_t count, Product product = Product::EthosU55);
+
+// Throws BinaryError when the executor or estimator cannot run the stream's product yet.
+void require_simulated_product(const CommandStream& stream, const char* what);
 
 }  // namespace cascader::sim

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "cascader/arch/accelerator.hpp"
+#include "cascader/arch/ethos_u85/ethos_u85.hpp"
+#include "cascader/arch/target_family.hpp"
 #include "cascader/common/error.hpp"
 
 namespace cascader::sim {
@@ -24,41 +26,62 @@ int log2_exact(int v) {
   return l;
 }
 
+bool is_u85(int product) { return product == static_cast<int>(Product::EthosU85); }
+
 }  // namespace
 
 NpuConfig NpuConfig::for_accelerator(const std::string& name, uint32_t id_word) {
   const AcceleratorConfig& a = accelerator_config(name);
   NpuConfig c;
   c.macs_per_cc = a.macs_per_cycle * a.cores;
-  c.shram_kib = a.shram_banks * a.shram_bank_bytes / 1024 * a.cores;
-  c.product = a.is_u65 ? 1 : 0;
-  c.cmd_stream_version = 0;
-  c.id_word = id_word;
+  c.product = static_cast<int>(a.product);
+  if (a.product == Product::EthosU85) {
+    c.cmd_stream_version = ethos_u85::kCommandStreamVersion;
+    c.axi_sram_ports_log2 = a.axi_sram_ports_log2;
+    c.axi_ext_ports_log2 = a.axi_ext_ports_log2;
+    c.weight_decoders = a.weight_decoders;
+  } else {
+    c.shram_kib = a.shram_banks * a.shram_bank_bytes / 1024 * a.cores;
+  }
+  c.id_word = id_word != 0 ? id_word : target_family(a.product).id_word;
   c.config_word = c.pack();
   return c;
 }
 
 uint32_t NpuConfig::pack() const {
-  return static_cast<uint32_t>(log2_exact(macs_per_cc)) | (static_cast<uint32_t>(cmd_stream_version & 0xF) << 4) |
-         (static_cast<uint32_t>(shram_kib & 0xFF) << 8) | (static_cast<uint32_t>(product & 0xF) << 28);
+  uint32_t w = static_cast<uint32_t>(log2_exact(macs_per_cc)) | (static_cast<uint32_t>(cmd_stream_version & 0xF) << 4) |
+               (static_cast<uint32_t>(product & 0xF) << 28);
+  if (is_u85(product)) {
+    return w | (static_cast<uint32_t>(axi_sram_ports_log2 & 3) << 8) |
+           (static_cast<uint32_t>(axi_ext_ports_log2 & 1) << 10) |
+           (static_cast<uint32_t>(log2_exact(weight_decoders) & 3) << 12);
+  }
+  return w | (static_cast<uint32_t>(shram_kib & 0xFF) << 8);
 }
 
 void NpuConfig::unpack() {
   const uint32_t c = config_word;
   macs_per_cc = 1 << (c & 0xF);
   cmd_stream_version = (c >> 4) & 0xF;
-  shram_kib = (c >> 8) & 0xFF;
   product = (c >> 28) & 0xF;
+  if (is_u85(product)) {
+    shram_kib = 0;
+    axi_sram_ports_log2 = (c >> 8) & 3;
+    axi_ext_ports_log2 = (c >> 10) & 1;
+    weight_decoders = 1 << ((c >> 12) & 3);
+  } else {
+    shram_kib = (c >> 8) & 0xFF;
+  }
 }
 
-const char* NpuConfig::accelerator() const {
-  if (product == 1) return macs_per_cc >= 512 ? "ethos-u65-512" : "ethos-u65-256";
-  switch (macs_per_cc) {
-    case 32: return "ethos-u55-32";
-    case 64: return "ethos-u55-64";
-    case 128: return "ethos-u55-128";
-    default: return "ethos-u55-256";
+std::string NpuConfig::accelerator() const {
+  for (const auto& f : target_families()) {
+    if (static_cast<int>(f.product) != product) continue;
+    for (const auto& a : f.accelerators) {
+      if (a.macs_per_cycle * a.cores == macs_per_cc) return a.name;
+    }
   }
+  return "";
 }
 
 DriverPayload parse_driver_payload(const uint8_t* data, size_t size) {
@@ -82,8 +105,14 @@ DriverPayload parse_driver_payload(const uint8_t* data, size_t size) {
         p.config.id_word = w[i + 1];
         i += 2;
         p.config.unpack();
-        if (p.config.product > 1) fail(at + 1, "unknown product " + std::to_string(p.config.product));
-        if (p.config.shram_kib == 0) fail(at + 1, "config word gives a SHRAM size of 0");
+        if (p.config.product > static_cast<int>(Product::EthosU85)) {
+          fail(at + 1, "unknown product " + std::to_string(p.config.product));
+        }
+        if (p.config.accelerator().empty()) {
+          fail(at + 1, "no " + target_family(static_cast<Product>(p.config.product)).name + " accelerator has " +
+                           std::to_string(p.config.macs_per_cc) + " MACs per cycle");
+        }
+        if (!is_u85(p.config.product) && p.config.shram_kib == 0) fail(at + 1, "config word gives a SHRAM size of 0");
         p.has_config = true;
         break;
       }

@@ -72,6 +72,7 @@ NpuOpType op_type(const NpuOperation& o) {
         default: return NpuOpType::Maximum;
       }
     case OpKind::Dma: return NpuOpType::Dma;
+    case OpKind::Resize: break;  // Ethos-U85 only: its streams are not costed yet
   }
   return NpuOpType::Dma;
 }
@@ -245,6 +246,7 @@ MemoryArea region_memory(int region, const ArchConfig& arch) {
 
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache,
                                bool merge_as_vela) {
+  require_simulated_product(stream, "Estimation");
   StreamEstimate result;
   std::vector<PendingDma> pending;
   // DMA slack as Vela counts it: a weight or LUT transfer runs under the operation before its

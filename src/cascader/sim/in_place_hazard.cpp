@@ -170,6 +170,7 @@ TraversalShape traversal_shape(const NpuOperation& op) {
       break;
     case OpKind::Elementwise: s.op = TraversalOp::Elementwise; break;
     case OpKind::Dma: throw InvalidArgument("a DMA has no block traversal");
+    case OpKind::Resize: throw InvalidArgument("Ethos-U85 resize operations have no U55/U65 block traversal");
   }
   s.ofm_height = op.ofm.height;
   s.ofm_width = op.ofm.width;
