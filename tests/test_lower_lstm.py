@@ -214,13 +214,16 @@ def _carried_runs_match_reference(model, accelerator, runs=3, seed=0):
         np.testing.assert_array_equal(session.run(xs)[0], reference.run(xs)[0], err_msg=f"inference {run}")
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1, 2, 8])
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
 def test_calibrated_lstm_matches_reference(dtype, accelerator, seed):
     """Calibrated weights make the gates' fully connected layers reach the int16 range: 16x8's
     int64 accumulator is rescaled with TFLM's reduced 16-bit multiplier, where the 32-bit one
-    was a step off on one gate value in a hundred (up to 5 steps off in the output)."""
+    was a step off on one gate value in a hundred (up to 5 steps off in the output). Seed 8's
+    cell gate has a float32 scale product whose 32-bit multiplier ends in exactly half a
+    16-bit step (1999339520): TFLM's double product rounds it down (233 of 960 values off
+    with the float32 one)."""
     _carried_runs_match_reference(calibrated_lstm(seed, dtype), accelerator, seed=seed)
 
 

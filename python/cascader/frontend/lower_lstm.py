@@ -50,7 +50,7 @@ from .lowered import (SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOp
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, pool_copy
 from .operator_view import OperatorView
-from .quantization import multiply_real, quantise_scale, reduced_quantise_scale
+from .quantization import convolution_scales, quantise_scale
 
 # The operator's inputs (TFLite's lstm_shared.h).
 INPUT = 0
@@ -145,15 +145,16 @@ class _Steps:
 
 
 def _gate_scale(ifm_scale: float, weight_scale: float, wide: bool) -> tuple[int, int]:
-    """A gate's fully connected rescale, input x weight to Q3.12, as the reference's
-    FullyConnected applies it: the 32-bit multiplier on an int32 accumulator (8x8), the reduced
-    16-bit one on the int64 accumulator of 16x8 (its 64-bit MultiplyByQuantizedMultiplier)."""
-    real = multiply_real(ifm_scale, weight_scale, GATE_SCALE)
-    if not wide:
-        return quantise_scale(real)
-    multiplier, shift = reduced_quantise_scale(real)
+    """A gate's fully connected rescale, input x weight to Q3.12, as TFLM's LSTM forms it: the
+    product of the scales in double (a float32 product moves the 32-bit multiplier's low bits,
+    and the reduced one where those sit on a half: 30508 for 30507 in a calibrated LSTM); the
+    32-bit multiplier on 8x8's int32 accumulator, the reduced 16-bit one on 16x8's int64
+    accumulator (its 64-bit MultiplyByQuantizedMultiplier)."""
+    multiplier, shift = (int(v) for v in convolution_scales(ifm_scale, np.array([weight_scale]), GATE_SCALE,
+                                                           float32_product=False, reduced=wide)[0])
     if shift < 0:
-        raise UnsupportedError(f"a gate rescale of {real:.6g} needs a left shift; the NPU only shifts right")
+        raise UnsupportedError(f"a gate rescale of {ifm_scale * weight_scale / GATE_SCALE:.6g} needs a left shift; "
+                               "the NPU only shifts right")
     return multiplier, shift
 
 
