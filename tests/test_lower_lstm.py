@@ -15,8 +15,10 @@ import pytest
 
 import cascader
 from cascader import zoo
+from cascader._zoo_layers import CalibratedNet
 from cascader.frontend.operator_view import OperatorView
 from cascader.frontend.support import check_operator
+from cascader.reference import operators_model
 from cascader.sim.binary import arena_sizes
 from cascader.sim.simulate import Session
 from cascader.tflite.builder import ModelBuilder, quantization
@@ -25,8 +27,9 @@ ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 
 
 def lstm_model(steps=4, features=8, units=12, batch=1, seed=0, state_zp=0, time_major=False, dtype="int8",
-               peephole=False, projection=False) -> cascader.Model:
-    """One LSTM, random int8 weights small enough that the gates seldom saturate Q3.12."""
+               peephole=False, projection=False, hidden_scale=None) -> cascader.Model:
+    """One LSTM, random int8 weights small enough that the gates seldom saturate Q3.12;
+    `hidden_scale` gives the hidden intermediate a scale of its own (else the output's)."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.add_input("x", (steps, batch, features) if time_major else (batch, steps, features), dtype,
@@ -50,7 +53,7 @@ def lstm_model(steps=4, features=8, units=12, batch=1, seed=0, state_zp=0, time_
     c = b.add_tensor("cell_state", (batch, units), "int16", quantization(2.0**-11, 0))
     b.tensors[h].is_variable = b.tensors[c].is_variable = True
     inter = [b.add_tensor(f"gate_{k}", (0,), "int16", quantization(2.0**-12, 0)) for k in range(4)]
-    inter.append(b.add_tensor("hidden", (0,), dtype, out_q))
+    inter.append(b.add_tensor("hidden", (0,), dtype, out_q if hidden_scale is None else quantization(hidden_scale, 0)))
     y = b.add_tensor("y", (steps, batch, units) if time_major else (batch, steps, units), dtype, out_q)
     op = b.add_operator("UNIDIRECTIONAL_SEQUENCE_LSTM", [x, *w_in, *w_rec, *peep, *biases, *proj, h, c, -1, -1, -1, -1],
                         [y], {"fused_activation_function": "TANH", "time_major": time_major}, version=2)
@@ -142,6 +145,17 @@ def test_state_lives_in_the_persistent_arena():
     assert arena_sizes(compiled.model).persistent >= 2 * units + units
 
 
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_output_takes_the_output_state_scale(dtype, accelerator):
+    """TFLM rescales o * tanh(c) to the output state's scale and ignores the hidden
+    intermediate's (which LiteRT and Vela take): a hidden scale 4x the output's changes nothing."""
+    model = lstm_model(dtype=dtype, hidden_scale=4 / 128)
+    xs = _inputs(model, 0, 3)
+    session = Session(cascader.compile(model, accelerator=accelerator).model)
+    np.testing.assert_array_equal(np.concatenate([session.run([x])[0] for x in xs], axis=1), _reference_runs(model, xs))
+
+
 @pytest.mark.parametrize("variant, reason", [(dict(peephole=True), "peephole"), (dict(projection=True), "projection")])
 def test_variants_vela_keeps_on_the_cpu(variant, reason):
     model = lstm_model(**variant)
@@ -178,11 +192,67 @@ def test_16x8_matches_reference_and_vela_and_carries_state(case, accelerator, se
     np.testing.assert_array_equal(carried, _reference_runs(model, xs))
 
 
-@pytest.mark.parametrize("accelerator", ACCELERATORS)
-def test_zoo_lstm_kws(accelerator):
+def calibrated_lstm(seed: int, dtype: str, steps: int = 12, features: int = 10, units: int = 20) -> cascader.Model:
+    """One LSTM as the converter quantizes a trained one (`CalibratedNet.lstm`): weights over
+    the full int8 range, biases from a float pass, the output scale from the calibrated range,
+    the cell scale the power of two covering the calibrated cell (2^-14 here)."""
+    net = CalibratedNet(seed)
+    net.output(net.lstm(net.input((1, steps, features), dtype=dtype), units))
+    return net.build()
+
+
+def _carried_runs_match_reference(model, accelerator, runs=3, seed=0):
+    """Our binary and TFLM, each over `runs` consecutive inferences with the state carried."""
     pytest.importorskip("tflite_micro")
-    model = zoo.lstm_kws(steps=12, units=20)
+    from cascader.reference import ReferenceInterpreter, random_inputs
+
+    compiled = cascader.compile(model, accelerator=accelerator)
+    assert compiled.summary().cpu_operators == 0
+    session, reference = Session(compiled.model), ReferenceInterpreter(model)
+    for run in range(runs):
+        xs = random_inputs(model, 100 * seed + run)
+        np.testing.assert_array_equal(session.run(xs)[0], reference.run(xs)[0], err_msg=f"inference {run}")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 8])
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_calibrated_lstm_matches_reference(dtype, accelerator, seed):
+    """Calibrated weights make the gates' fully connected layers reach the int16 range: 16x8's
+    int64 accumulator is rescaled with TFLM's reduced 16-bit multiplier, where the 32-bit one
+    was a step off on one gate value in a hundred (up to 5 steps off in the output). Seed 8's
+    cell gate has a float32 scale product whose 32-bit multiplier ends in exactly half a
+    16-bit step (1999339520): TFLM's double product rounds it down (233 of 960 values off
+    with the float32 one)."""
+    _carried_runs_match_reference(calibrated_lstm(seed, dtype), accelerator, seed=seed)
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_zoo_lstm_kws_lstm(dtype, accelerator):
+    """The keyword spotter's LSTM alone (its layers after it are other operators' tests)."""
+    model = zoo.lstm_kws(steps=12, units=20, dtype=dtype)
+    sg = model.main
+    (lstm,) = [i for i, op in enumerate(sg.operators) if op.opcode == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    _carried_runs_match_reference(operators_model(model, sg, [lstm], list(sg.inputs), list(sg.operators[lstm].outputs)),
+                                  accelerator)
+
+
+# A model with an LSTM is judged on TFLM whole (`reference.MICRO_OPERATORS`), and TFLM's 16x8
+# FULLY_CONNECTED rescales its int64 accumulator with the reduced 16-bit multiplier where
+# LiteRT's, which the FULLY_CONNECTED lowering follows, uses the 32-bit one: the spotter's
+# dense layer is a step off on some logits (48 of 360 on the dense layer alone), its LSTM exact.
+ZOO_DTYPES = ["int8", pytest.param("int16", marks=pytest.mark.xfail(
+    strict=True, reason="TFLM's 16x8 FULLY_CONNECTED rounds with the reduced multiplier, LiteRT's (ours) not"))]
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("dtype", ZOO_DTYPES)
+def test_zoo_lstm_kws(dtype, accelerator):
+    pytest.importorskip("tflite_micro")
+    model = zoo.lstm_kws(steps=12, units=20, dtype=dtype)
     compiled = cascader.compile(model, accelerator=accelerator)
     assert compiled.summary().cpu_operators == 0
     result = compiled.check(seeds=2)
     assert result.bit_exact, result.details
+    _carried_runs_match_reference(model, accelerator)

@@ -1,8 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM unrolled over its time steps, as Vela decomposes it, with its
 state in the persistent arena.
 
-TFLite's integer LSTM (``lstm_eval``'s ``LstmStepInteger8x8_16``: int8 activations, int16
-cell state) computes each time step as
+TFLM's integer LSTM (``lstm_eval.h``'s ``LstmStep``, the kernel that judges it: int8 or int16
+activations, int16 cell state) computes each time step as
 
 - each gate: two fully connected layers, the input's and the previous output's, each rescaled
   to int16 Q3.12 (2^-12, TFLite's gate scale without layer normalisation) and saturated, summed
@@ -10,20 +10,22 @@ cell state) computes each time step as
   Q0.15;
 - the cell: ``c = clip(f * c >> 15 + i * g >> (30 + log2 cell_scale))``, int16, rounded by
   ``RoundingDivideByPOT``;
-- the output: ``h = o * tanh(c)`` rescaled to the hidden scale, plus its zero point, int8.
+- the output: ``h = o * tanh(c)`` rescaled to the output state's scale, plus its zero point
+  (TFLM's choice; LiteRT and Vela take the hidden intermediate's).
 
 Each fully connected layer is an NPU convolution whose bias folds in the input's zero point
 (the reference adds ``-zero_point * row_sum(W)``; the NPU subtracts the IFM zero point), each
 gate sum an int16 ADD whose fused activation is the NPU's own SIGMOID or TANH (Q3.12 scaled by
 3 to their input format), clamped to [11, 32757] after a sigmoid, the range the reference's
-sigmoid reaches (Vela's bounds). The products are int16 MULs; their power-of-two rescales are
-Vela's registers: TFL rounding does ``x * 2^30 >> 45`` in two roundings where the reference
-shifts once, which differs on one product in 32,768 (a positive product just below a half:
-``2^15 m + 2^14 - 1``); Vela's binaries do the same.
+sigmoid reaches (Vela's bounds). The products are int16 MULs with TFL rounding, which rounds
+twice (``SaturatingRoundingDoublingHighMul``, then ``RoundingDivideByPOT``) as the reference
+build does.
 
 16x8 (int16 activations, int8 weights, int64 biases) is the same decomposition with int16
-fully connected inputs and an int16 output; LiteRT's reference has no such LSTM, so it is held
-to Vela's binaries.
+fully connected inputs and an int16 output. Its fully connected layers accumulate in int64,
+which the reference rescales with the reduced 16-bit multiplier, rounded once half up (LiteRT
+refuses this LSTM; TFLM runs it). The 32-bit multiplier was a step off on 60 of 5,760 gate
+values of calibrated LSTMs (up to 5 steps in the output); small weights hide it.
 
 The state outlives an inference, as TFLite's variable tensors do: the cell state and the
 output state live in the persistent arena (`LoweringContext.state`), which TFLM zero-fills once
@@ -48,7 +50,7 @@ from .lowered import (SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOp
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, pool_copy
 from .operator_view import OperatorView
-from .quantization import multiply_scale, quantise_scale
+from .quantization import convolution_scales, quantise_scale
 
 # The operator's inputs (TFLite's lstm_shared.h).
 INPUT = 0
@@ -142,17 +144,34 @@ class _Steps:
                        zero_point=b.zero_point if zero_point is None else zero_point)
 
 
+def _gate_scale(ifm_scale: float, weight_scale: float, wide: bool) -> tuple[int, int]:
+    """A gate's fully connected rescale, input x weight to Q3.12, as TFLM's LSTM forms it: the
+    product of the scales in double (a float32 product moves the 32-bit multiplier's low bits,
+    and the reduced one where those sit on a half: 30508 for 30507 in a calibrated LSTM); the
+    32-bit multiplier on 8x8's int32 accumulator, the reduced 16-bit one on 16x8's int64
+    accumulator (its 64-bit MultiplyByQuantizedMultiplier)."""
+    multiplier, shift = (int(v) for v in convolution_scales(ifm_scale, np.array([weight_scale]), GATE_SCALE,
+                                                           float32_product=False, reduced=wide)[0])
+    if shift < 0:
+        raise UnsupportedError(f"a gate rescale of {ifm_scale * weight_scale / GATE_SCALE:.6g} needs a left shift; "
+                               "the NPU only shifts right")
+    return multiplier, shift
+
+
 def _fully_connected(lw: LoweringContext, v: OperatorView, name: str, ifm: FeatureMapView, ofm: FeatureMapView,
                      weights: Tensor, bias: np.ndarray, scale: tuple[int, int]) -> None:
     """ofm = saturate16(MultiplyByQuantizedMultiplier(W (x - zp) + bias)): the reference's
-    MatrixBatchVectorMultiplyAccumulate into a zeroed int16 gate. Its weights are taken as
-    stored, zero point 0, as the reference takes them."""
+    FullyConnected into an int16 gate. Its weights are taken as stored, zero point 0, as the
+    reference takes them. 16x8 accumulates in int64, whose rescale rounds once, half up
+    (NATURAL); 8x8's int32 one rounds as gemmlowp does (TFL)."""
     w = np.asarray(weights.data)
     units = w.shape[0]
+    wide = ifm.dtype == "int16"
     volume = WeightVolume(w.reshape(units, 1, 1, w.shape[1]), np.zeros(units, np.int64), bias.astype(np.int64),
                           np.tile(np.array(scale, np.int64), (units, 1)), False)
     registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=full_range(ofm.dtype),
-                     rounding="TFL", global_scale=False, ofm_scale=(0, 0), acc_format=1 if ifm.dtype == "int16" else 0)
+                     rounding="NATURAL" if wide else "TFL", global_scale=False, ofm_scale=(0, 0),
+                     acc_format=1 if wide else 0)
     lw.add(LoweredOperation("conv", "fully_connected", f"{v.index}:{v.opcode}({name})", (v.index,), ifm, ofm,
                             weights=volume, registers=registers))
 
@@ -166,7 +185,6 @@ def lower_lstm(lw: LoweringContext, v: OperatorView) -> None:
     ifm_t, ofm_t = v.ifm, v.ofm
     assert ifm_t is not None and ofm_t is not None
     state_t, cell_t = tensors[op.inputs[OUTPUT_STATE]], tensors[op.inputs[CELL_STATE]]
-    hidden_t = tensors[op.intermediates[-1]]
     cell_exponent = _cell_exponent(cell_t)
     input_weights = [tensors[op.inputs[i]] for i in INPUT_WEIGHTS]
     recurrent_weights = [tensors[op.inputs[i]] for i in RECURRENT_WEIGHTS]
@@ -194,13 +212,17 @@ def lower_lstm(lw: LoweringContext, v: OperatorView) -> None:
         previous = ops.scratch("output_state_in", vector, ifm_t.dtype, zero_point=state_zp)
         pool_copy(lw, v.index, f"{v.index}:{v.opcode}(restore output state)", store, previous, requantize=False)
 
-    in_scales = [multiply_scale(_scale(ifm_t), _scale(w), GATE_SCALE) for w in input_weights]
-    rec_scales = [multiply_scale(_scale(state_t), _scale(w), GATE_SCALE) for w in recurrent_weights]
+    wide = ifm_t.dtype == "int16"
+    in_scales = [_gate_scale(_scale(ifm_t), _scale(w), wide) for w in input_weights]
+    rec_scales = [_gate_scale(_scale(state_t), _scale(w), wide) for w in recurrent_weights]
     gate_functions = (SIGMOID_FUNCTION, SIGMOID_FUNCTION, TANH_FUNCTION, SIGMOID_FUNCTION)
     cell_clip = float(v.options.get("cell_clip", 0.0))
     quantized_clip = int(min(max(np.float32(cell_clip) / np.float32(_scale(cell_t)), -32768.0), 32767.0))
     clip = dict(function=0, clip_range=0, min=-quantized_clip, max=quantized_clip) if quantized_clip > 0 else None
-    hidden_scale = multiply_scale(Q15_SCALE, Q15_SCALE, _scale(hidden_t))
+    # TFLM's CreateInterGateMulParams: to the output state's scale (not the hidden
+    # intermediate's, which LiteRT and Vela take), the ratio formed in double; MUL's float32
+    # ratio moved the multiplier's last bits (1611422208 for 1611422231 at 2.03e-5).
+    hidden_scale = quantise_scale(Q15_SCALE * Q15_SCALE / _scale(state_t))
     zero_bias = np.zeros(units, np.int64)
     for t in range(steps):
         x_t = x.at(t)
@@ -227,7 +249,7 @@ def lower_lstm(lw: LoweringContext, v: OperatorView) -> None:
         squashed = ops.scratch(f"tanh_cell_{t}", vector, "int16")
         ops.pool("AVERAGE", cell, squashed, ofm_scale=builtin_scale(_scale(cell_t), "TANH"),
                  activation=dict(function=TANH_FUNCTION, clip_range=0, min=-32768, max=32767))
-        ops.elementwise("MUL", output_gate, squashed, y.at(t, zero_point=_zero_point(hidden_t)), ofm_scale=hidden_scale)
+        ops.elementwise("MUL", output_gate, squashed, y.at(t, zero_point=state_zp), ofm_scale=hidden_scale)
     # The last step's output is the next inference's state.
     last = y.at(steps - 1, zero_point=state_zp)
     pool_copy(lw, v.index, f"{v.index}:{v.opcode}(save output state)", last, store, requantize=False)
