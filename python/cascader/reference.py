@@ -8,7 +8,11 @@ off), its other operators included.
 
 Where LiteRT's reference kernel departs from TFLM's (`MICRO_OPERATORS`), the model runs on TFLM
 itself (`tflite-micro`, a test extra), the runtime an Ethos-U binary's CPU operators run on:
-its kernels are the reference ones there, and the NPU lowering follows them.
+its kernels are the reference ones there, and the NPU lowering follows them. A model TFLM
+cannot prepare falls back to LiteRT whole, and then departs where the lowering follows TFLM:
+e.g. a 16x8 network holding a FULLY_CONNECTED and an int16 EXP (TFLM's EXP is float only) is
+judged with LiteRT's FULLY_CONNECTED rounding (random_network seeds 84, 90, 216, 233, 257 of
+0-299 in int16; none the tests draw).
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ MICRO_OPERATORS: Mapping[str, frozenset[str]] = {
     # LiteRT runs every quantized SUM through its uint8 code: int8 and int16 bytes read as
     # uint8, results clamped to 0..255 (TFLM sums them as signed values).
     "SUM": frozenset({"int8", "int16"}),
+    # LiteRT's 16x8 FULLY_CONNECTED rescales its int64 accumulator with the whole 32-bit
+    # multiplier; TFLM's (and Vela's binaries) with the reduced 16-bit one, formed from the
+    # double-precision scale product: 701 of 10,309 outputs of 200 random layers disagree.
+    "FULLY_CONNECTED": frozenset({"int16"}),
 }
 
 

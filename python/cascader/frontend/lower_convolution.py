@@ -6,6 +6,8 @@
   A PAD the core folded into the convolution (`LoweringContext.folded_pad`) is its padding.
 - FULLY_CONNECTED: a 1x1 convolution over a 1 x N x K view of the input. Its rescale rounds
   once (NATURAL): TFLite's reference FULLY_CONNECTED rounds once, its convolutions twice (TFL).
+  A 16x8 one follows TFLM, its judge (`reference.MICRO_OPERATORS`): the reduced 16-bit
+  multiplier of the double-precision scale product, as TFLM's int64 rescale forms it.
 """
 
 from __future__ import annotations
@@ -74,8 +76,9 @@ def lower_convolution(lw: LoweringContext, v: OperatorView) -> None:
             bottom = (ofm_view.shape[0] - 1) * k.stride_h + k.dilated_height - top - ifm_view.shape[0]
             right = (ofm_view.shape[1] - 1) * k.stride_w + k.dilated_width - left - ifm_view.shape[1]
             padding = (top, left, max(bottom, 0), max(right, 0))
-    volume = weight_volume(v, ohwi, depthwise=kind == "depthwise",
-                           float32_product=ifm_t.dtype == "uint8" or (fc and wq.scale.size == 1))
+    # A per-tensor FULLY_CONNECTED's product in float32: LiteRT's int8 one; TFLM's 16x8 one is double.
+    layer_wide = fc and wq.scale.size == 1 and ifm_t.dtype != "int16"
+    volume = weight_volume(v, ohwi, depthwise=kind == "depthwise", float32_product=ifm_t.dtype == "uint8" or layer_wide)
     registers = dict(kernel=kernel, padding=padding, activation=fused_clamp(v),
                      rounding="NATURAL" if fc else "TFL", global_scale=False, ofm_scale=(0, 0),
                      acc_format=1 if ifm_t.dtype == "int16" else 0)

@@ -131,19 +131,17 @@ def channel_selection(lw: LoweringContext, index: int, name: str, src: FeatureMa
 def weight_volume(v: OperatorView, ohwi: np.ndarray, *, depthwise: bool, float32_product: bool) -> WeightVolume:
     """A weighted operator's OHWI weights (as the NPU applies them) with their zero points, the
     bias and the per-OFM-channel rescale input * weight / output, the reference's way: int16
-    with an int64 bias rounds with the reduced 16-bit multiplier (but FULLY_CONNECTED);
-    `float32_product` where TFLite forms one layer-wide product in float32 (see
-    `convolution_scales`)."""
+    with an int64 accumulator rounds with the reduced 16-bit multiplier; `float32_product`
+    where TFLite forms one layer-wide product in float32 (see `convolution_scales`)."""
     ifm, w, ofm, bias_t = v.ifm, v.weights, v.ofm, v.bias
     assert ifm is not None and w is not None and w.quantization is not None and ofm is not None
     out_channels = ohwi.shape[0]
     bias = (np.zeros(out_channels, dtype=np.int64) if bias_t is None
             else np.asarray(bias_t.data).astype(np.int64).reshape(-1))
-    # TRANSPOSE_CONV's 16x8 kernel accumulates in int64 with or without a bias.
-    wide = bias_t.dtype == "int64" if bias_t is not None else v.opcode == "TRANSPOSE_CONV"
-    # FULLY_CONNECTED's 16x8 kernel rescales with the whole 32-bit multiplier, once rounded
-    # (NATURAL); the reduced one was off by one on 9% of outputs (3,482 of 3,840 right).
-    reduced = ifm.dtype == "int16" and wide and v.opcode != "FULLY_CONNECTED"
+    # TRANSPOSE_CONV's 16x8 kernel, and TFLM's FULLY_CONNECTED (the judge of a 16x8 one,
+    # `reference.MICRO_OPERATORS`), accumulate in int64 with or without a bias.
+    wide = bias_t.dtype == "int64" if bias_t is not None else v.opcode in ("TRANSPOSE_CONV", "FULLY_CONNECTED")
+    reduced = ifm.dtype == "int16" and wide
     scales = convolution_scales(float(ifm.quantization.scale[0]), np.asarray(w.quantization.scale, np.float32),
                                 float(ofm.quantization.scale[0]), float32_product=float32_product, reduced=reduced)
     if len(scales) == 1:
