@@ -9,10 +9,10 @@ off), its other operators included.
 Where LiteRT's reference kernel departs from TFLM's (`MICRO_OPERATORS`), the model runs on TFLM
 itself (`tflite-micro`, a test extra), the runtime an Ethos-U binary's CPU operators run on:
 its kernels are the reference ones there, and the NPU lowering follows them. A model TFLM
-cannot prepare falls back to LiteRT whole, and then departs where the lowering follows TFLM:
-e.g. a 16x8 network holding a FULLY_CONNECTED and an int16 EXP (TFLM's EXP is float only) is
-judged with LiteRT's FULLY_CONNECTED rounding (random_network seeds 84, 90, 216, 233, 257 of
-0-299 in int16; none the tests draw).
+cannot prepare falls back to LiteRT whole, and can then depart where the lowering follows
+TFLM: a 16x8 network holding a FULLY_CONNECTED and an int16 EXP (TFLM's EXP is float only) is
+judged with LiteRT's FULLY_CONNECTED rounding (random_network int16 seeds 84, 90, 216, 233, 257
+of 0-299; 84 still checks exact; none the tests draw).
 """
 
 from __future__ import annotations
