@@ -270,7 +270,17 @@ def _positive_log(n: _Net) -> None:
 
 _SOFTMAX = _unary("SOFTMAX", dict(beta=1.0), 0.1, out=_fixed_output)
 
-# opcode -> (activation types, builder). The LSTM's case lives with its lowering (zoo.lstm_kws).
+def _lstm(dtype: str, seed: int) -> Model:
+    """An LSTM alone, quantized as the converter quantizes one: its weights, state and gate
+    intermediates follow from a float pass (`CalibratedNet.lstm`)."""
+    from ._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(seed, description=f"cascader.operator_zoo UNIDIRECTIONAL_SEQUENCE_LSTM {dtype}")
+    net.output(net.lstm(net.input((1, 8, 10), dtype=dtype), 16))
+    return net.build()
+
+
+# opcode -> (activation types, builder).
 OPERATOR_CASES: dict[str, tuple[tuple[str, ...], Callable[[_Net], None]]] = {
     "ABS": (_SIGNED, _unary("ABS")),
     "ADD": (_ALL, _binary("ADD")),
@@ -327,7 +337,11 @@ OPERATOR_CASES: dict[str, tuple[tuple[str, ...], Callable[[_Net], None]]] = {
     "TRANSPOSE_CONV": (("int8", "int16"), _transpose_conv),
     "UNPACK": (_ALL, _unpack),
 }
-OPERATOR_DTYPES = {op: dtypes for op, (dtypes, _) in OPERATOR_CASES.items()}
+# Operators whose case is a calibrated network layer: opcode -> (activation types, builder(dtype, seed)).
+CALIBRATED_CASES: dict[str, tuple[tuple[str, ...], Callable[[str, int], Model]]] = {
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": (_SIGNED, _lstm),
+}
+OPERATOR_DTYPES = {op: dtypes for op, (dtypes, _) in {**OPERATOR_CASES, **CALIBRATED_CASES}.items()}
 
 
 def operator_model(opcode: str, dtype: str = "int8", seed: int = 0) -> Model:
@@ -338,11 +352,13 @@ def operator_model(opcode: str, dtype: str = "int8", seed: int = 0) -> Model:
     InvalidArgumentError
         For an operator without a case, or a type its reference kernel does not take.
     """
-    if opcode not in OPERATOR_CASES:
-        raise InvalidArgumentError(f"no operator case for {opcode!r}; cases: {', '.join(sorted(OPERATOR_CASES))}")
-    dtypes, build = OPERATOR_CASES[opcode]
+    if opcode not in OPERATOR_DTYPES:
+        raise InvalidArgumentError(f"no operator case for {opcode!r}; cases: {', '.join(sorted(OPERATOR_DTYPES))}")
+    dtypes = OPERATOR_DTYPES[opcode]
     if dtype not in dtypes:
         raise InvalidArgumentError(f"{opcode} has no {dtype} case; its types: {', '.join(dtypes)}")
+    if opcode in CALIBRATED_CASES:
+        return CALIBRATED_CASES[opcode][1](dtype, seed)
     net = _Net(opcode, dtype, seed)
-    build(net)
+    OPERATOR_CASES[opcode][1](net)
     return net.b.build()
