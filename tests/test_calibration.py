@@ -70,6 +70,8 @@ NETWORK_CI_SUBSET = (
     ("lstm_kws_12x10_20", "ethos-u55-256"),
     # The MULs and REDUCE_SUMs of a matrix product costed as Vela's one MatMul (+28.5% apart).
     ("op_batch_matmul_int8", "ethos-u55-256"),
+    # A transpose's slack for the next weight DMA with its maps in DRAM, their home (+6.0% in SRAM).
+    ("op_sum_int8", "ethos-u65-256"),
 )
 
 
