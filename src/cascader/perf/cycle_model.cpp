@@ -583,7 +583,11 @@ CostRecord estimate_valid(const NpuOp& op, const ArchConfig& arch, BlockConfigCa
     if (is_lut_operation(op)) {
       // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
       npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
-      rd(op.lut_memory, op.lut_bytes);
+      // The table's bytes are traffic, but not access cycles of the op: Vela keeps the copy's
+      // access apart from each memory's total, which is what bounds the op (the copy's time is
+      // its DMA cycles above). An int16 table in off-chip flash would otherwise bound a 528-cycle
+      // lookup at 2,048 (ARG_MAX int8 on U55-256, Vela 528).
+      r.read_bytes[int(op.lut_memory)] += double(op.lut_bytes);
     }
   }
   r.dma_cycles = dma;
