@@ -72,6 +72,8 @@ NETWORK_CI_SUBSET = (
     ("op_batch_matmul_int8", "ethos-u55-256"),
     # A transpose's slack for the next weight DMA with its maps in DRAM, their home (+6.0% in SRAM).
     ("op_sum_int8", "ethos-u65-256"),
+    # An int16 table copied from off-chip flash: DMA cycles, not access cycles (+5.7% otherwise).
+    ("arg_max_16x16x21", "ethos-u55-256"),
 )
 
 
