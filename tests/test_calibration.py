@@ -64,6 +64,16 @@ NETWORK_CI_SUBSET = (
     # Transpose steps costed by their traffic, as Vela does (+178% / +241% as 1x1 pools).
     ("transpose_hw_16x24x32", "ethos-u55-128"),
     ("transpose_nchw_6x6x65", "ethos-u65-256"),
+    # SUB(0, x) read as Vela reads it, the scalar first (+100% reading the tensor on U65-512).
+    ("op_neg_int16", "ethos-u65-512"),
+    # Each time step's FULLY_CONNECTEDs costed apart (-40% as the stripes of one operation).
+    ("lstm_kws_12x10_20", "ethos-u55-256"),
+    # The MULs and REDUCE_SUMs of a matrix product costed as Vela's one MatMul (+28.5% apart).
+    ("op_batch_matmul_int8", "ethos-u55-256"),
+    # A transpose's slack for the next weight DMA with its maps in DRAM, their home (+6.0% in SRAM).
+    ("op_sum_int8", "ethos-u65-256"),
+    # An int16 table copied from off-chip flash: DMA cycles, not access cycles (+5.7% otherwise).
+    ("arg_max_16x16x21", "ethos-u55-256"),
 )
 
 
@@ -115,6 +125,28 @@ def test_mirror_pad_copies_are_costed_apart() -> None:
     copies are."""
     ops = _estimated_vela_operations("mirror_pad_16x16x16")
     assert len(ops) == 5 and all(o.merged == () for o in ops)
+
+
+@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
+def test_time_steps_are_costed_apart() -> None:
+    """An LSTM's time steps reuse each gate's weight streams, as the stripes of a cascaded
+    operation do, but each step reads the state the step before wrote (or the next column of
+    the sequence): Vela costs every step's FULLY_CONNECTEDs on their own, and so must the
+    estimator."""
+    fcs = [o for o in _estimated_vela_operations("lstm_kws_12x10_20") if o.kind == "fully_connected"]
+    gates = [o for o in fcs if o.ofm_shape == (1, 1, 1, 20)]  # the classifier's is 12 wide
+    assert len(gates) == 12 * 8 and all(o.merged == () for o in fcs)
+
+
+@pytest.mark.skipif(shutil.which("vela") is None, reason="vela command not installed")
+def test_matmul_is_one_operation() -> None:
+    """Vela runs BATCH_MATMUL (8x16 by 16x12) as a MUL and a REDUCE_SUM per column of y and
+    costs them as one MatMul; the estimator gives them one row, the product's."""
+    ops = _estimated_vela_operations("op_batch_matmul_int8")
+    [matmul] = [o for o in ops if o.kind == "matmul"]
+    assert matmul.ofm_shape == (1, 1, 8, 12) and len(matmul.merged) == 2 * 12 - 1
+    assert matmul.macs == 8 * 16 * 12
+    assert not any(o.kind in ("mul", "reduce_sum") for o in ops)
 
 
 def _transpose_model(shape, perm):

@@ -24,11 +24,13 @@ pytest.importorskip("ethosu.vela")
 from cascader.vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela  # noqa: E402
 
 WITHIN = 0.05
-# Vela's BATCH_MATMUL is a MUL and a REDUCE_SUM of int32 products per column of y; on U65-256
-# our model costs that expansion 9% above Vela's own (the attention scores, 2 x 16 x 16 by 16:
-# 16 MULs and 16 sums 27,280 cycles, Vela's MatMul 24,976), the transformer block +8.7% in all
-# (U55-128: +3.3%).
-WITHIN_MODEL = {"transformer_block": 0.10}
+# A wider tolerance per model, with its reason. None now: the transformer block was +8.7% on
+# U65-256 (U55-128 +3.3%) while the estimator costed Vela's BATCH_MATMUL (a MUL and a REDUCE_SUM
+# of int32 products per column of y) command by command, its transposes' slack for the next
+# weight DMA with their maps in SRAM (Vela's scheduler counts them in DRAM, their home) and its
+# softmax's SUBs from a constant reading the tensor; as Vela costs them it is +0.08% (U55-128
+# exact).
+WITHIN_MODEL: dict[str, float] = {}
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 MODELS = os.environ.get("CASCADER_MODELS")
 
@@ -54,10 +56,11 @@ CONFIGS = [VelaConfig(a, "Performance", UNLIMITED_SRAM) for a in ACCELERATORS] +
 ]
 
 
-# Vela's unrolled LSTM on U65-256: the estimator puts it 6.6% below Vela's own figure (589,990
-# vs 631,604 cycles, Performance and Size alike): the cycle model is not calibrated on its
-# thousands of tiny int16 elementwise operations yet. Known, and checked to still be open.
-KNOWN_GAPS = {("lstm_kws", "ethos-u65-256")}
+# (model, accelerator) pairs known to be beyond 5%, each checked to still be open. None now:
+# Vela's unrolled LSTM on U65-256 was 6.6% below (589,990 vs 631,604 cycles) while the estimator
+# took the 49 time steps of its input projection (one weight stream) for the stripes of one
+# cascaded operation; costed step by step, as Vela does, it is 631,637.
+KNOWN_GAPS: set[tuple[str, str]] = set()
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.label)

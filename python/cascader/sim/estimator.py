@@ -42,8 +42,10 @@ class OperationCycles:
     operation: int  # index of the operation in the decoded stream
     merged: Tuple[int, ...]  # further operations costed in this row (Vela's 1x1 pieces, depth slices)
     word_offset: int  # of its NPU_OP_* command
-    kind: str  # the cycle model's op kind (conv2d, depthwise_conv2d, ..., dma)
-    ofm_shape: Tuple[int, int, int, int]
+    # the cycle model's op kind (conv2d, depthwise_conv2d, ..., dma), or matmul: a matrix product
+    # as Vela runs it, a MUL and a REDUCE_SUM per column, costed as one operation
+    kind: str
+    ofm_shape: Tuple[int, int, int, int]  # a matmul's: the product's, one channel per column
     cycles: float  # max(NPU cycles, each memory's access cycles)
     npu_cycles: int
     dma_cycles: int  # the folded weight / LUT DMAs, or the copy itself for a dma row
@@ -221,12 +223,13 @@ def estimate(
             read[m] += rb
             write[m] += wb
         for row in r["operations"]:
-            op, cost = row["op"], row["cost"]
+            op, cost, columns = row["op"], row["cost"], row["matmul_columns"]
             b = cost.block_config.ofm_block
-            s = op.ofm.shape
+            s = row["matmul_sum"].ofm.shape if columns else op.ofm.shape
             rows.append(OperationCycles(
                 call=call.index, operation=row["operation"], merged=tuple(row["merged"]), word_offset=row["word_offset"],
-                kind=_KINDS[op.type.name], ofm_shape=(s.n, s.h, s.w, s.c), cycles=float(cost.total_cycles),
+                kind="matmul" if columns else _KINDS[op.type.name], ofm_shape=(s.n, s.h, s.w, columns or s.c),
+                cycles=float(cost.total_cycles),
                 npu_cycles=int(cost.npu_cycles), dma_cycles=int(cost.dma_cycles),
                 block=(b.height, b.width, b.depth) if op.type.name != "Dma" else (0, 0, 0),
                 block_from_binary=bool(row["block_config_from_binary"]), dmas=tuple(row["dmas"]),

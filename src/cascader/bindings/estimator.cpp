@@ -25,7 +25,8 @@ void bind_estimator(py::module_& m) {
                                py::arg("word_offset") = cs.operations[r.operation].word_offset,
                                py::arg("merged") = r.merged, py::arg("op") = r.op, py::arg("cost") = r.cost,
                                py::arg("dmas") = r.dmas,
-                               py::arg("block_config_from_binary") = r.block_config_from_binary));
+                               py::arg("block_config_from_binary") = r.block_config_from_binary,
+                               py::arg("matmul_columns") = r.matmul_columns, py::arg("matmul_sum") = r.matmul_sum));
         }
         return py::dict(py::arg("operations") = rows, py::arg("total_cycles") = e.total_cycles,
                         py::arg("read_bytes") = e.read_bytes, py::arg("write_bytes") = e.write_bytes);

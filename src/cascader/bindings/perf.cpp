@@ -70,7 +70,8 @@ void bind_perf(py::module_& m) {
       .def_readwrite("dma_bytes", &NpuOp::dma_bytes)
       .def_readwrite("ifm_upscale", &NpuOp::ifm_upscale)
       .def_readwrite("ofm_step", &NpuOp::ofm_step)
-      .def_readwrite("transpose", &NpuOp::transpose);
+      .def_readwrite("transpose", &NpuOp::transpose)
+      .def_readwrite("scalar_first", &NpuOp::scalar_first);
 
   py::class_<CostRecord>(m, "CostRecord")
       .def_readonly("npu_cycles", &CostRecord::npu_cycles)

@@ -409,10 +409,14 @@ CostRecord transpose_estimate(const NpuOp& op, const ArchConfig& arch, BlockConf
   const int64_t out_elements = storage_rounded(out, op.ofm.format).elements();
   const int64_t written =
       burst_scaled_bytes(arch, false, op.ofm.memory, op.ofm.format, op.ofm.bits, cfg.ofm_block, out, out_elements);
-  r.npu_cycles = std::max(int64_t(double(read) / arch.bandwidth(op.ifm.memory)) +
-                              arch.latency(op.ifm.memory, Direction::Read),
-                          int64_t(double(written) / arch.bandwidth(op.ofm.memory)) +
-                              arch.latency(op.ofm.memory, Direction::Write));
+  // The step's cycles with its input in `from` and its output in `to`.
+  const auto cycles = [&](MemoryArea from, MemoryArea to) {
+    const int64_t rd = burst_scaled_bytes(arch, true, from, op.ifm.format, op.ifm.bits, cfg.ifm_block, in, in.elements());
+    const int64_t wr = burst_scaled_bytes(arch, false, to, op.ofm.format, op.ofm.bits, cfg.ofm_block, out, out_elements);
+    return std::max(int64_t(double(rd) / arch.bandwidth(from)) + arch.latency(from, Direction::Read),
+                    int64_t(double(wr) / arch.bandwidth(to)) + arch.latency(to, Direction::Write));
+  };
+  r.npu_cycles = cycles(op.ifm.memory, op.ofm.memory);
   r.read_bytes[int(op.ifm.memory)] += double(in.elements() * op.ifm.bits / 8);
   r.write_bytes[int(op.ofm.memory)] += double(out_elements * op.ofm.bits / 8);
   std::array<int64_t, kMemoryAreaCount> scaled{};
@@ -423,7 +427,9 @@ CostRecord transpose_estimate(const NpuOp& op, const ArchConfig& arch, BlockConf
     r.access_cycles[m] = std::floor(double(scaled[m]) / arch.bandwidth(MemoryArea(m)));
     r.total_cycles = std::max(r.total_cycles, r.access_cycles[m]);
   }
-  r.buffering_slack_cycles = r.npu_cycles;
+  // As buffering_slack_cycles: Vela's scheduler counts the step with its maps in their home.
+  const MemoryArea home = arch.region_memory(Region::Arena);
+  r.buffering_slack_cycles = cycles(home, home);
   return r;
 }
 }  // namespace
@@ -511,7 +517,11 @@ CostRecord estimate_valid(const NpuOp& op, const ArchConfig& arch, BlockConfigCa
     }
   } else {
     const int64_t out = storage_rounded(ofm, op.ifm.format).elements();
-    if (ifm.elements() == 1) {
+    if (op.scalar_first && op.ifm2 && op.ifm2->shape.elements() == 1) {
+      // The scalar (IFM2 here) is Vela's IFM: see NpuOp::scalar_first.
+      if (op.ifm2->bits > 8) ifm2_read = storage_rounded(op.ifm2->shape, op.ifm2->format).elements();
+      else ifm_read = out;
+    } else if (ifm.elements() == 1) {
       if (op.ifm.bits > 8) ifm_read = storage_rounded(ifm, op.ifm.format).elements();
       else if (op.ifm2) ifm2_read = out;
     } else {
@@ -573,7 +583,11 @@ CostRecord estimate_valid(const NpuOp& op, const ArchConfig& arch, BlockConfigCa
     if (is_lut_operation(op)) {
       // As Vela: with buffered weights the slack went to the weights; otherwise it hides the LUT.
       npu += buffered ? lut : std::max<int64_t>(lut - std::max<int64_t>(op.dma_slack_cycles, 0), 0);
-      rd(op.lut_memory, op.lut_bytes);
+      // The table's bytes are traffic, but not access cycles of the op: Vela keeps the copy's
+      // access apart from each memory's total, which is what bounds the op (the copy's time is
+      // its DMA cycles above). An int16 table in off-chip flash would otherwise bound a 528-cycle
+      // lookup at 2,048 (ARG_MAX int8 on U55-256, Vela 528).
+      r.read_bytes[int(op.lut_memory)] += double(op.lut_bytes);
     }
   }
   r.dma_cycles = dma;
@@ -592,6 +606,62 @@ CostRecord estimate_valid(const NpuOp& op, const ArchConfig& arch, BlockConfigCa
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   thread_local BlockConfigCache cache;
   return estimate(op, arch, cache);
+}
+
+CostRecord estimate_matmul(const NpuOp& mul, const NpuOp& sum, int columns, const ArchConfig& arch,
+                           BlockConfigCache& cache) {
+  if (columns < 1) throw InvalidArgument("a matrix product has at least one column");
+  if (mul.type != NpuOpType::Mul || !mul.ifm2 || mul.ofm.bits != 32 || sum.type != NpuOpType::ReduceSum ||
+      !(sum.ifm.shape == mul.ofm.shape)) {
+    throw InvalidArgument("a matrix product is a MUL into 32-bit products and a REDUCE_SUM of those products");
+  }
+  const AcceleratorConfig& a = arch.accelerator();
+  // A block the binary ran a command with may not fit the query Vela costs in its place.
+  const auto fitted = [&a](NpuOp op) {
+    if (op.block_config && !try_block_config(a, block_query(op), op.block_config->ofm_block)) op.block_config.reset();
+    return op;
+  };
+  NpuOp m = mul;
+  m.ifm2->shape = m.ofm.shape;
+  m = fitted(m);
+  NpuOp s = sum;
+  s.ifm.bits = mul.ifm.bits;
+  s.ifm.format = mul.ifm.format;
+  s = fitted(s);
+  const CostRecord mc = estimate(m, arch, cache), sc = estimate(s, arch, cache);
+
+  CostRecord r;
+  r.block_config = sc.block_config;
+  r.npu_cycles = int64_t(columns) * (mc.npu_cycles + sc.npu_cycles);
+  r.buffering_slack_cycles = r.npu_cycles;
+  r.macs = int64_t(columns) * sc.macs;
+  const BlockConfig& cfg = sc.block_config;
+  const Shape4 x = mul.ofm.shape;  // the first operand, as the products cover it
+  Shape4 y = mul.ifm2->shape;      // the second operand, one column per W position
+  y.w = columns;
+  Shape4 out = sum.ofm.shape;
+  out.c = columns;
+  std::array<int64_t, kMemoryAreaCount> scaled{};
+  const int64_t x_read = x.elements() * columns, products = x_read;
+  scaled[int(mul.ifm.memory)] +=
+      burst_scaled_bytes(arch, true, mul.ifm.memory, mul.ifm.format, mul.ifm.bits, cfg.ifm_block, x, x_read);
+  r.read_bytes[int(mul.ifm.memory)] += double(x_read * mul.ifm.bits / 8);
+  scaled[int(mul.ifm2->memory)] += burst_scaled_bytes(arch, true, mul.ifm2->memory, mul.ifm2->format,
+                                                      mul.ifm2->bits, cfg.ifm_block, y, y.elements());
+  r.read_bytes[int(mul.ifm2->memory)] += double(y.elements() * mul.ifm2->bits / 8);
+  scaled[int(sum.ifm.memory)] += 2 * products;
+  r.write_bytes[int(sum.ifm.memory)] += double(products * sum.ifm.bits / 8);
+  r.read_bytes[int(sum.ifm.memory)] += double(products * sum.ifm.bits / 8);
+  const int64_t written = storage_rounded(out, sum.ofm.format).elements();
+  scaled[int(sum.ofm.memory)] +=
+      burst_scaled_bytes(arch, false, sum.ofm.memory, sum.ofm.format, sum.ofm.bits, cfg.ofm_block, out, written);
+  r.write_bytes[int(sum.ofm.memory)] += double(written * sum.ofm.bits / 8);
+  r.total_cycles = double(r.npu_cycles);
+  for (int k = 0; k < kMemoryAreaCount; ++k) {
+    r.access_cycles[k] = double(scaled[k]) / arch.bandwidth(MemoryArea(k));
+    r.total_cycles = std::max(r.total_cycles, r.access_cycles[k]);
+  }
+  return r;
 }
 
 double access_cycles_per_byte(const ArchConfig& arch, MemoryArea m) { return 1.0 / arch.bandwidth(m); }

@@ -67,6 +67,24 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
 // Convenience form with a private, thread-local cache.
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
 
+// Vela's accounting of a matrix product it runs column by column (its MatMul, Vela 5.2): for
+// each of `columns` columns of the second operand, an elementwise MUL of the first operand by
+// that column into 32-bit products (`mul`: IFM the first operand, IFM2 the column broadcast
+// along W, OFM the products) and a REDUCE_SUM of the products over depth (`sum`). Vela costs
+// the product as one operation:
+//  - compute: `columns` times the MUL's and the REDUCE_SUM's compute, the MUL as if it read
+//    the column at the products' full shape, the REDUCE_SUM as if the products had the first
+//    operand's element type and format;
+//  - memory: the first operand read once per column, the second operand once, the whole OFM
+//    written once (each burst-scaled with the REDUCE_SUM's blocks), and the products written
+//    and read once per column, counted as one byte per product and not burst-scaled;
+//  - total: the larger of the two, once (the per-command figures, each the larger of its own
+//    compute and memory, overcount a memory-bound MUL: BATCH_MATMUL 8x16 by 16x12 on U55-256,
+//    3,356 -> 2,612 cycles, Vela 2,612).
+// `mul` and `sum` may carry the binary's block configs (kept where they fit the queries above).
+CostRecord estimate_matmul(const NpuOp& mul, const NpuOp& sum, int columns, const ArchConfig& arch,
+                           BlockConfigCache& cache);
+
 // Cycles per byte the access term charges for traffic to memory `m` (bursts aside): what a
 // byte of feature map costs where it lives. The memory planner ranks evictions by it.
 double access_cycles_per_byte(const ArchConfig& arch, MemoryArea m);

@@ -93,6 +93,15 @@ struct NpuOp {
   // the unpermuted shape, whatever commands carry it out (one strided copy, or a run of
   // one-channel copies). The estimator sets it only when it accounts as Vela does.
   Transpose transpose = Transpose::None;
+  // Vela's accounting of an elementwise op whose first operand is one element (SUB(0, x),
+  // Vela's NEG; a softmax's SUB from a constant): the NPU takes it as IFM2 (a scalar, or a map
+  // broadcast along every axis) with the operands reversed, but Vela's figures read the
+  // operands in the operator's order, and there an IFM of one element and more than 8 bits
+  // counts one read of itself and none of the tensor (its element accounting reads the tensor
+  // only after an 8-bit scalar). Set with `ifm2` of one element; the estimator sets it only
+  // when it accounts as Vela does (an int16 NEG on U65, DRAM-bound: 1,366 -> 768 cycles, Vela
+  // 768; an int32 softmax SUB on U55-128, from flash: 128 -> 40, Vela 40).
+  bool scalar_first = false;
 };
 
 // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation

@@ -1,12 +1,14 @@
 #include "cascader/sim/estimator.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
 #include <string>
 
 #include "cascader/common/error.hpp"
+#include "cascader/sim/in_place_hazard.hpp"
 
 namespace cascader::sim {
 
@@ -179,6 +181,149 @@ bool writes_every_other_pixel(const NpuOperation& o) {
          o.ofm.stride_y == 2 * int64_t(o.ofm.width) * o.ofm.stride_x;
 }
 
+// Step k of Vela's matrix product (its MatMul, cycle_model.hpp estimate_matmul): an
+// elementwise MUL into 32-bit products at `k`, then a REDUCE_SUM over depth of exactly those
+// products.
+bool is_matmul_step(const std::vector<NpuOperation>& ops, size_t k) {
+  if (k + 1 >= ops.size()) return false;
+  const NpuOperation &m = ops[k], &s = ops[k + 1];
+  return m.kind == OpKind::Elementwise && static_cast<ElementwiseMode>(m.sub_op) == ElementwiseMode::Mul &&
+         m.has_ifm2() && !m.ifm2_is_scalar && m.ofm.dtype == DataType::S32 && m.activation.function == 0 &&
+         s.kind == OpKind::Pool && static_cast<PoolMode>(s.sub_op) == PoolMode::ReduceSum && s.ofm.depth == 1 &&
+         s.activation.function == 0 &&
+         s.ifm.dtype == DataType::S32 && s.ifm.region == m.ofm.region && s.ifm.base[0] == m.ofm.base[0] &&
+         s.ifm.depth == m.ofm.depth && s.ofm.height == m.ofm.height && s.ofm.width == m.ofm.width;
+}
+
+// The steps of one product: the same first operand and products buffer, the same shapes and
+// blocks, each step's column of the second operand and output column as far on from the
+// last as the second step's. Returns the number of steps from `first` (0: not a product).
+size_t matmul_columns(const std::vector<NpuOperation>& ops, size_t first) {
+  if (!is_matmul_step(ops, first)) return 0;
+  const NpuOperation &m0 = ops[first], &s0 = ops[first + 1];
+  const auto same_fm = [](const sim::FeatureMap& a, const sim::FeatureMap& b) {
+    return a.region == b.region && a.dtype == b.dtype && a.layout == b.layout && a.depth == b.depth &&
+           a.stride_x == b.stride_x && a.stride_y == b.stride_y && a.stride_c == b.stride_c;
+  };
+  size_t n = 1;
+  int64_t column_step = 0, output_step = 0;
+  for (size_t k = first + 2; is_matmul_step(ops, k); k += 2, ++n) {
+    const NpuOperation &m = ops[k], &s = ops[k + 1];
+    const NpuOperation &pm = ops[k - 2], &ps = ops[k - 1];
+    const int64_t cs = int64_t(m.ifm2.base[0]) - int64_t(pm.ifm2.base[0]);
+    const int64_t os = int64_t(s.ofm.base[0]) - int64_t(ps.ofm.base[0]);
+    if (n == 1) column_step = cs, output_step = os;
+    if (cs != column_step || os != output_step || cs == 0 || os == 0 || !same_fm(m.ifm, m0.ifm) ||
+        m.ifm.base[0] != m0.ifm.base[0] || !same_fm(m.ifm2, m0.ifm2) || !same_fm(m.ofm, m0.ofm) ||
+        m.ofm.base[0] != m0.ofm.base[0] || m.ofm.height != m0.ofm.height || m.ofm.width != m0.ofm.width ||
+        m.broadcast_h != m0.broadcast_h || m.broadcast_w != m0.broadcast_w || m.broadcast_c != m0.broadcast_c ||
+        !same_fm(s.ofm, s0.ofm) || m.block_height != m0.block_height || m.block_width != m0.block_width ||
+        m.block_depth != m0.block_depth || s.block_height != s0.block_height || s.block_width != s0.block_width ||
+        s.block_depth != s0.block_depth) {
+      break;
+    }
+  }
+  return n;
+}
+
+// A region's byte range: the hull of what an access reaches.
+struct Span {
+  int region = -1;
+  int64_t begin = 0, end = 0;
+  bool overlaps(const Span& o) const { return region == o.region && begin < o.end && o.begin < end; }
+};
+
+// The hull of a height x width x depth box of `fm`. Addresses are linear in y, x and the
+// channel within each tile (NHCWB16: with its brick stride above 16 channels), so the box's
+// extremes lie at the corners of its tiles.
+Span hull(const sim::FeatureMap& fm, int height, int width, int depth) {
+  Span s{fm.region, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+  for (int y : {0, fm.height0 - 1, fm.height0, fm.height1 - 1, fm.height1, height - 1}) {
+    for (int x : {0, fm.width0 - 1, fm.width0, width - 1}) {
+      for (int c : {0, depth - 1}) {
+        if (y < 0 || y >= height || x < 0 || x >= width || c < 0) continue;
+        const auto a = int64_t(fm.address(y, x, c));
+        s.begin = std::min(s.begin, a);
+        s.end = std::max(s.end, a + element_size(fm.dtype));
+      }
+    }
+  }
+  if (s.begin > s.end) s.begin = s.end = 0;
+  return s;
+}
+
+// What an operation reads and writes of the feature maps (weights and scales are constants).
+struct Accesses {
+  std::vector<Span> reads;
+  Span written;
+};
+
+Accesses accesses_of(const NpuOperation& o) {
+  Accesses a;
+  if (o.kind == OpKind::Dma) {
+    a.reads.push_back(Span{o.dma_src.region, int64_t(o.dma_src.address), int64_t(o.dma_src.address + o.dma_src.length)});
+    a.written = Span{o.dma_dst.region, int64_t(o.dma_dst.address), int64_t(o.dma_dst.address + o.dma_dst.length)};
+    return a;
+  }
+  const TraversalShape s = traversal_shape(o);
+  const auto source = [&s](int extent) { return s.upscale == 2 ? (extent + 1) / 2 : extent; };
+  a.reads.push_back(hull(o.ifm, source(s.ifm_height), source(s.ifm_width), s.ifm_depth));
+  if (s.has_ifm2 && !s.ifm2_scalar) {
+    a.reads.push_back(hull(o.ifm2, s.broadcast_h ? 1 : s.ofm_height, s.broadcast_w ? 1 : s.ofm_width,
+                           s.broadcast_c ? 1 : s.ofm_depth));
+  }
+  a.written = hull(o.ofm, s.ofm_height, s.ofm_width, s.ofm_depth);
+  return a;
+}
+
+// Which operations after `first` read, directly or through operations between, what `first`
+// wrote: a time step of a recurrent network reads its state from the step before, the stripes
+// of one cascaded operation never read each other's output. Feature maps are compared by the
+// hulls of their bytes.
+class Dependents {
+ public:
+  // `cache`: the accesses of `ops`, filled as needed (shared between uses over one stream).
+  Dependents(const std::vector<NpuOperation>& ops, std::vector<std::optional<Accesses>>& cache, size_t first)
+      : ops_(ops), cache_(cache), next_(first + 1) {
+    produced_.push_back(access(first).written);
+  }
+  // Whether operation `k` (> every k asked before) depends on `first` or on an operation
+  // added with also_produced.
+  bool depends(size_t k) {
+    for (; next_ < k; ++next_) {
+      if (reads_produced(next_)) produced_.push_back(access(next_).written);
+    }
+    return reads_produced(k);
+  }
+  void also_produced(size_t k) { produced_.push_back(access(k).written); }
+
+ private:
+  const Accesses& access(size_t k) {
+    if (!cache_[k]) cache_[k] = accesses_of(ops_[k]);
+    return *cache_[k];
+  }
+  bool reads_produced(size_t k) {
+    for (const Span& r : access(k).reads) {
+      for (const Span& p : produced_) {
+        if (r.overlaps(p)) return true;
+      }
+    }
+    return false;
+  }
+  const std::vector<NpuOperation>& ops_;
+  std::vector<std::optional<Accesses>>& cache_;
+  size_t next_;
+  std::vector<Span> produced_;
+};
+
+// A stripe of a cascaded operation starts its IFM whole rows on from the stripe before (a
+// rolling buffer wraps by whole rows too); an operation reading elsewhere along W or C is not.
+bool rows_on(const NpuOperation& before, const NpuOperation& s) {
+  if (s.ifm.region != before.ifm.region || s.ifm.stride_y != before.ifm.stride_y) return false;
+  const int64_t delta = int64_t(s.ifm.base[0]) - int64_t(before.ifm.base[0]);
+  return before.ifm.stride_y > 0 ? delta % before.ifm.stride_y == 0 : delta == 0;
+}
+
 }  // namespace
 
 NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
@@ -267,6 +412,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
 
   const std::vector<NpuOperation>& ops = stream.operations;
   std::vector<char> done(ops.size(), 0);  // costed already, as part of an earlier row
+  std::vector<std::optional<Accesses>> accesses(ops.size());  // what each operation reads and writes, as needed
   // Convolutions reading their weights in place, by weight stream address: the stripes of one
   // cascaded operation share it.
   std::multimap<std::pair<int, uint64_t>, size_t> by_weights;
@@ -298,6 +444,34 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     } catch (const BinaryError& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
     }
+    // Vela's matrix product: its MUL and REDUCE_SUM per column, costed as one operation.
+    if (const size_t columns = merge_as_vela ? matmul_columns(ops, i) : 0) {
+      NpuOp sum;
+      try {
+        sum = npu_op_of(ops[i + 1], arch);
+      } catch (const BinaryError& err) {
+        throw BinaryError("operation at word " + std::to_string(ops[i + 1].word_offset) + ": " + err.what());
+      }
+      for (auto [op, k] : {std::pair<NpuOp*, size_t>{&e.op, i}, {&sum, i + 1}}) {
+        const BlockShape block{ops[k].block_height, ops[k].block_width, ops[k].block_depth};
+        if (auto cfg = try_block_config(arch.accelerator(), block_query(*op), block)) op->block_config = *cfg;
+        else e.block_config_from_binary = false;
+      }
+      for (size_t k = i + 1; k < i + 2 * columns; ++k) e.merged.push_back(k), done[k] = 1;
+      try {
+        e.cost = estimate_matmul(e.op, sum, int(columns), arch, cache);
+      } catch (const InvalidArgument& err) {
+        throw BinaryError("operation at word " + std::to_string(o.word_offset) + " cannot be costed: " + err.what());
+      }
+      e.matmul_columns = int(columns);
+      e.matmul_sum = sum;
+      last_offered = e.cost.buffering_slack_cycles;
+      add(std::move(e));
+      continue;
+    }
+    // Vela reads a one-element first operand (a scalar, or a constant broadcast along every
+    // axis) as its IFM (NpuOp::scalar_first).
+    if (merge_as_vela && o.reversed_operands && e.op.ifm2 && e.op.ifm2->shape.elements() == 1) e.op.scalar_first = true;
     // A run of identical 1x1 pieces, each as far on from the one before, is one operation.
     for (size_t k = i + 1; merge_as_vela && k < ops.size() && same_piece(o, ops[k]); ++k) {
       if (k > i + 1 && (ops[k].ifm.base[0] - ops[k - 1].ifm.base[0] != ops[i + 1].ifm.base[0] - o.ifm.base[0] ||
@@ -351,17 +525,26 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     // The stripes of a cascaded operation (Vela's Size schedules interleave them with the
     // stripes of the operations they feed): Vela costs the operation once, over its whole OFM.
+    // Operations that share weights but read what an earlier one wrote (the time steps of a
+    // recurrent network), or read elsewhere than whole rows on (a step's column of a sequence),
+    // are operations of their own, and so costed by Vela.
     if (merge_as_vela && e.merged.empty() && reads_weights(o) && o.weights.length > 0 && o.weights.region == 0) {
       auto range = by_weights.equal_range(std::make_pair(o.weights.region, o.weights.address));
       int bottom = o.padding.bottom;
+      std::optional<Dependents> dependents;
+      const NpuOperation* last_stripe = &o;
       for (auto it = range.first; it != range.second; ++it) {
         const NpuOperation& s = ops[it->second];
         if (it->second <= i || done[it->second] || s.kind != o.kind || s.weights.length != o.weights.length ||
             s.ofm.width != o.ofm.width || s.ofm.depth != o.ofm.depth || s.ifm.depth != o.ifm.depth ||
             s.kernel.width != o.kernel.width || s.kernel.height != o.kernel.height ||
-            s.kernel.stride_y != o.kernel.stride_y) {
+            s.kernel.stride_y != o.kernel.stride_y || !rows_on(*last_stripe, s)) {
           continue;
         }
+        if (!dependents) dependents.emplace(ops, accesses, i);
+        if (dependents->depends(it->second)) continue;
+        dependents->also_produced(it->second);
+        last_stripe = &s;
         e.merged.push_back(it->second);
         e.op.ofm.shape.h += s.ofm.height;
         bottom = s.padding.bottom;

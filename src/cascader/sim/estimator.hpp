@@ -7,8 +7,11 @@
 //
 // The figures are Vela's, so that Vela's output and ours compare on one yardstick: operations
 // Vela costs once are costed once (the depth slices of a weight-buffered convolution, the runs
-// of 1x1 pieces its TRANSPOSE lowering emits), and DMAs follow Vela's slack rule on a timeline
-// (a transfer runs under the operation before its consumer, one transfer at a time).
+// of 1x1 pieces its TRANSPOSE lowering emits, the stripes of a cascaded convolution, the MUL
+// and REDUCE_SUM per column of its matrix product), and DMAs follow Vela's slack rule on a
+// timeline (a transfer runs under the operation before its consumer, one transfer at a time).
+// Operations that share a weight stream but depend on each other's output (the time steps of
+// a recurrent network) are not stripes: each is costed once, as Vela does.
 //
 // Regions map to memories as Vela's npu_serialisation numbers them: 0 the constants (flash)
 // tensor, 1 the scratch arena, 2 scratch_fast, 3 and up IO (inside the arena); the target's
@@ -34,6 +37,10 @@ struct OperationEstimate {
   // whose weights Vela buffers slice by slice. Vela costs each of these as one operation.
   std::vector<size_t> merged;
   NpuOp op;                      // what the cycle model was given
+  // A matrix product as Vela runs it (perf/cycle_model.hpp estimate_matmul; 0: not one): `op`
+  // is its first MUL, `matmul_sum` its first REDUCE_SUM, and `merged` the rest of its columns.
+  int matmul_columns = 0;
+  NpuOp matmul_sum;
   CostRecord cost;
   std::vector<size_t> dmas;      // indices of the DMA operations folded into this one
   bool block_config_from_binary = true;  // false: the binary's block does not fit our SHRAM model
@@ -59,9 +66,10 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch);
 // cannot describe (e.g. an unsupported element size), naming the word offset.
 // `merge_as_vela`: costed as Vela's own figures cost an operator it runs in several
 // operations, once over the whole OFM: the stripes of a cascaded operation (one weight stream
-// read in place) and a run of identical 1x1 pieces (a transpose, whose one-channel pieces are
-// costed with the width they walk as the depth). False costs each operation as
-// the NPU runs it (its own blocks, weight fetches and overheads).
+// read in place), a run of identical 1x1 pieces (a transpose, whose one-channel pieces are
+// costed with the width they walk as the depth) and a matrix product; and elementwise
+// operations with a one-element first operand as Vela reads them (NpuOp::scalar_first). False
+// costs each operation as the NPU runs it (its own blocks, weight fetches and overheads).
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache,
                                bool merge_as_vela = true);
 
