@@ -432,9 +432,8 @@ def test_planner_values_have_readable_reprs():
     assert repr(proposal).startswith("Proposal(") and " cycles)" in repr(proposal)
 
 
-def test_a_tensor_several_parts_write_is_one_buffer_of_its_cascade():
-    """Two convolutions writing the halves of one concatenation, read by a third: run whole in
-    one cascade, the concatenation is one buffer, counted once."""
+def _concatenation_graph():
+    """Two 3x3 convolutions writing the halves of a concatenation's channels, read by a third."""
     g = _core.PlanGraph()
     x = g.add_tensor(_tensor("x", 16, 16, 8))
     cat = g.add_tensor(_tensor("cat", 16, 16, 16))
@@ -443,9 +442,33 @@ def test_a_tensor_several_parts_write_is_one_buffer_of_its_cascade():
     g.add_part(_conv_part("right", x, cat, 16, 16, 8, 8))
     g.add_part(_conv_part("after", cat, out, 16, 16, 16, 8))
     g.inputs, g.outputs = [x], [out]
+    return g, cat
+
+
+def test_a_tensor_several_parts_write_is_one_buffer_of_its_cascade():
+    """Two convolutions writing the halves of one concatenation, read by a third: run whole in
+    one cascade, the concatenation is one buffer, counted once."""
+    g, cat = _concatenation_graph()
     cascade = _core.plan_cascade(g, 0, 3, 16, cascader.arch.arch_config("ethos-u55-128"))
     assert [b.tensor for b in cascade.buffers] == [cat]
     assert cascade.buffer_bytes == 16 * 16 * 16
+
+
+def test_a_cascade_holds_every_writer_of_a_channel_sliced_tensor():
+    """Two convolutions each writing half of a concatenation's channels, read by a third: the
+    striped cascade of all three rolls the concatenation (one buffer, its whole depth); a
+    cascade from the second writer on would leave the first half unwritten, and is none."""
+    g, cat = _concatenation_graph()
+    g.validate()
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    cascade = _core.plan_cascade(g, 0, 3, 2, arch)
+    assert [(b.tensor, b.rows) for b in cascade.buffers] == [(cat, 4)]  # 3x3 windows, 2 rows a stripe
+    assert cascade.buffer_bytes == 4 * 16 * 16
+    # Both writers compute every row of the concatenation, once.
+    for name in (0, 1):
+        rows = sorted((r.begin, r.end) for r in cascade.runs if r.part == name)
+        assert rows[0][0] == 0 and rows[-1][1] == 16 and all(a[1] == b[0] for a, b in zip(rows, rows[1:]))
+    assert _core.plan_cascade(g, 1, 3, 2, arch) is None
 
 
 def test_proposal_schedule_makes_each_cascade_one_step():

@@ -33,7 +33,7 @@ from . import memory as mem
 from .arch import DEFAULT_MODE, DEFAULT_SYSTEM, Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .gc_pause import paused_gc
-from .frontend.lowered import FeatureMapView, LoweredOperation
+from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, follows_ofm
 from .lowering import lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
@@ -175,12 +175,17 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     def whole(v: FeatureMapView | None) -> bool:
         return v is None or v.buffer not in index or (v.offset == 0 and v.shape == natural.get(index[v.buffer]))
 
+    def sliced(v: FeatureMapView | None) -> bool:
+        """Whether a view is its buffer whole or a slice of its channels (every row and column):
+        a concatenation's input, a pad's copy, a SPLIT's output read in place."""
+        return whole(v) or channel_slice(v, natural.get(index[v.buffer])) is not None
+
     readers_whole: dict[int, bool] = {}
     writers: dict[int, int] = {}
     for lo in lowered:
         for v in (lo.ifm, lo.ifm2, lo.ofm):
             if v is not None and v.buffer in index:
-                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and whole(v)
+                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and sliced(v)
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
     pg = _core.PlanGraph()
@@ -190,8 +195,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         t.name = buf.name
         t.shape = [1, *natural.get(b, (1, 1, max(buf.size, 1)))]
         t.bytes = (buf.size + 15) // 16 * 16
-        # State (persistent) is read before it is written: no cascade passes through it.
-        t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) == 1 and not buf.cpu_visible
+        # State (persistent) is read before it is written: no cascade passes through it. Several
+        # writers each write a slice of its channels (`sliced`): a cascade holds them all.
+        t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) >= 1 and not buf.cpu_visible
                         and not buf.persistent)
         t.cpu_visible = buf.cpu_visible
         pg.add_tensor(t)
@@ -218,11 +224,14 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             part.inputs, part.propagators = inputs, props
             part.output = index[lo.ofm.buffer]
             # A constant operand is no plan tensor, so nothing propagates a stripe's region to it:
-            # only one the operation broadcasts over H and W (read whole by every stripe) stripes.
+            # only one the operation broadcasts over H and W (read whole by every stripe) stripes,
+            # or one read element for element (`follows_ofm`: a stripe reads its own region).
+            # (The cost model sizes operands in order: such a constant comes after the plan tensors.)
             constant_map = any(v is not None and v.buffer not in index and v.shape[:2] != (1, 1)
+                               and not (follows_ofm(lo, v) and (v is lo.ifm2 or lo.ifm2 is None or lo.ifm2.buffer not in index))
                                for v in (lo.ifm, lo.ifm2))
             part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale") and not constant_map
-                              and all(whole(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+                              and all(sliced(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
             if buffered is not None:
                 own = own_operations[step_op[s]]
                 part.bufferable = own.weight_buffer

@@ -2,9 +2,12 @@
 //
 // A Part is one lowered NPU operation: the NpuOp the cycle model costs (whole-tensor shapes),
 // its feature-map inputs with one Propagator each, and its output. A tensor is one buffer; it
-// can be cascaded through (kept as a rolling window of rows inside a cascade) only when one
-// part writes it whole and every reader reads it whole (`cascadable`): a concatenation slice
-// or a buffer re-viewed in another shape cannot. Parts that are not `stripable` (their output
+// can be cascaded through (kept as a rolling window of rows inside a cascade) only when its
+// writers write it whole, or each a slice of its channels over all its rows and columns (a
+// concatenation's inputs, a channel pad's copy and border: a cascade then holds all of them),
+// and every reader reads it whole (`cascadable`): a row slice or a buffer re-viewed in another
+// shape cannot. A part's op is then its own slice's (its propagators map regions of rows and
+// columns, the same in every channel slice). Parts that are not `stripable` (their output
 // rows are not a bounded window of their input rows: a fully connected layer, a softmax over a
 // re-viewed tensor, an upscaling resize) run whole, outside cascades.
 //

@@ -287,6 +287,15 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
       FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
       std::tie(fm.shape.h, fm.shape.w) = input_hw[i];
     }
+    // A constant operand as tall and wide as the OFM (a channel pad's border) is read region
+    // for region: a stripe reads its own rows and columns of it.
+    for (size_t i = inputs; i < size_t(p.op.ifm2 ? 2 : 1); ++i) {
+      FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
+      if (fm.shape.h == p.op.ofm.shape.h && fm.shape.w == p.op.ofm.shape.w) {
+        fm.shape.h = op.ofm.shape.h;
+        fm.shape.w = op.ofm.shape.w;
+      }
+    }
     if (is_window(op.type)) op.padding = pad;
   });
 }
@@ -333,7 +342,8 @@ struct SourceRead {
 // every call resets what it uses (assign and clear keep the capacity).
 struct PlanScratch {
   std::vector<char> copied, internal, inside;
-  std::vector<int> internal_tensors;  // the outputs of parts first .. last - 2, in that order
+  std::vector<int> internal_tensors;  // the outputs of parts first .. last - 2, each once, in that order
+  std::vector<int> last_writer;       // per internal tensor: the last of the parts writing it
   std::vector<int> sources;           // per first of the range: its staircase source (-1: none)
   std::vector<char> is_source;        // per tensor: the source of some cascade of the range
   std::vector<SourceRead> source_reads;
@@ -430,9 +440,11 @@ std::optional<CascadePlan> plan_whole(const PlanGraph& graph, const PlanGraph::U
 
 // The first part from which parts [first, last) can cascade in stripes, the lowest >= `lo`
 // (`last` when not even the sink alone can): every part stripable, and every output but the
-// sink's an internal tensor (produced by exactly one part, read only inside the cascade and
-// after it is made, cascadable). Each condition is on one part and `last`, so every later
-// first can too.
+// sink's an internal tensor (produced inside the cascade, read only inside it and after it is
+// made, cascadable). Each condition is on one part and `last`, so every later first can too,
+// but one: a tensor several parts write (channel slices: a concatenation's inputs, a channel
+// pad's copy and border) is internal only to a cascade holding all of its writers
+// (`splits_writers`).
 int lowest_striped_first(const PlanGraph& graph, const PlanGraph::Uses& uses, int lo, int last) {
   if (uses.producers[size_t(graph.parts[size_t(last - 1)].output)].size() != 1) return last;
   int first = last;
@@ -444,11 +456,21 @@ int lowest_striped_first(const PlanGraph& graph, const PlanGraph::Uses& uses, in
       const auto& cons = uses.consumers[size_t(t)];
       const bool escapes = uses.last[size_t(t)] >= last ||
                            std::any_of(cons.begin(), cons.end(), [&](int c) { return c <= k || c >= last; });
-      if (escapes || uses.producers[size_t(t)].size() != 1 || !graph.tensors[size_t(t)].cascadable) break;
+      const auto& prod = uses.producers[size_t(t)];
+      if (escapes || prod.back() >= last || !graph.tensors[size_t(t)].cascadable) break;
     }
     first = k;
   }
   return first;
+}
+
+// Whether cascade [first, last) holds some of a tensor's writers and not the others (its parts
+// but the sink write internal tensors: every writer of one must be inside). O(parts).
+bool splits_writers(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last) {
+  for (int k = first; k < last - 1; ++k) {
+    if (uses.producers[size_t(graph.parts[size_t(k)].output)].front() < first) return true;
+  }
+  return false;
 }
 
 // Simulates the striped cascade [first, last) (every part able to, see lowest_striped_first)
@@ -534,7 +556,9 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
           columns = std::max(columns, r.column_end - r.column_begin);
           r.begin = std::max(r.begin, done[size_t(t)]);
           if (r.begin >= r.end) continue;
-          done[size_t(t)] = r.end;
+          // Every writer of a tensor (its channel slices) computes the same rows: the last one
+          // marks them done.
+          if (s.last_writer[size_t(t)] == k) done[size_t(t)] = r.end;
         }
         computed[size_t(k - first)] = r;
       }
@@ -640,11 +664,13 @@ CascadePlan striped_plan(const PlanGraph& graph, int first, int simulated, int l
       }
     }
   }
-  // The internal tensors of this cascade are the outputs of its parts but the sink.
-  for (size_t j = skip; j < s.internal_tensors.size(); ++j) {
-    const int t = s.internal_tensors[j];
+  // The internal tensors of this cascade are the outputs of its parts but the sink (a tensor
+  // several parts write, once).
+  for (int k = first; k < last - 1; ++k) {
+    const int t = graph.parts[size_t(k)].output;
     const auto& extent = s.held[size_t(t)];
-    if (extent.first == 0) continue;  // never read inside the cascade
+    // Never read inside the cascade, or counted at its last writer.
+    if (extent.first == 0 || s.last_writer[size_t(t)] != k) continue;
     const PlanTensor& tensor = graph.tensors[size_t(t)];
     // Bytes per element column of the tensor's own layout (channel padding included): its
     // bytes are that times H x W, rounded up to 16, so the floor is exact once H x W >= 16 and
@@ -715,9 +741,12 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
   const int banded = int((sink_stripes.width + band_width - 1) / band_width);
   s.internal.assign(graph.tensors.size(), 0);
   s.internal_tensors.clear();
+  s.last_writer.resize(graph.tensors.size());
   for (int k = simulated; k < last - 1; ++k) {
-    s.internal[size_t(graph.parts[size_t(k)].output)] = true;
-    s.internal_tensors.push_back(graph.parts[size_t(k)].output);
+    const int t = graph.parts[size_t(k)].output;
+    if (!s.internal[size_t(t)]) s.internal_tensors.push_back(t);
+    s.internal[size_t(t)] = true;
+    s.last_writer[size_t(t)] = k;
   }
   // Each cascade's staircase source, from the shortest up (its internal tensors grow by one
   // part each time); the sink may go over one only when the input is read from its top once.
@@ -736,7 +765,7 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
   }
   simulate_striped(graph, simulated, last, sink_stripes, banded, band_width, coster, buffer_weights, record_runs, s);
   for (int first = simulated; first <= striped_hi; ++first) {
-    if (!may_buffer(first)) continue;
+    if (!may_buffer(first) || splits_writers(graph, uses, first, last)) continue;
     CascadePlan plan = striped_plan(graph, first, simulated, last, sink_stripes, banded, buffer_weights,
                                     weight_bytes[size_t(first - first_lo)], s.sources[size_t(first - simulated)], s);
     if (record_runs) {  // the simulation's runs of this cascade's parts
