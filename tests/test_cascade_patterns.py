@@ -105,6 +105,28 @@ def test_channel_pad_propagators_match_brute_force(data):
     assert _propagated_rows_columns(pg, [source], padded, region) == need
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_upscale_propagator_matches_brute_force(data):
+    """A nearest-neighbour upscale by `factor`: output (y, x) is input (y // factor, x // factor)."""
+    factor = data.draw(st.integers(1, 4))
+    h, w, c = data.draw(st.integers(1, 9)), data.draw(st.integers(1, 9)), data.draw(st.integers(1, 3))
+    region = data.draw(region_of(h * factor, w * factor))
+    marked = [np.arange(h * w * c).reshape(h, w, c)]
+    need = _needed_rows_columns(marked, lambda m: m[0].repeat(factor, 0).repeat(factor, 1), region)
+    r0, r1, c0, c1 = region
+    box = _core.Propagator.upscale(factor).propagate(_core.Box([0, r0, c0, 0], [1, r1 - r0, c1 - c0, c]))
+    box = box.cropped([1, h, w, c])
+    assert [(box.offset[1], box.offset[1] + box.extent[1], box.offset[2], box.offset[2] + box.extent[2])] == need
+
+
+def test_a_nearest_resize_is_an_upscale_part_aligned_to_its_factor():
+    pg = _planner_graph(unet_skip(size=16, method="NEAREST"))
+    (resize,) = [p for p in pg.parts if "RESIZE" in p.name]
+    assert resize.stripable and resize.alignment == 2
+    assert [(a.scale, a.divisor) for a in resize.propagators[0].axes] == [(1, 1), (1, 2), (1, 2), (1, 1)]
+
+
 @settings(max_examples=12, deadline=None)
 @given(st.data())
 def test_concatenation_propagators_match_brute_force(data):
@@ -141,14 +163,14 @@ def blaze_blocks(seed=0, size=64):
     return net.build()
 
 
-def unet_skip(seed=0, size=64):
+def unet_skip(seed=0, size=64, method="BILINEAR"):
     """A U-Net level: an encoder's full-resolution map concatenated with the upsampled bottleneck."""
     net = CalibratedNet(seed)
     x = net.input((1, size, size, 3))
     e1 = net.conv2d(x, 8, (3, 3), (1, 1), "SAME", activation="RELU")
     e2 = net.conv2d(e1, 16, (3, 3), (2, 2), "SAME", activation="RELU")
     b = net.conv2d(e2, 16, (3, 3), (1, 1), "SAME", activation="RELU")
-    c = net.concatenation([net.resize(b, "BILINEAR"), e1], axis=3)
+    c = net.concatenation([net.resize(b, method), e1], axis=3)
     d = net.conv2d(c, 8, (3, 3), (1, 1), "SAME", activation="RELU")
     net.output(net.conv2d(d, 2, (1, 1), (1, 1), "SAME", activation=None))
     return net.build()
@@ -173,6 +195,7 @@ PATTERNS = {
     "channel_pad": (blaze_blocks, 94208, "PAD(border)"),
     "concatenation": (unet_skip, 196608, "QUANTIZE"),
     "channel_split": (channel_split, 184320, "DEPTHWISE"),
+    "nearest_upsampling": (lambda: unet_skip(method="NEAREST"), 196608, "RESIZE_NEAREST_NEIGHBOR"),
 }
 
 

@@ -471,6 +471,31 @@ def test_a_cascade_holds_every_writer_of_a_channel_sliced_tensor():
     assert _core.plan_cascade(g, 1, 3, 2, arch) is None
 
 
+def test_an_aligned_part_computes_whole_blocks_of_its_rows():
+    """A part aligned to 2 (a 2x nearest upscale) computes rows from even ones on in a
+    cascade, so every stripe of it reads whole input rows; as a sink it stripes only in
+    multiples of 2 rows."""
+    g = _core.PlanGraph()
+    src, x, up, out = (g.add_tensor(_tensor(name, size, size, 8))
+                       for name, size in (("src", 8), ("x", 8), ("up", 16), ("out", 16)))
+    g.add_part(_conv_part("before", src, x, 8, 8, 8, 8))
+    part = _core.Part()
+    part.name = "upscale"
+    part.op = cascader.perf.npu_op("avg_pool", (1, 16, 16, 8), (1, 16, 16, 8), kernel=1, stride=1, padding="VALID")
+    part.inputs, part.output, part.alignment = [x], up, 2
+    part.propagators = [_core.Propagator.upscale(2)]
+    g.add_part(part)
+    g.add_part(_conv_part("after", up, out, 16, 16, 8, 8))
+    g.inputs, g.outputs = [src], [out]
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    cascade = _core.plan_cascade(g, 0, 3, 1, arch)
+    runs = [r for r in cascade.runs if r.part == 1]
+    assert [(r.begin, r.end) for r in runs] == [(k, k + 2) for k in range(0, 16, 2)]
+    assert all(r.inputs[0][:2] == (r.begin // 2, r.end // 2) for r in runs)
+    assert _core.plan_cascade(g, 0, 2, 1, arch) is None
+    assert _core.plan_cascade(g, 0, 2, 2, arch).stripes == 8
+
+
 def test_proposal_schedule_makes_each_cascade_one_step():
     """The schedule a proposal is scored on: each cascade one step, its rolled tensors rolling
     buffers written there instead of whole buffers, and the layout's SRAM the score."""

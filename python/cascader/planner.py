@@ -41,6 +41,9 @@ from .stripes import cascaded_schedule
 from .tflite import ModelLike, as_model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
+# The IFM upscale register's nearest-neighbour mode (a 2x RESIZE_NEAREST_NEIGHBOR: each IFM row
+# and column read twice), which stripes; the transposed convolution's zero-inserting mode not yet.
+NEAREST_UPSCALE = 1
 # The least SRAM (`lay_out_leanest`): of the LEAST_SCORED leanest proposals by the planner's
 # bound, LEAST_LAID_OUT by that bound and as many by the one-step score are laid out stripe by
 # stripe, as the compile does. Scoring a proposal costs about 0.5 ms, laying it out 20-60 ms.
@@ -138,6 +141,8 @@ class Frontier:
 
 
 def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
+    if lo.registers.get("ifm_upscale") == NEAREST_UPSCALE:
+        return _core.Propagator.upscale(lo.ofm.shape[0] // view.shape[0])
     if lo.kind == "elementwise":
         operand = (1, *view.shape)
         if second:
@@ -230,8 +235,12 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             constant_map = any(v is not None and v.buffer not in index and v.shape[:2] != (1, 1)
                                and not (follows_ofm(lo, v) and (v is lo.ifm2 or lo.ifm2 is None or lo.ifm2.buffer not in index))
                                for v in (lo.ifm, lo.ifm2))
-            part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale") and not constant_map
+            upscale = lo.registers.get("ifm_upscale", 0)
+            part.stripable = (lo.kind in STRIPABLE_KINDS and upscale in (0, NEAREST_UPSCALE) and not constant_map
                               and all(sliced(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+            if upscale == NEAREST_UPSCALE:
+                # A stripe starts where an IFM row's first copy lands.
+                part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]
             if buffered is not None:
                 own = own_operations[step_op[s]]
                 part.bufferable = own.weight_buffer

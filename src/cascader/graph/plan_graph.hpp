@@ -43,6 +43,10 @@ struct Part {
   std::vector<Propagator> propagators;   // one per input
   int output = -1;
   bool stripable = true;
+  // In a cascade the part computes rows and columns of its output from multiples of this on
+  // (an upscaling operation: a stripe of a 2x nearest resize starts at an even row, where an
+  // input row's first copy lands). A sink's stripes and column bands must be multiples of it.
+  int alignment = 1;
   // A part run alone may copy its weights into SRAM first. When the scheduler has already
   // chosen how (cascader.planner sets these from the scheduled operation: one buffer, or depth
   // slices double-buffered), a plan takes that cost and those bytes as they are, so the plan

@@ -9,6 +9,10 @@
 //
 // Axes with a = 0 read a fixed range whatever the output box: a convolution's input channels
 // (b = input depth), a broadcast operand's size-1 axes (b = 1).
+//
+// An upscaling operation (a 2x nearest-neighbour resize: the NPU repeats each IFM row and
+// column) reads a fraction of an input row per output row: its axes map into the upscaled
+// input, then divide by the `divisor`, the first row rounded down and the end up.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +45,7 @@ struct AxisMap {
   int64_t scale = 1;         // a: input elements per output element
   int64_t extent_bias = 0;   // b
   int64_t offset_bias = 0;   // c
+  int64_t divisor = 1;       // input elements per `divisor` upscaled ones
 };
 
 struct Propagator {
@@ -53,6 +58,11 @@ struct Propagator {
       const AxisMap& m = axes[i];
       in.extent[i] = m.scale * out.extent[i] + m.extent_bias;
       in.offset[i] = m.scale * out.offset[i] + m.offset_bias;
+      if (m.divisor != 1) {
+        const int64_t lo = floor_div(in.offset[i], m.divisor);
+        in.extent[i] = floor_div(in.offset[i] + in.extent[i] + m.divisor - 1, m.divisor) - lo;
+        in.offset[i] = lo;
+      }
     }
     return in;
   }
@@ -65,6 +75,11 @@ struct Propagator {
                            int pad_top, int pad_left, bool depthwise, int input_depth);
   // An elementwise operand of shape `operand` broadcast to the output (size-1 axes read element 0).
   static Propagator broadcast(const std::array<int64_t, 4>& operand, const std::array<int64_t, 4>& output);
+  // A 1x1 operation reading its input upscaled by `factor` along H and W (nearest neighbour).
+  static Propagator upscale(int factor);
+
+ private:
+  static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 };
 
 }  // namespace cascader

@@ -276,7 +276,11 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     const PlanTensor& in = graph_.tensors[size_t(p.inputs[i])];
     const Box want = p.propagators[i].propagate(region_box(out, begin, end, column_begin, column_end));
     const Box got = want.cropped(in.shape);
-    input_hw[i] = {int(std::max<int64_t>(got.extent[H], 1)), int(std::max<int64_t>(got.extent[W], 1))};
+    // An upscaled IFM is described by the extent the operation walks over (its stored rows and
+    // columns upscaled), as cascader.schedule describes it.
+    const AxisMap &mh = p.propagators[i].axes[H], &mw = p.propagators[i].axes[W];
+    input_hw[i] = {int(std::max<int64_t>(got.extent[H] * mh.divisor, 1)),
+                   int(std::max<int64_t>(got.extent[W] * mw.divisor, 1))};
     if (i == 0) pad = edge_padding(want, got);
   }
   const Key key{k, end - begin, column_end - column_begin, pad.top, pad.bottom, pad.left, pad.right, int(weights)};
@@ -344,6 +348,8 @@ struct PlanScratch {
   std::vector<char> copied, internal, inside;
   std::vector<int> internal_tensors;  // the outputs of parts first .. last - 2, each once, in that order
   std::vector<int> last_writer;       // per internal tensor: the last of the parts writing it
+  std::vector<int> alignment;         // per internal tensor: its writers' largest Part::alignment
+  bool repeats = true;                // whether SteadyState may count repeats (no alignment, no divisor)
   std::vector<int> sources;           // per first of the range: its staircase source (-1: none)
   std::vector<char> is_source;        // per tensor: the source of some cascade of the range
   std::vector<SourceRead> source_reads;
@@ -530,6 +536,18 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
       // Backwards: the region of each internal tensor this stripe of this band reads.
       for (int k = last - 1; k >= first; --k) {
         const Part& p = graph.parts[size_t(k)];
+        if (k < last - 1 && s.alignment[size_t(p.output)] > 1) {
+          // Widened to whole aligned blocks of rows and columns (Part::alignment).
+          Extent& n = need[size_t(p.output)];
+          const int64_t a = s.alignment[size_t(p.output)];
+          const auto& shape = graph.tensors[size_t(p.output)].shape;
+          if (n.begin < n.end) {
+            n.begin = n.begin / a * a;
+            n.end = std::min((n.end + a - 1) / a * a, shape[H]);
+            n.column_begin = n.column_begin / a * a;
+            n.column_end = std::min((n.column_end + a - 1) / a * a, shape[W]);
+          }
+        }
         const Extent r = need[size_t(p.output)];
         if (r.begin >= r.end) continue;
         const PlanTensor& out = graph.tensors[size_t(p.output)];
@@ -616,8 +634,10 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
       // again (every step of the simulation commutes with a shift of all rows by the same
       // per-tensor amounts). Those stripes are counted without simulating them. Runs are
       // recorded in full.
-      int64_t repeat = record_runs ? 0 : steady.repeats(graph, first, last, stripe, stripe_height, height, computed,
-                                                         internal_tensors, done, first_read, last_read);
+      const bool may_repeat = !record_runs && s.repeats;
+      int64_t repeat = may_repeat ? steady.repeats(graph, first, last, stripe, stripe_height, height, computed,
+                                                   internal_tensors, done, first_read, last_read)
+                                  : 0;
       s.stripe_times.push_back(1 + repeat);
       if (staircase) {
         // Stripe j, this one moved down m times (a repeated stripe reads and writes rows moved
@@ -732,21 +752,35 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
                                                weight_bytes[size_t(first - first_lo)], record_runs, column_bands);
   }
   if (striped_hi < first_lo) return out;
+  const int64_t bands = std::min<int64_t>(column_bands, sink_stripes.width);
+  const int64_t band_width = (sink_stripes.width + bands - 1) / bands;
+  // An aligned sink's stripes and bands start at multiples of its alignment, or it cannot.
+  const int64_t sink_alignment = graph.parts[size_t(last - 1)].alignment;
+  if (sink_stripes.stripe_height % sink_alignment != 0 || band_width % sink_alignment != 0) return out;
   const int simulated = lowest_striped_first(graph, uses, first_lo, last);  // >= first_lo
   // A later first has no more weights: where the longest may not buffer, none may.
   if (simulated > striped_hi || !may_buffer(simulated)) return out;
   PlanScratch& s = plan_scratch();
-  const int64_t bands = std::min<int64_t>(column_bands, sink_stripes.width);
-  const int64_t band_width = (sink_stripes.width + bands - 1) / bands;
   const int banded = int((sink_stripes.width + band_width - 1) / band_width);
   s.internal.assign(graph.tensors.size(), 0);
   s.internal_tensors.clear();
   s.last_writer.resize(graph.tensors.size());
+  s.alignment.resize(graph.tensors.size());
   for (int k = simulated; k < last - 1; ++k) {
     const int t = graph.parts[size_t(k)].output;
-    if (!s.internal[size_t(t)]) s.internal_tensors.push_back(t);
+    if (!s.internal[size_t(t)]) s.internal_tensors.push_back(t), s.alignment[size_t(t)] = 1;
     s.internal[size_t(t)] = true;
     s.last_writer[size_t(t)] = k;
+    s.alignment[size_t(t)] = std::max(s.alignment[size_t(t)], graph.parts[size_t(k)].alignment);
+  }
+  // The steady state's shifts assume every propagator moves its input by a whole multiple of
+  // its output's shift: not so across an upscaling part or an aligned one (they simulate all).
+  s.repeats = true;
+  for (int k = simulated; k < last; ++k) {
+    const Part& p = graph.parts[size_t(k)];
+    s.repeats = s.repeats && p.alignment == 1 &&
+               std::all_of(p.propagators.begin(), p.propagators.end(),
+                           [](const Propagator& q) { return q.axes[H].divisor == 1 && q.axes[W].divisor == 1; });
   }
   // Each cascade's staircase source, from the shortest up (its internal tensors grow by one
   // part each time); the sink may go over one only when the input is read from its top once.
