@@ -2,7 +2,9 @@
 concatenation's inputs written in place into its buffer, a channel split read in place, a 2x
 nearest-neighbour upsampling, a broadcast operand, and a global reduction ending one cascade
 while the next begins after it. The propagators are checked against brute force (the op run on
-marked inputs), and every new cascade compiles to a bit-exact binary within its SRAM."""
+marked inputs), and every new cascade compiles to a bit-exact binary within its SRAM. A
+stride-2 transposed convolution stripes too (its propagator divides into the zero-inserted
+input, the zero rows before a stripe's first stored row its padding)."""
 
 from __future__ import annotations
 
@@ -136,6 +138,56 @@ def test_broadcast_propagator_matches_brute_force(data):
     assert [(box.offset[1], box.offset[1] + box.extent[1], box.offset[2], box.offset[2] + box.extent[2])] == need
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_transposed_convolution_propagator_matches_brute_force(data):
+    """TFLite's TRANSPOSE_CONV scatters input row y to output rows y * 2 - pad + fy (fy < K):
+    the rows an output region needs are those, the propagator's as the lowering pads it."""
+    from cascader.frontend.lower_transpose_conv import axis_padding, reference_padding
+
+    h, w = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8))
+    kh, kw = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    padding = data.draw(st.sampled_from(["SAME", "VALID"]))
+    out = [2 * n if padding == "SAME" else 2 * (n - 1) + k for n, k in ((h, kh), (w, kw))]
+    try:
+        (top, _), (left, _) = axis_padding(h, out[0], 2, kh, padding), axis_padding(w, out[1], 2, kw, padding)
+    except ValueError:
+        return  # a shape the lowering refuses
+    pads = [reference_padding(o, 2, k, padding) for o, k in zip(out, (kh, kw))]
+    region = data.draw(region_of(*out))
+    r0, r1, c0, c1 = region
+    rows = [y for y in range(h) if any(r0 <= 2 * y - pads[0] + f < r1 for f in range(kh))]
+    cols = [x for x in range(w) if any(c0 <= 2 * x - pads[1] + f < c1 for f in range(kw))]
+    box = _core.Propagator.transposed(kh, kw, top, left, 3, 2).propagate(
+        _core.Box([0, r0, c0, 0], [1, r1 - r0, c1 - c0, 5])).cropped([1, h, w, 3])
+    got = (box.offset[1], box.offset[1] + box.extent[1], box.offset[2], box.offset[2] + box.extent[2])
+    if not rows or not cols:
+        assert box.extent[1] * box.extent[2] == 0
+    else:
+        assert got == (rows[0], rows[-1] + 1, cols[0], cols[-1] + 1)
+    assert (box.offset[3], box.extent[3]) == (0, 3)
+
+
+@pytest.mark.parametrize("kernel", [(1, 1), (3, 3), (4, 3)])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_transposed_convolution_stripes_are_bit_exact(kernel, padding):
+    """A stride-2 TRANSPOSE_CONV inside a cascade (odd sizes, even and odd kernels): each
+    stripe's zero rows before its first stored row are padding, and the binary at the least
+    SRAM is bit-exact."""
+    net = CalibratedNet(kernel[0] + len(padding))
+    x = net.conv2d(net.input((1, 9, 7, 3)), 8, (3, 3), (1, 1), "SAME", activation="RELU")
+    x = net.transpose_conv2d(x, 8, kernel, (2, 2), padding)
+    net.output(net.conv2d(x, 8, (3, 3), (1, 1), "SAME", activation="RELU"))
+    model = net.build()
+    frontier = plan(model)
+    names = [p.name for p in frontier.graph.parts]
+    least = frontier.points[0]
+    assert any(c.stripes > 1 and any("TRANSPOSE_CONV" in names[k] for k in range(c.first, c.last))
+               for c in least.proposal.cascades)
+    compiled = cascader.compile(model, sram=least.sram_bytes)
+    assert compiled.sram_bytes <= least.sram_bytes and compiled.check(seeds=1).bit_exact
+
+
 def test_a_nearest_resize_is_an_upscale_part_aligned_to_its_factor():
     pg = _planner_graph(unet_skip(size=16, method="NEAREST"))
     (resize,) = [p for p in pg.parts if "RESIZE" in p.name]
@@ -186,7 +238,8 @@ def unet_skip(seed=0, size=64, method="BILINEAR"):
     e1 = net.conv2d(x, 8, (3, 3), (1, 1), "SAME", activation="RELU")
     e2 = net.conv2d(e1, 16, (3, 3), (2, 2), "SAME", activation="RELU")
     b = net.conv2d(e2, 16, (3, 3), (1, 1), "SAME", activation="RELU")
-    c = net.concatenation([net.resize(b, method), e1], axis=3)
+    up = net.transpose_conv2d(b, 16, (3, 3), (2, 2), "SAME") if method == "TRANSPOSE_CONV" else net.resize(b, method)
+    c = net.concatenation([up, e1], axis=3)
     d = net.conv2d(c, 8, (3, 3), (1, 1), "SAME", activation="RELU")
     net.output(net.conv2d(d, 2, (1, 1), (1, 1), "SAME", activation=None))
     return net.build()
@@ -223,6 +276,7 @@ PATTERNS = {
     "channel_split": (channel_split, 184320, "DEPTHWISE"),
     "nearest_upsampling": (lambda: unet_skip(method="NEAREST"), 196608, "RESIZE_NEAREST_NEIGHBOR"),
     "row_broadcast": (row_broadcast, None, "ADD"),
+    "transpose_conv_upsampling": (lambda: unet_skip(method="TRANSPOSE_CONV"), 147456, "TRANSPOSE_CONV"),
 }
 
 

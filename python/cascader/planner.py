@@ -41,9 +41,9 @@ from .stripes import cascaded_schedule
 from .tflite import ModelLike, as_model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
-# The IFM upscale register's nearest-neighbour mode (a 2x RESIZE_NEAREST_NEIGHBOR: each IFM row
-# and column read twice), which stripes; the transposed convolution's zero-inserting mode not yet.
-NEAREST_UPSCALE = 1
+# The IFM upscale register's modes: nearest neighbour (a 2x RESIZE_NEAREST_NEIGHBOR: each IFM
+# row and column read twice) and zero insertion (a stride-2 TRANSPOSE_CONV).
+NEAREST_UPSCALE, ZEROS_UPSCALE = 1, 2
 # The least SRAM (`lay_out_leanest`): of the LEAST_SCORED leanest proposals by the planner's
 # bound, LEAST_LAID_OUT by that bound and as many by the one-step score are laid out stripe by
 # stripe, as the compile does. Scoring a proposal costs about 0.5 ms, laying it out 20-60 ms.
@@ -143,6 +143,9 @@ class Frontier:
 def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
     if lo.registers.get("ifm_upscale") == NEAREST_UPSCALE:
         return _core.Propagator.upscale(lo.ofm.shape[0] // view.shape[0])
+    if lo.registers.get("ifm_upscale") == ZEROS_UPSCALE:
+        k, (top, left, _, _) = lo.registers["kernel"], lo.registers["padding"]
+        return _core.Propagator.transposed(k["height"], k["width"], top, left, view.shape[2], 2)
     if lo.kind == "elementwise":
         operand = (1, *view.shape)
         if second:
@@ -236,11 +239,15 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                                and not (follows_ofm(lo, v) and (v is lo.ifm2 or lo.ifm2 is None or lo.ifm2.buffer not in index))
                                for v in (lo.ifm, lo.ifm2))
             upscale = lo.registers.get("ifm_upscale", 0)
-            part.stripable = (lo.kind in STRIPABLE_KINDS and upscale in (0, NEAREST_UPSCALE) and not constant_map
+            part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
                               and all(sliced(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
             if upscale == NEAREST_UPSCALE:
                 # A stripe starts where an IFM row's first copy lands.
                 part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]
+            elif upscale == ZEROS_UPSCALE:
+                # Two rows and columns of a transposed convolution's OFM always read a stored IFM
+                # row and column (one alone may see only inserted zeros: no IFM to stripe).
+                part.alignment = 2
             if buffered is not None:
                 own = own_operations[step_op[s]]
                 part.bufferable = own.weight_buffer

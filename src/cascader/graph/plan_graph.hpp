@@ -9,7 +9,7 @@
 // shape cannot. A part's op is then its own slice's (its propagators map regions of rows and
 // columns, the same in every channel slice). Parts that are not `stripable` (their output
 // rows are not a bounded window of their input rows: a fully connected layer, a softmax over a
-// re-viewed tensor, an upscaling resize) run whole, outside cascades.
+// re-viewed tensor) run whole, outside cascades.
 //
 // Built from Python (cascader.planner) from the lowered model, or by hand.
 #pragma once

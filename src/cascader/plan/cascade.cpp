@@ -198,6 +198,21 @@ Padding edge_padding(const Box& want, const Box& got) {
   return pad;
 }
 
+// The padding of an upscaling operation's stripe, counted in the upscaled input: `got` (the
+// stored rows and columns it reads, cropped to `shape`) starts at its first stored row's place
+// there, and the upscaled input ends at the stored ones' end. The zero rows a transposed
+// convolution's window starts on are padding.
+Padding upscaled_padding(const Propagator& p, const Box& out, const Box& got, const std::array<int64_t, 4>& shape) {
+  Box want = p.upscaled(out), placed = got;
+  for (int i : {H, W}) {
+    const int64_t d = p.axes[size_t(i)].divisor;
+    placed.offset[size_t(i)] = got.offset[size_t(i)] * d;
+    placed.extent[size_t(i)] = std::max<int64_t>(std::min(want.offset[size_t(i)] + want.extent[size_t(i)],
+                                                          shape[size_t(i)] * d) - placed.offset[size_t(i)], 0);
+  }
+  return edge_padding(want, placed);
+}
+
 }  // namespace
 
 StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out, int inputs) {
@@ -206,11 +221,13 @@ StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out
   StripeInputs in;
   in.count = std::min(int(p.inputs.size()), inputs);
   for (int i = 0; i < in.count; ++i) {
-    const Box want = p.propagators[size_t(i)].propagate(region_box(o, out));
-    const Box got = want.cropped(graph.tensors[size_t(p.inputs[size_t(i)])].shape);
+    const Propagator& q = p.propagators[size_t(i)];
+    const auto& shape = graph.tensors[size_t(p.inputs[size_t(i)])].shape;
+    const Box want = q.propagate(region_box(o, out));
+    const Box got = want.cropped(shape);
     in.regions[size_t(i)] = RowsColumns{got.offset[H], got.offset[H] + got.extent[H], got.offset[W],
                                         got.offset[W] + got.extent[W]};
-    if (i == 0) in.padding = edge_padding(want, got);
+    if (i == 0) in.padding = q.upscales() ? upscaled_padding(q, region_box(o, out), got, shape) : edge_padding(want, got);
   }
   return in;
 }
@@ -274,14 +291,22 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
   const size_t inputs = std::min<size_t>(p.inputs.size(), p.op.ifm2 ? 2 : 1);
   for (size_t i = 0; i < inputs; ++i) {
     const PlanTensor& in = graph_.tensors[size_t(p.inputs[i])];
-    const Box want = p.propagators[i].propagate(region_box(out, begin, end, column_begin, column_end));
+    const Propagator& q = p.propagators[i];
+    const Box region = region_box(out, begin, end, column_begin, column_end);
+    const Box want = q.propagate(region);
     const Box got = want.cropped(in.shape);
-    // An upscaled IFM is described by the extent the operation walks over (its stored rows and
-    // columns upscaled), as cascader.schedule describes it.
-    const AxisMap &mh = p.propagators[i].axes[H], &mw = p.propagators[i].axes[W];
-    input_hw[i] = {int(std::max<int64_t>(got.extent[H] * mh.divisor, 1)),
-                   int(std::max<int64_t>(got.extent[W] * mw.divisor, 1))};
-    if (i == 0) pad = edge_padding(want, got);
+    input_hw[i] = {int(std::max<int64_t>(got.extent[H], 1)), int(std::max<int64_t>(got.extent[W], 1))};
+    if (q.upscales()) {
+      // An upscaled IFM is described by the extent the operation walks over in the upscaled
+      // input, its padding apart, as cascader.schedule describes it.
+      const Padding up = upscaled_padding(q, region, got, in.shape);
+      const Box walked = q.upscaled(region);
+      input_hw[i] = {int(std::max<int64_t>(walked.extent[H] - up.top - up.bottom, 1)),
+                     int(std::max<int64_t>(walked.extent[W] - up.left - up.right, 1))};
+      if (i == 0) pad = up;
+    } else if (i == 0) {
+      pad = edge_padding(want, got);
+    }
   }
   const Key key{k, end - begin, column_end - column_begin, pad.top, pad.bottom, pad.left, pad.right, int(weights)};
   return costed(key, [&](NpuOp& op) {
