@@ -196,6 +196,10 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and sliced(v)
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
+    # Buffers something reads (an operation, a CPU operator, the model's outputs). One nothing
+    # reads (a SPLIT's copied output whose reader the partition removed as dead) is no rolling
+    # buffer: a cascade would never compute its rows and drop the operation writing it.
+    read = {b for step in msched.steps for b in step.reads}
     pg = _core.PlanGraph()
     pg.weight_buffer_memory = getattr(_core.MemoryArea, target.buffer_memory)
     for b, buf in enumerate(msched.buffers):
@@ -205,7 +209,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         t.bytes = (buf.size + 15) // 16 * 16
         # State (persistent) is read before it is written: no cascade passes through it. Several
         # writers each write a slice of its channels (`sliced`): a cascade holds them all.
-        t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) >= 1 and not buf.cpu_visible
+        t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) >= 1 and b in read and not buf.cpu_visible
                         and not buf.persistent)
         t.cpu_visible = buf.cpu_visible
         pg.add_tensor(t)
