@@ -239,9 +239,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             # only one the operation broadcasts over H and W (read whole by every stripe) stripes,
             # or one read element for element (`follows_ofm`: a stripe reads its own region).
             # (The cost model sizes operands in order: such a constant comes after the plan tensors.)
+            after_tensors = lambda v: v is lo.ifm2 or lo.ifm2 is None or lo.ifm2.buffer not in index  # noqa: E731
             constant_map = any(v is not None and v.buffer not in index and v.shape[:2] != (1, 1)
-                               and not (follows_ofm(lo, v) and (v is lo.ifm2 or lo.ifm2 is None or lo.ifm2.buffer not in index))
-                               for v in (lo.ifm, lo.ifm2))
+                               and not (follows_ofm(lo, v) and after_tensors(v)) for v in (lo.ifm, lo.ifm2))
             upscale = lo.registers.get("ifm_upscale", 0)
             part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
                               and all(sliced(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))

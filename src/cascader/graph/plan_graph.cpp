@@ -58,7 +58,8 @@ void PlanGraph::validate() const {
     const auto& out = tensors[size_t(p.output)].shape;
     // A part may write a slice of its output's channels (a concatenation's input, a pad's copy).
     if (p.op.ofm.shape.h != out[1] || p.op.ofm.shape.w != out[2] || p.op.ofm.shape.c > out[3]) {
-      throw InvalidArgument("part " + p.name + ": its op's OFM shape is not its output tensor's (or a channel slice of it)");
+      throw InvalidArgument("part " + p.name +
+                            ": its op's OFM shape is not its output tensor's (or a channel slice of it)");
     }
   }
 }

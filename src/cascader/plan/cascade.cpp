@@ -227,7 +227,9 @@ StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out
     const Box got = want.cropped(shape);
     in.regions[size_t(i)] = RowsColumns{got.offset[H], got.offset[H] + got.extent[H], got.offset[W],
                                         got.offset[W] + got.extent[W]};
-    if (i == 0) in.padding = q.upscales() ? upscaled_padding(q, region_box(o, out), got, shape) : edge_padding(want, got);
+    if (i == 0) {
+      in.padding = q.upscales() ? upscaled_padding(q, region_box(o, out), got, shape) : edge_padding(want, got);
+    }
   }
   return in;
 }
