@@ -337,11 +337,12 @@ def test_cascade_keeps_its_weights_in_sram_across_stripes(tmp_path):
     assert result.bit_exact, result.details
 
 
-def test_constant_maps_keep_their_operation_out_of_stripes(tmp_path):
-    """An operation that reads a constant feature map (no planner tensor, so no region of it
-    follows a stripe) runs whole, and the model plans and compiles bit-exact. Movenet's
-    heatmap MUL by a constant 48 x 48 prior made the planner cost a stripe against the whole
-    constant and fail."""
+def test_constant_maps_read_element_for_element_follow_the_stripes(tmp_path):
+    """An operation that reads a constant feature map element for element (no broadcast: the
+    constant as tall and wide as the OFM) stripes, each stripe reading its own region of the
+    constant, and the model plans and compiles bit-exact (#44: a channel pad's border is such a
+    constant). Movenet's heatmap MUL by a constant 48 x 48 prior once made the planner cost a
+    stripe against the whole constant and fail."""
     import numpy as np
 
     from cascader.tflite.builder import ModelBuilder, quantization
@@ -364,8 +365,13 @@ def test_constant_maps_keep_their_operation_out_of_stripes(tmp_path):
     b.mark_output(t[-1])
     model = b.build()
     frontier = plan(model)  # costing a striped MUL against the whole constant raised here
-    assert [p.stripable for p in frontier.graph.parts if p.name.endswith("MUL")] == [False]
+    names = [p.name for p in frontier.graph.parts]
+    mul = names.index(next(n for n in names if n.endswith("MUL")))
+    assert frontier.graph.parts[mul].stripable
+    assert any(c.first <= mul < c.last and c.last - c.first > 1 and c.stripes > 1
+               for c in frontier.points[0].proposal.cascades)
     compiled = cascader.compile(model, sram=frontier.points[0].sram_bytes, optimise="size")
+    assert compiled.sram_bytes <= frontier.points[0].sram_bytes
     path = tmp_path / "m.tflite"
     cascader.save_model(model, path)
     assert validate(path, compiled.model, (0, 1)).bit_exact

@@ -432,9 +432,8 @@ def test_planner_values_have_readable_reprs():
     assert repr(proposal).startswith("Proposal(") and " cycles)" in repr(proposal)
 
 
-def test_a_tensor_several_parts_write_is_one_buffer_of_its_cascade():
-    """Two convolutions writing the halves of one concatenation, read by a third: run whole in
-    one cascade, the concatenation is one buffer, counted once."""
+def _concatenation_graph():
+    """Two 3x3 convolutions writing the halves of a concatenation's channels, read by a third."""
     g = _core.PlanGraph()
     x = g.add_tensor(_tensor("x", 16, 16, 8))
     cat = g.add_tensor(_tensor("cat", 16, 16, 16))
@@ -443,9 +442,58 @@ def test_a_tensor_several_parts_write_is_one_buffer_of_its_cascade():
     g.add_part(_conv_part("right", x, cat, 16, 16, 8, 8))
     g.add_part(_conv_part("after", cat, out, 16, 16, 16, 8))
     g.inputs, g.outputs = [x], [out]
+    return g, cat
+
+
+def test_a_tensor_several_parts_write_is_one_buffer_of_its_cascade():
+    """Two convolutions writing the halves of one concatenation, read by a third: run whole in
+    one cascade, the concatenation is one buffer, counted once."""
+    g, cat = _concatenation_graph()
     cascade = _core.plan_cascade(g, 0, 3, 16, cascader.arch.arch_config("ethos-u55-128"))
     assert [b.tensor for b in cascade.buffers] == [cat]
     assert cascade.buffer_bytes == 16 * 16 * 16
+
+
+def test_a_cascade_holds_every_writer_of_a_channel_sliced_tensor():
+    """Two convolutions each writing half of a concatenation's channels, read by a third: the
+    striped cascade of all three rolls the concatenation (one buffer, its whole depth); a
+    cascade from the second writer on would leave the first half unwritten, and is none."""
+    g, cat = _concatenation_graph()
+    g.validate()
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    cascade = _core.plan_cascade(g, 0, 3, 2, arch)
+    assert [(b.tensor, b.rows) for b in cascade.buffers] == [(cat, 4)]  # 3x3 windows, 2 rows a stripe
+    assert cascade.buffer_bytes == 4 * 16 * 16
+    # Both writers compute every row of the concatenation, once.
+    for name in (0, 1):
+        rows = sorted((r.begin, r.end) for r in cascade.runs if r.part == name)
+        assert rows[0][0] == 0 and rows[-1][1] == 16 and all(a[1] == b[0] for a, b in zip(rows, rows[1:]))
+    assert _core.plan_cascade(g, 1, 3, 2, arch) is None
+
+
+def test_an_aligned_part_computes_whole_blocks_of_its_rows():
+    """A part aligned to 2 (a 2x nearest upscale) computes rows from even ones on in a
+    cascade, so every stripe of it reads whole input rows; as a sink it stripes only in
+    multiples of 2 rows."""
+    g = _core.PlanGraph()
+    src, x, up, out = (g.add_tensor(_tensor(name, size, size, 8))
+                       for name, size in (("src", 8), ("x", 8), ("up", 16), ("out", 16)))
+    g.add_part(_conv_part("before", src, x, 8, 8, 8, 8))
+    part = _core.Part()
+    part.name = "upscale"
+    part.op = cascader.perf.npu_op("avg_pool", (1, 16, 16, 8), (1, 16, 16, 8), kernel=1, stride=1, padding="VALID")
+    part.inputs, part.output, part.alignment = [x], up, 2
+    part.propagators = [_core.Propagator.upscale(2)]
+    g.add_part(part)
+    g.add_part(_conv_part("after", up, out, 16, 16, 8, 8))
+    g.inputs, g.outputs = [src], [out]
+    arch = cascader.arch.arch_config("ethos-u55-128")
+    cascade = _core.plan_cascade(g, 0, 3, 1, arch)
+    runs = [r for r in cascade.runs if r.part == 1]
+    assert [(r.begin, r.end) for r in runs] == [(k, k + 2) for k in range(0, 16, 2)]
+    assert all(r.inputs[0][:2] == (r.begin // 2, r.end // 2) for r in runs)
+    assert _core.plan_cascade(g, 0, 2, 1, arch) is None
+    assert _core.plan_cascade(g, 0, 2, 2, arch).stripes == 8
 
 
 def test_proposal_schedule_makes_each_cascade_one_step():

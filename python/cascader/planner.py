@@ -34,7 +34,7 @@ from .arch import Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
-from .frontend.lowered import FeatureMapView, LoweredOperation
+from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, follows_ofm
 from .lowering import lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
@@ -42,6 +42,9 @@ from .stripes import cascaded_schedule
 from .tflite import ModelLike, as_model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
+# The IFM upscale register's modes: nearest neighbour (a 2x RESIZE_NEAREST_NEIGHBOR: each IFM
+# row and column read twice) and zero insertion (a stride-2 TRANSPOSE_CONV).
+NEAREST_UPSCALE, ZEROS_UPSCALE = 1, 2
 # The least SRAM (`lay_out_leanest`): of the LEAST_SCORED leanest proposals by the planner's
 # bound, LEAST_LAID_OUT by that bound and as many by the one-step score are laid out stripe by
 # stripe, as the compile does. Scoring a proposal costs about 0.5 ms, laying it out 20-60 ms.
@@ -144,6 +147,11 @@ class Frontier:
 
 
 def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
+    if lo.registers.get("ifm_upscale") == NEAREST_UPSCALE:
+        return _core.Propagator.upscale(lo.ofm.shape[0] // view.shape[0])
+    if lo.registers.get("ifm_upscale") == ZEROS_UPSCALE:
+        k, (top, left, _, _) = lo.registers["kernel"], lo.registers["padding"]
+        return _core.Propagator.transposed(k["height"], k["width"], top, left, view.shape[2], 2)
     if lo.kind == "elementwise":
         operand = (1, *view.shape)
         if second:
@@ -181,14 +189,23 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     def whole(v: FeatureMapView | None) -> bool:
         return v is None or v.buffer not in index or (v.offset == 0 and v.shape == natural.get(index[v.buffer]))
 
+    def sliced(v: FeatureMapView | None) -> bool:
+        """Whether a view is its buffer whole or a slice of its channels (every row and column):
+        a concatenation's input, a pad's copy, a SPLIT's output read in place."""
+        return whole(v) or channel_slice(v, natural.get(index[v.buffer])) is not None
+
     readers_whole: dict[int, bool] = {}
     writers: dict[int, int] = {}
     for lo in lowered:
         for v in (lo.ifm, lo.ifm2, lo.ofm):
             if v is not None and v.buffer in index:
-                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and whole(v)
+                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and sliced(v)
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
+    # Buffers something reads (an operation, a CPU operator, the model's outputs). One nothing
+    # reads (a SPLIT's copied output whose reader the partition removed as dead) is no rolling
+    # buffer: a cascade would never compute its rows and drop the operation writing it.
+    read = {b for step in msched.steps for b in step.reads}
     pg = _core.PlanGraph()
     pg.weight_buffer_memory = getattr(_core.MemoryArea, target.buffer_memory)
     for b, buf in enumerate(msched.buffers):
@@ -196,8 +213,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         t.name = buf.name
         t.shape = [1, *natural.get(b, (1, 1, max(buf.size, 1)))]
         t.bytes = (buf.size + 15) // 16 * 16
-        # State (persistent) is read before it is written: no cascade passes through it.
-        t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) == 1 and not buf.cpu_visible
+        # State (persistent) is read before it is written: no cascade passes through it. Several
+        # writers each write a slice of its channels (`sliced`): a cascade holds them all.
+        t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) >= 1 and b in read and not buf.cpu_visible
                         and not buf.persistent)
         t.cpu_visible = buf.cpu_visible
         pg.add_tensor(t)
@@ -224,11 +242,22 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             part.inputs, part.propagators = inputs, props
             part.output = index[lo.ofm.buffer]
             # A constant operand is no plan tensor, so nothing propagates a stripe's region to it:
-            # only one the operation broadcasts over H and W (read whole by every stripe) stripes.
+            # only one the operation broadcasts over H and W (read whole by every stripe) stripes,
+            # or one read element for element (`follows_ofm`: a stripe reads its own region).
+            # (The cost model sizes operands in order: such a constant comes after the plan tensors.)
+            after_tensors = lambda v: v is lo.ifm2 or lo.ifm2 is None or lo.ifm2.buffer not in index  # noqa: E731
             constant_map = any(v is not None and v.buffer not in index and v.shape[:2] != (1, 1)
-                               for v in (lo.ifm, lo.ifm2))
-            part.stripable = (lo.kind in STRIPABLE_KINDS and not lo.registers.get("ifm_upscale") and not constant_map
-                              and all(whole(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+                               and not (follows_ofm(lo, v) and after_tensors(v)) for v in (lo.ifm, lo.ifm2))
+            upscale = lo.registers.get("ifm_upscale", 0)
+            part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
+                              and all(sliced(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+            if upscale == NEAREST_UPSCALE:
+                # A stripe starts where an IFM row's first copy lands.
+                part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]
+            elif upscale == ZEROS_UPSCALE:
+                # Two rows and columns of a transposed convolution's OFM always read a stored IFM
+                # row and column (one alone may see only inserted zeros: no IFM to stripe).
+                part.alignment = 2
             if buffered is not None:
                 own = own_operations[step_op[s]]
                 part.bufferable = own.weight_buffer

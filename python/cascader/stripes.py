@@ -21,7 +21,8 @@ from typing import Any, Callable, NamedTuple
 
 from . import _core
 from .evolve import evolve
-from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, round16
+from .frontend.lowered import (FeatureMapView, LoweredOperation, brick_strides, channel_slice, dense_strides,
+                               follows_ofm, round16)
 from .frontend.quantization import average_pool_scale
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, keep_recent, unflattened
 
@@ -39,14 +40,17 @@ def _region(view: FeatureMapView, region: Region) -> FeatureMapView:
 
 
 def _rolling_view(like: FeatureMapView, buffer: int, rows: int, columns: int, first_column: int,
-                  region: Region) -> FeatureMapView:
-    """A region of a tensor held in a rolling buffer of `rows` x `columns`: logical row r is
-    buffer row r mod rows, logical column c is buffer column c - first_column (the band's)."""
+                  region: Region, depth: int, first_channel: int = 0) -> FeatureMapView:
+    """A region of a tensor held in a rolling buffer of `rows` x `columns` x `depth`: logical
+    row r is buffer row r mod rows, logical column c is buffer column c - first_column (the
+    band's). `like` views channels from `first_channel` on (a slice its writer writes)."""
     r0, r1, c0, c1 = region
-    c = like.shape[2]
-    strides = _buffer_strides(like.layout, rows, columns, c, like.element_size)
-    return evolve(like, buffer=buffer, shape=(r1 - r0, c1 - c0, c),
-                   offset=(r0 % rows) * strides[0] + (c0 - first_column) * strides[1], strides=strides, wrap_rows=rows)
+    strides = _buffer_strides(like.layout, rows, columns, depth, like.element_size)
+    # In bricks a slice starts at a brick (frontend.lowered.channel_slice).
+    channel = first_channel * strides[2] if like.layout == "NHWC" else first_channel // 16 * strides[2]
+    return evolve(like, buffer=buffer, shape=(r1 - r0, c1 - c0, like.shape[2]),
+                   offset=(r0 % rows) * strides[0] + (c0 - first_column) * strides[1] + channel, strides=strides,
+                   wrap_rows=rows)
 
 
 @lru_cache(maxsize=1024)
@@ -207,7 +211,7 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
     ops = {k: sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last)}
     lowered = {k: unflattened(sop.lowered, shapes) for k, sop in ops.items()}
     # Rolling buffers of the internal tensors, and every part's natural output view.
-    rolling: dict[int, tuple[int, int, int]] = {}  # plan tensor -> (buffer id, rows, columns)
+    rolling: dict[int, tuple[int, int, int, int]] = {}  # plan tensor -> (buffer id, rows, columns, depth)
     new_buffers: dict[int, tuple[int, str, tuple[int, int, int]]] = {}
     gone: set[int] = set()
     for held in c.buffers:
@@ -215,10 +219,10 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
         writer = next(k for k in range(c.first, c.last) if parts[k].output == t)
         view = lowered[writer].ofm
         b = ROLLING_BASE + 1000 * c.first + len(rolling)
-        ch = view.shape[2]
+        ch = shapes[view.buffer][2]  # the whole depth: its writers may each write a slice of it
         size = held.rows * held.columns * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size
         new_buffers[b] = (size, f"{tensors[t].name} (rolling, {held.rows} rows)", (held.rows, held.columns, ch))
-        rolling[t] = (b, held.rows, held.columns)
+        rolling[t] = (b, held.rows, held.columns, ch)
         gone.add(view.buffer)  # the whole buffer it replaces
     # The band's first column of each rolling tensor: where its producer's runs in the
     # current band start (every run of a part in one band computes the same columns).
@@ -230,13 +234,14 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
     def band(view: FeatureMapView, t: int, region: Region) -> FeatureMapView:
         if t not in rolling:
             return _region(view, region)
-        b, rows, columns = rolling[t]
+        b, rows, columns, depth = rolling[t]
         r0, r1, c0, c1 = region
         first = first_column[t]
         key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0)
         found = rolled.get(key)
         if found is None:
-            found = rolled[key] = _rolling_view(view, b, rows, columns, first, region)
+            first_channel = channel_slice(view, shapes[view.buffer]) if view.shape[2] != depth else 0
+            found = rolled[key] = _rolling_view(view, b, rows, columns, first, region, depth, first_channel)
         return found
 
     # The planner's own run of the cascade: which region each part computes, in order.
@@ -290,6 +295,11 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         # every stripe (broadcast along H and W) too: a squeeze-and-excite gate that a part of
         # the cascade makes is in a rolling buffer, and its whole buffer is gone.
         views[i] = band(lo.ifm if i == 0 else lo.ifm2, t, read)
+    for i, v in enumerate((lo.ifm, lo.ifm2)[len(src.inputs):], start=len(src.inputs)):
+        # A constant read element for element with the OFM (a channel pad's border): the
+        # stripe's region of it (frontend.lowered.follows_ofm).
+        if v is not None and v.shape[:2] == lo.ofm.shape[:2] and v.shape[:2] != (1, 1) and follows_ofm(lo, v):
+            views[i] = _region(v, region)
     if padded:
         # Padding only where the region reaches past the tensor's edge; the NPU reads the
         # bottom and right padding only as far as the windows reach.

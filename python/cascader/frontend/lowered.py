@@ -173,3 +173,30 @@ def with_copy_shape(op: LoweredOperation, shape: tuple[int, int, int]) -> Lowere
     """A dense copy (is_dense_copy) over the same bytes viewed in another shape."""
     return replace(op, ifm=replace(op.ifm, shape=shape, strides=dense_strides(shape, op.ifm.element_size)),
                    ofm=replace(op.ofm, shape=shape, strides=dense_strides(shape, op.ofm.element_size)))
+
+
+def channel_slice(v: FeatureMapView, natural: tuple[int, int, int] | None) -> int | None:
+    """The first channel of `v` when it is a slice of the channels of a buffer of shape
+    `natural` (every row and column, the buffer's own layout), else None."""
+    if natural is None or v.shape[:2] != natural[:2]:
+        return None
+    dense = v.layout == "NHWC"
+    if v.strides != (dense_strides if dense else brick_strides)(natural, v.element_size):
+        return None
+    # In bricks, a slice starts at a brick (16 channels).
+    c0, rest = divmod(v.offset, v.element_size) if dense else (v.offset // v.strides[2] * 16, v.offset % v.strides[2])
+    return c0 if not rest and c0 + v.shape[2] <= natural[2] else None
+
+
+def follows_ofm(lo: LoweredOperation, v: FeatureMapView) -> bool:
+    """Whether operand `v` is read element for element with the OFM's rows and columns: a
+    copy (a 1x1 average pool, unpadded, unscaled) or an elementwise operation, `v` as tall and
+    wide as the OFM (a channel pad's border, a constant the operation does not broadcast)."""
+    if v.shape[:2] != lo.ofm.shape[:2]:
+        return False
+    if lo.kind == "elementwise":
+        return True
+    k = lo.registers.get("kernel", {})
+    return (lo.kind == "pool" and lo.registers.get("sub_op") == "AVERAGE" and not lo.registers.get("ifm_upscale")
+            and (k.get("height"), k.get("width"), tuple(k.get("stride", ()))) == (1, 1, (1, 1))
+            and not any(lo.registers.get("padding", (0,) * 4)))

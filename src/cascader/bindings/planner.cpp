@@ -44,7 +44,9 @@ void bind_planner(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("scale", &AxisMap::scale)
       .def_readwrite("extent_bias", &AxisMap::extent_bias)
-      .def_readwrite("offset_bias", &AxisMap::offset_bias);
+      .def_readwrite("offset_bias", &AxisMap::offset_bias)
+      .def_readwrite("divisor", &AxisMap::divisor)
+      .def_readwrite("inserts_zeros", &AxisMap::inserts_zeros);
   py::class_<Propagator>(m, "Propagator")
       .def(py::init<>())
       .def_readwrite("axes", &Propagator::axes)
@@ -54,7 +56,11 @@ void bind_planner(py::module_& m) {
       .def_static("window", &Propagator::window, py::arg("kernel_h"), py::arg("kernel_w"), py::arg("stride_h"),
                   py::arg("stride_w"), py::arg("dilation_h"), py::arg("dilation_w"), py::arg("pad_top"),
                   py::arg("pad_left"), py::arg("depthwise"), py::arg("input_depth"))
-      .def_static("broadcast", &Propagator::broadcast, py::arg("operand"), py::arg("output"));
+      .def_static("broadcast", &Propagator::broadcast, py::arg("operand"), py::arg("output"))
+      .def_static("upscale", &Propagator::upscale, py::arg("factor"))
+      .def_static("transposed", &Propagator::transposed, py::arg("kernel_h"), py::arg("kernel_w"), py::arg("pad_top"),
+                  py::arg("pad_left"), py::arg("input_depth"), py::arg("factor"))
+      .def("upscaled", &Propagator::upscaled, py::arg("box"));
 
   py::class_<PlanTensor>(m, "PlanTensor")
       .def(py::init<>())
@@ -72,6 +78,7 @@ void bind_planner(py::module_& m) {
       .def_readwrite("propagators", &Part::propagators)
       .def_readwrite("output", &Part::output)
       .def_readwrite("stripable", &Part::stripable)
+      .def_readwrite("alignment", &Part::alignment)
       .def_readwrite("bufferable", &Part::bufferable)
       .def_readwrite("buffered_cycles", &Part::buffered_cycles)
       .def_readwrite("buffered_bytes", &Part::buffered_bytes)

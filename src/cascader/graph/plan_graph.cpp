@@ -56,8 +56,10 @@ void PlanGraph::validate() const {
   for (const Part& p : parts) {
     if (!p.stripable) continue;  // runs whole: its op may view its output in another shape
     const auto& out = tensors[size_t(p.output)].shape;
-    if (p.op.ofm.shape.h != out[1] || p.op.ofm.shape.w != out[2] || p.op.ofm.shape.c != out[3]) {
-      throw InvalidArgument("part " + p.name + ": its op's OFM shape is not its output tensor's");
+    // A part may write a slice of its output's channels (a concatenation's input, a pad's copy).
+    if (p.op.ofm.shape.h != out[1] || p.op.ofm.shape.w != out[2] || p.op.ofm.shape.c > out[3]) {
+      throw InvalidArgument("part " + p.name +
+                            ": its op's OFM shape is not its output tensor's (or a channel slice of it)");
     }
   }
 }

@@ -2,11 +2,14 @@
 //
 // A Part is one lowered NPU operation: the NpuOp the cycle model costs (whole-tensor shapes),
 // its feature-map inputs with one Propagator each, and its output. A tensor is one buffer; it
-// can be cascaded through (kept as a rolling window of rows inside a cascade) only when one
-// part writes it whole and every reader reads it whole (`cascadable`): a concatenation slice
-// or a buffer re-viewed in another shape cannot. Parts that are not `stripable` (their output
+// can be cascaded through (kept as a rolling window of rows inside a cascade) only when its
+// writers write it whole, or each a slice of its channels over all its rows and columns (a
+// concatenation's inputs, a channel pad's copy and border: a cascade then holds all of them),
+// and every reader reads it whole (`cascadable`): a row slice or a buffer re-viewed in another
+// shape cannot. A part's op is then its own slice's (its propagators map regions of rows and
+// columns, the same in every channel slice). Parts that are not `stripable` (their output
 // rows are not a bounded window of their input rows: a fully connected layer, a softmax over a
-// re-viewed tensor, an upscaling resize) run whole, outside cascades.
+// re-viewed tensor) run whole, outside cascades.
 //
 // Built from Python (cascader.planner) from the lowered model, or by hand.
 #pragma once
@@ -40,6 +43,10 @@ struct Part {
   std::vector<Propagator> propagators;   // one per input
   int output = -1;
   bool stripable = true;
+  // In a cascade the part computes rows and columns of its output from multiples of this on
+  // (an upscaling operation: a stripe of a 2x nearest resize starts at an even row, where an
+  // input row's first copy lands). A sink's stripes and column bands must be multiples of it.
+  int alignment = 1;
   // A part run alone may copy its weights into SRAM first. When the scheduler has already
   // chosen how (cascader.planner sets these from the scheduled operation: one buffer, or depth
   // slices double-buffered), a plan takes that cost and those bytes as they are, so the plan

@@ -21,6 +21,7 @@ std::string Propagator::repr() const {
     if (m.extent_bias) s << (m.extent_bias > 0 ? "+" : "") << m.extent_bias;
     s << " offset " << m.scale << "x";
     if (m.offset_bias) s << (m.offset_bias > 0 ? "+" : "") << m.offset_bias;
+    if (m.divisor != 1) s << " /" << m.divisor << (m.inserts_zeros ? " (zeros inserted)" : "");
   }
   s << ")";
   return s.str();
@@ -40,6 +41,21 @@ Propagator Propagator::window(int kernel_h, int kernel_w, int stride_h, int stri
   p.axes[1] = AxisMap{stride_h, dk_h - stride_h, -pad_top};
   p.axes[2] = AxisMap{stride_w, dk_w - stride_w, -pad_left};
   p.axes[3] = depthwise ? AxisMap{1, 0, 0} : AxisMap{0, input_depth, 0};
+  return p;
+}
+
+Propagator Propagator::upscale(int factor) {
+  if (factor < 1) throw InvalidArgument("upscale propagator: the factor must be >= 1");
+  Propagator p;
+  p.axes[1].divisor = p.axes[2].divisor = factor;
+  return p;
+}
+
+Propagator Propagator::transposed(int kernel_h, int kernel_w, int pad_top, int pad_left, int input_depth,
+                                  int factor) {
+  if (factor < 1) throw InvalidArgument("transposed propagator: the factor must be >= 1");
+  Propagator p = window(kernel_h, kernel_w, 1, 1, 1, 1, pad_top, pad_left, false, input_depth);
+  for (int i : {1, 2}) p.axes[size_t(i)].divisor = factor, p.axes[size_t(i)].inserts_zeros = true;
   return p;
 }
 

@@ -9,6 +9,12 @@
 //
 // Axes with a = 0 read a fixed range whatever the output box: a convolution's input channels
 // (b = input depth), a broadcast operand's size-1 axes (b = 1).
+//
+// An upscaling operation reads a fraction of an input row per output row: its axes map into
+// the upscaled input, then divide by the `divisor`, the end rounded up. A 2x nearest-neighbour
+// resize (the NPU repeats each IFM row and column) rounds the first row down; a transposed
+// convolution (the NPU inserts a zero after each IFM row and column: upscaled row u is stored
+// row u / 2 when u is even) rounds it up, the zero rows before it the stripe's padding.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +47,8 @@ struct AxisMap {
   int64_t scale = 1;         // a: input elements per output element
   int64_t extent_bias = 0;   // b
   int64_t offset_bias = 0;   // c
+  int64_t divisor = 1;       // input elements per `divisor` upscaled ones
+  bool inserts_zeros = false;  // upscaled by zero insertion (else by repetition)
 };
 
 struct Propagator {
@@ -48,6 +56,19 @@ struct Propagator {
 
   // Defined here for the planner's inner loop, as Box::cropped.
   Box propagate(const Box& out) const {
+    Box in = upscaled(out);
+    for (int i = 0; i < 4; ++i) {
+      const AxisMap& m = axes[i];
+      if (m.divisor != 1) {
+        const int64_t lo = floor_div(in.offset[i] + (m.inserts_zeros ? m.divisor - 1 : 0), m.divisor);
+        in.extent[i] = floor_div(in.offset[i] + in.extent[i] + m.divisor - 1, m.divisor) - lo;
+        in.offset[i] = lo;
+      }
+    }
+    return in;
+  }
+  // The box in the upscaled input (before the divisors): where the stripe's padding is counted.
+  Box upscaled(const Box& out) const {
     Box in;
     for (int i = 0; i < 4; ++i) {
       const AxisMap& m = axes[i];
@@ -56,6 +77,7 @@ struct Propagator {
     }
     return in;
   }
+  bool upscales() const { return axes[1].divisor != 1 || axes[2].divisor != 1; }
   std::string repr() const;
 
   static Propagator identity();
@@ -65,6 +87,14 @@ struct Propagator {
                            int pad_top, int pad_left, bool depthwise, int input_depth);
   // An elementwise operand of shape `operand` broadcast to the output (size-1 axes read element 0).
   static Propagator broadcast(const std::array<int64_t, 4>& operand, const std::array<int64_t, 4>& output);
+  // A 1x1 operation reading its input upscaled by `factor` along H and W (nearest neighbour).
+  static Propagator upscale(int factor);
+  // A stride-1 convolution over its input with `factor` - 1 zeros inserted after every row and
+  // column (a transposed convolution), padded by `pad_top` and `pad_left` before.
+  static Propagator transposed(int kernel_h, int kernel_w, int pad_top, int pad_left, int input_depth, int factor);
+
+ private:
+  static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 };
 
 }  // namespace cascader

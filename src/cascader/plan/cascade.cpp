@@ -198,6 +198,21 @@ Padding edge_padding(const Box& want, const Box& got) {
   return pad;
 }
 
+// The padding of an upscaling operation's stripe, counted in the upscaled input: `got` (the
+// stored rows and columns it reads, cropped to `shape`) starts at its first stored row's place
+// there, and the upscaled input ends at the stored ones' end. The zero rows a transposed
+// convolution's window starts on are padding.
+Padding upscaled_padding(const Propagator& p, const Box& out, const Box& got, const std::array<int64_t, 4>& shape) {
+  Box want = p.upscaled(out), placed = got;
+  for (int i : {H, W}) {
+    const int64_t d = p.axes[size_t(i)].divisor;
+    placed.offset[size_t(i)] = got.offset[size_t(i)] * d;
+    placed.extent[size_t(i)] = std::max<int64_t>(std::min(want.offset[size_t(i)] + want.extent[size_t(i)],
+                                                          shape[size_t(i)] * d) - placed.offset[size_t(i)], 0);
+  }
+  return edge_padding(want, placed);
+}
+
 }  // namespace
 
 StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out, int inputs) {
@@ -206,11 +221,15 @@ StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out
   StripeInputs in;
   in.count = std::min(int(p.inputs.size()), inputs);
   for (int i = 0; i < in.count; ++i) {
-    const Box want = p.propagators[size_t(i)].propagate(region_box(o, out));
-    const Box got = want.cropped(graph.tensors[size_t(p.inputs[size_t(i)])].shape);
+    const Propagator& q = p.propagators[size_t(i)];
+    const auto& shape = graph.tensors[size_t(p.inputs[size_t(i)])].shape;
+    const Box want = q.propagate(region_box(o, out));
+    const Box got = want.cropped(shape);
     in.regions[size_t(i)] = RowsColumns{got.offset[H], got.offset[H] + got.extent[H], got.offset[W],
                                         got.offset[W] + got.extent[W]};
-    if (i == 0) in.padding = edge_padding(want, got);
+    if (i == 0) {
+      in.padding = q.upscales() ? upscaled_padding(q, region_box(o, out), got, shape) : edge_padding(want, got);
+    }
   }
   return in;
 }
@@ -274,10 +293,22 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
   const size_t inputs = std::min<size_t>(p.inputs.size(), p.op.ifm2 ? 2 : 1);
   for (size_t i = 0; i < inputs; ++i) {
     const PlanTensor& in = graph_.tensors[size_t(p.inputs[i])];
-    const Box want = p.propagators[i].propagate(region_box(out, begin, end, column_begin, column_end));
+    const Propagator& q = p.propagators[i];
+    const Box region = region_box(out, begin, end, column_begin, column_end);
+    const Box want = q.propagate(region);
     const Box got = want.cropped(in.shape);
     input_hw[i] = {int(std::max<int64_t>(got.extent[H], 1)), int(std::max<int64_t>(got.extent[W], 1))};
-    if (i == 0) pad = edge_padding(want, got);
+    if (q.upscales()) {
+      // An upscaled IFM is described by the extent the operation walks over in the upscaled
+      // input, its padding apart, as cascader.schedule describes it.
+      const Padding up = upscaled_padding(q, region, got, in.shape);
+      const Box walked = q.upscaled(region);
+      input_hw[i] = {int(std::max<int64_t>(walked.extent[H] - up.top - up.bottom, 1)),
+                     int(std::max<int64_t>(walked.extent[W] - up.left - up.right, 1))};
+      if (i == 0) pad = up;
+    } else if (i == 0) {
+      pad = edge_padding(want, got);
+    }
   }
   const Key key{k, end - begin, column_end - column_begin, pad.top, pad.bottom, pad.left, pad.right, int(weights)};
   return costed(key, [&](NpuOp& op) {
@@ -286,6 +317,15 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     for (size_t i = 0; i < inputs; ++i) {
       FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
       std::tie(fm.shape.h, fm.shape.w) = input_hw[i];
+    }
+    // A constant operand as tall and wide as the OFM (a channel pad's border) is read region
+    // for region: a stripe reads its own rows and columns of it.
+    for (size_t i = inputs; i < size_t(p.op.ifm2 ? 2 : 1); ++i) {
+      FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
+      if (fm.shape.h == p.op.ofm.shape.h && fm.shape.w == p.op.ofm.shape.w) {
+        fm.shape.h = op.ofm.shape.h;
+        fm.shape.w = op.ofm.shape.w;
+      }
     }
     if (is_window(op.type)) op.padding = pad;
   });
@@ -333,7 +373,10 @@ struct SourceRead {
 // every call resets what it uses (assign and clear keep the capacity).
 struct PlanScratch {
   std::vector<char> copied, internal, inside;
-  std::vector<int> internal_tensors;  // the outputs of parts first .. last - 2, in that order
+  std::vector<int> internal_tensors;  // the outputs of parts first .. last - 2, each once, in that order
+  std::vector<int> last_writer;       // per internal tensor: the last of the parts writing it
+  std::vector<int> alignment;         // per internal tensor: its writers' largest Part::alignment
+  bool repeats = true;                // whether SteadyState may count repeats (no alignment, no divisor)
   std::vector<int> sources;           // per first of the range: its staircase source (-1: none)
   std::vector<char> is_source;        // per tensor: the source of some cascade of the range
   std::vector<SourceRead> source_reads;
@@ -430,9 +473,11 @@ std::optional<CascadePlan> plan_whole(const PlanGraph& graph, const PlanGraph::U
 
 // The first part from which parts [first, last) can cascade in stripes, the lowest >= `lo`
 // (`last` when not even the sink alone can): every part stripable, and every output but the
-// sink's an internal tensor (produced by exactly one part, read only inside the cascade and
-// after it is made, cascadable). Each condition is on one part and `last`, so every later
-// first can too.
+// sink's an internal tensor (produced inside the cascade, read only inside it and after it is
+// made, cascadable). Each condition is on one part and `last`, so every later first can too,
+// but one: a tensor several parts write (channel slices: a concatenation's inputs, a channel
+// pad's copy and border) is internal only to a cascade holding all of its writers
+// (`splits_writers`).
 int lowest_striped_first(const PlanGraph& graph, const PlanGraph::Uses& uses, int lo, int last) {
   if (uses.producers[size_t(graph.parts[size_t(last - 1)].output)].size() != 1) return last;
   int first = last;
@@ -444,11 +489,21 @@ int lowest_striped_first(const PlanGraph& graph, const PlanGraph::Uses& uses, in
       const auto& cons = uses.consumers[size_t(t)];
       const bool escapes = uses.last[size_t(t)] >= last ||
                            std::any_of(cons.begin(), cons.end(), [&](int c) { return c <= k || c >= last; });
-      if (escapes || uses.producers[size_t(t)].size() != 1 || !graph.tensors[size_t(t)].cascadable) break;
+      const auto& prod = uses.producers[size_t(t)];
+      if (escapes || prod.back() >= last || !graph.tensors[size_t(t)].cascadable) break;
     }
     first = k;
   }
   return first;
+}
+
+// Whether cascade [first, last) holds some of a tensor's writers and not the others (its parts
+// but the sink write internal tensors: every writer of one must be inside). O(parts).
+bool splits_writers(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last) {
+  for (int k = first; k < last - 1; ++k) {
+    if (uses.producers[size_t(graph.parts[size_t(k)].output)].front() < first) return true;
+  }
+  return false;
 }
 
 // Simulates the striped cascade [first, last) (every part able to, see lowest_striped_first)
@@ -508,6 +563,18 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
       // Backwards: the region of each internal tensor this stripe of this band reads.
       for (int k = last - 1; k >= first; --k) {
         const Part& p = graph.parts[size_t(k)];
+        if (k < last - 1 && s.alignment[size_t(p.output)] > 1) {
+          // Widened to whole aligned blocks of rows and columns (Part::alignment).
+          Extent& n = need[size_t(p.output)];
+          const int64_t a = s.alignment[size_t(p.output)];
+          const auto& shape = graph.tensors[size_t(p.output)].shape;
+          if (n.begin < n.end) {
+            n.begin = n.begin / a * a;
+            n.end = std::min((n.end + a - 1) / a * a, shape[H]);
+            n.column_begin = n.column_begin / a * a;
+            n.column_end = std::min((n.column_end + a - 1) / a * a, shape[W]);
+          }
+        }
         const Extent r = need[size_t(p.output)];
         if (r.begin >= r.end) continue;
         const PlanTensor& out = graph.tensors[size_t(p.output)];
@@ -534,7 +601,9 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
           columns = std::max(columns, r.column_end - r.column_begin);
           r.begin = std::max(r.begin, done[size_t(t)]);
           if (r.begin >= r.end) continue;
-          done[size_t(t)] = r.end;
+          // Every writer of a tensor (its channel slices) computes the same rows: the last one
+          // marks them done.
+          if (s.last_writer[size_t(t)] == k) done[size_t(t)] = r.end;
         }
         computed[size_t(k - first)] = r;
       }
@@ -592,8 +661,10 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
       // again (every step of the simulation commutes with a shift of all rows by the same
       // per-tensor amounts). Those stripes are counted without simulating them. Runs are
       // recorded in full.
-      int64_t repeat = record_runs ? 0 : steady.repeats(graph, first, last, stripe, stripe_height, height, computed,
-                                                         internal_tensors, done, first_read, last_read);
+      const bool may_repeat = !record_runs && s.repeats;
+      int64_t repeat = may_repeat ? steady.repeats(graph, first, last, stripe, stripe_height, height, computed,
+                                                   internal_tensors, done, first_read, last_read)
+                                  : 0;
       s.stripe_times.push_back(1 + repeat);
       if (staircase) {
         // Stripe j, this one moved down m times (a repeated stripe reads and writes rows moved
@@ -640,11 +711,13 @@ CascadePlan striped_plan(const PlanGraph& graph, int first, int simulated, int l
       }
     }
   }
-  // The internal tensors of this cascade are the outputs of its parts but the sink.
-  for (size_t j = skip; j < s.internal_tensors.size(); ++j) {
-    const int t = s.internal_tensors[j];
+  // The internal tensors of this cascade are the outputs of its parts but the sink (a tensor
+  // several parts write, once).
+  for (int k = first; k < last - 1; ++k) {
+    const int t = graph.parts[size_t(k)].output;
     const auto& extent = s.held[size_t(t)];
-    if (extent.first == 0) continue;  // never read inside the cascade
+    // Never read inside the cascade, or counted at its last writer.
+    if (extent.first == 0 || s.last_writer[size_t(t)] != k) continue;
     const PlanTensor& tensor = graph.tensors[size_t(t)];
     // Bytes per element column of the tensor's own layout (channel padding included): its
     // bytes are that times H x W, rounded up to 16, so the floor is exact once H x W >= 16 and
@@ -706,18 +779,35 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
                                                weight_bytes[size_t(first - first_lo)], record_runs, column_bands);
   }
   if (striped_hi < first_lo) return out;
+  const int64_t bands = std::min<int64_t>(column_bands, sink_stripes.width);
+  const int64_t band_width = (sink_stripes.width + bands - 1) / bands;
+  // An aligned sink's stripes and bands start at multiples of its alignment, or it cannot.
+  const int64_t sink_alignment = graph.parts[size_t(last - 1)].alignment;
+  if (sink_stripes.stripe_height % sink_alignment != 0 || band_width % sink_alignment != 0) return out;
   const int simulated = lowest_striped_first(graph, uses, first_lo, last);  // >= first_lo
   // A later first has no more weights: where the longest may not buffer, none may.
   if (simulated > striped_hi || !may_buffer(simulated)) return out;
   PlanScratch& s = plan_scratch();
-  const int64_t bands = std::min<int64_t>(column_bands, sink_stripes.width);
-  const int64_t band_width = (sink_stripes.width + bands - 1) / bands;
   const int banded = int((sink_stripes.width + band_width - 1) / band_width);
   s.internal.assign(graph.tensors.size(), 0);
   s.internal_tensors.clear();
+  s.last_writer.resize(graph.tensors.size());
+  s.alignment.resize(graph.tensors.size());
   for (int k = simulated; k < last - 1; ++k) {
-    s.internal[size_t(graph.parts[size_t(k)].output)] = true;
-    s.internal_tensors.push_back(graph.parts[size_t(k)].output);
+    const int t = graph.parts[size_t(k)].output;
+    if (!s.internal[size_t(t)]) s.internal_tensors.push_back(t), s.alignment[size_t(t)] = 1;
+    s.internal[size_t(t)] = true;
+    s.last_writer[size_t(t)] = k;
+    s.alignment[size_t(t)] = std::max(s.alignment[size_t(t)], graph.parts[size_t(k)].alignment);
+  }
+  // The steady state's shifts assume every propagator moves its input by a whole multiple of
+  // its output's shift: not so across an upscaling part or an aligned one (they simulate all).
+  s.repeats = true;
+  for (int k = simulated; k < last; ++k) {
+    const Part& p = graph.parts[size_t(k)];
+    s.repeats = s.repeats && p.alignment == 1 &&
+               std::all_of(p.propagators.begin(), p.propagators.end(),
+                           [](const Propagator& q) { return q.axes[H].divisor == 1 && q.axes[W].divisor == 1; });
   }
   // Each cascade's staircase source, from the shortest up (its internal tensors grow by one
   // part each time); the sink may go over one only when the input is read from its top once.
@@ -736,7 +826,7 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
   }
   simulate_striped(graph, simulated, last, sink_stripes, banded, band_width, coster, buffer_weights, record_runs, s);
   for (int first = simulated; first <= striped_hi; ++first) {
-    if (!may_buffer(first)) continue;
+    if (!may_buffer(first) || splits_writers(graph, uses, first, last)) continue;
     CascadePlan plan = striped_plan(graph, first, simulated, last, sink_stripes, banded, buffer_weights,
                                     weight_bytes[size_t(first - first_lo)], s.sources[size_t(first - simulated)], s);
     if (record_runs) {  // the simulation's runs of this cascade's parts

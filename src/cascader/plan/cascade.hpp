@@ -113,7 +113,8 @@ class StripeCoster {
 
 // The cascade of parts [first, last) with the sink striped `stripe_height` rows at a time, or
 // nullopt when those parts cannot cascade (a part that is not stripable, a tensor produced
-// inside that escapes before the sink, or an internal tensor that is not cascadable), or when
+// inside that escapes before the sink, an internal tensor that is not cascadable or that a
+// part before `first` writes a channel slice of), or when
 // `buffer_weights` is asked of parts without weights. `column_bands` > 1 also splits the
 // sink's width (clamped to its width; a single part or a single stripe is never split).
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
