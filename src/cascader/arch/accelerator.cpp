@@ -16,6 +16,13 @@ const AcceleratorConfig& accelerator_config(const std::string& name) {
   throw InvalidArgument("unknown accelerator '" + name + "'; valid names are: " + valid);
 }
 
+void require_shram(const AcceleratorConfig& arch) {
+  if (arch.shram_banks <= 0) {
+    throw InvalidArgument("the accelerator " + arch.name + " has no SHRAM: its block configs and cycle formulas are not modelled yet "
+                          "(cascader decodes its binaries only)");
+  }
+}
+
 std::vector<std::string> accelerator_names() {
   std::vector<std::string> names;
   for (const auto& f : target_families()) {

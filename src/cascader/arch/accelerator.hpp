@@ -90,6 +90,10 @@ struct AcceleratorConfig {
 
 // Throws InvalidArgument naming the valid names if `name` is unknown.
 const AcceleratorConfig& accelerator_config(const std::string& name);
+
+// Throws InvalidArgument for an accelerator without a SHRAM (the Ethos-U85): the block-config
+// search and the cycle formulas model the U55/U65 SHRAM, and would divide by its zero banks.
+void require_shram(const AcceleratorConfig& arch);
 std::vector<std::string> accelerator_names();
 
 }  // namespace cascader

@@ -59,6 +59,7 @@ void validate(const BlockQuery& q) {
 }
 
 Fixed fixed_part(const AcceleratorConfig& arch, const BlockQuery& q) {
+  require_shram(arch);
   validate(q);
   Fixed f;
   f.ifm = q.ifm;

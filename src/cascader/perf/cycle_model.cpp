@@ -464,6 +464,7 @@ namespace {
 
 // `estimate` for an op `validate` accepted (or Vela's spanned form of one).
 CostRecord estimate_valid(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
+  require_shram(arch.accelerator());
   CostRecord r;
   std::array<int64_t, kMemoryAreaCount> read{}, write{};
   const AcceleratorConfig& a = arch.accelerator();
