@@ -289,7 +289,7 @@ uint64_t FeatureMap::address(int y, int x, int c) const {
 void require_simulated_product(const CommandStream& stream, const char* what) {
   if (stream.product == Product::EthosU85) {
     throw BinaryError(std::string(what) + " of Ethos-U85 command streams is not implemented yet: cascader decodes "
-                      "them (cascader.sim.decode) but runs and costs only Ethos-U55/U65 streams");
+                      "and simulates them but costs only Ethos-U55/U65 streams");
   }
 }
 
