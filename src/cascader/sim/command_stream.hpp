@@ -148,7 +148,5 @@ struct CommandStream {
 // stream that does not end with NPU_OP_STOP.
 CommandStream decode_command_stream(const uint32_t* words, size_t count, Product product = Product::EthosU55);
 
-// Throws BinaryError when the estimator cannot cost the stream's product yet.
-void require_simulated_product(const CommandStream& stream, const char* what);
 
 }  // namespace cascader::sim

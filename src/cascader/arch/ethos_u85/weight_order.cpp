@@ -151,6 +151,26 @@ std::vector<std::vector<int64_t>> stream_positions(const WeightOrder& o) {
 
 }  // namespace
 
+BlockShape ofm_micro_block(const sim::NpuOperation& op, const AcceleratorConfig& accelerator) {
+  // ACC_FORMAT's micro-block: height x width 1x1, 1x2, 1x4, 2x2, 2x4, 4x4.
+  static constexpr int kHeights[] = {1, 1, 1, 2, 2, 4}, kWidths[] = {1, 2, 4, 2, 4, 4};
+  const int m = op.u85.microblock;
+  const auto ublock = std::find_if(accelerator.ofm_ublocks.begin(), accelerator.ofm_ublocks.end(), [&](const BlockShape& b) {
+    return b.height == kHeights[m] && b.width == kWidths[m];
+  });
+  if (ublock == accelerator.ofm_ublocks.end()) {
+    throw BinaryError("command stream word " + std::to_string(op.word_offset) + ": " + accelerator.name + " has no " +
+                      std::to_string(kHeights[m]) + "x" + std::to_string(kWidths[m]) + " OFM micro-block");
+  }
+  return *ublock;
+}
+
+int conv_ifm_block_depth(Traversal traversal, int macs, int ofm_ublock_depth, bool sparse, int ifm_bits) {
+  if (traversal == Traversal::PartKernel) return 16;
+  if (ifm_bits == 32 || ((macs == 128 || macs == 256) && ofm_ublock_depth == 16 && !sparse)) return 32;
+  return sparse && ifm_bits == 8 ? 128 : 64;
+}
+
 WeightOrder weight_order_of(const sim::NpuOperation& op, const AcceleratorConfig& accelerator) {
   const auto& u = op.u85;
   WeightOrder o;
@@ -169,23 +189,8 @@ WeightOrder weight_order_of(const sim::NpuOperation& op, const AcceleratorConfig
   o.decoders = accelerator.weight_decoders;
   o.fast = u.weight_format == 1;
   o.sparse = u.weight_sparsity == 1;
-  // ACC_FORMAT's micro-block: height x width 1x1, 1x2, 1x4, 2x2, 2x4, 4x4.
-  static constexpr int kHeights[] = {1, 1, 1, 2, 2, 4}, kWidths[] = {1, 2, 4, 2, 4, 4};
-  const auto ublock = std::find_if(accelerator.ofm_ublocks.begin(), accelerator.ofm_ublocks.end(), [&](const BlockShape& b) {
-    return b.height == kHeights[u.microblock] && b.width == kWidths[u.microblock];
-  });
-  if (ublock == accelerator.ofm_ublocks.end()) {
-    throw BinaryError("command stream word " + std::to_string(op.word_offset) + ": " + accelerator.name +
-                      " has no " + std::to_string(kHeights[u.microblock]) + "x" + std::to_string(kWidths[u.microblock]) +
-                      " OFM micro-block");
-  }
-  o.ofm_ublock_depth = ublock->depth;
-  // The IFM block depth the hardware walks weights in: fixed per traversal and array size.
-  const bool small_array_deep_ublock = (o.macs == 128 || o.macs == 256) && o.ofm_ublock_depth == 16 && !o.sparse;
-  o.ifm_block_depth = o.traversal == Traversal::PartKernel ? 16
-                      : small_array_deep_ublock           ? 32
-                      : o.sparse && o.ifm_bits == 8       ? 128
-                                                          : 64;
+  o.ofm_ublock_depth = ofm_micro_block(op, accelerator).depth;
+  o.ifm_block_depth = conv_ifm_block_depth(o.traversal, o.macs, o.ofm_ublock_depth, o.sparse, o.ifm_bits);
   return o;
 }
 

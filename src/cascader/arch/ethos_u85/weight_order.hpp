@@ -48,6 +48,14 @@ struct WeightOrder {
 // accelerator does not have.
 WeightOrder weight_order_of(const sim::NpuOperation& op, const AcceleratorConfig& accelerator);
 
+// The OFM micro-block ACC_FORMAT selects: the accelerator's micro-block of that height and
+// width. Throws BinaryError for one the accelerator does not have.
+BlockShape ofm_micro_block(const sim::NpuOperation& op, const AcceleratorConfig& accelerator);
+
+// The IFM block depth a convolution (or REDUCE_SUM) walks its IFM in: fixed by traversal,
+// array size, micro-block depth and sparsity.
+int conv_ifm_block_depth(Traversal traversal, int macs, int ofm_ublock_depth, bool sparse, int ifm_bits);
+
 // Values in the order's streams, padding included: one count per stream.
 std::vector<size_t> stream_value_counts(const WeightOrder& order);
 
