@@ -16,5 +16,6 @@ void bind_relocate(pybind11::module_& m);
 void bind_weight_encoder(pybind11::module_& m);
 void bind_command_encoder(pybind11::module_& m);
 void bind_planner(pybind11::module_& m);
+void bind_ethos_u85(pybind11::module_& m);
 
 }  // namespace cascader::bindings

@@ -48,4 +48,5 @@ PYBIND11_MODULE(_core, m) {
   cascader::bindings::bind_weight_encoder(m);
   cascader::bindings::bind_command_encoder(m);
   cascader::bindings::bind_planner(m);
+  cascader::bindings::bind_ethos_u85(m);
 }

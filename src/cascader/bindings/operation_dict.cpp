@@ -189,12 +189,14 @@ py::dict operation_to_dict(const NpuOperation& op, bool u85) {
         py::arg("ofm_transpose") = u.ofm_transpose, py::arg("ofm_reverse") = u.ofm_reverse,
         py::arg("acc_input") = u.acc_input, py::arg("acc_output") = u.acc_output, py::arg("microblock") = u.microblock,
         py::arg("ofm_round_mode") = u.ofm_round_mode, py::arg("ofm_double_round") = u.ofm_double_round,
-        py::arg("ifm_scale") = py::make_tuple(u.ifm_scale, u.ifm_shift, u.ifm_round_mode),
-        py::arg("ifm2_scale") = py::make_tuple(u.ifm2_scale, u.ifm2_shift, u.ifm2_round_mode),
+        py::arg("ifm_scale") = py::make_tuple(u.ifm_scale, u.ifm_shift, u.ifm_round_mode, u.ifm_double_round),
+        py::arg("ifm2_scale") = py::make_tuple(u.ifm2_scale, u.ifm2_shift, u.ifm2_round_mode, u.ifm2_double_round),
         py::arg("broadcast_mode") = u.broadcast_mode, py::arg("ifm_broadcast_mode") = u.ifm_broadcast_mode,
         py::arg("op_scalar") = u.op_scalar, py::arg("activation_table") = u.activation_table,
         py::arg("weight_format") = u.weight_format, py::arg("weight_sparsity") = u.weight_sparsity,
         py::arg("weights_ifm2") = u.weights_ifm2, py::arg("resize_mode") = u.resize_mode,
+        py::arg("resize") = py::make_tuple(py::make_tuple(u.resize_y.n, u.resize_y.d, u.resize_y.offset),
+                                           py::make_tuple(u.resize_x.n, u.resize_x.d, u.resize_x.offset)),
         py::arg("weight_streams") = streams);
   }
   return d;

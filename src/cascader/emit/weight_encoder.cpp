@@ -40,7 +40,14 @@ class BitWriter {
     }
   }
   void reserve(size_t bytes) { bytes_.resize(std::max(bytes_.size(), bytes)); }
-  void align() {
+  // Ends the byte; its unused bits are zeros, or ones where `ones` (as Vela's U85 encoder pads
+  // after an end marker).
+  void align(bool ones = false) {
+    if (ones && (fill_ & 7)) {
+      const int pad = 8 - (fill_ & 7);
+      acc_ |= ((uint64_t{1} << pad) - 1) << fill_;
+      fill_ += pad;
+    }
     if (size_ + 4 > bytes_.size()) bytes_.resize(size_ + 4);
     for (; fill_ > 0; fill_ -= 8, acc_ >>= 8) bytes_[size_++] = static_cast<uint8_t>(acc_);
     acc_ = 0;
@@ -301,6 +308,134 @@ struct SliceScratch {
   std::unique_ptr<int32_t[]> runs{new int32_t[kMaxSliceValues + 1]};
 };
 
+// A slice's header: its divisors and length, and its palette when it sets up a new one.
+template <typename Palette>
+void write_slice_header(BitWriter& out, int zdiv, int nvalues, int wdiv_field, bool wtrunc, bool new_palette,
+                        int direct_offset, int palbits, const Palette& palette) {
+  out.put(static_cast<uint32_t>(zdiv), 3);
+  out.put(static_cast<uint32_t>(nvalues - 1), 15);
+  out.put(static_cast<uint32_t>(wdiv_field), 3);
+  out.put(wtrunc ? 1 : 0, 1);
+  out.put(new_palette ? 1 : 0, 1);
+  if (!new_palette) return;
+  const size_t palsize = palette.size();
+  out.put(static_cast<uint32_t>(direct_offset), 5);
+  out.put(static_cast<uint32_t>(palsize ? palsize - 1 : 0), 5);
+  out.put(static_cast<uint32_t>(palbits - 2), 3);
+  for (int c : palette) out.put(static_cast<uint32_t>(c), palbits);
+}
+
+// A slice's coded values (indices) and zero runs (`z_count` of them), in the decoder's
+// interleaved chunks. `wdiv` is the index width when uncompressed.
+void write_slice_codes(BitWriter& out, bool zero_runs, int zdiv, bool uncompressed, int wdiv, bool wtrunc,
+                       const uint16_t* values, int nvalues, const int32_t* runs, int z_count) {
+  const size_t nv = static_cast<size_t>(nvalues), nr = static_cast<size_t>(z_count);
+  // Symbol arrays carry 12 zeros of padding: a chunk reads 12 symbols from where it starts, and
+  // the decoder reads past the end as zeros.
+  constexpr size_t kChunk = 12;
+  // The quotients as the decoder's symbols: 0 ends a quotient, 1 adds one and ends it, 2 adds
+  // two and continues (ends it when truncated).
+  std::vector<uint8_t> w_symbols;
+  if (!uncompressed) {
+    size_t count = kChunk;
+    for (size_t v = 0; v < nv; ++v) count += wtrunc ? 1 : static_cast<size_t>((values[v] >> wdiv) / 2 + 1);
+    // A quotient q is q / 2 twos, then q & 1: fill with twos and write only the last symbols,
+    // so the loop has no data-dependent branch.
+    w_symbols.assign(count, 2);
+    uint8_t* sym = w_symbols.data();
+    for (size_t v = 0; v < nv; ++v) {
+      const int q = values[v] >> wdiv;
+      if (wtrunc) {
+        *sym++ = static_cast<uint8_t>(q);
+      } else {
+        sym += q / 2;
+        *sym++ = static_cast<uint8_t>(q & 1);
+      }
+    }
+    std::fill(sym, w_symbols.data() + count, uint8_t{0});
+  }
+  std::vector<uint8_t> z_bits;  // unary: ones, then a zero ends the quotient
+  if (zero_runs) {
+    size_t count = kChunk;
+    for (size_t r = 0; r < nr; ++r) count += static_cast<size_t>((runs[r] >> zdiv) + 1);
+    z_bits.assign(count, 1);  // as above: ones, and only each run's terminating zero written
+    uint8_t* bit = z_bits.data();
+    for (size_t r = 0; r < nr; ++r) {
+      bit += runs[r] >> zdiv;
+      *bit++ = 0;
+    }
+    std::fill(bit, z_bits.data() + count, uint8_t{0});
+  }
+  const int z_unary_len = zdiv < 3 ? 12 : 8;
+  const int max_symbols = uncompressed && wdiv > 5 ? 8 : 12;
+  const uint32_t w_mask = (uint32_t{1} << wdiv) - 1, z_mask = (uint32_t{1} << zdiv) - 1;
+
+  // The decoder's chunk loop, mirrored: each step carries this step's unary parts and the
+  // previous step's remainders. The values (runs) a step ends are consecutive, so a step's
+  // remainders are the range [begin, end) of them.
+  int w_pos = 0, z_pos = 0;
+  size_t w_sym = 0, z_sym = 0;
+  int w_prev_begin = 0, w_prev_end = 0, z_prev_begin = 0, z_prev_end = 0;
+  bool w_prev_on = false, z_prev_on = false;
+  do {
+    const int balance = zero_runs ? w_pos - z_pos : 0;
+    const bool w_enable = (balance < 8 || !zero_runs) && w_pos < nvalues;
+    const bool z_enable = balance >= 0 && zero_runs && z_pos < z_count;
+    const int w_begin = w_pos, z_begin = z_pos;
+    Chunk chunk;
+    if (w_enable && !uncompressed) {
+      chunk = chunk_of(w_symbols.data() + w_sym);
+      out.put(chunk.unary0, 12);
+    }
+    if (z_enable) {
+      const uint8_t* bit = z_bits.data() + z_sym;
+      uint32_t unary = 0;
+      for (int k = 0; k < z_unary_len; ++k) {
+        unary |= static_cast<uint32_t>(bit[k]) << k;
+        z_pos += bit[k] ^ 1;
+      }
+      z_sym += static_cast<size_t>(z_unary_len);
+      out.put(unary, z_unary_len);
+    }
+    if (w_enable) {
+      if (uncompressed) {
+        w_pos += max_symbols;
+      } else {
+        w_pos += wtrunc ? static_cast<int>(kChunk) : chunk.ends;
+        out.put(chunk.unary1, chunk.ones);
+        w_sym += kChunk;
+      }
+    }
+    if (w_prev_on && wdiv > 0) {
+      // The step's remainders (at most 12, each wdiv <= 9 bits) gathered into a word first: a
+      // put per 32 bits, not per remainder or two (the puts were a fifth of the encoder).
+      uint64_t packed = 0;
+      int bits = 0;
+      for (int v = w_prev_begin; v < std::min(w_prev_end, nvalues); ++v) {
+        packed |= static_cast<uint64_t>(values[static_cast<size_t>(v)] & w_mask) << bits;
+        bits += wdiv;
+        if (bits >= 32) {
+          out.put(static_cast<uint32_t>(packed), 32);
+          packed >>= 32;
+          bits -= 32;
+        }
+      }
+      if (bits > 0) out.put(static_cast<uint32_t>(packed), bits);
+    }
+    if (z_prev_on && zdiv > 0) {
+      for (int r = z_prev_begin; r < std::min(z_prev_end, z_count); ++r) {
+        out.put(static_cast<uint32_t>(runs[static_cast<size_t>(r)]) & z_mask, zdiv);
+      }
+    }
+    w_prev_on = w_enable;
+    z_prev_on = z_enable;
+    w_prev_begin = w_begin;
+    w_prev_end = w_pos;
+    z_prev_begin = z_begin;
+    z_prev_end = z_pos;
+  } while (w_prev_on || z_prev_on);
+}
+
 void write_slice(BitWriter& out, const Plan& p, Codes codes, SliceScratch& scratch) {
   // The coded values (indices) and the zero runs before each value and after the last.
   const int palsize = static_cast<int>(p.palette.size());
@@ -330,124 +465,12 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes, SliceScratch& scrat
   } else {
     for (uint16_t c : codes) values[nv++] = index[c];
   }
-  const int nvalues = static_cast<int>(nv);
-  const int z_count = static_cast<int>(nr);
-
-  out.put(static_cast<uint32_t>(p.zero_runs ? p.zdiv : kZDivDisable), 3);
-  out.put(static_cast<uint32_t>(nvalues - 1), 15);
-  out.put(static_cast<uint32_t>(p.uncompressed ? kWDivUncompressed : p.wdiv), 3);
-  out.put(p.wtrunc ? 1 : 0, 1);
-  out.put(1, 1);  // every slice sets up its own palette and direct offset
-  out.put(static_cast<uint32_t>(p.direct_offset), 5);
-  out.put(static_cast<uint32_t>(palsize ? palsize - 1 : 0), 5);
-  out.put(static_cast<uint32_t>(p.palbits - 2), 3);
-  for (int c : p.palette) out.put(static_cast<uint32_t>(c), p.palbits);
-
-  // Symbol arrays carry 12 zeros of padding: a chunk reads 12 symbols from where it starts, and
-  // the decoder reads past the end as zeros.
-  constexpr size_t kChunk = 12;
-  const int wdiv = p.wdiv;  // the index width when uncompressed
-  // The quotients as the decoder's symbols: 0 ends a quotient, 1 adds one and ends it, 2 adds
-  // two and continues (ends it when truncated).
-  std::vector<uint8_t> w_symbols;
-  if (!p.uncompressed) {
-    size_t count = kChunk;
-    for (size_t v = 0; v < nv; ++v) count += p.wtrunc ? 1 : static_cast<size_t>((values[v] >> wdiv) / 2 + 1);
-    // A quotient q is q / 2 twos, then q & 1: fill with twos and write only the last symbols,
-    // so the loop has no data-dependent branch.
-    w_symbols.assign(count, 2);
-    uint8_t* sym = w_symbols.data();
-    for (size_t v = 0; v < nv; ++v) {
-      const int q = values[v] >> wdiv;
-      if (p.wtrunc) {
-        *sym++ = static_cast<uint8_t>(q);
-      } else {
-        sym += q / 2;
-        *sym++ = static_cast<uint8_t>(q & 1);
-      }
-    }
-    std::fill(sym, w_symbols.data() + count, uint8_t{0});
-  }
-  std::vector<uint8_t> z_bits;  // unary: ones, then a zero ends the quotient
-  if (p.zero_runs) {
-    size_t count = kChunk;
-    for (size_t r = 0; r < nr; ++r) count += static_cast<size_t>((runs[r] >> p.zdiv) + 1);
-    z_bits.assign(count, 1);  // as above: ones, and only each run's terminating zero written
-    uint8_t* bit = z_bits.data();
-    for (size_t r = 0; r < nr; ++r) {
-      bit += runs[r] >> p.zdiv;
-      *bit++ = 0;
-    }
-    std::fill(bit, z_bits.data() + count, uint8_t{0});
-  }
-  const int z_unary_len = p.zdiv < 3 ? 12 : 8;
-  const int max_symbols = p.uncompressed && wdiv > 5 ? 8 : 12;
-  const uint32_t w_mask = (uint32_t{1} << wdiv) - 1, z_mask = (uint32_t{1} << p.zdiv) - 1;
-
-  // The decoder's chunk loop, mirrored: each step carries this step's unary parts and the
-  // previous step's remainders. The values (runs) a step ends are consecutive, so a step's
-  // remainders are the range [begin, end) of them.
-  int w_pos = 0, z_pos = 0;
-  size_t w_sym = 0, z_sym = 0;
-  int w_prev_begin = 0, w_prev_end = 0, z_prev_begin = 0, z_prev_end = 0;
-  bool w_prev_on = false, z_prev_on = false;
-  do {
-    const int balance = p.zero_runs ? w_pos - z_pos : 0;
-    const bool w_enable = (balance < 8 || !p.zero_runs) && w_pos < nvalues;
-    const bool z_enable = balance >= 0 && p.zero_runs && z_pos < z_count;
-    const int w_begin = w_pos, z_begin = z_pos;
-    Chunk chunk;
-    if (w_enable && !p.uncompressed) {
-      chunk = chunk_of(w_symbols.data() + w_sym);
-      out.put(chunk.unary0, 12);
-    }
-    if (z_enable) {
-      const uint8_t* bit = z_bits.data() + z_sym;
-      uint32_t unary = 0;
-      for (int k = 0; k < z_unary_len; ++k) {
-        unary |= static_cast<uint32_t>(bit[k]) << k;
-        z_pos += bit[k] ^ 1;
-      }
-      z_sym += static_cast<size_t>(z_unary_len);
-      out.put(unary, z_unary_len);
-    }
-    if (w_enable) {
-      if (p.uncompressed) {
-        w_pos += max_symbols;
-      } else {
-        w_pos += p.wtrunc ? static_cast<int>(kChunk) : chunk.ends;
-        out.put(chunk.unary1, chunk.ones);
-        w_sym += kChunk;
-      }
-    }
-    if (w_prev_on && wdiv > 0) {
-      // The step's remainders (at most 12, each wdiv <= 9 bits) gathered into a word first: a
-      // put per 32 bits, not per remainder or two (the puts were a fifth of the encoder).
-      uint64_t packed = 0;
-      int bits = 0;
-      for (int v = w_prev_begin; v < std::min(w_prev_end, nvalues); ++v) {
-        packed |= static_cast<uint64_t>(values[static_cast<size_t>(v)] & w_mask) << bits;
-        bits += wdiv;
-        if (bits >= 32) {
-          out.put(static_cast<uint32_t>(packed), 32);
-          packed >>= 32;
-          bits -= 32;
-        }
-      }
-      if (bits > 0) out.put(static_cast<uint32_t>(packed), bits);
-    }
-    if (z_prev_on && p.zdiv > 0) {
-      for (int r = z_prev_begin; r < std::min(z_prev_end, z_count); ++r) {
-        out.put(static_cast<uint32_t>(runs[static_cast<size_t>(r)]) & z_mask, p.zdiv);
-      }
-    }
-    w_prev_on = w_enable;
-    z_prev_on = z_enable;
-    w_prev_begin = w_begin;
-    w_prev_end = w_pos;
-    z_prev_begin = z_begin;
-    z_prev_end = z_pos;
-  } while (w_prev_on || z_prev_on);
+  // Every slice sets up its own palette and direct offset.
+  write_slice_header(out, p.zero_runs ? p.zdiv : kZDivDisable, static_cast<int>(nv),
+                     p.uncompressed ? kWDivUncompressed : p.wdiv, p.wtrunc, true, p.direct_offset, p.palbits,
+                     p.palette);
+  write_slice_codes(out, p.zero_runs, p.zdiv, p.uncompressed, p.wdiv, p.wtrunc, values, static_cast<int>(nv), runs,
+                    static_cast<int>(nr));
 }
 
 // The stream of `n` >= 1 coded values.
@@ -623,6 +646,69 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
                           std::to_string(bad - values.begin()) + " is outside -255..255 (9 bits after the zero point)");
   }
   return encode_codes(codes.get(), n);
+}
+
+std::vector<uint8_t> encode_weight_slices(const std::vector<WeightSlice>& slices) {
+  if (slices.empty()) throw InvalidArgument("a weight stream needs at least one slice");
+  BitWriter out;
+  auto end_marker = [&] {
+    out.put(kZDivEnd, 3);
+    out.align(true);
+  };
+  int palsize = 0, palbits = 2;
+  bool have_palette = false, zero_runs_before = false;
+  for (size_t k = 0; k < slices.size(); ++k) {
+    const WeightSlice& s = slices[k];
+    const std::string at = "slice " + std::to_string(k) + ": ";
+    if (s.new_section && k > 0) {
+      end_marker();
+      have_palette = false;
+    }
+    const size_t n = s.indices.size();
+    if (n < 1 || n > size_t{kMaxSliceValues}) throw InvalidArgument(at + std::to_string(n) + " values (1..32768)");
+    if ((s.zdiv < 0 || s.zdiv > 3) && s.zdiv != kZDivDisable) throw InvalidArgument(at + "ZDIV must be 0..3 or 6");
+    if ((s.wdiv < 0 || s.wdiv > 5) && s.wdiv != kWDivUncompressed) throw InvalidArgument(at + "WDIV must be 0..5 or 7");
+    const bool zero_runs = s.zdiv != kZDivDisable;
+    if (s.new_palette) {
+      if (s.palette.size() > size_t{kMaxPalette} || s.palette.size() == 1 || s.palbits < 2 || s.palbits > 9 ||
+          s.direct_offset < 0 || s.direct_offset > kMaxDirectOffset) {
+        throw InvalidArgument(at + "palette of " + std::to_string(s.palette.size()) + " entries, " +
+                              std::to_string(s.palbits) + " bits, direct offset " + std::to_string(s.direct_offset));
+      }
+      for (int c : s.palette) {
+        if (c < 0 || c >= (1 << s.palbits)) throw InvalidArgument(at + "palette entry wider than its bits");
+      }
+      palsize = static_cast<int>(s.palette.size());
+      palbits = s.palbits;
+      have_palette = true;
+    } else if (!have_palette || zero_runs != zero_runs_before) {
+      throw InvalidArgument(at + "keeps a palette (and zero-run mode) that no earlier slice of its section set up");
+    }
+    zero_runs_before = zero_runs;
+    const size_t runs = zero_runs ? n + (s.new_palette ? 1 : 0) : 0;
+    if (s.runs.size() != runs) {
+      throw InvalidArgument(at + std::to_string(s.runs.size()) + " zero runs, the slice codes " + std::to_string(runs));
+    }
+    const bool uncompressed = s.wdiv == kWDivUncompressed;
+    const int wdiv = uncompressed ? uncompressed_index_bits(palsize, palbits) : s.wdiv;
+    for (size_t i = 0; i < n; ++i) {
+      const int q = s.indices[i] >> wdiv;
+      if (s.indices[i] >= kCodes || (uncompressed && q > 0) || (s.wtrunc && q > 2)) {
+        throw InvalidArgument(at + "value " + std::to_string(s.indices[i]) + " does not fit the slice's code");
+      }
+    }
+    for (int32_t r : s.runs) {
+      if (r < 0 || r > (1 << 28)) throw InvalidArgument(at + "zero run " + std::to_string(r) + " out of range");
+    }
+    write_slice_header(out, s.zdiv, static_cast<int>(n), s.wdiv, s.wtrunc, s.new_palette, s.direct_offset, s.palbits,
+                       s.palette);
+    write_slice_codes(out, zero_runs, s.zdiv, uncompressed, wdiv, s.wtrunc, s.indices.data(), static_cast<int>(n),
+                      s.runs.data(), static_cast<int>(runs));
+  }
+  end_marker();
+  std::vector<uint8_t>& bytes = out.bytes();
+  bytes.resize((bytes.size() + kAlignment - 1) / kAlignment * kAlignment, 0xFF);  // more end markers
+  return bytes;
 }
 
 EncodedWeights encode_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,

@@ -29,6 +29,12 @@ namespace cascader::emit {
 // position of a value outside -255..255.
 std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values);
 
+// Writes recorded slices (decode_weight_slices) back: the same settings and symbols give the
+// same bytes, with the end marker's byte padded with ones and the stream with 0xFF to 16
+// bytes, as Vela's Ethos-U85 encoder does. Throws InvalidArgument naming the slice whose
+// fields or values the format cannot hold.
+std::vector<uint8_t> encode_weight_slices(const std::vector<WeightSlice>& slices);
+
 // Where one core's streams of one depth slice sit inside EncodedWeights::data.
 struct StreamRanges {
   size_t scale_offset = 0, scale_length = 0;

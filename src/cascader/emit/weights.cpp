@@ -44,6 +44,17 @@ class BitReader {
   throw BinaryError("weight stream byte " + std::to_string(in.byte()) + ": " + what);
 }
 
+}  // namespace
+
+int uncompressed_index_bits(int palsize, int palbits) {
+  if (palsize == 0) return palbits;
+  int bits = 0;
+  while ((1 << bits) < palsize) ++bits;
+  return bits;
+}
+
+namespace {
+
 // Splits one chunk of unary code bits into quotients. A run of ones continues a quotient
 // into the next chunk through `carry`.
 void unary_zero_runs(uint32_t bits, int len, int& carry, std::vector<int>& out) {
@@ -59,12 +70,11 @@ void unary_zero_runs(uint32_t bits, int len, int& carry, std::vector<int>& out) 
 
 }  // namespace
 
-std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
+std::vector<WeightSlice> decode_weight_slices(const uint8_t* data, size_t size) {
   BitReader in(data, size);
-  std::vector<int16_t> out;
-  std::array<int16_t, 32> palette{};
-  int palsize = 0, palbits = 0, direct_offset = 0;
-  bool have_palette = false;
+  std::vector<WeightSlice> slices;
+  bool have_palette = false, new_section = false;
+  int palsize = 0, palbits = 0;
   int prev_zdiv = kZDivDisable;
 
   while (true) {
@@ -73,6 +83,7 @@ std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
     while (zdiv == kZDivEnd) {
       in.align();
       have_palette = false;  // a new section must set up its palette again
+      new_section = true;
       if (in.at_end()) {
         end = true;
         break;
@@ -81,41 +92,46 @@ std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
     }
     if (end) break;
     if (zdiv > 3 && zdiv != kZDivDisable) bad(in, "reserved ZDIV " + std::to_string(zdiv));
+    WeightSlice slice;
+    slice.new_section = new_section && !slices.empty();
+    new_section = false;
+    slice.zdiv = zdiv;
     const bool zero_runs = zdiv != kZDivDisable;
     const int nvalues = static_cast<int>(in.get(15)) + 1;
-    int wdiv = static_cast<int>(in.get(3));
-    const bool wtrunc = in.get(1);
-    const bool new_palette = in.get(1);
-    if (!new_palette && !have_palette) bad(in, "slice without a palette/direct setup");
-    if (!new_palette && zero_runs != (prev_zdiv != kZDivDisable)) {
+    slice.wdiv = static_cast<int>(in.get(3));
+    slice.wtrunc = in.get(1);
+    slice.new_palette = in.get(1);
+    if (!slice.new_palette && !have_palette) bad(in, "slice without a palette/direct setup");
+    if (!slice.new_palette && zero_runs != (prev_zdiv != kZDivDisable)) {
       bad(in, "zero-run mode changes without a new palette");
     }
     prev_zdiv = zdiv;
-    if (new_palette) {
-      direct_offset = static_cast<int>(in.get(5));
+    if (slice.new_palette) {
+      slice.direct_offset = static_cast<int>(in.get(5));
       palsize = static_cast<int>(in.get(5));
       if (palsize > 0) ++palsize;
       palbits = static_cast<int>(in.get(3)) + 2;
-      for (int i = 0; i < palsize; ++i) palette[i] = static_cast<int16_t>(in.get(palbits));
+      slice.palbits = palbits;
+      slice.palette.resize(static_cast<size_t>(palsize));
+      for (auto& entry : slice.palette) entry = static_cast<int16_t>(in.get(palbits));
       have_palette = true;
     }
-    const bool uncompressed = wdiv == kWDivUncompressed;
+    const bool wtrunc = slice.wtrunc;
+    const bool uncompressed = slice.wdiv == kWDivUncompressed;
+    int wdiv = slice.wdiv;
     if (uncompressed) {
-      int bits = 0;
-      if (palsize > 0) {
-        while ((1 << bits) < palsize) ++bits;
-      } else {
-        bits = palbits;
-      }
-      wdiv = bits;  // only a remainder part, of the index width
+      wdiv = uncompressed_index_bits(palsize, palbits);  // only a remainder part, of the index width
     } else if (wdiv > 5) {
       bad(in, "reserved WDIV " + std::to_string(wdiv));
     }
 
     // Weight and zero-run codes are interleaved chunk by chunk: each chunk carries the unary
     // parts of this step and the remainders of the previous step.
-    const int z_count = nvalues + (new_palette ? 1 : 0);
-    std::vector<int> w_value(static_cast<size_t>(nvalues), 0), z_value(static_cast<size_t>(z_count), 0);
+    const int z_count = zero_runs ? nvalues + (slice.new_palette ? 1 : 0) : 0;
+    std::vector<uint16_t>& w_value = slice.indices;
+    std::vector<int32_t>& z_value = slice.runs;
+    w_value.assign(static_cast<size_t>(nvalues), 0);
+    z_value.assign(static_cast<size_t>(z_count), 0);
     int w_pos = 0, z_pos = 0, w_prev_pos = 0, z_prev_pos = 0, w_carry = 0, z_carry = 0;
     std::vector<int> w_q, z_q, w_prev_q, z_prev_q;
     bool w_prev = false, z_prev = false;
@@ -153,7 +169,9 @@ std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
       }
       if (w_prev) {
         for (size_t i = 0; i < w_prev_q.size() && w_prev_pos < nvalues; ++i, ++w_prev_pos) {
-          w_value[static_cast<size_t>(w_prev_pos)] = (w_prev_q[i] << wdiv) + static_cast<int>(in.get(wdiv));
+          const int index = (w_prev_q[i] << wdiv) + static_cast<int>(in.get(wdiv));
+          if (index >= 512) bad(in, "weight index " + std::to_string(index) + " exceeds 9 bits");
+          w_value[static_cast<size_t>(w_prev_pos)] = static_cast<uint16_t>(index);
         }
       }
       if (z_prev) {
@@ -166,25 +184,44 @@ std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
       std::swap(w_prev_q, w_q);
       std::swap(z_prev_q, z_q);
     } while (w_prev || z_prev);
+    slices.push_back(std::move(slice));
+  }
+  return slices;
+}
 
-    // Expand: palette or direct values, interleaved with the zero runs.
-    auto push_zeros = [&](int n) {
-      if (n < 0 || out.size() + static_cast<size_t>(n) > (size_t{1} << 28)) bad(in, "zero run out of range");
-      out.insert(out.end(), static_cast<size_t>(n), int16_t{0});
-    };
-    if (new_palette && zero_runs) push_zeros(z_value[0]);
-    for (int i = 0; i < nvalues; ++i) {
-      const int index = w_value[static_cast<size_t>(i)];
-      if (index >= 512) bad(in, "weight index " + std::to_string(index) + " exceeds 9 bits");
-      const int v = index < palsize ? palette[static_cast<size_t>(index)] : index - palsize + direct_offset;
+std::vector<int16_t> expand_weight_slices(const std::vector<WeightSlice>& slices) {
+  std::vector<int16_t> out;
+  const std::vector<int16_t>* palette = nullptr;
+  int direct_offset = 0;
+  auto push_zeros = [&](int n) {
+    if (n < 0 || out.size() + static_cast<size_t>(n) > (size_t{1} << 28)) {
+      throw BinaryError("weight stream: zero run of " + std::to_string(n) + " out of range");
+    }
+    out.insert(out.end(), static_cast<size_t>(n), int16_t{0});
+  };
+  for (const WeightSlice& slice : slices) {
+    if (slice.new_palette) {
+      palette = &slice.palette;
+      direct_offset = slice.direct_offset;
+    }
+    if (palette == nullptr) throw BinaryError("weight stream: slice without a palette/direct setup");
+    const int palsize = static_cast<int>(palette->size());
+    const bool zero_runs = !slice.runs.empty();
+    size_t run = 0;
+    if (slice.new_palette && zero_runs) push_zeros(slice.runs[run++]);
+    for (const uint16_t index : slice.indices) {
+      const int v = index < palsize ? (*palette)[index] : index - palsize + direct_offset;
       const int mag = v >> 1;
       out.push_back(static_cast<int16_t>((v & 1) ? -mag : mag));
-      if (zero_runs) push_zeros(z_value[static_cast<size_t>(i + (new_palette ? 1 : 0))]);
+      if (zero_runs) push_zeros(slice.runs[run++]);
     }
   }
   return out;
 }
 
+std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size) {
+  return expand_weight_slices(decode_weight_slices(data, size));
+}
 
 size_t padded_weight_count(const WeightLayout& layout) {
   check_weight_layout(layout);

@@ -21,6 +21,32 @@ namespace cascader::emit {
 // included). Throws BinaryError on malformed or truncated streams.
 std::vector<int16_t> decode_weight_stream(const uint8_t* data, size_t size);
 
+// One slice of a weight stream as it was coded: its header fields and its coded symbols. An
+// encoder chooses these freely (slice lengths, divisors, palette, whether to keep the previous
+// slice's palette); recording them on decode lets encode_weight_slices write the same bytes.
+struct WeightSlice {
+  bool new_section = false;  // an end marker and byte alignment precede the slice
+  int zdiv = 6;              // zero-run divisor 0..3; 6: no zero runs
+  int wdiv = 0;              // weight divisor 0..5; 7: uncompressed fixed-width indices
+  bool wtrunc = false;
+  bool new_palette = true;   // else the previous slice's palette and direct offset hold
+  int direct_offset = 0, palbits = 2;
+  std::vector<int16_t> palette;  // 9-bit codes (2|w| + sign)
+  std::vector<uint16_t> indices;  // coded values: palette indices, then direct codes
+  std::vector<int32_t> runs;      // zero runs: before the first value (new palette only), after each
+};
+
+// The slices of a weight stream, in order; the 0xFF padding after the last end marker is
+// not recorded (encode_weight_slices pads to 16 bytes). Throws as decode_weight_stream.
+std::vector<WeightSlice> decode_weight_slices(const uint8_t* data, size_t size);
+
+// The index width of an uncompressed slice (WDIV 7): that of the palette's indices, or the
+// palette-bits field when there is no palette.
+int uncompressed_index_bits(int palsize, int palbits);
+
+// The values the slices stand for (decode_weight_stream's result).
+std::vector<int16_t> expand_weight_slices(const std::vector<WeightSlice>& slices);
+
 // How a weight volume was laid out in the stream.
 struct WeightLayout {
   int ofm_depth = 1;

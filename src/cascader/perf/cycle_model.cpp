@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cascader/arch/ethos_u85/performance.hpp"
 #include "cascader/common/error.hpp"
 
 namespace cascader {
@@ -448,6 +449,7 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
     return r;
   }
   if (op.transpose != Transpose::None) return transpose_estimate(op, arch, cache);
+  if (arch.accelerator().product == Product::EthosU85) return ethos_u85::estimate(op, arch);  // its own formulas
   validate(op);
   if (op.ofm_step < 1) throw InvalidArgument("ofm_step must be >= 1");
   if (op.ofm_step == 1) return estimate_valid(op, arch, cache);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "cascader/arch/block_config.hpp"
 #include "cascader/arch/geometry.hpp"
@@ -47,6 +48,30 @@ struct FeatureMap {
 
 struct Padding {
   int top = 0, left = 0, bottom = 0, right = 0;
+};
+
+// Ethos-U85 only: what its cycle model (arch/ethos_u85/performance) needs beyond the shapes.
+// A chain of operations (each OFM kept in the chaining buffer for the next) is costed as one
+// operation, as Vela costs it: the first operation's compute, with the output cycles of every
+// operation of the chain, the inputs the later ones read from memory, and the last one's OFM.
+struct U85Chained {
+  NpuOpType type = NpuOpType::Add;
+  int ifm_bits = 8, ofm_bits = 8;
+  bool writes_chain = false;              // its OFM goes on to the next operation
+  bool lut = false;                       // a table activation: in the same pass of the output unit
+  std::optional<FeatureMap> memory_input;  // an operand it reads from memory (the other is chained)
+};
+
+struct U85Op {
+  BlockShape ofm_ublock{1, 1, 1};
+  BlockShape ifm_block{1, 1, 1};  // as the hardware allocates it
+  bool acc48 = false;
+  bool fast_weights = false, sparse_weights = false;
+  bool resize = false;
+  bool ifm_chained = false, ifm2_chained = false;  // read from the chaining buffer, not memory
+  bool ofm_chained = false;                         // the OFM stays in the chaining buffer
+  int own_ofm_bits = 8;  // this operation's OFM element size (NpuOp::ofm is its chain's last OFM)
+  std::vector<U85Chained> chain;                    // the operations after this one in its chain
 };
 
 struct NpuOp {
@@ -102,6 +127,7 @@ struct NpuOp {
   // when it accounts as Vela does (an int16 NEG on U65, DRAM-bound: 1,366 -> 768 cycles, Vela
   // 768; an int32 softmax SUB on U55-128, from flash: 128 -> 40, Vela 40).
   bool scalar_first = false;
+  std::optional<U85Op> u85;  // set for Ethos-U85 operations
 };
 
 // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation

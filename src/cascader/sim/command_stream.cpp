@@ -286,13 +286,6 @@ uint64_t FeatureMap::address(int y, int x, int c) const {
   return base[tile] + static_cast<uint64_t>(offset);
 }
 
-void require_simulated_product(const CommandStream& stream, const char* what) {
-  if (stream.product == Product::EthosU85) {
-    throw BinaryError(std::string(what) + " of Ethos-U85 command streams is not implemented yet: cascader decodes "
-                      "them (cascader.sim.decode) but runs and costs only Ethos-U55/U65 streams");
-  }
-}
-
 CommandStream decode_command_stream(const uint32_t* words, size_t count, Product product) {
   if (product == Product::EthosU85) return ethos_u85::decode_command_stream(words, count);
   CommandStream cs;

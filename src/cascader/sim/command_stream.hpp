@@ -60,6 +60,9 @@ struct Kernel {
   int stride_x = 1, stride_y = 1;
   int dilation_x = 1, dilation_y = 1;
   bool part_kernel_first = false;
+  // The kernel's own extent (the weights' H and W), without the dilation's holes.
+  int undilated_height() const { return (height - 1) / dilation_y + 1; }
+  int undilated_width() const { return (width - 1) / dilation_x + 1; }
 };
 
 struct Padding {
@@ -115,6 +118,7 @@ struct NpuOperation {
     int acc_input = 0, acc_output = 0, microblock = 0;
     int ofm_round_mode = 0, ofm_double_round = 0;
     int ifm_round_mode = 0, ifm2_round_mode = 0;
+    int ifm_double_round = 0, ifm2_double_round = 0;
     uint32_t ifm_scale = 0, ifm2_scale = 0;
     int ifm_shift = 0, ifm2_shift = 0;
     int broadcast_mode = 0, ifm_broadcast_mode = 0;  // IFM2_BROADCAST / IFM_BROADCAST, 8 scalar
@@ -123,6 +127,10 @@ struct NpuOperation {
     int weight_format = 0, weight_sparsity = 0;
     bool weights_ifm2 = false;  // a matrix multiply: the weights are the IFM2 feature map
     int resize_mode = 0;
+    // RESIZE_X/Y: output position p reads IFM position (p * d + offset) / n.
+    struct ResizeAxis {
+      int n = 1, d = 1, offset = 0;
+    } resize_x, resize_y;
     std::array<AddressRange, 4> weight_streams{};  // one per weight decoder
   } u85;
 
@@ -140,7 +148,5 @@ struct CommandStream {
 // stream that does not end with NPU_OP_STOP.
 CommandStream decode_command_stream(const uint32_t* words, size_t count, Product product = Product::EthosU55);
 
-// Throws BinaryError when the executor or estimator cannot run the stream's product yet.
-void require_simulated_product(const CommandStream& stream, const char* what);
 
 }  // namespace cascader::sim

@@ -52,6 +52,9 @@ struct NpuConfig {
   int cores() const { return product == 1 && macs_per_cc >= 512 ? 2 : 1; }
   size_t shram_bytes_per_core() const { return static_cast<size_t>(shram_kib) * 1024 / static_cast<size_t>(cores()); }
   int ifm_ublock_depth() const { return 8; }
+  // The internal memory a DMA reaches through region 0x103: a core's SHRAM on the U55/U65, the
+  // 2 KiB LUT RAM on the U85.
+  size_t internal_dma_bytes() const { return product == 2 ? 2048 : shram_bytes_per_core(); }
 };
 
 struct DriverPayload {

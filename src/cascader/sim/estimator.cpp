@@ -7,6 +7,9 @@
 #include <utility>
 #include <string>
 
+#include "cascader/arch/ethos_u85/performance.hpp"
+#include "cascader/arch/ethos_u85/registers.hpp"
+#include "cascader/arch/ethos_u85/weight_order.hpp"
 #include "cascader/common/error.hpp"
 #include "cascader/sim/in_place_hazard.hpp"
 
@@ -74,7 +77,7 @@ NpuOpType op_type(const NpuOperation& o) {
         default: return NpuOpType::Maximum;
       }
     case OpKind::Dma: return NpuOpType::Dma;
-    case OpKind::Resize: break;  // Ethos-U85 only: its streams are not costed yet
+    case OpKind::Resize: return NpuOpType::Maximum;  // an output-unit pass (U85Op::resize)
   }
   return NpuOpType::Dma;
 }
@@ -324,6 +327,47 @@ bool rows_on(const NpuOperation& before, const NpuOperation& s) {
   return before.ifm.stride_y > 0 ? delta % before.ifm.stride_y == 0 : delta == 0;
 }
 
+// The Ethos-U85 part of an operation's description (NpuOp::u85): micro-block, IFM block,
+// accumulator, weight format and chaining, with the block config the registers give.
+void describe_u85(const NpuOperation& o, NpuOp& op, const AcceleratorConfig& a) {
+  U85Op u;
+  u.ofm_ublock = ethos_u85::ofm_micro_block(o, a);
+  u.acc48 = o.acc_format == 1;
+  u.fast_weights = reads_weights(o) && o.u85.weight_format == 1;
+  u.sparse_weights = reads_weights(o) && o.u85.weight_sparsity == 1;
+  u.resize = o.kind == OpKind::Resize;
+  u.ifm_chained = o.u85.ifm_storage == ethos_u85::CHAINED;
+  u.ifm2_chained = o.u85.ifm2_storage == ethos_u85::CHAINED;
+  u.ofm_chained = o.u85.ofm_storage == ethos_u85::CHAINED;
+  u.own_ofm_bits = op.ofm.bits;
+  const BlockShape ofm_block{o.block_height, o.block_width, o.block_depth};
+  int ifm_block_depth = 0;  // the OFM block's
+  if (op.type == NpuOpType::Conv2D || op.type == NpuOpType::FullyConnected || op.type == NpuOpType::ReduceSum) {
+    const auto traversal = o.kernel.part_kernel_first && op.type != NpuOpType::ReduceSum ? ethos_u85::Traversal::PartKernel
+                                                                                         : ethos_u85::Traversal::DepthFirst;
+    ifm_block_depth = ethos_u85::conv_ifm_block_depth(traversal, a.macs_per_cycle, u.ofm_ublock.depth,
+                                                      u.sparse_weights, op.ifm.bits);
+    if (op.type == NpuOpType::FullyConnected && o.kernel.part_kernel_first) op.traversal = Traversal::PartKernelFirst;
+  }
+  const bool elementwise = o.kind == OpKind::Elementwise || o.kind == OpKind::Resize;
+  if (!elementwise && o.ifm.stride_x > 0 && op.kernel.stride_x > 1) {
+    // A strided kernel may leave up to stride - 1 of the IFM's last columns unread; Vela costs
+    // the whole IFM, whose width the row pitch shows (the rows, which no register shows, stay
+    // the box the kernel reads).
+    const int64_t pitch = o.ifm.stride_y / o.ifm.stride_x;
+    op.ifm.shape.w = int(std::clamp<int64_t>(pitch, op.ifm.shape.w, op.ifm.shape.w + op.kernel.stride_x - 1));
+  }
+  u.ifm_block = elementwise ? ofm_block
+                            : ethos_u85::ifm_block(a, ofm_block, u.ofm_ublock, op.kernel, op.ifm.bits, ifm_block_depth,
+                                                   op.ifm_upscale);
+  BlockConfig cfg;
+  cfg.ofm_block = ofm_block;
+  cfg.ifm_block = u.ifm_block;
+  cfg.part_kernel_first = o.kernel.part_kernel_first;
+  op.block_config = cfg;
+  op.u85 = u;
+}
+
 }  // namespace
 
 NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
@@ -342,6 +386,9 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
       if (o.broadcast_c) s2.c = 1;
       op.ifm2 = feature_map(o.ifm2, s2, arch);
     }
+  } else if (o.kind == OpKind::Resize) {
+    // The kernel registers hold the IFM extent the resize reads.
+    op.ifm = feature_map(o.ifm, Shape4{1, o.kernel.height, o.kernel.width, ofm.c}, arch);
   } else {
     cascader::Kernel k;
     k.dilation_x = o.kernel.dilation_x;
@@ -372,6 +419,10 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
   op.activation = activation_of(o);
   if (!reads_weights(o)) return op;
   op.weight_bytes = int64_t(o.weights.length + o.weights1.length);
+  if (arch.accelerator().product == Product::EthosU85) {  // up to four streams, one per weight decoder
+    op.weight_bytes = 0;
+    for (const AddressRange& w : o.u85.weight_streams) op.weight_bytes += int64_t(w.length);
+  }
   op.scale_bytes = int64_t(o.scales.length + o.scales1.length);
   if (op.weight_bytes > 0 || op.scale_bytes > 0) {
     op.weight_memory = region_memory(op.weight_bytes > 0 ? o.weights.region : o.scales.region, arch);
@@ -391,7 +442,7 @@ MemoryArea region_memory(int region, const ArchConfig& arch) {
 
 StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& arch, BlockConfigCache& cache,
                                bool merge_as_vela) {
-  require_simulated_product(stream, "Estimation");
+  const bool u85 = stream.product == Product::EthosU85;
   StreamEstimate result;
   std::vector<PendingDma> pending;
   // DMA slack as Vela counts it: a weight or LUT transfer runs under the operation before its
@@ -441,11 +492,12 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     e.operation = i;
     try {
       e.op = npu_op_of(o, arch);
+      if (u85) describe_u85(o, e.op, arch.accelerator());
     } catch (const BinaryError& err) {
       throw BinaryError("operation at word " + std::to_string(o.word_offset) + ": " + err.what());
     }
     // Vela's matrix product: its MUL and REDUCE_SUM per column, costed as one operation.
-    if (const size_t columns = merge_as_vela ? matmul_columns(ops, i) : 0) {
+    if (const size_t columns = merge_as_vela && !u85 ? matmul_columns(ops, i) : 0) {
       NpuOp sum;
       try {
         sum = npu_op_of(ops[i + 1], arch);
@@ -471,16 +523,47 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     // Vela reads a one-element first operand (a scalar, or a constant broadcast along every
     // axis) as its IFM (NpuOp::scalar_first).
-    if (merge_as_vela && o.reversed_operands && e.op.ifm2 && e.op.ifm2->shape.elements() == 1) e.op.scalar_first = true;
+    if (merge_as_vela && !u85 && o.reversed_operands && e.op.ifm2 && e.op.ifm2->shape.elements() == 1) {
+      e.op.scalar_first = true;
+    }
+    // An Ethos-U85 chain (each OFM kept in the chaining buffer for the next operation) is one
+    // operation, as Vela costs it: the first operation's, ending in the last one's OFM.
+    std::vector<size_t> chained;
+    if (u85 && e.op.u85->ofm_chained) {
+      for (size_t k = i + 1; k < ops.size(); ++k) {
+        const NpuOperation& c = ops[k];
+        if (c.kind == OpKind::Dma) continue;
+        const bool ifm = c.u85.ifm_storage == ethos_u85::CHAINED, ifm2 = c.u85.ifm2_storage == ethos_u85::CHAINED;
+        if (!ifm && !ifm2) break;
+        const NpuOp next = npu_op_of(c, arch);
+        U85Chained link;
+        link.type = next.type;
+        link.ifm_bits = bits_of(c.ifm.dtype);
+        link.ofm_bits = bits_of(c.ofm.dtype);
+        link.writes_chain = c.u85.ofm_storage == ethos_u85::CHAINED;
+        link.lut = c.activation.function != 0;
+        if (!ifm && c.u85.ifm_storage < ethos_u85::CHAINED) link.memory_input = next.ifm;
+        if (!ifm2 && next.ifm2 && c.u85.ifm2_storage < ethos_u85::CHAINED) link.memory_input = next.ifm2;
+        e.op.u85->chain.push_back(link);
+        chained.push_back(k);
+        if (!link.writes_chain) {
+          e.op.ofm = next.ofm;
+          break;
+        }
+      }
+    }
     // A run of identical 1x1 pieces, each as far on from the one before, is one operation.
-    for (size_t k = i + 1; merge_as_vela && k < ops.size() && same_piece(o, ops[k]); ++k) {
+    const bool in_chain = !chained.empty();  // none of Vela's other merges applies
+    for (size_t k = i + 1; merge_as_vela && !in_chain && k < ops.size() && same_piece(o, ops[k]); ++k) {
       if (k > i + 1 && (ops[k].ifm.base[0] - ops[k - 1].ifm.base[0] != ops[i + 1].ifm.base[0] - o.ifm.base[0] ||
                         ops[k].ofm.base[0] - ops[k - 1].ofm.base[0] != ops[i + 1].ofm.base[0] - o.ofm.base[0])) {
         break;
       }
       e.merged.push_back(k);
     }
-    if (auto t = merge_as_vela ? transpose_step(ops, i, 1 + e.merged.size()) : std::nullopt) {
+    if (in_chain) {
+      // Costed as the chain's first operation (U85Op::chain).
+    } else if (auto t = merge_as_vela ? transpose_step(ops, i, 1 + e.merged.size()) : std::nullopt) {
       e.op.transpose = t->kind;
       e.op.ifm.shape = t->in;
       e.op.ofm.shape = t->out;
@@ -502,7 +585,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     // weight stream is the slices' together, buffered from the first slice's DMA on.
     std::vector<size_t> slice_dmas;
     int last_slice_depth = 0;
-    if (e.merged.empty() && reads_weights(o) && o.weights.length > 0) {
+    if (e.merged.empty() && !in_chain && reads_weights(o) && o.weights.length > 0) {
       std::vector<size_t> between;
       size_t last = i;
       for (size_t k = i + 1; k < ops.size(); ++k) {
@@ -528,7 +611,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     // Operations that share weights but read what an earlier one wrote (the time steps of a
     // recurrent network), or read elsewhere than whole rows on (a step's column of a sequence),
     // are operations of their own, and so costed by Vela.
-    if (merge_as_vela && e.merged.empty() && reads_weights(o) && o.weights.length > 0 && o.weights.region == 0) {
+    if (merge_as_vela && e.merged.empty() && !in_chain && reads_weights(o) && o.weights.length > 0 &&
+        o.weights.region == 0) {
       auto range = by_weights.equal_range(std::make_pair(o.weights.region, o.weights.address));
       int bottom = o.padding.bottom;
       std::optional<Dependents> dependents;
@@ -559,7 +643,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     if (e.op.type == NpuOpType::DepthwiseConv2D) e.op.ifm.shape.c = e.op.ofm.shape.c;
     // A phase of a bilinear resize writes every other pixel and row of a dense NHWC map; Vela
     // costs it over the box those pixels span (NpuOp::ofm_step).
-    if (merge_as_vela && e.merged.empty() && writes_every_other_pixel(o)) e.op.ofm_step = 2;
+    if (merge_as_vela && e.merged.empty() && !in_chain && writes_every_other_pixel(o)) e.op.ofm_step = 2;
+    e.merged.insert(e.merged.end(), chained.begin(), chained.end());
     for (size_t k : e.merged) done[k] = 1;
     for (size_t d : slice_dmas) done[d] = 1;
     // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation.
@@ -595,7 +680,9 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     // The block config the binary runs with; one our SHRAM model rejects is re-chosen, and said.
     // (A transpose step is costed with the block Vela's search picks for it, not the commands'.)
     const BlockShape block{o.block_height, o.block_width, o.block_depth};
-    if (e.op.transpose != Transpose::None) {
+    if (u85) {
+      // The registers' block (describe_u85): the U85 has no SHRAM layout to check it against.
+    } else if (e.op.transpose != Transpose::None) {
       e.block_config_from_binary = false;
     } else if (auto cfg = try_block_config(arch.accelerator(), block_query(e.op), block)) {
       e.op.block_config = *cfg;

@@ -6,9 +6,14 @@
 #include <sstream>
 #include <string>
 
+#include "cascader/arch/ethos_u85/elementwise.hpp"
+#include "cascader/arch/ethos_u85/operation_weights.hpp"
+#include "cascader/arch/ethos_u85/output_stage.hpp"
+#include "cascader/arch/ethos_u85/registers.hpp"
 #include "cascader/common/error.hpp"
 #include "cascader/emit/weights.hpp"
 #include "cascader/sim/in_place_hazard.hpp"
+#include "cascader/sim/integer_ops.hpp"
 #include "cascader/sim/tanh_sigmoid.hpp"
 
 namespace cascader::sim {
@@ -144,10 +149,12 @@ int64_t scale_accumulator(int64_t acc, uint32_t scale, int shift, Rounding round
 }
 
 Executor::Executor(const NpuConfig& config, const std::array<RegionMemory, 8>& regions)
-    : config_(config), regions_(regions), shram_(config.shram_bytes_per_core(), 0) {}
+    : config_(config), regions_(regions), shram_(config.internal_dma_bytes(), 0) {
+  if (u85()) accelerator_ = &accelerator_config(config_.accelerator());
+}
 
 ExecutionStats Executor::run(const CommandStream& stream, size_t max_operations) {
-  require_simulated_product(stream, "Simulation");
+  if ((stream.product == Product::EthosU85) != u85()) throw BinaryError("the command stream is not the payload's product's");
   stats_ = {};
   const size_t n = std::min(max_operations, stream.operations.size());
   for (size_t i = 0; i < n; ++i) execute(stream.operations[i]);
@@ -212,14 +219,14 @@ struct Geometry {
   size_t index(int y, int x, int c) const { return (static_cast<size_t>(y) * OW + x) * OC + c; }
 };
 
-Geometry geometry(const NpuOperation& op) {
+Geometry geometry(const NpuOperation& op, bool u85) {
   Geometry g{};
   g.OH = op.ofm.height;
   g.OW = op.ofm.width;
   g.OC = op.ofm.depth;
   g.depthwise = op.kind == OpKind::Depthwise;
-  g.kh = (op.kernel.height - 1) / op.kernel.dilation_y + 1;
-  g.kw = (op.kernel.width - 1) / op.kernel.dilation_x + 1;
+  g.kh = op.kernel.undilated_height();
+  g.kw = op.kernel.undilated_width();
   g.sy = op.kernel.stride_y;
   g.sx = op.kernel.stride_x;
   g.dy = op.kernel.dilation_y;
@@ -233,8 +240,19 @@ Geometry geometry(const NpuOperation& op) {
     g.IW = (g.OW - 1) * g.sx + op.kernel.width - op.padding.left - op.padding.right;
     if (g.IH < 1 || g.IW < 1) fail(op, "padding leaves an empty IFM");
   }
+  if (op.kind == OpKind::Resize) {  // the kernel registers hold the IFM extent it reads
+    g.IH = op.kernel.height;
+    g.IW = op.kernel.width;
+  }
   g.IC = g.depthwise ? g.OC : op.ifm.depth;
-  if (op.kind == OpKind::Elementwise && op.ifm.depth != g.OC) fail(op, "elementwise IFM depth differs from OFM depth");
+  // The Ethos-U85's elementwise unit reads OFM-depth channels of its inputs; Vela leaves IFM_DEPTH
+  // at the full tensor's depth when the operation covers a slice of it, or stale when the IFM
+  // is chained.
+  if (u85 && op.kind == OpKind::Elementwise) {
+    g.IC = g.OC;
+  } else if (op.kind == OpKind::Elementwise && op.ifm.depth != g.OC) {
+    fail(op, "elementwise IFM depth differs from OFM depth");
+  }
   if (op.kind == OpKind::Pool && op.sub_op != static_cast<int>(PoolMode::ReduceSum) && g.IC != g.OC) {
     fail(op, "pooling IFM depth differs from OFM depth");
   }
@@ -290,7 +308,7 @@ int for_each_tap(const Geometry& g, int oy, int ox, F&& f) {
   return taps;
 }
 
-std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense& ifm) {
+std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense& ifm, bool u85) {
   std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
   const auto mode = static_cast<PoolMode>(op.sub_op);
   const bool padded = op.padding.top || op.padding.left || op.padding.bottom || op.padding.right;
@@ -313,11 +331,13 @@ std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense
           a = mode == PoolMode::Max ? std::max(a, v) : a + v;
         });
         if (count == 0) fail(op, "pooling window entirely in padding");
-        if (mode == PoolMode::Average && padded) {
+        if (mode == PoolMode::Average && (padded || u85)) {
           // With IFM padding the NPU itself divides by the number of valid (non-padding)
           // elements, then OFM_SCALE rescales. The division rounds half away from zero:
           // that is what makes Vela's padded average pools bit-exact (it emits NATURAL
           // rounding with a 1.0 rescale there), so the rounding mode does not apply to it.
+          // The Ethos-U85's AVERAGE always divides (Vela's unpadded average pools there are
+          // SUM with the division folded into OFM_SCALE, or AVERAGE with a 1.0 rescale).
           a = divide_half_away(a, count);
         }
         acc[g.index(oy, ox, c)] = a;
@@ -352,13 +372,9 @@ int64_t elementwise_value(const NpuOperation& op, int64_t a, int64_t b, int ifm_
     case ElementwiseMode::Mul: return a * b;
     case ElementwiseMode::Min: return std::min(a, b);
     case ElementwiseMode::Max: return std::max(a, b);
-    case ElementwiseMode::Abs: return a < 0 ? -a : a;
-    case ElementwiseMode::Clz: {
-      const uint32_t u = static_cast<uint32_t>(a);
-      return u == 0 ? 32 : __builtin_clz(u);
-    }
-    case ElementwiseMode::Shl:
-      return static_cast<int32_t>(static_cast<uint32_t>(a) << std::clamp<int64_t>(b, 0, 31));
+    case ElementwiseMode::Abs: return sim::abs_value(a);
+    case ElementwiseMode::Clz: return sim::count_leading_zeros32(a);
+    case ElementwiseMode::Shl: return sim::shift_left32(a, b);
     case ElementwiseMode::Shr: {
       const int shift = static_cast<int>(std::clamp<int64_t>(b, 0, 31));
       // TRUNCATE on SHR is taken as a plain arithmetic shift (no Vela output uses it).
@@ -369,13 +385,15 @@ int64_t elementwise_value(const NpuOperation& op, int64_t a, int64_t b, int ifm_
       // values only; the output stage then does not rescale (see write_output). Vela emits
       // LRELU only where the IFM and OFM quantization are equal (int16).
       return a < 0 ? scale_accumulator(a, op.ofm_scale, op.ofm_shift, op.rounding) : a;
-    default:  // the Ethos-U85's modes: its streams do not reach the executor yet
+    default:  // the Ethos-U85's other modes: ethos_u85::elementwise_value computes U85 streams
       break;
   }
   fail(op, "unknown elementwise mode " + std::to_string(op.sub_op));
 }
 
-std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, const Dense& ifm, const Dense& ifm2) {
+std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, const Dense& ifm, const Dense& ifm2,
+                                 bool u85) {
+  if (u85) ethos_u85::require_simulated_elementwise(op);
   std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
   const int ifm_bits = 8 * element_size(op.ifm.dtype);
   for (int y = 0; y < g.OH; ++y) {
@@ -388,14 +406,60 @@ std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, cons
                                 : ifm2.at(op.broadcast_h ? 0 : y, op.broadcast_w ? 0 : x)[op.broadcast_c ? 0 : c];
         }
         if (op.reversed_operands) std::swap(a, b);
-        acc[g.index(y, x, c)] = elementwise_value(op, a, b, ifm_bits);
+        acc[g.index(y, x, c)] = u85 ? ethos_u85::elementwise_value(op, a, b) : elementwise_value(op, a, b, ifm_bits);
       }
     }
   }
   return acc;
 }
 
+// RESIZE: output (y, x) sits at IFM position (y * d + offset) / n per axis. NEAREST (the only
+// mode simulated) takes the IFM element nearest to it (ties up: Vela's half-pixel offsets make
+// none), weighted by 1.0 in 16 fractional bits, which OFM_SCALE shifts out.
+std::vector<int64_t> resize(const NpuOperation& op, const Geometry& g, const Dense& ifm) {
+  const auto& u = op.u85;
+  if (u.resize_mode != 2) fail(op, "only NEAREST resizing is simulated");
+  std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
+  auto source = [&](int p, const NpuOperation::U85Fields::ResizeAxis& a, int extent, const char* axis) {
+    const int64_t twice = 2 * (static_cast<int64_t>(p) * a.d + a.offset) + a.n;  // 2 n (position + 1/2)
+    const int64_t i = twice >= 0 ? twice / (2 * a.n) : -((-twice + 2 * a.n - 1) / (2 * a.n));
+    if (i < 0 || i >= extent) fail(op, std::string("resize reads outside the IFM along ") + axis);
+    return static_cast<int>(i);
+  };
+  for (int y = 0; y < g.OH; ++y) {
+    const int iy = source(y, u.resize_y, g.IH, "H");
+    for (int x = 0; x < g.OW; ++x) {
+      const int64_t* in = ifm.at(iy, source(x, u.resize_x, g.IW, "W"));
+      for (int c = 0; c < g.OC; ++c) acc[g.index(y, x, c)] = in[c] * (int64_t{1} << 16);
+    }
+  }
+  return acc;
+}
+
 }  // namespace
+
+Dense Executor::read_input(const NpuOperation& op, const FeatureMap& fm, int storage, int H, int W, int C,
+                           int upscale, const char* what) {
+  if (!u85() || storage < ethos_u85::CHAINED) return read_map(op, fm, H, W, C, upscale, what);
+  Dense d;
+  d.h = H;
+  d.w = W;
+  d.c = C;
+  if (storage == ethos_u85::NONE) {  // the operand is OP_SCALAR (IFM/IFM2_BROADCAST 8)
+    d.v.assign(static_cast<size_t>(H) * W * C, static_cast<int32_t>(op.u85.op_scalar) - fm.zero_point);
+    return d;
+  }
+  if (!chained_.valid) fail(op, std::string(what) + " is chained, but no operation left its OFM in the chaining buffer");
+  if (chained_.h != H || chained_.w != W || chained_.c != C || chained_.dtype != fm.dtype || upscale) {
+    std::ostringstream s;
+    s << what << " reads " << H << "x" << W << "x" << C << " " << name(fm.dtype) << " from the chaining buffer, which holds "
+      << chained_.h << "x" << chained_.w << "x" << chained_.c << " " << name(chained_.dtype);
+    fail(op, s.str());
+  }
+  d.v.resize(chained_.v.size());
+  for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = chained_.v[i] - fm.zero_point;
+  return d;
+}
 
 Dense Executor::read_map(const NpuOperation& op, const FeatureMap& fm, int H, int W, int C, int upscale,
                          const char* what) {
@@ -429,6 +493,15 @@ Dense Executor::read_map(const NpuOperation& op, const FeatureMap& fm, int H, in
 
 void Executor::load_weights(const NpuOperation& op, int kh, int kw, int ifm_depth, std::vector<int16_t>& w,
                             std::vector<emit::BiasScale>& scales) {
+  if (u85()) {
+    auto fetch = [&](const AddressRange& r, const char* what) -> const uint8_t* {
+      return bytes(op, r.region, r.address, r.length, what);
+    };
+    ethos_u85::OperationWeights weights = ethos_u85::load_operation_weights(op, *accelerator_, fetch);
+    w = std::move(weights.ohwi);
+    scales = std::move(weights.channels);
+    return;
+  }
   // Ethos-U65-512 splits the OFM channels between its two cores (core k takes channels k,
   // k + 2, ...), each with its own weight and scale stream and half the block depth.
   const int cores = op.parallel_mode + 1;
@@ -472,12 +545,15 @@ void Executor::load_weights(const NpuOperation& op, int kh, int kw, int ifm_dept
 
 void Executor::block(const NpuOperation& op) {
   if (op.acc_format == 2) fail(op, "the FP S5.10 accumulator format is not supported by the simulator");
-  const Geometry g = geometry(op);
+  const Geometry g = geometry(op, u85());
   const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
 
   // Bound the work before doing any, then read, compute and write.
   const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];
-  check_extent(op, op.ofm, out_mem, g.OH, g.OW, g.OC, "OFM");
+  // Ethos-U85 maps in the chaining buffer (or an operand with no storage) are not in memory.
+  const auto in_memory = [&](int storage) { return !u85() || storage < ethos_u85::CHAINED; };
+  const bool in_memory_ofm = in_memory(op.u85.ofm_storage);
+  if (in_memory_ofm) check_extent(op, op.ofm, out_mem, g.OH, g.OW, g.OC, "OFM");
   const uint64_t volume = static_cast<uint64_t>(g.OC) * g.kh * g.kw * (g.depthwise ? 1 : g.IC);
   if (convolution) {
     if (static_cast<uint64_t>(g.OH) * g.OW * volume > kMaxMacs) fail(op, "more MACs than the simulator accepts in one operation");
@@ -489,11 +565,41 @@ void Executor::block(const NpuOperation& op) {
     const uint8_t* a = regions_[static_cast<size_t>(fm.region)].data;
     return fm.region == op.ofm.region || (a != nullptr && a == regions_[static_cast<size_t>(op.ofm.region)].data);
   };
-  const bool ifm2_shared = op.has_ifm2() && shares_ofm_memory(op.ifm2);
-  if (const auto hazard = find_in_place_hazard(op, shares_ofm_memory(op.ifm), ifm2_shared)) {
+  const bool ifm_shared = in_memory(op.u85.ifm_storage) && shares_ofm_memory(op.ifm);
+  const bool ifm2_shared = op.has_ifm2() && in_memory(op.u85.ifm2_storage) && shares_ofm_memory(op.ifm2);
+  if (!in_memory_ofm) {
+    // No in-place hazard: the OFM goes to the chaining buffer.
+  } else if (op.kind == OpKind::Resize) {
+    // The block-traversal replay knows the U55/U65 operations only: a resize must not overlap.
+    const auto last = [](const FeatureMap& fm, int H, int W, int C) {
+      uint64_t a = 0;
+      for (int y : {std::min(H, fm.height0) - 1, H - 1}) {
+        for (int x : {std::min(W, fm.width0) - 1, W - 1}) a = std::max(a, fm.address(y, x, C - 1));
+      }
+      return a;
+    };
+    const uint64_t ifm_begin = op.ifm.base[0], ofm_begin = op.ofm.base[0];
+    if (ifm_shared && ifm_begin <= last(op.ofm, g.OH, g.OW, g.OC) && ofm_begin <= last(op.ifm, g.IH, g.IW, g.IC)) {
+      fail(op, "a resize whose OFM may overlap its IFM is not simulated");
+    }
+  } else if (const auto hazard = find_in_place_hazard(op, ifm_shared, ifm2_shared)) {
     fail(op, hazard->describe());
   }
-  const Dense ifm = read_map(op, op.ifm, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
+  if (u85()) {
+    const auto& u = op.u85;
+    if (u.ofm_transpose || u.ofm_reverse) fail(op, "OFM transpose and reverse are not simulated");
+    if (u.acc_input != 0 || u.acc_output != 0) fail(op, "keeping accumulators between operations is not simulated");
+    if (u.ifm_broadcast_mode != 0 && u.ifm_broadcast_mode != ethos_u85::kBroadcastScalar) {
+      fail(op, "IFM broadcast is not simulated");
+    }
+    if ((u.ifm_storage == ethos_u85::NONE) != (u.ifm_broadcast_mode == ethos_u85::kBroadcastScalar)) {
+      fail(op, "an IFM with no storage must be the scalar operand, and the scalar operand has no storage");
+    }
+    if (op.kind == OpKind::Pool && op.sub_op > static_cast<int>(PoolMode::Sum)) {
+      fail(op, std::string("pooling mode ") + name(static_cast<PoolMode>(op.sub_op)) + " is not simulated");
+    }
+  }
+  const Dense ifm = read_input(op, op.ifm, op.u85.ifm_storage, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
 
   std::vector<emit::BiasScale> channel_scale;
   std::vector<int64_t> acc;
@@ -503,20 +609,48 @@ void Executor::block(const NpuOperation& op) {
     acc = convolve(g, ifm, w, channel_scale);
     stats_.macs += static_cast<uint64_t>(g.OH) * g.OW * volume;
   } else if (op.kind == OpKind::Pool) {
-    acc = pool(op, g, ifm);
+    acc = pool(op, g, ifm, u85());
+  } else if (op.kind == OpKind::Resize) {
+    acc = resize(op, g, ifm);
   } else {
     Dense ifm2;
     if (op.has_ifm2() && !op.ifm2_is_scalar) {
-      ifm2 = read_map(op, op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW, op.broadcast_c ? 1 : g.OC, 0,
-                      "IFM2");
+      ifm2 = read_input(op, op.ifm2, op.u85.ifm2_storage, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW,
+                        op.broadcast_c ? 1 : g.OC, 0, "IFM2");
     }
-    acc = elementwise(op, g, ifm, ifm2);
+    acc = elementwise(op, g, ifm, ifm2, u85());
   }
   write_output(op, acc, channel_scale);
 }
 
 void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& acc,
                             const std::vector<emit::BiasScale>& channel_scale) {
+  if (u85()) {
+    const ethos_u85::OutputStage stage(op, shram_.data(), shram_.size());
+    const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
+    const int OH = op.ofm.height, OW = op.ofm.width, OC = op.ofm.depth;
+    const bool chain = op.u85.ofm_storage == ethos_u85::CHAINED;
+    if (chain) {
+      chained_ = {OH, OW, OC, op.ofm.dtype, std::vector<int64_t>(acc.size()), true};
+    } else {
+      check_extent(op, op.ofm, regions_[static_cast<size_t>(op.ofm.region)], OH, OW, OC, "OFM");
+    }
+    uint8_t* out = regions_[static_cast<size_t>(op.ofm.region)].data;
+    for (int y = 0; y < OH; ++y) {
+      for (int x = 0; x < OW; ++x) {
+        for (int c = 0; c < OC; ++c) {
+          const size_t i = (static_cast<size_t>(y) * OW + x) * OC + c;
+          const int64_t v = stage(acc[i], per_channel ? &channel_scale[static_cast<size_t>(c)] : nullptr);
+          if (chain) {
+            chained_.v[i] = v;
+          } else {
+            store(out + op.ofm.address(y, x, c), op.ofm.dtype, v);
+          }
+        }
+      }
+    }
+    return;
+  }
   const DataType ot = op.ofm.dtype;
   const int oes = element_size(ot);
   int64_t lo = type_min(ot), hi = type_max(ot);

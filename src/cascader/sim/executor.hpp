@@ -58,6 +58,19 @@ class Executor {
   std::array<RegionMemory, 8> regions_;
   std::vector<uint8_t> shram_;
   ExecutionStats stats_;
+  // Ethos-U85: the accelerator (its micro-blocks and weight decoders), and the chaining buffer,
+  // which holds the OFM of an operation whose OFM storage is CHAINED (values in its OFM type)
+  // until the next operation reads it as its IFM or IFM2.
+  const AcceleratorConfig* accelerator_ = nullptr;
+  struct Chained {
+    int h = 0, w = 0, c = 0;
+    DataType dtype = DataType::S8;
+    std::vector<int64_t> v;
+    bool valid = false;
+  } chained_;
+  bool u85() const { return config_.product == static_cast<int>(Product::EthosU85); }
+  Dense read_input(const NpuOperation& op, const FeatureMap& fm, int storage, int H, int W, int C, int upscale,
+                   const char* what);
 
   uint8_t* bytes(const NpuOperation& op, int region, uint64_t address, uint64_t length, const char* what);
   Dense read_map(const NpuOperation& op, const FeatureMap& fm, int H, int W, int C, int upscale, const char* what);

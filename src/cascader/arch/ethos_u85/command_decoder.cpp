@@ -134,6 +134,8 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, uint32
     u.ifm_scale = r.lo(IFM_SCALE) & 0x7FFFFFFFu;
     u.ifm_shift = r.hi(IFM_SCALE) & 0x3F;
     u.ifm_round_mode = (r.hi(IFM_SCALE) >> kRoundModeShift) & 1;
+    u.ifm_double_round = (r.hi(IFM_SCALE) >> kDoubleRoundShift) & 0x1F;
+    u.ifm2_double_round = (r.hi(IFM2_SCALE) >> kDoubleRoundShift) & 0x1F;
     u.ifm2_scale = r.lo(IFM2_SCALE) & 0x7FFFFFFFu;
     u.ifm2_shift = r.hi(IFM2_SCALE) & 0x3F;
     u.ifm2_round_mode = (r.hi(IFM2_SCALE) >> kRoundModeShift) & 1;
@@ -173,7 +175,19 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, uint32
     op.ifm2.depth = op.broadcast_c ? 1 : op.ofm.depth;
     u.ifm2_storage = (p2 >> kStorageShift) & 3;
   }
-  if (kind == OpKind::Resize) u.resize_mode = static_cast<int>(param & 3);
+  if (kind == OpKind::Resize) {
+    u.resize_mode = static_cast<int>(param & 3);
+    // The step's integer part (parameter bits 0-3) and remainder (payload bits 0-10) give d.
+    auto axis = [&](uint32_t scale_n_m1, uint32_t step, uint32_t offset) {
+      sim::NpuOperation::U85Fields::ResizeAxis a;
+      a.n = r.u16(scale_n_m1) + 1;
+      a.d = static_cast<int>(r.hi(step) & 0xF) * a.n + static_cast<int>(r.lo(step) & 0x7FF);
+      a.offset = static_cast<int16_t>(r.u16(offset) << 4) >> 4;  // 12-bit signed
+      return a;
+    };
+    u.resize_x = axis(RESIZE_X_SCALE_N_M1, RESIZE_X, RESIZE_X_OFFSET);
+    u.resize_y = axis(RESIZE_Y_SCALE_N_M1, RESIZE_Y, RESIZE_Y_OFFSET);
+  }
   return op;
 }
 

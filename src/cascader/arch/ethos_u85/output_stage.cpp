@@ -1,0 +1,153 @@
+#include "cascader/arch/ethos_u85/output_stage.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "cascader/sim/register_file.hpp"
+
+namespace cascader::ethos_u85 {
+
+namespace {
+
+using i128 = __int128;
+
+// TensorFlow Lite's rounding of a fixed-point multiply's high part: p / 2^k, ties toward +inf
+// (the nudge of SaturatingRoundingDoublingHighMul, then a division that truncates).
+i128 round_high(i128 p, int k) {
+  if (k == 0) return p;
+  const i128 half = static_cast<i128>(1) << (k - 1);
+  return (p + (p >= 0 ? half : 1 - half)) / (static_cast<i128>(1) << k);
+}
+
+// p / 2^k rounded half away from zero (TFLite's RoundingDivideByPOT).
+i128 round_away(i128 p, int k) {
+  if (k == 0) return p;
+  const i128 mask = (static_cast<i128>(1) << k) - 1;
+  const i128 threshold = (mask >> 1) + (p < 0 ? 1 : 0);
+  return (p >> k) + ((p & mask) > threshold ? 1 : 0);
+}
+
+i128 round_by(i128 p, int shift, int double_round, int mode) {
+  switch (mode) {
+    case DoubleSymmetric: {
+      const int first = 31 - double_round;  // where the multiply's high part is rounded
+      return shift <= first ? round_high(p, shift) : round_away(round_high(p, first), shift - first);
+    }
+    case Natural: return shift == 0 ? p : (p + (static_cast<i128>(1) << (shift - 1))) >> shift;
+    case Symmetric: return round_away(p, shift);
+    case TruncateToZero: return p / (static_cast<i128>(1) << shift);
+    case TruncateToLower: return p >> shift;
+    default: return 0;  // refused by the callers
+  }
+}
+
+int64_t saturate64(i128 v) {
+  return static_cast<int64_t>(std::clamp<i128>(v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+}
+
+int64_t type_min(sim::DataType t) {
+  switch (t) {
+    case sim::DataType::S8: return -128;
+    case sim::DataType::S16: return -32768;
+    case sim::DataType::S32: return std::numeric_limits<int32_t>::min();
+    default: return 0;
+  }
+}
+
+int64_t type_max(sim::DataType t) {
+  switch (t) {
+    case sim::DataType::U8: return 255;
+    case sim::DataType::S8: return 127;
+    case sim::DataType::U16: return 65535;
+    case sim::DataType::S16: return 32767;
+    case sim::DataType::S32: return std::numeric_limits<int32_t>::max();
+  }
+  return 0;
+}
+
+}  // namespace
+
+int64_t rescale(int64_t v, uint32_t scale, int shift, int double_round, int mode, size_t word_offset) {
+  if (mode < DoubleSymmetric || mode > TruncateToLower || mode == DoubleAsymmetric) {
+    sim::command_stream_error(word_offset, "OFM round mode " + std::to_string(mode) + " is not simulated");
+  }
+  return saturate64(round_by(static_cast<i128>(v) * scale, shift, double_round, mode));
+}
+
+int64_t rescale_operand(int64_t v, uint32_t scale, int shift, int double_round, int ifm_mode, size_t word_offset) {
+  return rescale(v, scale, shift, double_round, ifm_mode == 1 ? Natural : DoubleSymmetric, word_offset);
+}
+
+int64_t shift_right(int64_t v, int shift, int mode) {
+  // A plain shift has no multiply to round the high part of: the double modes round once.
+  return saturate64(round_by(v, shift, 0, mode == DoubleSymmetric ? Symmetric : mode));
+}
+
+OutputStage::OutputStage(const sim::NpuOperation& op, const uint8_t* lut_ram, size_t lut_bytes) : op_(op) {
+  const auto& u = op.u85;
+  if (u.ofm_round_mode == DoubleAsymmetric || u.ofm_round_mode > TruncateToLower) {
+    sim::command_stream_error(op.word_offset, "OFM round mode " + std::to_string(u.ofm_round_mode) + " is not simulated");
+  }
+  type_lo_ = type_min(op.ofm.dtype);
+  type_hi_ = type_max(op.ofm.dtype);
+  // The clamp is on the value before the table (16-bit registers) unless the clip range is NONE.
+  const bool clip = op.activation.clip_range == 0;
+  lo_ = clip ? op.activation.min : std::numeric_limits<int64_t>::min();
+  hi_ = clip ? (op.ofm.dtype == sim::DataType::U16 ? static_cast<uint16_t>(op.activation.max) : op.activation.max)
+             : std::numeric_limits<int64_t>::max();
+  rescales_ = true;
+  // 32-bit elementwise operands leave no room for the multiplier: only the shift applies, as on
+  // the U55 (Vela's softmax MULs give scale 2^30 and shift 31 for TFLite's doubling high multiply).
+  const bool wide_elementwise = op.kind == sim::OpKind::Elementwise && op.ifm.dtype == sim::DataType::S32;
+  global_scale_ = wide_elementwise ? 1 : op.ofm_scale;
+  // Tables: LUT_U8_U8 1, LUT_S8_S8 4, LUT_S8_S16 5, LUT_S8_S32 7 (256 entries, indexed by the
+  // clamped 8-bit value). The 16-bit tables (8, 9) and the built-in TANH/SIGMOID (10, 11) are
+  // not modelled yet.
+  const int f = op.activation.function;
+  if (f == 0) return;
+  int table_bytes = 0;
+  switch (f) {
+    case 1: table_bytes = 256; entry_bytes_ = 1; entry_signed_ = false; lut_index_bias_ = 0; break;
+    case 4: table_bytes = 256; entry_bytes_ = 1; lut_index_bias_ = 128; break;
+    case 5: table_bytes = 512; entry_bytes_ = 2; lut_index_bias_ = 128; break;
+    case 7: table_bytes = 1024; entry_bytes_ = 4; lut_index_bias_ = 128; break;
+    default:
+      sim::command_stream_error(op.word_offset, "Ethos-U85 activation function " + std::to_string(f) + " is not simulated");
+  }
+  const size_t at = static_cast<size_t>(u.activation_table) * static_cast<size_t>(table_bytes);
+  if (lut_ram == nullptr || at + static_cast<size_t>(table_bytes) > lut_bytes) {
+    sim::command_stream_error(op.word_offset, "LUT table " + std::to_string(u.activation_table) + " of " +
+                                                  std::to_string(table_bytes) + " bytes is beyond the LUT RAM");
+  }
+  table_ = lut_ram + at;
+  // The index is the clamped value as an 8-bit number: clamp to its range even without a clip.
+  lo_ = std::max<int64_t>(lo_, -lut_index_bias_);
+  hi_ = std::min<int64_t>(hi_, 255 - lut_index_bias_);
+}
+
+int64_t OutputStage::operator()(int64_t acc, const emit::BiasScale* channel) const {
+  const auto& u = op_.u85;
+  int64_t v = acc;
+  if (channel != nullptr) {
+    v = rescale(v, channel->scale, channel->shift, u.ofm_double_round, u.ofm_round_mode, op_.word_offset);
+  } else if (rescales_) {
+    v = rescale(v, global_scale_, op_.ofm_shift, u.ofm_double_round, u.ofm_round_mode, op_.word_offset);
+  }
+  v += op_.ofm.zero_point;
+  v = std::clamp(v, lo_, hi_);
+  if (table_ != nullptr) {
+    const uint8_t* e = table_ + static_cast<size_t>(v + lut_index_bias_) * static_cast<size_t>(entry_bytes_);
+    uint32_t raw = 0;
+    std::memcpy(&raw, e, static_cast<size_t>(entry_bytes_));
+    switch (entry_bytes_) {
+      case 1: v = entry_signed_ ? static_cast<int8_t>(raw) : static_cast<int64_t>(raw); break;
+      case 2: v = static_cast<int16_t>(raw); break;
+      default: v = static_cast<int32_t>(raw); break;
+    }
+  }
+  return std::clamp(v, type_lo_, type_hi_);
+}
+
+}  // namespace cascader::ethos_u85

@@ -1,0 +1,35 @@
+// The Ethos-U85 cycle model: the U85's part of the one cost model (perf/cycle_model.hpp
+// dispatches to it for U85 operations; the estimator and the planner see one interface).
+//
+// The formulas are those of Vela 5.2's U85 performance model, so that figures compare 1:1:
+//  - MAC operations: per OFM block, MAC cycles (micro-blocks x kernel steps per sub-kernel of
+//    at most 8x8, by traversal, against the weight decoders' rate; a small-block accumulator
+//    delay; the IFM depth in IFM blocks) against output-unit cycles (elements x the summed
+//    output cycles of the chain's operations, at least the bias fetch), both at least a quarter
+//    of the block's command work; the slower stage paid per block over a fractional block count,
+//    the first IFM block's fetch and the last OFM block's write once;
+//  - elementwise and resize: output-unit cycles per element, or command issue;
+//  - memory: bytes per memory (IFM refetch per OFM block and sub-kernel, weights and scales per
+//    OFM block position, the OFM once), burst-scaled, over each AXI channel's bandwidth (its
+//    outstanding transactions and read buffers) and the memory's;
+//  - weight buffering and LUT loads as DMAs the previous operation's slack hides.
+//  - total = max(NPU cycles, each memory's access cycles).
+// Complexity: O(sub-kernels) per operation.
+#pragma once
+
+#include "cascader/arch/arch_config.hpp"
+#include "cascader/perf/cycle_model.hpp"
+#include "cascader/perf/npu_op.hpp"
+
+namespace cascader::ethos_u85 {
+
+// The IFM block the U85 allocates for an OFM block: the input the kernel (at most 8x8 of it)
+// needs, rounded to the IFM allocation unit of the micro-block, the IFM precision and depth.
+BlockShape ifm_block(const AcceleratorConfig& a, const BlockShape& ofm_block, const BlockShape& ofm_ublock,
+                     const Kernel& kernel, int ifm_bits, int ifm_block_depth, int upscale);
+
+// Costs one operation (op.u85 set, op.block_config the binary's OFM block). Throws
+// InvalidArgument for an operation the model does not describe.
+CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
+
+}  // namespace cascader::ethos_u85
