@@ -303,6 +303,15 @@ def test_u85_estimates_follow_velas_cycles(accelerator: str) -> None:
     assert all(abs(e) <= 0.05 for n, e in errors.items() if n != "unet"), errors
 
 
+def test_u85_estimate_refuses_what_its_formulas_do_not_cost(tmp_path) -> None:
+    """An OFM transpose (Vela's depth multiplier on the U85) is refused by name, not costed as
+    an OFM written in order (tinyengine VWW's estimate was 64% below Vela's figure that way)."""
+    pytest.importorskip("ethosu.vela")
+    binary = vela.compile(dict(zoo.single_op_cases())["dw_3x3_multiplier2"], "ethos-u85-256")
+    with pytest.raises(BinaryError, match="OFM transpose or reverse is not costed"):
+        binary.estimate()
+
+
 # Vela's U85 binaries round as its U55 ones do: FULLY_CONNECTED with the double rounding every
 # convolution uses (DOUBLE_SYMMETRIC in the U85's OFM_SCALE), where LiteRT's reference FC kernel
 # rounds once; an FC output within a rounding step of .5 is one off (tests/test_sim_vela.py's

@@ -330,6 +330,12 @@ bool rows_on(const NpuOperation& before, const NpuOperation& s) {
 // The Ethos-U85 part of an operation's description (NpuOp::u85): micro-block, IFM block,
 // accumulator, weight format and chaining, with the block config the registers give.
 void describe_u85(const NpuOperation& o, NpuOp& op, const AcceleratorConfig& a) {
+  // The U85 formulas cost an OFM written in order; a transposed or reversed one writes in
+  // another order at another cost (Vela's figure for tinyengine VWW's transposing convolutions
+  // was 2.7 times the in-order one): refused, not costed wrong.
+  if (o.u85.ofm_transpose || o.u85.ofm_reverse) {
+    throw BinaryError("an OFM transpose or reverse is not costed by the Ethos-U85 formulas yet");
+  }
   U85Op u;
   u.ofm_ublock = ethos_u85::ofm_micro_block(o, a);
   u.acc48 = o.acc_format == 1;
