@@ -9,6 +9,22 @@ from pathlib import Path
 import pytest
 
 
+def compile_on_npu(tmp_path: Path, model, accelerator: str, operations: int | None = None, name: str = "model"):
+    """`model` saved under `tmp_path` and compiled for `accelerator`, asserted wholly on the NPU
+    (the CPU operators' reasons in the message) and, when given, in `operations` NPU operations.
+    Returns (path, compiled)."""
+    import cascader
+
+    path = tmp_path / f"{name}.tflite"
+    cascader.save_model(model, path)
+    compiled = cascader.compile(path, accelerator=accelerator)
+    summary = compiled.summary()
+    assert summary.cpu_operators == 0, [(o.opcode, o.reason) for o in cascader.inspect(path).operators]
+    if operations is not None:
+        assert summary.npu_operations == operations
+    return path, compiled
+
+
 def shared_models_dir() -> Path | None:
     folder = os.environ.get("CASCADER_MODELS")
     return Path(folder) if folder and Path(folder).is_dir() else None

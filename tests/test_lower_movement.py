@@ -11,6 +11,7 @@ import pytest
 
 import cascader
 from cascader.tflite.builder import ModelBuilder, quantization
+from conftest import compile_on_npu
 
 pytest.importorskip("ai_edge_litert")
 from cascader.bench.simulate import validate  # noqa: E402
@@ -20,13 +21,7 @@ Q2 = quantization(0.07, -5)
 
 
 def _check(tmp_path, model, operations=None, accelerator="ethos-u55-128"):
-    path = tmp_path / "movement.tflite"
-    cascader.save_model(model, path)
-    compiled = cascader.compile(path, accelerator=accelerator)
-    summary = compiled.summary()
-    assert summary.cpu_operators == 0, [(o.opcode, o.reason) for o in cascader.inspect(path).operators]
-    if operations is not None:
-        assert summary.npu_operations == operations
+    path, compiled = compile_on_npu(tmp_path, model, accelerator, operations, "movement")
     result = validate(path, compiled.model, (0, 1))
     assert result.bit_exact, result.details
     return compiled

@@ -19,6 +19,7 @@ import pytest
 import cascader
 from cascader.frontend.lower_lut import int16_samples, wrapping_intervals
 from cascader.tflite.builder import ModelBuilder, quantization
+from conftest import compile_on_npu
 
 pytest.importorskip("ai_edge_litert")
 from cascader.bench.simulate import validate  # noqa: E402
@@ -46,13 +47,7 @@ def _single(opcode: str, dtype: str, in_shape, out_shape, qi, qo, extra=(), opti
 
 def _exact(tmp_path, model, accelerator, operations=None):
     """Compile on `accelerator`, all on the NPU, bit-exact on seeds 0 and 1."""
-    path = tmp_path / "model.tflite"
-    cascader.save_model(model, path)
-    compiled = cascader.compile(path, accelerator=accelerator)
-    summary = compiled.summary()
-    assert summary.cpu_operators == 0, [(o.opcode, o.reason) for o in cascader.inspect(path).operators]
-    if operations is not None:
-        assert summary.npu_operations == operations
+    path, compiled = compile_on_npu(tmp_path, model, accelerator, operations)
     result = validate(path, compiled.model, (0, 1))
     assert result.bit_exact, result.details
     return compiled

@@ -21,6 +21,7 @@ from cascader.frontend.lower_lut import lut_table
 from cascader.reference import ReferenceInterpreter, random_inputs
 from cascader.sim import simulate
 from cascader.tflite.builder import ModelBuilder, quantization
+from conftest import compile_on_npu
 
 pytest.importorskip("ai_edge_litert")
 
@@ -91,13 +92,7 @@ def _every_code(dtype: str, shape) -> np.ndarray:
 
 
 def _compile_and_compare(tmp_path, model, inputs, accelerator, operations=None):
-    path = tmp_path / "unary.tflite"
-    cascader.save_model(model, path)
-    compiled = cascader.compile(path, accelerator=accelerator)
-    summary = compiled.summary()
-    assert summary.cpu_operators == 0, [(o.opcode, o.reason) for o in cascader.inspect(path).operators]
-    if operations is not None:
-        assert summary.npu_operations == operations
+    _, compiled = compile_on_npu(tmp_path, model, accelerator, operations, "unary")
     expected = ReferenceInterpreter(model).run(inputs)
     got = simulate(compiled.model, inputs)
     for g, e, x in zip(got, expected, inputs):

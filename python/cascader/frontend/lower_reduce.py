@@ -161,12 +161,17 @@ def _channel_sums(ops: OperationBuilder, src: FeatureMapView, dst: FeatureMapVie
         ops.pool("REDUCE_SUM", piece, out, **registers)
 
 
+def _require_types(v: OperatorView, dtypes) -> None:
+    """The lowering takes one of `dtypes` in and the same out; else the operator stays on the CPU."""
+    assert v.ifm is not None and v.ofm is not None
+    if v.ifm.dtype not in dtypes or v.ofm.dtype != v.ifm.dtype:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; the NPU lowering "
+                               f"takes {', '.join(dtypes)} in and out")
+
+
 def lower_reduce(lw: LoweringContext, v: OperatorView) -> None:
     """MEAN and SUM: the int32 sum of x - zp_in, rescaled once (see the module docstring)."""
-    assert v.ifm is not None and v.ofm is not None
-    if v.ifm.dtype not in SUM_DTYPES or v.ofm.dtype != v.ifm.dtype:
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; the NPU lowering "
-                               f"takes {', '.join(SUM_DTYPES)} in and out")
+    _require_types(v, SUM_DTYPES)
     reduced = reduced_axes(v)
     src = lw.view(v.op.inputs[0])
     out = lw.view(v.op.outputs[0])
@@ -211,10 +216,7 @@ def _reverse_order(ops: OperationBuilder, lw: LoweringContext, src: FeatureMapVi
 
 def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
     """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time."""
-    assert v.ifm is not None and v.ofm is not None
-    if v.ifm.dtype not in MIN_MAX_DTYPES or v.ofm.dtype != v.ifm.dtype:
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; the NPU lowering "
-                               f"takes {', '.join(MIN_MAX_DTYPES)} in and out")
+    _require_types(v, MIN_MAX_DTYPES)
     reduced = reduced_axes(v)
     src = replace(lw.view(v.op.inputs[0]), zero_point=0)
     out = replace(lw.view(v.op.outputs[0]), zero_point=0)
