@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 import cascader
 import cascader.vela as vela
 from cascader import zoo
-from cascader.frontend.lower_batch_matmul import SUM_SCRATCH_BYTES, product_type
+from cascader.frontend.lower_batch_matmul import PRODUCTS_PER_OPERAND, SUM_SCRATCH_BYTES, product_type
+from cascader.lowering import lower
+from cascader.planner import plan
 from cascader.sim import decode
 from cascader.tflite.builder import ModelBuilder, quantization
 
@@ -115,6 +117,45 @@ def test_products_beyond_the_scratch_budget_are_summed_in_pieces(accelerator):
     compiled = _check(model, accelerator)
     sums = [op for stream in decode(compiled) for op in stream.operations if op.get("sub_op") == "REDUCE_SUM"]
     assert len(sums) > 1
+
+
+def _products_bytes(model, lean: bool) -> int:
+    _, segments = lower(model, lean=lean)
+    return max(size for seg in segments for b, size in seg.buffers.items() if "products" in seg.scratch.get(b, ""))
+
+
+def test_a_lean_lowering_takes_products_of_a_few_operands():
+    # Attention scores, 2 heads x 16 x 16 by 8: 256 B operands, so at most 1 KiB of products
+    # lean; the default takes up to SUM_SCRATCH_BYTES (all 2 x 16 x 16 x 8 int16 products).
+    model = _model(*CASES["attention_scores"])
+    assert _products_bytes(model, lean=True) <= PRODUCTS_PER_OPERAND * 2 * 16 * 16
+    assert _products_bytes(model, lean=False) == 2 * 16 * 16 * 8 * 2
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+def test_every_frontier_point_of_the_transformer_block_compiles_within_it(accelerator):
+    """zoo transformer_block: 512 B maps, whose scores products took 16 KiB and set the least
+    SRAM (18,432 B on U55-128, Vela's Size 9,344 B). The frontier has the lean lowering's
+    points too (below 5 KiB), and the fastest is the default lowering's; each point compiles
+    within its SRAM to a bit-exact binary, the lean ones from the lean lowering."""
+    model = zoo.transformer_block()
+    frontier = plan(model, accelerator=accelerator)
+    assert frontier.points[0].lean and frontier.points[0].sram_bytes < 5 * 1024
+    assert not frontier.points[-1].lean
+    assert frontier.points[-1].cycles < frontier.points[0].cycles
+    for point in frontier.points:
+        compiled = cascader.compile(model, sram=point.sram_bytes, accelerator=accelerator)
+        assert compiled.sram_bytes <= point.sram_bytes
+        for seed in (0, 1):
+            inputs = random_inputs(model, seed=seed)
+            np.testing.assert_array_equal(cascader.simulate(compiled, inputs)[0],
+                                          ReferenceInterpreter(model).run(inputs)[0])
+    smallest = cascader.compile(model, accelerator=accelerator, optimise="size")
+    assert smallest.sram_bytes <= frontier.points[0].sram_bytes
+    if accelerator.startswith("ethos-u55"):  # Shared_Sram: below the least, nothing fits (no DRAM)
+        with pytest.raises(cascader.InfeasibleError) as e:
+            cascader.compile(model, sram=frontier.points[0].sram_bytes - 1024, accelerator=accelerator)
+        assert e.value.minimum_sram <= frontier.points[0].sram_bytes
 
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)

@@ -28,7 +28,7 @@ from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
 from .frontend.partition import Partition
 from .gc_pause import paused_gc
-from .lowering import lower
+from .lowering import has_lean_lowering, lower
 from .memory import MemoryConfig, sram_bytes
 from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled
 from .planner import plan as planner_plan
@@ -255,7 +255,7 @@ def compile(
     budget = _budget(sram, memory_mode)
     bar = stage_bar(total=4, desc="lower", enabled=progress, unit="stage")
     prepared = _prepare(model, accelerator, system, memory_mode, optimise, bar)
-    return _compile_within(prepared, budget, optimise, bar, start)
+    return _compile_either(prepared, budget, optimise, bar, start)
 
 
 def _checked_optimise(optimise: str) -> str:
@@ -280,11 +280,23 @@ class _Prepared:
     budget share. The planner's frontier of a schedule is made once, when first asked for."""
 
     def __init__(self, model: Model, accelerator: str, system, memory_mode: str, part: Partition,
-                 sched: NpuSchedule, bricked: NpuSchedule | None):
+                 sched: NpuSchedule, bricked: NpuSchedule | None, optimise: str = "performance", lean: bool = False):
         self.model, self.accelerator, self.system, self.memory_mode = model, accelerator, system, memory_mode
         self.part, self.sched, self.bricked = part, sched, bricked
         self.config = MemoryConfig.for_target(accelerator, system, memory_mode)
         self._frontiers: dict[int, Frontier] = {}
+        self.optimise, self.is_lean = optimise, lean
+        self._lean: _Prepared | None = None
+
+    def lean(self) -> "_Prepared | None":
+        """The same model lowered lean (`lowering.lower(..., lean=True)`), made when first asked
+        for; None where that lowers the same, or this is it."""
+        if self.is_lean or not has_lean_lowering(self.model):
+            return None
+        if self._lean is None:
+            self._lean = _prepare(self.model, self.accelerator, self.system, self.memory_mode, self.optimise,
+                                  stage_bar(total=2, enabled=False), lean=True)
+        return self._lean
 
     def frontier(self, sched: NpuSchedule) -> Frontier:
         """`_frontier(part, sched)` for this model's dense or bricked schedule."""
@@ -294,12 +306,12 @@ class _Prepared:
 
 
 def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, memory_mode, optimise: str,
-             bar) -> _Prepared:
+             bar, lean: bool = False) -> _Prepared:
     """The lower and schedule stages, with the target's defaults resolved (the result names the
-    system and mode it ran on)."""
+    system and mode it ran on). `lean`: the lowering that takes the least scratch."""
     acc = Accelerator(accelerator)
     m = as_model(model)
-    part, segments = lower(m)
+    part, segments = lower(m, lean)
     bar.update()
     bar.set_description("schedule")
     acc.require_compiles()
@@ -308,7 +320,33 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
     # Performance: with the padded maps that run faster as bricks so stored too.
     sched, bricked = schedules(part, segments, acc.name, system, mode, bricks=optimise == "performance")
     bar.update()
-    return _Prepared(m, acc.name, system, mode, part, sched, bricked)
+    return _Prepared(m, acc.name, system, mode, part, sched, bricked, optimise, lean)
+
+
+def _compile_either(prepared: _Prepared, budget: int | None, optimise: str, bar, start: float) -> CompiledModel:
+    """`_compile_within` the model's own lowering and, where one differs (`_Prepared.lean`),
+    its lean lowering too: when the first does not fit the budget, or for the least SRAM
+    ("size"). The lean lowering is slower where both fit, so "performance" takes it only then."""
+    lean = prepared.lean()
+    if lean is None:
+        return _compile_within(prepared, budget, optimise, bar, start)
+    try:
+        chosen = _compile_within(prepared, budget, optimise, bar, start)
+    except InfeasibleError as e:
+        chosen, missed = None, e
+    if chosen is not None and optimise == "performance":
+        return chosen
+    try:
+        leaner = _compile_within(lean, budget, optimise, bar, start)
+    except InfeasibleError as e:
+        if chosen is not None:
+            return chosen
+        least = min((m for m in (missed.minimum_sram, e.minimum_sram) if m is not None), default=None)
+        if least is None:
+            raise
+        raise InfeasibleError(f"no schedule fits {budget:,} B of SRAM; the least any needs is {least:,} B. "
+                              f"Pass sram={least} or more", minimum_sram=least) from None
+    return leaner if chosen is None or leaner.sram_bytes < chosen.sram_bytes else chosen
 
 
 def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar, start: float) -> CompiledModel:
@@ -438,13 +476,13 @@ def _fixed_point(prepared: _Prepared, budget: int | None, bar) -> CompiledPoint 
     gives itself back. None: no binary fits, or none settled within FIXED_POINT_ROUNDS."""
     for _ in range(FIXED_POINT_ROUNDS):
         try:
-            binary = _compile_within(prepared, budget, "performance", bar, time.perf_counter())
+            binary = _compile_either(prepared, budget, "performance", bar, time.perf_counter())
         except InfeasibleError:
             return None  # a planned size no binary reaches: the least that does is a point already
         point = _point(binary, budget)
         if budget is None or binary.sram_bytes == budget:
             return point
-        again = _point(_compile_within(prepared, binary.sram_bytes, "performance", bar, time.perf_counter()),
+        again = _point(_compile_either(prepared, binary.sram_bytes, "performance", bar, time.perf_counter()),
                        binary.sram_bytes)
         if (again.sram_bytes, again.cycles) == (point.sram_bytes, point.cycles):
             return again
@@ -481,8 +519,12 @@ def plan(model: ModelLike, accelerator: Union[str, Accelerator] = "ethos-u55-128
     bar = stage_bar(total=2, enabled=False)
     prepared = _prepare(model, accelerator, system, memory_mode, "performance", bar)
     planned = plan_scheduled(prepared.part, prepared.sched, options)
+    sizes = {p.sram_bytes for p in planned.points}
+    lean = prepared.lean()
+    if lean is not None:  # the lean lowering's points are worth compiling at too
+        sizes |= {p.sram_bytes for p in plan_scheduled(lean.part, lean.sched, options).points}
     points = [_point(b, b.sram_budget) for b in including]
-    for budget in sorted({p.sram_bytes for p in planned.points}) + [None]:
+    for budget in sorted(sizes) + [None]:
         point = _fixed_point(prepared, budget, bar)
         if point is not None:
             points.append(point)

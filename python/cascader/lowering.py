@@ -11,8 +11,18 @@ from .frontend.support import Verdict
 from .tflite import Model
 
 
-def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
-    """Partition the model and lower every NPU segment.
+# Operators whose lowering trades scratch SRAM for cycles (`lower(..., lean=True)` takes the
+# least scratch): a model with none lowers the same either way.
+LEAN_OPERATORS = frozenset({"BATCH_MATMUL"})
+
+
+def has_lean_lowering(model: Model) -> bool:
+    """Whether `lower(model, lean=True)` can differ from `lower(model)`."""
+    return any(op.opcode in LEAN_OPERATORS for op in model.main.operators)
+
+
+def lower(model: Model, lean: bool = False) -> tuple[Partition, list[LoweredSegment]]:
+    """Partition the model and lower every NPU segment (`lean`: see `lower_segment`).
 
     An operator the rules accept but the lowering cannot express goes to the CPU, with the
     lowering's reason as its verdict, and the partition is redone.
@@ -25,7 +35,7 @@ def lower(model: Model) -> tuple[Partition, list[LoweredSegment]]:
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            return part, [lower_segment(part.graph, s.operators, part.removed)
+            return part, [lower_segment(part.graph, s.operators, part.removed, lean)
                           for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)

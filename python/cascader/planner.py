@@ -35,7 +35,7 @@ from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, follows_ofm
-from .lowering import lower
+from .lowering import has_lean_lowering, lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
 from .stripes import cascaded_schedule
@@ -88,6 +88,7 @@ class PlanPoint:
     cycles: float
     proposal: Any  # _core.Proposal
     estimated_bytes: int  # the planner's own peak (a lower bound of sram_bytes)
+    lean: bool = False  # a proposal of the model's lean lowering (`lowering.lower(..., lean=True)`)
 
     @property
     def cascades(self) -> int:
@@ -311,9 +312,25 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     acc.require_compiles()
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else acc.default_memory_mode).value
     system = system if system is not None else acc.default_system
-    part, segments = lower(as_model(model))
+    m = as_model(model)
+    part, segments = lower(m)
     buffered = schedule(part, segments, acc.name, system, mode)
-    return plan_scheduled(part, buffered, options, start)
+    frontier = plan_scheduled(part, buffered, options, start)
+    if has_lean_lowering(m):
+        # The lean lowering's points join the frontier (`cascader.compile` takes that lowering
+        # where the budget needs it); its proposals are of its own graph, kept apart.
+        lean_part, lean_segments = lower(m, lean=True)
+        lean = plan_scheduled(lean_part, schedule(lean_part, lean_segments, acc.name, system, mode), options)
+        for p in lean.points:
+            p.lean = True
+        both = frontier.points + lean.points
+        frontier.points = [both[k] for k in _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in both])]
+        if lean.floor_bytes < frontier.floor_bytes:
+            frontier.floor_bytes, frontier.floor_operator = lean.floor_bytes, lean.floor_operator
+        frontier.notes.append("points marked lean are of the lean lowering (lowering.LEAN_OPERATORS)")
+        frontier.seconds = time.perf_counter() - start
+        frontier.planner_seconds += lean.planner_seconds
+    return frontier
 
 
 def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = None,

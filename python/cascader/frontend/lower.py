@@ -88,8 +88,10 @@ class _Lowering:
     """One segment's lowering in progress: the walk, and the state it shares with the rules
     (which see it as a `LoweringContext`)."""
 
-    def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset()) -> None:
+    def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
+                 lean: bool = False) -> None:
         self.graph = graph
+        self.lean = lean
         self.operators = operators
         self.members = set(operators)
         self.root: dict[int, int] = {}
@@ -399,9 +401,12 @@ class _Lowering:
                               {b: self.natural(b)[0] for b in buffers}, frozenset(self.persistent))
 
 
-def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = ()) -> LoweredSegment:
+def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
+                  lean: bool = False) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
+    `lean`: where a rule trades scratch SRAM for cycles, take the least scratch
+    (`LoweringContext.lean`).
 
     Raises
     ------
@@ -409,4 +414,4 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators), frozenset(removed)).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed), lean).run()
