@@ -553,7 +553,8 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
         if not sop.weight_buffer or sop.shared_weights is not None or k in keep:
             return sop
         return replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0,
-                       single_slot=False, encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
+                       single_slot=False, encoded=sop.direct_encoded if sop.depth_step else sop.encoded,
+                       direct_encoded=None)
 
     return _mapped(schedule, unbuffered)
 
