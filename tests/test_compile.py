@@ -581,8 +581,8 @@ def test_depth_sliced_weights_fill_their_second_slot_only_while_they_run(tmp_pat
     second while the operation runs: two buffers, the second live at the operation's step only.
     So MobileNetV1's 65 KB of 3x3x256 pointwise weights fit beside the depthwise before it in
     Vela's Size SRAM on U65-256 (74,480 B), as in Vela's binary, and are read from SRAM.
-    Unlimited, the 1,391 cycles they save are not worth the 14,848 B they add on Dedicated_Sram
-    (`_weight_buffer_choices`); under a budget they are."""
+    Unlimited too: the 1,391 cycles they save for the 14,848 B they add on Dedicated_Sram are
+    above `_weight_buffer_choices`' rate (without them the binary was 0.9% slower than Vela's)."""
     from cascader.lowering import lower
     from cascader.scheduling import schedule
     from cascader.schedule import memory_schedule, second_slot_key, weights_key
@@ -604,5 +604,5 @@ def test_depth_sliced_weights_fill_their_second_slot_only_while_they_run(tmp_pat
     assert big.weight_buffer and big.depth_step
     unlimited = cascader.compile(model, accelerator="ethos-u65-256")
     big = max(unlimited.schedule.operations, key=lambda op: op.lowered.weights.values.size if op.lowered.weights else 0)
-    assert not big.weight_buffer and unlimited.sram_bytes < compiled.sram_bytes
-    assert compiled.estimate().total_cycles < unlimited.estimate().total_cycles
+    assert big.weight_buffer and unlimited.sram_bytes <= 74_480
+    assert unlimited.estimate().total_cycles <= compiled.estimate().total_cycles

@@ -51,6 +51,12 @@ class ScheduledOperation:
     # depth into slices of N channels, each its own stream, DMA'd into alternating halves of a
     # double buffer while the previous slice computes (one NPU operation per slice).
     depth_step: int = 0
+    # With depth_step: one slot instead of two. Each slice's DMA then waits for the previous
+    # slice's kernel (serial), for a third of the SRAM where no double buffer fits: Vela's
+    # Size binary of MobileNetV1-0.75 at 353 x 481 on U55-128 copies its last 768 x 768
+    # pointwise 16 channels at a time into 11.5 KB, which reads its weights from flash 23 times
+    # otherwise (3.4M cycles instead of 12.8M).
+    single_slot: bool = False
     direct_encoded: Any = None  # with depth_step: the unsliced streams, for reading from flash
     # In a cascade: its index in the proposal, and the whole-tensor operation this one computes
     # a band of rows of (reports group the stripes of one operation by it).
@@ -484,18 +490,25 @@ def last_slice(depth: int, step: int) -> int:
 
 
 def depth_sliced(sop: ScheduledOperation, target: _Target, slack: int, step: int, direct: OpCost,
-                 encoded: Any) -> ScheduledOperation:
+                 encoded: Any, single_slot: bool = False) -> ScheduledOperation:
     """`sop`'s operation with its weights double-buffered in slices of `step` OFM channels:
     encoded so and costed exactly. `direct` and `encoded`: its cost and streams reading the
-    weights from flash."""
+    weights from flash. `single_slot`: the slices take turns in one slot, so no slice's DMA
+    runs under another slice's kernel: costed as one copy of the whole streams before the
+    operation with no slack (the first slice's DMA may in fact run under the previous
+    operation: at most that much too slow)."""
     op, block, pkf = sop.lowered, sop.block, sop.part_kernel_first
     sliced = _encode(op, block, pkf, target.accelerator, depth_step=step)
     sw, ss = _stream_bytes(sliced)
     start, end = sliced.span(0)
-    cost = target.cost(op, sw, ss, block, pkf if op.kind == "conv" else None, buffered=True, slack=slack,
-                       first_dma_bytes=end - start, last_slice_depth=last_slice(op.ofm.shape[2], step))
+    traversal = pkf if op.kind == "conv" else None
+    if single_slot:
+        cost = target.cost(op, sw, ss, block, traversal, buffered=True)
+    else:
+        cost = target.cost(op, sw, ss, block, traversal, buffered=True, slack=slack, first_dma_bytes=end - start,
+                           last_slice_depth=last_slice(op.ofm.shape[2], step))
     return ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct, depth_step=step,
-                              direct_encoded=encoded)
+                              single_slot=single_slot, direct_encoded=encoded)
 
 
 def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, int]], accelerator: str = "ethos-u55-128",
@@ -540,7 +553,8 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
         if not sop.weight_buffer or sop.shared_weights is not None or k in keep:
             return sop
         return replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0,
-                       encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
+                       single_slot=False, encoded=sop.direct_encoded if sop.depth_step else sop.encoded,
+                       direct_encoded=None)
 
     return _mapped(schedule, unbuffered)
 
@@ -559,7 +573,8 @@ def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
 
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
                        above_peak_gain: float | None = None, budgeted: bool = False,
-                       lean_live: np.ndarray | None = None, capacity: int | None = None) -> NpuSchedule:
+                       lean_live: np.ndarray | None = None, capacity: int | None = None,
+                       capacity_only: bool = False) -> NpuSchedule:
     """Keep the weight buffers that fit under the feature maps' own peak.
 
     Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
@@ -582,6 +597,8 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     a budget the bytes live at once may fill, above the feature maps' peak (a compile held to
     a budget between the two keeps the buffers that fit it, the most cycles per byte first, a
     buffer over it re-sliced thinner where that makes it fit: `_thinner_buffer`).
+    `capacity_only`: a buffer must fit `capacity`, even one under the peak (a peak above the
+    budget, as a cascade's can count, is no room for more).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
     live = live_bytes(msched) if lean_live is None else lean_live.copy()
@@ -604,6 +621,8 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
 
     def allowed(top: int, gain: float) -> bool:
         """Under the peak, paying for what it raises the peak by, or within `capacity`."""
+        if capacity_only:
+            return top <= capacity
         return top <= peak or (above_peak_gain is not None and gain >= above_peak_gain * (top - peak)) or (
             capacity is not None and top <= capacity)
 
@@ -660,7 +679,21 @@ def _thinner_buffer(schedule: NpuSchedule, k: int, fits) -> ScheduledOperation |
         option = depth_sliced(sop, target, slack, step, sop.direct_cost, encoded)
         if option.cost.total_cycles < sop.direct_cost.total_cycles and fits(option):
             return option
-    return None
+    # No double buffer fits: one slot the slices take turns in, the thickest that fits (see
+    # ScheduledOperation.single_slot). Its DMAs no longer overlap its kernels, so it must
+    # still beat reading the weights in place.
+    # A slot's size grows with its step: the thickest that fits is found by bisection (each
+    # try encodes the weights; a 768-deep OFM has 47 steps).
+    steps = [s for s in slice_steps(depth) if s <= (sop.depth_step or depth)][::-1]  # thinnest first
+    best, lo, hi = None, 0, len(steps)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        option = depth_sliced(sop, target, slack, steps[mid], sop.direct_cost, encoded, single_slot=True)
+        if fits(option):
+            best, lo = option, mid + 1
+        else:
+            hi = mid
+    return best if best is not None and best.cost.total_cycles < sop.direct_cost.total_cycles else None
 
 
 def _slack_before(schedule: NpuSchedule, k: int) -> int:
@@ -710,7 +743,7 @@ def _own_weight_buffers(schedule: NpuSchedule) -> list[int]:
 
 
 def _buffer_size(sop: ScheduledOperation) -> int:
-    slots = 2 if sop.depth_step else 1
+    slots = 2 if sop.depth_step and not sop.single_slot else 1
     return slots * ((weight_buffer_bytes(sop) + 15) // 16 * 16)
 
 
@@ -719,7 +752,7 @@ def _buffer_spans(sop: ScheduledOperation, step: int, exact: bool = True) -> lis
     slice's) DMA runs under the previous step; a depth-sliced one fills its second slot under
     its own (not `exact`: both slots over both steps)."""
     slot = (weight_buffer_bytes(sop) + 15) // 16 * 16
-    if not sop.depth_step or not exact:
+    if not sop.depth_step or sop.single_slot or not exact:
         return [(slice(max(step - 1, 0), step + 1), _buffer_size(sop))]
     return [(slice(max(step - 1, 0), step + 1), slot), (slice(step, step + 1), slot)]
 
@@ -774,7 +807,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             index[key] = len(specs)
             buffer_kind = "double_weights" if sop.depth_step and not own else "weights"
             specs.append((f"{lo.name} weights", buffer_kind, (weight_buffer_bytes(sop) + 15) // 16 * 16, False))
-            if sop.depth_step and own:
+            if sop.depth_step and own and not sop.single_slot:
                 second = index[second_slot_key(position)] = len(specs)
                 specs.append((f"{lo.name} weights (second slot)", "copy", specs[-1][2], False))
         for w in (index.get(key), second):

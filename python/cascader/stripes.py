@@ -87,15 +87,17 @@ def _map_parts(sched: NpuSchedule, parts: list) -> dict[int, tuple[int, int]]:
 
 
 def with_buffered_weights(cascaded: NpuSchedule, sched: NpuSchedule, pg: Any, proposal: Any,
-                          buffered: NpuSchedule) -> NpuSchedule:
+                          buffered: NpuSchedule, every: bool = False) -> NpuSchedule:
     """`cascaded` (`cascaded_schedule` of `sched`) where every operation the proposal runs alone
     with buffered weights takes its buffering from `buffered`, the same uncascaded schedule
     with its weight buffers (the planner offers weight buffers only to operations run alone).
+    `every`: each operation run alone, whether the proposal buffers its weights or not (for
+    the allocator to keep those that fit, sliced thinner where that makes them fit).
     The stripes are not built again: operations run alone are `sched`'s own objects."""
     part_op = _part_operations(sched, pg)
     swap = {}
     for c in proposal.cascades:
-        if (c.last - c.first < 2 or c.stripes < 2) and c.buffered_weights:
+        if (c.last - c.first < 2 or c.stripes < 2) and (c.buffered_weights or every):
             for k in range(c.first, c.last):
                 if k in part_op:
                     s, i = part_op[k]

@@ -104,24 +104,39 @@ def _classifier_head(net: CalibratedNet, x: Activation, classes: int) -> Activat
 # -- named networks ----------------------------------------------------------------------------
 
 
-def mobilenet_v1(alpha: float = 0.25, resolution: int = 96, classes: int = 2, channels: int = 3, seed: int = 0) -> Model:
+def mobilenet_v1(alpha: float = 0.25, resolution: int | tuple[int, int] = 96, classes: int = 2, channels: int = 3,
+                 seed: int = 0, output_stride: int = 32) -> Model:
     """MobileNetV1 (Howard et al. 2017) with width multiplier `alpha`.
 
     A 3x3/2 stem conv and 13 depthwise-separable blocks (3x3 depthwise + 1x1 pointwise, ReLU6,
     SAME padding), then global average pool and a 1x1 conv classifier reshaped to (1, classes).
-    Channel counts are int(filters * alpha), as in Keras.
+    Channel counts are int(filters * alpha), as in Keras. `resolution`: the input's side, or
+    its (height, width). `output_stride` 16 keeps the last block at the 16th of the input, its
+    depthwise stride 1 and the next one dilated 2, as the dense-prediction backbones run it
+    (PoseNet's MobileNetV1-0.75 at 353 x 481).
     """
-    return _mobilenet_v1(alpha, resolution, classes, channels, seed).build()
+    return _mobilenet_v1(alpha, resolution, classes, channels, seed, output_stride).build()
 
 
-def _mobilenet_v1(alpha: float, resolution: int, classes: int, channels: int, seed: int) -> CalibratedNet:
-    _check_image_network(alpha, resolution, classes, channels)
-    net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v1 alpha={alpha} resolution={resolution}")
-    x = net.input((1, resolution, resolution, channels))
+def _mobilenet_v1(alpha: float, resolution: int | tuple[int, int], classes: int, channels: int, seed: int,
+                  output_stride: int = 32) -> CalibratedNet:
+    height, width = (resolution, resolution) if isinstance(resolution, int) else tuple(resolution)
+    _check_image_network(alpha, height, classes, channels)
+    _positive_int(width, "resolution")
+    if output_stride not in (16, 32):
+        raise InvalidArgumentError(f"output_stride must be 16 or 32, got {output_stride!r}")
+    shape = f"{height}x{width}" if height != width else f"{height}"
+    stride_note = "" if output_stride == 32 else f" output_stride={output_stride}"
+    net = CalibratedNet(seed, description=f"cascader.zoo mobilenet_v1 alpha={alpha} resolution={shape}{stride_note}")
+    x = net.input((1, height, width, channels))
     x = net.conv2d(x, max(1, int(32 * alpha)), (3, 3), (2, 2), activation="RELU6", name="conv1")
     blocks = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
     for i, (filters, stride) in enumerate(blocks, start=1):
-        x = net.depthwise_conv2d(x, (3, 3), (stride, stride), activation="RELU6", name=f"block{i}/depthwise")
+        dilation = 1
+        if output_stride == 16 and i >= 12:  # the last stride 2 becomes a dilation of what follows
+            stride, dilation = 1, (1 if i == 12 else 2)
+        x = net.depthwise_conv2d(x, (3, 3), (stride, stride), dilation=(dilation, dilation), activation="RELU6",
+                                 name=f"block{i}/depthwise")
         x = net.conv2d(x, max(1, int(filters * alpha)), (1, 1), activation="RELU6", name=f"block{i}/pointwise")
     x = _global_average_pool(net, x)
     x = net.conv2d(x, classes, (1, 1), activation=None, name="logits")

@@ -190,13 +190,13 @@ def _channel_slice(fm: dict[str, Any], start: int, depth: int) -> dict[str, Any]
 def _depth_slices(sop: ScheduledOperation, first_slot: tuple[int, int], second_slot: tuple[int, int] | None,
                   placement: Placement, flash: FlashImage, constants: dict[int, bytes]) -> list[dict[str, Any]]:
     """A weight double-buffered operation: per depth slice, the DMA of its streams into one of
-    the two slots (even slices the first, odd the second; None: the slot after the first),
-    then the operation on its OFM channels (a depthwise slice reads its own IFM channels too).
-    The encoder makes each slice wait for its DMA, and each DMA for the kernel still reading
-    the slot it overwrites."""
+    the two slots (even slices the first, odd the second; None: the slot after the first; all
+    the first with `single_slot`), then the operation on its OFM channels (a depthwise slice
+    reads its own IFM channels too). The encoder makes each slice wait for its DMA, and each
+    DMA for the kernel still reading the slot it overwrites."""
     src = flash.append(bytes(sop.encoded.data))
     slot = (sop.encoded.largest_span + 15) // 16 * 16
-    slots = (first_slot, second_slot or (first_slot[0], first_slot[1] + slot))
+    slots = (first_slot, first_slot if sop.single_slot else second_slot or (first_slot[0], first_slot[1] + slot))
     whole = operation_record(sop, placement, flash, constants, (REGION_FLASH, 0))
     out: list[dict[str, Any]] = []
     for s in range(len(sop.encoded.slices)):
