@@ -317,14 +317,15 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
 
 
 def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = None,
-                   start: float | None = None) -> Frontier:
+                   start: float | None = None, lean: NpuSchedule | None = None) -> Frontier:
     """`plan`'s work after the lower and schedule stages: the frontier of the uncascaded
     schedule `buffered` (with its weight buffers) of partition `part`. `start`: when the whole
-    call began (`Frontier.seconds`), if before this."""
+    call began (`Frontier.seconds`), if before this; `lean`: `without_weight_buffers(buffered)`,
+    when the caller has it."""
     scheduled = time.perf_counter()
     start = scheduled if start is None else start
     options = options or PlanOptions()
-    lean = without_weight_buffers(buffered)
+    lean = lean or without_weight_buffers(buffered)
     target = _Target.of(buffered)
     frontier = plan_schedule(lean, part.graph, target, options, buffered=buffered)
     # The leanest points as the compile lays them out, stripe by stripe (the score takes each
@@ -339,6 +340,16 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     frontier.seconds = time.perf_counter() - start
     frontier.planner_seconds = time.perf_counter() - scheduled
     return frontier
+
+
+def unscored(frontier: Frontier) -> Frontier:
+    """The frontier `plan_schedule(..., score=False)` makes of the same schedule, from a scored
+    one's candidates (the same proposals, in the same order): each point's SRAM the planner's
+    own bound."""
+    points = [PlanPoint(p.estimated_bytes, p.cycles, p.proposal, p.estimated_bytes) for p in frontier.candidates]
+    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in points])
+    return Frontier([points[k] for k in front], frontier.graph, frontier.seconds, frontier.accelerator,
+                    candidates=points, scored=False)
 
 
 def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig,
