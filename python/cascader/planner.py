@@ -98,6 +98,23 @@ class PlanPoint:
                 f"{self.cascades} cascades of {len(self.proposal.cascades)} groups)")
 
 
+class Stages:
+    """Wall and CPU seconds (`time.process_time`: every thread's, the weight encoders' pool
+    included) of each stage of a `plan` call, in the order they ran: `python -m
+    cascader.bench.plan --stages` prints them. A stage timed twice adds up."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, tuple[float, float]] = {}
+        self._mark = (time.perf_counter(), time.process_time())
+
+    def lap(self, stage: str) -> None:
+        """The time since the last lap (or since made) goes to `stage`."""
+        now = (time.perf_counter(), time.process_time())
+        wall, cpu = self.seconds.get(stage, (0.0, 0.0))
+        self.seconds[stage] = (wall + now[0] - self._mark[0], cpu + now[1] - self._mark[1])
+        self._mark = now
+
+
 @dataclass
 class Frontier:
     """The Pareto frontier of a model's proposals, by increasing SRAM.
@@ -124,6 +141,8 @@ class Frontier:
     # (`floor.floor`): the frontier's least point against it measures the planner.
     floor_bytes: int = 0
     floor_operator: str = ""
+    # Each stage's (wall, CPU) seconds (`Stages`), for `plan`'s frontiers.
+    stages: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
 
     def select(self, budget: int | None) -> Any:
         """The fastest point whose SRAM fits `budget` (None: unlimited).
@@ -307,38 +326,48 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     Raises the errors `cascader.compile` raises for a bad model or target.
     """
     start = time.perf_counter()
+    stages = Stages()
     acc = Accelerator(accelerator)
     acc.require_compiles()
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else acc.default_memory_mode).value
     system = system if system is not None else acc.default_system
-    part, segments = lower(as_model(model))
+    m = as_model(model)
+    stages.lap("read")
+    part, segments = lower(m)
+    stages.lap("lower")
     buffered = schedule(part, segments, acc.name, system, mode)
-    return plan_scheduled(part, buffered, options, start)
+    stages.lap("schedule")
+    return plan_scheduled(part, buffered, options, start, stages=stages)
 
 
 def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = None,
-                   start: float | None = None, lean: NpuSchedule | None = None) -> Frontier:
+                   start: float | None = None, lean: NpuSchedule | None = None,
+                   stages: Stages | None = None) -> Frontier:
     """`plan`'s work after the lower and schedule stages: the frontier of the uncascaded
     schedule `buffered` (with its weight buffers) of partition `part`. `start`: when the whole
     call began (`Frontier.seconds`), if before this; `lean`: `without_weight_buffers(buffered)`,
-    when the caller has it."""
+    when the caller has it; `stages`: the stopwatch of the stages before."""
     scheduled = time.perf_counter()
     start = scheduled if start is None else start
+    stages = stages or Stages()
     options = options or PlanOptions()
     lean = lean or without_weight_buffers(buffered)
     target = _Target.of(buffered)
-    frontier = plan_schedule(lean, part.graph, target, options, buffered=buffered)
+    frontier = plan_schedule(lean, part.graph, target, options, buffered=buffered, stages=stages)
     # The leanest points as the compile lays them out, stripe by stripe (the score takes each
     # cascade as one step: chained staircases and in-place operations come out otherwise).
     config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
     for sram, point, _, _ in lay_out_leanest(frontier, part.graph, lean, config):
         point.sram_bytes = sram
+    stages.lap("leanest laid out")
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in frontier.candidates])
     frontier.points = [frontier.candidates[k] for k in front]
     least = floor(part, lean)
     frontier.floor_bytes, frontier.floor_operator = least.bytes, least.operator
+    stages.lap("floor, frontier")
     frontier.seconds = time.perf_counter() - start
     frontier.planner_seconds = time.perf_counter() - scheduled
+    frontier.stages = stages.seconds
     return frontier
 
 
@@ -396,25 +425,29 @@ def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryC
 
 
 def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,
-                  score: bool = True, buffered: NpuSchedule | None = None) -> Frontier:
+                  score: bool = True, buffered: NpuSchedule | None = None, stages: Stages | None = None) -> Frontier:
     """The frontier of an uncascaded schedule whose weights are read in place (`plan`'s work
     after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades),
     with `buffered` the same schedule's weight buffers (see `build_graph`). Without `score`,
     points keep the planner's own memory bound as `sram_bytes` (the compile lays out only the
-    proposals it tries)."""
+    proposals it tries). `stages`: a stopwatch to time the steps on."""
     start = time.perf_counter()
+    stages = stages or Stages()
     options = options or PlanOptions()
     memory = memory_schedule(sched, graph)  # the graph's tensors, and the score's uncascaded layout
     pg = build_graph(sched, graph, target, buffered, memory)
+    stages.lap("planner graph")
     proposals = _core.generate_proposals(pg, target.arch, options.to_core())
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.
     proposals += _core.without_weight_buffers(pg, target.arch, proposals)
+    stages.lap("proposals (C++)")
     if score:
         msched = mem.core_schedule(memory[0])
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
         srams = _layout_srams(pg, proposals, msched, config)
         scored = [PlanPoint(sram, p.cycles, p, p.memory) for p, sram in zip(proposals, srams)]
+        stages.lap("proposals laid out (C++)")
     else:
         scored = [PlanPoint(p.memory, p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])
