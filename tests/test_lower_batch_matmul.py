@@ -119,29 +119,29 @@ def test_products_beyond_the_scratch_budget_are_summed_in_pieces(accelerator):
     assert len(sums) > 1
 
 
-def _products_bytes(model, lean: bool) -> int:
-    _, segments = lower(model, lean=lean)
+def _products_bytes(model, least_scratch: bool) -> int:
+    _, segments = lower(model, least_scratch=least_scratch)
     return max(size for seg in segments for b, size in seg.buffers.items() if "products" in seg.scratch.get(b, ""))
 
 
-def test_a_lean_lowering_takes_products_of_a_few_operands():
+def test_a_least_scratch_lowering_takes_products_of_a_few_operands():
     # Attention scores, 2 heads x 16 x 16 by 8: 256 B operands, so at most 1 KiB of products
-    # lean; the default takes up to SUM_SCRATCH_BYTES (all 2 x 16 x 16 x 8 int16 products).
+    # least_scratch; the default takes up to SUM_SCRATCH_BYTES (all 2 x 16 x 16 x 8 int16 products).
     model = _model(*CASES["attention_scores"])
-    assert _products_bytes(model, lean=True) <= PRODUCTS_PER_OPERAND * 2 * 16 * 16
-    assert _products_bytes(model, lean=False) == 2 * 16 * 16 * 8 * 2
+    assert _products_bytes(model, least_scratch=True) <= PRODUCTS_PER_OPERAND * 2 * 16 * 16
+    assert _products_bytes(model, least_scratch=False) == 2 * 16 * 16 * 8 * 2
 
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 def test_every_frontier_point_of_the_transformer_block_compiles_within_it(accelerator):
     """zoo transformer_block: 512 B maps, whose scores products took 16 KiB and set the least
-    SRAM (18,432 B on U55-128, Vela's Size 9,344 B). The frontier has the lean lowering's
+    SRAM (18,432 B on U55-128, Vela's Size 9,344 B). The frontier has the least-scratch lowering's
     points too (below 5 KiB), and the fastest is the default lowering's; each point compiles
-    within its SRAM to a bit-exact binary, the lean ones from the lean lowering."""
+    within its SRAM to a bit-exact binary, the least-scratch ones from that lowering."""
     model = zoo.transformer_block()
     frontier = plan(model, accelerator=accelerator)
-    assert frontier.points[0].lean and frontier.points[0].sram_bytes < 5 * 1024
-    assert not frontier.points[-1].lean
+    assert frontier.points[0].least_scratch and frontier.points[0].sram_bytes < 5 * 1024
+    assert not frontier.points[-1].least_scratch
     assert frontier.points[-1].cycles < frontier.points[0].cycles
     for point in frontier.points:
         compiled = cascader.compile(model, sram=point.sram_bytes, accelerator=accelerator)

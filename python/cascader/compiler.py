@@ -28,9 +28,9 @@ from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
 from .frontend.partition import Partition
 from .gc_pause import paused_gc
-from .lowering import has_lean_lowering, lower
+from .lowering import has_least_scratch_lowering, lower
 from .memory import MemoryConfig, sram_bytes
-from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled
+from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled, unscored
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
 from .schedule import NpuSchedule, _Target, without_weight_buffers
@@ -86,28 +86,32 @@ def _fastest(options: list[tuple], accelerator: str, system, memory_mode: str, t
     return best
 
 
-def _frontier(part: Partition, sched: NpuSchedule):
-    """The planner's frontier of `sched`'s proposals (their own memory bound, not laid out)."""
+def _frontier(part: Partition, sched: NpuSchedule, lean: NpuSchedule | None = None):
+    """The planner's frontier of `sched`'s proposals (their own memory bound, not laid out).
+    `lean`: `without_weight_buffers(sched)`, when the caller has it."""
 
-    return plan_schedule(without_weight_buffers(sched), part.graph, _Target.of(sched), score=False, buffered=sched)
+    lean = lean or without_weight_buffers(sched)
+    return plan_schedule(lean, part.graph, _Target.of(sched), score=False, buffered=sched)
 
 
 def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: bool = False,
-             uncascaded_minimum: int | None = None, frontier=None):
+             uncascaded_minimum: int | None = None, frontier=None, prepared: "_Prepared | None" = None):
     """A cascaded schedule from the planner's frontier that fits `budget`: the fastest (from
     the fastest point that claims to fit down to the leanest) or, with `smallest`, the least
     SRAM (from the leanest point up). Returns the allocated schedule and the planner's cycles
-    for the proposal it came from. `frontier`: `_frontier(part, sched)`, when the caller has it.
+    for the proposal it came from. `frontier`: `_frontier(part, sched)`, when the caller has it;
+    `prepared`: the model's `_Prepared`, whose lean schedule and proposals' stripes are shared
+    by its compiles at every budget.
 
     Raises InfeasibleError naming the least SRAM that compiles when none fits.
     """
 
-    lean = without_weight_buffers(sched)
+    lean = prepared.lean(sched) if prepared is not None else without_weight_buffers(sched)
     target = _Target.of(sched)
     # The planner's memory bound is a lower bound of a layout (up to the 16-byte rounding of the
     # topmost buffer, which the layout need not pad): only proposals within the budget by it can
     # fit, and only those are laid out.
-    frontier = frontier or _frontier(part, sched)
+    frontier = frontier or _frontier(part, sched, lean)
     pg = frontier.graph
     candidates = [p for p in frontier.points if budget is None or p.sram_bytes - 15 <= budget]
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
@@ -122,7 +126,8 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     for point in [] if smallest else sorted(candidates, key=lambda p: p.cycles):
         if fallback is not None and point.cycles >= fallback[1]:
             break  # the points left are planned slower than a schedule already compiled
-        striped, buffered = proposal_schedules(lean, pg, point.proposal, target, sched)
+        striped, buffered = (prepared.proposal_schedules(sched, point) if prepared is not None
+                             else proposal_schedules(lean, pg, point.proposal, target, sched))
         try:
             allocated = allocate(buffered, part, budget)
         except InfeasibleError:
@@ -182,7 +187,8 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     )
 
 
-def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontier, faster_than: float) -> list[tuple]:
+def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontier, faster_than: float,
+                       prepared: "_Prepared") -> list[tuple]:
     """Dedicated_Sram: the proposals planned faster than `faster_than` cycles whose feature maps
     do not all fit `budget`, laid out within it by moving some of them to DRAM (the allocator's
     eviction), fastest planned first, within EVICTING_CANDIDATES and EVICTING_WORK. The planner
@@ -191,15 +197,13 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
     eviction round's fit, 0.2 s a proposal on palm detection): the caller compiles them and lays
     out the one it keeps again exactly."""
 
-    lean = without_weight_buffers(sched)
-    target = _Target.of(sched)
     out, work = [], 0
     for point in sorted(frontier.points, key=lambda p: p.cycles):
         if point.cycles >= faster_than or len(out) == EVICTING_CANDIDATES:
             break
         if point.sram_bytes - 15 <= budget:
             continue  # fits as planned: `_cascade`'s
-        striped, buffered = proposal_schedules(lean, frontier.graph, point.proposal, target, sched)
+        striped, buffered = prepared.proposal_schedules(sched, point)
         work += len(striped.operations)
         if work > EVICTING_WORK:
             break
@@ -293,41 +297,70 @@ def _budget(sram: Union[int, str, None], memory_mode: Union[str, MemoryMode, Non
 
 class _Prepared:
     """A model lowered and scheduled for one target: what the compiles of one model at any
-    budget share. The planner's frontier of a schedule is made once, when first asked for."""
+    budget share. None of it depends on the budget: the planner's frontier of a schedule, the
+    schedule without its weight buffers, and each proposal's stripes are made once, when first
+    asked for (`cascader.plan` compiles 20-50 budgets of one `_Prepared`)."""
 
     def __init__(self, model: Model, accelerator: str, system, memory_mode: str, part: Partition,
-                 sched: NpuSchedule, bricked: NpuSchedule | None, optimise: str = "performance", lean: bool = False):
+                 sched: NpuSchedule, bricked: NpuSchedule | None, optimise: str = "performance",
+                 least_scratch: bool = False):
         self.model, self.accelerator, self.system, self.memory_mode = model, accelerator, system, memory_mode
         self.part, self.sched, self.bricked = part, sched, bricked
         self.config = MemoryConfig.for_target(accelerator, system, memory_mode)
+        # By the id of the dense or the bricked schedule (both held here, so no id names another).
         self._frontiers: dict[int, Frontier] = {}
-        self.optimise, self.is_lean = optimise, lean
-        self._lean: _Prepared | None = None
+        self.optimise, self.is_least_scratch = optimise, least_scratch
+        self._least_scratch: _Prepared | None = None
+        self._leans: dict[int, NpuSchedule] = {}
+        # By (schedule id, proposal id): the proposals are held by the frontiers above.
+        self._proposal_schedules: dict[tuple[int, int], tuple[NpuSchedule, NpuSchedule]] = {}
 
-    def lean(self) -> "_Prepared | None":
-        """The same model lowered lean (`lowering.lower(..., lean=True)`), made when first asked
-        for; None where that lowers the same, or this is it."""
-        if self.is_lean or not has_lean_lowering(self.model):
+    def least_scratch(self) -> "_Prepared | None":
+        """The same model lowered with the least scratch (`lowering.lower(...,
+        least_scratch=True)`), made when first asked for; None where that lowers the same, or
+        this is it."""
+        if self.is_least_scratch or not has_least_scratch_lowering(self.model):
             return None
-        if self._lean is None:
-            self._lean = _prepare(self.model, self.accelerator, self.system, self.memory_mode, self.optimise,
-                                  stage_bar(total=2, enabled=False), lean=True)
-        return self._lean
+        if self._least_scratch is None:
+            self._least_scratch = _prepare(self.model, self.accelerator, self.system, self.memory_mode,
+                                           self.optimise, stage_bar(total=2, enabled=False), least_scratch=True)
+        return self._least_scratch
+
+    def lean(self, sched: NpuSchedule) -> NpuSchedule:
+        """`without_weight_buffers(sched)`, one object per schedule: the stripes the target
+        caches (`stripes._cascade_stripes`) are keyed by its operations' identities."""
+        if id(sched) not in self._leans:
+            self._leans[id(sched)] = without_weight_buffers(sched)
+        return self._leans[id(sched)]
 
     def frontier(self, sched: NpuSchedule) -> Frontier:
         """`_frontier(part, sched)` for this model's dense or bricked schedule."""
         if id(sched) not in self._frontiers:
-            self._frontiers[id(sched)] = _frontier(self.part, sched)
+            self._frontiers[id(sched)] = _frontier(self.part, sched, self.lean(sched))
         return self._frontiers[id(sched)]
+
+    def share_frontier(self, sched: NpuSchedule, frontier: Frontier) -> None:
+        """Take `frontier` as `frontier(sched)` (made by the caller from the same schedule)."""
+        self._frontiers[id(sched)] = frontier
+
+    def proposal_schedules(self, sched: NpuSchedule, point) -> tuple[NpuSchedule, NpuSchedule]:
+        """`stripes.proposal_schedules` of a point of `frontier(sched)`: its stripes and the same
+        with the weight buffers of operations run alone."""
+        key = (id(sched), id(point.proposal))
+        if key not in self._proposal_schedules:
+            self._proposal_schedules[key] = proposal_schedules(self.lean(sched), self.frontier(sched).graph,
+                                                               point.proposal, _Target.of(sched), sched)
+        return self._proposal_schedules[key]
 
 
 def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, memory_mode, optimise: str,
-             bar, lean: bool = False) -> _Prepared:
+             bar, least_scratch: bool = False) -> _Prepared:
     """The lower and schedule stages, with the target's defaults resolved (the result names the
-    system and mode it ran on). `lean`: the lowering that takes the least scratch."""
+    system and mode it ran on). `least_scratch`: the lowering that takes the least scratch
+    (`lowering.lower`)."""
     acc = Accelerator(accelerator)
     m = as_model(model)
-    part, segments = lower(m, lean)
+    part, segments = lower(m, least_scratch)
     bar.update()
     bar.set_description("schedule")
     acc.require_compiles()
@@ -336,15 +369,16 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
     # Performance: with the padded maps that run faster as bricks so stored too.
     sched, bricked = schedules(part, segments, acc.name, system, mode, bricks=optimise == "performance")
     bar.update()
-    return _Prepared(m, acc.name, system, mode, part, sched, bricked, optimise, lean)
+    return _Prepared(m, acc.name, system, mode, part, sched, bricked, optimise, least_scratch)
 
 
 def _compile_either(prepared: _Prepared, budget: int | None, optimise: str, bar, start: float) -> CompiledModel:
-    """`_compile_within` the model's own lowering and, where one differs (`_Prepared.lean`),
-    its lean lowering too: when the first does not fit the budget, or for the least SRAM
-    ("size"). The lean lowering is slower where both fit, so "performance" takes it only then."""
-    lean = prepared.lean()
-    if lean is None:
+    """`_compile_within` the model's own lowering and, where one differs
+    (`_Prepared.least_scratch`), its least-scratch lowering too: when the first does not fit the
+    budget, or for the least SRAM ("size"). That lowering is slower where both fit, so
+    "performance" takes it only then."""
+    frugal = prepared.least_scratch()
+    if frugal is None:
         return _compile_within(prepared, budget, optimise, bar, start)
     try:
         chosen = _compile_within(prepared, budget, optimise, bar, start)
@@ -353,7 +387,7 @@ def _compile_either(prepared: _Prepared, budget: int | None, optimise: str, bar,
     if chosen is not None and optimise == "performance":
         return chosen
     try:
-        leaner = _compile_within(lean, budget, optimise, bar, start)
+        leaner = _compile_within(frugal, budget, optimise, bar, start)
     except InfeasibleError as e:
         if chosen is not None:
             return chosen
@@ -374,7 +408,8 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
     planned = None  # the planner's cycles for the proposal compiled (None: not a proposal as planned)
     bricked_options: list[tuple] = []  # the bricked schedule's, once the dense one needs cascading or DRAM
     if optimise == "size":
-        chosen, planned = _cascade(part, sched, budget, smallest=True, frontier=prepared.frontier(sched))
+        chosen, planned = _cascade(part, sched, budget, smallest=True, frontier=prepared.frontier(sched),
+                                   prepared=prepared)
     else:
         uncascaded_minimum = None
         try:
@@ -384,12 +419,13 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         if uncascaded_minimum is not None:  # out of the handler: one error, not a chain of two
             bar.set_description("plan")
             chosen, planned = _cascade(part, sched, budget, uncascaded_minimum=uncascaded_minimum,
-                                       frontier=prepared.frontier(sched))
+                                       frontier=prepared.frontier(sched), prepared=prepared)
         if bricked is not None and (planned is not None or chosen[1].eviction_cycles > 0):
             # The bricks may pay in a cascade too (MobileNetV1-0.75 on U65-512 within 128 KiB:
             # 1,366,849 -> 1,112,313 cycles); the estimate ranks it with the dense options.
             try:
-                bricked_options.append(_cascade(part, bricked, budget, frontier=prepared.frontier(bricked)))
+                bricked_options.append(_cascade(part, bricked, budget, frontier=prepared.frontier(bricked),
+                                                        prepared=prepared))
             except InfeasibleError:
                 pass
     bar.update()
@@ -409,7 +445,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         options = [(chosen, planned)]
         if planned is None:
             try:
-                options.append(_cascade(part, sched, budget, frontier=frontier))
+                options.append(_cascade(part, sched, budget, frontier=frontier, prepared=prepared))
             except InfeasibleError:
                 pass
         fastest_fitting = min((p for _, p in options if p is not None), default=math.inf)
@@ -418,7 +454,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         # otherwise than the estimate (Vela's accounting): of MobileNetV2-224's six at its least
         # SRAM on U65-256, the three it ranks first miss the estimate's best by 0.8%. The
         # planner's prediction does not cover evicted buffers: none is claimed for these.
-        evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting)
+        evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting, prepared)
         # Ranked by the estimate of their command streams: only the one kept is packaged, from
         # the emission it was ranked on.
         best, chosen, planned, emission = _fastest(options + bricked_options + [(a, None) for a in evicting],
@@ -483,23 +519,40 @@ def _pareto(points: list[CompiledPoint]) -> list[CompiledPoint]:
 FIXED_POINT_ROUNDS = 4
 
 
-def _fixed_point(prepared: _Prepared, budget: int | None, bar) -> CompiledPoint | None:
+def _compiled_point(prepared: _Prepared, budget: int | None, bar, compiled: dict) -> CompiledPoint:
+    """The point `compile` makes of `prepared` within `budget`, from `compiled` (budget -> the
+    point, or the InfeasibleError it raised) when that budget was compiled already: a compile
+    is a function of the model, target and budget, and the fixed points of neighbouring budgets
+    often meet at one SRAM (MobileNetV2-224 on U55-128: 53 compiles, 43 budgets)."""
+    if budget not in compiled:
+        try:
+            compiled[budget] = _point(_compile_either(prepared, budget, "performance", bar, time.perf_counter()),
+                                      budget)
+        except InfeasibleError as e:
+            compiled[budget] = e
+    found = compiled[budget]
+    if isinstance(found, InfeasibleError):
+        raise found
+    return found
+
+
+def _fixed_point(prepared: _Prepared, budget: int | None, bar, compiled: dict | None = None) -> CompiledPoint | None:
     """The binary compiled within `budget`, as a point that compiling at its own SRAM gives
     again. A binary often uses less SRAM than its budget, and a compile within that smaller
     budget may choose otherwise (weight buffers that fitted the larger one, a proposal ranked
     differently): zoo MobileNetV2 on U55-128 within 33,120 B takes 32,256 B, and within
     32,256 B compiles to 31,648 B. So the budget shrinks to the binary's SRAM until a compile
-    gives itself back. None: no binary fits, or none settled within FIXED_POINT_ROUNDS."""
+    gives itself back. None: no binary fits, or none settled within FIXED_POINT_ROUNDS.
+    `compiled`: the points compiled so far (`_compiled_point`), shared between budgets."""
+    compiled = {} if compiled is None else compiled
     for _ in range(FIXED_POINT_ROUNDS):
         try:
-            binary = _compile_either(prepared, budget, "performance", bar, time.perf_counter())
+            point = _compiled_point(prepared, budget, bar, compiled)
         except InfeasibleError:
             return None  # a planned size no binary reaches: the least that does is a point already
-        point = _point(binary, budget)
-        if budget is None or binary.sram_bytes == budget:
+        if budget is None or point.sram_bytes == budget:
             return point
-        again = _point(_compile_either(prepared, binary.sram_bytes, "performance", bar, time.perf_counter()),
-                       binary.sram_bytes)
+        again = _compiled_point(prepared, point.sram_bytes, bar, compiled)
         if (again.sram_bytes, again.cycles) == (point.sram_bytes, point.cycles):
             return again
         budget = again.sram_bytes
@@ -534,14 +587,19 @@ def plan(model: ModelLike, accelerator: Union[str, Accelerator] = "ethos-u55-128
         return planner_plan(model, accelerator, system, memory_mode, options)
     bar = stage_bar(total=2, enabled=False)
     prepared = _prepare(model, accelerator, system, memory_mode, "performance", bar)
-    planned = plan_scheduled(prepared.part, prepared.sched, options)
+    planned = plan_scheduled(prepared.part, prepared.sched, options, lean=prepared.lean(prepared.sched))
+    if options is None or options == PlanOptions():
+        # The compiles plan with the default options: their frontier is this one's proposals
+        # with the planner's own bound (`_frontier`), not planned again.
+        prepared.share_frontier(prepared.sched, unscored(planned))
     sizes = {p.sram_bytes for p in planned.points}
-    lean = prepared.lean()
-    if lean is not None:  # the lean lowering's points are worth compiling at too
-        sizes |= {p.sram_bytes for p in plan_scheduled(lean.part, lean.sched, options).points}
+    frugal = prepared.least_scratch()
+    if frugal is not None:  # the least-scratch lowering's points are worth compiling at too
+        sizes |= {p.sram_bytes for p in plan_scheduled(frugal.part, frugal.sched, options).points}
     points = [_point(b, b.sram_budget) for b in including]
+    compiled_points: dict = {}
     for budget in sorted(sizes) + [None]:
-        point = _fixed_point(prepared, budget, bar)
+        point = _fixed_point(prepared, budget, bar, compiled_points)
         if point is not None:
             points.append(point)
     return Frontier(_pareto(points), planned.graph, time.perf_counter() - start, prepared.accelerator,

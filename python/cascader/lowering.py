@@ -11,18 +11,18 @@ from .frontend.support import Verdict
 from .tflite import Model
 
 
-# Operators whose lowering trades scratch SRAM for cycles (`lower(..., lean=True)` takes the
-# least scratch): a model with none lowers the same either way.
-LEAN_OPERATORS = frozenset({"BATCH_MATMUL"})
+# Operators whose lowering trades scratch SRAM for cycles (`lower(..., least_scratch=True)`
+# takes the least scratch): a model with none lowers the same either way.
+SCRATCH_TRADING_OPERATORS = frozenset({"BATCH_MATMUL"})
 
 
-def has_lean_lowering(model: Model) -> bool:
-    """Whether `lower(model, lean=True)` can differ from `lower(model)`."""
-    return any(op.opcode in LEAN_OPERATORS for op in model.main.operators)
+def has_least_scratch_lowering(model: Model) -> bool:
+    """Whether `lower(model, least_scratch=True)` can differ from `lower(model)`."""
+    return any(op.opcode in SCRATCH_TRADING_OPERATORS for op in model.main.operators)
 
 
-def lower(model: Model, lean: bool = False) -> tuple[Partition, list[LoweredSegment]]:
-    """Partition the model and lower every NPU segment (`lean`: see `lower_segment`).
+def lower(model: Model, least_scratch: bool = False) -> tuple[Partition, list[LoweredSegment]]:
+    """Partition the model and lower every NPU segment (`least_scratch`: see `lower_segment`).
 
     An operator the rules accept but the lowering cannot express goes to the CPU, with the
     lowering's reason as its verdict, and the partition is redone.
@@ -35,7 +35,7 @@ def lower(model: Model, lean: bool = False) -> tuple[Partition, list[LoweredSegm
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            return part, [lower_segment(part.graph, s.operators, part.removed, lean)
+            return part, [lower_segment(part.graph, s.operators, part.removed, least_scratch)
                           for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)

@@ -35,7 +35,7 @@ from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, follows_ofm
-from .lowering import has_lean_lowering, lower
+from .lowering import has_least_scratch_lowering, lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
 from .stripes import cascaded_schedule
@@ -88,7 +88,7 @@ class PlanPoint:
     cycles: float
     proposal: Any  # _core.Proposal
     estimated_bytes: int  # the planner's own peak (a lower bound of sram_bytes)
-    lean: bool = False  # a proposal of the model's lean lowering (`lowering.lower(..., lean=True)`)
+    least_scratch: bool = False  # of the least-scratch lowering (`lowering.lower(..., least_scratch=True)`)
 
     @property
     def cascades(self) -> int:
@@ -97,6 +97,23 @@ class PlanPoint:
     def __repr__(self) -> str:
         return (f"PlanPoint(sram={self.sram_bytes:,} B, cycles={self.cycles:,.0f}, "
                 f"{self.cascades} cascades of {len(self.proposal.cascades)} groups)")
+
+
+class Stages:
+    """Wall and CPU seconds (`time.process_time`: every thread's, the weight encoders' pool
+    included) of each stage of a `plan` call, in the order they ran: `python -m
+    cascader.bench.plan --stages` prints them. A stage timed twice adds up."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, tuple[float, float]] = {}
+        self._mark = (time.perf_counter(), time.process_time())
+
+    def lap(self, stage: str) -> None:
+        """The time since the last lap (or since made) goes to `stage`."""
+        now = (time.perf_counter(), time.process_time())
+        wall, cpu = self.seconds.get(stage, (0.0, 0.0))
+        self.seconds[stage] = (wall + now[0] - self._mark[0], cpu + now[1] - self._mark[1])
+        self._mark = now
 
 
 @dataclass
@@ -125,6 +142,8 @@ class Frontier:
     # (`floor.floor`): the frontier's least point against it measures the planner.
     floor_bytes: int = 0
     floor_operator: str = ""
+    # Each stage's (wall, CPU) seconds (`Stages`), for `plan`'s frontiers.
+    stages: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
 
     def select(self, budget: int | None) -> Any:
         """The fastest point whose SRAM fits `budget` (None: unlimited).
@@ -308,54 +327,75 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     Raises the errors `cascader.compile` raises for a bad model or target.
     """
     start = time.perf_counter()
+    stages = Stages()
     acc = Accelerator(accelerator)
     acc.require_compiles()
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else acc.default_memory_mode).value
     system = system if system is not None else acc.default_system
     m = as_model(model)
+    stages.lap("read")
     part, segments = lower(m)
+    stages.lap("lower")
     buffered = schedule(part, segments, acc.name, system, mode)
-    frontier = plan_scheduled(part, buffered, options, start)
-    if has_lean_lowering(m):
-        # The lean lowering's points join the frontier (`cascader.compile` takes that lowering
-        # where the budget needs it); its proposals are of its own graph, kept apart.
-        lean_part, lean_segments = lower(m, lean=True)
-        lean = plan_scheduled(lean_part, schedule(lean_part, lean_segments, acc.name, system, mode), options)
-        for p in lean.points:
-            p.lean = True
-        both = frontier.points + lean.points
+    stages.lap("schedule")
+    frontier = plan_scheduled(part, buffered, options, start, stages=stages)
+    if has_least_scratch_lowering(m):
+        # The least-scratch lowering's points join the frontier (`cascader.compile` takes that
+        # lowering where the budget needs it); its proposals are of its own graph, kept apart.
+        frugal_part, frugal_segments = lower(m, least_scratch=True)
+        frugal = plan_scheduled(frugal_part, schedule(frugal_part, frugal_segments, acc.name, system, mode), options)
+        for p in frugal.points:
+            p.least_scratch = True
+        both = frontier.points + frugal.points
         frontier.points = [both[k] for k in _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in both])]
-        if lean.floor_bytes < frontier.floor_bytes:
-            frontier.floor_bytes, frontier.floor_operator = lean.floor_bytes, lean.floor_operator
-        frontier.notes.append("points marked lean are of the lean lowering (lowering.LEAN_OPERATORS)")
+        if frugal.floor_bytes < frontier.floor_bytes:
+            frontier.floor_bytes, frontier.floor_operator = frugal.floor_bytes, frugal.floor_operator
+        frontier.notes.append("points marked least_scratch are of the least-scratch lowering "
+                              "(lowering.SCRATCH_TRADING_OPERATORS)")
         frontier.seconds = time.perf_counter() - start
-        frontier.planner_seconds += lean.planner_seconds
+        frontier.planner_seconds += frugal.planner_seconds
     return frontier
 
 
 def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = None,
-                   start: float | None = None) -> Frontier:
+                   start: float | None = None, lean: NpuSchedule | None = None,
+                   stages: Stages | None = None) -> Frontier:
     """`plan`'s work after the lower and schedule stages: the frontier of the uncascaded
     schedule `buffered` (with its weight buffers) of partition `part`. `start`: when the whole
-    call began (`Frontier.seconds`), if before this."""
+    call began (`Frontier.seconds`), if before this; `lean`: `without_weight_buffers(buffered)`,
+    when the caller has it; `stages`: the stopwatch of the stages before."""
     scheduled = time.perf_counter()
     start = scheduled if start is None else start
+    stages = stages or Stages()
     options = options or PlanOptions()
-    lean = without_weight_buffers(buffered)
+    lean = lean or without_weight_buffers(buffered)
     target = _Target.of(buffered)
-    frontier = plan_schedule(lean, part.graph, target, options, buffered=buffered)
+    frontier = plan_schedule(lean, part.graph, target, options, buffered=buffered, stages=stages)
     # The leanest points as the compile lays them out, stripe by stripe (the score takes each
     # cascade as one step: chained staircases and in-place operations come out otherwise).
     config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
     for sram, point, _, _ in lay_out_leanest(frontier, part.graph, lean, config):
         point.sram_bytes = sram
+    stages.lap("leanest laid out")
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in frontier.candidates])
     frontier.points = [frontier.candidates[k] for k in front]
     least = floor(part, lean)
     frontier.floor_bytes, frontier.floor_operator = least.bytes, least.operator
+    stages.lap("floor, frontier")
     frontier.seconds = time.perf_counter() - start
     frontier.planner_seconds = time.perf_counter() - scheduled
+    frontier.stages = stages.seconds
     return frontier
+
+
+def unscored(frontier: Frontier) -> Frontier:
+    """The frontier `plan_schedule(..., score=False)` makes of the same schedule, from a scored
+    one's candidates (the same proposals, in the same order): each point's SRAM the planner's
+    own bound."""
+    points = [PlanPoint(p.estimated_bytes, p.cycles, p.proposal, p.estimated_bytes) for p in frontier.candidates]
+    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in points])
+    return Frontier([points[k] for k in front], frontier.graph, frontier.seconds, frontier.accelerator,
+                    candidates=points, scored=False)
 
 
 def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig,
@@ -402,25 +442,29 @@ def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryC
 
 
 def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,
-                  score: bool = True, buffered: NpuSchedule | None = None) -> Frontier:
+                  score: bool = True, buffered: NpuSchedule | None = None, stages: Stages | None = None) -> Frontier:
     """The frontier of an uncascaded schedule whose weights are read in place (`plan`'s work
     after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades),
     with `buffered` the same schedule's weight buffers (see `build_graph`). Without `score`,
     points keep the planner's own memory bound as `sram_bytes` (the compile lays out only the
-    proposals it tries)."""
+    proposals it tries). `stages`: a stopwatch to time the steps on."""
     start = time.perf_counter()
+    stages = stages or Stages()
     options = options or PlanOptions()
     memory = memory_schedule(sched, graph)  # the graph's tensors, and the score's uncascaded layout
     pg = build_graph(sched, graph, target, buffered, memory)
+    stages.lap("planner graph")
     proposals = _core.generate_proposals(pg, target.arch, options.to_core())
     # A weight buffer that fits beside the peak is free to the planner's memory model but can
     # fragment the real layout: the allocator also scores each proposal without them.
     proposals += _core.without_weight_buffers(pg, target.arch, proposals)
+    stages.lap("proposals (C++)")
     if score:
         msched = mem.core_schedule(memory[0])
         config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
         srams = _layout_srams(pg, proposals, msched, config)
         scored = [PlanPoint(sram, p.cycles, p, p.memory) for p, sram in zip(proposals, srams)]
+        stages.lap("proposals laid out (C++)")
     else:
         scored = [PlanPoint(p.memory, p.cycles, p, p.memory) for p in proposals]
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in scored])

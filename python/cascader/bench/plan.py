@@ -1,6 +1,14 @@
 """The cascading planner against Vela 5.2's SRAM-versus-cycles points.
 
     python -m cascader.bench.plan [--models DIR] [--accelerator A] [--only SUBSTR]
+    python -m cascader.bench.plan --stages [--compiled] [--models DIR] [--only SUBSTR] [--accelerator A]
+
+`--stages`: where the time of a `cascader.plan(model, compiled=False)` call goes instead, stage
+by stage (`planner.Stages`), for MobileNetV2-224 (issue #44's yardstick: the whole call within
+50 ms) and the `--models` files whose names contain `--only`; each figure the median of
+STAGE_RUNS calls, wall and CPU (`time.process_time`, every thread: on a host shared with other
+work the CPU time is the steadier of the two). With `--compiled`, the whole compiled
+`cascader.plan(model)` too (every frontier point a binary), median of COMPILED_RUNS.
 
 Per model (the zoo networks, then every `.tflite` in `--models` / `$CASCADER_MODELS`), on one
 accelerator with its default system and Shared_Sram: the planning time ("plan ms", the whole
@@ -23,8 +31,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import time
 from pathlib import Path
 
+from .. import zoo
 from ..errors import CascaderError
 from ..planner import plan
 from ..sim import estimate
@@ -33,6 +44,36 @@ from .compile import model_paths
 from .simulate import vela_cascades
 
 PLAN_RUNS = 3
+STAGE_RUNS = 7
+COMPILED_RUNS = 3
+
+
+def stage_table(name: str, model, accelerator: str, compiled: bool) -> str:
+    """The table of `--stages` for one model: stage, median wall ms, median CPU ms."""
+    from .. import compiler
+    from ..tflite import as_model
+
+    m = as_model(model)
+    plan(m, accelerator=accelerator)  # the imports and caches of a first call are not the model's
+    runs, totals = [], []
+    for _ in range(STAGE_RUNS):
+        wall, cpu = time.perf_counter(), time.process_time()
+        runs.append(plan(m, accelerator=accelerator).stages)
+        totals.append((time.perf_counter() - wall, time.process_time() - cpu))
+    rows = [(stage, [r[stage] for r in runs]) for stage in runs[0]]
+    rows.append(("plan(compiled=False)", totals))
+    if compiled:
+        whole = []
+        for _ in range(COMPILED_RUNS):
+            wall, cpu = time.perf_counter(), time.process_time()
+            points = len(compiler.plan(m, accelerator=accelerator).points)
+            whole.append((time.perf_counter() - wall, time.process_time() - cpu))
+        rows.append((f"plan(), {points} compiled points", whole))
+    lines = [f"{name} on {accelerator}", f"{'stage':<34} {'wall ms':>9} {'CPU ms':>9}"]
+    for stage, times in rows:
+        lines.append(f"{stage:<34} {1000 * statistics.median(w for w, _ in times):>9.1f} "
+                     f"{1000 * statistics.median(c for _, c in times):>9.1f}")
+    return "\n".join(lines)
 
 
 def vela_points(path: Path, accelerator: str) -> list[tuple[str, float, float]]:
@@ -55,7 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
     parser.add_argument("--accelerator", default="ethos-u55-128")
     parser.add_argument("--only", default="", help="substring filter on model names")
+    parser.add_argument("--stages", action="store_true", help="time plan()'s stages instead (see above)")
+    parser.add_argument("--compiled", action="store_true", help="with --stages: the compiled plan() too")
     args = parser.parse_args(argv)
+    if args.stages:
+        models = [("zoo mobilenet_v2(alpha=1.0, resolution=224)", zoo.mobilenet_v2(alpha=1.0, resolution=224))]
+        if args.models:
+            models += [(p.stem, p) for p in sorted(Path(args.models).glob("*.tflite")) if args.only in p.stem]
+        for name, model in models:
+            print(stage_table(name, model, args.accelerator, args.compiled), end="\n\n", flush=True)
+        return 0
     paths = model_paths(args.models, args.only)
     header = (f"{'model':<36} {'plan ms':>8} {'planner':>7} {'points':>6} {'floor':>10} {'min SRAM':>10} {'/floor':>6} "
               f"{'cycles':>11} {'unlim cyc':>11} {'Vela Size':>10} {'ratio':>6} {'Vela casc':>9} {'dominated':>9}  "

@@ -89,9 +89,9 @@ class _Lowering:
     (which see it as a `LoweringContext`)."""
 
     def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
-                 lean: bool = False) -> None:
+                 least_scratch: bool = False) -> None:
         self.graph = graph
-        self.lean = lean
+        self.least_scratch = least_scratch
         self.operators = operators
         self.members = set(operators)
         self.root: dict[int, int] = {}
@@ -402,11 +402,11 @@ class _Lowering:
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
-                  lean: bool = False) -> LoweredSegment:
+                  least_scratch: bool = False) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
-    `lean`: where a rule trades scratch SRAM for cycles, take the least scratch
-    (`LoweringContext.lean`).
+    `least_scratch`: where a rule trades scratch SRAM for cycles, take the least scratch
+    (`LoweringContext.least_scratch`).
 
     Raises
     ------
@@ -414,4 +414,4 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators), frozenset(removed), lean).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch).run()

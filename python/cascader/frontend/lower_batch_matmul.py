@@ -25,8 +25,8 @@ Where Vela loops over the N columns of y and sums each product on its own, this 
   sums' shapes differ: a one-row sum leaves most of the MAC array's micro-blocks idle);
 - writes the products of up to SUM_SCRATCH_BYTES worth of rows side by side in one scratch
   map and sums them with one REDUCE_SUM (a small sum is mostly its fixed cost), as int16 where
-  the zero points keep every product in range (`product_type`), else int32; a lean lowering
-  (`LoweringContext.lean`, the model's leanest schedules) gives them at most
+  the zero points keep every product in range (`product_type`), else int32; a least-scratch
+  lowering (`LoweringContext.least_scratch`, for the model's least-SRAM points) gives them at most
   PRODUCTS_PER_OPERAND times the operator's largest operand (`products_budget`);
 - folds the trailing batch axes into the operations' height, and broadcasts a batch axis of
   size 1 in the row operand through the MUL's broadcast; only batch axes that cannot be folded
@@ -65,13 +65,13 @@ from .quantization import convolution_scales
 # 178,281 with 16 KiB and 136,297 with 64 KiB, but then needs 76 KiB of SRAM instead of 28 KiB.
 # The lowering does not know the compile's SRAM budget, so it takes the middle.
 SUM_SCRATCH_BYTES = 16 * 1024
-# A lean lowering's products take at most this many times the operator's largest operand or
+# A least-scratch lowering's products take at most this many times the operator's largest operand or
 # output. The products live only within the operator, beside its operands; a scratch many times
 # their size sets the model's SRAM peak however it is scheduled (zoo transformer_block: 16 KiB
 # of scores products beside 512 B maps, an 18,432 B least against Vela's 9,344 B). With 4x,
 # 2 KiB there: 4,624 B, for 2.4% more cycles on U55-128 (75,454 against 73,694) and 3.5% on
 # U65-256. Not the default: attention_context's cycles (tests) then exceed Vela's, 8,260 vs
-# 7,620 on U55-128; the planner takes the lean lowering for the points where it pays.
+# 7,620 on U55-128; the planner takes the least-scratch lowering for the points where it pays.
 PRODUCTS_PER_OPERAND = 4
 INT16_MAX = 32767
 # The lowering runs before the target is known: plans are ranked by their cycles on these.
@@ -203,7 +203,7 @@ def lower_batch_matmul(lw: LoweringContext, v: OperatorView) -> None:
     else:
         bt = _k_innermost(lw, ops, v.op.inputs[1], ys[:-2], n, k, not adj_y, "y_transposed")
         products = product_type(a.view.zero_point, bt.view.zero_point)
-        budget = products_budget(x_t.nbytes, y_t.nbytes, out_t.nbytes) if lw.lean else SUM_SCRATCH_BYTES
+        budget = products_budget(x_t.nbytes, y_t.nbytes, out_t.nbytes) if lw.least_scratch else SUM_SCRATCH_BYTES
         plans = _plans(a, bt, out_batch, True, products, budget) + _plans(bt, a, out_batch, False, products, budget)
         plan = min(plans, key=lambda p: _cycles(p, out_batch, target, (m, n)))
         _emit(ops, plan, out_batch, target, ofm_scale, (m, n))

@@ -52,8 +52,8 @@ class LoweringContext(Protocol):
     slices: dict[int, tuple[int, int, int]]
     subviews: dict[int, Box]  # slicing outputs read in place: tensor -> its box of the sliced tensor
     # Where a rule trades scratch SRAM for cycles (BATCH_MATMUL's products), take the least
-    # scratch: the lowering of a model's leanest schedules (`lowering.LEAN_OPERATORS`).
-    lean: bool
+    # scratch: the lowering of a model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
+    least_scratch: bool
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
