@@ -28,7 +28,7 @@ from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
 from .frontend.partition import Partition
 from .gc_pause import paused_gc
-from .lowering import has_least_scratch_lowering, lower
+from .lowering import lower
 from .memory import MemoryConfig, sram_bytes
 from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled, unscored
 from .planner import plan as planner_plan
@@ -319,7 +319,7 @@ class _Prepared:
         """The same model lowered with the least scratch (`lowering.lower(...,
         least_scratch=True)`), made when first asked for; None where that lowers the same, or
         this is it."""
-        if self.is_least_scratch or not has_least_scratch_lowering(self.model):
+        if self.is_least_scratch or not self.part.trades_scratch:
             return None
         if self._least_scratch is None:
             self._least_scratch = _prepare(self.model, self.accelerator, self.system, self.memory_mode,

@@ -12,13 +12,9 @@ from .tflite import Model
 
 
 # Operators whose lowering trades scratch SRAM for cycles (`lower(..., least_scratch=True)`
-# takes the least scratch): a model with none lowers the same either way.
+# takes the least scratch): a model with none on the NPU lowers the same either way
+# (`Partition.trades_scratch`).
 SCRATCH_TRADING_OPERATORS = frozenset({"BATCH_MATMUL"})
-
-
-def has_least_scratch_lowering(model: Model) -> bool:
-    """Whether `lower(model, least_scratch=True)` can differ from `lower(model)`."""
-    return any(op.opcode in SCRATCH_TRADING_OPERATORS for op in model.main.operators)
 
 
 def lower(model: Model, least_scratch: bool = False) -> tuple[Partition, list[LoweredSegment]]:
@@ -35,8 +31,11 @@ def lower(model: Model, least_scratch: bool = False) -> tuple[Partition, list[Lo
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            return part, [lower_segment(part.graph, s.operators, part.removed, least_scratch)
-                          for s in part.segments if s.target == NPU]
+            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch)
+                        for s in part.segments if s.target == NPU]
+            part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
+                                      for s in part.segments if s.target == NPU for i in s.operators)
+            return part, segments
         except UnsupportedError as e:
             op = getattr(e, "operator", None)
             if op is None or op in forced:

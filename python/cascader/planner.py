@@ -35,7 +35,7 @@ from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, follows_ofm
-from .lowering import has_least_scratch_lowering, lower
+from .lowering import lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
 from .stripes import cascaded_schedule
@@ -339,7 +339,7 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     buffered = schedule(part, segments, acc.name, system, mode)
     stages.lap("schedule")
     frontier = plan_scheduled(part, buffered, options, start, stages=stages)
-    if has_least_scratch_lowering(m):
+    if part.trades_scratch:
         # The least-scratch lowering's points join the frontier (`cascader.compile` takes that
         # lowering where the budget needs it); its proposals are of its own graph, kept apart.
         frugal_part, frugal_segments = lower(m, least_scratch=True)

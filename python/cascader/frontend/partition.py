@@ -38,6 +38,9 @@ class Partition:
     # NPU operators whose results nothing reads, directly or through other such operators (a
     # dead branch): in no segment, not run, and left out of the output model, as Vela does.
     removed: tuple[int, ...] = ()
+    # Whether an NPU operator's lowering trades scratch SRAM for cycles, so that the model's
+    # least-scratch lowering differs (`lowering.SCRATCH_TRADING_OPERATORS`); set by `lower`.
+    trades_scratch: bool = False
 
     @property
     def order(self) -> list[int]:
