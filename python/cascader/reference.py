@@ -287,7 +287,9 @@ def random_inputs(model: ModelLike, seed: int = 0) -> list[np.ndarray]:
     for index in m.main.inputs:
         t = m.main.tensors[index]
         dtype = t.numpy_dtype
-        if dtype.kind in "iu":
+        if dtype.kind == "b":
+            out.append(rng.integers(0, 2, size=t.shape).astype(bool))
+        elif dtype.kind in "iu":
             info = np.iinfo(dtype)
             out.append(rng.integers(info.min, info.max, size=t.shape, dtype=dtype, endpoint=True))
         else:
