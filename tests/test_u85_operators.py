@@ -15,9 +15,11 @@ CASES = [(op, dt) for op, dts in U85_OPERATOR_DTYPES.items() for dt in dts]
 
 # Vela's binary departs from the reference kernel, and the simulator follows its registers.
 VELA_DEVIATES = {
-    # Vela's DIV divides the quantized codes (unit scales in every scale register); TFLite's
-    # uint8 kernel divides the real values. test_velas_uint8_div_divides_the_codes checks it.
+    # Vela's DIV divides the quantized codes (unit scales in every scale register, no zero
+    # points); TFLite's uint8 (LiteRT) and int8 (TFLM) kernels divide the real values.
+    # test_velas_quantized_div_divides_the_codes checks what the simulator gives instead.
     ("DIV", "uint8"): "integer division of the codes",
+    ("DIV", "int8"): "integer division of the codes",
 }
 # Operations the simulator refuses with the reason (u85sim's area: accumulators kept between
 # operations, which Vela's int32 ADD of the variable uses).
@@ -60,6 +62,15 @@ def test_cases_are_models_of_their_operator():
     assert not set(U85_OPERATOR_DTYPES) & set(cascader.operator_zoo.OPERATOR_DTYPES)  # U55/U65 rows unchanged
 
 
+def test_they_are_velas_u85_only_operators():
+    vela = pytest.importorskip("cascader.vela")
+    try:
+        u55, u85 = set(vela.supported_operators("u55")), set(vela.supported_operators("u85"))
+    except vela.VelaNotInstalled:
+        pytest.skip("Vela is not installed")
+    assert set(U85_OPERATOR_DTYPES) <= u85 - u55
+
+
 @pytest.mark.parametrize("accelerator", ["ethos-u85-256", "ethos-u85-512"])
 @pytest.mark.parametrize("opcode, dtype", CASES)
 def test_velas_u85_binary_is_bit_exact(opcode: str, dtype: str, accelerator: str, tmp_path):
@@ -87,15 +98,16 @@ def _run_vela(model, seed: int = 0, accelerator: str = "ethos-u85-256"):
     return inputs, cascader.simulate(cascader.vela.compile(model, accelerator).model, inputs)
 
 
-def test_velas_uint8_div_divides_the_codes():
-    """What VELA_DEVIATES says of uint8 DIV: Vela leaves out the scales and the zero points
-    (128 here) and the NPU's DIV truncates the quotient of the codes toward zero."""
-    model = operator_model("DIV", "uint8")
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_velas_quantized_div_divides_the_codes(dtype: str):
+    """What VELA_DEVIATES says of quantized DIV: Vela leaves out the scales and the zero points
+    (128 for uint8 here) and the NPU's DIV truncates the quotient of the codes toward zero."""
+    model = operator_model("DIV", dtype)
     inputs, (got,) = _run_vela(model)
     divisor = next(t for t in model.main.tensors if t.name == "divisor")
-    assert int(divisor.quantization.zero_point[0]) == 128
-    expected = inputs[0].astype(np.int64) // divisor.data.astype(np.int64)  # codes are positive
-    np.testing.assert_array_equal(got, expected)
+    assert int(divisor.quantization.zero_point[0]) == (128 if dtype == "uint8" else 0)
+    a, b = inputs[0].astype(np.int64), divisor.data.astype(np.int64)
+    np.testing.assert_array_equal(got, np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b)))
 
 
 def _binary_model(opcode: str, dtype: str, second_shape, out_dtype: str, qa=None, qb=None, qo=None):

@@ -484,9 +484,9 @@ U85_OPERATOR_CASES: dict[str, tuple[tuple[str, ...], Callable[[_Net], None]]] = 
     "NOT_EQUAL": (_COMPARED, _comparison("NOT_EQUAL")),
     **{op: (_INTS, _comparison(op)) for op in ("GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL")},
     **{op: (("bool",), _logical(op)) for op in ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT")},
-    # LiteRT's DIV takes int32 and uint8 (TFLM's int8, float32); Vela's U85 also runs int8 and
-    # int16, which no reference kernel judges.
-    "DIV": (("int32", "uint8"), _div),
+    # LiteRT's DIV takes int32 and uint8, TFLM's int8 (cascader.reference judges int8 on TFLM);
+    # Vela's U85 also runs int16, which no reference kernel takes.
+    "DIV": (("int32", "uint8", "int8"), _div),
     "CAST": (tuple(CAST_TO), _cast),
     # Vela 5.2 fails on a uint8 SELECT ("Non-passthrough operation (AndNot) could not run on NPU").
     "SELECT": (("int8", "int16", "int32"), _select("SELECT")),

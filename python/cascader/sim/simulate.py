@@ -237,11 +237,14 @@ class Session:
         sg = self.model.subgraphs[graph]
         op = sg.operators[index]
         if is_npu_operator(op):
-            if graph != 0 and any(sg.tensors[t].is_variable for t in self._calls[graph, index].ifms + self._calls[graph, index].ofms):
+            call = self._calls[graph, index]
+            if graph == 0:
+                _run_npu(sg, call, values, self._arena, self._fast, self._persistent)
+                return
+            if any(sg.tensors[t].is_variable for t in call.ifms + call.ofms):
                 raise BinaryError(f"subgraph {graph}, operator {index}: an ethos-u operator outside the main "
                                   "subgraph with variable tensors, which the simulator does not run")
-            fast = self._fast if graph == 0 else _fast_memory(sg, [self._calls[graph, index]])
-            _run_npu(sg, self._calls[graph, index], values, self._arena, fast, self._persistent if graph == 0 else {})
+            _run_npu(sg, call, values, self._arena, _fast_memory(sg, [call]), {})
         elif op.opcode in RESOURCE_OPERATORS:
             self._resources.run(graph, index, op, sg.tensors, values, lambda g: self._run_subgraph(g, {}))
         else:
