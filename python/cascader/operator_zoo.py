@@ -8,7 +8,10 @@ per-family test files hold the constraint edges.
 
 `OPERATOR_DTYPES[opcode]` lists the activation types the reference kernels take for the
 operator (int8, uint8, int16 of the three Vela's feature maps may have); a type the reference
-cannot run is not a row.
+cannot run is not a row. `U85_OPERATOR_DTYPES` does the same for the operators Vela 5.2 runs on
+the Ethos-U85 only (comparisons, logical operators, DIV, CAST, SELECT, GATHER, SCATTER_ND,
+resource variables, REDUCE_ALL/ANY; bool and int32 types included); they are kept apart so
+the U55/U65 tables keep their rows.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 
 from .errors import InvalidArgumentError
 from .tflite.builder import ModelBuilder, quantization
+from .tflite.schema import TENSOR_TYPE_CODES
 from .tflite.model import Model
 
 Shape = tuple[int, ...]
@@ -344,6 +348,164 @@ CALIBRATED_CASES: dict[str, tuple[tuple[str, ...], Callable[[str, int], Model]]]
 OPERATOR_DTYPES = {op: dtypes for op, (dtypes, _) in {**OPERATOR_CASES, **CALIBRATED_CASES}.items()}
 
 
+# -- Operators only the Ethos-U85 runs (Vela 5.2 keeps them on the CPU of the U55 and U65) --------
+# Booleans carry no quantization; Vela's U85 keeps them as -1/0 inside a network and converts
+# TFLite's 0/1 at its edges. A type is a row where Vela puts the operator on the U85's NPU and
+# the reference kernels take it.
+
+_INTS = ("int8", "uint8", "int16", "int32")
+
+
+def _maybe_q(dtype: str, scale: float, zero_point: int):
+    return None if dtype in ("bool", "int32") else _q(dtype, scale, zero_point)
+
+
+def _plain_output(n: _Net, shape: Shape, dtype: str, q=None) -> int:
+    """An output of any type, with `q` or no quantization (bool, int32)."""
+    t = n.b.add_tensor("output", shape, dtype, q)
+    n.b.mark_output(t)
+    return t
+
+
+def _comparison(opcode: str) -> Callable:
+    def build(n: _Net) -> None:
+        # Different scales and zero points: the comparison rescales both operands first. Not
+        # for int16, whose reference kernel compares the raw values (Vela compares the real ones).
+        second = (0.05, 0) if n.dtype == "int16" else (0.03, -5)
+        a = n.b.add_input("input", _FM, n.dtype, _maybe_q(n.dtype, 0.05, 2))
+        b = n.b.add_input("input_b", _FM, n.dtype, _maybe_q(n.dtype, *second))
+        n.op(opcode, [a, b], [_plain_output(n, _FM, "bool")])
+    return build
+
+
+def _logical(opcode: str) -> Callable:
+    def build(n: _Net) -> None:
+        ins = [n.b.add_input("input", _FM, "bool")]
+        if opcode != "LOGICAL_NOT":
+            ins.append(n.b.add_input("input_b", _FM, "bool"))
+        n.op(opcode, ins, [_plain_output(n, _FM, "bool")])
+    return build
+
+
+def _div(n: _Net) -> None:
+    # The divisor is a constant broadcast over H and W, with negative values and no zero (the
+    # reference kernels leave a zero divisor undefined).
+    divisor = n.rng.integers(1, 100 if n.dtype == "int32" else 20, (1, 1, 1, 16)) * (
+        n.rng.choice([-1, 1], (1, 1, 1, 16)) if n.dtype == "int32" else 1)
+    q = _maybe_q(n.dtype, 0.05, 0)
+    a = n.b.add_input("input", _FM, n.dtype, q)
+    b = n.b.add_constant("divisor", divisor.astype(NUMPY[n.dtype]), n.dtype, q)
+    n.op("DIV", [a, b], [_plain_output(n, _FM, n.dtype, q)])
+
+
+# CAST: input type -> output type. TFLite's CAST converts values (wrapping where it narrows) and
+# ignores quantization; Vela's U85 takes it on the NPU only with quantization (scale 1) on both.
+CAST_TO = {"int8": "int16", "uint8": "int8", "int16": "int32", "int32": "int8", "bool": "int32"}
+
+
+def _cast(n: _Net) -> None:
+    to = CAST_TO[n.dtype]
+    x = n.b.add_input("input", _FM, n.dtype, None if n.dtype == "bool" else quantization(1.0, 0))
+    n.op("CAST", [x], [_plain_output(n, _FM, to, None if n.dtype == "bool" else quantization(1.0, 0))],
+         dict(in_data_type=TENSOR_TYPE_CODES[n.dtype], out_data_type=TENSOR_TYPE_CODES[to]))
+
+
+def _select(opcode: str) -> Callable:
+    def build(n: _Net) -> None:
+        condition = n.b.add_input("condition", _FM if opcode == "SELECT" else (1, 1, 8, 16), "bool")
+        q = _maybe_q(n.dtype, 0.05, 1)
+        x = n.b.add_input("input", _FM, n.dtype, q)
+        y = n.b.add_input("input_b", _FM, n.dtype, q)
+        n.op(opcode, [condition, x, y], [_plain_output(n, _FM, n.dtype, q)])
+    return build
+
+
+def _reduce_bool(opcode: str) -> Callable:
+    def build(n: _Net) -> None:
+        x = n.b.add_input("input", _FM, "bool")
+        n.op(opcode, [x, n.const_i32("axes", [1, 2])], [_plain_output(n, (1, 1, 1, 16), "bool")],
+             dict(keep_dims=True), options_type="ReducerOptions")
+    return build
+
+
+def _gather(n: _Net) -> None:
+    # Constant indices (the reference refuses an index out of range), repeated, last row included.
+    q = _maybe_q(n.dtype, 0.05, 1)
+    x = n.b.add_input("input", (10, 16), n.dtype, q)
+    n.op("GATHER", [x, n.const_i32("indices", [3, 0, 9, 3, 7, 1])], [_plain_output(n, (6, 16), n.dtype, q)],
+         dict(axis=0, batch_dims=0))
+
+
+def _scatter_nd(n: _Net) -> None:
+    # Unique constant indices (Vela's constraint): the other rows of the output are zero.
+    q = _maybe_q(n.dtype, 0.05, 0)
+    updates = n.b.add_input("input", (3, 16), n.dtype, q)
+    n.op("SCATTER_ND", [n.const_i32("indices", [[6], [0], [3]]), updates, n.const_i32("shape", [8, 16])],
+         [_plain_output(n, (8, 16), n.dtype, q)])
+
+
+NUMPY = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32, "bool": np.bool_}
+
+
+def _resource_variable(dtype: str, seed: int) -> Model:
+    """A stateful model as the converter writes one: CALL_ONCE runs an initialiser subgraph that
+    assigns the variable its start; each inference reads it, adds the input and assigns the sum
+    back (READ_VARIABLE and ASSIGN_VARIABLE, both through VAR_HANDLE)."""
+    from .tflite.builder import canonical_options
+    from .tflite.model import Operator, SubGraph, Tensor
+
+    n = _Net("READ_VARIABLE", dtype, seed)
+    q = _q(dtype, 0.05, 0)
+    x = n.input(_FM, 0.05, 0)
+    n.op("CALL_ONCE", [], [], dict(init_subgraph_index=1))
+    handle = n.b.add_tensor("handle", (), "resource")
+    n.op("VAR_HANDLE", [], [handle], dict(shared_name="state"))
+    state = n.b.add_tensor("state", _FM, dtype, q)
+    n.op("READ_VARIABLE", [handle], [state])
+    total = _plain_output(n, _FM, dtype, q)
+    n.op("ADD", [x, state], [total])
+    n.op("ASSIGN_VARIABLE", [handle, total], [])
+    model = n.b.build()
+    start = n.rng.integers(-20, 20, _FM).astype(NUMPY[dtype])
+    buffer = model.add_buffer(start.tobytes())
+    init = SubGraph([Tensor("init_handle", (), "resource"),
+                     Tensor("start", _FM, dtype, buffer=buffer, quantization=q, data=start)],
+                    [Operator("VAR_HANDLE", (), (0,), canonical_options("VarHandleOptions", {"shared_name": "state"}),
+                              "VarHandleOptions"),
+                     Operator("ASSIGN_VARIABLE", (0, 1), (), canonical_options("AssignVariableOptions", {}),
+                              "AssignVariableOptions")], (), (), "init")
+    model.subgraphs.append(init)
+    return model
+
+
+_COMPARED = ("bool", *_INTS)
+U85_OPERATOR_CASES: dict[str, tuple[tuple[str, ...], Callable[[_Net], None]]] = {
+    "EQUAL": (_COMPARED, _comparison("EQUAL")),
+    "NOT_EQUAL": (_COMPARED, _comparison("NOT_EQUAL")),
+    **{op: (_INTS, _comparison(op)) for op in ("GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL")},
+    **{op: (("bool",), _logical(op)) for op in ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT")},
+    # LiteRT's DIV takes int32 and uint8, TFLM's int8 (cascader.reference judges int8 on TFLM);
+    # Vela's U85 also runs int16, which no reference kernel takes.
+    "DIV": (("int32", "uint8", "int8"), _div),
+    "CAST": (tuple(CAST_TO), _cast),
+    # Vela 5.2 fails on a uint8 SELECT ("Non-passthrough operation (AndNot) could not run on NPU").
+    "SELECT": (("int8", "int16", "int32"), _select("SELECT")),
+    "SELECT_V2": (("int8", "int16", "int32"), _select("SELECT_V2")),
+    "REDUCE_ALL": (("bool",), _reduce_bool("REDUCE_ALL")),
+    "REDUCE_ANY": (("bool",), _reduce_bool("REDUCE_ANY")),
+    "GATHER": (_INTS, _gather),
+    # LiteRT's SCATTER_ND has no int16 kernel.
+    "SCATTER_ND": (("int8", "uint8", "int32"), _scatter_nd),
+}
+# The stateful case: one model holds both operators (and VAR_HANDLE, CALL_ONCE).
+U85_MODEL_CASES: dict[str, tuple[tuple[str, ...], Callable[[str, int], Model]]] = {
+    "READ_VARIABLE": (("int8", "int16", "int32"), _resource_variable),
+    "ASSIGN_VARIABLE": (("int8", "int16", "int32"), _resource_variable),
+}
+# Operators Vela 5.2 runs on the Ethos-U85 only: not rows of the U55/U65 tables.
+U85_OPERATOR_DTYPES = {op: dtypes for op, (dtypes, _) in {**U85_OPERATOR_CASES, **U85_MODEL_CASES}.items()}
+
+
 def operator_model(opcode: str, dtype: str = "int8", seed: int = 0) -> Model:
     """A single-`opcode` model with `dtype` activations (see the module docstring).
 
@@ -352,13 +514,15 @@ def operator_model(opcode: str, dtype: str = "int8", seed: int = 0) -> Model:
     InvalidArgumentError
         For an operator without a case, or a type its reference kernel does not take.
     """
-    if opcode not in OPERATOR_DTYPES:
-        raise InvalidArgumentError(f"no operator case for {opcode!r}; cases: {', '.join(sorted(OPERATOR_DTYPES))}")
-    dtypes = OPERATOR_DTYPES[opcode]
+    every = {**OPERATOR_DTYPES, **U85_OPERATOR_DTYPES}
+    if opcode not in every:
+        raise InvalidArgumentError(f"no operator case for {opcode!r}; cases: {', '.join(sorted(every))}")
+    dtypes = every[opcode]
     if dtype not in dtypes:
         raise InvalidArgumentError(f"{opcode} has no {dtype} case; its types: {', '.join(dtypes)}")
-    if opcode in CALIBRATED_CASES:
-        return CALIBRATED_CASES[opcode][1](dtype, seed)
+    models = {**CALIBRATED_CASES, **U85_MODEL_CASES}
+    if opcode in models:
+        return models[opcode][1](dtype, seed)
     net = _Net(opcode, dtype, seed)
-    OPERATOR_CASES[opcode][1](net)
+    {**OPERATOR_CASES, **U85_OPERATOR_CASES}[opcode][1](net)
     return net.b.build()

@@ -675,6 +675,16 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# Operators Vela 5.2 runs on the Ethos-U85's NPU and on the CPU of the U55 and U65: the U85's
+# comparisons, bitwise modes, integer DIV, indexed DMAs and resource variables have no U55/U65
+# counterpart (cascader.operator_zoo.U85_OPERATOR_DTYPES holds their models).
+U85_ONLY_OPERATORS = frozenset({
+    "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND", "LOGICAL_OR",
+    "LOGICAL_NOT", "DIV", "CAST", "SELECT", "SELECT_V2", "REDUCE_ALL", "REDUCE_ANY", "GATHER", "SCATTER_ND",
+    "READ_VARIABLE", "ASSIGN_VARIABLE",
+})
+
+
 def check_operator(view: OperatorView) -> Verdict:
     """Decide whether one operator can run on the NPU; on the CPU, say which rule forbids it."""
     opcode = view.op.name
@@ -683,6 +693,9 @@ def check_operator(view: OperatorView) -> Verdict:
     if opcode not in NPU_OPERATORS:
         if opcode in PLANNED_OPERATORS:
             return Verdict(False, "operator_type", f"{opcode} is NPU-capable but not lowered by cascader yet")
+        if opcode in U85_ONLY_OPERATORS:
+            return Verdict(False, "operator_type", f"{opcode} has no Ethos-U55/U65 NPU operation (Vela 5.2 runs it "
+                                                   "on the Ethos-U85 only, which cascader does not compile for yet)")
         return Verdict(False, "operator_type", f"{opcode} is not supported by the Ethos-U NPU")
     for rule in RULES:
         if rule.applies_to(opcode):

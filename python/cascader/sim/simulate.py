@@ -114,8 +114,11 @@ def _run_npu(
 ) -> dict[str, Any]:
     tensors = sg.tensors
     offsets = call.arena_offsets
+    produced = {t for op in sg.operators for t in op.outputs}
     for t in call.ifms:
         value = values.get(t)
+        if value is None and t not in produced and t not in sg.inputs and tensors[t].data is None and t in offsets:
+            continue  # state no operator of the subgraph gives: Vela's resource variable, kept in the arena
         if value is None:
             raise CascaderError(f"operator {call.index} (ethos-u): input {tensors[t].name!r} has no value")
         raw = np.ascontiguousarray(value, dtype=tensors[t].numpy_dtype).view(np.uint8).reshape(-1)
@@ -167,11 +170,15 @@ class Session:
     def __init__(self, binary: BinaryLike) -> None:
         self.model = _as_model(binary)
         sg = self.model.main
-        self._calls = {c.index: c for c in npu_calls(self.model)}
-        calls = list(self._calls.values())
-        self._arena = _arena(sg, calls)
-        self._fast = _fast_memory(sg, calls)
-        self._persistent = _persistent_memory(sg, calls, self._arena)
+        # NPU operators of every subgraph (a CALL_ONCE initialiser's too), on one arena: TFLM
+        # has one for the model, and Vela keeps a resource variable at one offset of it in
+        # every subgraph (the arena is not cleared between invocations).
+        self._calls = {(g, c.index): c for g in range(len(self.model.subgraphs)) for c in npu_calls(self.model, g)}
+        by_graph = [[c for (g, _), c in self._calls.items() if g == graph] for graph in range(len(self.model.subgraphs))]
+        arenas = [_arena(self.model.subgraphs[g], calls) for g, calls in enumerate(by_graph) if calls]
+        self._arena = np.zeros(max((a.size for a in arenas), default=0), dtype=np.uint8)
+        self._fast = _fast_memory(sg, by_graph[0])
+        self._persistent = _persistent_memory(sg, by_graph[0], self._arena)
         self._resources = ResourceVariables(self.model)
         self._cpu: dict[tuple[int, int], CpuOperator] = {}  # (subgraph, operator) -> loaded once
         self.reset()
@@ -189,6 +196,7 @@ class Session:
     def reset(self) -> None:
         """The state of a freshly loaded binary: variable tensors as TFLite's ResetVariableTensors
         leaves them, resource variables at their fill, no CALL_ONCE run."""
+        self._arena[:] = 0
         _reset(self.model.main, self._persistent)
         self._variables: dict[int, dict[int, np.ndarray]] = {}  # subgraph -> tensor -> value
         self._resources.reset()
@@ -229,10 +237,14 @@ class Session:
         sg = self.model.subgraphs[graph]
         op = sg.operators[index]
         if is_npu_operator(op):
-            if graph != 0:
+            call = self._calls[graph, index]
+            if graph == 0:
+                _run_npu(sg, call, values, self._arena, self._fast, self._persistent)
+                return
+            if any(sg.tensors[t].is_variable for t in call.ifms + call.ofms):
                 raise BinaryError(f"subgraph {graph}, operator {index}: an ethos-u operator outside the main "
-                                  "subgraph, which the simulator does not run")
-            _run_npu(sg, self._calls[index], values, self._arena, self._fast, self._persistent)
+                                  "subgraph with variable tensors, which the simulator does not run")
+            _run_npu(sg, call, values, self._arena, _fast_memory(sg, [call]), {})
         elif op.opcode in RESOURCE_OPERATORS:
             self._resources.run(graph, index, op, sg.tensors, values, lambda g: self._run_subgraph(g, {}))
         else:

@@ -139,6 +139,16 @@ py::dict operation_to_dict(const NpuOperation& op, bool u85) {
   if (op.kind == sim::OpKind::Dma) {
     d["src"] = address_range(op.dma_src);
     d["dst"] = address_range(op.dma_dst);
+    const auto& m = op.u85.dma;
+    if (m.strided_or_indexed()) {  // an Ethos-U85 2-D/3-D or indexed DMA (read-only: not re-encoded)
+      d["u85_dma"] = py::dict(py::arg("stride_mode") = m.stride_mode, py::arg("src_indexed") = m.src_indexed,
+                              py::arg("dst_indexed") = m.dst_indexed, py::arg("row_bytes") = m.length,
+                              py::arg("sizes") = py::make_tuple(m.size1, m.size0),
+                              py::arg("src_strides") = py::make_tuple(m.src_stride1, m.src_stride0),
+                              py::arg("dst_strides") = py::make_tuple(m.dst_stride1, m.dst_stride0),
+                              py::arg("index") = address_range(m.index), py::arg("index_max") = m.index_max,
+                              py::arg("index_skip1") = m.index_skip1);
+    }
     return d;
   }
   if (op.kind == sim::OpKind::Pool) d["sub_op"] = sim::name(static_cast<sim::PoolMode>(op.sub_op));

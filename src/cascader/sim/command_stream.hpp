@@ -132,6 +132,17 @@ struct NpuOperation {
       int n = 1, d = 1, offset = 0;
     } resize_x, resize_y;
     std::array<AddressRange, 4> weight_streams{};  // one per weight decoder
+    // A DMA's 2-D/3-D and index registers (arch/ethos_u85/dma.hpp); a 1-D copy leaves them.
+    struct Dma {
+      int stride_mode = 0;  // 0 1-D, 1 2-D, 2 3-D
+      bool src_indexed = false, dst_indexed = false;
+      uint64_t length = 0;  // bytes per row
+      int size0 = 1, size1 = 1;
+      uint64_t src_stride0 = 0, src_stride1 = 0, dst_stride0 = 0, dst_stride1 = 0;
+      AddressRange index;  // the int32 index array
+      int64_t index_max = 0, index_skip1 = 0;
+      bool strided_or_indexed() const { return stride_mode != 0 || src_indexed || dst_indexed; }
+    } dma;
   } u85;
 
   bool has_ifm2() const;

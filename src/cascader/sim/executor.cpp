@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "cascader/arch/ethos_u85/dma.hpp"
 #include "cascader/arch/ethos_u85/elementwise.hpp"
 #include "cascader/arch/ethos_u85/operation_weights.hpp"
 #include "cascader/arch/ethos_u85/output_stage.hpp"
@@ -196,6 +197,13 @@ uint8_t* Executor::bytes(const NpuOperation& op, int region, uint64_t address, u
 }
 
 void Executor::dma(const NpuOperation& op) {
+  if (op.u85.dma.strided_or_indexed()) {
+    ethos_u85::run_dma(op, [&](int region, uint64_t address, uint64_t length, const char* what) {
+      return bytes(op, region, address, length, what);
+    });
+    stats_.dma_bytes += op.u85.dma.length * static_cast<uint64_t>(op.u85.dma.size0) * op.u85.dma.size1;
+    return;
+  }
   const uint64_t n = op.dma_src.length;
   const uint8_t* src = bytes(op, op.dma_src.region, op.dma_src.address, n, "DMA source");
   uint8_t* dst = bytes(op, op.dma_dst.region, op.dma_dst.address, n, "DMA destination");
@@ -325,10 +333,11 @@ std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense
         continue;
       }
       for (int c = 0; c < g.OC; ++c) {
-        int64_t a = mode == PoolMode::Max ? std::numeric_limits<int64_t>::min() : 0;
+        int64_t a = mode == PoolMode::Max   ? std::numeric_limits<int64_t>::min()
+                    : mode == PoolMode::Min ? std::numeric_limits<int64_t>::max() : 0;
         const int count = for_each_tap(g, oy, ox, [&](int iy, int ix) {
           const int64_t v = ifm.at(iy, ix)[c];
-          a = mode == PoolMode::Max ? std::max(a, v) : a + v;
+          a = mode == PoolMode::Max ? std::max(a, v) : mode == PoolMode::Min ? std::min(a, v) : a + v;
         });
         if (count == 0) fail(op, "pooling window entirely in padding");
         if (mode == PoolMode::Average && (padded || u85)) {
@@ -595,7 +604,7 @@ void Executor::block(const NpuOperation& op) {
     if ((u.ifm_storage == ethos_u85::NONE) != (u.ifm_broadcast_mode == ethos_u85::kBroadcastScalar)) {
       fail(op, "an IFM with no storage must be the scalar operand, and the scalar operand has no storage");
     }
-    if (op.kind == OpKind::Pool && op.sub_op > static_cast<int>(PoolMode::Sum)) {
+    if (op.kind == OpKind::Pool && op.sub_op > static_cast<int>(PoolMode::Sum) && op.sub_op != static_cast<int>(PoolMode::Min)) {
       fail(op, std::string("pooling mode ") + name(static_cast<PoolMode>(op.sub_op)) + " is not simulated");
     }
   }

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "cascader/arch/ethos_u85/dma.hpp"
 #include "cascader/arch/ethos_u85/registers.hpp"
 #include "cascader/sim/register_file.hpp"
 
@@ -221,14 +222,9 @@ sim::CommandStream decode_command_stream(const uint32_t* words, size_t count) {
         if (param > 2) fail(offset, "reserved resize mode " + std::to_string(param));
         cs.operations.push_back(block_operation(r, OpKind::Resize, static_cast<int>(param), param, offset));
         break;
-      case OP_DMA_START: {
-        const int src = r.u16(DMA0_SRC_REGION), dst = r.u16(DMA0_DST_REGION);
-        if (((src >> kDmaStrideShift) & 3) != 0 || ((src >> kDmaIndexed) & 1) || ((dst >> kDmaIndexed) & 1)) {
-          fail(offset, "Ethos-U85 2-D/3-D and indexed DMAs are not decoded yet");
-        }
-        cs.operations.push_back(sim::read_dma(r, offset, kAddressMask));
+      case OP_DMA_START:
+        cs.operations.push_back(read_dma(r, offset));
         break;
-      }
       default:  // waits, IRQ and PMU masks order work; they do not change results
         break;
     }

@@ -11,7 +11,7 @@
 namespace cascader::ethos_u85 {
 
 // Throws BinaryError naming the word offset for unknown opcodes, a truncated cmd1, reserved
-// field values, DMA modes other than 1-D, or a stream that does not end with NPU_OP_STOP.
+// field values, or a stream that does not end with NPU_OP_STOP.
 sim::CommandStream decode_command_stream(const uint32_t* words, size_t count);
 
 }  // namespace cascader::ethos_u85

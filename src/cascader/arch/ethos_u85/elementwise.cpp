@@ -11,11 +11,20 @@ namespace cascader::ethos_u85 {
 
 using sim::ElementwiseMode;
 
+namespace {
+
+// The NPU's boolean: all bits set for true.
+int64_t boolean(bool v) { return v ? -1 : 0; }
+
+}  // namespace
+
 void require_simulated_elementwise(const sim::NpuOperation& op) {
   switch (static_cast<ElementwiseMode>(op.sub_op)) {
     case ElementwiseMode::Add: case ElementwiseMode::Sub: case ElementwiseMode::Mul: case ElementwiseMode::Min:
     case ElementwiseMode::Max: case ElementwiseMode::Abs: case ElementwiseMode::Clz: case ElementwiseMode::Shl:
-    case ElementwiseMode::Shr:
+    case ElementwiseMode::Shr: case ElementwiseMode::Div: case ElementwiseMode::CmpEq: case ElementwiseMode::CmpNe:
+    case ElementwiseMode::CmpGe: case ElementwiseMode::CmpGt: case ElementwiseMode::And: case ElementwiseMode::Or:
+    case ElementwiseMode::Xor: case ElementwiseMode::Not: case ElementwiseMode::AndNot:
       return;
     default:
       sim::command_stream_error(op.word_offset, std::string("Ethos-U85 elementwise mode ") +
@@ -43,6 +52,18 @@ int64_t elementwise_value(const sim::NpuOperation& op, int64_t a, int64_t b) {
     case ElementwiseMode::Shl: return sim::shift_left32(a, b);
     case ElementwiseMode::Shr:
       return shift_right(a, static_cast<int>(std::clamp<int64_t>(b, 0, 31)), u.ofm_round_mode);
+    case ElementwiseMode::CmpEq: return boolean(scaled_a() == scaled_b());
+    case ElementwiseMode::CmpNe: return boolean(scaled_a() != scaled_b());
+    case ElementwiseMode::CmpGe: return boolean(scaled_a() >= scaled_b());
+    case ElementwiseMode::CmpGt: return boolean(scaled_a() > scaled_b());
+    case ElementwiseMode::And: return a & b;
+    case ElementwiseMode::Or: return a | b;
+    case ElementwiseMode::Xor: return a ^ b;
+    case ElementwiseMode::Not: return ~a;
+    case ElementwiseMode::AndNot: return a & ~b;
+    case ElementwiseMode::Div:
+      if (b == 0) sim::command_stream_error(op.word_offset, "DIV by zero: the NPU's result is not defined");
+      return a / b;  // C++ truncates toward zero, as the NPU does
     default:
       require_simulated_elementwise(op);
       return 0;

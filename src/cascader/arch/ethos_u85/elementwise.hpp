@@ -1,7 +1,14 @@
 // The Ethos-U85 elementwise unit: each operand is first rescaled by its own scale register
 // (IFM_SCALE, IFM2_SCALE: scale, shift, double round, round mode), then combined. The output
-// stage (output_stage.hpp) rescales the result by OFM_SCALE. Modes the zoo's streams do not
-// use (division, comparisons, logical operations, LRELU) are refused rather than guessed.
+// stage (output_stage.hpp) rescales the result by OFM_SCALE.
+//  - Comparisons (CMP_EQ/NE/GE/GT) compare the rescaled operands and give the NPU's boolean:
+//    -1 (all bits set) for true, 0 for false. Vela keeps booleans so inside a network and ANDs
+//    them with 1 where TFLite's 0/1 leaves or enters it (a CMP_NE against 0 on the way in).
+//  - Bitwise modes (AND, OR, XOR, NOT, AND_NOT = IFM & ~IFM2) act on the raw operands: Vela
+//    emits them for logical operators on those booleans and for SELECT (a & c | b & ~c).
+//  - DIV is integer division of the raw operands, truncated toward zero (TOSA's INTDIV, which
+//    Vela maps to it); a zero divisor has no defined result and is refused.
+// LRELU is refused rather than guessed.
 // Complexity: O(1) per element.
 #pragma once
 

@@ -67,6 +67,17 @@ int64_t type_max(sim::DataType t) {
   return 0;
 }
 
+// The low bits of v as a value of type t (8 or 16 bits).
+int64_t wrap(int64_t v, sim::DataType t) {
+  switch (t) {
+    case sim::DataType::U8: return static_cast<uint8_t>(v);
+    case sim::DataType::S8: return static_cast<int8_t>(v);
+    case sim::DataType::U16: return static_cast<uint16_t>(v);
+    case sim::DataType::S16: return static_cast<int16_t>(v);
+    default: return v;
+  }
+}
+
 }  // namespace
 
 int64_t rescale(int64_t v, uint32_t scale, int shift, int double_round, int mode, size_t word_offset) {
@@ -98,6 +109,9 @@ OutputStage::OutputStage(const sim::NpuOperation& op, const uint8_t* lut_ram, si
   hi_ = clip ? (op.ofm.dtype == sim::DataType::U16 ? static_cast<uint16_t>(op.activation.max) : op.activation.max)
              : std::numeric_limits<int64_t>::max();
   rescales_ = true;
+  // With the clip range NONE an 8/16-bit OFM keeps the low bits of the result: Vela asks for
+  // that (quantMin/Max at the int64 edges) where TFLite's CAST narrows by truncation.
+  wraps_ = !clip && sim::element_size(op.ofm.dtype) <= 2 && op.activation.function == 0;
   // 32-bit elementwise operands leave no room for the multiplier: only the shift applies, as on
   // the U55 (Vela's softmax MULs give scale 2^30 and shift 31 for TFLite's doubling high multiply).
   const bool wide_elementwise = op.kind == sim::OpKind::Elementwise && op.ifm.dtype == sim::DataType::S32;
@@ -147,7 +161,7 @@ int64_t OutputStage::operator()(int64_t acc, const emit::BiasScale* channel) con
       default: v = static_cast<int32_t>(raw); break;
     }
   }
-  return std::clamp(v, type_lo_, type_hi_);
+  return wraps_ ? wrap(v, op_.ofm.dtype) : std::clamp(v, type_lo_, type_hi_);
 }
 
 }  // namespace cascader::ethos_u85

@@ -7,7 +7,8 @@
 //  - the output stage of every block operation: the rescale (per channel from the scale stream,
 //    or global), the OFM zero point, the clamp (ACTIVATION_MIN/MAX, unless the clip range is
 //    NONE), then the activation (a lookup table in the 2 KiB LUT RAM, whose size and entry width
-//    the function gives, at table index x table size), saturating to the OFM type.
+//    the function gives, at table index x table size), saturating to the OFM type; with the clip
+//    range NONE and no table an 8/16-bit OFM takes the low bits instead (Vela's narrowing CAST).
 // Complexity: O(1) per element.
 #pragma once
 
@@ -50,6 +51,7 @@ class OutputStage {
   uint32_t global_scale_;  // OFM_SCALE's multiplier as the output unit applies it
   int64_t lo_, hi_;            // the clamp
   int64_t type_lo_, type_hi_;  // the OFM type
+  bool wraps_ = false;         // no clip: an 8/16-bit OFM keeps the result's low bits
   const uint8_t* table_ = nullptr;
   int lut_index_bias_ = 0;  // added to the clamped value to index the table
   int entry_bytes_ = 1;
