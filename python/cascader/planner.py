@@ -311,7 +311,7 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     acc.require_compiles()
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else acc.default_memory_mode).value
     system = system if system is not None else acc.default_system
-    part, segments = lower(as_model(model))
+    part, segments = lower(as_model(model), acc.name)
     buffered = schedule(part, segments, acc.name, system, mode)
     return plan_scheduled(part, buffered, options, start)
 

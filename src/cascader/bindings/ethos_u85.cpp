@@ -81,6 +81,13 @@ void bind_ethos_u85(py::module_& m) {
       py::arg("accelerator"), py::arg("type"), py::arg("ifm_bits"), py::arg("ofm_shape"), py::arg("depth_first_1x1"),
       "(height, width, depth, ACC_FORMAT field) of the OFM micro-block an Ethos-U85 operation runs with.");
   m.def(
+      "u85_try_block_config",
+      [](const NpuOp& op, const AcceleratorConfig& a, const BlockShape& block) {
+        return ethos_u85::try_block_config(op, a, block);
+      },
+      py::arg("op"), py::arg("accelerator"), py::arg("ofm_block"),
+      "The Ethos-U85 block config of `op` with this OFM block, or None when the block is not valid for it.");
+  m.def(
       "decode_weight_slices",
       [](const py::bytes& data) {
         size_t n;

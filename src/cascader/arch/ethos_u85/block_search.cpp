@@ -184,6 +184,21 @@ BlockShape micro_block(const AcceleratorConfig& a, NpuOpType type, int ifm_bits,
   return *best;
 }
 
+std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block) {
+  const bool pkf = op.traversal == cascader::Traversal::PartKernelFirst;
+  const NpuOp d = described(op, a, ofm_block, pkf);
+  const BlockShape& ub = d.u85->ofm_ublock;
+  const BlockShape& most = a.ofm_block_max;
+  const int depth_granule = std::max(16, ub.depth);
+  const bool depth_ok = ofm_block.depth % depth_granule == 0 || ofm_block.depth == op.block_depth;
+  if (ofm_block.height % ub.height || ofm_block.width % ub.width || !depth_ok || ofm_block.height > most.height ||
+      ofm_block.width > most.width || ofm_block.depth > most.depth || ofm_block.height < 1 || ofm_block.width < 1 ||
+      ofm_block.depth < 1 || !fits(op, a, ofm_block, *d.u85)) {
+    return std::nullopt;
+  }
+  return d.block_config;
+}
+
 int micro_block_field(const BlockShape& ublock) {
   for (int m = 0; m < 6; ++m) {
     if (kMicroblockHeights[m] == ublock.height && kMicroblockWidths[m] == ublock.width) return m;

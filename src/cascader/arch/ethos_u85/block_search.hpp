@@ -18,6 +18,8 @@
 // Complexity: O(tilings^3 x estimate), cached by the caller per block query.
 #pragma once
 
+#include <optional>
+
 #include "cascader/arch/arch_config.hpp"
 #include "cascader/perf/cycle_model.hpp"
 #include "cascader/perf/npu_op.hpp"
@@ -32,6 +34,10 @@ BlockShape micro_block(const AcceleratorConfig& a, NpuOpType type, int ifm_bits,
 
 // ACC_FORMAT's micro-block field for a micro-block (ofm_micro_block's inverse).
 int micro_block_field(const BlockShape& ublock);
+
+// `ofm_block` as a block config for `op` (its traversal op.traversal), if it is a multiple of
+// the micro-block within the maximum block and fits the internal RAMs; nullopt otherwise.
+std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block);
 
 // `op` with its U85 description (op.u85: micro-block, IFM block, accumulator) and, unless set,
 // its block config chosen by the search (cached in `cache` by block query).
