@@ -4,8 +4,8 @@ U55/U65's for the same lowered operation, in one place.
 The lowering describes an operation in the U55/U65's terms (an output rounding in
 OFM_PRECISION, 32-bit multipliers, an AVERAGE pool that divides only when padded). Here an
 operation record in those terms becomes the U85's: the rounding becomes OFM_SCALE's round mode,
-a multiplier of 32 bits the same value in 31 (where that is exact), an unpadded average the
-U85's SUM (its AVERAGE always divides), and the micro-block, the storage and the weight
+a multiplier of 32 bits the same value in 31 (where that is exact), an average pool the
+U85's (`_output_stage`), and the micro-block, the storage and the weight
 streams its registers hold. What has no exact U85 counterpart yet is refused per operation
 (`refusal`), and the operator runs on the CPU with that reason.
 """
@@ -17,7 +17,10 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from ..errors import UnsupportedError
 from ..frontend.lowered import LoweredOperation
+from ..frontend.add_sub_rounding import operand_multipliers
+from ..frontend.quantization import pooling_scale
 from ..perf import OP_KINDS
 from .weights import EncodedWeights, StreamRanges
 
@@ -32,8 +35,14 @@ _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 def refusal(op: LoweredOperation) -> str | None:
     """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
     r = op.registers
-    if op.kind not in ("conv", "depthwise", "pool"):
-        return f"{op.kind} operations are not emitted for the Ethos-U85 yet (its operands are scaled otherwise)"
+    if op.kind == "elementwise":
+        if r.get("sub_op") not in ("ADD", "SUB") or "reference_scales" not in r:
+            return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
+                    "otherwise than the U55's)")
+        if r.get("sub_op") == "SUB" and r.get("reversed_operands"):
+            return "a SUB with its operands reversed has no Ethos-U85 register (the U85 broadcasts either operand)"
+    elif op.kind not in ("conv", "depthwise", "pool"):
+        return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
     if op.lut is not None or r.get("activation", {}).get("function", 0) != 0:
         return "table and built-in activations are not emitted for the Ethos-U85 yet"
     if r.get("ifm_upscale"):
@@ -42,10 +51,38 @@ def refusal(op: LoweredOperation) -> str | None:
         return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
     if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE"):
         return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
-    scale, _ = r.get("ofm_scale", (1, 0))
-    if scale >= 1 << 31 and (scale % 2 or r.get("rounding", "TFL") == "TFL"):
-        return "its 32-bit OFM multiplier has no exact 31-bit Ethos-U85 equivalent"
-    return None
+    stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
+                          tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"))
+    return stage if isinstance(stage, str) else None
+
+
+# The U85's AVERAGE rescaled by 1.0: 2^30 / 2^30 under DOUBLE_SYMMETRIC rounding is exact.
+_UNIT_SCALE = (1 << 30, 30)
+
+
+def _output_stage(kind: str, sub_op: str | None, kernel: dict, padding: tuple, ofm_scale: tuple[int, int],
+                  rounding: str) -> dict[str, Any] | str:
+    """The U85's pooling mode, OFM scale and round mode for an operation the lowering describes
+    in the U55's terms, or why it has none. The U55's AVERAGE divides only a padded window (by
+    its valid elements, half away from zero) and otherwise sums, the OFM scale dividing; the
+    U85's AVERAGE always divides as the padded one does, and its SUM sums. So an unpadded
+    average whose scale is the window's division (quantization.pooling_scale, TFLite's
+    rounding of an average) is the U85's AVERAGE at scale 1.0, any other unpadded one its SUM."""
+    scale, shift = ofm_scale
+    out: dict[str, Any] = {"sub_op": sub_op, "ofm_scale": (scale, shift), "ofm_round_mode": _ROUND_MODE[rounding]}
+    if kind == "elementwise":
+        return out  # ADD/SUB: TFLite's scales (`_add_sub_scales`), not these
+    if kind == "pool" and sub_op == "AVERAGE" and not any(padding):
+        if ofm_scale == pooling_scale(kernel.get("height", 1) * kernel.get("width", 1)):
+            return dict(out, ofm_scale=_UNIT_SCALE, ofm_round_mode=_ROUND_MODE["TFL"])
+        out["sub_op"] = "SUM"
+    if scale >= 1 << 31:
+        # Halved, with one shift less, the product is the same: exact where the rounding does
+        # not round at bit 31 first (TFLite's double rounding does).
+        if scale % 2 or rounding == "TFL":
+            return "its 32-bit OFM multiplier has no exact 31-bit Ethos-U85 equivalent"
+        out["ofm_scale"] = (scale // 2, shift - 1)
+    return out
 
 
 def micro_block(op: LoweredOperation, part_kernel_first: bool, accelerator: str) -> tuple[int, int, int, int]:
@@ -90,22 +127,39 @@ def weight_ranges(streams: tuple, region: int, base: int) -> dict[str, Any]:
 def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: bool, accelerator: str) -> dict[str, Any]:
     """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
     it is a stripe of (or is)."""
-    rounding = record.get("rounding", "TFL")
-    scale, shift = record.get("ofm_scale", (1, 0))
-    if scale >= 1 << 31:  # the same value, 31 bits (refusal() keeps the cases where it is not)
-        scale, shift = scale // 2, shift - 1
-    out = dict(record, rounding="TFL", ifm_rounding="TFL", ifm_scale_mode=0, ofm_scale=(scale, shift))
-    if record["kind"] == "pool" and record.get("sub_op") == "AVERAGE" and not any(record["padding"]):
-        # The U85's AVERAGE divides by the window whatever the padding; the U55's only when
-        # padded, and its unpadded average is a sum the OFM scale divides: the U85's SUM.
-        out["sub_op"] = "SUM"
+    stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
+                          tuple(record.get("ofm_scale", (1, 0))), record.get("rounding", "TFL"))
+    if isinstance(stage, str):  # refusal() saw the whole operation; a stripe of it may differ
+        raise UnsupportedError(f"operation {record['kind']}: {stage}")
+    out = dict(record, rounding="TFL", ifm_rounding="TFL", ifm_scale_mode=0, ofm_scale=stage["ofm_scale"])
+    if stage["sub_op"] is not None:
+        out["sub_op"] = stage["sub_op"]
     streams = out.pop("u85_weight_streams", None)
+    if record["kind"] == "elementwise":
+        out.update(_add_sub_scales(whole.registers["reference_scales"], out))
     out["u85"] = {
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
-        "ofm_round_mode": _ROUND_MODE[rounding],
+        "ofm_round_mode": stage["ofm_round_mode"],
         "ofm_double_round": 0,
         "storage": (0, 0, 0),
     }
     if streams is not None:
         out["u85"]["weight_streams"] = streams
+    if record["kind"] == "elementwise":
+        out["u85"].update(out.pop("u85_operands"))
     return out
+
+
+def _add_sub_scales(scales: tuple[float, float, float], record: dict[str, Any]) -> dict[str, Any]:
+    """ADD/SUB of 8-bit operands as TFLite computes them, which the U85's registers express
+    exactly: each operand (code less zero point) shifted left by 20 and multiplied by its
+    multiplier, TFLite's double rounding (IFM_SCALE/IFM2_SCALE with DBL_RND 20: the high part
+    rounded at bit 11, then by the multiplier's exponent), added, then the sum rescaled by the
+    output multiplier (OFM_SCALE, the high part rounded at bit 31) (add_sub_rounding's
+    `operand_multipliers`)."""
+    (ma, ea), (mb, eb), (mo, eo) = operand_multipliers(scales, 8)
+    headroom = 20
+    first = 31 - headroom  # where the operand's high part is rounded
+    return {"ofm_scale": (mo, 31 - eo), "opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
+            "u85_operands": {"ifm_scale": (ma, first - ea, 0, headroom), "ifm2_scale": (mb, first - eb, 0, headroom),
+                             "ofm_round_mode": _ROUND_MODE["TFL"]}}
