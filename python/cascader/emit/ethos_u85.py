@@ -36,7 +36,7 @@ def refusal(op: LoweredOperation) -> str | None:
     """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
     r = op.registers
     if op.kind == "elementwise":
-        if r.get("sub_op") not in ("ADD", "SUB") or "reference_scales" not in r:
+        if r.get("sub_op") not in ("ADD", "SUB", "MUL") or "reference_scales" not in r:
             return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
                     "otherwise than the U55's)")
         if r.get("sub_op") == "SUB" and r.get("reversed_operands"):
@@ -70,7 +70,7 @@ def _output_stage(kind: str, sub_op: str | None, kernel: dict, padding: tuple, o
     rounding of an average) is the U85's AVERAGE at scale 1.0, any other unpadded one its SUM."""
     scale, shift = ofm_scale
     out: dict[str, Any] = {"sub_op": sub_op, "ofm_scale": (scale, shift), "ofm_round_mode": _ROUND_MODE[rounding]}
-    if kind == "elementwise":
+    if kind == "elementwise" and sub_op != "MUL":
         return out  # ADD/SUB: TFLite's scales (`_add_sub_scales`), not these
     if kind == "pool" and sub_op == "AVERAGE" and not any(padding):
         if ofm_scale == pooling_scale(kernel.get("height", 1) * kernel.get("width", 1)):
@@ -136,7 +136,7 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         out["sub_op"] = stage["sub_op"]
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
-        out.update(_add_sub_scales(whole.registers["reference_scales"], out))
+        out.update(_add_sub_scales(whole.registers["reference_scales"]) if out["sub_op"] != "MUL" else _MUL_OPERANDS)
     out["u85"] = {
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
         "ofm_round_mode": stage["ofm_round_mode"],
@@ -150,7 +150,13 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     return out
 
 
-def _add_sub_scales(scales: tuple[float, float, float], record: dict[str, Any]) -> dict[str, Any]:
+# MUL multiplies the operands as they are (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales
+# the product as the lowering's OFM scale does on the U55 (TFLite's double rounding there).
+_MUL_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
+                 "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
+
+
+def _add_sub_scales(scales: tuple[float, float, float]) -> dict[str, Any]:
     """ADD/SUB of 8-bit operands as TFLite computes them, which the U85's registers express
     exactly: each operand (code less zero point) shifted left by 20 and multiplied by its
     multiplier, TFLite's double rounding (IFM_SCALE/IFM2_SCALE with DBL_RND 20: the high part
