@@ -233,6 +233,7 @@ class _Target:
         described = _core.NpuOp(self._description(whole, ifm2_in_flash))
         described.ifm.shape = _core.Shape4(1, *op.ifm.shape)  # a reference into `described`
         described.ofm.shape = _core.Shape4(1, *op.ofm.shape)
+        described.whole_ofm = _core.Shape4(1, *whole.ofm.shape)  # the U85's micro-block is the whole op's
         if op.ifm2 is not None:
             ifm2 = described.ifm2  # an optional: a copy, set back
             ifm2.shape = _core.Shape4(1, *op.ifm2.shape)

@@ -87,7 +87,8 @@ U85Op describe(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& of
   U85Op u;
   const bool conv = unit_of(op.type) == Conv;
   const bool one_by_one = op.kernel.height == 1 && op.kernel.width == 1;
-  u.ofm_ublock = micro_block(a, op.type, op.ifm.bits, op.ofm.shape, conv && one_by_one && !part_kernel_first);
+  u.ofm_ublock = micro_block(a, op.type, op.ifm.bits, op.whole_ofm.value_or(op.ofm.shape),
+                             conv && one_by_one && !part_kernel_first);
   const Unit unit = unit_of(op.type);
   u.acc48 = (op.ifm.bits == 16 && unit != Pool && unit != ReduceSum && op.rescaled) || op.ifm.bits > 32;
   u.own_ofm_bits = op.ofm.bits;
@@ -214,6 +215,14 @@ NpuOp with_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCach
                      op.block_config->part_kernel_first || op.traversal == cascader::Traversal::PartKernelFirst);
   }
   const BlockConfig& chosen = cache.get(a, block_query(op), [&] { return search(op, arch); });
+  // The query leaves out the whole operation's OFM (NpuOp::whole_ofm): a choice cached for an
+  // operation of the same shapes but another micro-block is searched again.
+  NpuOp with_traversal = op;
+  with_traversal.traversal = chosen.part_kernel_first ? cascader::Traversal::PartKernelFirst : cascader::Traversal::DepthFirst;
+  if (!try_block_config(with_traversal, a, chosen.ofm_block)) {
+    const BlockConfig own = search(op, arch);
+    return described(op, a, own.ofm_block, own.part_kernel_first);
+  }
   return described(op, a, chosen.ofm_block, chosen.part_kernel_first);
 }
 
