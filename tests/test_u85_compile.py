@@ -23,10 +23,8 @@ SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "e
 # Operators the U85 emitter refuses for now (emit/ethos_u85.refusal), by model; every other
 # operator of the zoo runs on the NPU.
 ON_CPU = {
-    "mobilenet_v3_blocks": {"table and built-in activations are not emitted for the Ethos-U85 yet"},
-    "unet": {"upscaled IFMs are not emitted for the Ethos-U85 yet"},
     "attention_pooling": {"elementwise SHR is not emitted for the Ethos-U85 yet (its operands are scaled otherwise "
-                          "than the U55's)"},
+                          "than the U55's)"},  # its SOFTMAX
 }
 
 
@@ -113,17 +111,46 @@ def test_records_round_trip_through_the_u85_encoder(compiled: dict) -> None:
 
 
 def test_refused_operators_go_to_the_cpu_with_the_reason() -> None:
-    """An operator whose operations the U85 emitter cannot express yet (HARD_SWISH's table) runs
-    on the CPU with the emitter's reason, on the U85 only: on the U55 it stays on the NPU."""
-    model = zoo.get("mobilenet_v3_blocks")
+    """An operator whose operations the U85 emitter cannot express yet (SOFTMAX's 32-bit
+    steps) runs on the CPU with the emitter's reason, on the U85 only: on the U55 it stays on
+    the NPU."""
+    model = zoo.get("attention_pooling")
     u85 = cascader.compile(model, accelerator="ethos-u85-256").partition
     u55 = cascader.compile(model, accelerator="ethos-u55-128").partition
-    swish = [i for i, op in enumerate(u85.graph.operators) if op.opcode == "HARD_SWISH"]
-    assert swish
-    for i in swish:
+    softmax = [i for i, op in enumerate(u85.graph.operators) if op.opcode == "SOFTMAX"]
+    assert softmax
+    for i in softmax:
         assert not u85.verdicts[i].npu and u85.verdicts[i].rule == "target"
-        assert "table" in u85.verdicts[i].reason
+        assert "not emitted for the Ethos-U85" in u85.verdicts[i].reason
         assert u55.verdicts[i].npu
+
+
+def test_a_table_is_loaded_before_the_kernels_read_it(compiled: dict) -> None:
+    """mobilenet_v3_blocks' HARD_SWISH tables: each is DMA'd into the LUT RAM (region 0x103),
+    and the kernel that reads it waits for that DMA (NPU_OP_DMA_WAIT) before it starts."""
+    c = _compile(compiled, "mobilenet_v3_blocks", "ethos-u85-256")
+    tables = 0
+    for call in npu_calls(c.model):
+        words = [int(w) for w in _core.split_driver_payload(bytes(call.payload))[1]]
+        waiting_for_table = False
+        i = 0
+        while i < len(words):
+            opcode, param = words[i] & 0x3FF, words[i] >> 16
+            if words[i] & 0x4000:  # a cmd1 and its payload
+                i += 2
+                continue
+            if opcode == 0x131:  # DMA0_DST_REGION
+                region = param
+            elif opcode == 0x010:  # DMA start
+                if region == 0x103:
+                    tables += 1
+                    waiting_for_table = True
+            elif opcode == 0x011:  # DMA wait
+                waiting_for_table = False
+            elif 0x002 <= opcode <= 0x007:  # a kernel
+                assert not waiting_for_table, f"word {i}: a kernel starts before the table DMA is waited for"
+            i += 1
+    assert tables
 
 
 def test_u85_budget_is_hard() -> None:

@@ -43,10 +43,9 @@ def refusal(op: LoweredOperation) -> str | None:
             return "a SUB with its operands reversed has no Ethos-U85 register (the U85 broadcasts either operand)"
     elif op.kind not in ("conv", "depthwise", "pool"):
         return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
-    if op.lut is not None or r.get("activation", {}).get("function", 0) != 0:
-        return "table and built-in activations are not emitted for the Ethos-U85 yet"
-    if r.get("ifm_upscale"):
-        return "upscaled IFMs are not emitted for the Ethos-U85 yet"
+    function = r.get("activation", {}).get("function", 0)
+    if function != 0 and (op.lut is None or len(op.lut) != 256):
+        return "built-in and 16/32-bit table activations are not emitted for the Ethos-U85 yet"
     if op.ifm.element_size != 1 or op.ofm.element_size != 1:
         return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
     if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE"):
@@ -134,6 +133,7 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     out = dict(record, rounding="TFL", ifm_rounding="TFL", ifm_scale_mode=0, ofm_scale=stage["ofm_scale"])
     if stage["sub_op"] is not None:
         out["sub_op"] = stage["sub_op"]
+    out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
         out.update(_add_sub_scales(whole.registers["reference_scales"]) if out["sub_op"] != "MUL" else _MUL_OPERANDS)
@@ -142,12 +142,36 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         "ofm_round_mode": stage["ofm_round_mode"],
         "ofm_double_round": 0,
         "storage": (0, 0, 0),
+        "activation_table": table,
     }
     if streams is not None:
         out["u85"]["weight_streams"] = streams
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
     return out
+
+
+# The U55's clip ranges (the output type's range intersected with ACTIVATION_MIN/MAX): the U85
+# has only "clip to ACTIVATION_MIN/MAX" (0), which takes the intersection.
+_CLIP_RANGES = {0: None, 2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}
+# The U85's 8-bit tables by entry type (output_stage.hpp): LUT_U8_U8 1, LUT_S8_S8 4.
+_TABLE_FUNCTION = {"uint8": 1, "int8": 4}
+# The table the emitter loads: the first of the LUT RAM (emit/program.py copies a table in before
+# the first operation that uses it).
+LUT_ADDRESS = 0
+
+
+def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, int], int]:
+    """The U85's ACTIVATION fields for the U55's (a table in LUT slot `function - 16`, or none)
+    and the table index."""
+    lo, hi = activation["min"], activation["max"]
+    bounds = _CLIP_RANGES[activation.get("clip_range", 0)]
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    function = activation["function"]
+    if function >= 16:
+        function = _TABLE_FUNCTION[ofm_dtype]
+    return {"function": function, "clip_range": 0, "min": lo, "max": hi}, LUT_ADDRESS // 256
 
 
 # MUL multiplies the operands as they are (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales

@@ -235,7 +235,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     """
     records: list[dict[str, Any]] = []
     npu = Accelerator(accelerator)
-    lut_slot = npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
+    lut_slot = ethos_u85.LUT_ADDRESS if npu.product == ethos_u85.PRODUCT else npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
     loaded_lut: bytes | None = None  # the table in the LUT slot, while nothing else used the SHRAM
     stored: dict[int, int] = {}  # id of an operation's encoded weights -> their flash address
     templates = templates or RecordTemplates()

@@ -212,11 +212,17 @@ struct Access {
 };
 
 // The LUT an activation reads: slot (function - 16) of the last 2 KiB of the SHRAM, 256 bytes
-// per 8-bit table, 1 KiB for a 32-bit one, all 2 KiB for a 16-bit one. A DMA that loads the
-// next table must wait for the kernels still reading this one.
+// per 8-bit table, 1 KiB for a 32-bit one, all 2 KiB for a 16-bit one (the Ethos-U85: its table
+// in the LUT RAM, ethos_u85::lut_bytes). A DMA that loads the next table must wait for the
+// kernels still reading this one.
 std::optional<Span> lut_span(const NpuOperation& op, const ArchConfig& arch) {
   const int f = op.activation.function;
-  if (f < 16 || arch.accelerator().product == Product::EthosU85) return std::nullopt;  // the U85: a LUT RAM
+  if (arch.accelerator().product == Product::EthosU85) {
+    const auto bytes = ethos_u85::lut_bytes(op);
+    if (!bytes) return std::nullopt;
+    return Span{sim::kShramRegion, bytes->first, bytes->second};
+  }
+  if (f < 16) return std::nullopt;
   const auto& npu = arch.accelerator();
   const uint64_t at = uint64_t(npu.shram_banks) * uint64_t(npu.shram_bank_bytes) - 2048 + uint64_t(f - 16) * 256;
   const int es = sim::element_size(op.ofm.dtype);

@@ -114,6 +114,19 @@ uint32_t operation_command(Writer& w, const NpuOperation& op, int& param) {
 
 }  // namespace
 
+std::optional<std::pair<uint64_t, uint64_t>> lut_bytes(const NpuOperation& op) {
+  uint64_t size = 0;
+  switch (op.activation.function) {
+    case 1: case 4: size = 256; break;  // LUT_U8_U8, LUT_S8_S8
+    case 5: size = 512; break;          // LUT_S8_S16
+    case 7: size = 1024; break;         // LUT_S8_S32
+    case 8: case 9: size = 2048; break; // the 16-bit input tables
+    default: return std::nullopt;       // no table (none, or the built-in TANH/SIGMOID)
+  }
+  const uint64_t at = uint64_t(op.u85.activation_table) * size;
+  return std::make_pair(at, at + size);
+}
+
 void encode_block_operation(Writer& w, const NpuOperation& op, const ArchConfig& arch) {
   const auto& u = op.u85;
   const bool elementwise = op.kind == OpKind::Elementwise;

@@ -11,11 +11,21 @@
 // Complexity: O(registers) per operation.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <utility>
+
 #include "cascader/arch/arch_config.hpp"
 #include "cascader/emit/register_writer.hpp"
 #include "cascader/sim/command_stream.hpp"
 
 namespace cascader::ethos_u85 {
+
+// The LUT RAM bytes [begin, end) an operation's table activation reads (a DMA fills them through
+// region 0x103, the internal-memory bit and region 3), or nullopt without a table: table index x
+// table size, 256 bytes for 8-bit entries, 512 for 16-bit, 1 KiB for 32-bit, 2 KiB for the
+// 16-bit input tables.
+std::optional<std::pair<uint64_t, uint64_t>> lut_bytes(const sim::NpuOperation& op);
 
 // Writes `op`'s registers (those already holding their value are skipped) and its command.
 void encode_block_operation(emit::RegisterWriter& w, const sim::NpuOperation& op, const ArchConfig& arch);
