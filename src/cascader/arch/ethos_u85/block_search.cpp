@@ -104,9 +104,28 @@ U85Op describe(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& of
   return u;
 }
 
+// An elementwise block: its rows of OFM in the output buffer, and a broadcast operand's part
+// in one of the chaining buffer's six slots (16-element bricks): one brick a pixel when the
+// channels broadcast, a brick per 16 channels of a column of micro-blocks when the rows do.
+bool fits_elementwise(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b, const BlockShape& ub) {
+  const int bytes = op.ifm.bits / 8;
+  if (int64_t(b.width) * b.depth * bytes > a.internal_ram.ob_bytes) return false;
+  const Shape4& o = op.ofm.shape;
+  bool c = false, h = false;
+  for (const Shape4* in : {&op.ifm.shape, op.ifm2 ? &op.ifm2->shape : nullptr}) {
+    if (in == nullptr || in->elements() == 1) continue;  // a scalar is OP_SCALAR, not a map
+    c |= in->c < o.c;
+    h |= in->h < o.h;
+  }
+  const int bricks = a.internal_ram.cb_bytes / 6 / (16 * bytes);
+  if (c) return int64_t(b.height) * b.width <= bricks;
+  if (h) return int64_t(b.width) * div_round_up(b.depth, 16) <= bricks / ub.height;
+  return true;
+}
+
 bool fits(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b, const U85Op& u) {
   const InternalRam& ram = a.internal_ram;
-  if (elementwise_unit(op.type)) return int64_t(b.width) * b.depth * (op.ifm.bits / 8) <= ram.ob_bytes;
+  if (elementwise_unit(op.type)) return fits_elementwise(op, a, b, u.ofm_ublock);
   const int acc_bytes = u.acc48 ? 8 : 4;
   if (b.elements() * acc_bytes > ram.acc_bytes) return false;
   const int64_t ifm_bytes = u.ifm_block.elements() * (op.ifm.bits / 8);
