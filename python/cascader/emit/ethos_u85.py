@@ -41,6 +41,12 @@ def refusal(op: LoweredOperation) -> str | None:
                     "otherwise than the U55's)")
         if r.get("sub_op") == "SUB" and r.get("reversed_operands"):
             return "a SUB with its operands reversed has no Ethos-U85 register (the U85 broadcasts either operand)"
+        if r["sub_op"] != "MUL" and op.ifm.element_size == 1:
+            scales = _add_sub_scales(r["reference_scales"])
+            shifts = (scales["ofm_scale"][1], scales["u85_operands"]["ifm_scale"][1],
+                      scales["u85_operands"]["ifm2_scale"][1])
+            if max(shifts) > 63:
+                return f"its scales need a shift of {max(shifts)}, beyond the Ethos-U85's 6-bit shift fields"
     elif op.kind not in ("conv", "depthwise", "pool"):
         return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
     function = r.get("activation", {}).get("function", 0)
