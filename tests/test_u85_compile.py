@@ -1,10 +1,12 @@
 """Ethos-U85, part 2 (#43): cascader.compile for the U85.
 
-What is covered: the zoo models of test_u85_judge compiled for every U85 size (uncascaded, the default system and memory mode) and simulated bit-exact against the reference
-interpreter on 2 seeds; what the U85 emitter does not express yet runs on the CPU with its
-reason (and nothing else does); our U85 weight streams decode back to the model's weights and
-our scale streams to the lowered channels; the register encoder is the decoder's inverse on our
-records and refuses the U55's fields; budgets on the U85 hold as on the U55.
+What is covered: the zoo models of test_u85_judge compiled for every U85 size (uncascaded, the
+default system and memory mode) and simulated bit-exact against the reference interpreter on 2
+seeds; what the U85 emitter does not express yet runs on the CPU with its reason (and nothing
+else does); our U85 weight streams decode back to the model's weights and our scale streams to
+the lowered channels; the register encoder is the decoder's inverse on our records and refuses
+the U55's fields; a table is loaded before the kernels read it; cascaded compiles under a budget
+fit it and are bit-exact.
 """
 
 from __future__ import annotations
@@ -153,15 +155,37 @@ def test_a_table_is_loaded_before_the_kernels_read_it(compiled: dict) -> None:
     assert tables
 
 
-def test_u85_budget_is_hard() -> None:
-    """A budget on the U85 holds as on the U55: the SRAM laid out is at most the budget, or the
-    compile names the least that works."""
-    model = zoo.get("ds_cnn_kws")
-    unlimited = cascader.compile(model, accelerator="ethos-u85-256")
-    budget = unlimited.sram_bytes - 1024
-    try:
-        c = cascader.compile(model, accelerator="ethos-u85-256", sram=budget)
-    except cascader.errors.InfeasibleError as e:
-        assert e.minimum_sram > budget
-    else:
-        assert c.sram_bytes <= budget
+@pytest.mark.parametrize("model_name,fraction", [("mobilenet_v2", 0.4), ("resnet8", 0.4), ("ds_cnn_kws", 0.4)])
+def test_cascaded_u85_compiles_fit_and_are_bit_exact(model_name: str, fraction: float, compiled: dict,
+                                                     tmp_path) -> None:
+    """Under a budget below the uncascaded schedule's SRAM the planner's cascades run on the
+    U85 too: the SRAM laid out is within the budget, and the binary is bit-exact (each stripe
+    with its whole operation's micro-block, which its weight stream is ordered for)."""
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    unlimited = _compile(compiled, model_name, "ethos-u85-256")
+    budget = int(unlimited.sram_bytes * fraction)
+    c = cascader.compile(zoo.get(model_name), accelerator="ethos-u85-256", sram=budget)
+    assert c.sram_bytes <= budget < unlimited.sram_bytes
+    assert any(sop.cascade is not None for sop in c.schedule.operations)
+    path = tmp_path / f"{model_name}.tflite"
+    cascader.save_model(zoo.get(model_name), path)
+    result = validate(path, c.binary, seeds=(0, 1), config_label="ethos-u85-256")
+    assert result.bit_exact, (result.error, result.details)
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_u85_op_estimates_choose_their_block(accelerator: str) -> None:
+    """estimate_op on a U85 costs the op with the block its search finds fastest: a multiple
+    of the micro-block within the maximum block, no slower than the smallest such block (the
+    op estimates of the U55/U65 path, the planner and the scheduler all go through it)."""
+    acc = cascader.Accelerator(accelerator)
+    cost = cascader.estimate_op("conv2d", (1, 32, 32, 32), (1, 32, 32, 64), kernel=3, accelerator=accelerator)
+    uh, uw, ud, _ = _core.u85_micro_block(accelerator, _core.NpuOpType.Conv2D, 8, (32, 32, 64), False)
+    assert (uh, uw, ud) in acc.ofm_ublocks
+    h, w, d = cost.block_config.ofm_block
+    assert h % uh == 0 and w % uw == 0 and d % max(16, ud) == 0
+    smallest = cascader.estimate_op("conv2d", (1, 32, 32, 32), (1, 32, 32, 64), kernel=3, accelerator=accelerator,
+                                    block_config=(uh, uw, max(16, ud)))
+    assert cost.total_cycles <= smallest.total_cycles
