@@ -252,7 +252,8 @@ def set_block_config(op: "_core.NpuOp", block_config: Tuple[int, int, int], acc:
         raise InvalidArgumentError(
             f"block config {block_config} is not valid for this op on {acc.name} (micro-block multiples up to "
             f"{acc._config.ofm_block_max.height}x{acc._config.ofm_block_max.width}x{acc._config.ofm_block_max.depth} "
-            "that fit its internal memory); see cascader.block_configs()"
+            f"that fit {'its IFM and accumulator RAMs' if acc.product == 'ethos-u85' else 'SHRAM'}); see "
+            "cascader.block_configs()"
         )
     op.block_config = cfg
 
