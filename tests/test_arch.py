@@ -40,7 +40,8 @@ def test_accelerator_fields_are_consistent(name: str) -> None:
 def test_accelerator_rejects_unknown_name() -> None:
     with pytest.raises(cascader.InvalidArgumentError, match="ethos-u55-128"):
         cascader.Accelerator("ethos-u99")
-    assert set(cascader.Accelerator.names(compile_targets=True)) == set(ACCELERATORS)
+    u85 = {"ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048"}
+    assert set(cascader.Accelerator.names(compile_targets=True)) == set(ACCELERATORS) | u85
 
 
 @pytest.mark.parametrize("name", PRESETS)

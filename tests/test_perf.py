@@ -114,7 +114,6 @@ def test_block_depth_fixes_the_depth_and_searches_the_rest() -> None:
         (lambda: cascader.estimate_op("depthwise_conv2d", (1, 8, 8, 8), (1, 8, 8, 16)), "depth"),
         (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), ifm_memory="L2"), "memory"),
         (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), activation="GELU"), "activation"),
-        (lambda: cascader.estimate_op("conv2d", (1, 8, 8, 8), (1, 8, 8, 8), accelerator="ethos-u85-256"), "accelerator"),
         (lambda: cascader.estimate_op("avg_pool", (1, 8, 8, 8), (1, 8, 8, 8), ifm_upscale=3), "ifm_upscale"),
     ],
 )

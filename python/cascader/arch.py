@@ -119,8 +119,8 @@ class Accelerator:
 
     @property
     def compiles(self) -> bool:
-        """Whether cascader compiles for this accelerator (the U85: not yet; its binaries from
-        Vela are decoded)."""
+        """Whether cascader compiles for this accelerator (every U55, U65 and U85 size; on the
+        U85, the operations its emitter does not express yet run on the CPU)."""
         return bool(self._family["compiles"])
 
     @property

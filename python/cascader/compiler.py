@@ -360,10 +360,10 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
     (`lowering.lower`)."""
     acc = Accelerator(accelerator)
     m = as_model(model)
-    part, segments = lower(m, least_scratch)
+    acc.require_compiles()
+    part, segments = lower(m, acc.name, least_scratch)
     bar.update()
     bar.set_description("schedule")
-    acc.require_compiles()
     mode = (MemoryMode.parse(memory_mode) if memory_mode is not None else acc.default_memory_mode).value
     system = system if system is not None else acc.default_system
     # Performance: with the padded maps that run faster as bricks so stored too.

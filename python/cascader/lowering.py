@@ -3,6 +3,8 @@ segments as register-level operations (`frontend.lower`)."""
 
 from __future__ import annotations
 
+from .arch import Accelerator
+from .emit import ethos_u85
 from .errors import ModelError, UnsupportedError
 from .frontend.lower import lower_segment
 from .frontend.lowered import LoweredSegment
@@ -17,11 +19,13 @@ from .tflite import Model
 SCRATCH_TRADING_OPERATORS = frozenset({"BATCH_MATMUL"})
 
 
-def lower(model: Model, least_scratch: bool = False) -> tuple[Partition, list[LoweredSegment]]:
+def lower(model: Model, accelerator: str | None = None,
+          least_scratch: bool = False) -> tuple[Partition, list[LoweredSegment]]:
     """Partition the model and lower every NPU segment (`least_scratch`: see `lower_segment`).
 
     An operator the rules accept but the lowering cannot express goes to the CPU, with the
-    lowering's reason as its verdict, and the partition is redone.
+    lowering's reason as its verdict, and the partition is redone. So does one whose lowered
+    operations `accelerator`'s emitter cannot express (`_target_refusals`).
     """
     forced: dict[int, Verdict] = {}
     while True:
@@ -33,14 +37,32 @@ def lower(model: Model, least_scratch: bool = False) -> tuple[Partition, list[Lo
         try:
             segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch)
                         for s in part.segments if s.target == NPU]
-            part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
-                                      for s in part.segments if s.target == NPU for i in s.operators)
-            return part, segments
         except UnsupportedError as e:
             op = getattr(e, "operator", None)
             if op is None or op in forced:
                 raise
             forced[op] = Verdict(False, "lowering", str(e))
+            continue
+        refused = _target_refusals(segments, accelerator)
+        if not refused:
+            part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
+                                      for s in part.segments if s.target == NPU for i in s.operators)
+            return part, segments
+        forced.update(refused)
+
+
+def _target_refusals(segments: list[LoweredSegment], accelerator: str | None) -> dict[int, Verdict]:
+    """The operators whose lowered operations the target's emitter refuses (the Ethos-U85's
+    does not express every U55/U65 operation yet: `emit.ethos_u85.refusal`), with its reason."""
+    if accelerator is None or Accelerator(accelerator).product != ethos_u85.PRODUCT:
+        return {}
+    refused: dict[int, Verdict] = {}
+    for seg in segments:
+        for op in seg.operations:
+            reason = ethos_u85.refusal(op)
+            if reason is not None:
+                refused.update((i, Verdict(False, "target", reason)) for i in op.sources)
+    return refused
 
 
 def final_partition(model: Model) -> Partition:

@@ -244,12 +244,16 @@ def set_block_config(op: "_core.NpuOp", block_config: Tuple[int, int, int], acc:
     """Fix the op's OFM block (height, width, depth), checked to be one the accelerator can run
     for it. The check reads the op's other fields: set those first."""
     h, w, c = (int(v) for v in block_config)
-    cfg = _core.try_block_config(acc._config, _core.block_query(op), _core.BlockShape(h, w, c))
+    if acc.product == "ethos-u85":  # no SHRAM: its own RAMs, its own rules (arch/ethos_u85/block_search)
+        cfg = _core.u85_try_block_config(op, acc._config, _core.BlockShape(h, w, c))
+    else:
+        cfg = _core.try_block_config(acc._config, _core.block_query(op), _core.BlockShape(h, w, c))
     if cfg is None:
         raise InvalidArgumentError(
             f"block config {block_config} is not valid for this op on {acc.name} (micro-block multiples up to "
             f"{acc._config.ofm_block_max.height}x{acc._config.ofm_block_max.width}x{acc._config.ofm_block_max.depth} "
-            "that fit SHRAM); see cascader.block_configs()"
+            f"that fit {'its IFM and accumulator RAMs' if acc.product == 'ethos-u85' else 'SHRAM'}); see "
+            "cascader.block_configs()"
         )
     op.block_config = cfg
 

@@ -334,7 +334,7 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     system = system if system is not None else acc.default_system
     m = as_model(model)
     stages.lap("read")
-    part, segments = lower(m)
+    part, segments = lower(m, acc.name)
     stages.lap("lower")
     buffered = schedule(part, segments, acc.name, system, mode)
     stages.lap("schedule")
@@ -342,7 +342,7 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     if part.trades_scratch:
         # The least-scratch lowering's points join the frontier (`cascader.compile` takes that
         # lowering where the budget needs it); its proposals are of its own graph, kept apart.
-        frugal_part, frugal_segments = lower(m, least_scratch=True)
+        frugal_part, frugal_segments = lower(m, acc.name, least_scratch=True)
         frugal = plan_scheduled(frugal_part, schedule(frugal_part, frugal_segments, acc.name, system, mode), options)
         for p in frugal.points:
             p.least_scratch = True

@@ -24,6 +24,7 @@ import numpy as np
 from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
+from .emit import ethos_u85
 from .emit.weights import encode_weights
 from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, stream_widths, with_copy_shape, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
                                LoweredSegment, round16)
@@ -238,6 +239,7 @@ class _Target:
         described = _core.NpuOp(self._description(whole, ifm2_in_flash))
         described.ifm.shape = _core.Shape4(1, *op.ifm.shape)  # a reference into `described`
         described.ofm.shape = _core.Shape4(1, *op.ofm.shape)
+        described.whole_ofm = _core.Shape4(1, *whole.ofm.shape)  # the U85's micro-block is the whole op's
         if op.ifm2 is not None:
             ifm2 = described.ifm2  # an optional: a copy, set back
             ifm2.shape = _core.Shape4(1, *op.ifm2.shape)
@@ -291,6 +293,8 @@ _PART_KERNEL_FIRST, _DEPTH_FIRST = _core.Traversal.PartKernelFirst, _core.Traver
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
             depth_step: int = 0):
+    if Accelerator(accelerator).product == ethos_u85.PRODUCT:
+        return ethos_u85.encode_weights(op, block, part_kernel_first, accelerator, depth_step)
     v = op.weights
     k = op.registers["kernel"]
     return encode_weights(

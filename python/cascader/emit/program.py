@@ -18,6 +18,7 @@ from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
 from ..schedule import (ScheduledOperation, SegmentSchedule, constant_key, copied_constants, second_slot_key,
                         weights_key)
 from ..tflite.ethos_u import REGION_FLASH, REGION_PERSISTENT, REGION_SCRATCH, REGION_SCRATCH_FAST
+from . import ethos_u85
 from .commands import encode_command_stream
 
 FLASH_ALIGNMENT = 16
@@ -170,6 +171,8 @@ def _weight_ranges(sop: ScheduledOperation, at: tuple[int, int], s: int = 0) -> 
     with the encoded data's byte 0 at `at` (region, address)."""
     region, base = at
     streams = sop.encoded.slices[s]
+    if sop.encoded.u85:
+        return ethos_u85.weight_ranges(streams, region, base)
     out: dict[str, Any] = {"parallel_mode": len(streams) - 1}
     for core, s in enumerate(streams):
         suffix = "" if core == 0 else str(core)
@@ -214,6 +217,14 @@ def _depth_slices(sop: ScheduledOperation, first_slot: tuple[int, int], second_s
     return out
 
 
+def _for_target(records: list[dict[str, Any]], sop: ScheduledOperation, npu: Accelerator) -> list[dict[str, Any]]:
+    """`sop`'s records in the terms of `npu`'s registers: the lowering's are the U55/U65's."""
+    if npu.product != ethos_u85.PRODUCT:
+        return records
+    whole = sop.stripe_of or sop.lowered
+    return [r if r["kind"] == "dma" else ethos_u85.record(r, whole, sop.part_kernel_first, npu.name) for r in records]
+
+
 def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, flash: FlashImage, accelerator: str,
                  templates: RecordTemplates | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
     """Operation records and the command stream (uint32 words, ending in STOP) of one segment.
@@ -224,7 +235,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     """
     records: list[dict[str, Any]] = []
     npu = Accelerator(accelerator)
-    lut_slot = npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
+    lut_slot = ethos_u85.LUT_ADDRESS if npu.product == ethos_u85.PRODUCT else npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
     loaded_lut: bytes | None = None  # the table in the LUT slot, while nothing else used the SHRAM
     stored: dict[int, int] = {}  # id of an operation's encoded weights -> their flash address
     templates = templates or RecordTemplates()
@@ -239,9 +250,9 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
                                 dst=dict(region=REGION_SHRAM, address=lut_slot, length=len(lut))))
         loaded_lut = lut
         if sop.depth_step:
-            records += _depth_slices(sop, placement.address[weights_key(sop, first + k)],
-                                     placement.address.get(second_slot_key(first + k)), placement, flash,
-                                     segment.segment.constants)
+            records += _for_target(_depth_slices(sop, placement.address[weights_key(sop, first + k)],
+                                                 placement.address.get(second_slot_key(first + k)), placement, flash,
+                                                 segment.segment.constants), sop, npu)
             continue
         weights_at = (REGION_FLASH, 0)
         if sop.encoded is not None:
@@ -270,6 +281,6 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             copies[v.buffer] = region, address = placement.address[constant_key(first + k, v)]
             records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[blob], length=len(blob)),
                                 dst=dict(region=region, address=address, length=len(blob))))
-        records.append(operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies,
-                                        templates))
+        records += _for_target([operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies,
+                                                 templates)], sop, npu)
     return records, encode_command_stream(records, accelerator=accelerator)

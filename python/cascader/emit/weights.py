@@ -32,6 +32,9 @@ class EncodedWeights:
 
     data: bytes
     slices: tuple[tuple[StreamRanges, ...], ...]
+    # Ethos-U85 streams (emit/ethos_u85): per slice one StreamRanges per weight decoder, the
+    # first with the scale stream; otherwise one per core, each with its own scales.
+    u85: bool = False
 
     @property
     def weight_bytes(self) -> int:

@@ -98,6 +98,10 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
         # With REVERSED_OPERANDS the ALU's operand A is the IFM2 (SUB computes A - B), so A
         # and B stay TFLite's first and second operand, and so does the scale mode (1: A).
         registers.update(scaling)
+    # TFLite's scales of the IFM, the IFM2 and the OFM of the operator as one operation: a
+    # target that scales each operand itself (the Ethos-U85, emit/ethos_u85) computes TFLite's
+    # arithmetic from them.
+    registers["reference_scales"] = (a.scale, b.scale, ofm.scale)
     cost = {"ADD": "add", "SUB": "sub", "MUL": "mul"}[mode]
     lw.add(LoweredOperation("elementwise", cost, f"{v.index}:{v.opcode}", (v.index,), a, ofm, ifm2=b,
                             registers=registers))

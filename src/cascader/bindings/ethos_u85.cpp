@@ -4,7 +4,9 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 
+#include "cascader/arch/ethos_u85/block_search.hpp"
 #include "cascader/arch/ethos_u85/fast_weights.hpp"
 #include "cascader/arch/ethos_u85/operation_weights.hpp"
 #include "cascader/arch/ethos_u85/scale_stream.hpp"
@@ -67,6 +69,24 @@ std::vector<emit::BiasScale> channels_of(const std::vector<std::tuple<int64_t, u
 }  // namespace
 
 void bind_ethos_u85(py::module_& m) {
+  m.def(
+      "u85_micro_block",
+      [](const std::string& accelerator, NpuOpType type, int ifm_bits, std::tuple<int, int, int> ofm,
+         bool depth_first_1x1) {
+        const auto& [h, w, c] = ofm;
+        const BlockShape ub = ethos_u85::micro_block(accelerator_config(accelerator), type, ifm_bits,
+                                                     Shape4{1, h, w, c}, depth_first_1x1);
+        return py::make_tuple(ub.height, ub.width, ub.depth, ethos_u85::micro_block_field(ub));
+      },
+      py::arg("accelerator"), py::arg("type"), py::arg("ifm_bits"), py::arg("ofm_shape"), py::arg("depth_first_1x1"),
+      "(height, width, depth, ACC_FORMAT field) of the OFM micro-block an Ethos-U85 operation runs with.");
+  m.def(
+      "u85_try_block_config",
+      [](const NpuOp& op, const AcceleratorConfig& a, const BlockShape& block) {
+        return ethos_u85::try_block_config(op, a, block);
+      },
+      py::arg("op"), py::arg("accelerator"), py::arg("ofm_block"),
+      "The Ethos-U85 block config of `op` with this OFM block, or None when the block is not valid for it.");
   m.def(
       "decode_weight_slices",
       [](const py::bytes& data) {

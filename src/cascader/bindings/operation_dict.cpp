@@ -130,6 +130,44 @@ sim::AddressRange address_range(const py::dict& d) {
                            static_cast<uint64_t>(length)};
 }
 
+// The Ethos-U85 fields (operation_to_dict's "u85"); a key left out keeps its default.
+void u85_fields(const py::dict& d, NpuOperation& op) {
+  auto& u = op.u85;
+  std::tie(u.ifm_storage, u.ifm2_storage, u.ofm_storage) =
+      field_or<std::tuple<int, int, int>>(d, RECORD_KEY("storage"), {u.ifm_storage, u.ifm2_storage, u.ofm_storage});
+  u.ofm_transpose = field_or<int>(d, RECORD_KEY("ofm_transpose"), u.ofm_transpose);
+  u.ofm_reverse = field_or<int>(d, RECORD_KEY("ofm_reverse"), u.ofm_reverse);
+  u.acc_input = field_or<int>(d, RECORD_KEY("acc_input"), u.acc_input);
+  u.acc_output = field_or<int>(d, RECORD_KEY("acc_output"), u.acc_output);
+  u.microblock = field_or<int>(d, RECORD_KEY("microblock"), u.microblock);
+  u.ofm_round_mode = field_or<int>(d, RECORD_KEY("ofm_round_mode"), u.ofm_round_mode);
+  u.ofm_double_round = field_or<int>(d, RECORD_KEY("ofm_double_round"), u.ofm_double_round);
+  std::tie(u.ifm_scale, u.ifm_shift, u.ifm_round_mode, u.ifm_double_round) = field_or<std::tuple<uint32_t, int, int, int>>(
+      d, RECORD_KEY("ifm_scale"), {u.ifm_scale, u.ifm_shift, u.ifm_round_mode, u.ifm_double_round});
+  std::tie(u.ifm2_scale, u.ifm2_shift, u.ifm2_round_mode, u.ifm2_double_round) =
+      field_or<std::tuple<uint32_t, int, int, int>>(d, RECORD_KEY("ifm2_scale"),
+                                                    {u.ifm2_scale, u.ifm2_shift, u.ifm2_round_mode, u.ifm2_double_round});
+  u.broadcast_mode = field_or<int>(d, RECORD_KEY("broadcast_mode"), u.broadcast_mode);
+  u.ifm_broadcast_mode = field_or<int>(d, RECORD_KEY("ifm_broadcast_mode"), u.ifm_broadcast_mode);
+  u.op_scalar = field_or<uint32_t>(d, RECORD_KEY("op_scalar"), u.op_scalar);
+  u.activation_table = field_or<int>(d, RECORD_KEY("activation_table"), u.activation_table);
+  u.weight_format = field_or<int>(d, RECORD_KEY("weight_format"), u.weight_format);
+  u.weight_sparsity = field_or<int>(d, RECORD_KEY("weight_sparsity"), u.weight_sparsity);
+  u.weights_ifm2 = field_or<bool>(d, RECORD_KEY("weights_ifm2"), u.weights_ifm2);
+  u.resize_mode = field_or<int>(d, RECORD_KEY("resize_mode"), u.resize_mode);
+  using Axis = std::tuple<int, int, int>;
+  const auto [ry, rx] = field_or<std::tuple<Axis, Axis>>(
+      d, RECORD_KEY("resize"), {Axis{u.resize_y.n, u.resize_y.d, u.resize_y.offset},
+                                Axis{u.resize_x.n, u.resize_x.d, u.resize_x.offset}});
+  std::tie(u.resize_y.n, u.resize_y.d, u.resize_y.offset) = ry;
+  std::tie(u.resize_x.n, u.resize_x.d, u.resize_x.offset) = rx;
+  if (PyObject* v = lookup(d, RECORD_KEY("weight_streams"))) {
+    const auto streams = cast_field<std::vector<py::dict>>(v, RECORD_KEY("weight_streams"));
+    if (streams.size() > u.weight_streams.size()) throw InvalidArgument("an Ethos-U85 operation has at most 4 weight streams");
+    for (size_t i = 0; i < streams.size(); ++i) u.weight_streams[i] = address_range(streams[i]);
+  }
+}
+
 }  // namespace
 
 py::dict operation_to_dict(const NpuOperation& op, bool u85) {
@@ -223,11 +261,11 @@ NpuOperation operation_from_dict(const py::dict& d) {
   }
   if (op.kind == sim::OpKind::Pool) {
     const auto mode = field<std::string>(d, RECORD_KEY("sub_op"));
-    op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 3>(mode, "pooling mode"));
+    op.sub_op = static_cast<int>(enum_named<sim::PoolMode, 8>(mode, "pooling mode"));
   }
   if (op.kind == sim::OpKind::Elementwise) {
     const auto mode = field<std::string>(d, RECORD_KEY("sub_op"));
-    op.sub_op = static_cast<int>(enum_named<sim::ElementwiseMode, 10>(mode, "elementwise mode"));
+    op.sub_op = static_cast<int>(enum_named<sim::ElementwiseMode, 43>(mode, "elementwise mode"));
   }
   op.ifm = feature_map(field<py::dict>(d, RECORD_KEY("ifm")));
   op.ofm = feature_map(field<py::dict>(d, RECORD_KEY("ofm")));
@@ -280,6 +318,7 @@ NpuOperation operation_from_dict(const py::dict& d) {
   op.ifm_upscale = field_or<int>(d, RECORD_KEY("ifm_upscale"), op.ifm_upscale);
   op.acc_format = field_or<int>(d, RECORD_KEY("acc_format"), op.acc_format);
   op.parallel_mode = field_or<int>(d, RECORD_KEY("parallel_mode"), op.parallel_mode);
+  if (PyObject* u85 = lookup(d, RECORD_KEY("u85"))) u85_fields(cast_field<py::dict>(u85, RECORD_KEY("u85")), op);
   return op;
 }
 

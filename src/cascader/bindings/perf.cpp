@@ -67,6 +67,7 @@ void bind_perf(py::module_& m) {
       .def_readwrite("block_config", &NpuOp::block_config)
       .def_readwrite("traversal", &NpuOp::traversal)
       .def_readwrite("block_depth", &NpuOp::block_depth)
+      .def_readwrite("whole_ofm", &NpuOp::whole_ofm)
       .def_readwrite("dma_bytes", &NpuOp::dma_bytes)
       .def_readwrite("ifm_upscale", &NpuOp::ifm_upscale)
       .def_readwrite("ofm_step", &NpuOp::ofm_step)

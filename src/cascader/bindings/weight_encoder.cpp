@@ -1,12 +1,18 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/common/error.hpp"
+#include "cascader/arch/ethos_u85/weight_encoder.hpp"
+#include "cascader/arch/ethos_u85/weight_order.hpp"
 #include "cascader/emit/weight_encoder.hpp"
+#include "cascader/sim/command_stream.hpp"
 
 namespace py = pybind11;
 
@@ -43,6 +49,31 @@ HeldWeights weight_values(const py::array& a) {
   return held<int32_t>(a, emit::RawWeights::Type::Int32);
 }
 
+using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// Per OFM channel: bias, scale and shift.
+std::vector<emit::BiasScale> channels_of(const Int64s& bias, const Int64s& scale, const Int64s& shift) {
+  const auto b = as_vector(bias), s = as_vector(scale), sh = as_vector(shift);
+  if (b.size() != s.size() || b.size() != sh.size()) throw InvalidArgument("bias, scale and shift differ in length");
+  std::vector<emit::BiasScale> channels(b.size());
+  for (size_t c = 0; c < b.size(); ++c) {
+    if (s[c] < 0 || s[c] > 0xFFFFFFFFll) throw InvalidArgument("scale of channel " + std::to_string(c) + " is not 32-bit");
+    channels[c] = emit::BiasScale{b[c], static_cast<uint32_t>(s[c]), static_cast<int>(sh[c])};
+  }
+  return channels;
+}
+
+// (data, [[(scale offset, scale length, weight offset, weight length) per stream] per depth slice]).
+py::tuple encoded_tuple(const emit::EncodedWeights& e) {
+  py::list slices;
+  for (const auto& streams : e.slices) {
+    py::list out;
+    for (const auto& r : streams) out.append(py::make_tuple(r.scale_offset, r.scale_length, r.weight_offset, r.weight_length));
+    slices.append(out);
+  }
+  return py::make_tuple(py::bytes(reinterpret_cast<const char*>(e.data.data()), e.data.size()), slices);
+}
+
 }  // namespace
 
 void bind_weight_encoder(py::module_& m) {
@@ -57,19 +88,11 @@ void bind_weight_encoder(py::module_& m) {
   m.def(
       "encode_operation_weights",
       [](const py::array& ohwi, const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
-         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& bias,
-         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& scale,
-         const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& shift, int ofm_block_depth,
+         const Int64s& bias, const Int64s& scale, const Int64s& shift, int ofm_block_depth,
          bool depthwise, bool part_kernel_first, int ifm_bits, int dilation_y, int dilation_x, int ifm_ublock_depth,
          int ofm_ublock_depth, int cores, int depth_step) {
         if (ohwi.ndim() != 4) throw InvalidArgument("weights must be OHWI (4 dimensions)");
-        const auto b = as_vector(bias), s = as_vector(scale), sh = as_vector(shift);
-        if (b.size() != s.size() || b.size() != sh.size()) throw InvalidArgument("bias, scale and shift differ in length");
-        std::vector<emit::BiasScale> channels(b.size());
-        for (size_t c = 0; c < b.size(); ++c) {
-          if (s[c] < 0 || s[c] > 0xFFFFFFFFll) throw InvalidArgument("scale of channel " + std::to_string(c) + " is not 32-bit");
-          channels[c] = emit::BiasScale{b[c], static_cast<uint32_t>(s[c]), static_cast<int>(sh[c])};
-        }
+        const std::vector<emit::BiasScale> channels = channels_of(bias, scale, shift);
         const emit::WeightLayout layout{static_cast<int>(ohwi.shape(0)), static_cast<int>(ohwi.shape(1)),
                                         static_cast<int>(ohwi.shape(2)), static_cast<int>(ohwi.shape(3)),
                                         ofm_block_depth, depthwise, part_kernel_first, ifm_bits, dilation_x,
@@ -83,21 +106,55 @@ void bind_weight_encoder(py::module_& m) {
           py::gil_scoped_release release;
           e = emit::encode_operation_weights(weights.raw, zps, channels, layout, cores, depth_step);
         }
-        py::list slices;
-        for (const auto& streams : e.slices) {
-          py::list cores_out;
-          for (const auto& r : streams) {
-            cores_out.append(py::make_tuple(r.scale_offset, r.scale_length, r.weight_offset, r.weight_length));
-          }
-          slices.append(cores_out);
-        }
-        return py::make_tuple(py::bytes(reinterpret_cast<const char*>(e.data.data()), e.data.size()), slices);
+        return encoded_tuple(e);
       },
       py::arg("ohwi"), py::arg("zero_points"), py::arg("bias"), py::arg("scale"), py::arg("shift"),
       py::arg("ofm_block_depth"), py::arg("depthwise"), py::arg("part_kernel_first"), py::arg("ifm_bits"),
       py::arg("dilation_y"), py::arg("dilation_x"), py::arg("ifm_ublock_depth"), py::arg("ofm_ublock_depth"),
       py::arg("cores"), py::arg("depth_step"),
       "(data, [[(scale offset, scale length, weight offset, weight length) per core] per depth slice]).");
+
+  m.def(
+      "encode_u85_operation_weights",
+      [](const py::array& ohwi, const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
+         const Int64s& bias, const Int64s& scale, const Int64s& shift, int ofm_block_depth, bool depthwise,
+         bool part_kernel_first, int ifm_bits, std::pair<int, int> stride, std::pair<int, int> dilation,
+         int microblock, const std::string& accelerator, bool acc48, int depth_step) {
+        if (ohwi.ndim() != 4) throw InvalidArgument("weights must be OHWI (4 dimensions)");
+        const std::vector<emit::BiasScale> channels = channels_of(bias, scale, shift);
+        const AcceleratorConfig& acc = accelerator_config(accelerator);
+        // The operation the streams go with, as the decoder reads its order from the registers.
+        sim::NpuOperation op;
+        op.kind = depthwise ? sim::OpKind::Depthwise : sim::OpKind::Conv;
+        op.ofm.depth = static_cast<int>(ohwi.shape(0));
+        op.ifm.depth = static_cast<int>(ohwi.shape(3));
+        if (ifm_bits != 8 && ifm_bits != 16) throw InvalidArgument("ifm_bits must be 8 or 16");
+        op.ifm.dtype = ifm_bits == 8 ? sim::DataType::S8 : sim::DataType::S16;
+        std::tie(op.kernel.stride_y, op.kernel.stride_x) = stride;
+        std::tie(op.kernel.dilation_y, op.kernel.dilation_x) = dilation;
+        op.kernel.height = (static_cast<int>(ohwi.shape(1)) - 1) * op.kernel.dilation_y + 1;
+        op.kernel.width = (static_cast<int>(ohwi.shape(2)) - 1) * op.kernel.dilation_x + 1;
+        op.kernel.part_kernel_first = part_kernel_first;
+        op.block_depth = ofm_block_depth;
+        if (microblock < 0 || microblock > 5) throw InvalidArgument("the micro-block field is 0..5");
+        op.u85.microblock = microblock;
+        op.acc_format = acc48 ? 1 : 0;
+        const ethos_u85::WeightOrder order = ethos_u85::weight_order_of(op, acc);
+        const HeldWeights weights = weight_values(ohwi);
+        const std::vector<int32_t> zps = as_vector(zero_points);
+        emit::EncodedWeights e;
+        {
+          py::gil_scoped_release release;  // as encode_operation_weights
+          e = ethos_u85::encode_operation_weights(weights.raw, zps, channels, order, acc48, depth_step);
+        }
+        return encoded_tuple(e);
+      },
+      py::arg("ohwi"), py::arg("zero_points"), py::arg("bias"), py::arg("scale"), py::arg("shift"),
+      py::arg("ofm_block_depth"), py::arg("depthwise"), py::arg("part_kernel_first"), py::arg("ifm_bits"),
+      py::arg("stride"), py::arg("dilation"), py::arg("microblock"), py::arg("accelerator"), py::arg("acc48"),
+      py::arg("depth_step"),
+      "An Ethos-U85 operation's streams: (data, [[(scale offset, scale length, weight offset, weight length) per\n"
+      "weight stream] per depth slice]); the first stream of a slice carries its scale stream.");
 }
 
 }  // namespace cascader::bindings

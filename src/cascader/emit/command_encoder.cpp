@@ -6,8 +6,10 @@
 #include <string>
 
 #include "cascader/arch/block_config.hpp"
+#include "cascader/arch/ethos_u85/command_encoder.hpp"
 #include "cascader/arch/npu_registers.hpp"
 #include "cascader/common/error.hpp"
+#include "cascader/emit/register_writer.hpp"
 #include "cascader/perf/cycle_model.hpp"
 #include "cascader/sim/estimator.hpp"
 
@@ -29,59 +31,7 @@ struct Span {
   bool overlaps(const Span& o) const { return region == o.region && begin < o.end && o.begin < end; }
 };
 
-class Writer {
- public:
-  Writer(size_t index) : index_(index) {}
-
-  void set_index(size_t index) { index_ = index; }
-
-  // A cmd0 register write, skipped when the register already holds the value.
-  void reg0(uint32_t op, int64_t value, const char* name, int64_t lo, int64_t hi) {
-    check(value, lo, hi, name);
-    const uint16_t v = static_cast<uint16_t>(value & 0xFFFF);
-    if (r0_[op] == v) return;
-    r0_[op] = v;
-    words_.push_back(op | (static_cast<uint32_t>(v) << kParamShift));
-  }
-  // A cmd1 register write (48-bit value: the low 32 bits in the payload word).
-  void reg1(uint32_t op, uint64_t value, const char* name, uint64_t max = (uint64_t{1} << 48) - 1) {
-    if (value > max) fail(name, std::to_string(value) + " exceeds " + std::to_string(max));
-    if (r1_[op] == value) return;
-    r1_[op] = value;
-    words_.push_back(op | kCmd1Flag | (static_cast<uint32_t>(value >> 32) << kParamShift));
-    words_.push_back(static_cast<uint32_t>(value & 0xFFFFFFFFu));
-  }
-  // An operation command (never elided).
-  void command(uint32_t op, int64_t param, const char* name) {
-    check(param, 0, 0xFFFF, name);
-    words_.push_back(op | (static_cast<uint32_t>(param) << kParamShift));
-  }
-
-  void check(int64_t value, int64_t lo, int64_t hi, const char* name) const {
-    if (value < lo || value > hi) {
-      fail(name, std::to_string(value) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
-    }
-  }
-  [[noreturn]] void fail(const char* name, const std::string& what) const {
-    throw InvalidArgument("operation " + std::to_string(index_) + ": " + name + " " + what);
-  }
-
-  std::vector<uint32_t> take() { return std::move(words_); }
-
- private:
-  size_t index_;
-  std::vector<uint32_t> words_;
-  // -1 (all bits set) marks "never written": a real 16-bit value is at most 0xFFFF.
-  std::array<int32_t, 1024> r0_ = filled<int32_t, 1024>(-1);
-  std::array<uint64_t, 1024> r1_ = filled<uint64_t, 1024>(~uint64_t{0});
-
-  template <typename T, size_t N>
-  static std::array<T, N> filled(T v) {
-    std::array<T, N> a;
-    a.fill(v);
-    return a;
-  }
-};
+using Writer = RegisterWriter;
 
 int ifm_precision_code(DataType t) {
   switch (t) {
@@ -107,28 +57,10 @@ int ofm_precision_code(DataType t) {
 
 int format_code(const FeatureMap& f) { return f.layout == sim::Layout::NHCWB16 ? 1 : 0; }
 
-// The registers of one feature map: region, tile bases, strides, tile sizes, zero point.
-struct MapRegisters {
-  uint32_t region, base0, h0, h1, w0, zp;
-};
 constexpr MapRegisters kIfm{IFM_REGION, IFM_BASE0, IFM_HEIGHT0_M1, IFM_HEIGHT1_M1, IFM_WIDTH0_M1, IFM_ZERO_POINT};
 constexpr MapRegisters kIfm2{IFM2_REGION, IFM2_BASE0, IFM2_HEIGHT0_M1, IFM2_HEIGHT1_M1, IFM2_WIDTH0_M1,
                              IFM2_ZERO_POINT};
 constexpr MapRegisters kOfm{OFM_REGION, OFM_BASE0, OFM_HEIGHT0_M1, OFM_HEIGHT1_M1, OFM_WIDTH0_M1, OFM_ZERO_POINT};
-
-void feature_map(Writer& w, const FeatureMap& f, const MapRegisters& r) {
-  w.reg0(r.region, f.region, "region", 0, 7);
-  for (int i = 0; i < 4; ++i) w.reg1(r.base0 + i, f.base[i], "tile base");
-  w.reg1(r.base0 + 4, static_cast<uint64_t>(f.stride_x), "stride x", 0xFFFFFFFFu);
-  w.reg1(r.base0 + 5, static_cast<uint64_t>(f.stride_y), "stride y", 0xFFFFFFFFu);
-  w.reg1(r.base0 + 6, static_cast<uint64_t>(f.stride_c), "stride c", 0xFFFFFFFFu);
-  if (f.stride_x < 0 || f.stride_y < 0 || f.stride_c < 0) w.fail("strides", "must not be negative");
-  w.reg0(r.h0, f.height0 - 1, "tile height0", 0, 0xFFFF);
-  w.reg0(r.h1, f.height1 - 1, "tile height1", 0, 0xFFFF);
-  w.reg0(r.w0, f.width0 - 1, "tile width0", 0, 0xFFFF);
-  const bool is_unsigned = f.dtype == DataType::U8 || f.dtype == DataType::U16;
-  w.reg0(r.zp, f.zero_point, "zero point", is_unsigned ? 0 : -32768, is_unsigned ? 65535 : 32767);
-}
 
 void address_range(Writer& w, const AddressRange& a, uint32_t base, uint32_t length, const char* name) {
   w.reg1(base, a.address, name);
@@ -166,7 +98,7 @@ void compute_registers(Writer& w, const NpuOperation& op, const ArchConfig& arch
   const bool elementwise = op.kind == OpKind::Elementwise;
   const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
 
-  feature_map(w, op.ifm, kIfm);
+  write_feature_map(w, op.ifm, kIfm);
   w.reg0(IFM_DEPTH_M1, op.ifm.depth - 1, "IFM depth", 0, 0xFFFF);
   w.reg0(IFM_PRECISION,
          ifm_precision_code(op.ifm.dtype) | (format_code(op.ifm) << kFormatShift) |
@@ -175,7 +107,7 @@ void compute_registers(Writer& w, const NpuOperation& op, const ArchConfig& arch
   w.reg0(IFM_UPSCALE, op.ifm_upscale, "IFM upscale", 0, 2);
   if (op.ifm_scale_mode < 0 || op.ifm_scale_mode > 2) w.fail("IFM scale mode", std::to_string(op.ifm_scale_mode));
 
-  feature_map(w, op.ofm, kOfm);
+  write_feature_map(w, op.ofm, kOfm);
   w.reg0(OFM_WIDTH_M1, op.ofm.width - 1, "OFM width", 0, 0xFFFF);
   w.reg0(OFM_HEIGHT_M1, op.ofm.height - 1, "OFM height", 0, 0xFFFF);
   w.reg0(OFM_DEPTH_M1, op.ofm.depth - 1, "OFM depth", 0, 0xFFFF);
@@ -252,7 +184,7 @@ void compute_registers(Writer& w, const NpuOperation& op, const ArchConfig& arch
     if (op.ifm2_is_scalar) {
       w.reg0(IFM2_SCALAR, op.ifm2_scalar, "IFM2 scalar", -32768, 32767);
     } else {
-      feature_map(w, op.ifm2, kIfm2);
+      write_feature_map(w, op.ifm2, kIfm2);
     }
     w.reg0(IFM2_ZERO_POINT, op.ifm2.zero_point, "IFM2 zero point", -32768, 65535);
     w.reg0(IFM2_PRECISION, ifm_precision_code(op.ifm2.dtype) | (format_code(op.ifm2) << kFormatShift),
@@ -280,10 +212,16 @@ struct Access {
 };
 
 // The LUT an activation reads: slot (function - 16) of the last 2 KiB of the SHRAM, 256 bytes
-// per 8-bit table, 1 KiB for a 32-bit one, all 2 KiB for a 16-bit one. A DMA that loads the
-// next table must wait for the kernels still reading this one.
+// per 8-bit table, 1 KiB for a 32-bit one, all 2 KiB for a 16-bit one (the Ethos-U85: its table
+// in the LUT RAM, ethos_u85::lut_bytes). A DMA that loads the next table must wait for the
+// kernels still reading this one.
 std::optional<Span> lut_span(const NpuOperation& op, const ArchConfig& arch) {
   const int f = op.activation.function;
+  if (arch.accelerator().product == Product::EthosU85) {
+    const auto bytes = ethos_u85::lut_bytes(op);
+    if (!bytes) return std::nullopt;
+    return Span{sim::kShramRegion, bytes->first, bytes->second};
+  }
   if (f < 16) return std::nullopt;
   const auto& npu = arch.accelerator();
   const uint64_t at = uint64_t(npu.shram_banks) * uint64_t(npu.shram_bank_bytes) - 2048 + uint64_t(f - 16) * 256;
@@ -329,6 +267,9 @@ bool any_overlap(const std::vector<Span>& x, const std::vector<Span>& y) {
 
 std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops, const ArchConfig& arch) {
   Writer w(0);
+  // The Ethos-U85 has registers of its own for block operations; the stream around them (DMAs,
+  // waits, STOP) is written alike.
+  const bool u85 = arch.accelerator().product == Product::EthosU85;
   std::vector<Access> dmas;     // issued DMAs not yet waited for, oldest first
   std::vector<Access> kernels;  // issued kernels not yet waited for
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -367,10 +308,14 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
         break;
       }
     }
-    compute_registers(w, op, arch);
-    w.reg0(BLOCKDEP, 0, "block dependency", 0, 3);
-    const uint32_t cmd = operation_command(op);
-    w.command(cmd, (op.kind == OpKind::Pool || op.kind == OpKind::Elementwise) ? op.sub_op : 0, "operation");
+    if (u85) {
+      ethos_u85::encode_block_operation(w, op, arch);
+    } else {
+      compute_registers(w, op, arch);
+      w.reg0(BLOCKDEP, 0, "block dependency", 0, 3);
+      const uint32_t cmd = operation_command(op);
+      w.command(cmd, (op.kind == OpKind::Pool || op.kind == OpKind::Elementwise) ? op.sub_op : 0, "operation");
+    }
     kernels.push_back(access);
     if (kernels.size() > static_cast<size_t>(arch.accelerator().max_outstanding_kernels)) kernels.erase(kernels.begin());
   }

@@ -1,6 +1,8 @@
 // The register command-stream encoder: typed NPU operations -> cmd0/cmd1 words, ending in
 // NPU_OP_STOP. The inverse of sim::decode_command_stream, over the same register map
-// (arch/npu_registers.hpp) and the same operation type, so decode(encode(ops)) == ops.
+// (arch/npu_registers.hpp) and the same operation type, so decode(encode(ops)) == ops. On an
+// Ethos-U85 the block operations' registers are its own (arch/ethos_u85/command_encoder.hpp,
+// over its decoder's map); the DMAs, waits and STOP around them are written here alike.
 //
 // What the encoder derives itself, rather than taking from the operation:
 //  - the SHRAM layout registers (IFM_IB_END, IFM2_IB_START, AB_START), from the operation's

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cascader/arch/ethos_u85/block_search.hpp"
 #include "cascader/arch/ethos_u85/performance.hpp"
 #include "cascader/common/error.hpp"
 
@@ -54,6 +55,14 @@ const BlockConfig& BlockConfigCache::get(const AcceleratorConfig& arch, const Bl
   auto it = impl_->map.find(key);
   if (it != impl_->map.end()) return it->second;
   return impl_->map.emplace(key, choose_block_config(arch, q)).first->second;
+}
+
+const BlockConfig& BlockConfigCache::get(const AcceleratorConfig& arch, const BlockQuery& q,
+                                         const std::function<BlockConfig()>& choose) {
+  QueryKey key{arch.id, q};
+  auto it = impl_->map.find(key);
+  if (it != impl_->map.end()) return it->second;
+  return impl_->map.emplace(key, choose()).first->second;
 }
 
 BlockQuery block_query(const NpuOp& op) {
@@ -449,7 +458,10 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
     return r;
   }
   if (op.transpose != Transpose::None) return transpose_estimate(op, arch, cache);
-  if (arch.accelerator().product == Product::EthosU85) return ethos_u85::estimate(op, arch);  // its own formulas
+  if (arch.accelerator().product == Product::EthosU85) {  // its own formulas, and its own block search
+    return op.u85 && op.block_config ? ethos_u85::estimate(op, arch)
+                                     : ethos_u85::estimate(ethos_u85::with_block_config(op, arch, cache), arch);
+  }
   validate(op);
   if (op.ofm_step < 1) throw InvalidArgument("ofm_step must be >= 1");
   if (op.ofm_step == 1) return estimate_valid(op, arch, cache);

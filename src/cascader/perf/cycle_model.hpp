@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "cascader/arch/arch_config.hpp"
@@ -51,6 +52,8 @@ class BlockConfigCache {
   BlockConfigCache(BlockConfigCache&&) noexcept;
   BlockConfigCache& operator=(BlockConfigCache&&) noexcept;
   const BlockConfig& get(const AcceleratorConfig& arch, const BlockQuery& q);
+  // The choice `choose` makes, made once per query (a target with a search of its own: the U85).
+  const BlockConfig& get(const AcceleratorConfig& arch, const BlockQuery& q, const std::function<BlockConfig()>& choose);
   size_t size() const;
 
  private:

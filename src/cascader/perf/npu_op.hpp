@@ -128,6 +128,10 @@ struct NpuOp {
   // 768; an int32 softmax SUB on U55-128, from flash: 128 -> 40, Vela 40).
   bool scalar_first = false;
   std::optional<U85Op> u85;  // set for Ethos-U85 operations
+  // Ethos-U85: the OFM of the whole operation this one is a stripe of (nullopt: this op's own).
+  // The U85's micro-block follows the OFM shape and fixes the order of the weight stream all
+  // stripes of an operation share: it is chosen for the whole operation.
+  std::optional<Shape4> whole_ofm;
 };
 
 // The lookup is the whole op (Vela's LUT op: a 1x1 pool through the table), not an activation

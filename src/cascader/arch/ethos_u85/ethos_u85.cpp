@@ -61,7 +61,7 @@ TargetFamily family() {
   f.default_system = "Ethos_U85_SYS_DRAM_Mid";
   f.default_memory_mode = MemoryMode::DedicatedSram;
   f.id_word = 0x20007000u;  // arch 2.0.0, product major 7, status 0
-  f.compiles = false;       // cascader judges U85 binaries; it does not emit them yet
+  f.compiles = true;        // uncascaded and cascaded compiles; operations its emitter refuses go to the CPU
   return f;
 }
 

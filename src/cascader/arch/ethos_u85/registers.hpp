@@ -63,6 +63,9 @@ constexpr int kTableShift = 5, kClipRange = 12;
 // ACC_FORMAT: format 0-1 (32/48 bit), input 4-5 (reset, keep, from IFM2), output 6 (1: kept
 // in the accumulators, for chaining), micro-block 8-10.
 constexpr int kAccInputShift = 4, kAccOutput = 6, kMicroblockShift = 8;
+// The micro-block field's values 0-5: height x width 1x1, 1x2, 1x4, 2x2, 2x4, 4x4 (the depth is
+// the accelerator's micro-block of that height and width).
+constexpr int kMicroblockHeights[] = {1, 1, 1, 2, 2, 4}, kMicroblockWidths[] = {1, 2, 4, 2, 4, 4};
 // WEIGHT_FORMAT: fast weight decode bit 0, sparsity bit 4.
 constexpr int kWeightSparsity = 4;
 // OFM_SCALE / IFM_SCALE / IFM2_SCALE parameter: shift 0-5, double-round 6-10, rounding 13-15.

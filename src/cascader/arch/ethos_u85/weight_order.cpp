@@ -152,15 +152,13 @@ std::vector<std::vector<int64_t>> stream_positions(const WeightOrder& o) {
 }  // namespace
 
 BlockShape ofm_micro_block(const sim::NpuOperation& op, const AcceleratorConfig& accelerator) {
-  // ACC_FORMAT's micro-block: height x width 1x1, 1x2, 1x4, 2x2, 2x4, 4x4.
-  static constexpr int kHeights[] = {1, 1, 1, 2, 2, 4}, kWidths[] = {1, 2, 4, 2, 4, 4};
   const int m = op.u85.microblock;
   const auto ublock = std::find_if(accelerator.ofm_ublocks.begin(), accelerator.ofm_ublocks.end(), [&](const BlockShape& b) {
-    return b.height == kHeights[m] && b.width == kWidths[m];
+    return b.height == kMicroblockHeights[m] && b.width == kMicroblockWidths[m];
   });
   if (ublock == accelerator.ofm_ublocks.end()) {
     throw BinaryError("command stream word " + std::to_string(op.word_offset) + ": " + accelerator.name + " has no " +
-                      std::to_string(kHeights[m]) + "x" + std::to_string(kWidths[m]) + " OFM micro-block");
+                      std::to_string(kMicroblockHeights[m]) + "x" + std::to_string(kMicroblockWidths[m]) + " OFM micro-block");
   }
   return *ublock;
 }

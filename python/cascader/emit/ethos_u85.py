@@ -1,0 +1,201 @@
+"""The Ethos-U85's part of the emit stage: what its registers say differently from the
+U55/U65's for the same lowered operation, in one place.
+
+The lowering describes an operation in the U55/U65's terms (an output rounding in
+OFM_PRECISION, 32-bit multipliers, an AVERAGE pool that divides only when padded). Here an
+operation record in those terms becomes the U85's: the rounding becomes OFM_SCALE's round mode,
+a multiplier of 32 bits the same value in 31 (where that is exact), an average pool the
+U85's (`_output_stage`), and the micro-block, the storage and the weight
+streams its registers hold. What has no exact U85 counterpart yet is refused per operation
+(`refusal`), and the operator runs on the CPU with that reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from ..errors import UnsupportedError
+from ..frontend.lowered import LoweredOperation
+from ..frontend.add_sub_rounding import operand_multipliers
+from ..frontend.quantization import pooling_scale
+from ..perf import OP_KINDS
+from .weights import EncodedWeights, StreamRanges
+
+PRODUCT = "ethos-u85"
+# OFM_SCALE's round modes (arch/ethos_u85/output_stage.hpp) for the U55's roundings: TFLite's
+# double rounding is DOUBLE_SYMMETRIC with no early rounding; NATURAL and TRUNCATE (toward
+# zero) keep their meaning.
+_ROUND_MODE = {"TFL": 0, "NATURAL": 1, "TRUNCATE": 4}
+_WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
+
+
+def refusal(op: LoweredOperation) -> str | None:
+    """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
+    r = op.registers
+    if op.kind == "elementwise":
+        if r.get("sub_op") not in ("ADD", "SUB", "MUL") or "reference_scales" not in r:
+            return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
+                    "otherwise than the U55's)")
+        if r.get("sub_op") == "SUB" and r.get("reversed_operands"):
+            return "a SUB with its operands reversed has no Ethos-U85 register (the U85 broadcasts either operand)"
+        if r["sub_op"] != "MUL" and op.ifm.element_size == 1:
+            scales = _add_sub_scales(r["reference_scales"])
+            shifts = (scales["ofm_scale"][1], scales["u85_operands"]["ifm_scale"][1],
+                      scales["u85_operands"]["ifm2_scale"][1])
+            if max(shifts) > 63:
+                return f"its scales need a shift of {max(shifts)}, beyond the Ethos-U85's 6-bit shift fields"
+    elif op.kind not in ("conv", "depthwise", "pool"):
+        return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
+    function = r.get("activation", {}).get("function", 0)
+    if function != 0 and (op.lut is None or len(op.lut) != 256):
+        return "built-in and 16/32-bit table activations are not emitted for the Ethos-U85 yet"
+    if op.ifm.element_size != 1 or op.ofm.element_size != 1:
+        return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
+    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE"):
+        return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
+    stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
+                          tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"))
+    return stage if isinstance(stage, str) else None
+
+
+# The U85's AVERAGE rescaled by 1.0: 2^30 / 2^30 under DOUBLE_SYMMETRIC rounding is exact.
+_UNIT_SCALE = (1 << 30, 30)
+
+
+def _output_stage(kind: str, sub_op: str | None, kernel: dict, padding: tuple, ofm_scale: tuple[int, int],
+                  rounding: str) -> dict[str, Any] | str:
+    """The U85's pooling mode, OFM scale and round mode for an operation the lowering describes
+    in the U55's terms, or why it has none. The U55's AVERAGE divides only a padded window (by
+    its valid elements, half away from zero) and otherwise sums, the OFM scale dividing; the
+    U85's AVERAGE always divides as the padded one does, and its SUM sums. So an unpadded
+    average whose scale is the window's division (quantization.pooling_scale, TFLite's
+    rounding of an average) is the U85's AVERAGE at scale 1.0, any other unpadded one its SUM."""
+    scale, shift = ofm_scale
+    out: dict[str, Any] = {"sub_op": sub_op, "ofm_scale": (scale, shift), "ofm_round_mode": _ROUND_MODE[rounding]}
+    if kind == "elementwise" and sub_op != "MUL":
+        return out  # ADD/SUB: TFLite's scales (`_add_sub_scales`), not these
+    if kind == "pool" and sub_op == "AVERAGE" and not any(padding):
+        if ofm_scale == pooling_scale(kernel.get("height", 1) * kernel.get("width", 1)):
+            return dict(out, ofm_scale=_UNIT_SCALE, ofm_round_mode=_ROUND_MODE["TFL"])
+        out["sub_op"] = "SUM"
+    if scale >= 1 << 31:
+        # Halved, with one shift less, the product is the same: exact where the rounding does
+        # not round at bit 31 first (TFLite's double rounding does).
+        if scale % 2 or rounding == "TFL":
+            return "its 32-bit OFM multiplier has no exact 31-bit Ethos-U85 equivalent"
+        out["ofm_scale"] = (scale // 2, shift - 1)
+    return out
+
+
+def micro_block(op: LoweredOperation, part_kernel_first: bool, accelerator: str) -> tuple[int, int, int, int]:
+    """(height, width, depth, ACC_FORMAT field) of the OFM micro-block `op` runs with: the
+    rule the block-config search applies (arch/ethos_u85/block_search), on the whole
+    operation, so that every stripe of it and its weight streams agree."""
+    k = op.registers.get("kernel", {})
+    one_by_one = k.get("height", 1) == 1 and k.get("width", 1) == 1
+    op_type = getattr(_core.NpuOpType, OP_KINDS[op.cost_kind])
+    return tuple(_core.u85_micro_block(accelerator, op_type, 8 * op.ifm.element_size, tuple(op.ofm.shape),
+                                       op.kind == "conv" and one_by_one and not part_kernel_first))
+
+
+def encode_weights(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
+                   depth_step: int = 0) -> EncodedWeights:
+    """`op`'s weight and scale streams for the U85 running it with `block` (per depth slice,
+    one StreamRanges per weight stream; the first carries the scale stream)."""
+    v = op.weights
+    k = op.registers["kernel"]
+    w = np.asarray(v.values)
+    zp = np.broadcast_to(np.asarray(v.zero_points, dtype=np.int64).reshape(-1), (w.shape[0],))
+    field = micro_block(op, part_kernel_first, accelerator)[3]
+    data, slices = _core.encode_u85_operation_weights(
+        w, zp.astype(np.int32), np.asarray(v.bias, np.int64), np.asarray(v.scales[:, 0], np.int64),
+        np.asarray(v.scales[:, 1], np.int64), int(block[2]), bool(v.depthwise), bool(part_kernel_first),
+        8 * op.ifm.element_size, tuple(k["stride"]), tuple(k["dilation"]), field, accelerator, False,
+        int(depth_step or 0))
+    return EncodedWeights(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices), u85=True)
+
+
+def weight_ranges(streams: tuple, region: int, base: int) -> dict[str, Any]:
+    """The WEIGHT/SCALE ranges and the u85 weight streams of one depth slice's streams (one per
+    weight decoder, the first with the scale stream), the encoded data's byte 0 at `base`."""
+    ranges = [{"region": region, "address": base + s.weight_offset, "length": s.weight_length} for s in streams]
+    ranges += [{"region": region, "address": 0, "length": 0}] * (_WEIGHT_STREAMS - len(ranges))
+    first = streams[0]
+    return {"parallel_mode": 0, "weights": ranges[0],
+            "scales": {"region": region, "address": base + first.scale_offset, "length": first.scale_length},
+            "u85_weight_streams": ranges}
+
+
+def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: bool, accelerator: str) -> dict[str, Any]:
+    """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
+    it is a stripe of (or is)."""
+    stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
+                          tuple(record.get("ofm_scale", (1, 0))), record.get("rounding", "TFL"))
+    if isinstance(stage, str):  # refusal() saw the whole operation; a stripe of it may differ
+        raise UnsupportedError(f"operation {record['kind']}: {stage}")
+    out = dict(record, rounding="TFL", ifm_rounding="TFL", ifm_scale_mode=0, ofm_scale=stage["ofm_scale"])
+    if stage["sub_op"] is not None:
+        out["sub_op"] = stage["sub_op"]
+    out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
+    streams = out.pop("u85_weight_streams", None)
+    if record["kind"] == "elementwise":
+        out.update(_add_sub_scales(whole.registers["reference_scales"]) if out["sub_op"] != "MUL" else _MUL_OPERANDS)
+    out["u85"] = {
+        "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
+        "ofm_round_mode": stage["ofm_round_mode"],
+        "ofm_double_round": 0,
+        "storage": (0, 0, 0),
+        "activation_table": table,
+    }
+    if streams is not None:
+        out["u85"]["weight_streams"] = streams
+    if record["kind"] == "elementwise":
+        out["u85"].update(out.pop("u85_operands"))
+    return out
+
+
+# The U55's clip ranges (the output type's range intersected with ACTIVATION_MIN/MAX): the U85
+# has only "clip to ACTIVATION_MIN/MAX" (0), which takes the intersection.
+_CLIP_RANGES = {0: None, 2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}
+# The U85's 8-bit tables by entry type (output_stage.hpp): LUT_U8_U8 1, LUT_S8_S8 4.
+_TABLE_FUNCTION = {"uint8": 1, "int8": 4}
+# The table the emitter loads: the first of the LUT RAM (emit/program.py copies a table in before
+# the first operation that uses it).
+LUT_ADDRESS = 0
+
+
+def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, int], int]:
+    """The U85's ACTIVATION fields for the U55's (a table in LUT slot `function - 16`, or none)
+    and the table index."""
+    lo, hi = activation["min"], activation["max"]
+    bounds = _CLIP_RANGES[activation.get("clip_range", 0)]
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    function = activation["function"]
+    if function >= 16:
+        function = _TABLE_FUNCTION[ofm_dtype]
+    return {"function": function, "clip_range": 0, "min": lo, "max": hi}, LUT_ADDRESS // 256
+
+
+# MUL multiplies the operands as they are (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales
+# the product as the lowering's OFM scale does on the U55 (TFLite's double rounding there).
+_MUL_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
+                 "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
+
+
+def _add_sub_scales(scales: tuple[float, float, float]) -> dict[str, Any]:
+    """ADD/SUB of 8-bit operands as TFLite computes them, which the U85's registers express
+    exactly: each operand (code less zero point) shifted left by 20 and multiplied by its
+    multiplier, TFLite's double rounding (IFM_SCALE/IFM2_SCALE with DBL_RND 20: the high part
+    rounded at bit 11, then by the multiplier's exponent), added, then the sum rescaled by the
+    output multiplier (OFM_SCALE, the high part rounded at bit 31) (add_sub_rounding's
+    `operand_multipliers`)."""
+    (ma, ea), (mb, eb), (mo, eo) = operand_multipliers(scales, 8)
+    headroom = 20
+    first = 31 - headroom  # where the operand's high part is rounded
+    return {"ofm_scale": (mo, 31 - eo), "opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
+            "u85_operands": {"ifm_scale": (ma, first - ea, 0, headroom), "ifm2_scale": (mb, first - eb, 0, headroom),
+                             "ofm_round_mode": _ROUND_MODE["TFL"]}}

@@ -1,0 +1,248 @@
+#include "cascader/arch/ethos_u85/block_search.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cascader/arch/ethos_u85/performance.hpp"
+#include "cascader/arch/ethos_u85/registers.hpp"
+#include "cascader/arch/ethos_u85/weight_order.hpp"
+#include "cascader/common/error.hpp"
+
+namespace cascader::ethos_u85 {
+
+namespace {
+
+// The operations a micro-block serves, per IFM precision.
+enum Unit : unsigned { Conv = 1, Depthwise = 2, Pool = 4, ReduceSum = 8, Elementwise = 16 };
+
+struct MicroBlockUse {
+  int macs;
+  BlockShape ublock;
+  unsigned by_bits[3];  // 8-, 16-, 32-bit IFM
+};
+
+constexpr unsigned kAll = Conv | Depthwise | Pool | ReduceSum | Elementwise;
+const MicroBlockUse kUses[] = {
+    {128, {1, 2, 8}, {Conv | ReduceSum | Elementwise, kAll, ReduceSum | Elementwise}},
+    {128, {1, 1, 16}, {Depthwise | Pool | Elementwise, Conv | Elementwise, Elementwise}},
+    {256, {2, 2, 8}, {Conv | ReduceSum | Elementwise, kAll, ReduceSum | Elementwise}},
+    {256, {1, 4, 8}, {Conv | ReduceSum | Elementwise, kAll, ReduceSum | Elementwise}},
+    {256, {1, 2, 16}, {Depthwise | Pool | Elementwise, Conv | Elementwise, Elementwise}},
+    {512, {2, 2, 16}, {kAll, kAll, ReduceSum | Elementwise}},
+    {512, {1, 4, 16}, {kAll, kAll, ReduceSum | Elementwise}},
+    {1024, {2, 2, 32}, {Conv | Elementwise, Conv | Elementwise, Elementwise}},
+    {1024, {1, 4, 32}, {Conv | Elementwise, Conv | Elementwise, Elementwise}},
+    {1024, {2, 4, 16}, {kAll, kAll, ReduceSum | Elementwise}},
+    {2048, {2, 2, 64}, {Conv | Elementwise, Conv | Elementwise, Elementwise}},
+    {2048, {1, 4, 64}, {Conv | Elementwise, Conv | Elementwise, Elementwise}},
+    {2048, {4, 4, 16}, {kAll, kAll, ReduceSum | Elementwise}},
+};
+
+Unit unit_of(NpuOpType t) {
+  switch (t) {
+    case NpuOpType::Conv2D: case NpuOpType::FullyConnected: return Conv;
+    case NpuOpType::DepthwiseConv2D: return Depthwise;
+    case NpuOpType::MaxPool: case NpuOpType::AvgPool: return Pool;
+    case NpuOpType::ReduceSum: return ReduceSum;
+    case NpuOpType::Add: case NpuOpType::Sub: case NpuOpType::Mul: case NpuOpType::Minimum: case NpuOpType::Maximum:
+      return Elementwise;
+    case NpuOpType::Dma: break;
+  }
+  throw InvalidArgument("a DMA has no block config");
+}
+
+bool serves(const AcceleratorConfig& a, const BlockShape& ub, Unit unit, int ifm_bits, bool depth_first_1x1) {
+  const int bits = ifm_bits / 16;  // 8 -> 0, 16 -> 1, 32 -> 2
+  if (bits > 2) return false;
+  for (const MicroBlockUse& u : kUses) {
+    if (u.macs != a.macs_per_cycle || !(u.ublock == ub)) continue;
+    // The 1x1x16 (U85-128) and 1x2x16 (U85-256) convolutions are 1x1 depth-first ones.
+    const bool narrow = (a.macs_per_cycle == 128 && ub == BlockShape{1, 1, 16}) ||
+                        (a.macs_per_cycle == 256 && ub == BlockShape{1, 2, 16});
+    if (unit == Conv && narrow && !depth_first_1x1) return false;
+    return (u.by_bits[bits] & unit) != 0;
+  }
+  return false;
+}
+
+bool elementwise_unit(NpuOpType t) { return unit_of(t) == Elementwise; }
+
+// An axis of `length` cut into 1, 2, 3... nearly equal parts rounded up to `granule`, at most
+// `most`: the distinct part sizes, largest first.
+std::vector<int> tilings(int length, int granule, int most) {
+  std::vector<int> out;
+  const int top = std::min(round_up(length, granule), most / granule * granule);
+  for (int parts = 1; parts <= length; ++parts) {
+    const int v = std::min(round_up(div_round_up(length, parts), granule), top);
+    if (out.empty() || v < out.back()) out.push_back(v);
+    if (v == granule || out.size() >= 24) break;
+  }
+  if (out.empty()) out.push_back(granule);
+  return out;
+}
+
+U85Op describe(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block, bool part_kernel_first) {
+  U85Op u;
+  const bool conv = unit_of(op.type) == Conv;
+  const bool one_by_one = op.kernel.height == 1 && op.kernel.width == 1;
+  u.ofm_ublock = micro_block(a, op.type, op.ifm.bits, op.whole_ofm.value_or(op.ofm.shape),
+                             conv && one_by_one && !part_kernel_first);
+  const Unit unit = unit_of(op.type);
+  u.acc48 = (op.ifm.bits == 16 && unit != Pool && unit != ReduceSum && op.rescaled) || op.ifm.bits > 32;
+  u.own_ofm_bits = op.ofm.bits;
+  int ifm_block_depth = 0;  // depthwise, pooling: the OFM block's
+  if (unit == Conv || unit == ReduceSum) {
+    ifm_block_depth = conv_ifm_block_depth(part_kernel_first && unit == Conv ? ethos_u85::Traversal::PartKernel
+                                                                             : ethos_u85::Traversal::DepthFirst,
+                                           a.macs_per_cycle, u.ofm_ublock.depth, false, op.ifm.bits);
+  }
+  u.ifm_block = elementwise_unit(op.type) ? ofm_block
+                                        : ifm_block(a, ofm_block, u.ofm_ublock, op.kernel, op.ifm.bits, ifm_block_depth,
+                                                    op.ifm_upscale);
+  return u;
+}
+
+// An elementwise block: its rows of OFM in the output buffer, and a broadcast operand's part
+// in one of the chaining buffer's six slots (16-element bricks): one brick a pixel when the
+// channels broadcast, a brick per 16 channels of a column of micro-blocks when the rows do.
+bool fits_elementwise(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b, const BlockShape& ub) {
+  const int bytes = op.ifm.bits / 8;
+  if (int64_t(b.width) * b.depth * bytes > a.internal_ram.ob_bytes) return false;
+  const Shape4& o = op.ofm.shape;
+  bool c = false, h = false;
+  for (const Shape4* in : {&op.ifm.shape, op.ifm2 ? &op.ifm2->shape : nullptr}) {
+    if (in == nullptr || in->elements() == 1) continue;  // a scalar is OP_SCALAR, not a map
+    c |= in->c < o.c;
+    h |= in->h < o.h;
+  }
+  const int bricks = a.internal_ram.cb_bytes / 6 / (16 * bytes);
+  if (c) return int64_t(b.height) * b.width <= bricks;
+  if (h) return int64_t(b.width) * div_round_up(b.depth, 16) <= bricks / ub.height;
+  return true;
+}
+
+bool fits(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b, const U85Op& u) {
+  const InternalRam& ram = a.internal_ram;
+  if (elementwise_unit(op.type)) return fits_elementwise(op, a, b, u.ofm_ublock);
+  const int acc_bytes = u.acc48 ? 8 : 4;
+  if (b.elements() * acc_bytes > ram.acc_bytes) return false;
+  const int64_t ifm_bytes = u.ifm_block.elements() * (op.ifm.bits / 8);
+  return ifm_bytes <= ram.ifm_bytes || op.ifm.shape.elements() * (op.ifm.bits / 8) <= ram.ifm_bytes;
+}
+
+NpuOp described(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& block, bool part_kernel_first) {
+  NpuOp d = op;
+  d.u85 = describe(op, a, block, part_kernel_first);
+  BlockConfig cfg;
+  cfg.ofm_block = block;
+  cfg.ifm_block = d.u85->ifm_block;
+  cfg.part_kernel_first = part_kernel_first;
+  cfg.accumulator = d.u85->acc48 ? ShramElement::Acc40 : ShramElement::Acc32;
+  d.block_config = cfg;
+  if (unit_of(op.type) == Conv) d.traversal = part_kernel_first ? cascader::Traversal::PartKernelFirst : cascader::Traversal::DepthFirst;
+  return d;
+}
+
+BlockConfig search(const NpuOp& op, const ArchConfig& arch) {
+  const AcceleratorConfig& a = arch.accelerator();
+  const bool conv = unit_of(op.type) == Conv && op.type != NpuOpType::FullyConnected;
+  std::vector<bool> traversals;
+  switch (op.traversal) {
+    case cascader::Traversal::Auto: traversals = conv ? std::vector<bool>{false, true} : std::vector<bool>{false}; break;
+    case cascader::Traversal::DepthFirst: traversals = {false}; break;
+    case cascader::Traversal::PartKernelFirst: traversals = {unit_of(op.type) == Conv}; break;
+  }
+  std::optional<BlockConfig> best;
+  double best_cycles = std::numeric_limits<double>::infinity();
+  for (const bool pkf : traversals) {
+    const BlockShape ub = describe(op, a, BlockShape{}, pkf).ofm_ublock;
+    const int depth_granule = std::max(16, ub.depth);
+    const BlockShape& most = a.ofm_block_max;
+    const std::vector<int> depths = op.block_depth > 0 ? std::vector<int>{op.block_depth}
+                                                       : tilings(op.ofm.shape.c, depth_granule, most.depth);
+    for (const int h : tilings(op.ofm.shape.h, ub.height, most.height)) {
+      for (const int w : tilings(op.ofm.shape.w, ub.width, most.width)) {
+        for (const int d : depths) {
+          const BlockShape block{h, w, d};
+          const NpuOp candidate = described(op, a, block, pkf);
+          if (!fits(op, a, block, *candidate.u85)) continue;
+          const double cycles = ethos_u85::estimate(candidate, arch).total_cycles;
+          if (cycles < best_cycles || (cycles == best_cycles && block.elements() > best->ofm_block.elements())) {
+            best_cycles = cycles;
+            best = *candidate.block_config;
+          }
+        }
+      }
+    }
+  }
+  if (!best) throw InvalidArgument("no OFM block of " + a.name + " fits the operation's IFM and accumulators");
+  return *best;
+}
+
+}  // namespace
+
+BlockShape micro_block(const AcceleratorConfig& a, NpuOpType type, int ifm_bits, const Shape4& ofm,
+                       bool depth_first_1x1) {
+  const Unit unit = unit_of(type);
+  std::optional<BlockShape> best;
+  int64_t best_waste = std::numeric_limits<int64_t>::max();
+  for (const BlockShape& ub : a.ofm_ublocks) {
+    if (!serves(a, ub, unit, ifm_bits, depth_first_1x1)) continue;
+    const int64_t waste = int64_t(round_up(ofm.h, ub.height)) * round_up(ofm.w, ub.width) * round_up(ofm.c, ub.depth) -
+                          int64_t(ofm.h) * ofm.w * ofm.c;
+    if (waste < best_waste) {
+      best_waste = waste;
+      best = ub;
+    }
+  }
+  if (!best) {
+    throw InvalidArgument(a.name + " has no OFM micro-block for this operation with " + std::to_string(ifm_bits) +
+                          "-bit input");
+  }
+  return *best;
+}
+
+std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block) {
+  const bool pkf = op.traversal == cascader::Traversal::PartKernelFirst;
+  const NpuOp d = described(op, a, ofm_block, pkf);
+  const BlockShape& ub = d.u85->ofm_ublock;
+  const BlockShape& most = a.ofm_block_max;
+  const int depth_granule = std::max(16, ub.depth);
+  const bool depth_ok = ofm_block.depth % depth_granule == 0 || ofm_block.depth == op.block_depth;
+  if (ofm_block.height % ub.height || ofm_block.width % ub.width || !depth_ok || ofm_block.height > most.height ||
+      ofm_block.width > most.width || ofm_block.depth > most.depth || ofm_block.height < 1 || ofm_block.width < 1 ||
+      ofm_block.depth < 1 || !fits(op, a, ofm_block, *d.u85)) {
+    return std::nullopt;
+  }
+  return d.block_config;
+}
+
+int micro_block_field(const BlockShape& ublock) {
+  for (int m = 0; m < 6; ++m) {
+    if (kMicroblockHeights[m] == ublock.height && kMicroblockWidths[m] == ublock.width) return m;
+  }
+  throw InvalidArgument("no ACC_FORMAT micro-block is " + std::to_string(ublock.height) + "x" +
+                        std::to_string(ublock.width));
+}
+
+NpuOp with_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
+  const AcceleratorConfig& a = arch.accelerator();
+  if (op.block_config) {
+    return described(op, a, op.block_config->ofm_block,
+                     op.block_config->part_kernel_first || op.traversal == cascader::Traversal::PartKernelFirst);
+  }
+  const BlockConfig& chosen = cache.get(a, block_query(op), [&] { return search(op, arch); });
+  // The query leaves out the whole operation's OFM (NpuOp::whole_ofm): a choice cached for an
+  // operation of the same shapes but another micro-block is searched again.
+  NpuOp with_traversal = op;
+  with_traversal.traversal = chosen.part_kernel_first ? cascader::Traversal::PartKernelFirst : cascader::Traversal::DepthFirst;
+  if (!try_block_config(with_traversal, a, chosen.ofm_block)) {
+    const BlockConfig own = search(op, arch);
+    return described(op, a, own.ofm_block, own.part_kernel_first);
+  }
+  return described(op, a, chosen.ofm_block, chosen.part_kernel_first);
+}
+
+}  // namespace cascader::ethos_u85
