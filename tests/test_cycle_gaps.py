@@ -8,7 +8,8 @@
   U65-256: 1,391 cycles for 14,848 B, which left our binary 0.9% slower than Vela's).
 - Weights the NPU reads in one pass from flash are double-buffered in depth slices where that
   pays with the first slice's DMA hidden only in the flash time the previous operation leaves
-  idle (Vela's Performance binaries read them in place).
+  idle (Vela's Performance binaries read them in place; uncascaded on U55-128, 0.9319 -> 0.9288
+  of Vela's cycles, geomean of 32 models).
 """
 
 from __future__ import annotations
@@ -66,9 +67,9 @@ def test_single_pass_weights_buffered_where_flash_is_idle(tmp_path):
     perf = vela.compile(model, "ethos-u55-128", optimise="Performance", sram=vela.UNLIMITED_SRAM)
     ours = compile_model(model, accelerator="ethos-u55-128")
     buffered = [op for op in ours.schedule.operations if op.weight_buffer and _single_pass(op)]
-    assert buffered and all(op.cost.total_cycles < op.direct_cost.total_cycles for op in buffered)
+    assert buffered and all(op.depth_step and op.cost.total_cycles < op.direct_cost.total_cycles for op in buffered)
     ratio = ours.estimate().total_cycles / perf.estimate().total_cycles
-    assert ratio <= 0.95, ratio  # 0.968 reading single-pass weights in place, 0.946 so
+    assert ratio <= 0.95, ratio  # 0.968 reading single-pass weights in place, 0.948 so
     save_model(model, tmp_path / "model.tflite")
     v = validate(tmp_path / "model.tflite", ours.model, (0, 1), config_label="ethos-u55-128")
     assert v.bit_exact, v.details[:2]
