@@ -34,7 +34,7 @@ from .arch import Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
-from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, follows_ofm
+from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, dense_strides, follows_ofm
 from .lowering import lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
@@ -167,6 +167,23 @@ def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_c
                                    view.shape[2])
 
 
+def _transpose_propagator(tag: dict) -> "_core.Propagator":
+    """The propagator of one output channel of a transpose (`lower_movement.channel_planes`):
+    output axis k (H, W, C) reads source axis `source_axis[k]`, so the source's axes follow the
+    output's rows and columns, and the one the channels come from is read at that channel."""
+    source_axis, channel = tag["source_axis"], tag["channel"]
+    from_axes = [0, 0, 0, 0]
+    for k_out, k_in in enumerate(source_axis):
+        from_axes[1 + k_in] = 1 + k_out
+    p = _core.Propagator.permutation(from_axes)
+    axes = p.axes
+    fixed = _core.AxisMap()
+    fixed.scale, fixed.extent_bias, fixed.offset_bias = 0, 1, channel
+    axes[1 + source_axis[2]] = fixed
+    p.axes = axes
+    return p
+
+
 def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSchedule | None = None,
                 memory: tuple | None = None) -> Any:
     """The planner's graph of an uncascaded schedule whose weights are read from flash. Its
@@ -194,12 +211,30 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         a concatenation's input, a pad's copy, a SPLIT's output read in place."""
         return whole(v) or channel_slice(v, natural.get(index[v.buffer])) is not None
 
+    def transposes(lo: LoweredOperation) -> bool:
+        """Whether an operation is one output channel of a transpose (`channel_planes`) read
+        from its whole input buffer: the planner stripes it by its output's rows."""
+        tag = lo.registers.get("transpose")
+        if tag is None or lo.ifm.buffer not in index or lo.ifm.layout != "NHWC":
+            return False
+        source = natural.get(index[lo.ifm.buffer])
+        if source is None:
+            return False
+        axes, e = tag["source_axis"], lo.ifm.element_size
+        strides = dense_strides(source, e)
+        return (lo.ifm.shape == (source[axes[0]], source[axes[1]], 1) and lo.ifm.offset == tag["channel"] * strides[axes[2]]
+                and lo.ifm.strides == (strides[axes[0]], strides[axes[1]], e))
+
     readers_whole: dict[int, bool] = {}
     writers: dict[int, int] = {}
     for lo in lowered:
+        transposed = transposes(lo)
         for v in (lo.ifm, lo.ifm2, lo.ofm):
             if v is not None and v.buffer in index:
-                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and sliced(v)
+                # A transpose's input stays whole (a stripe reads it along other axes than its
+                # rows: no rolling buffer holds that).
+                ok = sliced(v) and not (transposed and v is lo.ifm)
+                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and ok
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
     # Buffers something reads (an operation, a CPU operator, the model's outputs). One nothing
@@ -235,10 +270,12 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             # As scheduled (a copy runs 16 channels wide; a constant's copy DMA'd in first).
             part.whole_cycles = float(sop.cost.total_cycles + sop.copy_cycles)
             inputs, props = [], []
+            transposed = transposes(lo)
             for v, second in ((lo.ifm, False), (lo.ifm2, True)):
                 if v is not None and v.buffer in index:
                     inputs.append(index[v.buffer])
-                    props.append(_propagator(lo, v, second))
+                    props.append(_transpose_propagator(lo.registers["transpose"]) if transposed
+                                 else _propagator(lo, v, second))
             part.inputs, part.propagators = inputs, props
             part.output = index[lo.ofm.buffer]
             # A constant operand is no plan tensor, so nothing propagates a stripe's region to it:
@@ -250,7 +287,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                                and not (follows_ofm(lo, v) and after_tensors(v)) for v in (lo.ifm, lo.ifm2))
             upscale = lo.registers.get("ifm_upscale", 0)
             part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
-                              and all(sliced(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+                              and all(sliced(v) or (transposed and v is lo.ifm) for v in (lo.ifm, lo.ifm2, lo.ofm)))
             if upscale == NEAREST_UPSCALE:
                 # A stripe starts where an IFM row's first copy lands.
                 part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]

@@ -295,6 +295,10 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         # every stripe (broadcast along H and W) too: a squeeze-and-excite gate that a part of
         # the cascade makes is in a rolling buffer, and its whole buffer is gone.
         views[i] = band(lo.ifm if i == 0 else lo.ifm2, t, read)
+    if "transpose" in lo.registers and src.inputs:
+        # A transpose's plane views its (whole) input in its output's shape: the stripe's
+        # region of it is the output's (planner._transpose_propagator).
+        views[0] = _region(lo.ifm, region)
     for i, v in enumerate((lo.ifm, lo.ifm2)[len(src.inputs):], start=len(src.inputs)):
         # A constant read element for element with the OFM (a channel pad's border): the
         # stripe's region of it (frontend.lowered.follows_ofm).

@@ -50,6 +50,7 @@ void bind_planner(py::module_& m) {
   py::class_<Propagator>(m, "Propagator")
       .def(py::init<>())
       .def_readwrite("axes", &Propagator::axes)
+      .def_readwrite("from_axes", &Propagator::from)
       .def("propagate", &Propagator::propagate, py::arg("box"))
       .def("__repr__", &Propagator::repr)
       .def_static("identity", &Propagator::identity)
@@ -60,6 +61,7 @@ void bind_planner(py::module_& m) {
       .def_static("upscale", &Propagator::upscale, py::arg("factor"))
       .def_static("transposed", &Propagator::transposed, py::arg("kernel_h"), py::arg("kernel_w"), py::arg("pad_top"),
                   py::arg("pad_left"), py::arg("input_depth"), py::arg("factor"))
+      .def_static("permutation", &Propagator::permutation, py::arg("from_axes"))
       .def("upscaled", &Propagator::upscaled, py::arg("box"));
 
   py::class_<PlanTensor>(m, "PlanTensor")

@@ -15,6 +15,9 @@
 // resize (the NPU repeats each IFM row and column) rounds the first row down; a transposed
 // convolution (the NPU inserts a zero after each IFM row and column: upscaled row u is stored
 // row u / 2 when u is even) rounds it up, the zero rows before it the stripe's padding.
+//
+// A transpose reads along each input axis what the output has along another: input axis i
+// follows output axis `from[i]` (identity for every other operation).
 #pragma once
 
 #include <algorithm>
@@ -53,6 +56,7 @@ struct AxisMap {
 
 struct Propagator {
   std::array<AxisMap, 4> axes;
+  std::array<int, 4> from{0, 1, 2, 3};  // the output axis each input axis follows
 
   // Defined here for the planner's inner loop, as Box::cropped.
   Box propagate(const Box& out) const {
@@ -72,12 +76,14 @@ struct Propagator {
     Box in;
     for (int i = 0; i < 4; ++i) {
       const AxisMap& m = axes[i];
-      in.extent[i] = m.scale * out.extent[i] + m.extent_bias;
-      in.offset[i] = m.scale * out.offset[i] + m.offset_bias;
+      const size_t o = size_t(from[size_t(i)]);
+      in.extent[i] = m.scale * out.extent[o] + m.extent_bias;
+      in.offset[i] = m.scale * out.offset[o] + m.offset_bias;
     }
     return in;
   }
   bool upscales() const { return axes[1].divisor != 1 || axes[2].divisor != 1; }
+  bool permutes() const { return from != std::array<int, 4>{0, 1, 2, 3}; }
   std::string repr() const;
 
   static Propagator identity();
@@ -92,6 +98,8 @@ struct Propagator {
   // A stride-1 convolution over its input with `factor` - 1 zeros inserted after every row and
   // column (a transposed convolution), padded by `pad_top` and `pad_left` before.
   static Propagator transposed(int kernel_h, int kernel_w, int pad_top, int pad_left, int input_depth, int factor);
+  // A TRANSPOSE: input axis i holds output axis `from[i]` (a permutation of NHWC that keeps N).
+  static Propagator permutation(const std::array<int, 4>& from);
 
  private:
   static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }

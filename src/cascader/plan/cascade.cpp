@@ -306,6 +306,9 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
       input_hw[i] = {int(std::max<int64_t>(walked.extent[H] - up.top - up.bottom, 1)),
                      int(std::max<int64_t>(walked.extent[W] - up.left - up.right, 1))};
       if (i == 0) pad = up;
+    } else if (q.permutes()) {
+      // A transpose's copy reads its input in its output's shape (the IFM a permuted view).
+      input_hw[i] = {int(end - begin), int(column_end - column_begin)};
     } else if (i == 0) {
       pad = edge_padding(want, got);
     }
@@ -801,13 +804,16 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
     s.alignment[size_t(t)] = std::max(s.alignment[size_t(t)], graph.parts[size_t(k)].alignment);
   }
   // The steady state's shifts assume every propagator moves its input by a whole multiple of
-  // its output's shift: not so across an upscaling part or an aligned one (they simulate all).
+  // its output's shift: not so across an upscaling part, an aligned one or a transpose (they
+  // simulate all).
   s.repeats = true;
   for (int k = simulated; k < last; ++k) {
     const Part& p = graph.parts[size_t(k)];
     s.repeats = s.repeats && p.alignment == 1 &&
                std::all_of(p.propagators.begin(), p.propagators.end(),
-                           [](const Propagator& q) { return q.axes[H].divisor == 1 && q.axes[W].divisor == 1; });
+                           [](const Propagator& q) {
+                             return q.axes[H].divisor == 1 && q.axes[W].divisor == 1 && !q.permutes();
+                           });
   }
   // Each cascade's staircase source, from the shortest up (its internal tensors grow by one
   // part each time); the sink may go over one only when the input is read from its top once.
