@@ -6,7 +6,8 @@ marked inputs), and every new cascade compiles to a bit-exact binary within its 
 stride-2 transposed convolution stripes too (its propagator divides into the zero-inserted
 input, the zero rows before a stripe's first stored row its padding). A TRANSPOSE that moves
 the channels (an NCHW input made NHWC) stripes by its output's rows: one depth-1 copy per
-output channel, its propagator a permutation of the axes."""
+output channel, its propagator a permutation of the axes. A box of rows and columns read in
+place (a SLICE) rolls too, where its reader pads only at the tensor's edges."""
 
 from __future__ import annotations
 
@@ -225,6 +226,49 @@ def test_a_transposed_input_cascades_bit_exact_on_u65():
     assert compiled.sram_bytes <= least.sram_bytes and compiled.check(seeds=1).bit_exact
 
 
+def hw_slice(seed=0, size=48, begin=(0, 2, 3, 0), end=(1, 46, 47, 16), kernel=(3, 3), stride=(1, 1), padding="VALID"):
+    """A SLICE of rows, columns (and channels) read in place by a convolution."""
+    net = CalibratedNet(seed)
+    x = net.conv2d(net.input((1, size, size, 3)), 16, (3, 3), (1, 1), "SAME", activation="RELU")
+    x = net.slice(x, begin, [e - b for b, e in zip(begin, end)])
+    x = net.conv2d(x, 16, kernel, stride, padding, activation="RELU")
+    net.output(net.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation=None))
+    return net.build()
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_box_reader_propagator_matches_brute_force(data):
+    """A convolution reading a box of its input in place: the source rows, columns and
+    channels a region of its output reads are its windows' (in the box), moved by the box's
+    origin."""
+    size = 12
+    y0, x0, c0 = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 5)), data.draw(st.integers(0, 8))
+    y1, x1 = data.draw(st.integers(y0 + 4, size)), data.draw(st.integers(x0 + 4, size))
+    c1 = data.draw(st.integers(c0 + 1, 16))
+    k = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    s = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    pg = _planner_graph(hw_slice(size=size, begin=(0, y0, x0, c0), end=(1, y1, x1, c1), kernel=k, stride=s))
+    reader = pg.parts[1]
+    assert reader.stripable and pg.tensors[reader.inputs[0]].cascadable
+    out = pg.tensors[reader.output].shape
+    r0, r1, q0, q1 = data.draw(region_of(out[1], out[2]))
+    rows = {y0 + y * s[0] + f for y in range(r0, r1) for f in range(k[0])}
+    cols = {x0 + x * s[1] + f for x in range(q0, q1) for f in range(k[1])}
+    box = reader.propagators[0].propagate(_core.Box([0, r0, q0, 0], [1, r1 - r0, q1 - q0, out[3]]))
+    box = box.cropped(pg.tensors[reader.inputs[0]].shape)
+    got = [(box.offset[i], box.offset[i] + box.extent[i]) for i in (1, 2, 3)]
+    assert got == [(min(rows), max(rows) + 1), (min(cols), max(cols) + 1), (c0, c1)]
+
+
+def test_a_box_read_with_padding_inside_the_tensor_runs_whole():
+    """SAME padding at a box edge inside the tensor: a stripe there would read the tensor's
+    rows past the box where the reader pads. That reader does not stripe (not done: padding
+    at a box's edge)."""
+    pg = _planner_graph(hw_slice(size=16, begin=(0, 2, 0, 0), end=(1, 16, 16, 16), padding="SAME"))
+    assert not pg.parts[1].stripable
+
+
 @pytest.mark.parametrize("kernel", [(1, 1), (3, 3), (4, 3)])
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 def test_transposed_convolution_stripes_are_bit_exact(kernel, padding):
@@ -335,6 +379,8 @@ PATTERNS = {
     "row_broadcast": (row_broadcast, None, "ADD"),
     "transpose_conv_upsampling": (lambda: unet_skip(method="TRANSPOSE_CONV"), 147456, "TRANSPOSE_CONV"),
     "nchw_transpose": (nchw_input, 17280, "TRANSPOSE"),
+    "hw_slice": (hw_slice, 65088, "2:CONV_2D"),
+    "hw_and_channel_slice": (lambda: hw_slice(begin=(0, 3, 0, 2), end=(1, 40, 30, 14)), 52544, "2:CONV_2D"),
 }
 
 

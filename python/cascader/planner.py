@@ -34,7 +34,8 @@ from .arch import Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
-from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, dense_strides, follows_ofm
+from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
+                               follows_ofm)
 from .lowering import lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
@@ -146,7 +147,20 @@ class Frontier:
                 f"{self.seconds * 1000:.0f} ms, {self.planner_seconds * 1000:.0f} ms of it the planner's)")
 
 
-def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
+def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool,
+                box: tuple[int, int, int] | None = None) -> "_core.Propagator":
+    """The propagator of operand `view`; `box`: the origin (row, column, channel) of the box
+    of its buffer it reads in place (`frontend.lowered.box_origin`), its regions moved there."""
+    p = _operand_propagator(lo, view, second)
+    if box is not None:
+        axes = p.axes
+        for axis, origin in zip((1, 2, 3), box):
+            axes[axis].offset_bias += origin
+        p.axes = axes
+    return p
+
+
+def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
     if lo.registers.get("ifm_upscale") == NEAREST_UPSCALE:
         return _core.Propagator.upscale(lo.ofm.shape[0] // view.shape[0])
     if lo.registers.get("ifm_upscale") == ZEROS_UPSCALE:
@@ -222,18 +236,36 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             return False
         axes, e = tag["source_axis"], lo.ifm.element_size
         strides = dense_strides(source, e)
-        return (lo.ifm.shape == (source[axes[0]], source[axes[1]], 1) and lo.ifm.offset == tag["channel"] * strides[axes[2]]
+        return (lo.ifm.shape == (source[axes[0]], source[axes[1]], 1)
+                and lo.ifm.offset == tag["channel"] * strides[axes[2]]
                 and lo.ifm.strides == (strides[axes[0]], strides[axes[1]], e))
+
+    def boxed(lo: LoweredOperation) -> tuple[int, int, int] | None:
+        """The origin of a window operation's IFM when it reads a box of rows and columns of
+        its buffer in place (a SLICE's reader) and pads only where the box meets the buffer's
+        edge (a stripe's padding is where its region leaves the buffer), else None."""
+        v = lo.ifm
+        if lo.kind not in ("conv", "depthwise", "pool") or lo.registers.get("ifm_upscale") or v.buffer not in index:
+            return None
+        source = natural.get(index[v.buffer])
+        origin = box_origin(v, source)
+        if origin is None or sliced(v):
+            return None
+        top, left, bottom, right = lo.registers.get("padding", (0, 0, 0, 0))
+        (y, x, _), (h, w, _) = origin, v.shape
+        if (top and y) or (left and x) or (bottom and y + h != source[0]) or (right and x + w != source[1]):
+            return None
+        return origin
 
     readers_whole: dict[int, bool] = {}
     writers: dict[int, int] = {}
     for lo in lowered:
-        transposed = transposes(lo)
+        transposed, box = transposes(lo), boxed(lo)
         for v in (lo.ifm, lo.ifm2, lo.ofm):
             if v is not None and v.buffer in index:
                 # A transpose's input stays whole (a stripe reads it along other axes than its
-                # rows: no rolling buffer holds that).
-                ok = sliced(v) and not (transposed and v is lo.ifm)
+                # rows: no rolling buffer holds that); a box of rows and columns rolls.
+                ok = (sliced(v) or (box is not None and v is lo.ifm)) and not (transposed and v is lo.ifm)
                 readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and ok
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
@@ -270,12 +302,14 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             # As scheduled (a copy runs 16 channels wide; a constant's copy DMA'd in first).
             part.whole_cycles = float(sop.cost.total_cycles + sop.copy_cycles)
             inputs, props = [], []
-            transposed = transposes(lo)
+            transposed, box = transposes(lo), boxed(lo)
             for v, second in ((lo.ifm, False), (lo.ifm2, True)):
                 if v is not None and v.buffer in index:
                     inputs.append(index[v.buffer])
-                    props.append(_transpose_propagator(lo.registers["transpose"]) if transposed
-                                 else _propagator(lo, v, second))
+                    if transposed:
+                        props.append(_transpose_propagator(lo.registers["transpose"]))
+                    else:
+                        props.append(_propagator(lo, v, second, box if v is lo.ifm else None))
             part.inputs, part.propagators = inputs, props
             part.output = index[lo.ofm.buffer]
             # A constant operand is no plan tensor, so nothing propagates a stripe's region to it:
@@ -287,7 +321,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                                and not (follows_ofm(lo, v) and after_tensors(v)) for v in (lo.ifm, lo.ifm2))
             upscale = lo.registers.get("ifm_upscale", 0)
             part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
-                              and all(sliced(v) or (transposed and v is lo.ifm) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+                              and all(sliced(v) or ((transposed or box is not None) and v is lo.ifm)
+                                      for v in (lo.ifm, lo.ifm2, lo.ofm)))
             if upscale == NEAREST_UPSCALE:
                 # A stripe starts where an IFM row's first copy lands.
                 part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]

@@ -188,6 +188,21 @@ def channel_slice(v: FeatureMapView, natural: tuple[int, int, int] | None) -> in
     return c0 if not rest and c0 + v.shape[2] <= natural[2] else None
 
 
+def box_origin(v: FeatureMapView, natural: tuple[int, int, int] | None) -> tuple[int, int, int] | None:
+    """The first (row, column, channel) of `v` when it is a box of a dense NHWC buffer of
+    shape `natural` read in place, every row, column and channel of it in a run (a SLICE, or a
+    STRIDED_SLICE of step 1, viewed by its reader), else None."""
+    if natural is None or v.layout != "NHWC" or v.wrap_rows or v.strides != dense_strides(natural, v.element_size):
+        return None
+    y, rest = divmod(v.offset, v.strides[0])
+    x, rest = divmod(rest, v.strides[1])
+    c, rest = divmod(rest, v.element_size)
+    origin = (y, x, c)
+    if rest or any(o + n > d for o, n, d in zip(origin, v.shape, natural)):
+        return None
+    return origin
+
+
 def follows_ofm(lo: LoweredOperation, v: FeatureMapView) -> bool:
     """Whether operand `v` is read element for element with the OFM's rows and columns: a
     copy (a 1x1 average pool, unpadded, unscaled) or an elementwise operation, `v` as tall and
