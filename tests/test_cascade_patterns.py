@@ -7,7 +7,8 @@ stride-2 transposed convolution stripes too (its propagator divides into the zer
 input, the zero rows before a stripe's first stored row its padding). A TRANSPOSE that moves
 the channels (an NCHW input made NHWC) stripes by its output's rows: one depth-1 copy per
 output channel, its propagator a permutation of the axes. A box of rows and columns read in
-place (a SLICE) rolls too, where its reader pads only at the tensor's edges."""
+place (a SLICE) rolls too, where its reader pads only at the tensor's edges; one read every
+step-th row and column (a STRIDED_SLICE) stays whole and its readers stripe."""
 
 from __future__ import annotations
 
@@ -226,11 +227,16 @@ def test_a_transposed_input_cascades_bit_exact_on_u65():
     assert compiled.sram_bytes <= least.sram_bytes and compiled.check(seeds=1).bit_exact
 
 
-def hw_slice(seed=0, size=48, begin=(0, 2, 3, 0), end=(1, 46, 47, 16), kernel=(3, 3), stride=(1, 1), padding="VALID"):
-    """A SLICE of rows, columns (and channels) read in place by a convolution."""
+def hw_slice(seed=0, size=48, begin=(0, 2, 3, 0), end=(1, 46, 47, 16), kernel=(3, 3), stride=(1, 1), padding="VALID",
+             step=(1, 1)):
+    """A SLICE of rows, columns (and channels) read in place by a convolution (a
+    STRIDED_SLICE: every step-th row and column)."""
     net = CalibratedNet(seed)
     x = net.conv2d(net.input((1, size, size, 3)), 16, (3, 3), (1, 1), "SAME", activation="RELU")
-    x = net.slice(x, begin, [e - b for b, e in zip(begin, end)])
+    if step == (1, 1):
+        x = net.slice(x, begin, [e - b for b, e in zip(begin, end)])
+    else:
+        x = net.strided_slice(x, begin, end, (1, *step, 1))
     x = net.conv2d(x, 16, kernel, stride, padding, activation="RELU")
     net.output(net.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation=None))
     return net.build()
@@ -243,22 +249,54 @@ def test_box_reader_propagator_matches_brute_force(data):
     channels a region of its output reads are its windows' (in the box), moved by the box's
     origin."""
     size = 12
+    step = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
     y0, x0, c0 = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 5)), data.draw(st.integers(0, 8))
-    y1, x1 = data.draw(st.integers(y0 + 4, size)), data.draw(st.integers(x0 + 4, size))
+    # At least 4 rows and columns of the box (a kernel of up to 3 fits).
+    y1, x1 = data.draw(st.integers(y0 + 3 * step[0] + 1, size)), data.draw(st.integers(x0 + 3 * step[1] + 1, size))
     c1 = data.draw(st.integers(c0 + 1, 16))
-    k = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    k = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
     s = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
-    pg = _planner_graph(hw_slice(size=size, begin=(0, y0, x0, c0), end=(1, y1, x1, c1), kernel=k, stride=s))
+    pg = _planner_graph(hw_slice(size=size, begin=(0, y0, x0, c0), end=(1, y1, x1, c1), kernel=k, stride=s, step=step))
     reader = pg.parts[1]
-    assert reader.stripable and pg.tensors[reader.inputs[0]].cascadable
+    # A box read every step-th row or column stays whole (no rolling buffer skips rows).
+    assert reader.stripable and pg.tensors[reader.inputs[0]].cascadable == (step == (1, 1))
     out = pg.tensors[reader.output].shape
     r0, r1, q0, q1 = data.draw(region_of(out[1], out[2]))
-    rows = {y0 + y * s[0] + f for y in range(r0, r1) for f in range(k[0])}
-    cols = {x0 + x * s[1] + f for x in range(q0, q1) for f in range(k[1])}
+    rows = {y0 + step[0] * (y * s[0] + f) for y in range(r0, r1) for f in range(k[0])}
+    cols = {x0 + step[1] * (x * s[1] + f) for x in range(q0, q1) for f in range(k[1])}
     box = reader.propagators[0].propagate(_core.Box([0, r0, q0, 0], [1, r1 - r0, q1 - q0, out[3]]))
     box = box.cropped(pg.tensors[reader.inputs[0]].shape)
     got = [(box.offset[i], box.offset[i] + box.extent[i]) for i in (1, 2, 3)]
     assert got == [(min(rows), max(rows) + 1), (min(cols), max(cols) + 1), (c0, c1)]
+
+
+def focus(seed=0, size=64):
+    """YOLOv5's Focus: four STRIDED_SLICEs of every other row and column of the image,
+    concatenated along the channels (space to depth), then convolutions."""
+    net = CalibratedNet(seed)
+    x = net.input((1, size, size, 3))
+    parts = [net.strided_slice(x, (0, dy, dx, 0), (1, size, size, 3), (1, 2, 2, 1), name=f"focus{dy}{dx}")
+             for dy, dx in ((0, 0), (1, 0), (0, 1), (1, 1))]
+    y = net.conv2d(net.concatenation(parts, axis=3), 16, (3, 3), (1, 1), "SAME", activation="RELU")
+    net.output(net.conv2d(y, 16, (3, 3), (2, 2), "SAME", activation=None))
+    return net.build()
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256"])
+def test_strided_slices_read_in_place_cascade_bit_exact(accelerator):
+    """The concatenation's copies read every other row and column of the input in place: they
+    stripe (the input stays whole), and the concatenation rolls."""
+    model = focus()
+    frontier = plan(model, accelerator=accelerator)
+    least = frontier.points[0]
+    names = [p.name for p in frontier.graph.parts]
+    assert any(c.stripes > 1 and sum("QUANTIZE" in names[k] for k in range(c.first, c.last)) == 4
+               for c in least.proposal.cascades)
+    if accelerator == "ethos-u55-128":
+        assert least.sram_bytes < 0.75 * 24576  # before: 24,576 B (the concatenation whole)
+    for point in (least, frontier.points[len(frontier.points) // 2]):
+        compiled = cascader.compile(model, sram=point.sram_bytes, accelerator=accelerator)
+        assert compiled.sram_bytes <= point.sram_bytes and compiled.check(seeds=1).bit_exact
 
 
 def test_a_box_read_with_padding_inside_the_tensor_runs_whole():

@@ -149,13 +149,17 @@ class Frontier:
 
 def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool,
                 box: tuple[int, int, int] | None = None) -> "_core.Propagator":
-    """The propagator of operand `view`; `box`: the origin (row, column, channel) of the box
-    of its buffer it reads in place (`frontend.lowered.box_origin`), its regions moved there."""
+    """The propagator of operand `view`; `box`: the (origin, steps) of the box of its buffer
+    it reads in place (`frontend.lowered.box_origin`): the regions of the box, every step-th
+    row and column of the buffer from the origin on."""
     p = _operand_propagator(lo, view, second)
     if box is not None:
         axes = p.axes
-        for axis, origin in zip((1, 2, 3), box):
-            axes[axis].offset_bias += origin
+        for axis, origin, step in zip((1, 2, 3), box[0], (*box[1], 1)):
+            m = axes[axis]
+            # Box elements [a*o + c, a*o + c + a*e + b) are buffer elements origin + step * i.
+            m.offset_bias, m.extent_bias = step * m.offset_bias + origin, step * (m.extent_bias - 1) + 1
+            m.scale, m.step = step * m.scale, step
         p.axes = axes
     return p
 
@@ -240,22 +244,24 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 and lo.ifm.offset == tag["channel"] * strides[axes[2]]
                 and lo.ifm.strides == (strides[axes[0]], strides[axes[1]], e))
 
-    def boxed(lo: LoweredOperation) -> tuple[int, int, int] | None:
-        """The origin of a window operation's IFM when it reads a box of rows and columns of
-        its buffer in place (a SLICE's reader) and pads only where the box meets the buffer's
-        edge (a stripe's padding is where its region leaves the buffer), else None."""
+    def boxed(lo: LoweredOperation) -> tuple | None:
+        """(origin, steps) of a window operation's IFM when it reads a box of rows and columns
+        of its buffer in place (a SLICE's reader, `box_origin`) and pads only where the box
+        meets the buffer's edge (a stripe's padding is where its region leaves the buffer), and
+        not at all along a stepped axis; else None."""
         v = lo.ifm
         if lo.kind not in ("conv", "depthwise", "pool") or lo.registers.get("ifm_upscale") or v.buffer not in index:
             return None
         source = natural.get(index[v.buffer])
-        origin = box_origin(v, source)
-        if origin is None or sliced(v):
+        box = box_origin(v, source)
+        if box is None or sliced(v):
             return None
         top, left, bottom, right = lo.registers.get("padding", (0, 0, 0, 0))
-        (y, x, _), (h, w, _) = origin, v.shape
-        if (top and y) or (left and x) or (bottom and y + h != source[0]) or (right and x + w != source[1]):
+        ((y, x, _), (sy, sx)), (h, w, _) = box, v.shape
+        if ((top and (y or sy > 1)) or (left and (x or sx > 1)) or (bottom and (y + h != source[0] or sy > 1))
+                or (right and (x + w != source[1] or sx > 1))):
             return None
-        return origin
+        return box
 
     readers_whole: dict[int, bool] = {}
     writers: dict[int, int] = {}
@@ -264,8 +270,10 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         for v in (lo.ifm, lo.ifm2, lo.ofm):
             if v is not None and v.buffer in index:
                 # A transpose's input stays whole (a stripe reads it along other axes than its
-                # rows: no rolling buffer holds that); a box of rows and columns rolls.
-                ok = (sliced(v) or (box is not None and v is lo.ifm)) and not (transposed and v is lo.ifm)
+                # rows: no rolling buffer holds that), and so does one read every step-th row or
+                # column; a box of rows and columns rolls.
+                stepped = box is not None and box[1] != (1, 1)
+                ok = (sliced(v) or (box is not None and v is lo.ifm)) and not ((transposed or stepped) and v is lo.ifm)
                 readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and ok
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1

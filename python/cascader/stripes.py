@@ -244,7 +244,7 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
             if view.shape[2] != depth:  # a slice of its channels, or a box's (`_source`)
                 first_channel = channel_slice(view, shapes[view.buffer])
                 if first_channel is None:
-                    first_channel = box_origin(view, shapes[view.buffer])[2]
+                    first_channel = box_origin(view, shapes[view.buffer])[0][2]
             found = rolled[key] = _rolling_view(view, b, rows, columns, first, region, depth, first_channel)
         return found
 
@@ -279,14 +279,19 @@ class _Source(NamedTuple):
     # Its IFM as a view of its buffer's rows and columns from (0, 0) (the planner's regions
     # are the buffer's): a box read in place (a SLICE's reader) moved back by its origin.
     ifm: FeatureMapView
+    # A box read every step-th row or column ((origin, steps), `box_origin`; else None): the
+    # buffer's region a stripe reads holds (extent - 1) / step + 1 of the box's rows.
+    stepped: tuple | None
 
 
 def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any, shapes: dict) -> _Source:
-    ifm = lo.ifm
-    origin = box_origin(ifm, shapes.get(ifm.buffer)) if "transpose" not in lo.registers else None
-    if origin is not None:
-        ifm = evolve(ifm, offset=ifm.offset - origin[0] * ifm.strides[0] - origin[1] * ifm.strides[1])
-    return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]), ifm)
+    ifm, stepped = lo.ifm, None
+    box = box_origin(ifm, shapes.get(ifm.buffer)) if "transpose" not in lo.registers else None
+    if box is not None and box[1] == (1, 1):
+        ifm = evolve(ifm, offset=ifm.offset - box[0][0] * ifm.strides[0] - box[0][1] * ifm.strides[1])
+    elif box is not None:
+        stepped = box
+    return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]), ifm, stepped)
 
 
 def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
@@ -310,6 +315,11 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         # A transpose's plane views its (whole) input in its output's shape: the stripe's
         # region of it is the output's (planner._transpose_propagator).
         views[0] = _region(lo.ifm, region)
+    elif src.stepped is not None and src.inputs:
+        # Every step-th row and column of a whole buffer (the planner keeps it whole).
+        ((y, x, _), (sy, sx)), (q0, q1, p0, p1) = src.stepped, reads[0]
+        first = lo.ifm.offset + (q0 - y) // sy * lo.ifm.strides[0] + (p0 - x) // sx * lo.ifm.strides[1]
+        views[0] = evolve(lo.ifm, shape=((q1 - q0 - 1) // sy + 1, (p1 - p0 - 1) // sx + 1, lo.ifm.shape[2]), offset=first)
     for i, v in enumerate((lo.ifm, lo.ifm2)[len(src.inputs):], start=len(src.inputs)):
         # A constant read element for element with the OFM (a channel pad's border): the
         # stripe's region of it (frontend.lowered.follows_ofm).

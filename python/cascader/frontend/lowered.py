@@ -188,19 +188,24 @@ def channel_slice(v: FeatureMapView, natural: tuple[int, int, int] | None) -> in
     return c0 if not rest and c0 + v.shape[2] <= natural[2] else None
 
 
-def box_origin(v: FeatureMapView, natural: tuple[int, int, int] | None) -> tuple[int, int, int] | None:
-    """The first (row, column, channel) of `v` when it is a box of a dense NHWC buffer of
-    shape `natural` read in place, every row, column and channel of it in a run (a SLICE, or a
-    STRIDED_SLICE of step 1, viewed by its reader), else None."""
-    if natural is None or v.layout != "NHWC" or v.wrap_rows or v.strides != dense_strides(natural, v.element_size):
+def box_origin(v: FeatureMapView, natural: tuple[int, int, int] | None
+               ) -> tuple[tuple[int, int, int], tuple[int, int]] | None:
+    """((row, column, channel) of its first element, (row, column) steps) of `v` when it is a
+    box of a dense NHWC buffer of shape `natural` read in place, every step-th row and column
+    and a run of channels (a SLICE or STRIDED_SLICE viewed by its reader), else None."""
+    if natural is None or v.layout != "NHWC" or v.wrap_rows:
         return None
-    y, rest = divmod(v.offset, v.strides[0])
-    x, rest = divmod(rest, v.strides[1])
+    dense = dense_strides(natural, v.element_size)
+    if v.strides[2] != dense[2] or any(s <= 0 or s % d for s, d in zip(v.strides[:2], dense[:2])):
+        return None
+    step = (v.strides[0] // dense[0], v.strides[1] // dense[1])
+    y, rest = divmod(v.offset, dense[0])
+    x, rest = divmod(rest, dense[1])
     c, rest = divmod(rest, v.element_size)
-    origin = (y, x, c)
-    if rest or any(o + n > d for o, n, d in zip(origin, v.shape, natural)):
+    last = (y + (v.shape[0] - 1) * step[0], x + (v.shape[1] - 1) * step[1], c + v.shape[2] - 1)
+    if rest or any(e >= d for e, d in zip(last, natural)):
         return None
-    return origin
+    return (y, x, c), step
 
 
 def follows_ofm(lo: LoweredOperation, v: FeatureMapView) -> bool:

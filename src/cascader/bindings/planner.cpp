@@ -46,7 +46,8 @@ void bind_planner(py::module_& m) {
       .def_readwrite("extent_bias", &AxisMap::extent_bias)
       .def_readwrite("offset_bias", &AxisMap::offset_bias)
       .def_readwrite("divisor", &AxisMap::divisor)
-      .def_readwrite("inserts_zeros", &AxisMap::inserts_zeros);
+      .def_readwrite("inserts_zeros", &AxisMap::inserts_zeros)
+      .def_readwrite("step", &AxisMap::step);
   py::class_<Propagator>(m, "Propagator")
       .def(py::init<>())
       .def_readwrite("axes", &Propagator::axes)

@@ -52,6 +52,9 @@ struct AxisMap {
   int64_t offset_bias = 0;   // c
   int64_t divisor = 1;       // input elements per `divisor` upscaled ones
   bool inserts_zeros = false;  // upscaled by zero insertion (else by repetition)
+  // The operation reads every `step`-th input element along the axis (a strided slice read in
+  // place): its region spans the input's elements, its IFM holds (extent - 1) / step + 1.
+  int64_t step = 1;
 };
 
 struct Propagator {

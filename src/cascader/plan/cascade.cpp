@@ -297,7 +297,8 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     const Box region = region_box(out, begin, end, column_begin, column_end);
     const Box want = q.propagate(region);
     const Box got = want.cropped(in.shape);
-    input_hw[i] = {int(std::max<int64_t>(got.extent[H], 1)), int(std::max<int64_t>(got.extent[W], 1))};
+    input_hw[i] = {int(std::max<int64_t>((got.extent[H] - 1) / q.axes[H].step + 1, 1)),
+                   int(std::max<int64_t>((got.extent[W] - 1) / q.axes[W].step + 1, 1))};
     if (q.upscales()) {
       // An upscaled IFM is described by the extent the operation walks over in the upscaled
       // input, its padding apart, as cascader.schedule describes it.
