@@ -299,12 +299,39 @@ def test_strided_slices_read_in_place_cascade_bit_exact(accelerator):
         assert compiled.sram_bytes <= point.sram_bytes and compiled.check(seeds=1).bit_exact
 
 
-def test_a_box_read_with_padding_inside_the_tensor_runs_whole():
-    """SAME padding at a box edge inside the tensor: a stripe there would read the tensor's
-    rows past the box where the reader pads. That reader does not stripe (not done: padding
-    at a box's edge)."""
-    pg = _planner_graph(hw_slice(size=16, begin=(0, 2, 0, 0), end=(1, 16, 16, 16), padding="SAME"))
-    assert not pg.parts[1].stripable
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_box_reader_padding_matches_brute_force(data):
+    """A SAME convolution reading a box inside its input: a stripe reads the rows and columns
+    of the box its windows cover, and pads where they leave the box (not the tensor)."""
+    size = 12
+    y0, x0 = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 5))
+    y1, x1 = data.draw(st.integers(y0 + 3, size)), data.draw(st.integers(x0 + 3, size))
+    k = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    s = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    pg = _planner_graph(hw_slice(size=size, begin=(0, y0, x0, 0), end=(1, y1, x1, 16), kernel=k, stride=s,
+                                 padding="SAME"))
+    reader = pg.parts[1]
+    assert reader.stripable
+    out = pg.tensors[reader.output].shape
+    # TFLite's SAME: the padding before is half the total (rounded down).
+    pads = [max((o - 1) * st_ + kk - n, 0) // 2 for o, st_, kk, n in zip(out[1:3], s, k, (y1 - y0, x1 - x0))]
+    runs = _core.plan_cascade(pg, 1, 3, data.draw(st.integers(1, 3)), _arch(), column_bands=1).runs
+    for part, (r0, r1, q0, q1), reads, padding in (r.fields() for r in runs):
+        if part != 1:
+            continue
+        rows = [y0 + y * s[0] - pads[0] + f for y in range(r0, r1) for f in range(k[0])]
+        cols = [x0 + x * s[1] - pads[1] + f for x in range(q0, q1) for f in range(k[1])]
+        inside = [r for r in rows if y0 <= r < y1], [c for c in cols if x0 <= c < x1]
+        assert reads[0] == (min(inside[0]), max(inside[0]) + 1, min(inside[1]), max(inside[1]) + 1)
+        assert padding == (min(inside[0]) - min(rows), min(inside[1]) - min(cols),
+                           max(rows) - max(inside[0]), max(cols) - max(inside[1]))
+
+
+def _arch():
+    """The u55-128's architecture, as the planner takes it."""
+    return _Target.of(schedule(*lower(as_model(hw_slice())), "ethos-u55-128",
+                               "Ethos_U55_High_End_Embedded", "Shared_Sram")).arch
 
 
 @pytest.mark.parametrize("kernel", [(1, 1), (3, 3), (4, 3)])
@@ -419,6 +446,8 @@ PATTERNS = {
     "nchw_transpose": (nchw_input, 17280, "TRANSPOSE"),
     "hw_slice": (hw_slice, 65088, "2:CONV_2D"),
     "hw_and_channel_slice": (lambda: hw_slice(begin=(0, 3, 0, 2), end=(1, 40, 30, 14)), 52544, "2:CONV_2D"),
+    "hw_slice_same_padding": (lambda: hw_slice(begin=(0, 5, 4, 0), end=(1, 48, 48, 16), padding="SAME"), 67136,
+                              "2:CONV_2D"),
 }
 
 

@@ -155,11 +155,12 @@ def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool,
     p = _operand_propagator(lo, view, second)
     if box is not None:
         axes = p.axes
-        for axis, origin, step in zip((1, 2, 3), box[0], (*box[1], 1)):
+        for axis, origin, step, n in zip((1, 2, 3), box[0], (*box[1], 1), view.shape):
             m = axes[axis]
             # Box elements [a*o + c, a*o + c + a*e + b) are buffer elements origin + step * i.
             m.offset_bias, m.extent_bias = step * m.offset_bias + origin, step * (m.extent_bias - 1) + 1
             m.scale, m.step = step * m.scale, step
+            m.lo, m.hi = origin, origin + step * (n - 1) + 1  # past the box, the operation pads
         p.axes = axes
     return p
 
@@ -246,9 +247,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
 
     def boxed(lo: LoweredOperation) -> tuple | None:
         """(origin, steps) of a window operation's IFM when it reads a box of rows and columns
-        of its buffer in place (a SLICE's reader, `box_origin`) and pads only where the box
-        meets the buffer's edge (a stripe's padding is where its region leaves the buffer), and
-        not at all along a stepped axis; else None."""
+        of its buffer in place (a SLICE's reader, `box_origin`), padding none along a stepped
+        axis; else None. Its stripes pad where their regions leave the box (AxisMap lo, hi)."""
         v = lo.ifm
         if lo.kind not in ("conv", "depthwise", "pool") or lo.registers.get("ifm_upscale") or v.buffer not in index:
             return None
@@ -257,9 +257,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         if box is None or sliced(v):
             return None
         top, left, bottom, right = lo.registers.get("padding", (0, 0, 0, 0))
-        ((y, x, _), (sy, sx)), (h, w, _) = box, v.shape
-        if ((top and (y or sy > 1)) or (left and (x or sx > 1)) or (bottom and (y + h != source[0] or sy > 1))
-                or (right and (x + w != source[1] or sx > 1))):
+        (sy, sx) = box[1]
+        if ((top or bottom) and sy > 1) or ((left or right) and sx > 1):
             return None
         return box
 

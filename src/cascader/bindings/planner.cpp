@@ -47,7 +47,9 @@ void bind_planner(py::module_& m) {
       .def_readwrite("offset_bias", &AxisMap::offset_bias)
       .def_readwrite("divisor", &AxisMap::divisor)
       .def_readwrite("inserts_zeros", &AxisMap::inserts_zeros)
-      .def_readwrite("step", &AxisMap::step);
+      .def_readwrite("step", &AxisMap::step)
+      .def_readwrite("lo", &AxisMap::lo)
+      .def_readwrite("hi", &AxisMap::hi);
   py::class_<Propagator>(m, "Propagator")
       .def(py::init<>())
       .def_readwrite("axes", &Propagator::axes)

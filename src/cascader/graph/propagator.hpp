@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace cascader {
@@ -55,6 +56,10 @@ struct AxisMap {
   // The operation reads every `step`-th input element along the axis (a strided slice read in
   // place): its region spans the input's elements, its IFM holds (extent - 1) / step + 1.
   int64_t step = 1;
+  // The input elements the operation may read along the axis, [lo, hi) (a box read in place:
+  // a window reaching past the box pads there, as past the tensor's edge).
+  int64_t lo = std::numeric_limits<int64_t>::min();
+  int64_t hi = std::numeric_limits<int64_t>::max();
 };
 
 struct Propagator {
@@ -84,6 +89,20 @@ struct Propagator {
       in.offset[i] = m.scale * out.offset[o] + m.offset_bias;
     }
     return in;
+  }
+  // `want` (a propagated region) cropped to what the operation reads of an input of `shape`:
+  // the tensor, and each axis's [lo, hi). Where it is smaller than `want`, the operation pads.
+  Box readable(const Box& want, const std::array<int64_t, 4>& shape) const {
+    Box b;
+    for (size_t i = 0; i < 4; ++i) {
+      const int64_t first = std::max<int64_t>(0, axes[i].lo);
+      const int64_t end = std::max(first, std::min(shape[i], axes[i].hi));
+      const int64_t lo = std::clamp<int64_t>(want.offset[i], first, end);
+      const int64_t hi = std::clamp<int64_t>(want.offset[i] + want.extent[i], first, end);
+      b.offset[i] = lo;
+      b.extent[i] = std::max<int64_t>(hi - lo, 0);
+    }
+    return b;
   }
   bool upscales() const { return axes[1].divisor != 1 || axes[2].divisor != 1; }
   bool permutes() const { return from != std::array<int, 4>{0, 1, 2, 3}; }
