@@ -4,7 +4,11 @@ nearest-neighbour upsampling, a broadcast operand, and a global reduction ending
 while the next begins after it. The propagators are checked against brute force (the op run on
 marked inputs), and every new cascade compiles to a bit-exact binary within its SRAM. A
 stride-2 transposed convolution stripes too (its propagator divides into the zero-inserted
-input, the zero rows before a stripe's first stored row its padding)."""
+input, the zero rows before a stripe's first stored row its padding). A TRANSPOSE that moves
+the channels (an NCHW input made NHWC) stripes by its output's rows: one depth-1 copy per
+output channel, its propagator a permutation of the axes. A box of rows and columns read in
+place (a SLICE) rolls too, where its reader pads only at the tensor's edges; one read every
+step-th row and column (a STRIDED_SLICE) stays whole and its readers stripe."""
 
 from __future__ import annotations
 
@@ -168,6 +172,168 @@ def test_transposed_convolution_propagator_matches_brute_force(data):
     assert (box.offset[3], box.extent[3]) == (0, 3)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_transpose_propagator_matches_brute_force(data):
+    """One output channel of a transpose (`channel_planes`): output (y, x, k) is source
+    element (y, x, k) permuted; the box of source elements a region of channel k needs is the
+    propagator's, and holds no element more (a transpose moves each element once)."""
+    from cascader.planner import _transpose_propagator
+
+    source = [data.draw(st.integers(1, 6)) for _ in range(3)]
+    source_axis = tuple(data.draw(st.permutations([0, 1, 2])))
+    marked = np.arange(int(np.prod(source))).reshape(source)
+    out = np.transpose(marked, source_axis)
+    h, w, c = out.shape
+    r0, r1, c0, c1 = data.draw(region_of(h, w))
+    channel = data.draw(st.integers(0, c - 1))
+    needed = np.nonzero(np.isin(marked, out[r0:r1, c0:c1, channel]))
+    want = [(int(a.min()), int(a.max()) + 1) for a in needed]
+    prop = _transpose_propagator({"source_axis": source_axis, "channel": channel})
+    box = prop.propagate(_core.Box([0, r0, c0, channel], [1, r1 - r0, c1 - c0, 1])).cropped([1, *source])
+    assert [(box.offset[i], box.offset[i] + box.extent[i]) for i in (1, 2, 3)] == want
+    assert box.extent[1] * box.extent[2] * box.extent[3] == (r1 - r0) * (c1 - c0)
+
+
+def nchw_input(seed=0, size=48):
+    """A PyTorch export's start: an NCHW image transposed to NHWC before the first convolution."""
+    net = CalibratedNet(seed)
+    x = net.transpose(net.input((1, 3, size, size)), (0, 2, 3, 1), name="to_nhwc")
+    x = net.conv2d(x, 8, (3, 3), (1, 1), "SAME", activation="RELU")
+    x = net.conv2d(x, 16, (3, 3), (2, 2), "SAME", activation="RELU")
+    net.output(net.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation=None))
+    return net.build()
+
+
+def test_a_transpose_is_a_striped_plane_per_output_channel():
+    pg = _planner_graph(nchw_input(size=16))
+    planes = [p for p in pg.parts if "TRANSPOSE" in p.name]
+    assert len(planes) == 3 and all(p.stripable for p in planes)
+    (source,) = {p.inputs[0] for p in planes}
+    (transposed,) = {p.output for p in planes}
+    # The input is read along other axes than its rows (whole); the output rolls.
+    assert not pg.tensors[source].cascadable and pg.tensors[transposed].cascadable
+    assert [p.op.ofm.shape.c for p in planes] == [1, 1, 1]
+
+
+def test_a_transposed_input_cascades_bit_exact_on_u65():
+    model = nchw_input(seed=1, size=40)
+    frontier = plan(model, accelerator="ethos-u65-256")
+    least = frontier.points[0]
+    names = [p.name for p in frontier.graph.parts]
+    assert any(c.stripes > 1 and any("TRANSPOSE" in names[k] for k in range(c.first, c.last))
+               for c in least.proposal.cascades)
+    compiled = cascader.compile(model, sram=least.sram_bytes, accelerator="ethos-u65-256")
+    assert compiled.sram_bytes <= least.sram_bytes and compiled.check(seeds=1).bit_exact
+
+
+def hw_slice(seed=0, size=48, begin=(0, 2, 3, 0), end=(1, 46, 47, 16), kernel=(3, 3), stride=(1, 1), padding="VALID",
+             step=(1, 1)):
+    """A SLICE of rows, columns (and channels) read in place by a convolution (a
+    STRIDED_SLICE: every step-th row and column)."""
+    net = CalibratedNet(seed)
+    x = net.conv2d(net.input((1, size, size, 3)), 16, (3, 3), (1, 1), "SAME", activation="RELU")
+    if step == (1, 1):
+        x = net.slice(x, begin, [e - b for b, e in zip(begin, end)])
+    else:
+        x = net.strided_slice(x, begin, end, (1, *step, 1))
+    x = net.conv2d(x, 16, kernel, stride, padding, activation="RELU")
+    net.output(net.conv2d(x, 8, (3, 3), (2, 2), "SAME", activation=None))
+    return net.build()
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_box_reader_propagator_matches_brute_force(data):
+    """A convolution reading a box of its input in place: the source rows, columns and
+    channels a region of its output reads are its windows' (in the box), moved by the box's
+    origin."""
+    size = 12
+    step = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    y0, x0, c0 = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 5)), data.draw(st.integers(0, 8))
+    # At least 4 rows and columns of the box (a kernel of up to 3 fits).
+    y1, x1 = data.draw(st.integers(y0 + 3 * step[0] + 1, size)), data.draw(st.integers(x0 + 3 * step[1] + 1, size))
+    c1 = data.draw(st.integers(c0 + 1, 16))
+    k = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    s = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    pg = _planner_graph(hw_slice(size=size, begin=(0, y0, x0, c0), end=(1, y1, x1, c1), kernel=k, stride=s, step=step))
+    reader = pg.parts[1]
+    # A box read every step-th row or column stays whole (no rolling buffer skips rows).
+    assert reader.stripable and pg.tensors[reader.inputs[0]].cascadable == (step == (1, 1))
+    out = pg.tensors[reader.output].shape
+    r0, r1, q0, q1 = data.draw(region_of(out[1], out[2]))
+    rows = {y0 + step[0] * (y * s[0] + f) for y in range(r0, r1) for f in range(k[0])}
+    cols = {x0 + step[1] * (x * s[1] + f) for x in range(q0, q1) for f in range(k[1])}
+    box = reader.propagators[0].propagate(_core.Box([0, r0, q0, 0], [1, r1 - r0, q1 - q0, out[3]]))
+    box = box.cropped(pg.tensors[reader.inputs[0]].shape)
+    got = [(box.offset[i], box.offset[i] + box.extent[i]) for i in (1, 2, 3)]
+    assert got == [(min(rows), max(rows) + 1), (min(cols), max(cols) + 1), (c0, c1)]
+
+
+def focus(seed=0, size=64):
+    """YOLOv5's Focus: four STRIDED_SLICEs of every other row and column of the image,
+    concatenated along the channels (space to depth), then convolutions."""
+    net = CalibratedNet(seed)
+    x = net.input((1, size, size, 3))
+    parts = [net.strided_slice(x, (0, dy, dx, 0), (1, size, size, 3), (1, 2, 2, 1), name=f"focus{dy}{dx}")
+             for dy, dx in ((0, 0), (1, 0), (0, 1), (1, 1))]
+    y = net.conv2d(net.concatenation(parts, axis=3), 16, (3, 3), (1, 1), "SAME", activation="RELU")
+    net.output(net.conv2d(y, 16, (3, 3), (2, 2), "SAME", activation=None))
+    return net.build()
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256"])
+def test_strided_slices_read_in_place_cascade_bit_exact(accelerator):
+    """The concatenation's copies read every other row and column of the input in place: they
+    stripe (the input stays whole), and the concatenation rolls."""
+    model = focus()
+    frontier = plan(model, accelerator=accelerator)
+    least = frontier.points[0]
+    names = [p.name for p in frontier.graph.parts]
+    assert any(c.stripes > 1 and sum("QUANTIZE" in names[k] for k in range(c.first, c.last)) == 4
+               for c in least.proposal.cascades)
+    if accelerator == "ethos-u55-128":
+        assert least.sram_bytes < 0.75 * 24576  # before: 24,576 B (the concatenation whole)
+    for point in (least, frontier.points[len(frontier.points) // 2]):
+        compiled = cascader.compile(model, sram=point.sram_bytes, accelerator=accelerator)
+        assert compiled.sram_bytes <= point.sram_bytes and compiled.check(seeds=1).bit_exact
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_box_reader_padding_matches_brute_force(data):
+    """A SAME convolution reading a box inside its input: a stripe reads the rows and columns
+    of the box its windows cover, and pads where they leave the box (not the tensor)."""
+    size = 12
+    y0, x0 = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 5))
+    y1, x1 = data.draw(st.integers(y0 + 3, size)), data.draw(st.integers(x0 + 3, size))
+    k = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    s = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    pg = _planner_graph(hw_slice(size=size, begin=(0, y0, x0, 0), end=(1, y1, x1, 16), kernel=k, stride=s,
+                                 padding="SAME"))
+    reader = pg.parts[1]
+    assert reader.stripable
+    out = pg.tensors[reader.output].shape
+    # TFLite's SAME: the padding before is half the total (rounded down).
+    pads = [max((o - 1) * st_ + kk - n, 0) // 2 for o, st_, kk, n in zip(out[1:3], s, k, (y1 - y0, x1 - x0))]
+    runs = _core.plan_cascade(pg, 1, 3, data.draw(st.integers(1, 3)), _arch(), column_bands=1).runs
+    for part, (r0, r1, q0, q1), reads, padding in (r.fields() for r in runs):
+        if part != 1:
+            continue
+        rows = [y0 + y * s[0] - pads[0] + f for y in range(r0, r1) for f in range(k[0])]
+        cols = [x0 + x * s[1] - pads[1] + f for x in range(q0, q1) for f in range(k[1])]
+        inside = [r for r in rows if y0 <= r < y1], [c for c in cols if x0 <= c < x1]
+        assert reads[0] == (min(inside[0]), max(inside[0]) + 1, min(inside[1]), max(inside[1]) + 1)
+        assert padding == (min(inside[0]) - min(rows), min(inside[1]) - min(cols),
+                           max(rows) - max(inside[0]), max(cols) - max(inside[1]))
+
+
+def _arch():
+    """The u55-128's architecture, as the planner takes it."""
+    return _Target.of(schedule(*lower(as_model(hw_slice())), "ethos-u55-128",
+                               "Ethos_U55_High_End_Embedded", "Shared_Sram")).arch
+
+
 @pytest.mark.parametrize("kernel", [(1, 1), (3, 3), (4, 3)])
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 def test_transposed_convolution_stripes_are_bit_exact(kernel, padding):
@@ -277,6 +443,11 @@ PATTERNS = {
     "nearest_upsampling": (lambda: unet_skip(method="NEAREST"), 196608, "RESIZE_NEAREST_NEIGHBOR"),
     "row_broadcast": (row_broadcast, None, "ADD"),
     "transpose_conv_upsampling": (lambda: unet_skip(method="TRANSPOSE_CONV"), 147456, "TRANSPOSE_CONV"),
+    "nchw_transpose": (nchw_input, 17280, "TRANSPOSE"),
+    "hw_slice": (hw_slice, 65088, "2:CONV_2D"),
+    "hw_and_channel_slice": (lambda: hw_slice(begin=(0, 3, 0, 2), end=(1, 40, 30, 14)), 52544, "2:CONV_2D"),
+    "hw_slice_same_padding": (lambda: hw_slice(begin=(0, 5, 4, 0), end=(1, 48, 48, 16), padding="SAME"), 67136,
+                              "2:CONV_2D"),
 }
 
 

@@ -93,6 +93,7 @@ def test_slice_that_is_a_model_output_is_copied(tmp_path):
     ((1, 4, 16, 40), [0, 2, 1, 3]),   # H <-> W, the channels stay innermost: one copy
     ((1, 6, 6, 65), [0, 3, 1, 2]),    # YOLOv8's NHWC -> NCHW: depth-1 planes
     ((1, 16, 4, 24), [0, 2, 3, 1]),
+    ((1, 3, 9, 11), [0, 2, 3, 1]),    # NCHW -> NHWC: a depth-1 (H x W) plane per output channel
     ((1, 5, 7, 3), [0, 1, 3, 2]),
     ((1, 5, 6, 9), [0, 3, 2, 1]),     # H <-> C: one (H x C) plane per column
     ((4, 30, 9), [0, 2, 1]),
@@ -100,7 +101,8 @@ def test_slice_that_is_a_model_output_is_copied(tmp_path):
     ((3, 5, 7), [1, 2, 0]),           # two steps: H <-> W, then W <-> C
     ((12, 20), [1, 0]),
 ])
-def test_transpose(tmp_path, in_shape, perm):
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256"])
+def test_transpose(tmp_path, in_shape, perm, accelerator):
     b = ModelBuilder()
     x = b.add_input("x", in_shape, "int8", Q)
     y = b.add_tensor("y", [in_shape[p] for p in perm], "int8", Q)
@@ -108,7 +110,7 @@ def test_transpose(tmp_path, in_shape, perm):
     z = b.add_tensor("z", b.tensors[y].shape, "int8", Q2)
     b.add_operator("ADD", [y, y], [z], {"fused_activation_function": "NONE"}, version=2)
     b.mark_output(z)
-    _check(tmp_path, b.build())
+    _check(tmp_path, b.build(), accelerator=accelerator)
 
 
 @pytest.mark.parametrize("shape, axis, count", [((1, 17), 2, 2), ((1, 17), 1, 3), ((2, 3), 0, 4)])

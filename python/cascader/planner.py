@@ -34,7 +34,8 @@ from .arch import Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
-from .frontend.lowered import FeatureMapView, LoweredOperation, channel_slice, follows_ofm
+from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
+                               follows_ofm)
 from .lowering import lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
@@ -166,7 +167,25 @@ class Frontier:
                 f"{self.seconds * 1000:.0f} ms, {self.planner_seconds * 1000:.0f} ms of it the planner's)")
 
 
-def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
+def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool,
+                box: tuple[int, int, int] | None = None) -> "_core.Propagator":
+    """The propagator of operand `view`; `box`: the (origin, steps) of the box of its buffer
+    it reads in place (`frontend.lowered.box_origin`): the regions of the box, every step-th
+    row and column of the buffer from the origin on."""
+    p = _operand_propagator(lo, view, second)
+    if box is not None:
+        axes = p.axes
+        for axis, origin, step, n in zip((1, 2, 3), box[0], (*box[1], 1), view.shape):
+            m = axes[axis]
+            # Box elements [a*o + c, a*o + c + a*e + b) are buffer elements origin + step * i.
+            m.offset_bias, m.extent_bias = step * m.offset_bias + origin, step * (m.extent_bias - 1) + 1
+            m.scale, m.step = step * m.scale, step
+            m.lo, m.hi = origin, origin + step * (n - 1) + 1  # past the box, the operation pads
+        p.axes = axes
+    return p
+
+
+def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
     if lo.registers.get("ifm_upscale") == NEAREST_UPSCALE:
         return _core.Propagator.upscale(lo.ofm.shape[0] // view.shape[0])
     if lo.registers.get("ifm_upscale") == ZEROS_UPSCALE:
@@ -185,6 +204,23 @@ def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_c
     depthwise = lo.kind == "depthwise" or (lo.kind == "pool" and lo.registers.get("sub_op") != "REDUCE_SUM")
     return _core.Propagator.window(kh, kw, k["stride"][0], k["stride"][1], d[0], d[1], top, left, depthwise,
                                    view.shape[2])
+
+
+def _transpose_propagator(tag: dict) -> "_core.Propagator":
+    """The propagator of one output channel of a transpose (`lower_movement.channel_planes`):
+    output axis k (H, W, C) reads source axis `source_axis[k]`, so the source's axes follow the
+    output's rows and columns, and the one the channels come from is read at that channel."""
+    source_axis, channel = tag["source_axis"], tag["channel"]
+    from_axes = [0, 0, 0, 0]
+    for k_out, k_in in enumerate(source_axis):
+        from_axes[1 + k_in] = 1 + k_out
+    p = _core.Propagator.permutation(from_axes)
+    axes = p.axes
+    fixed = _core.AxisMap()
+    fixed.scale, fixed.extent_bias, fixed.offset_bias = 0, 1, channel
+    axes[1 + source_axis[2]] = fixed
+    p.axes = axes
+    return p
 
 
 def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSchedule | None = None,
@@ -214,12 +250,50 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
         a concatenation's input, a pad's copy, a SPLIT's output read in place."""
         return whole(v) or channel_slice(v, natural.get(index[v.buffer])) is not None
 
+    def transposes(lo: LoweredOperation) -> bool:
+        """Whether an operation is one output channel of a transpose (`channel_planes`) read
+        from its whole input buffer: the planner stripes it by its output's rows."""
+        tag = lo.registers.get("transpose")
+        if tag is None or lo.ifm.buffer not in index or lo.ifm.layout != "NHWC":
+            return False
+        source = natural.get(index[lo.ifm.buffer])
+        if source is None:
+            return False
+        axes, e = tag["source_axis"], lo.ifm.element_size
+        strides = dense_strides(source, e)
+        return (lo.ifm.shape == (source[axes[0]], source[axes[1]], 1)
+                and lo.ifm.offset == tag["channel"] * strides[axes[2]]
+                and lo.ifm.strides == (strides[axes[0]], strides[axes[1]], e))
+
+    def boxed(lo: LoweredOperation) -> tuple | None:
+        """(origin, steps) of a window operation's IFM when it reads a box of rows and columns
+        of its buffer in place (a SLICE's reader, `box_origin`), padding none along a stepped
+        axis; else None. Its stripes pad where their regions leave the box (AxisMap lo, hi)."""
+        v = lo.ifm
+        if lo.kind not in ("conv", "depthwise", "pool") or lo.registers.get("ifm_upscale") or v.buffer not in index:
+            return None
+        source = natural.get(index[v.buffer])
+        box = box_origin(v, source)
+        if box is None or sliced(v):
+            return None
+        top, left, bottom, right = lo.registers.get("padding", (0, 0, 0, 0))
+        (sy, sx) = box[1]
+        if ((top or bottom) and sy > 1) or ((left or right) and sx > 1):
+            return None
+        return box
+
     readers_whole: dict[int, bool] = {}
     writers: dict[int, int] = {}
     for lo in lowered:
+        transposed, box = transposes(lo), boxed(lo)
         for v in (lo.ifm, lo.ifm2, lo.ofm):
             if v is not None and v.buffer in index:
-                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and sliced(v)
+                # A transpose's input stays whole (a stripe reads it along other axes than its
+                # rows: no rolling buffer holds that), and so does one read every step-th row or
+                # column; a box of rows and columns rolls.
+                stepped = box is not None and box[1] != (1, 1)
+                ok = (sliced(v) or (box is not None and v is lo.ifm)) and not ((transposed or stepped) and v is lo.ifm)
+                readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and ok
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
     # Buffers something reads (an operation, a CPU operator, the model's outputs). One nothing
@@ -255,10 +329,14 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             # As scheduled (a copy runs 16 channels wide; a constant's copy DMA'd in first).
             part.whole_cycles = float(sop.cost.total_cycles + sop.copy_cycles)
             inputs, props = [], []
+            transposed, box = transposes(lo), boxed(lo)
             for v, second in ((lo.ifm, False), (lo.ifm2, True)):
                 if v is not None and v.buffer in index:
                     inputs.append(index[v.buffer])
-                    props.append(_propagator(lo, v, second))
+                    if transposed:
+                        props.append(_transpose_propagator(lo.registers["transpose"]))
+                    else:
+                        props.append(_propagator(lo, v, second, box if v is lo.ifm else None))
             part.inputs, part.propagators = inputs, props
             part.output = index[lo.ofm.buffer]
             # A constant operand is no plan tensor, so nothing propagates a stripe's region to it:
@@ -270,7 +348,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                                and not (follows_ofm(lo, v) and after_tensors(v)) for v in (lo.ifm, lo.ifm2))
             upscale = lo.registers.get("ifm_upscale", 0)
             part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
-                              and all(sliced(v) for v in (lo.ifm, lo.ifm2, lo.ofm)))
+                              and all(sliced(v) or ((transposed or box is not None) and v is lo.ifm)
+                                      for v in (lo.ifm, lo.ifm2, lo.ofm)))
             if upscale == NEAREST_UPSCALE:
                 # A stripe starts where an IFM row's first copy lands.
                 part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]

@@ -21,8 +21,8 @@ from typing import Any, Callable, NamedTuple
 
 from . import _core
 from .evolve import evolve
-from .frontend.lowered import (FeatureMapView, LoweredOperation, brick_strides, channel_slice, dense_strides,
-                               follows_ofm, round16)
+from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, brick_strides, channel_slice,
+                               dense_strides, follows_ofm, round16)
 from .frontend.quantization import average_pool_scale
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, keep_recent, unflattened
 
@@ -242,7 +242,11 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
         key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0)
         found = rolled.get(key)
         if found is None:
-            first_channel = channel_slice(view, shapes[view.buffer]) if view.shape[2] != depth else 0
+            first_channel = 0
+            if view.shape[2] != depth:  # a slice of its channels, or a box's (`_source`)
+                first_channel = channel_slice(view, shapes[view.buffer])
+                if first_channel is None:
+                    first_channel = box_origin(view, shapes[view.buffer])[0][2]
             found = rolled[key] = _rolling_view(view, b, rows, columns, first, region, depth, first_channel)
         return found
 
@@ -251,7 +255,7 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
     stripes = []
     costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
     copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
-    sources = {k: _source(ops[k], lowered[k], parts[k], tensors) for k in range(c.first, c.last)}
+    sources = {k: _source(ops[k], lowered[k], parts[k], tensors, shapes) for k in range(c.first, c.last)}
     for k, region, reads, padding in (r.fields() for r in runs):  # one call per run, not six
         src = sources[k]
         first_column[src.output] = region[2]
@@ -274,10 +278,22 @@ class _Source(NamedTuple):
     output: int  # plan tensor
     output_width: int
     inputs: tuple[int, ...]  # the plan tensors of its IFM and IFM2
+    # Its IFM as a view of its buffer's rows and columns from (0, 0) (the planner's regions
+    # are the buffer's): a box read in place (a SLICE's reader) moved back by its origin.
+    ifm: FeatureMapView
+    # A box read every step-th row or column ((origin, steps), `box_origin`; else None): the
+    # buffer's region a stripe reads holds (extent - 1) / step + 1 of the box's rows.
+    stepped: tuple | None
 
 
-def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any) -> _Source:
-    return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]))
+def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any, shapes: dict) -> _Source:
+    ifm, stepped = lo.ifm, None
+    box = box_origin(ifm, shapes.get(ifm.buffer)) if "transpose" not in lo.registers else None
+    if box is not None and box[1] == (1, 1):
+        ifm = evolve(ifm, offset=ifm.offset - box[0][0] * ifm.strides[0] - box[0][1] * ifm.strides[1])
+    elif box is not None:
+        stepped = box
+    return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]), ifm, stepped)
 
 
 def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
@@ -296,7 +312,16 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         # The region the stripe reads, where the cascade keeps it. An operand read whole by
         # every stripe (broadcast along H and W) too: a squeeze-and-excite gate that a part of
         # the cascade makes is in a rolling buffer, and its whole buffer is gone.
-        views[i] = band(lo.ifm if i == 0 else lo.ifm2, t, read)
+        views[i] = band(src.ifm if i == 0 else lo.ifm2, t, read)
+    if "transpose" in lo.registers and src.inputs:
+        # A transpose's plane views its (whole) input in its output's shape: the stripe's
+        # region of it is the output's (planner._transpose_propagator).
+        views[0] = _region(lo.ifm, region)
+    elif src.stepped is not None and src.inputs:
+        # Every step-th row and column of a whole buffer (the planner keeps it whole).
+        ((y, x, _), (sy, sx)), (q0, q1, p0, p1) = src.stepped, reads[0]
+        first = lo.ifm.offset + (q0 - y) // sy * lo.ifm.strides[0] + (p0 - x) // sx * lo.ifm.strides[1]
+        views[0] = evolve(lo.ifm, shape=((q1 - q0 - 1) // sy + 1, (p1 - p0 - 1) // sx + 1, lo.ifm.shape[2]), offset=first)
     for i, v in enumerate((lo.ifm, lo.ifm2)[len(src.inputs):], start=len(src.inputs)):
         # A constant read element for element with the OFM (a channel pad's border): the
         # stripe's region of it (frontend.lowered.follows_ofm).

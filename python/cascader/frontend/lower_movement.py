@@ -7,11 +7,13 @@
   it is one raw copy of the box.
 - TRANSPOSE is a copy through a permuted view when the channel axis stays innermost (H and W
   swap). A permutation that moves the channels cannot stream them (an NHWC view has no
-  channel stride): swapping W and C is one copy of a depth-1 (W x C) plane per row, swapping H
-  and C one of an (H x C) plane per column, and the two other permutations are two such steps
-  through a scratch map (C, H, W: H and C, then W and C; W, C, H: H and W, then W and C). These
-  are Vela's steps, command for command, so the estimator costs both compilers' transposes
-  alike (as Vela costs a step: by its traffic).
+  channel stride), but a depth-1 copy has two free strides. Where the output has fewer
+  channels than the steps below take copies (an NCHW image to NHWC: 3), each output channel
+  is one depth-1 copy of an (H x W) plane (`channel_planes`): the planner stripes those by
+  the output's rows (`planner._transpose_propagator`). Otherwise swapping W and C is one copy
+  of a depth-1 (W x C) plane per row, swapping H and C one of an (H x C) plane per column, and
+  the two other permutations are two such steps through a scratch map (C, H, W: H and C, then
+  W and C; W, C, H: H and W, then W and C), Vela's steps, command for command.
 - EXPAND_DIMS is an alias, as RESHAPE is.
 
 All copies are raw (zero points 0, scale 1): these operators move values without
@@ -207,6 +209,8 @@ def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
     name = f"{v.index}:TRANSPOSE"
     if tuple(source_axis) in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
         raw_copy(lw, v.index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
+    elif dst.shape[2] <= _swap_copies(src.shape, tuple(source_axis)):
+        channel_planes(lw, v.index, name, src, dst, tuple(source_axis))
     elif tuple(source_axis) == (0, 2, 1):
         swap_with_channels(lw, v.index, name, src, dst, axis=1)
     elif tuple(source_axis) == (2, 1, 0):
@@ -222,6 +226,28 @@ def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
             swapped = replace(src, shape=mid.shape, strides=tuple(src.strides[k] for k in (1, 0, 2)))
             raw_copy(lw, v.index, f"{name}[H,W]", swapped, mid)
         swap_with_channels(lw, v.index, f"{name}[W,C]", mid, dst, axis=1)
+
+
+def _swap_copies(shape: tuple[int, int, int], source_axis: tuple[int, ...]) -> int:
+    """How many copies the steps through `swap_with_channels` take for a transpose moving the
+    channels of a source of `shape` (H, W, C)."""
+    h, w, c = shape
+    return {(0, 2, 1): h, (2, 1, 0): w, (2, 0, 1): w + c, (1, 2, 0): 1 + w}[source_axis]
+
+
+def channel_planes(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                   source_axis: tuple[int, ...]) -> None:
+    """dst = src transposed (output axis k reads source axis `source_axis[k]`), one depth-1
+    copy of an (H x W) plane per output channel. Each is tagged with the transpose's axes and
+    its channel: the planner reads the plane's rows along the source's axes."""
+    e = src.element_size
+    t = tuple(src.strides[k] for k in source_axis)  # source strides along the output's axes
+    h, w, c = dst.shape
+    for k in range(c):
+        plane = replace(src, shape=(h, w, 1), offset=src.offset + k * t[2], strides=(t[0], t[1], e))
+        out = replace(dst, shape=(h, w, 1), offset=dst.offset + k * dst.strides[2])
+        pool_copy(lw, index, f"{name}[channel {k}]", replace(plane, zero_point=0), replace(out, zero_point=0),
+                  requantize=False, tags={"transpose": {"source_axis": source_axis, "channel": k}})
 
 
 def swap_with_channels(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,

@@ -188,6 +188,26 @@ def channel_slice(v: FeatureMapView, natural: tuple[int, int, int] | None) -> in
     return c0 if not rest and c0 + v.shape[2] <= natural[2] else None
 
 
+def box_origin(v: FeatureMapView, natural: tuple[int, int, int] | None
+               ) -> tuple[tuple[int, int, int], tuple[int, int]] | None:
+    """((row, column, channel) of its first element, (row, column) steps) of `v` when it is a
+    box of a dense NHWC buffer of shape `natural` read in place, every step-th row and column
+    and a run of channels (a SLICE or STRIDED_SLICE viewed by its reader), else None."""
+    if natural is None or v.layout != "NHWC" or v.wrap_rows:
+        return None
+    dense = dense_strides(natural, v.element_size)
+    if v.strides[2] != dense[2] or any(s <= 0 or s % d for s, d in zip(v.strides[:2], dense[:2])):
+        return None
+    step = (v.strides[0] // dense[0], v.strides[1] // dense[1])
+    y, rest = divmod(v.offset, dense[0])
+    x, rest = divmod(rest, dense[1])
+    c, rest = divmod(rest, v.element_size)
+    last = (y + (v.shape[0] - 1) * step[0], x + (v.shape[1] - 1) * step[1], c + v.shape[2] - 1)
+    if rest or any(e >= d for e, d in zip(last, natural)):
+        return None
+    return (y, x, c), step
+
+
 def follows_ofm(lo: LoweredOperation, v: FeatureMapView) -> bool:
     """Whether operand `v` is read element for element with the OFM's rows and columns: a
     copy (a 1x1 average pool, unpadded, unscaled) or an elementwise operation, `v` as tall and

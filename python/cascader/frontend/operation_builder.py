@@ -90,11 +90,12 @@ def kernel_padding(v: OperatorView, ifm: FeatureMapView, ofm: FeatureMapView) ->
 
 
 def pool_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
-              clamp: dict | None = None, requantize: bool = True) -> None:
+              clamp: dict | None = None, requantize: bool = True, tags: dict | None = None) -> None:
     """A 1x1 average pool: dst = clamp(rescale(src)). TFLite's requantizing kernels
     (QUANTIZE's Requantize, the RELUs) rescale with MultiplyByQuantizedMultiplier, which
     rounds twice: TFL rounding (one rounding, NATURAL, is off by one on about a quarter of
-    the codes for some scale pairs). With equal scales there is no rescale."""
+    the codes for some scale pairs). With equal scales there is no rescale. `tags`: registers
+    the emitter does not read, for the planner (a transpose's axes)."""
     if requantize and not math.isclose(src.scale, dst.scale, rel_tol=0, abs_tol=0):
         ofm_scale, rounding = rescale_scale(src.scale, dst.scale), "TFL"
     else:
@@ -103,7 +104,7 @@ def pool_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, d
     registers = dict(
         sub_op="AVERAGE", kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
         activation=clamp or dict(function=0, clip_range=0, min=tmin, max=tmax), rounding=rounding,
-        global_scale=True, ofm_scale=ofm_scale,
+        global_scale=True, ofm_scale=ofm_scale, **(tags or {}),
     )
     lw.add(LoweredOperation("pool", "avg_pool", name, (index,), src, dst, registers=registers))
 

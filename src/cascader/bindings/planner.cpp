@@ -46,10 +46,14 @@ void bind_planner(py::module_& m) {
       .def_readwrite("extent_bias", &AxisMap::extent_bias)
       .def_readwrite("offset_bias", &AxisMap::offset_bias)
       .def_readwrite("divisor", &AxisMap::divisor)
-      .def_readwrite("inserts_zeros", &AxisMap::inserts_zeros);
+      .def_readwrite("inserts_zeros", &AxisMap::inserts_zeros)
+      .def_readwrite("step", &AxisMap::step)
+      .def_readwrite("lo", &AxisMap::lo)
+      .def_readwrite("hi", &AxisMap::hi);
   py::class_<Propagator>(m, "Propagator")
       .def(py::init<>())
       .def_readwrite("axes", &Propagator::axes)
+      .def_readwrite("from_axes", &Propagator::from)
       .def("propagate", &Propagator::propagate, py::arg("box"))
       .def("__repr__", &Propagator::repr)
       .def_static("identity", &Propagator::identity)
@@ -60,6 +64,7 @@ void bind_planner(py::module_& m) {
       .def_static("upscale", &Propagator::upscale, py::arg("factor"))
       .def_static("transposed", &Propagator::transposed, py::arg("kernel_h"), py::arg("kernel_w"), py::arg("pad_top"),
                   py::arg("pad_left"), py::arg("input_depth"), py::arg("factor"))
+      .def_static("permutation", &Propagator::permutation, py::arg("from_axes"))
       .def("upscaled", &Propagator::upscaled, py::arg("box"));
 
   py::class_<PlanTensor>(m, "PlanTensor")

@@ -22,6 +22,7 @@ std::string Propagator::repr() const {
     s << " offset " << m.scale << "x";
     if (m.offset_bias) s << (m.offset_bias > 0 ? "+" : "") << m.offset_bias;
     if (m.divisor != 1) s << " /" << m.divisor << (m.inserts_zeros ? " (zeros inserted)" : "");
+    if (from[size_t(i)] != i) s << " of " << names[from[size_t(i)]];
   }
   s << ")";
   return s.str();
@@ -56,6 +57,17 @@ Propagator Propagator::transposed(int kernel_h, int kernel_w, int pad_top, int p
   if (factor < 1) throw InvalidArgument("transposed propagator: the factor must be >= 1");
   Propagator p = window(kernel_h, kernel_w, 1, 1, 1, 1, pad_top, pad_left, false, input_depth);
   for (int i : {1, 2}) p.axes[size_t(i)].divisor = factor, p.axes[size_t(i)].inserts_zeros = true;
+  return p;
+}
+
+Propagator Propagator::permutation(const std::array<int, 4>& from) {
+  std::array<int, 4> sorted = from;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != std::array<int, 4>{0, 1, 2, 3} || from[0] != 0) {
+    throw InvalidArgument("permutation propagator: `from` must be a permutation of 0..3 that keeps axis 0");
+  }
+  Propagator p;
+  p.from = from;
   return p;
 }
 

@@ -98,11 +98,13 @@ class SteadyState {
       const Extent& r = computed[size_t(k - first)];
       const PlanTensor& out = graph.tensors[size_t(p.output)];
       for (size_t i = 0; i < p.inputs.size(); ++i) {
-        const Box want = p.propagators[i].propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end));
-        const int64_t rows = graph.tensors[size_t(p.inputs[i])].shape[H];
+        const Propagator& q = p.propagators[i];
+        const Box want = q.propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end));
+        // The rows it may read: the tensor's, or a box's (AxisMap::lo, hi).
+        const int64_t rows = std::min(graph.tensors[size_t(p.inputs[i])].shape[H], q.axes[H].hi);
         const int64_t end = want.offset[H] + want.extent[H];
-        if (want.offset[H] < 0 || end > rows) return 0;
-        const int64_t step = p.propagators[i].axes[H].scale * shift_[size_t(k - first)];
+        if (want.offset[H] < std::max<int64_t>(0, q.axes[H].lo) || end > rows) return 0;
+        const int64_t step = q.axes[H].scale * shift_[size_t(k - first)];
         if (step > 0) m = std::min(m, (rows - end) / step);
       }
     }
@@ -224,7 +226,7 @@ StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out
     const Propagator& q = p.propagators[size_t(i)];
     const auto& shape = graph.tensors[size_t(p.inputs[size_t(i)])].shape;
     const Box want = q.propagate(region_box(o, out));
-    const Box got = want.cropped(shape);
+    const Box got = q.readable(want, shape);
     in.regions[size_t(i)] = RowsColumns{got.offset[H], got.offset[H] + got.extent[H], got.offset[W],
                                         got.offset[W] + got.extent[W]};
     if (i == 0) {
@@ -296,8 +298,9 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     const Propagator& q = p.propagators[i];
     const Box region = region_box(out, begin, end, column_begin, column_end);
     const Box want = q.propagate(region);
-    const Box got = want.cropped(in.shape);
-    input_hw[i] = {int(std::max<int64_t>(got.extent[H], 1)), int(std::max<int64_t>(got.extent[W], 1))};
+    const Box got = q.readable(want, in.shape);
+    input_hw[i] = {int(std::max<int64_t>((got.extent[H] - 1) / q.axes[H].step + 1, 1)),
+                   int(std::max<int64_t>((got.extent[W] - 1) / q.axes[W].step + 1, 1))};
     if (q.upscales()) {
       // An upscaled IFM is described by the extent the operation walks over in the upscaled
       // input, its padding apart, as cascader.schedule describes it.
@@ -306,6 +309,9 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
       input_hw[i] = {int(std::max<int64_t>(walked.extent[H] - up.top - up.bottom, 1)),
                      int(std::max<int64_t>(walked.extent[W] - up.left - up.right, 1))};
       if (i == 0) pad = up;
+    } else if (q.permutes()) {
+      // A transpose's copy reads its input in its output's shape (the IFM a permuted view).
+      input_hw[i] = {int(end - begin), int(column_end - column_begin)};
     } else if (i == 0) {
       pad = edge_padding(want, got);
     }
@@ -581,9 +587,9 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
         for (size_t i = 0; i < p.inputs.size(); ++i) {
           const int t = p.inputs[i];
           if (!internal[size_t(t)]) continue;
-          const Box in = p.propagators[i]
-                             .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
-                             .cropped(graph.tensors[size_t(t)].shape);
+          const Box in = p.propagators[i].readable(
+              p.propagators[i].propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end)),
+              graph.tensors[size_t(t)].shape);
           Extent& n = need[size_t(t)];
           n.begin = std::min(n.begin, in.offset[H]);
           n.end = std::max(n.end, in.offset[H] + in.extent[H]);
@@ -620,9 +626,9 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
           const int t = p.inputs[i];
           if (staircase && s.is_source[size_t(t)] && r.begin < r.end) {
             const PlanTensor& out = graph.tensors[size_t(p.output)];
-            const Box in = p.propagators[i]
-                               .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
-                               .cropped(graph.tensors[size_t(t)].shape);
+            const Box in = p.propagators[i].readable(
+                p.propagators[i].propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end)),
+                graph.tensors[size_t(t)].shape);
             stripe_reads.emplace_back(t, k, int(i), in.offset[H]);
           }
           if (!internal[size_t(t)]) continue;
@@ -630,8 +636,9 @@ void simulate_striped(const PlanGraph& graph, int first, int last, const Stripin
           if (r.begin < r.end) {
             const PlanTensor& out = graph.tensors[size_t(p.output)];
             read = p.propagators[i]
-                       .propagate(region_box(out, r.begin, r.end, r.column_begin, r.column_end))
-                       .cropped(graph.tensors[size_t(t)].shape)
+                       .readable(p.propagators[i].propagate(region_box(out, r.begin, r.end, r.column_begin,
+                                                                       r.column_end)),
+                                 graph.tensors[size_t(t)].shape)
                        .offset[H];
           }
           first_read[size_t(t)] = std::min(first_read[size_t(t)], read);
@@ -801,13 +808,16 @@ std::vector<std::optional<CascadePlan>> plan_range(const PlanGraph& graph, const
     s.alignment[size_t(t)] = std::max(s.alignment[size_t(t)], graph.parts[size_t(k)].alignment);
   }
   // The steady state's shifts assume every propagator moves its input by a whole multiple of
-  // its output's shift: not so across an upscaling part or an aligned one (they simulate all).
+  // its output's shift: not so across an upscaling part, an aligned one or a transpose (they
+  // simulate all).
   s.repeats = true;
   for (int k = simulated; k < last; ++k) {
     const Part& p = graph.parts[size_t(k)];
     s.repeats = s.repeats && p.alignment == 1 &&
                std::all_of(p.propagators.begin(), p.propagators.end(),
-                           [](const Propagator& q) { return q.axes[H].divisor == 1 && q.axes[W].divisor == 1; });
+                           [](const Propagator& q) {
+                             return q.axes[H].divisor == 1 && q.axes[W].divisor == 1 && !q.permutes();
+                           });
   }
   // Each cascade's staircase source, from the shortest up (its internal tensors grow by one
   // part each time); the sink may go over one only when the input is read from its top once.
