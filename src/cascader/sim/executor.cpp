@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cascader/arch/ethos_u85/elementwise.hpp"
+#include "cascader/arch/ethos_u85/ofm_order.hpp"
 #include "cascader/arch/ethos_u85/operation_weights.hpp"
 #include "cascader/arch/ethos_u85/output_stage.hpp"
 #include "cascader/arch/ethos_u85/registers.hpp"
@@ -122,6 +123,15 @@ void check_extent(const NpuOperation& op, const FeatureMap& fm, const RegionMemo
   if (W > fm.width0) check(std::min(H, fm.height1) - 1, W - 1);
   if (H > fm.height0) check(H - 1, w0 - 1);
   if (H > fm.height1 && W > fm.width0) check(H - 1, W - 1);
+}
+
+// The highest address of an H x W x C map's elements: the corners of its tiles bound it.
+uint64_t last_address(const FeatureMap& fm, int H, int W, int C) {
+  uint64_t a = 0;
+  for (int y : {std::min(H, fm.height0) - 1, H - 1}) {
+    for (int x : {std::min(W, fm.width0) - 1, W - 1}) a = std::max(a, fm.address(y, x, C - 1));
+  }
+  return a;
 }
 
 // n / d (d > 0) rounded half away from zero.
@@ -553,7 +563,9 @@ void Executor::block(const NpuOperation& op) {
   // Ethos-U85 maps in the chaining buffer (or an operand with no storage) are not in memory.
   const auto in_memory = [&](int storage) { return !u85() || storage < ethos_u85::CHAINED; };
   const bool in_memory_ofm = in_memory(op.u85.ofm_storage);
-  if (in_memory_ofm) check_extent(op, op.ofm, out_mem, g.OH, g.OW, g.OC, "OFM");
+  const ethos_u85::OfmOrder ofm_order(op);  // the identity on the U55/U65 (no such fields)
+  const std::array<int, 3> ofm_extent = ofm_order.stored_extent();
+  if (in_memory_ofm) check_extent(op, op.ofm, out_mem, ofm_extent[0], ofm_extent[1], ofm_extent[2], "OFM");
   const uint64_t volume = static_cast<uint64_t>(g.OC) * g.kh * g.kw * (g.depthwise ? 1 : g.IC);
   if (convolution) {
     if (static_cast<uint64_t>(g.OH) * g.OW * volume > kMaxMacs) fail(op, "more MACs than the simulator accepts in one operation");
@@ -569,25 +581,23 @@ void Executor::block(const NpuOperation& op) {
   const bool ifm2_shared = op.has_ifm2() && in_memory(op.u85.ifm2_storage) && shares_ofm_memory(op.ifm2);
   if (!in_memory_ofm) {
     // No in-place hazard: the OFM goes to the chaining buffer.
-  } else if (op.kind == OpKind::Resize) {
-    // The block-traversal replay knows the U55/U65 operations only: a resize must not overlap.
-    const auto last = [](const FeatureMap& fm, int H, int W, int C) {
-      uint64_t a = 0;
-      for (int y : {std::min(H, fm.height0) - 1, H - 1}) {
-        for (int x : {std::min(W, fm.width0) - 1, W - 1}) a = std::max(a, fm.address(y, x, C - 1));
-      }
-      return a;
+  } else if (op.kind == OpKind::Resize || !ofm_order.identity()) {
+    // The block-traversal replay knows the U55/U65 operations only: a resize, or an OFM written
+    // transposed or reversed, must not overlap its inputs.
+    const auto overlaps = [&](const FeatureMap& fm, int H, int W, int C) {
+      return fm.base[0] <= last_address(op.ofm, ofm_extent[0], ofm_extent[1], ofm_extent[2]) &&
+             op.ofm.base[0] <= last_address(fm, H, W, C);
     };
-    const uint64_t ifm_begin = op.ifm.base[0], ofm_begin = op.ofm.base[0];
-    if (ifm_shared && ifm_begin <= last(op.ofm, g.OH, g.OW, g.OC) && ofm_begin <= last(op.ifm, g.IH, g.IW, g.IC)) {
-      fail(op, "a resize whose OFM may overlap its IFM is not simulated");
+    if ((ifm_shared && overlaps(op.ifm, g.IH, g.IW, g.IC)) ||
+        (ifm2_shared && overlaps(op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW, op.broadcast_c ? 1 : g.OC))) {
+      fail(op, op.kind == OpKind::Resize ? "a resize whose OFM may overlap its IFM is not simulated"
+                                         : "an OFM transposed or reversed over its own input is not simulated");
     }
   } else if (const auto hazard = find_in_place_hazard(op, ifm_shared, ifm2_shared)) {
     fail(op, hazard->describe());
   }
   if (u85()) {
     const auto& u = op.u85;
-    if (u.ofm_transpose || u.ofm_reverse) fail(op, "OFM transpose and reverse are not simulated");
     if (u.acc_input != 0 || u.acc_output != 0) fail(op, "keeping accumulators between operations is not simulated");
     if (u.ifm_broadcast_mode != 0 && u.ifm_broadcast_mode != ethos_u85::kBroadcastScalar) {
       fail(op, "IFM broadcast is not simulated");
@@ -630,10 +640,12 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
     const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
     const int OH = op.ofm.height, OW = op.ofm.width, OC = op.ofm.depth;
     const bool chain = op.u85.ofm_storage == ethos_u85::CHAINED;
+    const ethos_u85::OfmOrder order(op);
     if (chain) {
       chained_ = {OH, OW, OC, op.ofm.dtype, std::vector<int64_t>(acc.size()), true};
     } else {
-      check_extent(op, op.ofm, regions_[static_cast<size_t>(op.ofm.region)], OH, OW, OC, "OFM");
+      const std::array<int, 3> e = order.stored_extent();
+      check_extent(op, op.ofm, regions_[static_cast<size_t>(op.ofm.region)], e[0], e[1], e[2], "OFM");
     }
     uint8_t* out = regions_[static_cast<size_t>(op.ofm.region)].data;
     for (int y = 0; y < OH; ++y) {
@@ -644,7 +656,8 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
           if (chain) {
             chained_.v[i] = v;
           } else {
-            store(out + op.ofm.address(y, x, c), op.ofm.dtype, v);
+            const std::array<int, 3> at = order.stored(y, x, c);
+            store(out + op.ofm.address(at[0], at[1], at[2]), op.ofm.dtype, v);
           }
         }
       }
