@@ -6,6 +6,9 @@
 #include <sstream>
 #include <string>
 
+#include "cascader/arch/ethos_u85/argmax_pool.hpp"
+#include "cascader/arch/ethos_u85/bilinear_resize.hpp"
+#include "cascader/arch/ethos_u85/broadcast.hpp"
 #include "cascader/arch/ethos_u85/elementwise.hpp"
 #include "cascader/arch/ethos_u85/ofm_order.hpp"
 #include "cascader/arch/ethos_u85/operation_weights.hpp"
@@ -335,10 +338,11 @@ std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense
         continue;
       }
       for (int c = 0; c < g.OC; ++c) {
-        int64_t a = mode == PoolMode::Max ? std::numeric_limits<int64_t>::min() : 0;
+        int64_t a = mode == PoolMode::Max ? std::numeric_limits<int64_t>::min()
+                    : mode == PoolMode::Min ? std::numeric_limits<int64_t>::max() : 0;
         const int count = for_each_tap(g, oy, ox, [&](int iy, int ix) {
           const int64_t v = ifm.at(iy, ix)[c];
-          a = mode == PoolMode::Max ? std::max(a, v) : a + v;
+          a = mode == PoolMode::Max ? std::max(a, v) : mode == PoolMode::Min ? std::min(a, v) : a + v;
         });
         if (count == 0) fail(op, "pooling window entirely in padding");
         if (mode == PoolMode::Average && (padded || u85)) {
@@ -423,12 +427,13 @@ std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, cons
   return acc;
 }
 
-// RESIZE: output (y, x) sits at IFM position (y * d + offset) / n per axis. NEAREST (the only
-// mode simulated) takes the IFM element nearest to it (ties up: Vela's half-pixel offsets make
+// RESIZE: output (y, x) sits at IFM position (y * d + offset) / n per axis. BILINEAR is
+// ethos_u85::bilinear_resize; NEAREST takes the IFM element nearest to it (ties up: Vela's half-pixel offsets make
 // none), weighted by 1.0 in 16 fractional bits, which OFM_SCALE shifts out.
 std::vector<int64_t> resize(const NpuOperation& op, const Geometry& g, const Dense& ifm) {
   const auto& u = op.u85;
-  if (u.resize_mode != 2) fail(op, "only NEAREST resizing is simulated");
+  if (u.resize_mode == 0) return ethos_u85::bilinear_resize(op, ifm, g.OH, g.OW);
+  if (u.resize_mode != 2) fail(op, "REPLICATE resizing is not simulated");
   std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
   auto source = [&](int p, const NpuOperation::U85Fields::ResizeAxis& a, int extent, const char* axis) {
     const int64_t twice = 2 * (static_cast<int64_t>(p) * a.d + a.offset) + a.n;  // 2 n (position + 1/2)
@@ -596,20 +601,24 @@ void Executor::block(const NpuOperation& op) {
   } else if (const auto hazard = find_in_place_hazard(op, ifm_shared, ifm2_shared)) {
     fail(op, hazard->describe());
   }
+  const bool null_pool = u85() && op.kind == OpKind::Pool && op.u85.acc_input == ethos_u85::kAccInputIfm2;
   if (u85()) {
     const auto& u = op.u85;
-    if (u.acc_input != 0 || u.acc_output != 0) fail(op, "keeping accumulators between operations is not simulated");
-    if (u.ifm_broadcast_mode != 0 && u.ifm_broadcast_mode != ethos_u85::kBroadcastScalar) {
-      fail(op, "IFM broadcast is not simulated");
-    }
+    accumulators_.check_input(op);
     if ((u.ifm_storage == ethos_u85::NONE) != (u.ifm_broadcast_mode == ethos_u85::kBroadcastScalar)) {
       fail(op, "an IFM with no storage must be the scalar operand, and the scalar operand has no storage");
     }
-    if (op.kind == OpKind::Pool && op.sub_op > static_cast<int>(PoolMode::Sum)) {
-      fail(op, std::string("pooling mode ") + name(static_cast<PoolMode>(op.sub_op)) + " is not simulated");
-    }
   }
-  const Dense ifm = read_input(op, op.ifm, op.u85.ifm_storage, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
+  Dense ifm;
+  const int ifm_broadcast = op.kind == OpKind::Elementwise && op.u85.ifm_broadcast_mode < ethos_u85::kBroadcastScalar
+                                ? op.u85.ifm_broadcast_mode : 0;
+  if (ifm_broadcast != 0) {  // Ethos-U85: the IFM may be the broadcast operand
+    const auto e = ethos_u85::broadcast_extent(ifm_broadcast, g.IH, g.IW, g.IC);
+    ifm = ethos_u85::broadcast_to(read_input(op, op.ifm, op.u85.ifm_storage, e[0], e[1], e[2], 0, "IFM"), g.IH, g.IW,
+                                  g.IC);
+  } else if (!null_pool) {  // null pooling reads IFM2 only
+    ifm = read_input(op, op.ifm, op.u85.ifm_storage, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
+  }
 
   std::vector<emit::BiasScale> channel_scale;
   std::vector<int64_t> acc;
@@ -618,6 +627,10 @@ void Executor::block(const NpuOperation& op) {
     load_weights(op, g.kh, g.kw, g.depthwise ? 1 : g.IC, w, channel_scale);
     acc = convolve(g, ifm, w, channel_scale);
     stats_.macs += static_cast<uint64_t>(g.OH) * g.OW * volume;
+  } else if (null_pool) {
+    acc = read_input(op, op.ifm2, op.u85.ifm2_storage, g.OH, g.OW, g.OC, 0, "IFM2").v;
+  } else if (op.kind == OpKind::Pool && op.sub_op >= static_cast<int>(PoolMode::ArgmaxX)) {
+    acc = ethos_u85::argmax_pool(op, ifm, g.OH, g.OW);
   } else if (op.kind == OpKind::Pool) {
     acc = pool(op, g, ifm, u85());
   } else if (op.kind == OpKind::Resize) {
@@ -629,6 +642,10 @@ void Executor::block(const NpuOperation& op) {
                         op.broadcast_c ? 1 : g.OC, 0, "IFM2");
     }
     acc = elementwise(op, g, ifm, ifm2, u85());
+  }
+  if (u85()) {
+    acc = accumulators_.start(op, std::move(acc), channel_scale);
+    if (!accumulators_.finish(op, acc)) return;  // output disabled: the accumulators stay
   }
   write_output(op, acc, channel_scale);
 }

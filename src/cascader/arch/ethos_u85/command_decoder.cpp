@@ -157,7 +157,7 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, uint32
 
   u.ifm_broadcast_mode = r.u16(IFM_BROADCAST) & 0xF;
   u.op_scalar = r.lo(OP_SCALAR);
-  if (op.has_ifm2() || u.weights_ifm2) {
+  if (op.has_ifm2() || u.weights_ifm2 || u.acc_input == kAccInputIfm2) {
     const int bc = r.u16(IFM2_BROADCAST) & 0xF;
     u.broadcast_mode = bc;
     op.ifm2_is_scalar = bc == kBroadcastScalar;
