@@ -10,6 +10,7 @@
 #include "cascader/arch/ethos_u85/bilinear_resize.hpp"
 #include "cascader/arch/ethos_u85/broadcast.hpp"
 #include "cascader/arch/ethos_u85/elementwise.hpp"
+#include "cascader/arch/ethos_u85/matmul.hpp"
 #include "cascader/arch/ethos_u85/ofm_order.hpp"
 #include "cascader/arch/ethos_u85/operation_weights.hpp"
 #include "cascader/arch/ethos_u85/output_stage.hpp"
@@ -622,7 +623,11 @@ void Executor::block(const NpuOperation& op) {
 
   std::vector<emit::BiasScale> channel_scale;
   std::vector<int64_t> acc;
-  if (convolution) {
+  if (convolution && op.u85.weights_ifm2) {  // Ethos-U85 matrix multiply
+    const Dense ifm2 = read_input(op, op.ifm2, op.u85.ifm2_storage, g.OH, g.OC, g.IC, 0, "IFM2");
+    acc = ethos_u85::matmul(op, ifm, ifm2);
+    stats_.macs += static_cast<uint64_t>(g.OH) * g.OW * g.OC * g.IC;
+  } else if (convolution) {
     std::vector<int16_t> w;
     load_weights(op, g.kh, g.kw, g.depthwise ? 1 : g.IC, w, channel_scale);
     acc = convolve(g, ifm, w, channel_scale);
