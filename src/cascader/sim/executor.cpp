@@ -39,6 +39,7 @@ int64_t type_min(DataType t) {
     case DataType::S8: return -128;
     case DataType::S16: return -32768;
     case DataType::S32: return std::numeric_limits<int32_t>::min();
+    case DataType::S64: return std::numeric_limits<int64_t>::min();
   }
   return 0;
 }
@@ -50,6 +51,7 @@ int64_t type_max(DataType t) {
     case DataType::U16: return 65535;
     case DataType::S16: return 32767;
     case DataType::S32: return std::numeric_limits<int32_t>::max();
+    case DataType::S64: return std::numeric_limits<int64_t>::max();
   }
   return 0;
 }
@@ -65,12 +67,17 @@ int64_t load(const uint8_t* p, DataType t) {
       std::memcpy(&v, p, 4);
       return static_cast<int32_t>(v);
     }
+    case DataType::S64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
   return 0;
 }
 
 void store(uint8_t* p, DataType t, int64_t v) {
-  const uint32_t u = static_cast<uint32_t>(v);
+  const uint64_t u = static_cast<uint64_t>(v);
   const int n = element_size(t);
   for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(u >> (8 * i));
 }
@@ -429,23 +436,23 @@ std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, cons
 }
 
 // RESIZE: output (y, x) sits at IFM position (y * d + offset) / n per axis. BILINEAR is
-// ethos_u85::bilinear_resize; NEAREST takes the IFM element nearest to it (ties up: Vela's half-pixel offsets make
-// none), weighted by 1.0 in 16 fractional bits, which OFM_SCALE shifts out.
+// ethos_u85::bilinear_resize; NEAREST takes the IFM element nearest to it (ties up: Vela's
+// half-pixel offsets make none; clamped into the IFM), weighted by 1.0 in 16 fractional bits,
+// which OFM_SCALE shifts out.
 std::vector<int64_t> resize(const NpuOperation& op, const Geometry& g, const Dense& ifm) {
   const auto& u = op.u85;
   if (u.resize_mode == 0) return ethos_u85::bilinear_resize(op, ifm, g.OH, g.OW);
   if (u.resize_mode != 2) fail(op, "REPLICATE resizing is not simulated");
   std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
-  auto source = [&](int p, const NpuOperation::U85Fields::ResizeAxis& a, int extent, const char* axis) {
+  auto source = [&](int p, const NpuOperation::U85Fields::ResizeAxis& a, int extent) {
     const int64_t twice = 2 * (static_cast<int64_t>(p) * a.d + a.offset) + a.n;  // 2 n (position + 1/2)
     const int64_t i = twice >= 0 ? twice / (2 * a.n) : -((-twice + 2 * a.n - 1) / (2 * a.n));
-    if (i < 0 || i >= extent) fail(op, std::string("resize reads outside the IFM along ") + axis);
-    return static_cast<int>(i);
+    return static_cast<int>(std::clamp<int64_t>(i, 0, extent - 1));  // the edge repeats (TOSA's RESIZE)
   };
   for (int y = 0; y < g.OH; ++y) {
-    const int iy = source(y, u.resize_y, g.IH, "H");
+    const int iy = source(y, u.resize_y, g.IH);
     for (int x = 0; x < g.OW; ++x) {
-      const int64_t* in = ifm.at(iy, source(x, u.resize_x, g.IW, "W"));
+      const int64_t* in = ifm.at(iy, source(x, u.resize_x, g.IW));
       for (int c = 0; c < g.OC; ++c) acc[g.index(y, x, c)] = in[c] * (int64_t{1} << 16);
     }
   }

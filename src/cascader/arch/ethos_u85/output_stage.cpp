@@ -53,6 +53,7 @@ int64_t type_min(sim::DataType t) {
     case sim::DataType::S8: return -128;
     case sim::DataType::S16: return -32768;
     case sim::DataType::S32: return std::numeric_limits<int32_t>::min();
+    case sim::DataType::S64: return std::numeric_limits<int64_t>::min();
     default: return 0;
   }
 }
@@ -64,6 +65,7 @@ int64_t type_max(sim::DataType t) {
     case sim::DataType::U16: return 65535;
     case sim::DataType::S16: return 32767;
     case sim::DataType::S32: return std::numeric_limits<int32_t>::max();
+    case sim::DataType::S64: return std::numeric_limits<int64_t>::max();
   }
   return 0;
 }
