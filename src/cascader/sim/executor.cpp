@@ -577,6 +577,10 @@ void Executor::block(const NpuOperation& op) {
   const auto in_memory = [&](int storage) { return !u85() || storage < ethos_u85::CHAINED; };
   const bool in_memory_ofm = in_memory(op.u85.ofm_storage);
   const ethos_u85::OfmOrder ofm_order(op);  // the identity on the U55/U65 (no such fields)
+  // Ethos-U85: the IFM of an elementwise operation may be the broadcast operand (modes 1-7).
+  const int ifm_broadcast = op.kind == OpKind::Elementwise && op.u85.ifm_broadcast_mode < ethos_u85::kBroadcastScalar
+                                ? op.u85.ifm_broadcast_mode : 0;
+  const std::array<int, 3> ifm_extent = ethos_u85::broadcast_extent(ifm_broadcast, g.IH, g.IW, g.IC);
   const std::array<int, 3> ofm_extent = ofm_order.stored_extent();
   if (in_memory_ofm) check_extent(op, op.ofm, out_mem, ofm_extent[0], ofm_extent[1], ofm_extent[2], "OFM");
   const uint64_t volume = static_cast<uint64_t>(g.OC) * g.kh * g.kw * (g.depthwise ? 1 : g.IC);
@@ -591,20 +595,26 @@ void Executor::block(const NpuOperation& op) {
     return fm.region == op.ofm.region || (a != nullptr && a == regions_[static_cast<size_t>(op.ofm.region)].data);
   };
   const bool ifm_shared = in_memory(op.u85.ifm_storage) && shares_ofm_memory(op.ifm);
-  const bool ifm2_shared = op.has_ifm2() && in_memory(op.u85.ifm2_storage) && shares_ofm_memory(op.ifm2);
+  // Ethos-U85: a matrix multiply's weights and a null pooling's accumulators are IFM2 too.
+  const bool ifm2_in_memory_operand = op.has_ifm2() || op.u85.weights_ifm2 || op.u85.acc_input == ethos_u85::kAccInputIfm2;
+  const bool ifm2_shared = ifm2_in_memory_operand && in_memory(op.u85.ifm2_storage) && shares_ofm_memory(op.ifm2);
   if (!in_memory_ofm) {
     // No in-place hazard: the OFM goes to the chaining buffer.
-  } else if (op.kind == OpKind::Resize || !ofm_order.identity()) {
-    // The block-traversal replay knows the U55/U65 operations only: a resize, or an OFM written
-    // transposed or reversed, must not overlap its inputs.
+  } else if (op.kind == OpKind::Resize || !ofm_order.identity() || ifm_broadcast != 0 || op.u85.weights_ifm2 ||
+             op.u85.acc_input == ethos_u85::kAccInputIfm2) {
+    // The block-traversal replay knows the U55/U65 operations only: a resize, an OFM written
+    // transposed or reversed, a broadcast IFM, a matrix multiply or a null pooling must not
+    // overlap the OFM.
     const auto overlaps = [&](const FeatureMap& fm, int H, int W, int C) {
       return fm.base[0] <= last_address(op.ofm, ofm_extent[0], ofm_extent[1], ofm_extent[2]) &&
              op.ofm.base[0] <= last_address(fm, H, W, C);
     };
-    if ((ifm_shared && overlaps(op.ifm, g.IH, g.IW, g.IC)) ||
-        (ifm2_shared && overlaps(op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW, op.broadcast_c ? 1 : g.OC))) {
+    if ((ifm_shared && overlaps(op.ifm, ifm_extent[0], ifm_extent[1], ifm_extent[2])) ||
+        (ifm2_shared && (op.u85.weights_ifm2 ? overlaps(op.ifm2, g.OH, g.OC, g.IC)
+                         : overlaps(op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW,
+                                    op.broadcast_c ? 1 : g.OC)))) {
       fail(op, op.kind == OpKind::Resize ? "a resize whose OFM may overlap its IFM is not simulated"
-                                         : "an OFM transposed or reversed over its own input is not simulated");
+                                         : "an OFM over its own input is not simulated for this U85 operation");
     }
   } else if (const auto hazard = find_in_place_hazard(op, ifm_shared, ifm2_shared)) {
     fail(op, hazard->describe());
@@ -618,12 +628,9 @@ void Executor::block(const NpuOperation& op) {
     }
   }
   Dense ifm;
-  const int ifm_broadcast = op.kind == OpKind::Elementwise && op.u85.ifm_broadcast_mode < ethos_u85::kBroadcastScalar
-                                ? op.u85.ifm_broadcast_mode : 0;
-  if (ifm_broadcast != 0) {  // Ethos-U85: the IFM may be the broadcast operand
-    const auto e = ethos_u85::broadcast_extent(ifm_broadcast, g.IH, g.IW, g.IC);
-    ifm = ethos_u85::broadcast_to(read_input(op, op.ifm, op.u85.ifm_storage, e[0], e[1], e[2], 0, "IFM"), g.IH, g.IW,
-                                  g.IC);
+  if (ifm_broadcast != 0) {
+    ifm = ethos_u85::broadcast_to(read_input(op, op.ifm, op.u85.ifm_storage, ifm_extent[0], ifm_extent[1],
+                                             ifm_extent[2], 0, "IFM"), g.IH, g.IW, g.IC);
   } else if (!null_pool) {  // null pooling reads IFM2 only
     ifm = read_input(op, op.ifm, op.u85.ifm_storage, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
   }
