@@ -598,26 +598,31 @@ void Executor::block(const NpuOperation& op) {
   // Ethos-U85: a matrix multiply's weights and a null pooling's accumulators are IFM2 too.
   const bool ifm2_in_memory_operand = op.has_ifm2() || op.u85.weights_ifm2 || op.u85.acc_input == ethos_u85::kAccInputIfm2;
   const bool ifm2_shared = ifm2_in_memory_operand && in_memory(op.u85.ifm2_storage) && shares_ofm_memory(op.ifm2);
+  const auto overlaps = [&](const FeatureMap& fm, int H, int W, int C) {
+    return fm.base[0] <= last_address(op.ofm, ofm_extent[0], ofm_extent[1], ofm_extent[2]) &&
+           op.ofm.base[0] <= last_address(fm, H, W, C);
+  };
   if (!in_memory_ofm) {
     // No in-place hazard: the OFM goes to the chaining buffer.
-  } else if (op.kind == OpKind::Resize || !ofm_order.identity() || ifm_broadcast != 0 || op.u85.weights_ifm2 ||
+  } else if (op.kind == OpKind::Resize || !ofm_order.identity() || op.u85.weights_ifm2 ||
              op.u85.acc_input == ethos_u85::kAccInputIfm2) {
     // The block-traversal replay knows the U55/U65 operations only: a resize, an OFM written
-    // transposed or reversed, a broadcast IFM, a matrix multiply or a null pooling must not
-    // overlap the OFM.
-    const auto overlaps = [&](const FeatureMap& fm, int H, int W, int C) {
-      return fm.base[0] <= last_address(op.ofm, ofm_extent[0], ofm_extent[1], ofm_extent[2]) &&
-             op.ofm.base[0] <= last_address(fm, H, W, C);
-    };
-    if ((ifm_shared && overlaps(op.ifm, ifm_extent[0], ifm_extent[1], ifm_extent[2])) ||
+    // transposed or reversed, a matrix multiply or a null pooling must not overlap its inputs.
+    if ((ifm_shared && overlaps(op.ifm, g.IH, g.IW, g.IC)) ||
         (ifm2_shared && (op.u85.weights_ifm2 ? overlaps(op.ifm2, g.OH, g.OC, g.IC)
                          : overlaps(op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW,
                                     op.broadcast_c ? 1 : g.OC)))) {
       fail(op, op.kind == OpKind::Resize ? "a resize whose OFM may overlap its IFM is not simulated"
                                          : "an OFM over its own input is not simulated for this U85 operation");
     }
-  } else if (const auto hazard = find_in_place_hazard(op, ifm_shared, ifm2_shared)) {
-    fail(op, hazard->describe());
+  } else {
+    // Nor does it know a broadcast IFM (Ethos-U85): that one must not overlap the OFM.
+    if (ifm_broadcast != 0 && ifm_shared && overlaps(op.ifm, ifm_extent[0], ifm_extent[1], ifm_extent[2])) {
+      fail(op, "an OFM over its own broadcast IFM is not simulated");
+    }
+    if (const auto hazard = find_in_place_hazard(op, ifm_shared && ifm_broadcast == 0, ifm2_shared)) {
+      fail(op, hazard->describe());
+    }
   }
   const bool null_pool = u85() && op.kind == OpKind::Pool && op.u85.acc_input == ethos_u85::kAccInputIfm2;
   if (u85()) {
