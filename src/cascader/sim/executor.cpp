@@ -608,10 +608,19 @@ void Executor::block(const NpuOperation& op) {
              op.u85.acc_input == ethos_u85::kAccInputIfm2) {
     // The block-traversal replay knows the U55/U65 operations only: a resize, an OFM written
     // transposed or reversed, a matrix multiply or a null pooling must not overlap its inputs.
-    if ((ifm_shared && overlaps(op.ifm, g.IH, g.IW, g.IC)) ||
-        (ifm2_shared && (op.u85.weights_ifm2 ? overlaps(op.ifm2, g.OH, g.OC, g.IC)
-                         : overlaps(op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW,
-                                    op.broadcast_c ? 1 : g.OC)))) {
+    // A null pooling does not read its IFM, and may write each element over its own IFM2
+    // element (the same map: the value is read before it is written).
+    const bool null_pooling = op.u85.acc_input == ethos_u85::kAccInputIfm2;
+    const auto same_map = [&](const FeatureMap& a, const FeatureMap& b) {
+      return a.base == b.base && a.stride_x == b.stride_x && a.stride_y == b.stride_y && a.stride_c == b.stride_c &&
+             a.height0 == b.height0 && a.height1 == b.height1 && a.width0 == b.width0 && a.layout == b.layout &&
+             element_size(a.dtype) == element_size(b.dtype);
+    };
+    if ((ifm_shared && !null_pooling && overlaps(op.ifm, g.IH, g.IW, g.IC)) ||
+        (ifm2_shared && !(null_pooling && same_map(op.ifm2, op.ofm)) &&
+         (op.u85.weights_ifm2 ? overlaps(op.ifm2, g.OH, g.OC, g.IC)
+                              : overlaps(op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW,
+                                         op.broadcast_c ? 1 : g.OC)))) {
       fail(op, op.kind == OpKind::Resize ? "a resize whose OFM may overlap its IFM is not simulated"
                                          : "an OFM over its own input is not simulated for this U85 operation");
     }
