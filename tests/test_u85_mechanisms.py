@@ -14,8 +14,10 @@ binary bit-exact against the reference interpreter on two input seeds:
   (arch/ethos_u85/activation_table);
 - broadcast of either operand along H, W or C (IFM_BROADCAST / IFM2_BROADCAST modes 1-7) in ADD,
   SUB and MUL (arch/ethos_u85/broadcast);
-- accumulators taken from IFM2 (ACC_FORMAT input 2: Vela's null pooling of 32-bit maps) and
-  ARGMAX pooling (modes 6, 7) to int32 and int64 (arch/ethos_u85/accumulators, argmax_pool);
+- accumulators taken from IFM2 (ACC_FORMAT input 2: Vela's null pooling of 32-bit maps, and
+  its bias preload), kept between operations (input KEEP, output disabled: CONV_2D with
+  non-constant weights), and ARGMAX pooling (modes 6, 7) to int32 and int64
+  (arch/ethos_u85/accumulators, argmax_pool);
 - the matrix multiply with its weights from IFM2 (NPU_OP_CONV parameter bit 0), from
   BATCH_MATMUL (arch/ethos_u85/matmul).
 
@@ -278,3 +280,47 @@ def test_matrix_multiply_with_weights_from_ifm2(adj_x: bool, adj_y: bool, tmp_pa
     model = _model(x_shape, y_shape, (2, 3, 7), adj_x, adj_y, zero_points=(-128, 100, -20))
     assert any(op["kind"] == "conv" and op["u85"]["weights_ifm2"] for op in _operations(model, "ethos-u85-256"))
     _bit_exact(model, "ethos-u85-256", tmp_path, f"batch_matmul_{adj_x}_{adj_y}")
+
+
+def _dynamic_weights(opcode: str, shape, kernel: int = 1, depth: int = 8) -> cascader.Model:
+    """CONV_2D or FULLY_CONNECTED whose weights are a graph input, not a constant."""
+    b = ModelBuilder()
+    x = b.add_input("x", shape, "int8", quantization(0.05, 3))
+    w_shape = (depth, kernel, kernel, shape[3]) if opcode == "CONV_2D" else (depth, shape[-1])
+    w = b.add_input("w", w_shape, "int8", quantization(0.01, 0))
+    bias = b.add_constant("b", np.arange(depth, dtype=np.int32) * 10 - 30, "int32", quantization(0.0005, 0))
+    if opcode == "CONV_2D":
+        out = (1, shape[1] - kernel + 1, shape[2] - kernel + 1, depth)
+        options = {"padding": "VALID", "stride_h": 1, "stride_w": 1, "fused_activation_function": "NONE"}
+    else:
+        out, options = (shape[0], depth), {"fused_activation_function": "NONE"}
+    y = b.add_tensor("y", out, "int8", quantization(0.2, -5))
+    b.add_operator(opcode, [x, w, bias], [y], options, version=3 if opcode == "CONV_2D" else 5)
+    b.mark_output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"])
+@pytest.mark.parametrize("shape, kernel", [((1, 6, 6, 4), 3), ((1, 5, 5, 4), 1), ((1, 7, 9, 20), 2)])
+def test_accumulators_kept_between_operations(shape, kernel: int, accelerator: str, tmp_path) -> None:
+    """A CONV_2D with non-constant weights: Vela preloads the bias with a null pooling whose
+    output is disabled (ACC_FORMAT output 1), then runs one matrix multiply per kernel tap and
+    block, each keeping the accumulators of the one before (input KEEP), the last writing."""
+    model = _dynamic_weights("CONV_2D", shape, kernel)
+    ops = _operations(model, accelerator)
+    assert any(op["u85"]["acc_input"] == 1 for op in ops)
+    assert any(op["kind"] == "pool" and op["u85"]["acc_input"] == 2 and op["u85"]["acc_output"] == 1 for op in ops)
+    _bit_exact(model, accelerator, tmp_path, f"dynamic_conv_{kernel}")
+
+
+def test_fully_connected_with_non_constant_weights(tmp_path) -> None:
+    """A matrix multiply (weights from IFM2) for a FULLY_CONNECTED: within 1 of the reference,
+    its rounding is Vela's FULLY_CONNECTED double rounding (the binary's OFM_SCALE rounds
+    DOUBLE_SYMMETRIC, LiteRT's reference FC kernel once), as for constant weights."""
+    from cascader.vela import VelaConfig
+
+    model = _dynamic_weights("FULLY_CONNECTED", (2, 16))
+    ops = _operations(model, "ethos-u85-256")
+    assert any(op["kind"] == "conv" and op["u85"]["weights_ifm2"] and op["u85"]["ofm_round_mode"] == 0 for op in ops)
+    result = _validate(model, VelaConfig("ethos-u85-256"), tmp_path, "dynamic_fc")
+    assert result.bit_exact is not None and result.max_abs_diff <= 1, (result.error, result.details)
