@@ -19,7 +19,8 @@ binary bit-exact against the reference interpreter on two input seeds:
   non-constant weights), and ARGMAX pooling (modes 6, 7) to int32 and int64
   (arch/ethos_u85/accumulators, argmax_pool);
 - the matrix multiply with its weights from IFM2 (NPU_OP_CONV parameter bit 0), from
-  BATCH_MATMUL (arch/ethos_u85/matmul).
+  BATCH_MATMUL (arch/ethos_u85/matmul);
+- MIN pooling (mode 5), from REDUCE_MIN.
 
 Size-dependent mechanisms (transposes, reverses, resizes: their block and micro-block choices
 change with the MAC count) run on U85-128, -256 and -512.
@@ -324,3 +325,17 @@ def test_fully_connected_with_non_constant_weights(tmp_path) -> None:
     assert any(op["kind"] == "conv" and op["u85"]["weights_ifm2"] and op["u85"]["ofm_round_mode"] == 0 for op in ops)
     result = _validate(model, VelaConfig("ethos-u85-256"), tmp_path, "dynamic_fc")
     assert result.bit_exact is not None and result.max_abs_diff <= 1, (result.error, result.details)
+
+
+@pytest.mark.parametrize("axes", [(1, 2), (3,)])
+def test_min_pooling(axes, tmp_path) -> None:
+    """REDUCE_MIN: POOL mode MIN (5), over H and W or over the channels."""
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 6, 7, 9), "int8", Q["int8"])
+    y = b.add_tensor("y", tuple(1 if k in axes else d for k, d in enumerate((1, 6, 7, 9))), "int8", Q["int8"])
+    b.add_operator("REDUCE_MIN", [x, b.add_constant("axes", np.array(axes, np.int32))], [y], {"keep_dims": True},
+                   version=2)
+    b.mark_output(y)
+    model = b.build()
+    assert any(op["kind"] == "pool" and op["sub_op"] == "MIN" for op in _operations(model, "ethos-u85-256"))
+    _bit_exact(model, "ethos-u85-256", tmp_path, f"reduce_min_{len(axes)}")
