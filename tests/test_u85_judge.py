@@ -360,14 +360,9 @@ def test_velas_u85_binaries_on_another_system_are_bit_exact(model_name: str, acc
 SINGLE_OPS = dict(zoo.single_op_cases()) | dict(zoo.activation_op_cases())
 # Operations of these cases are refused with the reason, not simulated (see the report of #42).
 NOT_SIMULATED = {
-    "dw_3x3_multiplier2": "OFM transpose and reverse are not simulated",
     "leaky_relu_int16": "elementwise mode LRELU is not simulated",
     "leaky_relu_int16_alpha1.5": "elementwise mode LRELU is not simulated",
     "leaky_relu_int16_rescaled": "elementwise mode LRELU is not simulated",
-    "tanh_int16": "activation function 10 is not simulated",
-    "logistic_int16": "activation function 11 is not simulated",
-    "exp_int16": "activation function 8 is not simulated",
-    "softmax_int16": "activation function 8 is not simulated",
 }
 
 
@@ -382,3 +377,55 @@ def test_velas_u85_single_operator_binaries(name: str, tmp_path) -> None:
         assert result.bit_exact is None and NOT_SIMULATED[name] in (result.error or ""), result.error
     else:
         _check_bit_exact(result, name)
+
+
+# Zoo models whose U85 binaries use the U85 mechanisms of tests/test_u85_mechanisms.py: an OFM
+# transpose (mobilenet_v2_nchw's input, transformer_block's heads), TANH/SIGMOID tables
+# (lstm_kws), broadcast of the first operand and the matrix multiply (transformer_block).
+# transformer_block carries Vela's FULLY_CONNECTED, MEAN and SQUARED_DIFFERENCE roundings
+# through two layer norms, as on the U55 (tests/test_sim_vela.py's ROUNDING_IN_TRANSFORMER):
+# each operator alone on U85-256, only its FULLY_CONNECTEDs differ (by 1; its two RSQRTs could
+# not be run alone by the reference).
+MECHANISM_ZOO = {"mobilenet_v2_nchw": 0, "blazeface_blocks": 0, "unet_128": 0, "lstm_kws": 0, "transformer_block": 3}
+
+
+@pytest.mark.parametrize("accelerator", U85[:3])
+@pytest.mark.parametrize("model_name", sorted(MECHANISM_ZOO))
+def test_velas_u85_binaries_with_u85_mechanisms(model_name: str, accelerator: str, tmp_path) -> None:
+    from cascader.vela import VelaConfig
+
+    pytest.importorskip("ethosu.vela")
+    for config in (VelaConfig(accelerator),
+                   VelaConfig(accelerator, system_config="Ethos_U85_SYS_Flash_High", memory_mode="Shared_Sram")):
+        result = _validate(zoo.get(model_name), config, tmp_path, model_name)
+        assert result.bit_exact is not None, f"{model_name} ({result.config}) was not simulated: {result.error}"
+        assert result.max_abs_diff <= MECHANISM_ZOO[model_name], f"{model_name} ({result.config}): {result.details}"
+
+
+# Shared models ($CASCADER_MODELS): Vela's U85 binaries bit-exact on two seeds, but for
+# mlperftiny_ad01's FULLY_CONNECTEDs (Vela's double rounding, one off, as on the U55).
+SHARED_DEVIATIONS = {"mlperftiny_ad01_int8": 1}
+
+
+def _shared_models() -> list[str]:
+    folder = os.environ.get("CASCADER_MODELS", "")
+    return sorted(f for f in os.listdir(folder) if f.endswith(".tflite")) if folder and os.path.isdir(folder) else []
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u85-256"])
+@pytest.mark.parametrize("file_name", _shared_models() or [pytest.param("", marks=pytest.mark.skip("no $CASCADER_MODELS"))])
+def test_velas_u85_binaries_of_shared_models(file_name: str, accelerator: str) -> None:
+    """Every shared model's U85 binary is simulated (transposes, BILINEAR resizes, ARGMAX to
+    int64, 16-bit tables included), on Vela's default U85 system and on Flash_High."""
+    from cascader.bench.simulate import validate_with_vela
+    from cascader.vela import VelaConfig
+
+    pytest.importorskip("ethosu.vela")
+    pytest.importorskip("ai_edge_litert")
+    path = os.path.join(os.environ["CASCADER_MODELS"], file_name)
+    name = file_name[: -len(".tflite")]
+    for config in (VelaConfig(accelerator),
+                   VelaConfig(accelerator, system_config="Ethos_U85_SYS_Flash_High", memory_mode="Shared_Sram")):
+        result = validate_with_vela(path, config, seeds=(0, 1))
+        assert result.bit_exact is not None, f"{name} ({result.config}) was not simulated: {result.error}"
+        assert result.max_abs_diff <= SHARED_DEVIATIONS.get(name, 0), f"{name} ({result.config}): {result.details}"

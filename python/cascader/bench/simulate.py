@@ -34,8 +34,8 @@ from ..vela import executable as vela_executable
 
 
 # The Ethos-U85 rows: Vela's default U85 system (Ethos_U85_SYS_DRAM_Mid, Dedicated_Sram_384KB).
-# Binaries using U85 mechanisms the simulator does not run yet (transposes, 16-bit tables,
-# BILINEAR resize) are "not simulated", with the mechanism named.
+# A binary using a U85 mechanism the simulator does not run is "not simulated", with the
+# mechanism named (tests/test_u85_mechanisms.py lists those it runs).
 U85_ROWS = ("ethos-u85-256",)
 
 

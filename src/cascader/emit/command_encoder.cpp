@@ -40,6 +40,7 @@ int ifm_precision_code(DataType t) {
     case DataType::U16: return 4;
     case DataType::S16: return 5;
     case DataType::S32: return 9;
+    case DataType::S64: throw InvalidArgument("the Ethos-U55/U65 have no 64-bit feature maps");
   }
   return 0;
 }
@@ -51,6 +52,7 @@ int ofm_precision_code(DataType t) {
     case DataType::U16: return 2;
     case DataType::S16: return 3;
     case DataType::S32: return 5;
+    case DataType::S64: throw InvalidArgument("the Ethos-U55/U65 have no 64-bit feature maps");
   }
   return 0;
 }

@@ -198,14 +198,17 @@ int element_size(DataType t) {
     case DataType::U8: case DataType::S8: return 1;
     case DataType::U16: case DataType::S16: return 2;
     case DataType::S32: return 4;
+    case DataType::S64: return 8;
   }
   return 1;
 }
 
-bool is_signed(DataType t) { return t == DataType::S8 || t == DataType::S16 || t == DataType::S32; }
+bool is_signed(DataType t) {
+  return t == DataType::S8 || t == DataType::S16 || t == DataType::S32 || t == DataType::S64;
+}
 
 const char* name(DataType t) {
-  static const char* names[] = {"uint8", "int8", "uint16", "int16", "int32"};
+  static const char* names[] = {"uint8", "int8", "uint16", "int16", "int32", "int64"};
   return names[static_cast<int>(t)];
 }
 

@@ -18,7 +18,7 @@
 
 namespace cascader::sim {
 
-enum class DataType : uint8_t { U8, S8, U16, S16, S32 };
+enum class DataType : uint8_t { U8, S8, U16, S16, S32, S64 };  // S64: Ethos-U85 only
 enum class Layout : uint8_t { NHWC, NHCWB16 };
 enum class OpKind : uint8_t { Conv, Depthwise, Pool, Elementwise, Dma, Resize };
 // The U55/U65 modes, then the U85's (whose register values they are).

@@ -6,8 +6,13 @@
 #include <sstream>
 #include <string>
 
+#include "cascader/arch/ethos_u85/argmax_pool.hpp"
+#include "cascader/arch/ethos_u85/bilinear_resize.hpp"
+#include "cascader/arch/ethos_u85/broadcast.hpp"
 #include "cascader/arch/ethos_u85/dma.hpp"
 #include "cascader/arch/ethos_u85/elementwise.hpp"
+#include "cascader/arch/ethos_u85/matmul.hpp"
+#include "cascader/arch/ethos_u85/ofm_order.hpp"
 #include "cascader/arch/ethos_u85/operation_weights.hpp"
 #include "cascader/arch/ethos_u85/output_stage.hpp"
 #include "cascader/arch/ethos_u85/registers.hpp"
@@ -35,6 +40,7 @@ int64_t type_min(DataType t) {
     case DataType::S8: return -128;
     case DataType::S16: return -32768;
     case DataType::S32: return std::numeric_limits<int32_t>::min();
+    case DataType::S64: return std::numeric_limits<int64_t>::min();
   }
   return 0;
 }
@@ -46,6 +52,7 @@ int64_t type_max(DataType t) {
     case DataType::U16: return 65535;
     case DataType::S16: return 32767;
     case DataType::S32: return std::numeric_limits<int32_t>::max();
+    case DataType::S64: return std::numeric_limits<int64_t>::max();
   }
   return 0;
 }
@@ -61,12 +68,17 @@ int64_t load(const uint8_t* p, DataType t) {
       std::memcpy(&v, p, 4);
       return static_cast<int32_t>(v);
     }
+    case DataType::S64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
   return 0;
 }
 
 void store(uint8_t* p, DataType t, int64_t v) {
-  const uint32_t u = static_cast<uint32_t>(v);
+  const uint64_t u = static_cast<uint64_t>(v);
   const int n = element_size(t);
   for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(u >> (8 * i));
 }
@@ -123,6 +135,15 @@ void check_extent(const NpuOperation& op, const FeatureMap& fm, const RegionMemo
   if (W > fm.width0) check(std::min(H, fm.height1) - 1, W - 1);
   if (H > fm.height0) check(H - 1, w0 - 1);
   if (H > fm.height1 && W > fm.width0) check(H - 1, W - 1);
+}
+
+// The highest address of an H x W x C map's elements: the corners of its tiles bound it.
+uint64_t last_address(const FeatureMap& fm, int H, int W, int C) {
+  uint64_t a = 0;
+  for (int y : {std::min(H, fm.height0) - 1, H - 1}) {
+    for (int x : {std::min(W, fm.width0) - 1, W - 1}) a = std::max(a, fm.address(y, x, C - 1));
+  }
+  return a;
 }
 
 // n / d (d > 0) rounded half away from zero.
@@ -333,7 +354,7 @@ std::vector<int64_t> pool(const NpuOperation& op, const Geometry& g, const Dense
         continue;
       }
       for (int c = 0; c < g.OC; ++c) {
-        int64_t a = mode == PoolMode::Max   ? std::numeric_limits<int64_t>::min()
+        int64_t a = mode == PoolMode::Max ? std::numeric_limits<int64_t>::min()
                     : mode == PoolMode::Min ? std::numeric_limits<int64_t>::max() : 0;
         const int count = for_each_tap(g, oy, ox, [&](int iy, int ix) {
           const int64_t v = ifm.at(iy, ix)[c];
@@ -422,23 +443,24 @@ std::vector<int64_t> elementwise(const NpuOperation& op, const Geometry& g, cons
   return acc;
 }
 
-// RESIZE: output (y, x) sits at IFM position (y * d + offset) / n per axis. NEAREST (the only
-// mode simulated) takes the IFM element nearest to it (ties up: Vela's half-pixel offsets make
-// none), weighted by 1.0 in 16 fractional bits, which OFM_SCALE shifts out.
+// RESIZE: output (y, x) sits at IFM position (y * d + offset) / n per axis. BILINEAR is
+// ethos_u85::bilinear_resize; NEAREST takes the IFM element nearest to it (ties up: Vela's
+// half-pixel offsets make none; clamped into the IFM), weighted by 1.0 in 16 fractional bits,
+// which OFM_SCALE shifts out.
 std::vector<int64_t> resize(const NpuOperation& op, const Geometry& g, const Dense& ifm) {
   const auto& u = op.u85;
-  if (u.resize_mode != 2) fail(op, "only NEAREST resizing is simulated");
+  if (u.resize_mode == 0) return ethos_u85::bilinear_resize(op, ifm, g.OH, g.OW);
+  if (u.resize_mode != 2) fail(op, "REPLICATE resizing is not simulated");
   std::vector<int64_t> acc(static_cast<size_t>(g.OH) * g.OW * g.OC);
-  auto source = [&](int p, const NpuOperation::U85Fields::ResizeAxis& a, int extent, const char* axis) {
+  auto source = [&](int p, const NpuOperation::U85Fields::ResizeAxis& a, int extent) {
     const int64_t twice = 2 * (static_cast<int64_t>(p) * a.d + a.offset) + a.n;  // 2 n (position + 1/2)
     const int64_t i = twice >= 0 ? twice / (2 * a.n) : -((-twice + 2 * a.n - 1) / (2 * a.n));
-    if (i < 0 || i >= extent) fail(op, std::string("resize reads outside the IFM along ") + axis);
-    return static_cast<int>(i);
+    return static_cast<int>(std::clamp<int64_t>(i, 0, extent - 1));  // the edge repeats (TOSA's RESIZE)
   };
   for (int y = 0; y < g.OH; ++y) {
-    const int iy = source(y, u.resize_y, g.IH, "H");
+    const int iy = source(y, u.resize_y, g.IH);
     for (int x = 0; x < g.OW; ++x) {
-      const int64_t* in = ifm.at(iy, source(x, u.resize_x, g.IW, "W"));
+      const int64_t* in = ifm.at(iy, source(x, u.resize_x, g.IW));
       for (int c = 0; c < g.OC; ++c) acc[g.index(y, x, c)] = in[c] * (int64_t{1} << 16);
     }
   }
@@ -562,7 +584,13 @@ void Executor::block(const NpuOperation& op) {
   // Ethos-U85 maps in the chaining buffer (or an operand with no storage) are not in memory.
   const auto in_memory = [&](int storage) { return !u85() || storage < ethos_u85::CHAINED; };
   const bool in_memory_ofm = in_memory(op.u85.ofm_storage);
-  if (in_memory_ofm) check_extent(op, op.ofm, out_mem, g.OH, g.OW, g.OC, "OFM");
+  const ethos_u85::OfmOrder ofm_order(op);  // the identity on the U55/U65 (no such fields)
+  // Ethos-U85: the IFM of an elementwise operation may be the broadcast operand (modes 1-7).
+  const int ifm_broadcast = op.kind == OpKind::Elementwise && op.u85.ifm_broadcast_mode < ethos_u85::kBroadcastScalar
+                                ? op.u85.ifm_broadcast_mode : 0;
+  const std::array<int, 3> ifm_extent = ethos_u85::broadcast_extent(ifm_broadcast, g.IH, g.IW, g.IC);
+  const std::array<int, 3> ofm_extent = ofm_order.stored_extent();
+  if (in_memory_ofm) check_extent(op, op.ofm, out_mem, ofm_extent[0], ofm_extent[1], ofm_extent[2], "OFM");
   const uint64_t volume = static_cast<uint64_t>(g.OC) * g.kh * g.kw * (g.depthwise ? 1 : g.IC);
   if (convolution) {
     if (static_cast<uint64_t>(g.OH) * g.OW * volume > kMaxMacs) fail(op, "more MACs than the simulator accepts in one operation");
@@ -575,48 +603,75 @@ void Executor::block(const NpuOperation& op) {
     return fm.region == op.ofm.region || (a != nullptr && a == regions_[static_cast<size_t>(op.ofm.region)].data);
   };
   const bool ifm_shared = in_memory(op.u85.ifm_storage) && shares_ofm_memory(op.ifm);
-  const bool ifm2_shared = op.has_ifm2() && in_memory(op.u85.ifm2_storage) && shares_ofm_memory(op.ifm2);
+  // Ethos-U85: a matrix multiply's weights and a null pooling's accumulators are IFM2 too.
+  const bool ifm2_in_memory_operand = op.has_ifm2() || op.u85.weights_ifm2 || op.u85.acc_input == ethos_u85::kAccInputIfm2;
+  const bool ifm2_shared = ifm2_in_memory_operand && in_memory(op.u85.ifm2_storage) && shares_ofm_memory(op.ifm2);
+  const auto overlaps = [&](const FeatureMap& fm, int H, int W, int C) {
+    return fm.base[0] <= last_address(op.ofm, ofm_extent[0], ofm_extent[1], ofm_extent[2]) &&
+           op.ofm.base[0] <= last_address(fm, H, W, C);
+  };
   if (!in_memory_ofm) {
     // No in-place hazard: the OFM goes to the chaining buffer.
-  } else if (op.kind == OpKind::Resize) {
-    // The block-traversal replay knows the U55/U65 operations only: a resize must not overlap.
-    const auto last = [](const FeatureMap& fm, int H, int W, int C) {
-      uint64_t a = 0;
-      for (int y : {std::min(H, fm.height0) - 1, H - 1}) {
-        for (int x : {std::min(W, fm.width0) - 1, W - 1}) a = std::max(a, fm.address(y, x, C - 1));
-      }
-      return a;
+  } else if (op.kind == OpKind::Resize || !ofm_order.identity() || op.u85.weights_ifm2 ||
+             op.u85.acc_input == ethos_u85::kAccInputIfm2) {
+    // The block-traversal replay knows the U55/U65 operations only: a resize, an OFM written
+    // transposed or reversed, a matrix multiply or a null pooling must not overlap its inputs.
+    // A null pooling does not read its IFM, and may write each element over its own IFM2
+    // element (the same map: the value is read before it is written).
+    const bool null_pooling = op.u85.acc_input == ethos_u85::kAccInputIfm2;
+    const auto same_map = [&](const FeatureMap& a, const FeatureMap& b) {
+      return a.base == b.base && a.stride_x == b.stride_x && a.stride_y == b.stride_y && a.stride_c == b.stride_c &&
+             a.height0 == b.height0 && a.height1 == b.height1 && a.width0 == b.width0 && a.layout == b.layout &&
+             element_size(a.dtype) == element_size(b.dtype);
     };
-    const uint64_t ifm_begin = op.ifm.base[0], ofm_begin = op.ofm.base[0];
-    if (ifm_shared && ifm_begin <= last(op.ofm, g.OH, g.OW, g.OC) && ofm_begin <= last(op.ifm, g.IH, g.IW, g.IC)) {
-      fail(op, "a resize whose OFM may overlap its IFM is not simulated");
+    if ((ifm_shared && !null_pooling && overlaps(op.ifm, g.IH, g.IW, g.IC)) ||
+        (ifm2_shared && !(null_pooling && same_map(op.ifm2, op.ofm)) &&
+         (op.u85.weights_ifm2 ? overlaps(op.ifm2, g.OH, g.OC, g.IC)
+                              : overlaps(op.ifm2, op.broadcast_h ? 1 : g.OH, op.broadcast_w ? 1 : g.OW,
+                                         op.broadcast_c ? 1 : g.OC)))) {
+      fail(op, op.kind == OpKind::Resize ? "a resize whose OFM may overlap its IFM is not simulated"
+                                         : "an OFM over its own input is not simulated for this U85 operation");
     }
-  } else if (const auto hazard = find_in_place_hazard(op, ifm_shared, ifm2_shared)) {
-    fail(op, hazard->describe());
+  } else {
+    // Nor does it know a broadcast IFM (Ethos-U85): that one must not overlap the OFM.
+    if (ifm_broadcast != 0 && ifm_shared && overlaps(op.ifm, ifm_extent[0], ifm_extent[1], ifm_extent[2])) {
+      fail(op, "an OFM over its own broadcast IFM is not simulated");
+    }
+    if (const auto hazard = find_in_place_hazard(op, ifm_shared && ifm_broadcast == 0, ifm2_shared)) {
+      fail(op, hazard->describe());
+    }
   }
+  const bool null_pool = u85() && op.kind == OpKind::Pool && op.u85.acc_input == ethos_u85::kAccInputIfm2;
   if (u85()) {
     const auto& u = op.u85;
-    if (u.ofm_transpose || u.ofm_reverse) fail(op, "OFM transpose and reverse are not simulated");
-    if (u.acc_input != 0 || u.acc_output != 0) fail(op, "keeping accumulators between operations is not simulated");
-    if (u.ifm_broadcast_mode != 0 && u.ifm_broadcast_mode != ethos_u85::kBroadcastScalar) {
-      fail(op, "IFM broadcast is not simulated");
-    }
+    accumulators_.check_input(op);
     if ((u.ifm_storage == ethos_u85::NONE) != (u.ifm_broadcast_mode == ethos_u85::kBroadcastScalar)) {
       fail(op, "an IFM with no storage must be the scalar operand, and the scalar operand has no storage");
     }
-    if (op.kind == OpKind::Pool && op.sub_op > static_cast<int>(PoolMode::Sum) && op.sub_op != static_cast<int>(PoolMode::Min)) {
-      fail(op, std::string("pooling mode ") + name(static_cast<PoolMode>(op.sub_op)) + " is not simulated");
-    }
   }
-  const Dense ifm = read_input(op, op.ifm, op.u85.ifm_storage, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
+  Dense ifm;
+  if (ifm_broadcast != 0) {
+    ifm = ethos_u85::broadcast_to(read_input(op, op.ifm, op.u85.ifm_storage, ifm_extent[0], ifm_extent[1],
+                                             ifm_extent[2], 0, "IFM"), g.IH, g.IW, g.IC);
+  } else if (!null_pool) {  // null pooling reads IFM2 only
+    ifm = read_input(op, op.ifm, op.u85.ifm_storage, g.IH, g.IW, g.IC, op.ifm_upscale, "IFM");
+  }
 
   std::vector<emit::BiasScale> channel_scale;
   std::vector<int64_t> acc;
-  if (convolution) {
+  if (convolution && op.u85.weights_ifm2) {  // Ethos-U85 matrix multiply
+    const Dense ifm2 = read_input(op, op.ifm2, op.u85.ifm2_storage, g.OH, g.OC, g.IC, 0, "IFM2");
+    acc = ethos_u85::matmul(op, ifm, ifm2);
+    stats_.macs += static_cast<uint64_t>(g.OH) * g.OW * g.OC * g.IC;
+  } else if (convolution) {
     std::vector<int16_t> w;
     load_weights(op, g.kh, g.kw, g.depthwise ? 1 : g.IC, w, channel_scale);
     acc = convolve(g, ifm, w, channel_scale);
     stats_.macs += static_cast<uint64_t>(g.OH) * g.OW * volume;
+  } else if (null_pool) {
+    acc = read_input(op, op.ifm2, op.u85.ifm2_storage, g.OH, g.OW, g.OC, 0, "IFM2").v;
+  } else if (op.kind == OpKind::Pool && op.sub_op >= static_cast<int>(PoolMode::ArgmaxX)) {
+    acc = ethos_u85::argmax_pool(op, ifm, g.OH, g.OW);
   } else if (op.kind == OpKind::Pool) {
     acc = pool(op, g, ifm, u85());
   } else if (op.kind == OpKind::Resize) {
@@ -629,6 +684,10 @@ void Executor::block(const NpuOperation& op) {
     }
     acc = elementwise(op, g, ifm, ifm2, u85());
   }
+  if (u85()) {
+    acc = accumulators_.start(op, std::move(acc), channel_scale);
+    if (!accumulators_.finish(op, acc)) return;  // output disabled: the accumulators stay
+  }
   write_output(op, acc, channel_scale);
 }
 
@@ -639,10 +698,12 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
     const bool per_channel = (op.kind == OpKind::Conv || op.kind == OpKind::Depthwise) && !op.global_scale;
     const int OH = op.ofm.height, OW = op.ofm.width, OC = op.ofm.depth;
     const bool chain = op.u85.ofm_storage == ethos_u85::CHAINED;
+    const ethos_u85::OfmOrder order(op);
     if (chain) {
       chained_ = {OH, OW, OC, op.ofm.dtype, std::vector<int64_t>(acc.size()), true};
     } else {
-      check_extent(op, op.ofm, regions_[static_cast<size_t>(op.ofm.region)], OH, OW, OC, "OFM");
+      const std::array<int, 3> e = order.stored_extent();
+      check_extent(op, op.ofm, regions_[static_cast<size_t>(op.ofm.region)], e[0], e[1], e[2], "OFM");
     }
     uint8_t* out = regions_[static_cast<size_t>(op.ofm.region)].data;
     for (int y = 0; y < OH; ++y) {
@@ -653,7 +714,8 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
           if (chain) {
             chained_.v[i] = v;
           } else {
-            store(out + op.ofm.address(y, x, c), op.ofm.dtype, v);
+            const std::array<int, 3> at = order.stored(y, x, c);
+            store(out + op.ofm.address(at[0], at[1], at[2]), op.ofm.dtype, v);
           }
         }
       }

@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "cascader/arch/ethos_u85/accumulators.hpp"
 #include "cascader/emit/weights.hpp"
 #include "cascader/sim/command_stream.hpp"
 #include "cascader/sim/driver_payload.hpp"
@@ -68,6 +69,7 @@ class Executor {
     std::vector<int64_t> v;
     bool valid = false;
   } chained_;
+  ethos_u85::AccumulatorRam accumulators_;  // kept between Ethos-U85 operations
   bool u85() const { return config_.product == static_cast<int>(Product::EthosU85); }
   Dense read_input(const NpuOperation& op, const FeatureMap& fm, int storage, int H, int W, int C, int upscale,
                    const char* what);

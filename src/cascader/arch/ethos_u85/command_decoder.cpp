@@ -47,13 +47,14 @@ using Registers = sim::RegisterFile;
 
 [[noreturn]] void fail(size_t offset, const std::string& what) { sim::command_stream_error(offset, what); }
 
-// Signedness and 8/16/32/64-bit precision to a data type; 64-bit and unsigned 32-bit maps
-// have no counterpart in the decoded operation.
+// Signedness and 8/16/32/64-bit precision to a data type; unsigned 32/64-bit maps have no
+// counterpart in the decoded operation.
 DataType dtype_of(int is_signed, int precision, const char* map, size_t offset) {
   switch (precision) {
     case 0: return is_signed ? DataType::S8 : DataType::U8;
     case 1: return is_signed ? DataType::S16 : DataType::U16;
     case 2: if (is_signed) return DataType::S32; break;
+    case 3: if (is_signed) return DataType::S64; break;
     default: break;
   }
   fail(offset, std::string(map) + " precision " + std::to_string(8 << precision) + "-bit " +
@@ -158,7 +159,7 @@ NpuOperation block_operation(const Registers& r, OpKind kind, int sub_op, uint32
 
   u.ifm_broadcast_mode = r.u16(IFM_BROADCAST) & 0xF;
   u.op_scalar = r.lo(OP_SCALAR);
-  if (op.has_ifm2() || u.weights_ifm2) {
+  if (op.has_ifm2() || u.weights_ifm2 || u.acc_input == kAccInputIfm2) {
     const int bc = r.u16(IFM2_BROADCAST) & 0xF;
     u.broadcast_mode = bc;
     op.ifm2_is_scalar = bc == kBroadcastScalar;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "cascader/arch/ethos_u85/activation_table.hpp"
 #include "cascader/sim/register_file.hpp"
 
 namespace cascader::ethos_u85 {
@@ -52,6 +53,7 @@ int64_t type_min(sim::DataType t) {
     case sim::DataType::S8: return -128;
     case sim::DataType::S16: return -32768;
     case sim::DataType::S32: return std::numeric_limits<int32_t>::min();
+    case sim::DataType::S64: return std::numeric_limits<int64_t>::min();
     default: return 0;
   }
 }
@@ -63,6 +65,7 @@ int64_t type_max(sim::DataType t) {
     case sim::DataType::U16: return 65535;
     case sim::DataType::S16: return 32767;
     case sim::DataType::S32: return std::numeric_limits<int32_t>::max();
+    case sim::DataType::S64: return std::numeric_limits<int64_t>::max();
   }
   return 0;
 }
@@ -117,8 +120,8 @@ OutputStage::OutputStage(const sim::NpuOperation& op, const uint8_t* lut_ram, si
   const bool wide_elementwise = op.kind == sim::OpKind::Elementwise && op.ifm.dtype == sim::DataType::S32;
   global_scale_ = wide_elementwise ? 1 : op.ofm_scale;
   // Tables: LUT_U8_U8 1, LUT_S8_S8 4, LUT_S8_S16 5, LUT_S8_S32 7 (256 entries, indexed by the
-  // clamped 8-bit value). The 16-bit tables (8, 9) and the built-in TANH/SIGMOID (10, 11) are
-  // not modelled yet.
+  // clamped 8-bit value); LUT_S16_S16 8, TANH 10 and SIGMOID 11 (activation_table.hpp: 512
+  // interpolated words, indexed by the clamped 16-bit value). LUT_S16_S32 (9) is not modelled.
   const int f = op.activation.function;
   if (f == 0) return;
   int table_bytes = 0;
@@ -127,6 +130,8 @@ OutputStage::OutputStage(const sim::NpuOperation& op, const uint8_t* lut_ram, si
     case 4: table_bytes = 256; entry_bytes_ = 1; lut_index_bias_ = 128; break;
     case 5: table_bytes = 512; entry_bytes_ = 2; lut_index_bias_ = 128; break;
     case 7: table_bytes = 1024; entry_bytes_ = 4; lut_index_bias_ = 128; break;
+    case kLutS16S16: case kLutTanh: case kLutSigmoid:
+      table_bytes = 2048; interpolated_ = true; lut_index_bias_ = 32768; break;
     default:
       sim::command_stream_error(op.word_offset, "Ethos-U85 activation function " + std::to_string(f) + " is not simulated");
   }
@@ -136,9 +141,14 @@ OutputStage::OutputStage(const sim::NpuOperation& op, const uint8_t* lut_ram, si
                                                   std::to_string(table_bytes) + " bytes is beyond the LUT RAM");
   }
   table_ = lut_ram + at;
-  // The index is the clamped value as an 8-bit number: clamp to its range even without a clip.
+  if (f == kLutTanh || f == kLutSigmoid) {
+    // The table reads the rescaled value beyond 16 bits: the clamp applies to its result.
+    clamp_after_table_ = true;
+    return;
+  }
+  // The index is the clamped value as an 8-bit (16-bit) number: clamp to its range even without a clip.
   lo_ = std::max<int64_t>(lo_, -lut_index_bias_);
-  hi_ = std::min<int64_t>(hi_, 255 - lut_index_bias_);
+  hi_ = std::min<int64_t>(hi_, (interpolated_ ? 65535 : 255) - lut_index_bias_);
 }
 
 int64_t OutputStage::operator()(int64_t acc, const emit::BiasScale* channel) const {
@@ -150,8 +160,11 @@ int64_t OutputStage::operator()(int64_t acc, const emit::BiasScale* channel) con
     v = rescale(v, global_scale_, op_.ofm_shift, u.ofm_double_round, u.ofm_round_mode, op_.word_offset);
   }
   v += op_.ofm.zero_point;
+  if (clamp_after_table_) return std::clamp(std::clamp(lookup16(table_, v, op_.activation.function), lo_, hi_), type_lo_, type_hi_);
   v = std::clamp(v, lo_, hi_);
-  if (table_ != nullptr) {
+  if (interpolated_) {
+    v = lookup16(table_, v, op_.activation.function);
+  } else if (table_ != nullptr) {
     const uint8_t* e = table_ + static_cast<size_t>(v + lut_index_bias_) * static_cast<size_t>(entry_bytes_);
     uint32_t raw = 0;
     std::memcpy(&raw, e, static_cast<size_t>(entry_bytes_));

@@ -7,8 +7,9 @@
 //  - the output stage of every block operation: the rescale (per channel from the scale stream,
 //    or global), the OFM zero point, the clamp (ACTIVATION_MIN/MAX, unless the clip range is
 //    NONE), then the activation (a lookup table in the 2 KiB LUT RAM, whose size and entry width
-//    the function gives, at table index x table size), saturating to the OFM type; with the clip
-//    range NONE and no table an 8/16-bit OFM takes the low bits instead (Vela's narrowing CAST).
+//    the function gives, at table index x table size; 16-bit tables interpolate), saturating to
+//    the OFM type; with the clip range NONE and no table an 8/16-bit OFM takes the low bits
+//    instead (Vela's narrowing CAST).
 // Complexity: O(1) per element.
 #pragma once
 
@@ -56,6 +57,8 @@ class OutputStage {
   int lut_index_bias_ = 0;  // added to the clamped value to index the table
   int entry_bytes_ = 1;
   bool entry_signed_ = true;
+  bool interpolated_ = false;  // a 16-bit table (activation_table.hpp)
+  bool clamp_after_table_ = false;  // TANH, SIGMOID
 };
 
 }  // namespace cascader::ethos_u85

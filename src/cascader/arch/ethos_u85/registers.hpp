@@ -61,8 +61,9 @@ enum Storage : int { TILE2X2 = 0, TILE3X1 = 1, CHAINED = 2, NONE = 3 };
 // ACTIVATION: function 0-4, LUT table 5-7, clip range 12 (1: none, 0: 16-bit).
 constexpr int kTableShift = 5, kClipRange = 12;
 // ACC_FORMAT: format 0-1 (32/48 bit), input 4-5 (reset, keep, from IFM2), output 6 (1: kept
-// in the accumulators, for chaining), micro-block 8-10.
+// output disabled: the accumulators are kept for the next operation), micro-block 8-10.
 constexpr int kAccInputShift = 4, kAccOutput = 6, kMicroblockShift = 8;
+enum AccInput : int { kAccInputReset = 0, kAccInputKeep = 1, kAccInputIfm2 = 2 };
 // The micro-block field's values 0-5: height x width 1x1, 1x2, 1x4, 2x2, 2x4, 4x4 (the depth is
 // the accelerator's micro-block of that height and width).
 constexpr int kMicroblockHeights[] = {1, 1, 1, 2, 2, 4}, kMicroblockWidths[] = {1, 2, 4, 2, 4, 4};
