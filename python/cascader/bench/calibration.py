@@ -315,6 +315,71 @@ def calibrate_networks(names: Sequence[str], accelerators: Sequence[str], verbos
     return results
 
 
+# The Ethos-U85 rows (#42): Vela's U85 binaries of whole networks on every array size, on Vela's
+# default U85 system and a second one, costed by our estimator beside Vela's total.
+U85_ACCELERATORS = ("ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048")
+U85_SYSTEMS = {  # label -> (system config, memory mode); None: Vela's defaults for the U85
+    "DRAM_Mid": (None, None),
+    "Flash_High": ("Ethos_U85_SYS_Flash_High", "Shared_Sram"),
+}
+U85_ZOO = ("mobilenet_v1", "mobilenet_v2", "resnet8", "ds_cnn_kws", "fc_autoencoder", "mobilenet_v3_blocks", "unet",
+           "attention_pooling", "kws_mean", "mobilenet_v2_nchw", "blazeface_blocks", "unet_128")
+
+
+def u85_networks(models_dir: str = "") -> Dict[str, Callable[[], object]]:
+    """The U85 sweep's networks: name -> a builder of the model (zoo) or its path (the
+    .tflite files of `models_dir`, e.g. $CASCADER_MODELS)."""
+    from .. import zoo
+
+    cases: Dict[str, Callable[[], object]] = {name: functools.partial(zoo.get, name) for name in U85_ZOO}
+    if models_dir:
+        for path in sorted(Path(models_dir).glob("*.tflite")):
+            cases[path.stem] = (lambda p=path: p)
+    return cases
+
+
+def calibrate_u85(names: Sequence[str], accelerators: Sequence[str], systems: Sequence[str], models_dir: str = "",
+                  verbose: bool = False) -> List[Result]:
+    """Vela's total cycles for each U85 binary against our estimator on it, per array size and
+    system. A configuration Vela cannot compile is left out (said with `verbose`); a binary the
+    estimator refuses is a row with no figure of ours (error -100%), its reason in the note."""
+    from ..errors import CascaderError
+    from ..tflite import save_model
+    from ..vela import VelaConfig, compile_with_vela
+
+    builders = u85_networks(models_dir)
+    results: List[Result] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            source = builders[name]()
+            if isinstance(source, Path):
+                path = str(source)
+            else:
+                path = os.path.join(tmp, f"{name}.tflite")
+                save_model(source, path)
+            for acc in accelerators:
+                for label in systems:
+                    system, mode = U85_SYSTEMS[label]
+                    try:
+                        vela = compile_with_vela(path, VelaConfig(acc, system_config=system, memory_mode=mode))
+                    except CascaderError as e:
+                        if verbose:
+                            print(f"{name:36s} {acc:14s} {label:10s} Vela fails: {str(e).splitlines()[-1][:80]}")
+                        continue
+                    if not vela.cycles:
+                        continue
+                    try:
+                        ours, note = float(vela.estimate().total_cycles), ""
+                    except CascaderError as e:
+                        ours, note = 0.0, f"refused: {e}"[:120]
+                    results.append(Result(f"{name} [{label}]", acc, float(vela.cycles), ours, note, "u85"))
+                    if verbose:
+                        r = results[-1]
+                        print(f"{r.case:48s} {acc:14s} vela {r.vela:>11.0f} ours {r.ours:>11.0f} "
+                              f"{100 * r.error:+6.1f}% {note}", flush=True)
+    return results
+
+
 def vela_version() -> str:
     from ethosu.vela import __version__  # type: ignore
 

@@ -327,16 +327,31 @@ bool rows_on(const NpuOperation& before, const NpuOperation& s) {
   return before.ifm.stride_y > 0 ? delta % before.ifm.stride_y == 0 : delta == 0;
 }
 
+// The shape of the map an Ethos-U85 operation writes with OFM_TRANSPOSE `transpose`: its OFM
+// (in register order, H x W x C) permuted as the map lies in memory.
+Shape4 transposed_ofm(const Shape4& s, int transpose) {
+  switch (transpose) {
+    case 0: return s;                        // HWC
+    case 1: return {s.n, s.w, s.h, s.c};     // WHC
+    case 2: return {s.n, s.h, s.c, s.w};     // HCW
+    case 3: return {s.n, s.w, s.c, s.h};     // WCH
+    case 6: return {s.n, s.c, s.h, s.w};     // CHW
+    case 7: return {s.n, s.c, s.w, s.h};     // CWH
+    default: throw BinaryError("OFM transpose " + std::to_string(transpose) + " is not one the Ethos-U85 has");
+  }
+}
+
+// Writes that swap H and W, and reversals along W, run the output unit at half throughput.
+bool half_throughput_write(const NpuOperation& o) {
+  const int t = o.u85.ofm_transpose;
+  return t == 1 || t == 3 || t == 7 || o.u85.ofm_reverse == 2;
+}
+
 // The Ethos-U85 part of an operation's description (NpuOp::u85): micro-block, IFM block,
 // accumulator, weight format and chaining, with the block config the registers give.
 void describe_u85(const NpuOperation& o, NpuOp& op, const AcceleratorConfig& a) {
-  // The U85 formulas cost an OFM written in order; a transposed or reversed one writes in
-  // another order at another cost (Vela's figure for tinyengine VWW's transposing convolutions
-  // was 2.7 times the in-order one): refused, not costed wrong.
-  if (o.u85.ofm_transpose || o.u85.ofm_reverse) {
-    throw BinaryError("an OFM transpose or reverse is not costed by the Ethos-U85 formulas yet");
-  }
   U85Op u;
+  u.ofm_half_throughput = half_throughput_write(o);
   u.ofm_ublock = ethos_u85::ofm_micro_block(o, a);
   u.acc48 = o.acc_format == 1;
   u.fast_weights = reads_weights(o) && o.u85.weight_format == 1;
@@ -569,7 +584,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     if (in_chain) {
       // Costed as the chain's first operation (U85Op::chain).
-    } else if (auto t = merge_as_vela ? transpose_step(ops, i, 1 + e.merged.size()) : std::nullopt) {
+    } else if (auto t = merge_as_vela && !o.u85.ofm_transpose ? transpose_step(ops, i, 1 + e.merged.size())
+                                                               : std::nullopt) {
       e.op.transpose = t->kind;
       e.op.ifm.shape = t->in;
       e.op.ofm.shape = t->out;
@@ -647,6 +663,14 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     // A depthwise operation's IFM depth follows its OFM's.
     if (e.op.type == NpuOpType::DepthwiseConv2D) e.op.ifm.shape.c = e.op.ofm.shape.c;
+    // A transposed OFM: Vela costs the operation over the map as it lies in memory (the OFM
+    // shape permuted, the block as the registers hold it), whose blocks refetch the weights
+    // and whose bursts are those of the permuted map.
+    if (u85) {
+      const NpuOperation& writer = chained.empty() ? o : ops[chained.back()];
+      if (writer.u85.ofm_transpose) e.op.ofm.shape = transposed_ofm(e.op.ofm.shape, writer.u85.ofm_transpose);
+      if (!chained.empty() && half_throughput_write(writer)) e.op.u85->ofm_half_throughput = true;
+    }
     // A phase of a bilinear resize writes every other pixel and row of a dense NHWC map; Vela
     // costs it over the box those pixels span (NpuOp::ofm_step).
     if (merge_as_vela && e.merged.empty() && !in_chain && writes_every_other_pixel(o)) e.op.ofm_step = 2;

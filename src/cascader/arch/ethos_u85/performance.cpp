@@ -148,11 +148,13 @@ double ao_cycles_per_element(const NpuOp& op, const AcceleratorConfig& a) {
   double current = output_cycles(p, a, op.type, u.resize, op.ifm.bits, u.own_ofm_bits, u.ofm_chained, op.ifm.shape,
                                  op.ofm.shape);
   if (op.activation == Activation::Lut) current = std::max(current, p.activation[0]);
+  if (u.ofm_half_throughput && u.chain.empty()) current = std::max(current, p.activation[1]);
   for (const U85Chained& c : u.chain) {
     total += current;
     current = output_cycles(p, a, c.type, false, c.ifm_bits, c.ofm_bits, c.writes_chain, op.ofm.shape, op.ofm.shape);
     if (c.lut) current = std::max(current, p.activation[0]);
   }
+  if (u.ofm_half_throughput && !u.chain.empty()) current = std::max(current, p.activation[1]);
   return total + current;
 }
 
