@@ -388,6 +388,14 @@ bool half_throughput_write(const NpuOperation& o) {
   return t == 1 || t == 3 || t == 7 || o.u85.ofm_reverse == 2;
 }
 
+// The bytes of an operation's weight streams: the U85 has up to four, one per weight decoder.
+int64_t weight_stream_bytes(const NpuOperation& o, bool u85) {
+  if (!u85) return int64_t(o.weights.length + o.weights1.length);
+  int64_t bytes = 0;
+  for (const AddressRange& w : o.u85.weight_streams) bytes += int64_t(w.length);
+  return bytes;
+}
+
 // The Ethos-U85 part of an operation's description (NpuOp::u85): micro-block, IFM block,
 // accumulator, weight format and chaining, with the block config the registers give.
 void describe_u85(const NpuOperation& o, NpuOp& op, const AcceleratorConfig& a) {
@@ -480,11 +488,7 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
   }
   op.activation = activation_of(o);
   if (!reads_weights(o)) return op;
-  op.weight_bytes = int64_t(o.weights.length + o.weights1.length);
-  if (arch.accelerator().product == Product::EthosU85) {  // up to four streams, one per weight decoder
-    op.weight_bytes = 0;
-    for (const AddressRange& w : o.u85.weight_streams) op.weight_bytes += int64_t(w.length);
-  }
+  op.weight_bytes = weight_stream_bytes(o, arch.accelerator().product == Product::EthosU85);
   op.scale_bytes = int64_t(o.scales.length + o.scales1.length);
   if (op.weight_bytes > 0 || op.scale_bytes > 0) {
     op.weight_memory = region_memory(op.weight_bytes > 0 ? o.weights.region : o.scales.region, arch);
@@ -676,7 +680,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         between.clear();
         e.merged.push_back(k);
         e.op.ofm.shape.c += ops[k].ofm.depth;
-        e.op.weight_bytes += int64_t(ops[k].weights.length + ops[k].weights1.length);
+        e.op.weight_bytes += weight_stream_bytes(ops[k], u85);
         e.op.scale_bytes += int64_t(ops[k].scales.length + ops[k].scales1.length);
         last_slice_depth = ops[k].ofm.depth;
         last = k;
