@@ -289,25 +289,14 @@ def test_u85_scale_stream_layouts(acc48: bool) -> None:
 @pytest.mark.parametrize("accelerator", U85)
 def test_u85_estimates_follow_velas_cycles(accelerator: str) -> None:
     """The estimator costs Vela's U85 binaries with the U85 cycle formulas (through the one cost
-    model): every zoo binary within 10% of Vela's total, all but unet within 5%. unet is 5-8%
-    low on U85-128..1024: Vela costs each of the four sub-kernel convolutions of its transposed
-    convolution, the estimator merges them as the depth slices of one operation."""
+    model): every zoo binary within 5% of Vela's total (unet's transposed convolution as Vela
+    costs it, sub-kernel by sub-kernel; tests/test_u85_estimate.py has the whole matrix)."""
     pytest.importorskip("ethosu.vela")
     errors = {}
     for name in ZOO:
         binary = vela.compile(zoo.get(name), accelerator)
         errors[name] = binary.estimate().total_cycles / binary.cycles - 1
-    assert all(abs(e) <= 0.10 for e in errors.values()), errors
-    assert all(abs(e) <= 0.05 for n, e in errors.items() if n != "unet"), errors
-
-
-def test_u85_estimate_refuses_what_its_formulas_do_not_cost(tmp_path) -> None:
-    """An OFM transpose (Vela's depth multiplier on the U85) is refused by name, not costed as
-    an OFM written in order (tinyengine VWW's estimate was 64% below Vela's figure that way)."""
-    pytest.importorskip("ethosu.vela")
-    binary = vela.compile(dict(zoo.single_op_cases())["dw_3x3_multiplier2"], "ethos-u85-256")
-    with pytest.raises(BinaryError, match="OFM transpose or reverse is not costed"):
-        binary.estimate()
+    assert all(abs(e) <= 0.05 for e in errors.values()), errors
 
 
 # Vela's U85 binaries round as its U55 ones do: FULLY_CONNECTED with the double rounding every

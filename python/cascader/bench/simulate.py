@@ -173,6 +173,40 @@ def format_table(rows: list[Validation]) -> str:
     return "\n".join(lines)
 
 
+# The speed comparison of the Ethos-U85 paths with the Ethos-U55 ones (#42): Vela's binaries
+# of one MobileNetV2 at 224x224 (alpha 1.0) for each accelerator.
+SPEED_ACCELERATORS = ("ethos-u55-128", "ethos-u85-256")
+
+
+def speed_table(repeats: int = 5) -> str:
+    """Best-of-`repeats` wall time of simulating (one random input) and of estimating Vela's
+    binary of MobileNetV2-224 for each of SPEED_ACCELERATORS, as a printable table."""
+    import time
+
+    import numpy as np
+
+    from .. import zoo
+    from ..sim import simulate
+    from ..vela import compile as vela_compile
+
+    model = zoo.mobilenet_v2(alpha=1.0, resolution=224)
+    shape = tuple(model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape)
+    x = np.random.default_rng(0).integers(-128, 128, size=shape, dtype=np.int8)
+    lines = [f"{'MobileNetV2-224 (Vela 5.2 binary)':36} {'simulate ms':>12} {'estimate ms':>12}"]
+    for acc in SPEED_ACCELERATORS:
+        binary = vela_compile(model, acc).model
+        sim_s, est_s = [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            simulate(binary, [x])
+            sim_s.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            estimate(binary)
+            est_s.append(time.perf_counter() - start)
+        lines.append(f"{acc:36} {1000 * min(sim_s):>12.1f} {1000 * min(est_s):>12.2f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=os.environ.get("CASCADER_MODELS", ""), help="folder of .tflite models")
@@ -182,7 +216,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="no simulation: Vela's cycles against the estimator's, at Performance")
     parser.add_argument("--accelerators", default="ethos-u55-128,ethos-u65-256",
                         help="comma-separated, for --estimate-only")
+    parser.add_argument("--speed", action="store_true",
+                        help="only the speed table: simulation and estimation of MobileNetV2-224, U55 against U85")
     args = parser.parse_args(argv)
+    if args.speed:
+        print(speed_table())
+        return 0
     if not args.models:
         parser.error("give --models or set CASCADER_MODELS")
     paths = sorted(p for p in glob.glob(os.path.join(args.models, "*.tflite")) if args.only in Path(p).stem)

@@ -71,6 +71,10 @@ struct U85Op {
   bool ifm_chained = false, ifm2_chained = false;  // read from the chaining buffer, not memory
   bool ofm_chained = false;                         // the OFM stays in the chaining buffer
   int own_ofm_bits = 8;  // this operation's OFM element size (NpuOp::ofm is its chain's last OFM)
+  // The OFM written transposed along H and W (WHC, WCH, CWH) or reversed along W: the output
+  // unit runs at half its activation throughput. (NpuOp::ofm's shape is then the permuted
+  // map in memory; the block stays the unpermuted one, as the registers hold it.)
+  bool ofm_half_throughput = false;
   std::vector<U85Chained> chain;                    // the operations after this one in its chain
 };
 

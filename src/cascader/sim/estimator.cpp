@@ -82,6 +82,18 @@ NpuOpType op_type(const NpuOperation& o) {
   return NpuOpType::Dma;
 }
 
+// Whether `b` writes the OFM channels right after `a`'s: the next depth slice of one map. (The
+// sub-kernel convolutions of a transposed convolution also share IFM, kernel and OFM area, but
+// each writes every other pixel of the same channels, one pixel or row on.)
+bool next_channels(const sim::FeatureMap& a, const sim::FeatureMap& b) {
+  const int64_t delta = int64_t(b.base[0]) - int64_t(a.base[0]);
+  if (a.layout == Layout::NHWC) {
+    const bool every_other_row = a.stride_y == 2 * int64_t(a.width) * a.stride_x;
+    return !every_other_row && delta == int64_t(a.depth) * element_size(a.dtype);
+  }
+  return a.depth % 16 == 0 && delta == int64_t(a.depth / 16) * a.stride_c;
+}
+
 // Vela splits one operation into commands per OFM depth slice when it buffers its weights
 // (same IFM, kernel and OFM area; each slice its own weight stream and DMA). Vela costs the
 // operation once, and so does the estimator: one row, and one step of the DMA timeline.
@@ -97,7 +109,8 @@ bool same_operation(const NpuOperation& a, const NpuOperation& b) {
          b.weights.length > 0 && a.weights.region == b.weights.region && a.ifm.region == b.ifm.region &&
          // A depthwise slice reads its own IFM channels; a convolution slice reads them all.
          (a.kind == OpKind::Depthwise || a.ifm.base[0] == b.ifm.base[0]) && a.ifm.stride_y == b.ifm.stride_y &&
-         a.ofm.stride_y == b.ofm.stride_y && a.ofm.region == b.ofm.region && a.ofm.height == b.ofm.height &&
+         a.ofm.stride_y == b.ofm.stride_y && a.ofm.region == b.ofm.region && next_channels(a.ofm, b.ofm) &&
+         a.ofm.height == b.ofm.height &&
          a.ofm.width == b.ofm.width && a.kernel.width == b.kernel.width && a.kernel.height == b.kernel.height &&
          a.kernel.stride_x == b.kernel.stride_x && a.kernel.stride_y == b.kernel.stride_y;
 }
@@ -182,6 +195,34 @@ bool writes_every_other_pixel(const NpuOperation& o) {
   const int64_t pixel = int64_t(o.ofm.depth) * element_size(o.ofm.dtype);
   return o.kind == OpKind::Depthwise && o.ofm.layout == Layout::NHWC && o.ofm.stride_x == 2 * pixel &&
          o.ofm.stride_y == 2 * int64_t(o.ofm.width) * o.ofm.stride_x;
+}
+
+// A convolution writing every other pixel of every other row of a dense NHWC map: one of the
+// sub-kernel convolutions Vela splits an Ethos-U85 transposed convolution of stride 2 into.
+bool writes_sub_kernel_phase(const NpuOperation& o) {
+  return o.kind == OpKind::Conv && o.ofm.layout == Layout::NHWC && o.ofm.stride_x == 2 * int64_t(o.ofm.depth) * element_size(o.ofm.dtype) &&
+         o.ofm.stride_y == 2 * int64_t(o.ofm.width) * o.ofm.stride_x;
+}
+
+// Vela costs each sub-kernel convolution over the map from its first pixel to the map's end:
+// the OFM's rows and columns from the phase's offset (dy, dx) on, 2H - dy by 2W - dx. The
+// offset is the phase's from the first pixel any phase around it writes (the map's origin).
+Shape4 sub_kernel_span(const std::vector<NpuOperation>& ops, size_t i) {
+  const NpuOperation& o = ops[i];
+  const auto sibling = [&o](const NpuOperation& s) {
+    return writes_sub_kernel_phase(s) && s.ifm.region == o.ifm.region && s.ifm.base[0] == o.ifm.base[0] &&
+           s.ofm.region == o.ofm.region && s.ofm.stride_x == o.ofm.stride_x && s.ofm.stride_y == o.ofm.stride_y;
+  };
+  uint64_t origin = o.ofm.base[0];
+  for (size_t k = i, seen = 0; k-- > 0 && seen < 3;) {
+    if (ops[k].kind == OpKind::Dma) continue;
+    if (!sibling(ops[k])) break;
+    origin = std::min(origin, ops[k].ofm.base[0]);
+    ++seen;
+  }
+  const int64_t delta = int64_t(o.ofm.base[0] - origin), row = o.ofm.stride_y / 2, pixel = o.ofm.stride_x / 2;
+  const int dy = int(delta / row), dx = int((delta % row) / pixel);
+  return Shape4{1, std::max(2 * o.ofm.height - dy, 1), std::max(2 * o.ofm.width - dx, 1), o.ofm.depth};
 }
 
 // Step k of Vela's matrix product (its MatMul, cycle_model.hpp estimate_matmul): an
@@ -327,16 +368,39 @@ bool rows_on(const NpuOperation& before, const NpuOperation& s) {
   return before.ifm.stride_y > 0 ? delta % before.ifm.stride_y == 0 : delta == 0;
 }
 
+// The shape of the map an Ethos-U85 operation writes with OFM_TRANSPOSE `transpose`: its OFM
+// (in register order, H x W x C) permuted as the map lies in memory.
+Shape4 transposed_ofm(const Shape4& s, int transpose) {
+  switch (transpose) {
+    case 0: return s;                        // HWC
+    case 1: return {s.n, s.w, s.h, s.c};     // WHC
+    case 2: return {s.n, s.h, s.c, s.w};     // HCW
+    case 3: return {s.n, s.w, s.c, s.h};     // WCH
+    case 6: return {s.n, s.c, s.h, s.w};     // CHW
+    case 7: return {s.n, s.c, s.w, s.h};     // CWH
+    default: throw BinaryError("OFM transpose " + std::to_string(transpose) + " is not one the Ethos-U85 has");
+  }
+}
+
+// Writes that swap H and W, and reversals along W, run the output unit at half throughput.
+bool half_throughput_write(const NpuOperation& o) {
+  const int t = o.u85.ofm_transpose;
+  return t == 1 || t == 3 || t == 7 || o.u85.ofm_reverse == 2;
+}
+
+// The bytes of an operation's weight streams: the U85 has up to four, one per weight decoder.
+int64_t weight_stream_bytes(const NpuOperation& o, bool u85) {
+  if (!u85) return int64_t(o.weights.length + o.weights1.length);
+  int64_t bytes = 0;
+  for (const AddressRange& w : o.u85.weight_streams) bytes += int64_t(w.length);
+  return bytes;
+}
+
 // The Ethos-U85 part of an operation's description (NpuOp::u85): micro-block, IFM block,
 // accumulator, weight format and chaining, with the block config the registers give.
 void describe_u85(const NpuOperation& o, NpuOp& op, const AcceleratorConfig& a) {
-  // The U85 formulas cost an OFM written in order; a transposed or reversed one writes in
-  // another order at another cost (Vela's figure for tinyengine VWW's transposing convolutions
-  // was 2.7 times the in-order one): refused, not costed wrong.
-  if (o.u85.ofm_transpose || o.u85.ofm_reverse) {
-    throw BinaryError("an OFM transpose or reverse is not costed by the Ethos-U85 formulas yet");
-  }
   U85Op u;
+  u.ofm_half_throughput = half_throughput_write(o);
   u.ofm_ublock = ethos_u85::ofm_micro_block(o, a);
   u.acc48 = o.acc_format == 1;
   u.fast_weights = reads_weights(o) && o.u85.weight_format == 1;
@@ -424,11 +488,7 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
   }
   op.activation = activation_of(o);
   if (!reads_weights(o)) return op;
-  op.weight_bytes = int64_t(o.weights.length + o.weights1.length);
-  if (arch.accelerator().product == Product::EthosU85) {  // up to four streams, one per weight decoder
-    op.weight_bytes = 0;
-    for (const AddressRange& w : o.u85.weight_streams) op.weight_bytes += int64_t(w.length);
-  }
+  op.weight_bytes = weight_stream_bytes(o, arch.accelerator().product == Product::EthosU85);
   op.scale_bytes = int64_t(o.scales.length + o.scales1.length);
   if (op.weight_bytes > 0 || op.scale_bytes > 0) {
     op.weight_memory = region_memory(op.weight_bytes > 0 ? o.weights.region : o.scales.region, arch);
@@ -470,14 +530,27 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
   const std::vector<NpuOperation>& ops = stream.operations;
   std::vector<char> done(ops.size(), 0);  // costed already, as part of an earlier row
   std::vector<std::optional<Accesses>> accesses(ops.size());  // what each operation reads and writes, as needed
-  // Convolutions reading their weights in place, by weight stream address: the stripes of one
-  // cascaded operation share it.
+  // Convolutions by weight stream address: the stripes of one cascaded operation share it. On
+  // the Ethos-U85 Vela also cascades operations whose weights it buffered in the SRAM once, before
+  // the first stripe: those stripes share the buffer's address, until a DMA refills it.
+  const auto stripes_share = [u85](const AddressRange& w) { return w.length > 0 && (w.region == 0 || u85); };
   std::multimap<std::pair<int, uint64_t>, size_t> by_weights;
+  std::vector<size_t> dma_indices;
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (reads_weights(ops[k]) && ops[k].weights.length > 0 && ops[k].weights.region == 0) {
+    if (reads_weights(ops[k]) && stripes_share(ops[k].weights)) {
       by_weights.emplace(std::make_pair(ops[k].weights.region, ops[k].weights.address), k);
     }
+    if (ops[k].kind == OpKind::Dma) dma_indices.push_back(k);
   }
+  // Whether a DMA between operations `a` and `b` writes into `w`.
+  const auto refilled = [&](const AddressRange& w, size_t a, size_t b) {
+    if (w.region == 0) return false;
+    for (auto it = std::upper_bound(dma_indices.begin(), dma_indices.end(), a); it != dma_indices.end() && *it < b; ++it) {
+      const AddressRange& d = ops[*it].dma_dst;
+      if (d.region == w.region && d.address < w.address + w.length && w.address < d.address + d.length) return true;
+    }
+    return false;
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     if (done[i]) continue;
     const NpuOperation& o = ops[i];
@@ -569,7 +642,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     if (in_chain) {
       // Costed as the chain's first operation (U85Op::chain).
-    } else if (auto t = merge_as_vela ? transpose_step(ops, i, 1 + e.merged.size()) : std::nullopt) {
+    } else if (auto t = merge_as_vela && !o.u85.ofm_transpose ? transpose_step(ops, i, 1 + e.merged.size())
+                                                               : std::nullopt) {
       e.op.transpose = t->kind;
       e.op.ifm.shape = t->in;
       e.op.ofm.shape = t->out;
@@ -606,7 +680,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         between.clear();
         e.merged.push_back(k);
         e.op.ofm.shape.c += ops[k].ofm.depth;
-        e.op.weight_bytes += int64_t(ops[k].weights.length + ops[k].weights1.length);
+        e.op.weight_bytes += weight_stream_bytes(ops[k], u85);
         e.op.scale_bytes += int64_t(ops[k].scales.length + ops[k].scales1.length);
         last_slice_depth = ops[k].ofm.depth;
         last = k;
@@ -617,8 +691,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     // Operations that share weights but read what an earlier one wrote (the time steps of a
     // recurrent network), or read elsewhere than whole rows on (a step's column of a sequence),
     // are operations of their own, and so costed by Vela.
-    if (merge_as_vela && e.merged.empty() && !in_chain && reads_weights(o) && o.weights.length > 0 &&
-        o.weights.region == 0) {
+    if (merge_as_vela && e.merged.empty() && !in_chain && reads_weights(o) && stripes_share(o.weights)) {
       auto range = by_weights.equal_range(std::make_pair(o.weights.region, o.weights.address));
       int bottom = o.padding.bottom;
       std::optional<Dependents> dependents;
@@ -628,7 +701,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         if (it->second <= i || done[it->second] || s.kind != o.kind || s.weights.length != o.weights.length ||
             s.ofm.width != o.ofm.width || s.ofm.depth != o.ofm.depth || s.ifm.depth != o.ifm.depth ||
             s.kernel.width != o.kernel.width || s.kernel.height != o.kernel.height ||
-            s.kernel.stride_y != o.kernel.stride_y || !rows_on(*last_stripe, s)) {
+            s.kernel.stride_y != o.kernel.stride_y || !rows_on(*last_stripe, s) || refilled(o.weights, i, it->second)) {
           continue;
         }
         if (!dependents) dependents.emplace(ops, accesses, i);
@@ -647,6 +720,15 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     }
     // A depthwise operation's IFM depth follows its OFM's.
     if (e.op.type == NpuOpType::DepthwiseConv2D) e.op.ifm.shape.c = e.op.ofm.shape.c;
+    // A transposed OFM: Vela costs the operation over the map as it lies in memory (the OFM
+    // shape permuted, the block as the registers hold it), whose blocks refetch the weights
+    // and whose bursts are those of the permuted map.
+    if (u85) {
+      if (e.merged.empty() && !in_chain && writes_sub_kernel_phase(o)) e.op.ofm.shape = sub_kernel_span(ops, i);
+      const NpuOperation& writer = chained.empty() ? o : ops[chained.back()];
+      if (writer.u85.ofm_transpose) e.op.ofm.shape = transposed_ofm(e.op.ofm.shape, writer.u85.ofm_transpose);
+      if (!chained.empty() && half_throughput_write(writer)) e.op.u85->ofm_half_throughput = true;
+    }
     // A phase of a bilinear resize writes every other pixel and row of a dense NHWC map; Vela
     // costs it over the box those pixels span (NpuOp::ofm_step).
     if (merge_as_vela && e.merged.empty() && !in_chain && writes_every_other_pixel(o)) e.op.ofm_step = 2;

@@ -148,11 +148,13 @@ double ao_cycles_per_element(const NpuOp& op, const AcceleratorConfig& a) {
   double current = output_cycles(p, a, op.type, u.resize, op.ifm.bits, u.own_ofm_bits, u.ofm_chained, op.ifm.shape,
                                  op.ofm.shape);
   if (op.activation == Activation::Lut) current = std::max(current, p.activation[0]);
+  if (u.ofm_half_throughput && u.chain.empty()) current = std::max(current, p.activation[1]);
   for (const U85Chained& c : u.chain) {
     total += current;
     current = output_cycles(p, a, c.type, false, c.ifm_bits, c.ofm_bits, c.writes_chain, op.ofm.shape, op.ofm.shape);
     if (c.lut) current = std::max(current, p.activation[0]);
   }
+  if (u.ofm_half_throughput && !u.chain.empty()) current = std::max(current, p.activation[1]);
   return total + current;
 }
 
@@ -207,8 +209,15 @@ double mac_cycles_per_block(const NpuOp& op, const AcceleratorConfig& a, const B
   return double(total);
 }
 
+// Which ends of an operation a costing includes: a whole operation both (the first IFM block's
+// fetch, the last block's output and OFM write); a depth slice of a sliced one only its own.
+struct Ends {
+  bool first = true, last = true;
+};
+
 int64_t mac_op_cycles(const NpuOp& op, const ArchConfig& arch, const BlockShape& ofm_block_cfg,
-                      const BlockShape& ifm_block_cfg, double ao_per_element, const MemoryArea* const_memory) {
+                      const BlockShape& ifm_block_cfg, double ao_per_element, const MemoryArea* const_memory,
+                      Ends ends = {}) {
   const AcceleratorConfig& a = arch.accelerator();
   const BlockShape& ub = op.u85->ofm_ublock;
   const Shape4 ofm_block = min_shape(op.ofm.shape, ofm_block_cfg);
@@ -231,11 +240,11 @@ int64_t mac_op_cycles(const NpuOp& op, const ArchConfig& arch, const BlockShape&
   int64_t total = 0;
   if (mac_b > ao_b) {
     total = int64_t(mac_b * blocks);
-    total += int64_t(ao_b);
+    if (ends.last) total += int64_t(ao_b);
   } else {
     total = int64_t(ao_b * blocks + mac_b);
   }
-  return total + ofm_cycles + ifm_cycles;
+  return total + (ends.last ? ofm_cycles : 0) + (ends.first ? ifm_cycles : 0);
 }
 
 int64_t elementwise_op_cycles(const NpuOp& op, const ArchConfig& arch, const BlockShape& ofm_block,
@@ -405,10 +414,19 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   }
   for (const auto& [key, c] : channel_cycles) busiest[int(key.first)] = std::max(busiest[int(key.first)], c);
 
-  // Weight buffering and the LUT load: DMAs the previous operation's slack hides.
+  // Weight buffering and the LUT load: DMAs the previous operation's slack hides. An operation
+  // whose buffered weights come in depth slices offers the next one its last slice's cycles
+  // (the time the DMA of the next weights overlaps), as Vela's scheduler counts them.
   int64_t npu = op_cycles;
   const int64_t slack = std::max<int64_t>(op.dma_slack_cycles, 0);
   r.buffering_slack_cycles = op_cycles;
+  if (buffered && !elementwise && op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < op.ofm.shape.c) {
+    NpuOp last = op;
+    last.ofm.shape.c = op.weight_last_slice_depth;
+    if (op.type != NpuOpType::Conv2D && op.type != NpuOpType::FullyConnected) last.ifm.shape.c = last.ofm.shape.c;
+    r.buffering_slack_cycles = mac_op_cycles(last, arch, ofm_block, ifm_blk, ao, has_weights ? &const_memory : nullptr,
+                                             Ends{false, true});
+  }
   int64_t dma = 0;
   if (buffered) {
     const int64_t stream = op.weight_bytes + op.scale_bytes;
