@@ -223,7 +223,10 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
             # staircase), unless one output position reads all of that operand.
             shared = [min(padded[out], padded[index[v.buffer]]) for v in (lo.ifm, lo.ifm2)
                       if v is not None and v.buffer in index and index[v.buffer] in here and index[v.buffer] != out
-                      and last[index[v.buffer]] == s and not _position_reads_all(lo, v)
+                      and last[index[v.buffer]] == s
+                      # An elementwise output element reads its own operand element only, even
+                      # where one position is the whole map (a 1 x 1 x N vector).
+                      and (not _position_reads_all(lo, v) or (lo.kind == "elementwise" and v.shape == lo.ofm.shape))
                       and (lo.kind == "elementwise" or not (buffers[index[v.buffer]].cpu_visible and buffers[out].cpu_visible))]
             total -= max(shared, default=0)
         if total > best[0]:

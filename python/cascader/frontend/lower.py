@@ -236,7 +236,7 @@ class _Lowering:
             except UnsupportedError as e:
                 e.operator = i  # the compiler sends this operator to the CPU and tries again
                 raise
-        self.fused_away = fuse_table_lookups(self)
+        self.fused_away |= fuse_table_lookups(self)
         return self._segment()
 
     def _fold_pads(self) -> None:
