@@ -401,10 +401,12 @@ std::optional<CascadePlan> plan_depth_cascade(const PlanGraph& graph, const Plan
   const int64_t slice_depth = (slice + kSliceGranule - 1) / kSliceGranule * kSliceGranule;
   // Another count of slices of the same depth is that count's cascade, not this one.
   if ((depth + slice_depth - 1) / slice_depth != depth_slices) return std::nullopt;
-  // A part whose weights are encoded for a fixed OFM block depth computes whole blocks of it.
+  // A part whose weights are encoded for a fixed OFM block depth computes whole blocks of it,
+  // in the last (shallower) slice too.
+  const int64_t last_slice = depth - (depth_slices - 1) * slice_depth;
   for (int k = first; k < last; ++k) {
     const int block = graph.parts[size_t(k)].op.block_depth;
-    if (block > 0 && slice_depth % block != 0) return std::nullopt;
+    if (block > 0 && (slice_depth % block != 0 || last_slice % block != 0)) return std::nullopt;
   }
   CascadePlan plan;
   plan.first = first;
@@ -416,7 +418,11 @@ std::optional<CascadePlan> plan_depth_cascade(const PlanGraph& graph, const Plan
   for (int s = 0; s < depth_slices; ++s) {
     const int64_t c0 = s * slice_depth, c1 = std::min(depth, c0 + slice_depth);
     for (int k = first; k < last; ++k) {
-      plan.cycles += coster.cost_channels(k, c1 - c0);
+      try {
+        plan.cycles += coster.cost_channels(k, c1 - c0);
+      } catch (const InvalidArgument&) {
+        return std::nullopt;  // the part has no block config for a slice this deep
+      }
       ++plan.operations;
       if (record_runs) {
         const PlanTensor& out = graph.tensors[size_t(graph.parts[size_t(k)].output)];

@@ -155,7 +155,8 @@ bool depth_sliceable(const PlanGraph& graph, const PlanGraph::Uses& uses, int fi
 // the cascade, has several writers, is not as deep as the sink, or is read through a
 // propagator that is not channel-local, or when that many slices of 16-channel multiples do
 // not make the sink's depth or are not whole blocks of a part's fixed OFM block depth (its
-// weights are encoded for that block depth). Its internal tensors are buffers of one slice over all rows and
+// weights are encoded for that block depth), or when a part has no block config for a slice.
+// Its internal tensors are buffers of one slice over all rows and
 // columns; its weights are read in place (each slice reads its own streams). O(parts x slices).
 std::optional<CascadePlan> plan_depth_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first,
                                               int last, int depth_slices, StripeCoster& coster,
