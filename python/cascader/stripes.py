@@ -251,7 +251,8 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
         # The whole depth (its writers may each write a slice of it), or one depth slice.
         ch = held.channels or shapes[view.buffer][2]
         size = held.rows * held.columns * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size
-        new_buffers[b] = (size, f"{tensors[t].name} (rolling, {held.rows} rows)", (held.rows, held.columns, ch))
+        held_as = f"{held.channels} channels" if held.channels else f"{held.rows} rows"
+        new_buffers[b] = (size, f"{tensors[t].name} (rolling, {held_as})", (held.rows, held.columns, ch))
         rolling[t] = (b, held.rows, held.columns, ch)
         gone.add(view.buffer)  # the whole buffer it replaces
     # The band's first column of each rolling tensor: where its producer's runs in the

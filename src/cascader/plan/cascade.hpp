@@ -150,7 +150,8 @@ bool depth_sliceable(const PlanGraph& graph, const PlanGraph::Uses& uses, int fi
 
 // The cascade of parts [first, last) run `depth_slices` times, once per slice of the sink's
 // channels (16-channel multiples, all but the last as deep), every part whole in H and W; or
-// nullopt when it cannot: fewer than two parts, a part not `Part::channel_sliceable`, an
+// nullopt when it cannot: fewer than two parts, a first part that reads every input channel
+// by channel (nothing to gain over rows), a part not `Part::channel_sliceable`, an
 // internal tensor (the outputs of all parts but the sink) that is not cascadable, escapes
 // the cascade, has several writers, is not as deep as the sink, or is read through a
 // propagator that is not channel-local, or when that many slices of 16-channel multiples do
