@@ -16,7 +16,7 @@ namespace cascader {
 
 std::string Proposal::repr() const {
   int cascaded = 0;
-  for (const CascadePlan& c : cascades) cascaded += c.last - c.first > 1 && c.stripes > 1;
+  for (const CascadePlan& c : cascades) cascaded += c.last - c.first > 1 && (c.stripes > 1 || c.depth_slices > 1);
   std::ostringstream s;
   s << "Proposal(" << cascades.size() << " groups, " << cascaded << " cascaded; " << memory << " B, "
     << static_cast<int64_t>(cycles) << " cycles)";
