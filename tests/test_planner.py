@@ -205,7 +205,9 @@ def test_runs_carry_the_regions_they_read_and_their_edge_padding():
         assert r.inputs == (got,)
         assert r.padding == (got[0] - want[0], got[2] - want[2], want[1] - got[1], want[3] - got[3])
         # The stripes of a schedule read a run's attributes in one call.
-        assert r.fields() == (r.part, (r.begin, r.end, r.column_begin, r.column_end), r.inputs, r.padding)
+        assert r.fields() == (r.part, (r.begin, r.end, r.column_begin, r.column_end), r.inputs, r.padding,
+                              (r.channel_begin, r.channel_end))
+        assert (r.channel_begin, r.channel_end) == (0, -1)  # every channel: no depth slices
     assert {r.padding for r in cascade.runs} >= {(1, 1, 0, 0), (0, 0, 1, 1), (0, 1, 0, 0), (0, 0, 0, 1)}
 
 

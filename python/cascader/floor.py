@@ -22,9 +22,15 @@ tensors whole there, each at the 16-byte alignment the layout gives it but the t
 floor is the largest such sum. An operation's output may share bytes with an operand it reads
 for the last time (in place, or a cascade's staircase), so the larger of the two counts there.
 The result is a lower bound of every frontier point's laid-out SRAM, and equals it where a
-whole tensor dominates (a model whose peak is its input and output, say). Depth stripes through
-a reduction would break the first rule's premise (a global pool could then run channel slice
-by channel slice); the planner's cascades end at reductions.
+whole tensor dominates (a model whose peak is its input and output, say).
+
+A reduction that reads channel by channel (a global pool: each output channel reads only its
+own input channel) needs its input whole one channel slice at a time: a depth-sliced cascade
+(`_core.plan_depth_cascade`) runs a 1x1 convolution and the pool after it once per slice of 16
+channels (the planner's granule), and the convolution's output is never whole, but the
+cascade's first part then reads its inputs whole. Such an input counts here as the least of
+itself whole and, for each part the chain of channel-by-channel operations before it could
+start at, a 16-channel slice of every tensor in between plus that part's inputs whole.
 
 Cost: one pass over the operations with bitsets of buffers and operations, O(operations x live
 buffers) big-integer steps.
@@ -41,6 +47,7 @@ from .memory import MemoryConfig
 from .schedule import NpuSchedule, memory_schedule, unflattened, without_weight_buffers
 
 ALIGNMENT = 16  # every scratch buffer's (`memory.ScheduledBuffer`)
+SLICE_CHANNELS = 16  # the planner's depth slices are multiples of this (`_core.plan_depth_cascade`)
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,13 @@ def _position_reads_all(lo: LoweredOperation, v: FeatureMapView) -> bool:
     k = lo.registers["kernel"]
     top, left, _, _ = lo.registers.get("padding", (0, 0, 0, 0))
     return k["height"] - top >= v.shape[0] and k["width"] - left >= v.shape[1]
+
+
+def _channelwise(lo: LoweredOperation, v: FeatureMapView) -> bool:
+    """Each output channel of `lo` reads only the same channel of `v` (a depthwise or pooling
+    window, not a convolution's nor a channel sum's)."""
+    return (lo.kind == "depthwise" or (lo.kind == "pool" and lo.registers.get("sub_op") != "REDUCE_SUM")) \
+        and v.shape[2] == lo.ofm.shape[2]
 
 
 def _reads_every_element(lo: LoweredOperation, v: FeatureMapView) -> bool:
@@ -118,6 +132,9 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
     cover: dict[int, int] = {}
     depends: dict[int, int] = {}
     readers_all: dict[int, int] = {}  # per buffer: a bitset of the steps that read every element of it
+    # Per buffer an output position reads all of: the share of it a depth slice holds (1 unless
+    # every such reader reads channel by channel, see the module docstring).
+    slice_share: dict[int, float] = {}
     readers: dict[int, list[int]] = {}
     outputs: list[list[int]] = []
     for s, step in enumerate(msched.steps):
@@ -135,6 +152,11 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
             if v is not None and _spans(v, buffers[b].size):
                 if _position_reads_all(lo, v):
                     needs |= cover.get(b, 1 << b)
+                    # Sliced only where this reduction is its last reader: a reader after it (a
+                    # squeeze-excite MUL) needs it whole again, every channel at once.
+                    sliceable = _channelwise(lo, v) and last[b] == s
+                    share = min(SLICE_CHANNELS, v.shape[2]) / v.shape[2] if sliceable else 1.0
+                    slice_share[b] = max(slice_share.get(b, 0.0), share)
                 if _reads_every_element(lo, v):
                     whole_in |= cover.get(b, 1 << b)
                     readers_all[b] = readers_all.get(b, 0) | 1 << s
@@ -162,6 +184,25 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
         whole.update(b for b in live if config.shared_sram or not buffers[b].cpu_visible
                      if buffers[b].cpu_visible or (depends[s] >> b & 1 and readers_all.get(b, 0) & here))
     padded = {b: math.ceil(buffers[b].size / ALIGNMENT) * ALIGNMENT for b in whole}
+    writer = {index[lo.ofm.buffer]: lo for lo in lowered.values()}
+
+    def sliced(b: int, here: set[int]) -> int:
+        """The least bytes buffer `b`, whole at this step only for channel-by-channel
+        reductions, can take in a depth-sliced cascade ending here (the module docstring):
+        the slices of the tensors of a chain back from it, plus the inputs of the chain's
+        first part that are not whole here already."""
+        best, slices, t = padded[b], 0, b
+        while t in writer and not buffers[t].cpu_visible:
+            slices += math.ceil(buffers[t].size * slice_share.get(t, SLICE_CHANNELS / writer[t].ofm.shape[2])
+                                / ALIGNMENT) * ALIGNMENT
+            lo = writer[t]
+            inputs = [index[v.buffer] for v in (lo.ifm, lo.ifm2) if v is not None and v.buffer in index]
+            best = min(best, slices + sum(math.ceil(buffers[a].size / ALIGNMENT) * ALIGNMENT
+                                          for a in inputs if a not in here))
+            if len(inputs) != 1 or not _channelwise(lo, lo.ifm) or lo.ofm.shape[2] <= SLICE_CHANNELS:
+                break
+            t = inputs[0]
+        return best
 
     # A whole buffer holds its bytes from its first use to its last, in every schedule: a
     # cascade runs its operations within that span too (cascades are runs of consecutive
@@ -171,7 +212,10 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
         here = [b for b in live_at[s] if b in whole]
         if not here:
             continue
-        total = sum(padded[b] for b in here) - max(padded[b] - buffers[b].size for b in here)
+        counted = {b: sliced(b, set(here)) if slice_share.get(b, 1.0) < 1 else padded[b] for b in here}
+        # The topmost whole buffer needs no padding after it.
+        total = sum(counted.values()) - max((padded[b] - buffers[b].size for b in here if counted[b] == padded[b]),
+                                            default=0)
         lo = lowered.get(s)
         out = index[lo.ofm.buffer] if lo is not None else None
         if out in whole:
@@ -179,7 +223,10 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
             # staircase), unless one output position reads all of that operand.
             shared = [min(padded[out], padded[index[v.buffer]]) for v in (lo.ifm, lo.ifm2)
                       if v is not None and v.buffer in index and index[v.buffer] in here and index[v.buffer] != out
-                      and last[index[v.buffer]] == s and not _position_reads_all(lo, v)
+                      and last[index[v.buffer]] == s
+                      # An elementwise output element reads its own operand element only, even
+                      # where one position is the whole map (a 1 x 1 x N vector).
+                      and (not _position_reads_all(lo, v) or (lo.kind == "elementwise" and v.shape == lo.ofm.shape))
                       and (lo.kind == "elementwise" or not (buffers[index[v.buffer]].cpu_visible and buffers[out].cpu_visible))]
             total -= max(shared, default=0)
         if total > best[0]:

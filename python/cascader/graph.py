@@ -127,6 +127,9 @@ _DOCS = {
         Rows of the sink (the last part's output) per stripe, and how many stripes.
     column_bands : int
         The sink's columns in this many bands, each a pass over all the stripes.
+    depth_slices, slice_depth : int
+        A depth-sliced cascade (``_core.plan_depth_cascade``): every part whole in H and W once
+        per slice of ``slice_depth`` of the sink's channels (1: all channels at once).
     buffer_bytes : int
         The rolling buffers of the interior tensors together.
     buffers : list of RollingBuffer

@@ -39,7 +39,7 @@ from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, cha
 from .lowering import lower
 from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
 from .scheduling import schedule
-from .stripes import cascaded_schedule
+from .stripes import cascaded_schedule, is_striped
 from .tflite import ModelLike, as_model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
@@ -72,12 +72,17 @@ class PlanOptions:
     # Cascades of one-row stripes may also split their width into this many column bands (1:
     # rows only). Bands took MobileNetV2-224's least SRAM from 301 to 247 KiB (Vela Size: 354).
     column_bands: tuple[int, ...] = (1, 2, 4)
+    # Cascades may also run each part whole once per slice of the sink's channels, in these many
+    # slices (`_core.plan_depth_cascade`; empty: none): a 1x1 convolution widening into a global
+    # pool, say, where row stripes cannot help.
+    depth_slices: tuple[int, ...] = (2, 4, 8)
 
     def to_core(self) -> "_core.ProposalOptions":
         o = _core.ProposalOptions()
         o.max_cascade_parts, o.stripe_heights, o.max_proposals = (self.max_cascade_parts, list(self.stripe_heights),
                                                                   self.max_proposals)
         o.column_bands = list(self.column_bands)
+        o.depth_slices = list(self.depth_slices)
         return o
 
 
@@ -93,7 +98,7 @@ class PlanPoint:
 
     @property
     def cascades(self) -> int:
-        return sum(1 for c in self.proposal.cascades if c.last - c.first > 1 and c.stripes > 1)
+        return sum(1 for c in self.proposal.cascades if is_striped(c))
 
     def __repr__(self) -> str:
         return (f"PlanPoint(sram={self.sram_bytes:,} B, cycles={self.cycles:,.0f}, "
@@ -350,6 +355,14 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
                               and all(sliced(v) or ((transposed or box is not None) and v is lo.ifm)
                                       for v in (lo.ifm, lo.ifm2, lo.ofm)))
+            # A slice of its OFM channels alone (a depth-sliced cascade): its OFM its buffer whole,
+            # and no constant operand deeper than a channel (the slice would have to narrow it; a
+            # convolution's weights are encoded in slices instead, stripes._slice_sources). Not a
+            # transpose's channel plane or a box reader: their IFM views are no channel slices.
+            part.channel_sliceable = (lo.kind in STRIPABLE_KINDS and whole(lo.ofm) and not lo.registers.get("ifm_upscale")
+                                      and not transposed and box is None
+                                      and not any(v is not None and v.buffer not in index and v.shape[2] > 1
+                                                  for v in (lo.ifm, lo.ifm2)))
             if upscale == NEAREST_UPSCALE:
                 # A stripe starts where an IFM row's first copy lands.
                 part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]

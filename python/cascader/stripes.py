@@ -11,6 +11,13 @@ wraps is split over the NPU's two vertical tiles (the second based at the buffer
 same column). Everything else is unchanged from the uncascaded schedule: whole-tensor
 operations, their block configs and their encoded weights (every stripe of an operation reads
 the same streams).
+
+A depth-sliced cascade (`_core.plan_depth_cascade`) runs every part whole in H and W once per
+slice of the sink's channels: its operations compute that slice of their OFM channels, read the
+same slice of every input they read channel by channel, and its internal tensors are buffers of
+one slice (channel c of slice [c0, c1) at buffer channel c - c0). A convolution's slice reads
+its own weight and scale streams: the operation's weights encoded in slices of that depth
+(`EncodedWeights.depth_slice`).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from .evolve import evolve
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, brick_strides, channel_slice,
                                dense_strides, follows_ofm, round16)
 from .frontend.quantization import average_pool_scale
-from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, keep_recent, unflattened
+from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _encode, _Target, keep_recent, unflattened
 
 ROLLING_BASE = 1 << 40  # ids of rolling buffers: apart from tensor, scratch and constant ids
 
@@ -37,6 +44,28 @@ def _region(view: FeatureMapView, region: Region) -> FeatureMapView:
     r0, r1, c0, c1 = region
     return evolve(view, shape=(r1 - r0, c1 - c0, view.shape[2]),
                    offset=view.offset + r0 * view.strides[0] + c0 * view.strides[1])
+
+
+def _channels(view: FeatureMapView, channels: tuple[int, int]) -> FeatureMapView:
+    """Channels [d0, d1) of a view (d0 a multiple of 16 in bricks, where a slice starts on one)."""
+    d0, d1 = channels
+    step = d0 * view.strides[2] if view.layout == "NHWC" else d0 // 16 * view.strides[2]
+    return evolve(view, shape=(*view.shape[:2], d1 - d0), offset=view.offset + step)
+
+
+def is_striped(c: Any) -> bool:
+    """Whether a proposal's cascade runs in stripes (rows, columns or depth slices) rather than
+    each part whole, one after another."""
+    return c.last - c.first > 1 and (c.stripes > 1 or c.depth_slices > 1)
+
+
+def _reads_channel_slice(lo: LoweredOperation, v: FeatureMapView) -> bool:
+    """Whether a slice of `lo`'s OFM channels reads the same channels of operand `v` (the
+    planner's channel-local propagators): a depthwise, pooling or elementwise operand as deep
+    as the OFM, not a convolution's IFM (every output channel reads all of it)."""
+    channelwise = lo.kind in ("depthwise", "elementwise") or (lo.kind == "pool"
+                                                                and lo.registers.get("sub_op") != "REDUCE_SUM")
+    return channelwise and v.shape[2] == lo.ofm.shape[2]
 
 
 def _rolling_view(like: FeatureMapView, buffer: int, rows: int, columns: int, first_column: int,
@@ -97,7 +126,7 @@ def with_buffered_weights(cascaded: NpuSchedule, sched: NpuSchedule, pg: Any, pr
     part_op = _part_operations(sched, pg)
     swap = {}
     for c in proposal.cascades:
-        if (c.last - c.first < 2 or c.stripes < 2) and (c.buffered_weights or every):
+        if not is_striped(c) and (c.buffered_weights or every):
             for k in range(c.first, c.last):
                 if k in part_op:
                     s, i = part_op[k]
@@ -134,7 +163,7 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
     new_buffers: dict[int, dict[int, tuple[int, str, tuple[int, int, int]]]] = {}  # segment -> id -> (bytes, name, shape)
     gone: dict[int, set[int]] = {}  # segment -> whole buffers now rolling
     for cascade, c in enumerate(proposal.cascades):
-        if c.last - c.first < 2 or c.stripes < 2:
+        if not is_striped(c):
             continue
         made = _cascade_stripes(sched, pg, c, target, cascade, graph_lists)
         stripes = made.stripes
@@ -193,7 +222,7 @@ def _cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, casca
     segments = tuple(seg.segment for seg in sched.segments)
     ops = tuple(sched.segments[part_op[k][0]].operations[part_op[k][1]] for k in range(c.first, c.last))
     key = (id(pg), id(target), tuple(map(id, segments)), tuple(map(id, ops)), c.first, c.last, c.stripes,
-           c.stripe_height, c.column_bands, c.buffered_weights,
+           c.stripe_height, c.column_bands, c.depth_slices, c.buffered_weights,
            tuple((held.tensor, held.rows, held.columns) for held in c.buffers))
     cache = sched.target.cascade_stripes if sched.target is not None else {}
     found = cache.get(key)
@@ -221,9 +250,11 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
         writer = next(k for k in range(c.first, c.last) if parts[k].output == t)
         view = lowered[writer].ofm
         b = ROLLING_BASE + 1000 * c.first + len(rolling)
-        ch = shapes[view.buffer][2]  # the whole depth: its writers may each write a slice of it
+        # The whole depth (its writers may each write a slice of it), or one depth slice.
+        ch = held.channels or shapes[view.buffer][2]
         size = held.rows * held.columns * (round16(ch) if view.layout == "NHCWB16" else ch) * view.element_size
-        new_buffers[b] = (size, f"{tensors[t].name} (rolling, {held.rows} rows)", (held.rows, held.columns, ch))
+        held_as = f"{held.channels} channels" if held.channels else f"{held.rows} rows"
+        new_buffers[b] = (size, f"{tensors[t].name} (rolling, {held_as})", (held.rows, held.columns, ch))
         rolling[t] = (b, held.rows, held.columns, ch)
         gone.add(view.buffer)  # the whole buffer it replaces
     # The band's first column of each rolling tensor: where its producer's runs in the
@@ -233,40 +264,67 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
     # first row modulo them): the views are values, so stripes share equal ones.
     rolled: dict[tuple, FeatureMapView] = {}
 
-    def band(view: FeatureMapView, t: int, region: Region) -> FeatureMapView:
+    def band(view: FeatureMapView, t: int, region: Region, channels: tuple[int, int] | None = None
+             ) -> FeatureMapView:
+        """`region` of `view` (of plan tensor `t`), where the cascade keeps it; `channels`: only
+        those of a depth slice."""
         if t not in rolling:
-            return _region(view, region)
+            return _region(view if channels is None else _channels(view, channels), region)
         b, rows, columns, depth = rolling[t]
         r0, r1, c0, c1 = region
         first = first_column[t]
-        key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0)
+        key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0, channels)
         found = rolled.get(key)
         if found is None:
-            first_channel = 0
-            if view.shape[2] != depth:  # a slice of its channels, or a box's (`_source`)
-                first_channel = channel_slice(view, shapes[view.buffer])
-                if first_channel is None:
-                    first_channel = box_origin(view, shapes[view.buffer])[0][2]
-            found = rolled[key] = _rolling_view(view, b, rows, columns, first, region, depth, first_channel)
+            if channels is not None:  # a depth slice, from the buffer's first channel
+                found = _rolling_view(evolve(view, shape=(*view.shape[:2], channels[1] - channels[0])), b, rows,
+                                      columns, first, region, depth)
+            else:
+                first_channel = 0
+                if view.shape[2] != depth:  # a slice of its channels, or a box's (`_source`)
+                    first_channel = channel_slice(view, shapes[view.buffer])
+                    if first_channel is None:
+                        first_channel = box_origin(view, shapes[view.buffer])[0][2]
+                found = _rolling_view(view, b, rows, columns, first, region, depth, first_channel)
+            rolled[key] = found
         return found
 
     # The planner's own run of the cascade: which region each part computes, in order.
-    runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
+    if c.depth_slices > 1:
+        runs = _core.plan_depth_cascade(pg, c.first, c.last, c.depth_slices, target.arch).runs
+    else:
+        runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
     stripes = []
     costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
     copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
     sources = {k: _source(ops[k], lowered[k], parts[k], tensors, shapes) for k in range(c.first, c.last)}
-    for k, region, reads, padding in (r.fields() for r in runs):  # one call per run, not six
+    sliced_sources: dict[tuple[int, int], _Source] = {}  # (part, first channel) -> its slice's weights
+    for k, region, reads, padding, (d0, d1) in (r.fields() for r in runs):  # one call per run, not six
         src = sources[k]
+        channels = None if d1 < 0 else (d0, d1)
+        if channels is not None and src.sop.encoded is not None:
+            if (k, d0) not in sliced_sources:
+                sliced_sources.update(_slice_sources(k, src, c.slice_depth, target))
+            src = sliced_sources[(k, d0)]
         first_column[src.output] = region[2]
         weights = None
         if c.buffered_weights and src.sop.encoded is not None:
             weights = "resident" if k in copied else "copy"
             copied.add(k)
-        stripes.append(_stripe(src, region, reads, padding, band, target, costs, weights,
+        stripes.append(_stripe(src, region, reads, padding, band, target, costs, weights, channels,
                                cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
                                shared_weights=None if weights is None else ("cascade", c.first, k)))
     return _CascadeStripes(stripes, new_buffers, gone, ())
+
+
+def _slice_sources(k: int, src: "_Source", depth: int, target: _Target) -> dict[tuple[int, int], "_Source"]:
+    """`src`'s operation once per slice of `depth` OFM channels, each with that slice's weight
+    and scale streams alone: {(part, first channel): source}. The streams are encoded in slices
+    for the operation's own block depth, as a weight-buffered operation's depth slices are."""
+    sop = src.sop
+    encoded = _encode(sop.lowered, sop.block, sop.part_kernel_first, target.accelerator, depth_step=depth)
+    return {(k, s * depth): src._replace(sop=evolve(sop, encoded=encoded.depth_slice(s), direct_encoded=None))
+            for s in range(len(encoded.slices))}
 
 
 class _Source(NamedTuple):
@@ -297,14 +355,15 @@ def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: A
 
 
 def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
-            weights: str | None = None, **fields) -> ScheduledOperation:
+            weights: str | None = None, channels: tuple[int, int] | None = None, **fields) -> ScheduledOperation:
     """A part's operation on one run of the planner (`StripeRun.fields`: a region of rows and
     columns of its output, the regions it reads and its padding). `weights`: None (read where
     they are stored), "copy" (copied into the cascade's weight buffer first) or "resident"
-    (already there). `fields`: more of the scheduled operation's fields to set."""
+    (already there). `channels`: the OFM channels of a depth slice (None: all). `fields`: more
+    of the scheduled operation's fields to set."""
     r0, r1, c0, c1 = region
     sop, lo = src.sop, src.lowered
-    ofm = band(lo.ofm, src.output, region)
+    ofm = band(lo.ofm, src.output, region, channels)
     views = {}
     padding = lo.registers.get("padding")  # top, left, bottom, right
     padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
@@ -312,7 +371,9 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         # The region the stripe reads, where the cascade keeps it. An operand read whole by
         # every stripe (broadcast along H and W) too: a squeeze-and-excite gate that a part of
         # the cascade makes is in a rolling buffer, and its whole buffer is gone.
-        views[i] = band(src.ifm if i == 0 else lo.ifm2, t, read)
+        v = lo.ifm if i == 0 else lo.ifm2
+        sliced = channels if channels is not None and _reads_channel_slice(lo, v) else None
+        views[i] = band(src.ifm if i == 0 else v, t, read, sliced)
     if "transpose" in lo.registers and src.inputs:
         # A transpose's plane views its (whole) input in its output's shape: the stripe's
         # region of it is the output's (planner._transpose_propagator).
@@ -340,11 +401,12 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
     whole_width = (c0, c1) == (0, src.output_width)
     stripe_lo = evolve(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
                        ofm=ofm, registers=registers,
-                       name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}]")
+                       name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}"
+                            f"{'' if channels is None else f', channels {channels[0]}:{channels[1]}'}]")
     # The block for this stripe as the planner costed it. Most stripes of an operation have the
     # same shapes and padding: the cost is computed once for each (`costs`, per cascade).
     key = (id(lo), stripe_lo.ifm.shape, stripe_lo.ifm2.shape if stripe_lo.ifm2 is not None else None,
-           stripe_lo.ofm.shape, padding, weights)
+           stripe_lo.ofm.shape, padding, weights, id(sop.encoded))
     cost = costs.get(key)
     if cost is None:
         w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0

@@ -50,6 +50,15 @@ class EncodedWeights:
         return (min(r.scale_offset for r in streams),
                 max(max(r.scale_offset + r.scale_length, r.weight_offset + r.weight_length) for r in streams))
 
+    def depth_slice(self, s: int) -> "EncodedWeights":
+        """Depth slice `s`'s streams alone (its bytes, offsets from 0): the weights of an
+        operation computing only that slice's OFM channels (a depth-sliced cascade's)."""
+        start, end = self.span(s)
+        return EncodedWeights(bytes(self.data[start:end]), (tuple(
+            StreamRanges(r.scale_offset - start if r.scale_length else 0, r.scale_length,
+                         r.weight_offset - start if r.weight_length else 0, r.weight_length)
+            for r in self.slices[s]),))
+
     @cached_property
     def largest_span(self) -> int:
         """Bytes of the largest depth slice's streams: what one slot of a double buffer holds.

@@ -236,7 +236,7 @@ class _Lowering:
             except UnsupportedError as e:
                 e.operator = i  # the compiler sends this operator to the CPU and tries again
                 raise
-        self.fused_away = fuse_table_lookups(self)
+        self.fused_away |= fuse_table_lookups(self)
         return self._segment()
 
     def _fold_pads(self) -> None:
@@ -331,6 +331,7 @@ class _Lowering:
             return round16(c) == c or h * w * round16(c) * e <= (h * w * c * e + 15) // 16 * 16
 
         brick = {b for b, ok in whole.items() if ok and b not in cpu_visible and free_padding(b)}
+        brick -= self._overwritten_in_place(brick, cpu_visible)
         for b in brick:
             (h, w, c), dtype = self.natural(b)
             buffers[b] = h * w * round16(c) * ELEMENT_SIZE[dtype]
@@ -342,6 +343,34 @@ class _Lowering:
 
         for op in self.ops:
             op.ifm, op.ifm2, op.ofm = convert(op.ifm), convert(op.ifm2), convert(op.ofm)
+
+    def _overwritten_in_place(self, brick: set[int], cpu_visible: set[int]) -> set[int]:
+        """Buffers of `brick` kept NHWC so that an elementwise OFM can be written over them.
+
+        An elementwise operation whose OFM must stay NHWC (another operation re-views it: a
+        MEAN over H and W reads it as one row) can write it over an operand it reads for the
+        last time only when both are stored alike (`schedule._in_place_elementwise`). Stored as
+        bricks, the operand and the OFM are two buffers at that step: zoo attention_pooling's
+        MUL held its 4 KiB bricks beside its 4 KiB NHWC output, its least SRAM's peak (8,256 B,
+        as Vela's Size). NHWC never takes more bytes than bricks.
+        """
+        last_read: dict[int, int] = {}
+        for k, op in enumerate(self.ops):
+            for v in (op.ifm, op.ifm2):
+                if v is not None:
+                    last_read[v.buffer] = k
+        kept: set[int] = set()
+        for k, op in enumerate(self.ops):
+            out = op.ofm.buffer
+            if op.kind != "elementwise" or out in brick or out in cpu_visible or op.ofm.offset:
+                continue
+            (shape, dtype) = self.natural(out)
+            for v in (op.ifm, op.ifm2):
+                if (v is not None and v.buffer in brick and last_read.get(v.buffer) == k and v.shape == op.ofm.shape
+                        and self.natural(v.buffer) == (shape, dtype)):
+                    kept.add(v.buffer)
+                    break
+        return kept
 
     def _flatten_copies(self) -> None:
         """Stream 1x1 copies of dense NHWC maps 16 channels wide.

@@ -33,6 +33,11 @@ when it allocates it. TFLite resets an int8 variable to its zero point, not to 0
 output state with a non-zero zero point is therefore kept as int16 ``h - zero_point`` (0 is
 the reset value), copied in before the first step and out after the last (exact copies). The
 steps pass the output state through the OFM: step t reads step t-1's slice of it.
+
+A keyword spotter keeps only the last step (a STRIDED_SLICE of it, the LSTM's one reader): the
+slice is folded in (`_last_step_slice`). The steps before the last then write two scratch
+vectors in turn (step t reads step t-1's), the last one writes the slice's output, and the
+whole sequence (49 x 64 bytes in zoo lstm_kws, its least SRAM's peak) is never stored.
 """
 
 from __future__ import annotations
@@ -44,9 +49,10 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..tflite.model import Tensor
+from .lower_movement import slice_boxes
 from .lower_lut import builtin_scale
 from .lowered import (SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation, WeightVolume,
-                      full_range, kernel_record)
+                      dense_strides, full_range, kernel_record)
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, pool_copy
 from .operator_view import OperatorView
@@ -144,6 +150,32 @@ class _Steps:
                        zero_point=b.zero_point if zero_point is None else zero_point)
 
 
+def _last_step_slice(lw: LoweringContext, v: OperatorView, steps: int, time_major: bool) -> tuple[int, int] | None:
+    """(operator, output) of the STRIDED_SLICE or SLICE that is the one reader of the LSTM's
+    output and takes its last time step whole (every batch row and unit, quantized alike), when
+    the sequence is no model output and the slice is lowered in this segment as a copy; else
+    None."""
+    out = v.op.outputs[0]
+    readers = lw.consumers.get(out, [])
+    if out in lw.graph.outputs or len(readers) != 1 or readers[0] not in lw.members or readers[0] in lw.skipped:
+        return None
+    reader = OperatorView(lw.graph, readers[0])
+    if reader.opcode not in ("STRIDED_SLICE", "SLICE") or reader.op.inputs[0] != out:
+        return None
+    try:
+        ((sliced, box),) = slice_boxes(reader)
+    except UnsupportedError:
+        return None
+    time_axis = 0 if time_major else 1  # of the output's (rows, columns, units)
+    last, extent = [0, 0, 0], list(lw.view(out).shape)
+    last[time_axis], extent[time_axis] = steps - 1, 1
+    quantization = lambda t: (_scale(t), _zero_point(t))  # noqa: E731
+    if (box.origin, box.extent, box.step) != (tuple(last), tuple(extent), (1, 1, 1)) \
+            or quantization(lw.graph.tensors[sliced]) != quantization(v.ofm):
+        return None
+    return readers[0], sliced
+
+
 def _gate_scale(ifm_scale: float, weight_scale: float, wide: bool) -> tuple[int, int]:
     """A gate's fully connected rescale, input x weight to Q3.12, as TFLM's LSTM forms it: the
     product of the scales in double (a float32 product moves the 32-bit multiplier's low bits,
@@ -194,8 +226,7 @@ def lower_lstm(lw: LoweringContext, v: OperatorView) -> None:
     time_major = bool(v.options.get("time_major", False))
     state_zp = _zero_point(state_t)
     x = _Steps(lw, op.inputs[INPUT], time_major)
-    y = _Steps(lw, op.outputs[0], time_major)
-    units, batch = y.depth, x.batch
+    units, batch = _Steps(lw, op.outputs[0], time_major).depth, x.batch
     if units != input_weights[0].shape[0] or recurrent_weights[0].shape[1] != units:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {units} output channels for "
                                f"{input_weights[0].shape[0]} cells")
@@ -224,9 +255,10 @@ def lower_lstm(lw: LoweringContext, v: OperatorView) -> None:
     # ratio moved the multiplier's last bits (1611422208 for 1611422231 at 2.03e-5).
     hidden_scale = quantise_scale(Q15_SCALE * Q15_SCALE / _scale(state_t))
     zero_bias = np.zeros(units, np.int64)
+    outputs = _step_outputs(lw, v, ops, steps, time_major, vector, state_zp)
     for t in range(steps):
         x_t = x.at(t)
-        h_prev = previous if t == 0 else y.at(t - 1, zero_point=state_zp)
+        h_prev = previous if t == 0 else outputs[t - 1]
         gates = []
         for k, gate in enumerate(GATES):
             from_input = ops.scratch(f"{gate}_gate_input_{t}", vector, "int16")
@@ -249,7 +281,26 @@ def lower_lstm(lw: LoweringContext, v: OperatorView) -> None:
         squashed = ops.scratch(f"tanh_cell_{t}", vector, "int16")
         ops.pool("AVERAGE", cell, squashed, ofm_scale=builtin_scale(_scale(cell_t), "TANH"),
                  activation=dict(function=TANH_FUNCTION, clip_range=0, min=-32768, max=32767))
-        ops.elementwise("MUL", output_gate, squashed, y.at(t, zero_point=state_zp), ofm_scale=hidden_scale)
+        ops.elementwise("MUL", output_gate, squashed, outputs[t], ofm_scale=hidden_scale)
     # The last step's output is the next inference's state.
-    last = y.at(steps - 1, zero_point=state_zp)
-    pool_copy(lw, v.index, f"{v.index}:{v.opcode}(save output state)", last, store, requantize=False)
+    pool_copy(lw, v.index, f"{v.index}:{v.opcode}(save output state)", outputs[-1], store, requantize=False)
+
+
+def _step_outputs(lw: LoweringContext, v: OperatorView, ops: OperationBuilder, steps: int, time_major: bool,
+                  vector: tuple[int, int, int], state_zp: int) -> list[FeatureMapView]:
+    """Where each time step writes its output: its place in the output sequence, or with the
+    last-step slice folded in (`_last_step_slice`), two scratch vectors in turn and the slice's
+    output for the last step (the sequence itself is then no buffer)."""
+    out = v.op.outputs[0]
+    folded = _last_step_slice(lw, v, steps, time_major) if lw.buffer(out) == out else None
+    if folded is None:
+        y = _Steps(lw, out, time_major)
+        return [y.at(t, zero_point=state_zp) for t in range(steps)]
+    reader, sliced = folded
+    lw.skipped.add(reader)
+    lw.fused_away.add(out)
+    dst = lw.view(sliced)  # the same elements in the same order as a step's (1, batch, units)
+    last = replace(dst, shape=vector, strides=dense_strides(vector, dst.element_size), zero_point=state_zp)
+    turns = [ops.scratch(f"output_{k}", vector, dst.dtype, zero_point=state_zp, scale=dst.scale)
+             for k in range(min(steps - 1, 2))]
+    return [turns[t % 2] for t in range(steps - 1)] + [last]

@@ -51,6 +51,7 @@ class LoweringContext(Protocol):
     # tensor -> (concatenation output, axis in H/W/C, start along it).
     slices: dict[int, tuple[int, int, int]]
     subviews: dict[int, Box]  # slicing outputs read in place: tensor -> its box of the sliced tensor
+    fused_away: set[int]  # buffers no operation writes or reads: their operator folded into another's
     # Where a rule trades scratch SRAM for cycles (BATCH_MATMUL's products), take the least
     # scratch: the lowering of a model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
     least_scratch: bool

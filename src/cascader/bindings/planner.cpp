@@ -84,6 +84,7 @@ void bind_planner(py::module_& m) {
       .def_readwrite("output", &Part::output)
       .def_readwrite("stripable", &Part::stripable)
       .def_readwrite("alignment", &Part::alignment)
+      .def_readwrite("channel_sliceable", &Part::channel_sliceable)
       .def_readwrite("bufferable", &Part::bufferable)
       .def_readwrite("buffered_cycles", &Part::buffered_cycles)
       .def_readwrite("buffered_bytes", &Part::buffered_bytes)
@@ -106,26 +107,32 @@ void bind_planner(py::module_& m) {
       .def_readonly("end", &StripeRun::end)
       .def_readonly("column_begin", &StripeRun::column_begin)
       .def_readonly("column_end", &StripeRun::column_end)
+      .def_readonly("channel_begin", &StripeRun::channel_begin)
+      .def_readonly("channel_end", &StripeRun::channel_end)
       .def_property_readonly("inputs", &run_inputs)
       .def_property_readonly("padding", &run_padding)
       .def(
           "fields",
           [](const StripeRun& r) {
             return py::make_tuple(r.part, py::make_tuple(r.begin, r.end, r.column_begin, r.column_end), run_inputs(r),
-                                  run_padding(r));
+                                  run_padding(r), py::make_tuple(r.channel_begin, r.channel_end));
           },
-          "(part, (begin, end, column_begin, column_end), inputs, padding) in one call");
+          "(part, (begin, end, column_begin, column_end), inputs, padding, (channel_begin, channel_end)) in one "
+          "call");
   py::class_<RollingBuffer>(m, "RollingBuffer")
       .def_readonly("tensor", &RollingBuffer::tensor)
       .def_readonly("rows", &RollingBuffer::rows)
       .def_readonly("columns", &RollingBuffer::columns)
-      .def_readonly("bytes", &RollingBuffer::bytes);
+      .def_readonly("bytes", &RollingBuffer::bytes)
+      .def_readonly("channels", &RollingBuffer::channels);
   py::class_<CascadePlan>(m, "CascadePlan")
       .def_readonly("first", &CascadePlan::first)
       .def_readonly("last", &CascadePlan::last)
       .def_readonly("stripe_height", &CascadePlan::stripe_height)
       .def_readonly("stripes", &CascadePlan::stripes)
       .def_readonly("column_bands", &CascadePlan::column_bands)
+      .def_readonly("depth_slices", &CascadePlan::depth_slices)
+      .def_readonly("slice_depth", &CascadePlan::slice_depth)
       .def_readonly("buffer_bytes", &CascadePlan::buffer_bytes)
       .def_readonly("buffered_weights", &CascadePlan::buffered_weights)
       .def_readonly("weight_buffer_bytes", &CascadePlan::weight_buffer_bytes)
@@ -164,7 +171,8 @@ void bind_planner(py::module_& m) {
       .def_readwrite("max_cascade_parts", &ProposalOptions::max_cascade_parts)
       .def_readwrite("stripe_heights", &ProposalOptions::stripe_heights)
       .def_readwrite("max_proposals", &ProposalOptions::max_proposals)
-      .def_readwrite("column_bands", &ProposalOptions::column_bands);
+      .def_readwrite("column_bands", &ProposalOptions::column_bands)
+      .def_readwrite("depth_slices", &ProposalOptions::depth_slices);
   py::class_<Proposal>(m, "Proposal")
       .def(py::init([](std::vector<CascadePlan> cascades, int64_t memory, double cycles) {
              return Proposal{std::move(cascades), memory, cycles};
@@ -181,6 +189,13 @@ void bind_planner(py::module_& m) {
     return plan_cascade(g, g.uses(), first, last, stripe_height, coster, buffer_weights, runs, column_bands);
   }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("stripe_height"), py::arg("arch"),
         py::arg("buffer_weights") = false, py::arg("column_bands") = 1, py::arg("runs") = true);
+  m.def("plan_depth_cascade", [](const PlanGraph& g, int first, int last, int depth_slices, const ArchConfig& arch,
+                                 bool runs) {
+    StripeCoster coster(g, arch);
+    return plan_depth_cascade(g, g.uses(), first, last, depth_slices, coster, runs);
+  }, py::arg("graph"), py::arg("first"), py::arg("last"), py::arg("depth_slices"), py::arg("arch"),
+        py::arg("runs") = true);
+  m.def("channel_local", &channel_local, py::arg("propagator"));
   m.def("plan_cascades", [](const PlanGraph& g, int first_lo, int first_hi, int last, int stripe_height,
                             const ArchConfig& arch, bool buffer_weights, int column_bands) {
     StripeCoster coster(g, arch);

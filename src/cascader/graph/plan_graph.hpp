@@ -47,6 +47,10 @@ struct Part {
   // (an upscaling operation: a stripe of a 2x nearest resize starts at an even row, where an
   // input row's first copy lands). A sink's stripes and column bands must be multiples of it.
   int alignment = 1;
+  // The part can compute a slice of its output channels alone, whole in H and W (a depth-sliced
+  // cascade, plan_depth_cascade): an operation whose output is its buffer whole and that reads no
+  // constant map the slice would have to narrow (a convolution's weights are sliced with it).
+  bool channel_sliceable = false;
   // A part run alone may copy its weights into SRAM first. When the scheduler has already
   // chosen how (cascader.planner sets these from the scheduled operation: one buffer, or depth
   // slices double-buffered), a plan takes that cost and those bytes as they are, so the plan

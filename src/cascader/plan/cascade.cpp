@@ -13,6 +13,8 @@ namespace cascader {
 namespace {
 
 constexpr int H = 1, W = 2;  // the striped axes
+constexpr int C = 3;         // the sliced axis of a depth-sliced cascade
+constexpr int64_t kSliceGranule = 16;  // channels: a brick's depth, so every slice starts on one
 
 Box region_box(const PlanTensor& t, int64_t begin, int64_t end, int64_t column_begin, int64_t column_end) {
   Box b;
@@ -245,6 +247,7 @@ std::string CascadePlan::repr() const {
     s << stripes << " stripes of " << stripe_height << " rows";
     if (column_bands > 1) s << " x " << column_bands << " column bands";
   }
+  if (depth_slices > 1) s << ", " << depth_slices << " depth slices of " << slice_depth << " channels";
   s << ", " << buffer_bytes << " B rolling";
   if (staircase_tensor >= 0) s << ", over tensor " << staircase_tensor << " " << staircase_shift << " B below";
   if (buffered_weights) s << ", " << weight_buffer_bytes << " B of weights buffered";
@@ -335,6 +338,129 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     }
     if (is_window(op.type)) op.padding = pad;
   });
+}
+
+double StripeCoster::cost_channels(int k, int64_t channels) {
+  const Part& p = graph_.parts[size_t(k)];
+  const PlanTensor& out = graph_.tensors[size_t(p.output)];
+  const int64_t depth = std::max<int64_t>(out.shape[C], 1);
+  // Keyed apart from cost()'s regions: a negative row count names a channel slice.
+  const Key key{k, -channels, 0, 0, 0, 0, 0, int(Weights::InPlace)};
+  if (const double* hit = cache_.find(key)) return *hit;
+  NpuOp op = p.op;
+  op.ofm.shape.c = int(channels);
+  const size_t inputs = std::min<size_t>(p.inputs.size(), p.op.ifm2 ? 2 : 1);
+  for (size_t i = 0; i < inputs; ++i) {
+    if (!channel_local(p.propagators[i])) continue;
+    FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
+    fm.shape.c = int(channels);
+  }
+  // Streams are per output channel: a slice's share of them, rounded up.
+  op.weight_bytes = (p.op.weight_bytes * channels + depth - 1) / depth;
+  op.scale_bytes = (p.op.scale_bytes * channels + depth - 1) / depth;
+  return cache_.insert(key, estimate(op, arch_, blocks_).total_cycles);
+}
+
+bool channel_local(const Propagator& p) {
+  const AxisMap& m = p.axes[size_t(C)];
+  return m.scale == 1 && m.extent_bias == 0 && m.offset_bias == 0 && m.divisor == 1;
+}
+
+bool depth_sliceable(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last) {
+  if (last - first < 2) return false;
+  // The first part reads every channel of an input (a convolution's weights and full-width
+  // rows): a cascade of channel-by-channel parts only stripes as well by rows and columns,
+  // and sliced ties them in the planner's bound while laying out in more (zoo transformer_block's
+  // elementwise chains: 4,688 B against 4,624).
+  const Part& head = graph.parts[size_t(first)];
+  if (std::all_of(head.propagators.begin(), head.propagators.end(), channel_local)) return false;
+  const Part& sink_part = graph.parts[size_t(last - 1)];
+  const int64_t depth = graph.tensors[size_t(sink_part.output)].shape[C];
+  if (depth <= kSliceGranule || uses.producers[size_t(sink_part.output)].size() != 1) return false;
+  for (int k = first; k < last; ++k) {
+    const Part& p = graph.parts[size_t(k)];
+    if (!p.channel_sliceable) return false;
+    if (k == last - 1) break;
+    const int t = p.output;
+    const PlanTensor& tensor = graph.tensors[size_t(t)];
+    const auto& cons = uses.consumers[size_t(t)];
+    if (!tensor.cascadable || uses.producers[size_t(t)].size() != 1 || tensor.shape[C] != depth ||
+        uses.last[size_t(t)] >= last || std::any_of(cons.begin(), cons.end(), [&](int c) { return c <= k || c >= last; })) {
+      return false;
+    }
+  }
+  // The internal tensors are the outputs of parts first .. last - 2 (each written once).
+  for (int k = first + 1; k < last; ++k) {
+    const Part& p = graph.parts[size_t(k)];
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const auto& prod = uses.producers[size_t(p.inputs[i])];
+      const bool internal = !prod.empty() && prod.front() >= first && prod.front() < last - 1;
+      if (internal && !channel_local(p.propagators[i])) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<CascadePlan> plan_depth_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first,
+                                              int last, int depth_slices, StripeCoster& coster, bool record_runs) {
+  if (first < 0 || last > int(graph.parts.size()) || first >= last || depth_slices < 1) {
+    throw InvalidArgument("plan_depth_cascade: parts [first, last) must be a non-empty range and depth_slices >= 1");
+  }
+  if (depth_slices < 2 || !depth_sliceable(graph, uses, first, last)) return std::nullopt;
+  const PlanTensor& sink = graph.tensors[size_t(graph.parts[size_t(last - 1)].output)];
+  const int64_t depth = sink.shape[C];
+  const int64_t slice = (depth + depth_slices - 1) / depth_slices;
+  const int64_t slice_depth = (slice + kSliceGranule - 1) / kSliceGranule * kSliceGranule;
+  // Another count of slices of the same depth is that count's cascade, not this one.
+  if ((depth + slice_depth - 1) / slice_depth != depth_slices) return std::nullopt;
+  // A part whose weights are encoded for a fixed OFM block depth computes whole blocks of it,
+  // in the last (shallower) slice too.
+  const int64_t last_slice = depth - (depth_slices - 1) * slice_depth;
+  for (int k = first; k < last; ++k) {
+    const int block = graph.parts[size_t(k)].op.block_depth;
+    if (block > 0 && (slice_depth % block != 0 || last_slice % block != 0)) return std::nullopt;
+  }
+  CascadePlan plan;
+  plan.first = first;
+  plan.last = last;
+  plan.stripe_height = int(sink.shape[H]);
+  plan.stripes = 1;
+  plan.depth_slices = depth_slices;
+  plan.slice_depth = slice_depth;
+  for (int s = 0; s < depth_slices; ++s) {
+    const int64_t c0 = s * slice_depth, c1 = std::min(depth, c0 + slice_depth);
+    for (int k = first; k < last; ++k) {
+      try {
+        plan.cycles += coster.cost_channels(k, c1 - c0);
+      } catch (const InvalidArgument&) {
+        return std::nullopt;  // the part has no block config for a slice this deep
+      }
+      ++plan.operations;
+      if (record_runs) {
+        const PlanTensor& out = graph.tensors[size_t(graph.parts[size_t(k)].output)];
+        const RowsColumns whole{0, out.shape[H], 0, out.shape[W]};
+        StripeRun run{k, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, k, whole)};
+        run.channel_begin = c0;
+        run.channel_end = c1;
+        plan.runs.push_back(run);
+      }
+    }
+  }
+  for (int k = first; k + 1 < last; ++k) {
+    const int t = graph.parts[size_t(k)].output;
+    const PlanTensor& tensor = graph.tensors[size_t(t)];
+    const int64_t elements = std::max<int64_t>(tensor.shape[H] * tensor.shape[W], 1);
+    // Bytes per element of the tensor's own layout: a slice of 16-channel multiples takes as
+    // many bytes as NHWC or as bricks.
+    const int64_t element_bytes = std::max<int64_t>(tensor.bytes / elements / std::max<int64_t>(depth, 1), 1);
+    const int64_t bytes = (elements * slice_depth * element_bytes + 15) / 16 * 16;
+    RollingBuffer buffer{t, tensor.shape[H], tensor.shape[W], bytes, slice_depth};
+    plan.buffers.push_back(buffer);
+    plan.buffer_bytes += bytes;
+  }
+  std::sort(plan.buffers.begin(), plan.buffers.end(),
+            [](const RollingBuffer& a, const RollingBuffer& b) { return a.tensor < b.tensor; });
+  return plan;
 }
 
 namespace {

@@ -17,6 +17,13 @@
 // accounts for them. The sink may be written over an input that dies in the cascade, as a
 // staircase (memory/staircase.hpp): rows bands of one column band only, since every band reads
 // the input from its top again.
+//
+// Depth slices split the channels instead (plan_depth_cascade): every part runs whole in H and W
+// once per slice of the sink's channels, its first part reading its inputs' every channel (a 1x1
+// convolution computing a slice of its output channels from its weights' slice) and every later
+// part channel by channel (depthwise, pooling, elementwise). Internal tensors then hold one slice
+// of channels over all their rows and columns: a 1x1 convolution widening into a global pool
+// holds 16 of its channels at a time, where row stripes cannot help (the pool reads every row).
 #pragma once
 
 #include <array>
@@ -58,6 +65,9 @@ struct StripeRun {
   int64_t begin = 0, end = 0;
   int64_t column_begin = 0, column_end = 0;
   StripeInputs inputs;
+  // Output channels [channel_begin, channel_end) in a depth-sliced cascade (channel_end -1:
+  // all); its inputs read through a channel-local propagator are those same channels.
+  int64_t channel_begin = 0, channel_end = -1;
 };
 
 // An internal tensor's rolling buffer: `rows` x `columns` of the tensor's elements.
@@ -65,6 +75,7 @@ struct RollingBuffer {
   int tensor = 0;
   int64_t rows = 0, columns = 0;
   int64_t bytes = 0;  // as the planner counts it: the tensor's bytes per element, rounded up to 16
+  int64_t channels = 0;  // channels held: one depth slice of a depth-sliced cascade (0: all)
 };
 
 struct CascadePlan {
@@ -72,6 +83,10 @@ struct CascadePlan {
   int stripe_height = 0;      // sink rows per stripe (its height: one stripe)
   int stripes = 0;
   int column_bands = 1;       // the sink's columns in this many bands, each a pass over all stripes
+  // The sink's channels in this many slices of `slice_depth` (the last may be shallower), each
+  // a pass over every part whole in H and W (plan_depth_cascade); 1: all channels at once.
+  int depth_slices = 1;
+  int64_t slice_depth = 0;
   int64_t buffer_bytes = 0;   // rolling buffers of the internal tensors
   // With buffered weights: every part's weight and scale streams are copied into one SRAM
   // buffer when the part first runs and read from there by every later stripe.
@@ -98,6 +113,10 @@ class StripeCoster {
   // -1: all); the inputs' regions and edge padding follow from the propagators.
   double cost(int k, int64_t begin, int64_t end, Weights weights = Weights::InPlace, int64_t column_begin = 0,
               int64_t column_end = -1);
+  // Part `k` whole in H and W on `channels` of its output channels, weights in place: its
+  // weight and scale streams that slice's share, every input a channel-local propagator reads
+  // as deep as the slice.
+  double cost_channels(int k, int64_t channels);
 
  private:
   const PlanGraph& graph_;
@@ -120,6 +139,29 @@ class StripeCoster {
 std::optional<CascadePlan> plan_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last,
                                         int stripe_height, StripeCoster& coster, bool buffer_weights = false,
                                         bool record_runs = false, int column_bands = 1);
+
+// Whether a propagator maps every channel to that same channel (depthwise, pooling, an
+// elementwise operand as deep as the output).
+bool channel_local(const Propagator& p);
+
+// Whether parts [first, last) can run as a depth-sliced cascade (plan_depth_cascade's
+// conditions on the graph alone). O(parts in it x their inputs).
+bool depth_sliceable(const PlanGraph& graph, const PlanGraph::Uses& uses, int first, int last);
+
+// The cascade of parts [first, last) run `depth_slices` times, once per slice of the sink's
+// channels (16-channel multiples, all but the last as deep), every part whole in H and W; or
+// nullopt when it cannot: fewer than two parts, a first part that reads every input channel
+// by channel (nothing to gain over rows), a part not `Part::channel_sliceable`, an
+// internal tensor (the outputs of all parts but the sink) that is not cascadable, escapes
+// the cascade, has several writers, is not as deep as the sink, or is read through a
+// propagator that is not channel-local, or when that many slices of 16-channel multiples do
+// not make the sink's depth or are not whole blocks of a part's fixed OFM block depth (its
+// weights are encoded for that block depth), or when a part has no block config for a slice.
+// Its internal tensors are buffers of one slice over all rows and
+// columns; its weights are read in place (each slice reads its own streams). O(parts x slices).
+std::optional<CascadePlan> plan_depth_cascade(const PlanGraph& graph, const PlanGraph::Uses& uses, int first,
+                                              int last, int depth_slices, StripeCoster& coster,
+                                              bool record_runs = false);
 
 // plan_cascade for every first part in [first_lo, first_hi] (first_hi < last) at once: element
 // first - first_lo. The cascades share their sink, and a part's stripes propagate back from it

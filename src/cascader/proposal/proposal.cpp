@@ -16,7 +16,7 @@ namespace cascader {
 
 std::string Proposal::repr() const {
   int cascaded = 0;
-  for (const CascadePlan& c : cascades) cascaded += c.last - c.first > 1 && c.stripes > 1;
+  for (const CascadePlan& c : cascades) cascaded += c.last - c.first > 1 && (c.stripes > 1 || c.depth_slices > 1);
   std::ostringstream s;
   s << "Proposal(" << cascades.size() << " groups, " << cascaded << " cascaded; " << memory << " B, "
     << static_cast<int64_t>(cycles) << " cycles)";
@@ -84,6 +84,7 @@ struct Variant {
   int stripe_height;
   bool buffer_weights;
   int column_bands;
+  int depth_slices = 1;  // > 1: a depth-sliced cascade (plan_depth_cascade), every part whole in H and W
 };
 
 // Every stripe height and column banding with the weights read where they live; a part run
@@ -148,9 +149,11 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
                                          const ProposalOptions& options) {
   graph.validate();
   if (options.max_cascade_parts < 1 || options.max_proposals < 2 || options.column_bands.empty() ||
-      *std::min_element(options.column_bands.begin(), options.column_bands.end()) < 1) {
+      *std::min_element(options.column_bands.begin(), options.column_bands.end()) < 1 ||
+      std::any_of(options.depth_slices.begin(), options.depth_slices.end(), [](int d) { return d < 1; })) {
     throw InvalidArgument(
-        "generate_proposals: max_cascade_parts must be >= 1, max_proposals >= 2 and column_bands positive");
+        "generate_proposals: max_cascade_parts must be >= 1, max_proposals >= 2, column_bands and depth_slices "
+        "positive");
   }
   const int n = int(graph.parts.size());
   if (n == 0) return {Proposal{}};
@@ -195,6 +198,15 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
         g.first_hi = i;
         g.members.push_back(candidates.size() - 1);
       }
+      // Depth-sliced cascades: each its own group (no simulation to share), and only where the
+      // graph allows one (most ranges have a convolution reading an internal tensor).
+      if (j - i > 1 && !options.depth_slices.empty() && depth_sliceable(graph, uses, i, j)) {
+        for (int d : options.depth_slices) {
+          if (d < 2) continue;
+          candidates.push_back({i, j, Variant{int(height), false, 1, d}});
+          groups.push_back(Group{i, i, j, candidates.back().variant, {candidates.size() - 1}});
+        }
+      }
     }
   }
   struct Planned {
@@ -215,8 +227,11 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
     for (size_t g = begin; g < end; ++g) {
       const Group& group = groups[g];
       std::vector<std::optional<CascadePlan>> plans =
-          plan_cascades(graph, uses, group.first_lo, group.first_hi, group.last, group.variant.stripe_height,
-                        *costers[worker], group.variant.buffer_weights, group.variant.column_bands);
+          group.variant.depth_slices > 1
+              ? std::vector<std::optional<CascadePlan>>{plan_depth_cascade(
+                    graph, uses, group.first_lo, group.last, group.variant.depth_slices, *costers[worker])}
+              : plan_cascades(graph, uses, group.first_lo, group.first_hi, group.last, group.variant.stripe_height,
+                              *costers[worker], group.variant.buffer_weights, group.variant.column_bands);
       for (size_t k = 0; k < plans.size(); ++k) {
         Planned& out = planned[group.members[k]];
         out.plan = std::move(plans[k]);
@@ -292,7 +307,7 @@ std::vector<Proposal> without_weight_buffers(const PlanGraph& graph, const ArchC
   const PlanGraph::Uses uses = graph.uses();
   StripeCoster coster(graph, arch);
   // Proposals share most of their cascades: each is planned once.
-  using Key = std::tuple<int, int, int, int>;  // first, last, stripe height, column bands
+  using Key = std::tuple<int, int, int, int, int>;  // first, last, stripe height, column bands, depth slices
   std::map<Key, std::optional<std::pair<CascadePlan, int64_t>>> planned;
   std::vector<Proposal> out;
   for (const Proposal& p : proposals) {
@@ -302,7 +317,7 @@ std::vector<Proposal> without_weight_buffers(const PlanGraph& graph, const ArchC
     Proposal lean;
     bool complete = true;
     for (const CascadePlan& c : p.cascades) {
-      const Key key{c.first, c.last, c.stripe_height, c.column_bands};
+      const Key key{c.first, c.last, c.stripe_height, c.column_bands, c.depth_slices};
       auto it = planned.find(key);
       if (it == planned.end()) {
         std::optional<CascadePlan> plan =

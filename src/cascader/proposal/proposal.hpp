@@ -29,6 +29,8 @@ struct ProposalOptions {
   int max_cascade_parts = 12;
   std::vector<int> stripe_heights{1, 2, 4, 8};  // see cascader.planner.PlanOptions
   std::vector<int> column_bands{1, 2, 4};
+  // Depth-sliced cascades (plan_depth_cascade) of these many slices (none: only rows and columns).
+  std::vector<int> depth_slices{2, 4, 8};
   size_t max_proposals = 48;  // frontier points kept per prefix (thinned, ends and knees kept)
 };
 
