@@ -5,9 +5,10 @@ The encoder is in C++ (`emit/weight_encoder`); this module only shapes the argum
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -26,12 +27,49 @@ class StreamRanges:
     weight_length: int
 
 
-@dataclass(frozen=True)
 class EncodedWeights:
-    """An operation's encoded constants: per OFM-depth slice, per core, scales then weights."""
+    """An operation's encoded constants: per OFM-depth slice, per core, scales then weights.
 
-    data: bytes
-    slices: tuple[tuple[StreamRanges, ...], ...]
+    Made with every stream's place and length (`slices`, `size`); the bytes (`data`) are
+    written on first use, once (`write_all` writes many on every core). The planner reads
+    the sizes of every encoding it tries; a binary needs the bytes of those it emits only.
+    Until written, it holds the weights' codes (2 bytes a weight) in the core.
+    """
+
+    def __init__(self, planned: "_core.PlannedWeights") -> None:
+        self._planned = planned
+        self._data: bytes | None = None
+        self.size: int = planned.size  # bytes of `data`
+        self.slices: tuple[tuple[StreamRanges, ...], ...] = tuple(
+            tuple(StreamRanges(*r) for r in streams) for streams in planned.slices)
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            # Set before the plan is dropped: a thread that finds no plan finds the data.
+            planned = self._planned
+            self._data = planned.write() if planned is not None else self._data
+            self._planned = None  # its codes are no longer needed
+        return self._data
+
+    @property
+    def written(self) -> bool:
+        return self._data is not None
+
+    def __getstate__(self) -> dict:
+        # The plan is a core object, which does not pickle: the data goes instead.
+        return {**self.__dict__, "_data": self.data, "_planned": None}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EncodedWeights):
+            return NotImplemented
+        return self.size == other.size and self.slices == other.slices and self.data == other.data
+
+    def __hash__(self) -> int:
+        return hash((self.size, self.slices))
+
+    def __repr__(self) -> str:
+        return f"EncodedWeights({self.size:,} B, {len(self.slices)} depth slices)"
 
     @property
     def weight_bytes(self) -> int:
@@ -52,6 +90,20 @@ class EncodedWeights:
         """Bytes of the largest depth slice's streams: what one slot of a double buffer holds.
         Cached: the memory planner asks for it per operation of every schedule it lays out."""
         return max(end - start for start, end in (self.span(s) for s in range(len(self.slices))))
+
+
+def write_all(encodings: Iterable[EncodedWeights]) -> None:
+    """Write the data of every encoding not yet written, on every core (the writer releases
+    the GIL): an emission's streams, before it reads them one by one."""
+    pending = list({id(e): e for e in encodings if not e.written}.values())
+    workers = min(_core.core_count(), len(pending))
+    if workers < 2:
+        for e in pending:
+            e.data
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for _ in pool.map(lambda e: e.data, pending):
+            pass
 
 
 def encode_weights(
@@ -97,9 +149,8 @@ def encode_weights(
         raise InvalidArgumentError(f"weights must be OHWI (4 dimensions), got shape {w.shape}")
     zp = np.broadcast_to(np.asarray(zero_points, dtype=np.int64).reshape(-1), (w.shape[0],))
     # Weights go as they are (int8/uint8 as a model stores them): the core widens them.
-    data, slices = _core.encode_operation_weights(
+    return EncodedWeights(_core.plan_operation_weights(
         w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),
         int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]), int(dilation[1]),
         acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores, int(depth_step or 0),
-    )
-    return EncodedWeights(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices))
+    ))
