@@ -180,8 +180,11 @@ Plan choose_plan(Codes codes) {
     if (all[static_cast<size_t>(c)]) by_count[static_cast<size_t>(distinct_all++)] = c;
   }
   // Ties broken by the code itself: the order of a stable sort of the codes by count, without
-  // the buffer a stable sort allocates (once per slice plan).
-  std::sort(by_count.begin(), by_count.begin() + distinct_all, [&](int a, int b) {
+  // the buffer a stable sort allocates (once per slice plan). Only the first kMaxPalette + 1 are
+  // put in order (a palette's ranks; code 0 may drop out of them with zero runs): past a
+  // palette, a plan reads the codes as a set (their extremes, their summed bits).
+  const int ranked = std::min(distinct_all, kMaxPalette + 1);
+  std::partial_sort(by_count.begin(), by_count.begin() + ranked, by_count.begin() + distinct_all, [&](int a, int b) {
     const int64_t ca = all[static_cast<size_t>(a)], cb = all[static_cast<size_t>(b)];
     return ca != cb ? ca > cb : a < b;
   });
