@@ -4,6 +4,8 @@ codec decoding our streams, our streams never larger than Vela's, and whole oper
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from cascader import InvalidArgumentError, _core
 from cascader.emit import encode_weights
+from cascader.emit.weights import write_all
 
 mlw_codec = pytest.importorskip("ethosu.mlw_codec")
 
@@ -140,3 +143,95 @@ def test_bad_inputs():
         encode_weights(w, 0, [2**40, 0], [1, 1], [0, 0], depthwise=False, part_kernel_first=False, ofm_block_depth=8)
     with pytest.raises(InvalidArgumentError):
         encode_weights(w, 0, [0], [1], [0], depthwise=False, part_kernel_first=False, ofm_block_depth=8)
+
+
+@st.composite
+def operations(draw):
+    """An operation's weights and encoding settings: shapes from one channel to streams of
+    several 32768-value slices, every value style of `value_streams`."""
+    depthwise = draw(st.booleans())
+    ofm = draw(st.integers(1, 48))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    ifm = 1 if depthwise else draw(st.sampled_from([1, 3, 8, 24, 200, 900]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    style = draw(st.sampled_from(["uniform", "sparse", "narrow", "zeros", "extremes"]))
+    shape = (ofm, kh, kw, ifm)
+    if style == "uniform":
+        w = rng.integers(-127, 128, shape)
+    elif style == "sparse":
+        w = rng.integers(-127, 128, shape) * (rng.random(shape) < 0.1)
+    elif style == "narrow":
+        w = rng.choice(np.array([-7, -1, 0, 3, 12, 100]), shape)
+    elif style == "zeros":
+        w = np.zeros(shape, np.int64)
+    else:
+        w = rng.choice(np.array([-127, 127, 0]), shape)
+    zp = rng.integers(-128, 128, ofm) if style == "extremes" else np.zeros(ofm, np.int64)
+    kw_ = dict(depthwise=depthwise, part_kernel_first=not depthwise and draw(st.booleans()),
+               ofm_block_depth=draw(st.sampled_from([8, 16, 32])),
+               accelerator=draw(st.sampled_from(["ethos-u55-32", "ethos-u55-128", "ethos-u65-512"])),
+               depth_step=draw(st.sampled_from([None, 16, 32])))
+    args = (w.astype(np.int8 if style != "extremes" else np.int16) + 0, zp, rng.integers(-1000, 1000, ofm),
+            rng.integers(2**30, 2**31, ofm), rng.integers(20, 40, ofm))
+    return args, kw_
+
+
+@settings(max_examples=40, deadline=None)
+@given(operations())
+def test_planned_sizes_are_the_written_streams(operation):
+    """The sizes an encoding is planned with (the planner's, before any bit is written) are
+    those of the streams written: the data is as long, every weight stream at its range is
+    the stream of its values alone, and the gaps are zeros."""
+    args, kw = operation
+    e = encode_weights(*args, **kw)
+    assert not e.written
+    planned = (e.size, e.slices)
+    data = e.data
+    assert (e.size, e.slices) == planned and len(data) == e.size
+    covered = np.zeros(len(data), bool)
+    for streams in e.slices:
+        for r in streams:
+            if not r.weight_length:  # a core without channels in this slice
+                continue
+            stream = data[r.weight_offset: r.weight_offset + r.weight_length]
+            values = _core.decode_weight_stream(stream)
+            # The stream of the same values written alone (its length not planned ahead).
+            assert _core.encode_weight_stream(values) == stream
+            covered[r.scale_offset: r.scale_offset + r.scale_length] = True
+            covered[r.weight_offset: r.weight_offset + r.weight_length] = True
+    assert not np.frombuffer(data, np.uint8)[~covered].any()
+
+
+def test_data_is_written_once_on_first_use():
+    rng = np.random.default_rng(5)
+    args = (rng.integers(-127, 128, (32, 3, 3, 16)), 0, [0] * 32, [2**30] * 32, [30] * 32)
+    kw = dict(depthwise=False, part_kernel_first=False, ofm_block_depth=16, depth_step=16)
+    e, f = encode_weights(*args, **kw), encode_weights(*args, **kw)
+    assert not e.written and e.largest_span > 0 and e.weight_bytes > 0 and not e.written  # sizes write nothing
+    first = e.data
+    assert e.written and e.data is first
+    write_all([f, f, e])
+    assert f.written and f.data == first and f == e
+    copy = pickle.loads(pickle.dumps(encode_weights(*args, **kw)))  # the data crosses, not the plan
+    assert copy.written and copy.data == first and copy.slices == e.slices
+
+
+def test_a_schedule_writes_no_stream_and_its_emission_every_one():
+    """The schedule stage makes only the streams' sizes (what the planner reads); emitting a
+    binary writes the streams it holds, into its flash image."""
+    from cascader import zoo
+    from cascader.allocation import allocate
+    from cascader.emit.binary import emit
+    from cascader.lowering import lower
+    from cascader.scheduling import schedule
+
+    model = zoo.resnet8()
+    part, segments = lower(model)
+    sched = schedule(part, segments, "ethos-u55-128")
+    encoded = [sop.encoded for sop in sched.operations if sop.encoded is not None]
+    assert encoded and not any(e.written for e in encoded)
+    allocated = allocate(sched, part, None, reslice=True)
+    emitted = emit(allocated, "ethos-u55-128")
+    assert all(sop.encoded.written for sop in allocated[0].operations if sop.encoded is not None)
+    flash = emitted.flash.data
+    assert all(sop.encoded.data in flash for sop in allocated[0].operations if sop.encoded is not None)

@@ -9,7 +9,8 @@ and the report cannot disagree.
 
 Weights are encoded here, not at emission: the encoded size is what the cycle model and the
 memory planner (a weight buffer's size) need, and it depends only on the block config and the
-traversal, never on an address.
+traversal, never on an address. Only the sizes are made here; a stream's bytes are written
+when a binary emits it (`EncodedWeights.data`).
 """
 
 from __future__ import annotations
@@ -347,7 +348,7 @@ def weight_buffer_bytes(sop: "ScheduledOperation") -> int:
     """SRAM a buffered operation's weights take: the whole streams, or for depth slices one
     slot (two are in flight while it runs, one before: see second_slot_key)."""
     if not sop.depth_step:
-        return len(sop.encoded.data)
+        return sop.encoded.size
     return sop.encoded.largest_span
 
 

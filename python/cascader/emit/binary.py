@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .program import FlashImage, RecordTemplates, emit_segment
+from .weights import write_all
 from ..schedule import SegmentSchedule
 
 
@@ -26,6 +27,8 @@ def emit(allocated: tuple, accelerator: str, templates: RecordTemplates | None =
     sched, _, placement, _ = allocated
     flash, segments = FlashImage(), []
     templates = templates or RecordTemplates()
+    # The weight streams are written now, on every core (the schedule made only their sizes).
+    write_all(sop.encoded for sop in sched.operations if sop.encoded is not None)
     first = 0  # the position of the segment's first operation in the whole schedule
     for seg in sched.segments:
         ops, words = emit_segment(seg, first, placement, flash, accelerator, templates)

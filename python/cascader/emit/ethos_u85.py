@@ -115,7 +115,7 @@ def encode_weights(op: LoweredOperation, block: tuple[int, int, int], part_kerne
         np.asarray(v.scales[:, 1], np.int64), int(block[2]), bool(v.depthwise), bool(part_kernel_first),
         8 * op.ifm.element_size, tuple(k["stride"]), tuple(k["dilation"]), field, accelerator, False,
         int(depth_step or 0))
-    return EncodedWeights(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices), u85=True)
+    return EncodedWeights.of_data(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices), u85=True)
 
 
 def weight_ranges(streams: tuple, region: int, base: int) -> dict[str, Any]:

@@ -269,7 +269,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             if key in placement.address:  # in a weight buffer: copied in by this operation, or earlier
                 weights_at = placement.address[key]
             if sop.weight_buffer:
-                size = len(sop.encoded.data)
+                size = sop.encoded.size
                 records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=src, length=size),
                                     dst=dict(region=weights_at[0], address=weights_at[1], length=size)))
         # Broadcast constants are read from a copy in the arena (schedule.copied_constants).

@@ -5,9 +5,10 @@ The encoder is in C++ (`emit/weight_encoder`); this module only shapes the argum
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -26,15 +27,62 @@ class StreamRanges:
     weight_length: int
 
 
-@dataclass(frozen=True)
 class EncodedWeights:
-    """An operation's encoded constants: per OFM-depth slice, per core, scales then weights."""
+    """An operation's encoded constants: per OFM-depth slice, per core, scales then weights.
 
-    data: bytes
-    slices: tuple[tuple[StreamRanges, ...], ...]
+    Made with every stream's place and length (`slices`, `size`); the bytes (`data`) are
+    written on first use, once (`write_all` writes many on every core). The planner reads
+    the sizes of every encoding it tries; a binary needs the bytes of those it emits only.
+    Until written, it holds the weights' codes (2 bytes a weight) in the core. One made
+    written (`of_data`: the Ethos-U85 encoder's, or a depth slice cut from another) has its
+    bytes from the start.
+    """
+
     # Ethos-U85 streams (emit/ethos_u85): per slice one StreamRanges per weight decoder, the
     # first with the scale stream; otherwise one per core, each with its own scales.
     u85: bool = False
+
+    def __init__(self, planned: "_core.PlannedWeights") -> None:
+        self._planned = planned
+        self._data: bytes | None = None
+        self.size: int = planned.size  # bytes of `data`
+        self.slices: tuple[tuple[StreamRanges, ...], ...] = tuple(
+            tuple(StreamRanges(*r) for r in streams) for streams in planned.slices)
+
+    @classmethod
+    def of_data(cls, data: bytes, slices: tuple[tuple[StreamRanges, ...], ...], u85: bool = False) -> "EncodedWeights":
+        """An encoding already written: `data` with its streams at `slices`."""
+        e = cls.__new__(cls)
+        e._planned, e._data, e.size, e.slices, e.u85 = None, bytes(data), len(data), slices, u85
+        return e
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            # Set before the plan is dropped: a thread that finds no plan finds the data.
+            planned = self._planned
+            self._data = planned.write() if planned is not None else self._data
+            self._planned = None  # its codes are no longer needed
+        return self._data
+
+    @property
+    def written(self) -> bool:
+        return self._data is not None
+
+    def __getstate__(self) -> dict:
+        # The plan is a core object, which does not pickle: the data goes instead.
+        return {**self.__dict__, "_data": self.data, "_planned": None}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EncodedWeights):
+            return NotImplemented
+        return self.size == other.size and self.slices == other.slices and self.data == other.data
+
+    def __hash__(self) -> int:
+        return hash((self.size, self.slices))
+
+    def __repr__(self) -> str:
+        return f"EncodedWeights({self.size:,} B, {len(self.slices)} depth slices)"
 
     @property
     def weight_bytes(self) -> int:
@@ -54,16 +102,30 @@ class EncodedWeights:
         """Depth slice `s`'s streams alone (its bytes, offsets from 0): the weights of an
         operation computing only that slice's OFM channels (a depth-sliced cascade's)."""
         start, end = self.span(s)
-        return EncodedWeights(bytes(self.data[start:end]), (tuple(
+        return EncodedWeights.of_data(self.data[start:end], (tuple(
             StreamRanges(r.scale_offset - start if r.scale_length else 0, r.scale_length,
                          r.weight_offset - start if r.weight_length else 0, r.weight_length)
-            for r in self.slices[s]),))
+            for r in self.slices[s]),), self.u85)
 
     @cached_property
     def largest_span(self) -> int:
         """Bytes of the largest depth slice's streams: what one slot of a double buffer holds.
         Cached: the memory planner asks for it per operation of every schedule it lays out."""
         return max(end - start for start, end in (self.span(s) for s in range(len(self.slices))))
+
+
+def write_all(encodings: Iterable[EncodedWeights]) -> None:
+    """Write the data of every encoding not yet written, on every core (the writer releases
+    the GIL): an emission's streams, before it reads them one by one."""
+    pending = list({id(e): e for e in encodings if not e.written}.values())
+    workers = min(_core.core_count(), len(pending))
+    if workers < 2:
+        for e in pending:
+            e.data
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for _ in pool.map(lambda e: e.data, pending):
+            pass
 
 
 def encode_weights(
@@ -109,9 +171,8 @@ def encode_weights(
         raise InvalidArgumentError(f"weights must be OHWI (4 dimensions), got shape {w.shape}")
     zp = np.broadcast_to(np.asarray(zero_points, dtype=np.int64).reshape(-1), (w.shape[0],))
     # Weights go as they are (int8/uint8 as a model stores them): the core widens them.
-    data, slices = _core.encode_operation_weights(
+    return EncodedWeights(_core.plan_operation_weights(
         w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),
         int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]), int(dilation[1]),
         acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores, int(depth_step or 0),
-    )
-    return EncodedWeights(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices))
+    ))

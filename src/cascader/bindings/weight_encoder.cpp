@@ -85,8 +85,38 @@ void bind_weight_encoder(py::module_& m) {
       },
       py::arg("values"), "Compresses stream-ordered 9-bit weight values into an Ethos-U weight stream.");
 
+  py::class_<emit::PlannedWeights>(m, "PlannedWeights",
+                                   "An operation's encoded weights planned: their layout and sizes; write() the bytes.")
+      .def_readonly("size", &emit::PlannedWeights::size)
+      .def_property_readonly(
+          "slices",
+          [](const emit::PlannedWeights& p) {
+            py::list slices;
+            for (const auto& streams : p.slices) {
+              py::list cores_out;
+              for (const auto& r : streams) {
+                cores_out.append(py::make_tuple(r.scale_offset, r.scale_length, r.weight_offset, r.weight_length));
+              }
+              slices.append(cores_out);
+            }
+            return slices;
+          },
+          "[[(scale offset, scale length, weight offset, weight length) per core] per depth slice].")
+      .def(
+          "write",
+          [](const emit::PlannedWeights& p) {
+            std::vector<uint8_t> data;
+            {
+              // Reads only the plan's own codes: other threads may write other operations'.
+              py::gil_scoped_release release;
+              data = p.write();
+            }
+            return py::bytes(reinterpret_cast<const char*>(data.data()), data.size());
+          },
+          "The data: every stream written at its range.");
+
   m.def(
-      "encode_operation_weights",
+      "plan_operation_weights",
       [](const py::array& ohwi, const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
          const Int64s& bias, const Int64s& scale, const Int64s& shift, int ofm_block_depth,
          bool depthwise, bool part_kernel_first, int ifm_bits, int dilation_y, int dilation_x, int ifm_ublock_depth,
@@ -99,20 +129,16 @@ void bind_weight_encoder(py::module_& m) {
                                         dilation_y, ifm_ublock_depth, ofm_ublock_depth};
         const HeldWeights weights = weight_values(ohwi);
         const std::vector<int32_t> zps = as_vector(zero_points);
-        emit::EncodedWeights e;
-        {
-          // The encoder touches no Python object (the array is held above, and a model's
-          // constants are not written): other threads may encode other operations.
-          py::gil_scoped_release release;
-          e = emit::encode_operation_weights(weights.raw, zps, channels, layout, cores, depth_step);
-        }
-        return encoded_tuple(e);
+        // The encoder touches no Python object (the array is held above, and a model's
+        // constants are not written): other threads may plan other operations.
+        py::gil_scoped_release release;
+        return emit::plan_operation_weights(weights.raw, zps, channels, layout, cores, depth_step);
       },
       py::arg("ohwi"), py::arg("zero_points"), py::arg("bias"), py::arg("scale"), py::arg("shift"),
       py::arg("ofm_block_depth"), py::arg("depthwise"), py::arg("part_kernel_first"), py::arg("ifm_bits"),
       py::arg("dilation_y"), py::arg("dilation_x"), py::arg("ifm_ublock_depth"), py::arg("ofm_ublock_depth"),
       py::arg("cores"), py::arg("depth_step"),
-      "(data, [[(scale offset, scale length, weight offset, weight length) per core] per depth slice]).");
+      "An operation's weights encoded up to their bits (PlannedWeights).");
 
   m.def(
       "encode_u85_operation_weights",
@@ -144,7 +170,7 @@ void bind_weight_encoder(py::module_& m) {
         const std::vector<int32_t> zps = as_vector(zero_points);
         emit::EncodedWeights e;
         {
-          py::gil_scoped_release release;  // as encode_operation_weights
+          py::gil_scoped_release release;  // as plan_operation_weights
           e = ethos_u85::encode_operation_weights(weights.raw, zps, channels, order, acc48, depth_step);
         }
         return encoded_tuple(e);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -24,6 +25,10 @@ constexpr int kCodes = 512;  // 9-bit codes
 constexpr int kMaxPalette = 32;
 constexpr int kMaxDirectOffset = 31;
 constexpr size_t kAlignment = 16;
+// The decoder reads the unary parts in chunks: 12 weight symbols, and 12 zero-run bits (8 with
+// ZDIV 3); the last chunk of each is written whole.
+constexpr int kWeightChunk = 12;
+int run_chunk(int zdiv) { return zdiv < 3 ? 12 : 8; }
 
 // LSB-first bit writer: bits gather in a 64-bit accumulator and leave 32 at a time, so a put
 // costs a shift and an or; the stream is written byte by byte only at the final alignment.
@@ -92,8 +97,15 @@ struct Plan {
   std::vector<int> palette;
   int palbits = 2;
   int direct_offset = 0;
-  int64_t cost = std::numeric_limits<int64_t>::max();
+  int64_t cost = std::numeric_limits<int64_t>::max();  // the bits the choice compares
+  // The bits the slice writes: `cost` and the unused symbols of the last unary chunk of the
+  // weights and of the zero runs (write_slice_codes writes whole chunks). The stream's size
+  // follows from these without writing it.
+  int64_t bits = 0;
 };
+
+// The symbols (or bits) a chunk of `chunk` holds that `symbols` leave unused in the last one.
+int64_t chunk_padding(int64_t symbols, int chunk) { return (chunk - symbols % chunk) % chunk; }
 
 // The cheapest plan for one slice. `codes` are the slice's values as 9-bit codes.
 Plan choose_plan(Codes codes) {
@@ -168,8 +180,11 @@ Plan choose_plan(Codes codes) {
     if (all[static_cast<size_t>(c)]) by_count[static_cast<size_t>(distinct_all++)] = c;
   }
   // Ties broken by the code itself: the order of a stable sort of the codes by count, without
-  // the buffer a stable sort allocates (once per slice plan).
-  std::sort(by_count.begin(), by_count.begin() + distinct_all, [&](int a, int b) {
+  // the buffer a stable sort allocates (once per slice plan). Only the first kMaxPalette + 1 are
+  // put in order (a palette's ranks; code 0 may drop out of them with zero runs): past a
+  // palette, a plan reads the codes as a set (their extremes, their summed bits).
+  const int ranked = std::min(distinct_all, kMaxPalette + 1);
+  std::partial_sort(by_count.begin(), by_count.begin() + ranked, by_count.begin() + distinct_all, [&](int a, int b) {
     const int64_t ca = all[static_cast<size_t>(a)], cb = all[static_cast<size_t>(b)];
     return ca != cb ? ca > cb : a < b;
   });
@@ -256,6 +271,23 @@ Plan choose_plan(Codes codes) {
     }
   }
   if (best_palette != nullptr) best.palette.assign(best_palette->begin(), best_palette->begin() + best_k);
+  // The winner's unary symbols (as write_slice_codes counts them): a truncated quotient is one
+  // symbol, another q / 2 + 1; uncompressed indices have none. The zero runs' unary bits are
+  // their quotients plus one each.
+  int64_t w_symbols = 0;
+  if (!best.uncompressed) {
+    const std::array<int64_t, kCodes>& hist = best.zero_runs ? nonzero : all;
+    const int distinct = best.zero_runs ? distinct_nonzero : distinct_all;
+    for (int j = 0; j < distinct; ++j) {
+      const int c = (*best_palette)[static_cast<size_t>(j)];
+      const int i = j < best_k ? j : c - best.direct_offset + best_k;
+      w_symbols += hist[static_cast<size_t>(c)] * (best.wtrunc ? 1 : (i >> best.wdiv) / 2 + 1);
+    }
+  }
+  best.bits = best.cost + (best.uncompressed ? 0 : chunk_padding(w_symbols, kWeightChunk));
+  if (best.zero_runs) {
+    best.bits += chunk_padding(run_quotients[static_cast<size_t>(best.zdiv)] + run_count, run_chunk(best.zdiv));
+  }
   return best;
 }
 
@@ -332,7 +364,7 @@ void write_slice_codes(BitWriter& out, bool zero_runs, int zdiv, bool uncompress
   const size_t nv = static_cast<size_t>(nvalues), nr = static_cast<size_t>(z_count);
   // Symbol arrays carry 12 zeros of padding: a chunk reads 12 symbols from where it starts, and
   // the decoder reads past the end as zeros.
-  constexpr size_t kChunk = 12;
+  constexpr size_t kChunk = kWeightChunk;
   // The quotients as the decoder's symbols: 0 ends a quotient, 1 adds one and ends it, 2 adds
   // two and continues (ends it when truncated).
   std::vector<uint8_t> w_symbols;
@@ -366,7 +398,7 @@ void write_slice_codes(BitWriter& out, bool zero_runs, int zdiv, bool uncompress
     }
     std::fill(bit, z_bits.data() + count, uint8_t{0});
   }
-  const int z_unary_len = zdiv < 3 ? 12 : 8;
+  const int z_unary_len = run_chunk(zdiv);
   const int max_symbols = uncompressed && wdiv > 5 ? 8 : 12;
   const uint32_t w_mask = (uint32_t{1} << wdiv) - 1, z_mask = (uint32_t{1} << zdiv) - 1;
 
@@ -385,7 +417,7 @@ void write_slice_codes(BitWriter& out, bool zero_runs, int zdiv, bool uncompress
     Chunk chunk;
     if (w_enable && !uncompressed) {
       chunk = chunk_of(w_symbols.data() + w_sym);
-      out.put(chunk.unary0, 12);
+      out.put(chunk.unary0, kChunk);
     }
     if (z_enable) {
       const uint8_t* bit = z_bits.data() + z_sym;
@@ -473,8 +505,14 @@ void write_slice(BitWriter& out, const Plan& p, Codes codes, SliceScratch& scrat
                     static_cast<int>(nr));
 }
 
-// The stream of `n` >= 1 coded values.
-std::vector<uint8_t> encode_codes(const uint16_t* codes, size_t n) {
+// One slice of a stream as chosen: codes [begin, begin + count) of the stream, and its plan.
+struct SlicePlan {
+  size_t begin = 0, count = 0;
+  Plan plan;
+};
+
+// The slices of the stream of `n` >= 1 coded values, each with its plan.
+std::vector<SlicePlan> plan_codes(const uint16_t* codes, size_t n) {
   // Where the slices end changes their statistics: full slices then a remainder, or equal
   // slices. Both are costed from their plans and the cheaper one is written.
   const size_t count = (n + kMaxSliceValues - 1) / kMaxSliceValues;
@@ -484,18 +522,17 @@ std::vector<uint8_t> encode_codes(const uint16_t* codes, size_t n) {
     equal.push_back(n * k / count);
   }
   auto slices = [&](const std::vector<size_t>& ends) {
-    std::vector<std::pair<Codes, Plan>> out;
+    std::vector<SlicePlan> out;
     size_t begin = 0;
     for (size_t e : ends) {
-      const Codes part{codes + begin, e - begin};
-      out.emplace_back(part, choose_plan(part));
+      out.push_back(SlicePlan{begin, e - begin, choose_plan(Codes{codes + begin, e - begin})});
       begin = e;
     }
     return out;
   };
-  auto total = [](const std::vector<std::pair<Codes, Plan>>& parts) {
+  auto total = [](const std::vector<SlicePlan>& parts) {
     int64_t bits = 0;
-    for (const auto& part : parts) bits += part.second.cost;
+    for (const auto& part : parts) bits += part.plan.cost;
     return bits;
   };
   auto chosen = slices(full);
@@ -503,14 +540,36 @@ std::vector<uint8_t> encode_codes(const uint16_t* codes, size_t n) {
     auto alternative = slices(equal);
     if (total(alternative) < total(chosen)) chosen = std::move(alternative);
   }
+  return chosen;
+}
+
+// The bytes of the stream of `slices` (plan_codes): each slice's bits, the end marker, byte
+// alignment and the padding to 16 bytes. Known without writing the stream.
+size_t stream_size(const std::vector<SlicePlan>& slices) {
+  int64_t bits = 3;  // the end marker
+  for (const auto& slice : slices) bits += slice.plan.bits;
+  const size_t bytes = static_cast<size_t>((bits + 7) / 8);
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// The stream of `codes` sliced and coded as `slices` (plan_codes) say.
+std::vector<uint8_t> write_codes(const uint16_t* codes, const std::vector<SlicePlan>& slices) {
+  size_t n = 0;
+  for (const auto& slice : slices) n += slice.count;
   BitWriter out;
-  out.reserve(n * 9 / 8 + 64 * chosen.size());  // at most 9 bits a value, and the slice headers
+  out.reserve(n * 9 / 8 + 64 * slices.size());  // at most 9 bits a value, and the slice headers
   SliceScratch scratch;
-  for (const auto& [part, plan] : chosen) write_slice(out, plan, part, scratch);
+  for (const auto& slice : slices) write_slice(out, slice.plan, Codes{codes + slice.begin, slice.count}, scratch);
   out.put(kZDivEnd, 3);
   out.align();
   std::vector<uint8_t>& bytes = out.bytes();
   bytes.resize((bytes.size() + kAlignment - 1) / kAlignment * kAlignment, 0xFF);  // more end markers
+  // The sizes the planner was given (stream_size) are the streams' own: a stream of another
+  // size would no longer fit the data's layout.
+  if (bytes.size() != stream_size(slices)) {
+    throw std::logic_error("weight stream of " + std::to_string(bytes.size()) + " bytes, planned as " +
+                           std::to_string(stream_size(slices)));
+  }
   return bytes;
 }
 
@@ -537,10 +596,22 @@ std::vector<uint16_t> reordered_codes(const T* ohwi, const int32_t* zero_points,
   return codes;
 }
 
+}  // namespace
+
+// One (depth slice, core) stream of a PlannedWeights: its scale stream, its weights' codes in
+// the NPU's order and their slices as planned (empty for a core without channels).
+struct PlannedStream {
+  std::vector<uint8_t> scales;
+  std::vector<uint16_t> codes;
+  std::vector<SlicePlan> slices;
+};
+
+namespace {
+
 template <typename T>
-EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>& zero_points,
-                          const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
-                          int depth_step) {
+PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& zero_points,
+                        const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
+                        int depth_step) {
   const int oc = layout.ofm_depth;
   const size_t volume =
       static_cast<size_t>(layout.kernel_height) * layout.kernel_width * (layout.depthwise ? 1 : layout.ifm_depth);
@@ -579,14 +650,14 @@ EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>
       }
     }
   }
-  // Each (depth slice, core) stream is independent. A depth-sliced operation's are encoded on
-  // every core, then laid out in order: the compile encodes those on its scheduling thread, the
-  // last of them after the other operations' (one stream each) are done, which it encodes on
-  // every core already, one operation a thread.
+  // Each (depth slice, core) stream is independent. A depth-sliced operation's are planned on
+  // every core: the compile plans those on its scheduling thread, the last of them after the
+  // other operations' (one stream each) are done, which it plans on every core already, one
+  // operation a thread.
   const int depth_slices = (oc + step - 1) / step;
-  std::vector<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>> blobs(static_cast<size_t>(depth_slices * cores));
-  const size_t per_worker = depth_slices > 1 ? 1 : blobs.size();
-  parallel_blocks(blobs.size(), per_worker, [&](size_t, size_t begin, size_t end) {
+  auto streams = std::make_shared<std::vector<PlannedStream>>(static_cast<size_t>(depth_slices * cores));
+  const size_t per_worker = depth_slices > 1 ? 1 : streams->size();
+  parallel_blocks(streams->size(), per_worker, [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
       const int first = static_cast<int>(k) / cores * step, core = static_cast<int>(k) % cores;
       const int n = std::min(step, oc - first);
@@ -598,32 +669,34 @@ EncodedWeights encode_raw(const T* ohwi, size_t size, const std::vector<int32_t>
       WeightLayout l = layout;
       l.ofm_depth = count;
       l.ofm_block_depth = (layout.ofm_block_depth + cores - 1 - core) / cores;
-      const std::vector<uint16_t> codes = reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l);
-      blobs[k] = {encode_scale_stream(scales), encode_codes(codes.data(), codes.size())};
+      PlannedStream& stream = (*streams)[k];
+      stream.scales = encode_scale_stream(scales);
+      stream.codes = reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l);
+      stream.slices = plan_codes(stream.codes.data(), stream.codes.size());
     }
   });
-  EncodedWeights out;
-  auto append = [&](const std::vector<uint8_t>& blob) {
-    out.data.resize((out.data.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
-    const size_t at = out.data.size();
-    out.data.insert(out.data.end(), blob.begin(), blob.end());
+  PlannedWeights out;
+  auto place = [&](size_t length) {  // the offset of the next stream, on a 16-byte boundary
+    const size_t at = (out.size + kAlignment - 1) / kAlignment * kAlignment;
+    out.size = at + length;
     return at;
   };
   for (int slice = 0; slice < depth_slices; ++slice) {
-    std::vector<StreamRanges> streams;
+    std::vector<StreamRanges> ranges;
     for (int core = 0; core < cores; ++core) {
-      const auto& [scale, weights] = blobs[static_cast<size_t>(slice * cores + core)];
+      const PlannedStream& stream = (*streams)[static_cast<size_t>(slice * cores + core)];
       StreamRanges r;
-      if (!weights.empty()) {  // a stream holds at least its end marker
-        r.scale_offset = append(scale);
-        r.scale_length = scale.size();
-        r.weight_offset = append(weights);
-        r.weight_length = weights.size();
+      if (!stream.codes.empty()) {  // else the core has no channels in this slice
+        r.scale_length = stream.scales.size();
+        r.scale_offset = place(r.scale_length);
+        r.weight_length = stream_size(stream.slices);
+        r.weight_offset = place(r.weight_length);
       }
-      streams.push_back(r);
+      ranges.push_back(r);
     }
-    out.slices.push_back(std::move(streams));
+    out.slices.push_back(std::move(ranges));
   }
+  out.streams = std::move(streams);
   return out;
 }
 
@@ -645,7 +718,7 @@ std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
     throw InvalidArgument("weight value " + std::to_string(*bad) + " at stream position " +
                           std::to_string(bad - values.begin()) + " is outside -255..255 (9 bits after the zero point)");
   }
-  return encode_codes(codes.get(), n);
+  return write_codes(codes.get(), plan_codes(codes.get(), n));
 }
 
 std::vector<uint8_t> encode_weight_slices(const std::vector<WeightSlice>& slices) {
@@ -711,21 +784,40 @@ std::vector<uint8_t> encode_weight_slices(const std::vector<WeightSlice>& slices
   return bytes;
 }
 
-EncodedWeights encode_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
-                                        const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
-                                        int depth_step) {
+PlannedWeights plan_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
+                                      const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
+                                      int depth_step) {
   switch (ohwi.type) {
     case RawWeights::Type::Int8:
-      return encode_raw(static_cast<const int8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
-                        depth_step);
+      return plan_raw(static_cast<const int8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
+                      depth_step);
     case RawWeights::Type::UInt8:
-      return encode_raw(static_cast<const uint8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
-                        depth_step);
+      return plan_raw(static_cast<const uint8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
+                      depth_step);
     case RawWeights::Type::Int32:
       break;
   }
-  return encode_raw(static_cast<const int32_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
-                    depth_step);
+  return plan_raw(static_cast<const int32_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
+                  depth_step);
+}
+
+std::vector<uint8_t> PlannedWeights::write() const {
+  std::vector<uint8_t> data(size, 0);  // the gaps before 16-byte boundaries stay zero
+  if (!streams) return data;
+  const size_t cores = slices.empty() ? 1 : slices[0].size();
+  // Each stream written into its own range (a depth-sliced operation's on every core, as planned).
+  const size_t per_worker = slices.size() > 1 ? 1 : streams->size();
+  parallel_blocks(streams->size(), per_worker, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      const PlannedStream& stream = (*streams)[k];
+      if (stream.codes.empty()) continue;
+      const StreamRanges& r = slices[k / cores][k % cores];
+      const std::vector<uint8_t> weights = write_codes(stream.codes.data(), stream.slices);
+      std::copy(stream.scales.begin(), stream.scales.end(), data.begin() + static_cast<std::ptrdiff_t>(r.scale_offset));
+      std::copy(weights.begin(), weights.end(), data.begin() + static_cast<std::ptrdiff_t>(r.weight_offset));
+    }
+  });
+  return data;
 }
 
 }  // namespace cascader::emit

@@ -9,7 +9,10 @@
 //  - the weights' Golomb-Rice divisor (WDIV 0..5), truncated quotients (WTRUNC) when every
 //    quotient is at most 2, or uncompressed fixed-width indices.
 // The cost of a parameter set is computed from value and run histograms (O(512 + runs)), so
-// the search is cheap; the slice is then written once with the winner.
+// the search is cheap; the slice is then written once with the winner. The winner's exact bits
+// (its cost and the unused end of its last unary chunks) give the stream's size before any bit
+// is written: the planner needs the sizes of many encodings, a binary the bytes of a few
+// (plan_operation_weights, then PlannedWeights::write).
 //
 // A weight is a 9-bit signed value (the weight minus its zero point, -255..255) coded as
 // 2|w| + (w < 0): the code's low bit is the sign.
@@ -19,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cascader/emit/weights.hpp"
@@ -41,11 +45,30 @@ struct StreamRanges {
   size_t weight_offset = 0, weight_length = 0;
 };
 
-// An operation's encoded constants, laid out as the NPU fetches them: per OFM-depth slice, per
-// core, the scale stream then the weight stream, each starting on a 16-byte boundary.
+// An operation's encoded constants written at once (the Ethos-U85 encoder's, arch/ethos_u85):
+// the data and where each stream sits in it.
 struct EncodedWeights {
   std::vector<uint8_t> data;
+  std::vector<std::vector<StreamRanges>> slices;  // [depth slice][stream]
+};
+
+// One (depth slice, core) stream of a PlannedWeights (its codes and their plans).
+struct PlannedStream;
+
+// An operation's encoded constants, laid out as the NPU fetches them: per OFM-depth slice, per
+// core, the scale stream then the weight stream, each starting on a 16-byte boundary. Every
+// stream's place and length is known once planned, its compression chosen; the weight streams'
+// bits are written by write(). The planner needs the sizes of many encodings, a binary the
+// bytes of the few it emits. Until dropped it holds the weights' codes (2 bytes a weight).
+struct PlannedWeights {
   std::vector<std::vector<StreamRanges>> slices;  // [depth slice][core]
+  size_t size = 0;                                // bytes of the whole data
+
+  // The data: `size` bytes, each stream at its range, zeros between. O(weights); a
+  // depth-sliced operation's streams written on every core.
+  std::vector<uint8_t> write() const;
+
+  std::shared_ptr<const std::vector<PlannedStream>> streams;  // [depth slice * cores + core]
 };
 
 // An operation's raw quantized weights as the model stores them, read in place.
@@ -56,15 +79,16 @@ struct RawWeights {
   Type type = Type::Int32;
 };
 
-// Encodes one operation's weights. `ohwi` holds the raw quantized weights (I = 1 for
-// depthwise), `zero_points` one per OFM channel, `channels` the bias and rescale per OFM
-// channel. `layout` describes the whole operation (its block depth included); `cores` splits
-// each slice's channels round-robin between the cores (the second core of an Ethos-U65-512
-// takes channels 1, 3, ...) with each core's share of the block depth; `depth_step` cuts the
-// OFM depth into slices of that many channels (0: one slice), each an independent stream for
-// weight double-buffering. Throws InvalidArgument on inconsistent sizes or values out of range.
-EncodedWeights encode_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
-                                        const std::vector<BiasScale>& channels, const WeightLayout& layout,
-                                        int cores = 1, int depth_step = 0);
+// Plans one operation's encoded weights (PlannedWeights: their layout and sizes; write() then
+// gives the bytes). `ohwi` holds the raw quantized weights (I = 1 for depthwise), `zero_points`
+// one per OFM channel, `channels` the bias and rescale per OFM channel. `layout` describes the
+// whole operation (its block depth included); `cores` splits each slice's channels round-robin
+// between the cores (the second core of an Ethos-U65-512 takes channels 1, 3, ...) with each
+// core's share of the block depth; `depth_step` cuts the OFM depth into slices of that many
+// channels (0: one slice), each an independent stream for weight double-buffering. Throws
+// InvalidArgument on inconsistent sizes or values out of range. O(weights), as the writing.
+PlannedWeights plan_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
+                                      const std::vector<BiasScale>& channels, const WeightLayout& layout,
+                                      int cores = 1, int depth_step = 0);
 
 }  // namespace cascader::emit
