@@ -23,10 +23,16 @@ def _first_layouts(compiled: cascader.CompiledModel, count: int = 2) -> list[str
     return [o["ofm"]["layout"] for o in ops[:count]]
 
 
+def _first_map_bytes(compiled: cascader.CompiledModel) -> int:
+    """Bytes the first operation's OFM spans (rows x row stride): a brick holds 16 channels."""
+    ops = [o for o in npu_calls(compiled.model)[0].decode().operations if o["kind"] != "dma"]
+    return ops[0]["ofm"]["shape"][0] * ops[0]["ofm"]["strides"][0]
+
+
 def test_bricks_only_where_the_target_runs_faster(tmp_path, monkeypatch):
     """MobileNetV1-0.75's 24-channel maps: on the U65-512 the first depthwise reads its NHWC
     input in strided bursts and bricks save cycles; on the U55-128 they do not, and the maps
-    stay NHWC (a third less SRAM). The bricked binary is bit-exact."""
+    stay NHWC (a third less SRAM each). The bricked binary is bit-exact."""
     model = zoo.mobilenet_v1(alpha=0.75, resolution=64)
     path = tmp_path / "mobilenet.tflite"
     cascader.save_model(model, path)
@@ -39,7 +45,9 @@ def test_bricks_only_where_the_target_runs_faster(tmp_path, monkeypatch):
     dense = cascader.compile(path, accelerator="ethos-u65-512")
     assert _first_layouts(dense) == ["NHWC", "NHWC"]
     assert fast.estimate().total_cycles < dense.estimate().total_cycles
-    assert fast.sram_bytes > dense.sram_bytes  # what the bricks cost
+    # What the bricks cost: a third more bytes per 24-channel map. (Not the binary's SRAM: an
+    # unlimited U65 compile fills its peak with weight buffers either way.)
+    assert _first_map_bytes(fast) == _first_map_bytes(dense) * 32 // 24
 
 
 def test_segments_given_are_left_alone():
@@ -70,7 +78,9 @@ def test_a_budget_the_bricks_overflow_keeps_the_maps_dense(monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(brick_layout, "MIN_SAVING", float("inf"))
             dense = cascader.compile(model, **target)
-        assert dense.sram_bytes < bricked.sram_bytes
+        # With Shared_Sram the bricks raise the peak; with Dedicated_Sram weight buffers set it
+        # (an unlimited U65 compile keeps them at the budgeted rate), bricks or not.
+        assert dense.sram_bytes < bricked.sram_bytes if mode == "Shared_Sram" else dense.sram_bytes <= bricked.sram_bytes
         c = cascader.compile(model, sram=dense.sram_bytes, **target)
         assert c.sram_bytes <= dense.sram_bytes
         if mode == "Shared_Sram":
