@@ -317,7 +317,7 @@ def test_box_reader_padding_matches_brute_force(data):
     # TFLite's SAME: the padding before is half the total (rounded down).
     pads = [max((o - 1) * st_ + kk - n, 0) // 2 for o, st_, kk, n in zip(out[1:3], s, k, (y1 - y0, x1 - x0))]
     runs = _core.plan_cascade(pg, 1, 3, data.draw(st.integers(1, 3)), _arch(), column_bands=1).runs
-    for part, (r0, r1, q0, q1), reads, padding in (r.fields() for r in runs):
+    for part, (r0, r1, q0, q1), reads, padding, _ in (r.fields() for r in runs):
         if part != 1:
             continue
         rows = [y0 + y * s[0] - pads[0] + f for y in range(r0, r1) for f in range(k[0])]
