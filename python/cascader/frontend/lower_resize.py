@@ -124,9 +124,11 @@ SUM_SCALE = (8, 0)
 
 
 def _blended_sums(lw: LoweringContext, v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> None:
-    """Bilinear 2x with half-pixel centres of an 8-bit map in three whole-buffer operations (see the module docstring): output row 2i is
-    (in[i - 1] + 3 in[i]) / 4 and 2i + 1 is (3 in[i] + in[i + 1]) / 4, edges repeated, which
-    is the sum of the upscaled rows' pair sums before and after it."""
+    """Bilinear 2x with half-pixel centres of an 8-bit map in three whole-buffer operations
+    (see the module docstring): output row 2i is (in[i - 1] + 3 in[i]) / 4 and 2i + 1 is
+    (3 in[i] + in[i + 1]) / 4, edges repeated: the upscaled rows' pair sums before and after it.
+    The pair sums are unpadded (the NPU only sums and SUM_SCALE multiplies); the edge averages'
+    stripes that pad nothing divide through their scale (`average_pool_scale`), exactly."""
     (h, w, c), (oh, ow, _) = src.shape, dst.shape
     ops = OperationBuilder(lw, v.index, v.opcode)
     name = f"{v.index}:{v.opcode}"
