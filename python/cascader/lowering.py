@@ -46,8 +46,11 @@ def lower(model: Model, accelerator: str | None = None,
             continue
         refused = _target_refusals(segments, accelerator)
         if not refused:
+            # The bilinear's int16 sums are not emitted for the Ethos-U85 yet (`_target_refusals`):
+            # there its least-scratch lowering would run the resize on the CPU.
+            blends = accelerator is None or Accelerator(accelerator).product != ethos_u85.PRODUCT
             part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
-                                      or cascades_in_least_scratch(part.graph, part.graph.operators[i])
+                                      or (blends and cascades_in_least_scratch(part.graph, part.graph.operators[i]))
                                       for s in part.segments if s.target == NPU for i in s.operators)
             return part, segments
         forced.update(refused)
