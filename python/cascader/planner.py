@@ -46,6 +46,7 @@ STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
 # The IFM upscale register's modes: nearest neighbour (a 2x RESIZE_NEAREST_NEIGHBOR: each IFM
 # row and column read twice) and zero insertion (a stride-2 TRANSPOSE_CONV).
 NEAREST_UPSCALE, ZEROS_UPSCALE = 1, 2
+UPSCALE_FACTOR = 2  # both modes double the rows and columns
 # The least SRAM (`lay_out_leanest`): of the LEAST_SCORED leanest proposals by the planner's
 # bound, LEAST_LAID_OUT by that bound and as many by the one-step score are laid out stripe by
 # stripe, as the compile does. Scoring a proposal costs about 0.5 ms, laying it out 20-60 ms.
@@ -192,7 +193,13 @@ def _propagator(lo: LoweredOperation, view: FeatureMapView, second: bool,
 
 def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool) -> "_core.Propagator":
     if lo.registers.get("ifm_upscale") == NEAREST_UPSCALE:
-        return _core.Propagator.upscale(lo.ofm.shape[0] // view.shape[0])
+        # Its window over the input repeated twice (a nearest resize's 1x1, a bilinear's 2x2 sums).
+        p = _window_propagator(lo, view)
+        axes = p.axes
+        for axis in (1, 2):
+            axes[axis].divisor = UPSCALE_FACTOR
+        p.axes = axes
+        return p
     if lo.registers.get("ifm_upscale") == ZEROS_UPSCALE:
         k, (top, left, _, _) = lo.registers["kernel"], lo.registers["padding"]
         return _core.Propagator.transposed(k["height"], k["width"], top, left, view.shape[2], 2)
@@ -202,6 +209,10 @@ def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool
             bshape = tuple(1 if b else d for b, d in zip(lo.registers.get("broadcast", (False,) * 3), lo.ofm.shape))
             operand = (1, *bshape)
         return _core.Propagator.broadcast(list(operand), [1, *lo.ofm.shape])
+    return _window_propagator(lo, view)
+
+
+def _window_propagator(lo: LoweredOperation, view: FeatureMapView) -> "_core.Propagator":
     k = lo.registers["kernel"]
     d = k["dilation"]
     kh, kw = (k["height"] - 1) // d[0] + 1, (k["width"] - 1) // d[1] + 1
@@ -365,7 +376,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                                                   for v in (lo.ifm, lo.ifm2)))
             if upscale == NEAREST_UPSCALE:
                 # A stripe starts where an IFM row's first copy lands.
-                part.alignment = lo.ofm.shape[0] // lo.ifm.shape[0]
+                part.alignment = UPSCALE_FACTOR
             elif upscale == ZEROS_UPSCALE:
                 # Two rows and columns of a transposed convolution's OFM always read a stored IFM
                 # row and column (one alone may see only inserted zeros: no IFM to stripe).

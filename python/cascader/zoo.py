@@ -348,7 +348,8 @@ def _mobilenet_v3_blocks(alpha: float, resolution: int, classes: int, channels: 
     return net
 
 
-def unet(resolution: int = 32, classes: int = 4, channels: int = 3, filters: int = 8, seed: int = 0) -> Model:
+def unet(resolution: int = 32, classes: int = 4, channels: int = 3, filters: int = 8, seed: int = 0,
+         upsampling: str = "NEAREST") -> Model:
     """A small U-Net (Ronneberger et al. 2015) for per-pixel classification.
 
     Encoder: two 3x3 convs (ReLU) at each of three scales, 2x2 max pools between them
@@ -356,17 +357,20 @@ def unet(resolution: int = 32, classes: int = 4, channels: int = 3, filters: int
     CONCATENATION with its skip, two 3x3 convs; a 2x nearest-neighbour RESIZE (Keras'
     UpSampling2D default) up to the full scale, a 1x1 conv, CONCATENATION with the first skip,
     two 3x3 convs; a 1x1 conv to the class logits.
-    `resolution` must be a multiple of 4.
+    `resolution` must be a multiple of 4. `upsampling="BILINEAR"`: the full-scale upsampling is
+    a RESIZE_BILINEAR with half-pixel centres (segmentation heads' choice) instead.
     """
-    return _unet(resolution, classes, channels, filters, seed).build()
+    return _unet(resolution, classes, channels, filters, seed, upsampling).build()
 
 
-def _unet(resolution: int, classes: int, channels: int, filters: int, seed: int) -> CalibratedNet:
+def _unet(resolution: int, classes: int, channels: int, filters: int, seed: int,
+          upsampling: str = "NEAREST") -> CalibratedNet:
     _check_image_network(1.0, resolution, classes, channels)
     _positive_int(filters, "filters")
     if resolution % 4:
         raise InvalidArgumentError(f"the U-Net halves its input twice: resolution must be a multiple of 4, got {resolution}")
-    net = CalibratedNet(seed, description=f"cascader.zoo unet resolution={resolution}")
+    described = f" upsampling={upsampling}" if upsampling != "NEAREST" else ""
+    net = CalibratedNet(seed, description=f"cascader.zoo unet resolution={resolution}{described}")
 
     def double_conv(x: Activation, width: int, name: str) -> Activation:
         x = net.conv2d(x, width, (3, 3), name=f"{name}/conv_a")
@@ -378,20 +382,20 @@ def _unet(resolution: int, classes: int, channels: int, filters: int, seed: int)
     x = double_conv(net.pool(skip2, name="bottleneck/pool"), 4 * filters, "bottleneck")
     x = net.transpose_conv2d(x, 2 * filters, name="decoder2/up")
     x = double_conv(net.concatenation([x, skip2], name="decoder2/concat"), 2 * filters, "decoder2")
-    x = net.conv2d(net.resize(x, "NEAREST", name="decoder1/up"), filters, (1, 1), name="decoder1/reduce")
+    x = net.conv2d(net.resize(x, upsampling, name="decoder1/up"), filters, (1, 1), name="decoder1/reduce")
     x = double_conv(net.concatenation([x, skip1], name="decoder1/concat"), filters, "decoder1")
     net.output(net.conv2d(x, classes, (1, 1), activation=None, name="logits"))
     return net
 
 
-def unet_128(classes: int = 4, channels: int = 3, filters: int = 8, seed: int = 0) -> Model:
+def unet_128(classes: int = 4, channels: int = 3, filters: int = 8, seed: int = 0, upsampling: str = "NEAREST") -> Model:
     """`unet` at 128x128: full-scale maps of 128x128x`filters` and a 2 * `filters` wide
     concatenation, the size at which the skips and the upsampling dominate the SRAM."""
-    return _unet_128(classes, channels, filters, seed).build()
+    return _unet_128(classes, channels, filters, seed, upsampling).build()
 
 
-def _unet_128(classes: int, channels: int, filters: int, seed: int) -> CalibratedNet:
-    return _unet(128, classes, channels, filters, seed)
+def _unet_128(classes: int, channels: int, filters: int, seed: int, upsampling: str = "NEAREST") -> CalibratedNet:
+    return _unet(128, classes, channels, filters, seed, upsampling)
 
 
 # BlazeFace's single BlazeBlocks (Bazarevsky et al. 2019), output channels and stride, as the
