@@ -32,16 +32,38 @@ _ROUND_MODE = {"TFL": 0, "NATURAL": 1, "TRUNCATE": 4}
 _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 
 
+# The U55 elementwise operations with a U85 counterpart of the same name.
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX")
+
+
+def _unit_operands(registers: dict[str, Any]) -> bool:
+    """The lowering left both operands unscaled (OPA/OPB scale 1.0 and no IFM scaling mode):
+    the operation (a MUL, a MIN/MAX, an ADD of codes of one scale such as PRELU's) combines the
+    codes less their zero points as they are, which the U85 does with IFM/IFM2 scale 1.0."""
+    if registers.get("ifm_scale_mode", 0):
+        return False
+    if registers.get("sub_op") == "MUL":  # the U55's MUL reads no operand scales
+        return True
+    return tuple(registers.get("opa_scale", (1, 0))) == (1, 0) and registers.get("opb_scale", 1) == 1
+
+
+def _reference_scaled(registers: dict[str, Any]) -> bool:
+    """An ADD/SUB whose operands the lowering scales as TFLite does (`_add_sub_scales`)."""
+    return registers.get("sub_op") in ("ADD", "SUB") and "reference_scales" in registers
+
+
 def refusal(op: LoweredOperation) -> str | None:
     """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
     r = op.registers
     if op.kind == "elementwise":
-        if r.get("sub_op") not in ("ADD", "SUB", "MUL") or "reference_scales" not in r:
+        if r.get("sub_op") not in _ELEMENTWISE or ("reference_scales" not in r and not _unit_operands(r)):
             return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
                     "otherwise than the U55's)")
+        if op.ifm2 is not None and op.ifm2.element_size != 1:
+            return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
         if r.get("sub_op") == "SUB" and r.get("reversed_operands"):
             return "a SUB with its operands reversed has no Ethos-U85 register (the U85 broadcasts either operand)"
-        if r["sub_op"] != "MUL" and op.ifm.element_size == 1:
+        if _reference_scaled(r) and op.ifm.element_size == 1:
             scales = _add_sub_scales(r["reference_scales"])
             shifts = (scales["ofm_scale"][1], scales["u85_operands"]["ifm_scale"][1],
                       scales["u85_operands"]["ifm2_scale"][1])
@@ -57,7 +79,7 @@ def refusal(op: LoweredOperation) -> str | None:
     if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE"):
         return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
     stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
-                          tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"))
+                          tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"), _reference_scaled(r))
     return stage if isinstance(stage, str) else None
 
 
@@ -66,7 +88,7 @@ _UNIT_SCALE = (1 << 30, 30)
 
 
 def _output_stage(kind: str, sub_op: str | None, kernel: dict, padding: tuple, ofm_scale: tuple[int, int],
-                  rounding: str) -> dict[str, Any] | str:
+                  rounding: str, reference_scaled: bool = False) -> dict[str, Any] | str:
     """The U85's pooling mode, OFM scale and round mode for an operation the lowering describes
     in the U55's terms, or why it has none. The U55's AVERAGE divides only a padded window (by
     its valid elements, half away from zero) and otherwise sums, the OFM scale dividing; the
@@ -75,7 +97,7 @@ def _output_stage(kind: str, sub_op: str | None, kernel: dict, padding: tuple, o
     rounding of an average) is the U85's AVERAGE at scale 1.0, any other unpadded one its SUM."""
     scale, shift = ofm_scale
     out: dict[str, Any] = {"sub_op": sub_op, "ofm_scale": (scale, shift), "ofm_round_mode": _ROUND_MODE[rounding]}
-    if kind == "elementwise" and sub_op != "MUL":
+    if reference_scaled:
         return out  # ADD/SUB: TFLite's scales (`_add_sub_scales`), not these
     if kind == "pool" and sub_op == "AVERAGE" and not any(padding):
         if ofm_scale == pooling_scale(kernel.get("height", 1) * kernel.get("width", 1)):
@@ -133,7 +155,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
     it is a stripe of (or is)."""
     stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
-                          tuple(record.get("ofm_scale", (1, 0))), record.get("rounding", "TFL"))
+                          tuple(record.get("ofm_scale", (1, 0))), record.get("rounding", "TFL"),
+                          _reference_scaled(whole.registers))
     if isinstance(stage, str):  # refusal() saw the whole operation; a stripe of it may differ
         raise UnsupportedError(f"operation {record['kind']}: {stage}")
     out = dict(record, rounding="TFL", ifm_rounding="TFL", ifm_scale_mode=0, ofm_scale=stage["ofm_scale"])
@@ -142,7 +165,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
-        out.update(_add_sub_scales(whole.registers["reference_scales"]) if out["sub_op"] != "MUL" else _MUL_OPERANDS)
+        out.update(_add_sub_scales(whole.registers["reference_scales"]) if _reference_scaled(whole.registers)
+                   else _UNIT_OPERANDS)
     out["u85"] = {
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
         "ofm_round_mode": stage["ofm_round_mode"],
@@ -180,9 +204,10 @@ def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, i
     return {"function": function, "clip_range": 0, "min": lo, "max": hi}, LUT_ADDRESS // 256
 
 
-# MUL multiplies the operands as they are (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales
-# the product as the lowering's OFM scale does on the U55 (TFLite's double rounding there).
-_MUL_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
+# MUL (and an unscaled ADD/SUB/MIN/MAX, `_unit_operands`) takes the operands as they are
+# (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales the result as the lowering's OFM scale does
+# on the U55 (TFLite's double rounding there).
+_UNIT_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
                  "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
 
 
