@@ -208,7 +208,7 @@ def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, i
 # (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales the result as the lowering's OFM scale does
 # on the U55 (TFLite's double rounding there).
 _UNIT_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
-                 "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
+                  "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
 
 
 def _add_sub_scales(scales: tuple[float, float, float]) -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""Ethos-U85 (#43): lowered operations the U85 emitter (emit/ethos_u85) expresses beyond
+test_u85_compile's zoo, each compiled for U85-128/256/512 and simulated bit-exact against the
+reference interpreter on 2 seeds, with no operator left on the CPU.
+
+- Unscaled elementwise operations (the lowering leaves both operands as they are, OPA/OPB scale
+  1.0): PRELU's MIN, per-channel MUL and ADD of codes of one scale; MINIMUM/MAXIMUM of operands
+  of one quantization, broadcast in H/W/C or a scalar.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+import cascader
+from cascader import zoo
+
+from conftest import shared_models_dir
+
+SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
+
+
+def _bit_exact_on_the_npu(model, accelerator: str, tmp_path) -> cascader.CompiledModel:
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    c = cascader.compile(model, accelerator=accelerator)
+    assert [v.reason for v in c.partition.verdicts if not v.npu] == []
+    path = tmp_path / "model.tflite"
+    cascader.save_model(model, path)
+    result = validate(path, c.binary, seeds=(0, 1), config_label=accelerator)
+    assert result.bit_exact, (result.error, result.details)
+    return c
+
+
+def _sub_ops(c: cascader.CompiledModel) -> collections.Counter:
+    return collections.Counter(s.lowered.registers.get("sub_op") for s in c.schedule.operations
+                               if s.lowered.kind == "elementwise")
+
+
+ELEMENTWISE = {
+    "prelu": lambda seed: zoo.prelu((1, 9, 7, 20), seed=seed),
+    "prelu_negative_alpha": lambda seed: zoo.prelu((1, 5, 6, 16), alpha_range=(-2.0, -0.1), seed=seed),
+    "prelu_positive_alpha": lambda seed: zoo.prelu((1, 4, 33, 3), alpha_range=(0.05, 1.5), seed=seed),
+    "minimum": lambda seed: zoo._single_op_net("minimum", [(1, 6, 5, 24), (1, 6, 5, 24)], seed).build(),
+    "maximum_broadcast_channels": lambda seed: zoo._single_op_net("maximum", [(1, 6, 5, 24), (1, 1, 1, 24)],
+                                                                  seed).build(),
+    "minimum_broadcast_rows": lambda seed: zoo._single_op_net("minimum", [(1, 6, 5, 8), (1, 1, 5, 8)], seed).build(),
+    "maximum_scalar": lambda seed: zoo._single_op_net("maximum", [(1, 6, 5, 8), (1, 1, 1, 1)], seed).build(),
+}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(ELEMENTWISE))
+def test_unscaled_elementwise_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(ELEMENTWISE[case](0), accelerator, tmp_path)
+    assert set(_sub_ops(c)) <= {"MIN", "MAX", "MUL", "ADD"} and _sub_ops(c)
+
+
+def test_palm_detection_prelus_on_the_npu(tmp_path) -> None:
+    """openmv_palm_detection_full_192's 31 PRELUs (their ADDs were the U85's CPU operators):
+    only its two DEQUANTIZEs stay on the CPU, bit-exact on U85-256."""
+    folder = shared_models_dir()
+    if folder is None or not (folder / "openmv_palm_detection_full_192.tflite").exists():
+        pytest.skip("CASCADER_MODELS is not set")
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    path = folder / "openmv_palm_detection_full_192.tflite"
+    c = cascader.compile(path, accelerator="ethos-u85-256")
+    cpu = [v.reason for v in c.partition.verdicts if not v.npu]
+    assert len(cpu) == 2 and all(r.startswith("DEQUANTIZE") for r in cpu), cpu
+    result = validate(path, c.binary, seeds=(0, 1), config_label="ethos-u85-256")
+    assert result.bit_exact, (result.error, result.details)
