@@ -5,6 +5,8 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
 - Unscaled elementwise operations (the lowering leaves both operands as they are, OPA/OPB scale
   1.0): PRELU's MIN, per-channel MUL and ADD of codes of one scale; MINIMUM/MAXIMUM of operands
   of one quantization, broadcast in H/W/C or a scalar.
+- REDUCE_SUM pooling of 8-bit maps (SUM and MEAN over the channels, alone or after a sum over H):
+  the U85's REDUCE_SUM with the U55's OFM scale.
 """
 
 from __future__ import annotations
@@ -58,18 +60,44 @@ def test_unscaled_elementwise_bit_exact(case: str, accelerator: str, tmp_path) -
     assert set(_sub_ops(c)) <= {"MIN", "MAX", "MUL", "ADD"} and _sub_ops(c)
 
 
-def test_palm_detection_prelus_on_the_npu(tmp_path) -> None:
-    """openmv_palm_detection_full_192's 31 PRELUs (their ADDs were the U85's CPU operators):
-    only its two DEQUANTIZEs stay on the CPU, bit-exact on U85-256."""
+REDUCE_SUM = {
+    "sum_c": lambda: zoo.reduce((1, 8, 8, 32), "SUM", (3,), False),
+    "sum_hc": lambda: zoo.reduce((1, 4, 5, 6), "SUM", (1, 3), True),
+    "sum_c_300": lambda: zoo.reduce((1, 3, 4, 300), "SUM", (3,), True),
+    "mean_c": lambda: zoo._single_op_net("mean", [(1, 6, 5, 24)], 0, axes=(3,)).build(),
+    "mean_c_3": lambda: zoo._single_op_net("mean", [(1, 17, 1, 3)], 0, axes=(3,)).build(),
+}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(REDUCE_SUM))
+def test_reduce_sum_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(REDUCE_SUM[case](), accelerator, tmp_path)
+    assert any(s.lowered.registers.get("sub_op") == "REDUCE_SUM" for s in c.schedule.operations)
+
+
+def test_tinyengine_vww_channel_means_on_the_npu(tmp_path) -> None:
+    """tinyengine_vww's two channel MEANs (REDUCE_SUM, the U85's CPU operators before): only its
+    QUANTIZE from float and DEQUANTIZE stay on the CPU, bit-exact on U85-256."""
+    _shared_model_on_the_npu("tinyengine_vww", {"QUANTIZE", "DEQUANTIZE"}, 2)
+
+
+def _shared_model_on_the_npu(name: str, cpu_opcodes: set[str], cpu_count: int) -> None:
     folder = shared_models_dir()
-    if folder is None or not (folder / "openmv_palm_detection_full_192.tflite").exists():
+    if folder is None or not (folder / f"{name}.tflite").exists():
         pytest.skip("CASCADER_MODELS is not set")
     pytest.importorskip("ai_edge_litert")
     from cascader.bench.simulate import validate
 
-    path = folder / "openmv_palm_detection_full_192.tflite"
+    path = folder / f"{name}.tflite"
     c = cascader.compile(path, accelerator="ethos-u85-256")
     cpu = [v.reason for v in c.partition.verdicts if not v.npu]
-    assert len(cpu) == 2 and all(r.startswith("DEQUANTIZE") for r in cpu), cpu
+    assert len(cpu) == cpu_count and all(r.split()[0] in cpu_opcodes for r in cpu), cpu
     result = validate(path, c.binary, seeds=(0, 1), config_label="ethos-u85-256")
     assert result.bit_exact, (result.error, result.details)
+
+
+def test_palm_detection_prelus_on_the_npu(tmp_path) -> None:
+    """openmv_palm_detection_full_192's 31 PRELUs (their ADDs were the U85's CPU operators):
+    only its two DEQUANTIZEs stay on the CPU, bit-exact on U85-256."""
+    _shared_model_on_the_npu("openmv_palm_detection_full_192", {"DEQUANTIZE"}, 2)

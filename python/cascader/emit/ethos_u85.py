@@ -76,7 +76,7 @@ def refusal(op: LoweredOperation) -> str | None:
         return "built-in and 16/32-bit table activations are not emitted for the Ethos-U85 yet"
     if op.ifm.element_size != 1 or op.ofm.element_size != 1:
         return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
-    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE"):
+    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE", "REDUCE_SUM"):
         return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
     stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
                           tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"), _reference_scaled(r))
