@@ -7,6 +7,8 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
   of one quantization, broadcast in H/W/C or a scalar.
 - REDUCE_SUM pooling of 8-bit maps (SUM and MEAN over the channels, alone or after a sum over H):
   the U85's REDUCE_SUM with the U55's OFM scale.
+- 16-bit maps of pooling (SUM, MEAN, REDUCE_MAX over H/W, C, both, past one window) and of
+  unscaled elementwise operations (int16 LEAKY_RELU with its own output scale: AVERAGE, MUL, ADD).
 """
 
 from __future__ import annotations
@@ -74,6 +76,31 @@ REDUCE_SUM = {
 def test_reduce_sum_bit_exact(case: str, accelerator: str, tmp_path) -> None:
     c = _bit_exact_on_the_npu(REDUCE_SUM[case](), accelerator, tmp_path)
     assert any(s.lowered.registers.get("sub_op") == "REDUCE_SUM" for s in c.schedule.operations)
+
+
+SIXTEEN_BIT = {
+    **{name: (lambda shape=shape, opcode=opcode, axes=axes, keep=keep: zoo.reduce(shape, opcode, axes, keep, "int16"))
+       for name, shape, opcode, axes, keep, dtype in zoo.REDUCE_OP_CASES
+       if dtype == "int16" and opcode in ("SUM", "REDUCE_MAX")},
+    "leaky_relu_int16_rescaled": lambda: zoo.leaky_relu((1, 6, 5, 16), dtype="int16"),
+}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(SIXTEEN_BIT))
+def test_sixteen_bit_maps_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(SIXTEEN_BIT[case](), accelerator, tmp_path)
+    assert all(s.lowered.ifm.element_size == 2 for s in c.schedule.operations)
+
+
+def test_sixteen_bit_convolutions_stay_on_the_cpu() -> None:
+    """A 16x8 convolution is not emitted yet: it runs on the CPU with the reason, on the U85
+    only."""
+    model = zoo._single_op_net("conv2d", [(1, 8, 8, 16)], 0, "int16", filters=8).build()
+    verdicts = cascader.compile(model, accelerator="ethos-u85-256").partition.verdicts
+    assert [v.reason for v in verdicts if not v.npu] == [
+        "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"]
+    assert all(v.npu for v in cascader.compile(model, accelerator="ethos-u55-128").partition.verdicts)
 
 
 def test_tinyengine_vww_channel_means_on_the_npu(tmp_path) -> None:
