@@ -9,6 +9,10 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
   the U85's REDUCE_SUM with the U55's OFM scale.
 - 16-bit maps of pooling (SUM, MEAN, REDUCE_MAX over H/W, C, both, past one window) and of
   unscaled elementwise operations (int16 LEAKY_RELU with its own output scale: AVERAGE, MUL, ADD).
+- int8 SOFTMAX: its exponentials' table (LUT_S8_S32), 32-bit SHR/SHL/CLZ/ADD/SUB/MUL steps (the
+  U55's unclipped 32-bit OFM is the U85's clip range NONE), REDUCE_SUM of 32-bit maps, SUBs with
+  reversed operands as the U85's swapped ones (IFM_BROADCAST); the shared models whose SOFTMAX
+  was their only CPU operator on the U85, wholly on the NPU.
 """
 
 from __future__ import annotations
@@ -101,6 +105,39 @@ def test_sixteen_bit_convolutions_stay_on_the_cpu() -> None:
     assert [v.reason for v in verdicts if not v.npu] == [
         "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"]
     assert all(v.npu for v in cascader.compile(model, accelerator="ethos-u55-128").partition.verdicts)
+
+
+SOFTMAX = {
+    "softmax_4x4x32": lambda: zoo.softmax((1, 4, 4, 32), dtype="int8"),
+    "softmax_10": lambda: zoo.softmax((1, 10), dtype="int8"),
+    "softmax_300_beta": lambda: zoo.softmax((1, 2, 300), dtype="int8", beta=0.3),
+    "softmax_3x7_beta2": lambda: zoo.softmax((1, 3, 7), dtype="int8", beta=2.0),
+}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(SOFTMAX))
+def test_int8_softmax_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(SOFTMAX[case](), accelerator, tmp_path)
+    assert {"SHR", "CLZ", "SHL"} <= set(_sub_ops(c))
+
+
+@pytest.mark.parametrize("name", ["mlperftiny_kws_ref_model", "mlperftiny_resnet8_quant", "tflm_person_detect",
+                                  "coral_mobilenet_v1_0.25_128_quant"])
+def test_shared_models_softmax_on_the_npu(name: str) -> None:
+    _shared_model_on_the_npu(name, set(), 0)
+
+
+def test_a_softmax_without_a_u85_block_goes_to_the_cpu() -> None:
+    """emza_ssd_slim's SOFTMAX over 2 classes of 1118 anchors broadcasts a 32-bit column over
+    the channels, which no OFM block's chaining-buffer share holds (block_search): that
+    operator runs on the CPU with the search's reason rather than failing the compile."""
+    folder = shared_models_dir()
+    if folder is None or not (folder / "emza_ssd_slim_120x160x1_v1_int8.tflite").exists():
+        pytest.skip("CASCADER_MODELS is not set")
+    c = cascader.compile(folder / "emza_ssd_slim_120x160x1_v1_int8.tflite", accelerator="ethos-u85-256")
+    cpu = [(c.partition.graph.operators[i].opcode, v.reason) for i, v in enumerate(c.partition.verdicts) if not v.npu]
+    assert len(cpu) == 1 and cpu[0][0] == "SOFTMAX" and "no Ethos-U85 block" in cpu[0][1], cpu
 
 
 def test_tinyengine_vww_channel_means_on_the_npu(tmp_path) -> None:

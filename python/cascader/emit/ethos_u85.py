@@ -33,7 +33,8 @@ _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 
 
 # The U55 elementwise operations with a U85 counterpart of the same name.
-_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX")
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ")
+_ORDERED = ("SUB", "SHR", "SHL")  # the others' operands commute
 
 
 def _unit_operands(registers: dict[str, Any]) -> bool:
@@ -62,9 +63,18 @@ def _wide_maps(op: LoweredOperation) -> str | None:
     widest = max(m.element_size for m in maps)
     if widest == 1:
         return None
-    if widest == 2 and (op.kind == "pool" or (op.kind == "elementwise" and not _reference_scaled(op.registers))):
+    if op.kind == "elementwise" and not _reference_scaled(op.registers):
+        return None
+    if op.kind == "pool" and (widest == 2 or op.registers.get("sub_op") == "REDUCE_SUM"):
         return None
     return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
+
+
+def needs_block_check(op: LoweredOperation) -> bool:
+    """A 32-bit elementwise operation with a broadcast operand: its bricks may not fit the
+    chaining buffer in any OFM block (block_search's `fits_elementwise`), which the search says."""
+    wide = max(m.element_size for m in (op.ifm, op.ofm, op.ifm2) if m is not None) == 4
+    return op.kind == "elementwise" and wide and any(op.registers.get("broadcast", ()))
 
 
 def refusal(op: LoweredOperation) -> str | None:
@@ -74,8 +84,10 @@ def refusal(op: LoweredOperation) -> str | None:
         if r.get("sub_op") not in _ELEMENTWISE or ("reference_scales" not in r and not _unit_operands(r)):
             return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
                     "otherwise than the U55's)")
-        if r.get("sub_op") == "SUB" and r.get("reversed_operands"):
-            return "a SUB with its operands reversed has no Ethos-U85 register (the U85 broadcasts either operand)"
+        if r.get("sub_op") in _ORDERED and r.get("reversed_operands") and (_reference_scaled(r) or
+                                                                            r.get("ifm2_scalar") is not None):
+            return (f"a {r['sub_op']} with its operands reversed has no Ethos-U85 register unless both are unscaled "
+                    "feature maps (the operands then swap; a scalar stays the IFM2)")
         if _reference_scaled(r) and op.ifm.element_size == 1:
             scales = _add_sub_scales(r["reference_scales"])
             shifts = (scales["ofm_scale"][1], scales["u85_operands"]["ifm_scale"][1],
@@ -85,7 +97,7 @@ def refusal(op: LoweredOperation) -> str | None:
     elif op.kind not in ("conv", "depthwise", "pool"):
         return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
     function = r.get("activation", {}).get("function", 0)
-    if function != 0 and (op.lut is None or len(op.lut) != 256):
+    if function != 0 and (op.lut is None or (len(op.lut), op.ofm.element_size) not in _TABLES):
         return "built-in and 16/32-bit table activations are not emitted for the Ethos-U85 yet"
     wide = _wide_maps(op)
     if wide:
@@ -192,14 +204,29 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         out["u85"]["weight_streams"] = streams
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
+        if record.get("reversed_operands") and record["sub_op"] in _ORDERED:
+            _swap_operands(out)
     return out
+
+
+def _swap_operands(out: dict[str, Any]) -> None:
+    """A U55 SUB with reversed operands (IFM2 - IFM, the IFM2 broadcast) as the U85's IFM - IFM2:
+    the operands swap places, and the broadcast goes to the IFM (IFM_BROADCAST). Both operands
+    are unscaled (`refusal`), so their scales swap with them unchanged."""
+    out["ifm"], out["ifm2"] = out["ifm2"], out["ifm"]
+    h, w, c = out.get("broadcast", (False, False, False))
+    out["u85"]["ifm_broadcast_mode"] = int(h) | int(w) << 1 | int(c) << 2
+    out["broadcast"] = (False, False, False)
+    out["reversed_operands"] = False
 
 
 # The U55's clip ranges (the output type's range intersected with ACTIVATION_MIN/MAX): the U85
 # has only "clip to ACTIVATION_MIN/MAX" (0), which takes the intersection.
 _CLIP_RANGES = {0: None, 2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}
-# The U85's 8-bit tables by entry type (output_stage.hpp): LUT_U8_U8 1, LUT_S8_S8 4.
-_TABLE_FUNCTION = {"uint8": 1, "int8": 4}
+# The U85's tables of 256 entries by entry type (output_stage.hpp): LUT_U8_U8 1, LUT_S8_S8 4,
+# LUT_S8_S32 7 (a softmax's exponentials); the U55's table of the same entries, in one order.
+_TABLE_FUNCTION = {"uint8": 1, "int8": 4, "int32": 7}
+_TABLES = {(256, 1), (1024, 4)}  # (table bytes, OFM element size)
 # The table the emitter loads: the first of the LUT RAM (emit/program.py copies a table in before
 # the first operation that uses it).
 LUT_ADDRESS = 0
@@ -209,6 +236,10 @@ def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, i
     """The U85's ACTIVATION fields for the U55's (a table in LUT slot `function - 16`, or none)
     and the table index."""
     lo, hi = activation["min"], activation["max"]
+    if ofm_dtype == "int32" and activation.get("clip_range", 0) == 0:
+        # The U55 clamps a 32-bit OFM to its type only (ACTIVATION_MIN/MAX are 16-bit); the
+        # U85 clamps to ACTIVATION_MIN/MAX unless the clip range is NONE (1).
+        return {"function": activation["function"], "clip_range": 1, "min": lo, "max": hi}, LUT_ADDRESS // 256
     bounds = _CLIP_RANGES[activation.get("clip_range", 0)]
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
