@@ -13,6 +13,8 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
   U55's unclipped 32-bit OFM is the U85's clip range NONE), REDUCE_SUM of 32-bit maps, SUBs with
   reversed operands as the U85's swapped ones (IFM_BROADCAST); the shared models whose SOFTMAX
   was their only CPU operator on the U85, wholly on the NPU.
+- REDUCE_MIN (int8 and int16): its negations are SUBs with reversed operands from a one-element
+  map, the U85's SUB of that map broadcast as the IFM (IFM_BROADCAST).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 
 import cascader
 from cascader import zoo
+from cascader.sim import npu_calls
 
 from conftest import shared_models_dir
 
@@ -82,10 +85,23 @@ def test_reduce_sum_bit_exact(case: str, accelerator: str, tmp_path) -> None:
     assert any(s.lowered.registers.get("sub_op") == "REDUCE_SUM" for s in c.schedule.operations)
 
 
+REDUCE_MIN = {name: (lambda shape=shape, axes=axes, keep=keep: zoo.reduce(shape, "REDUCE_MIN", axes, keep, "int8"))
+              for name, shape, opcode, axes, keep, dtype in zoo.REDUCE_OP_CASES
+              if dtype == "int8" and opcode == "REDUCE_MIN"}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(REDUCE_MIN))
+def test_reduce_min_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(REDUCE_MIN[case](), accelerator, tmp_path)
+    subs = [r for call in npu_calls(c.model) for r in call.decode().operations if r.get("sub_op") == "SUB"]
+    assert subs and all(r["u85"]["ifm_broadcast_mode"] for r in subs)  # the one-element map is the IFM
+
+
 SIXTEEN_BIT = {
     **{name: (lambda shape=shape, opcode=opcode, axes=axes, keep=keep: zoo.reduce(shape, opcode, axes, keep, "int16"))
        for name, shape, opcode, axes, keep, dtype in zoo.REDUCE_OP_CASES
-       if dtype == "int16" and opcode in ("SUM", "REDUCE_MAX")},
+       if dtype == "int16"},
     "leaky_relu_int16_rescaled": lambda: zoo.leaky_relu((1, 6, 5, 16), dtype="int16"),
 }
 

@@ -210,9 +210,10 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
 
 
 def _swap_operands(out: dict[str, Any]) -> None:
-    """A U55 SUB with reversed operands (IFM2 - IFM, the IFM2 broadcast) as the U85's IFM - IFM2:
-    the operands swap places, and the broadcast goes to the IFM (IFM_BROADCAST). Both operands
-    are unscaled (`refusal`), so their scales swap with them unchanged."""
+    """A U55 SUB (SHR, SHL) with reversed operands (IFM2 - IFM, the IFM2 broadcast) as the
+    U85's IFM - IFM2: the operands swap places, and the broadcast goes to the IFM
+    (IFM_BROADCAST). Both operands are unscaled (`refusal`), so their scales swap with them
+    unchanged."""
     out["ifm"], out["ifm2"] = out["ifm2"], out["ifm"]
     h, w, c = out.get("broadcast", (False, False, False))
     out["u85"]["ifm_broadcast_mode"] = int(h) | int(w) << 1 | int(c) << 2
