@@ -9,6 +9,7 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
   the U85's REDUCE_SUM with the U55's OFM scale.
 - 16-bit maps of pooling (SUM, MEAN, REDUCE_MAX over H/W, C, both, past one window) and of
   unscaled elementwise operations (int16 LEAKY_RELU with its own output scale: AVERAGE, MUL, ADD).
+- int16 tables (LUT_S16_S16, 512 interpolated words): int16 EXP and int16 SOFTMAX.
 - int8 SOFTMAX: its exponentials' table (LUT_S8_S32), 32-bit SHR/SHL/CLZ/ADD/SUB/MUL steps (the
   U55's unclipped 32-bit OFM is the U85's clip range NONE), REDUCE_SUM of 32-bit maps, SUBs with
   reversed operands as the U85's swapped ones (IFM_BROADCAST); the shared models whose SOFTMAX
@@ -124,6 +125,8 @@ def test_sixteen_bit_convolutions_stay_on_the_cpu() -> None:
 
 
 SOFTMAX = {
+    "softmax_int16_4x4x32": lambda: zoo.softmax((1, 4, 4, 32), dtype="int16"),
+    "softmax_int16_10_beta": lambda: zoo.softmax((1, 10), dtype="int16", beta=0.5),
     "softmax_4x4x32": lambda: zoo.softmax((1, 4, 4, 32), dtype="int8"),
     "softmax_10": lambda: zoo.softmax((1, 10), dtype="int8"),
     "softmax_300_beta": lambda: zoo.softmax((1, 2, 300), dtype="int8", beta=0.3),
@@ -133,9 +136,17 @@ SOFTMAX = {
 
 @pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("case", sorted(SOFTMAX))
-def test_int8_softmax_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+def test_softmax_bit_exact(case: str, accelerator: str, tmp_path) -> None:
     c = _bit_exact_on_the_npu(SOFTMAX[case](), accelerator, tmp_path)
-    assert {"SHR", "CLZ", "SHL"} <= set(_sub_ops(c))
+    steps = {"ADD", "SUB"} if "int16" in case else {"SHR", "CLZ", "SHL"}  # int16: two tables between them
+    assert steps <= set(_sub_ops(c))
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_int16_exp_table_bit_exact(accelerator: str, tmp_path) -> None:
+    """An int16 EXP: one 512-word interpolated table (LUT_S16_S16)."""
+    c = _bit_exact_on_the_npu(zoo.exp((1, 4, 5, 16)), accelerator, tmp_path)
+    assert [len(s.lowered.lut) for s in c.schedule.operations] == [2048]
 
 
 @pytest.mark.parametrize("name", ["mlperftiny_kws_ref_model", "mlperftiny_resnet8_quant", "tflm_person_detect",

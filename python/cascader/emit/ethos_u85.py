@@ -98,7 +98,7 @@ def refusal(op: LoweredOperation) -> str | None:
         return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
     function = r.get("activation", {}).get("function", 0)
     if function != 0 and (op.lut is None or (len(op.lut), op.ofm.element_size) not in _TABLES):
-        return "built-in and 16/32-bit table activations are not emitted for the Ethos-U85 yet"
+        return "built-in TANH/SIGMOID activations are not emitted for the Ethos-U85 yet (nor tables of other sizes)"
     wide = _wide_maps(op)
     if wide:
         return wide
@@ -224,10 +224,11 @@ def _swap_operands(out: dict[str, Any]) -> None:
 # The U55's clip ranges (the output type's range intersected with ACTIVATION_MIN/MAX): the U85
 # has only "clip to ACTIVATION_MIN/MAX" (0), which takes the intersection.
 _CLIP_RANGES = {0: None, 2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}
-# The U85's tables of 256 entries by entry type (output_stage.hpp): LUT_U8_U8 1, LUT_S8_S8 4,
-# LUT_S8_S32 7 (a softmax's exponentials); the U55's table of the same entries, in one order.
-_TABLE_FUNCTION = {"uint8": 1, "int8": 4, "int32": 7}
-_TABLES = {(256, 1), (1024, 4)}  # (table bytes, OFM element size)
+# The U85's tables by entry type (output_stage.hpp): of 256 entries LUT_U8_U8 1, LUT_S8_S8 4,
+# LUT_S8_S32 7 (an int8 softmax's exponentials); LUT_S16_S16 8, 512 interpolated words (int16
+# EXP, an int16 softmax's two tables). The U55's tables of the same entries, in one order.
+_TABLE_FUNCTION = {"uint8": 1, "int8": 4, "int32": 7, "int16": 8}
+_TABLES = {(256, 1), (1024, 4), (2048, 2)}  # (table bytes, OFM element size)
 # The table the emitter loads: the first of the LUT RAM (emit/program.py copies a table in before
 # the first operation that uses it).
 LUT_ADDRESS = 0
