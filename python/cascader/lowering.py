@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .arch import Accelerator
 from .emit import ethos_u85
-from .errors import ModelError, UnsupportedError
+from .errors import InvalidArgumentError, ModelError, UnsupportedError
 from .frontend.lower import lower_segment
 from .frontend.lower_resize import cascades_in_least_scratch
 from .frontend.lowered import LoweredSegment
@@ -62,9 +62,20 @@ def _target_refusals(segments: list[LoweredSegment], accelerator: str | None) ->
     if accelerator is None or Accelerator(accelerator).product != ethos_u85.PRODUCT:
         return {}
     refused: dict[int, Verdict] = {}
+    target = None
     for seg in segments:
         for op in seg.operations:
             reason = ethos_u85.refusal(op)
+            if reason is None and ethos_u85.needs_block_check(op):
+                # Whether an OFM block of the U85 holds it (its operand's broadcast in the
+                # chaining buffer) is the block search's to say: asked here, not at scheduling.
+                from .schedule import _Target  # the scheduler imports the lowering's modules
+
+                target = target or _Target(accelerator, None, None, segments)
+                try:
+                    target.cost(op)
+                except InvalidArgumentError as e:
+                    reason = f"its 32-bit operand's broadcast has no Ethos-U85 block yet ({e})"
             if reason is not None:
                 refused.update((i, Verdict(False, "target", reason)) for i in op.sources)
     return refused

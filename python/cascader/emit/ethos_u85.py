@@ -32,16 +32,63 @@ _ROUND_MODE = {"TFL": 0, "NATURAL": 1, "TRUNCATE": 4}
 _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 
 
+# The U55 elementwise operations with a U85 counterpart of the same name.
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ")
+_ORDERED = ("SUB", "SHR", "SHL")  # the others' operands commute
+
+
+def _unit_operands(registers: dict[str, Any]) -> bool:
+    """The lowering left both operands unscaled (OPA/OPB scale 1.0 and no IFM scaling mode):
+    the operation (a MUL, a MIN/MAX, an ADD of codes of one scale such as PRELU's) combines the
+    codes less their zero points as they are, which the U85 does with IFM/IFM2 scale 1.0."""
+    if registers.get("ifm_scale_mode", 0):
+        return False
+    if registers.get("sub_op") == "MUL":  # the U55's MUL reads no operand scales
+        return True
+    return tuple(registers.get("opa_scale", (1, 0))) == (1, 0) and registers.get("opb_scale", 1) == 1
+
+
+def _reference_scaled(registers: dict[str, Any]) -> bool:
+    """An ADD/SUB whose operands the lowering scales as TFLite does (`_add_sub_scales`)."""
+    return registers.get("sub_op") in ("ADD", "SUB") and "reference_scales" in registers
+
+
+def _wide_maps(op: LoweredOperation) -> str | None:
+    """Why `op`'s 16- or 32-bit feature maps are not emitted yet (None: they are). 16-bit maps
+    are for pooling and for elementwise operations on unscaled operands (the registers are the
+    8-bit ones with the wider type; tests/test_u85_lowering). Not yet: 16-bit convolutions (the
+    U85's 48-bit accumulators, whose scale streams differ), ADD/SUB scaled as TFLite's int16
+    kernels do, and 32-bit maps (a softmax's and a reduction's intermediates)."""
+    maps = [op.ifm, op.ofm] + ([op.ifm2] if op.ifm2 is not None else [])
+    widest = max(m.element_size for m in maps)
+    if widest == 1:
+        return None
+    if op.kind == "elementwise" and not _reference_scaled(op.registers):
+        return None
+    if op.kind == "pool" and (widest == 2 or op.registers.get("sub_op") == "REDUCE_SUM"):
+        return None
+    return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
+
+
+def needs_block_check(op: LoweredOperation) -> bool:
+    """A 32-bit elementwise operation with a broadcast operand: its bricks may not fit the
+    chaining buffer in any OFM block (block_search's `fits_elementwise`), which the search says."""
+    wide = max(m.element_size for m in (op.ifm, op.ofm, op.ifm2) if m is not None) == 4
+    return op.kind == "elementwise" and wide and any(op.registers.get("broadcast", ()))
+
+
 def refusal(op: LoweredOperation) -> str | None:
     """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
     r = op.registers
     if op.kind == "elementwise":
-        if r.get("sub_op") not in ("ADD", "SUB", "MUL") or "reference_scales" not in r:
+        if r.get("sub_op") not in _ELEMENTWISE or ("reference_scales" not in r and not _unit_operands(r)):
             return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
                     "otherwise than the U55's)")
-        if r.get("sub_op") == "SUB" and r.get("reversed_operands"):
-            return "a SUB with its operands reversed has no Ethos-U85 register (the U85 broadcasts either operand)"
-        if r["sub_op"] != "MUL" and op.ifm.element_size == 1:
+        if r.get("sub_op") in _ORDERED and r.get("reversed_operands") and (_reference_scaled(r) or
+                                                                            r.get("ifm2_scalar") is not None):
+            return (f"a {r['sub_op']} with its operands reversed has no Ethos-U85 register unless both are unscaled "
+                    "feature maps (the operands then swap; a scalar stays the IFM2)")
+        if _reference_scaled(r) and op.ifm.element_size == 1:
             scales = _add_sub_scales(r["reference_scales"])
             shifts = (scales["ofm_scale"][1], scales["u85_operands"]["ifm_scale"][1],
                       scales["u85_operands"]["ifm2_scale"][1])
@@ -50,14 +97,15 @@ def refusal(op: LoweredOperation) -> str | None:
     elif op.kind not in ("conv", "depthwise", "pool"):
         return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
     function = r.get("activation", {}).get("function", 0)
-    if function != 0 and (op.lut is None or len(op.lut) != 256):
-        return "built-in and 16/32-bit table activations are not emitted for the Ethos-U85 yet"
-    if op.ifm.element_size != 1 or op.ofm.element_size != 1:
-        return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
-    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE"):
+    if function != 0 and (op.lut is None or (len(op.lut), op.ofm.element_size) not in _TABLES):
+        return "built-in TANH/SIGMOID activations are not emitted for the Ethos-U85 yet (nor tables of other sizes)"
+    wide = _wide_maps(op)
+    if wide:
+        return wide
+    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE", "REDUCE_SUM"):
         return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
     stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
-                          tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"))
+                          tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"), _reference_scaled(r))
     return stage if isinstance(stage, str) else None
 
 
@@ -66,7 +114,7 @@ _UNIT_SCALE = (1 << 30, 30)
 
 
 def _output_stage(kind: str, sub_op: str | None, kernel: dict, padding: tuple, ofm_scale: tuple[int, int],
-                  rounding: str) -> dict[str, Any] | str:
+                  rounding: str, reference_scaled: bool = False) -> dict[str, Any] | str:
     """The U85's pooling mode, OFM scale and round mode for an operation the lowering describes
     in the U55's terms, or why it has none. The U55's AVERAGE divides only a padded window (by
     its valid elements, half away from zero) and otherwise sums, the OFM scale dividing; the
@@ -75,7 +123,7 @@ def _output_stage(kind: str, sub_op: str | None, kernel: dict, padding: tuple, o
     rounding of an average) is the U85's AVERAGE at scale 1.0, any other unpadded one its SUM."""
     scale, shift = ofm_scale
     out: dict[str, Any] = {"sub_op": sub_op, "ofm_scale": (scale, shift), "ofm_round_mode": _ROUND_MODE[rounding]}
-    if kind == "elementwise" and sub_op != "MUL":
+    if reference_scaled:
         return out  # ADD/SUB: TFLite's scales (`_add_sub_scales`), not these
     if kind == "pool" and sub_op == "AVERAGE" and not any(padding):
         if ofm_scale == pooling_scale(kernel.get("height", 1) * kernel.get("width", 1)):
@@ -133,7 +181,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
     it is a stripe of (or is)."""
     stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
-                          tuple(record.get("ofm_scale", (1, 0))), record.get("rounding", "TFL"))
+                          tuple(record.get("ofm_scale", (1, 0))), record.get("rounding", "TFL"),
+                          _reference_scaled(whole.registers))
     if isinstance(stage, str):  # refusal() saw the whole operation; a stripe of it may differ
         raise UnsupportedError(f"operation {record['kind']}: {stage}")
     out = dict(record, rounding="TFL", ifm_rounding="TFL", ifm_scale_mode=0, ofm_scale=stage["ofm_scale"])
@@ -142,7 +191,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
-        out.update(_add_sub_scales(whole.registers["reference_scales"]) if out["sub_op"] != "MUL" else _MUL_OPERANDS)
+        out.update(_add_sub_scales(whole.registers["reference_scales"]) if _reference_scaled(whole.registers)
+                   else _UNIT_OPERANDS)
     out["u85"] = {
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
         "ofm_round_mode": stage["ofm_round_mode"],
@@ -154,14 +204,31 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         out["u85"]["weight_streams"] = streams
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
+        if record.get("reversed_operands") and record["sub_op"] in _ORDERED:
+            _swap_operands(out)
     return out
+
+
+def _swap_operands(out: dict[str, Any]) -> None:
+    """A U55 SUB (SHR, SHL) with reversed operands (IFM2 - IFM, the IFM2 broadcast) as the
+    U85's IFM - IFM2: the operands swap places, and the broadcast goes to the IFM
+    (IFM_BROADCAST). Both operands are unscaled (`refusal`), so their scales swap with them
+    unchanged."""
+    out["ifm"], out["ifm2"] = out["ifm2"], out["ifm"]
+    h, w, c = out.get("broadcast", (False, False, False))
+    out["u85"]["ifm_broadcast_mode"] = int(h) | int(w) << 1 | int(c) << 2
+    out["broadcast"] = (False, False, False)
+    out["reversed_operands"] = False
 
 
 # The U55's clip ranges (the output type's range intersected with ACTIVATION_MIN/MAX): the U85
 # has only "clip to ACTIVATION_MIN/MAX" (0), which takes the intersection.
 _CLIP_RANGES = {0: None, 2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}
-# The U85's 8-bit tables by entry type (output_stage.hpp): LUT_U8_U8 1, LUT_S8_S8 4.
-_TABLE_FUNCTION = {"uint8": 1, "int8": 4}
+# The U85's tables by entry type (output_stage.hpp): of 256 entries LUT_U8_U8 1, LUT_S8_S8 4,
+# LUT_S8_S32 7 (an int8 softmax's exponentials); LUT_S16_S16 8, 512 interpolated words (int16
+# EXP, an int16 softmax's two tables). The U55's tables of the same entries, in one order.
+_TABLE_FUNCTION = {"uint8": 1, "int8": 4, "int32": 7, "int16": 8}
+_TABLES = {(256, 1), (1024, 4), (2048, 2)}  # (table bytes, OFM element size)
 # The table the emitter loads: the first of the LUT RAM (emit/program.py copies a table in before
 # the first operation that uses it).
 LUT_ADDRESS = 0
@@ -171,6 +238,10 @@ def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, i
     """The U85's ACTIVATION fields for the U55's (a table in LUT slot `function - 16`, or none)
     and the table index."""
     lo, hi = activation["min"], activation["max"]
+    if ofm_dtype == "int32" and activation.get("clip_range", 0) == 0:
+        # The U55 clamps a 32-bit OFM to its type only (ACTIVATION_MIN/MAX are 16-bit); the
+        # U85 clamps to ACTIVATION_MIN/MAX unless the clip range is NONE (1).
+        return {"function": activation["function"], "clip_range": 1, "min": lo, "max": hi}, LUT_ADDRESS // 256
     bounds = _CLIP_RANGES[activation.get("clip_range", 0)]
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
@@ -180,10 +251,11 @@ def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, i
     return {"function": function, "clip_range": 0, "min": lo, "max": hi}, LUT_ADDRESS // 256
 
 
-# MUL multiplies the operands as they are (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales
-# the product as the lowering's OFM scale does on the U55 (TFLite's double rounding there).
-_MUL_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
-                 "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
+# MUL (and an unscaled ADD/SUB/MIN/MAX, `_unit_operands`) takes the operands as they are
+# (IFM_SCALE/IFM2_SCALE 1.0), then OFM_SCALE rescales the result as the lowering's OFM scale does
+# on the U55 (TFLite's double rounding there).
+_UNIT_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
+                  "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
 
 
 def _add_sub_scales(scales: tuple[float, float, float]) -> dict[str, Any]:

@@ -105,7 +105,7 @@ class EncodedWeights:
         return EncodedWeights.of_data(self.data[start:end], (tuple(
             StreamRanges(r.scale_offset - start if r.scale_length else 0, r.scale_length,
                          r.weight_offset - start if r.weight_length else 0, r.weight_length)
-            for r in self.slices[s]),), self.u85)
+            for r in self.slices[s]),), u85=self.u85)
 
     @cached_property
     def largest_span(self) -> int:
