@@ -754,13 +754,18 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         }
       }
     }
-    // The LUT this operation's activation reads was DMA'd into the SHRAM.
+    // The LUT this operation's activation reads was DMA'd into the SHRAM. On the Ethos-U85 Vela
+    // costs that DMA only for an operation that is the table lookup itself (one input, no
+    // weights: a TANH, SIGMOID or LUT operator); a table fused into another operation (a
+    // convolution's or a binary elementwise operation's activation, e.g. softmax's SUB + exp
+    // table) is a sub-operation whose DMA its cost leaves out.
+    const bool lut_costed = !u85 || (!reads_weights(o) && !o.has_ifm2());
     if (e.op.activation == cascader::Activation::Lut) {
       auto it = std::find_if(pending.rbegin(), pending.rend(), [](const PendingDma& p) { return p.dst.region == kShramRegion; });
       if (it != pending.rend()) {
-        e.op.lut_bytes = int64_t(it->dst.length);
+        if (lut_costed) e.op.lut_bytes = int64_t(it->dst.length);
         e.op.lut_memory = region_memory(it->src.region, arch);
-        if (!e.op.weight_buffer_memory) e.op.dma_slack_cycles = slack;
+        if (lut_costed && !e.op.weight_buffer_memory) e.op.dma_slack_cycles = slack;
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
       }
