@@ -446,15 +446,17 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
   const Shape4 ofm{1, o.ofm.height, o.ofm.width, o.ofm.depth};
   op.ofm = feature_map(o.ofm, ofm, arch);
   if (o.kind == OpKind::Elementwise) {
-    // The IFM covers the OFM; a broadcast IFM2 has size 1 on its broadcast axes.
-    op.ifm = feature_map(o.ifm, ofm, arch);
+    // Each operand covers the OFM but on its broadcast axes, where it has size 1. The IFM2's
+    // broadcast is in the fields every target decodes; the Ethos-U85 also broadcasts the IFM
+    // (IFM_BROADCAST: bits H, W, C, or a scalar), and Vela costs it at its own shape.
+    auto broadcast = [&ofm](bool scalar, bool h, bool w, bool c) {
+      if (scalar) return Shape4{1, 1, 1, 1};
+      return Shape4{1, h ? 1 : ofm.h, w ? 1 : ofm.w, c ? 1 : ofm.c};
+    };
+    const int ib = o.u85.ifm_broadcast_mode;
+    op.ifm = feature_map(o.ifm, broadcast(ib == ethos_u85::kBroadcastScalar, ib & 1, ib & 2, ib & 4), arch);
     if (o.has_ifm2()) {
-      Shape4 s2 = ofm;
-      if (o.ifm2_is_scalar) s2 = Shape4{1, 1, 1, 1};
-      if (o.broadcast_h) s2.h = 1;
-      if (o.broadcast_w) s2.w = 1;
-      if (o.broadcast_c) s2.c = 1;
-      op.ifm2 = feature_map(o.ifm2, s2, arch);
+      op.ifm2 = feature_map(o.ifm2, broadcast(o.ifm2_is_scalar, o.broadcast_h, o.broadcast_w, o.broadcast_c), arch);
     }
   } else if (o.kind == OpKind::Resize) {
     // The kernel registers hold the IFM extent the resize reads.
