@@ -664,28 +664,51 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       }
     }
     // The depth slices of one operation, each after the DMA of its weights: one operation whose
-    // weight stream is the slices' together, buffered from the first slice's DMA on.
+    // weight stream is the slices' together, buffered from the first slice's DMA on. On the
+    // Ethos-U85 each slice of a chained operation feeds its own copy of the chain (a MEAN's
+    // depthwise slices, each into its MUL): slices compare by what their chains write.
     std::vector<size_t> slice_dmas;
     int last_slice_depth = 0;
-    if (e.merged.empty() && !in_chain && reads_weights(o) && o.weights.length > 0) {
+    if (e.merged.empty() && reads_weights(o) && o.weights.length > 0) {
       std::vector<size_t> between;
-      size_t last = i;
-      for (size_t k = i + 1; k < ops.size(); ++k) {
+      size_t last = i, last_writer = in_chain ? chained.back() : i;
+      for (size_t k = last_writer + 1; k < ops.size(); ++k) {
         if (ops[k].kind == OpKind::Dma) {
           between.push_back(k);
           continue;
         }
-        if (!same_operation(ops[last], ops[k])) break;
+        std::vector<size_t> chain_k;  // slice k's chain, as long as the first slice's and alike
+        for (size_t m = k + 1; m < ops.size() && chain_k.size() < chained.size(); ++m) {
+          if (ops[m].kind != OpKind::Dma) chain_k.push_back(m);
+        }
+        bool alike = chain_k.size() == chained.size();
+        for (size_t j = 0; alike && j < chained.size(); ++j) {
+          const NpuOperation &x = ops[chained[j]], &y = ops[chain_k[j]];
+          alike = x.kind == y.kind && x.u85.ifm_storage == y.u85.ifm_storage &&
+                  x.u85.ifm2_storage == y.u85.ifm2_storage && x.u85.ofm_storage == y.u85.ofm_storage;
+        }
+        if (!alike) break;
+        if (in_chain) {
+          NpuOperation a = ops[last], b = ops[k];
+          a.ofm = ops[last_writer].ofm;
+          b.ofm = ops[chain_k.back()].ofm;
+          if (!same_operation(a, b)) break;
+        } else if (!same_operation(ops[last], ops[k])) {
+          break;
+        }
         for (size_t d : between) {
           if (covers(ops[d].dma_dst, ops[k].weights) || covers(ops[d].dma_dst, ops[k].scales)) slice_dmas.push_back(d);
         }
         between.clear();
         e.merged.push_back(k);
+        e.merged.insert(e.merged.end(), chain_k.begin(), chain_k.end());
         e.op.ofm.shape.c += ops[k].ofm.depth;
         e.op.weight_bytes += weight_stream_bytes(ops[k], u85);
         e.op.scale_bytes += int64_t(ops[k].scales.length + ops[k].scales1.length);
         last_slice_depth = ops[k].ofm.depth;
         last = k;
+        last_writer = chain_k.empty() ? k : chain_k.back();
+        k = last_writer;
       }
     }
     // The stripes of a cascaded operation (Vela's Size schedules interleave them with the
