@@ -5,7 +5,8 @@ one, within 5% of Vela's total cycles on at least 95% of them and within 10% on 
 The mechanisms each have a case of their own: OFM transposes (Vela's depth multiplier, and a
 TRANSPOSE), the sub-kernel convolutions of a transposed convolution, the last depth slice's
 cycles a sliced weight buffer offers as DMA slack, and the stripes of a cascade whose weights
-Vela buffered once in the SRAM.
+Vela buffered once in the SRAM; the DMA slack counted with the feature maps in their home
+memory, a LUT fused into another operation left uncosted, and an IFM the U85 broadcasts.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ from cascader import vela, zoo
 from cascader.bench.calibration import U85_ACCELERATORS, U85_SYSTEMS, U85_ZOO, calibrate_u85
 
 WITHIN, WORST, SHARE = 0.05, 0.10, 0.95
-# Shared models whose U85 binaries the decoder refuses, and why (not the estimator's formulas:
-# the 64-bit OFM of Vela's U85 MEAN is decoded by the simulator work of #42, u85sim).
-KNOWN_REFUSED = {"coral_deeplabv3_mnv2_dm05_pascal_quant": "OFM precision 64-bit signed is not decoded"}
 
 
 def _errors(results) -> dict[str, float]:
@@ -43,9 +41,10 @@ def test_zoo_binaries_within_5_percent() -> None:
 
 
 def test_shared_models_within_5_percent() -> None:
-    """The shared models ($CASCADER_MODELS) on U85-256, both systems: 30 of 32 within 5%, all
-    within 10% (outside 5%: tflm_hello_world +7.6% on DRAM_Mid, movenet +5.5% on Flash_High),
-    so the bar here is 90%, not the issue's 95% (not met yet on these models)."""
+    """The shared models ($CASCADER_MODELS) on all five sizes, on Vela's default U85 system and on
+    Flash_High with Shared_Sram: every binary costed (coral_deeplabv3's 64-bit ARGMAX OFM
+    included), at least 95% within 5% of Vela's total, none beyond 10% (the bar of #42; measured
+    165 of 170 within 5%, worst yolov8n -8.9% on DRAM_Mid U85-2048)."""
     pytest.importorskip("ethosu.vela")
     models = os.environ.get("CASCADER_MODELS", "")
     if not models or not os.path.isdir(models):
@@ -53,11 +52,10 @@ def test_shared_models_within_5_percent() -> None:
     from cascader.bench.calibration import u85_networks
 
     names = [n for n in u85_networks(models) if n not in U85_ZOO]
-    results = calibrate_u85(names, ["ethos-u85-256"], list(U85_SYSTEMS), models)
-    for r in results:  # refused by name, not costed wrong
-        if r.case.split(" [")[0] in KNOWN_REFUSED:
-            assert KNOWN_REFUSED[r.case.split(" [")[0]] in r.note, r.note
-    _check(_errors(r for r in results if r.case.split(" [")[0] not in KNOWN_REFUSED), share=0.90)
+    results = calibrate_u85(names, U85_ACCELERATORS, list(U85_SYSTEMS), models)
+    assert not [r.note for r in results if r.note.startswith("refused")]
+    assert len(results) == 10 * len(names), len(results)
+    _check(_errors(results))
 
 
 def _error(model, accelerator: str = "ethos-u85-256", **config) -> float:
@@ -105,3 +103,39 @@ def test_sliced_weight_buffer_offers_its_last_slice() -> None:
     error = _error(zoo.ds_cnn_kws(), system="Ethos_U85_SYS_Flash_High", memory_mode="Shared_Sram")
     assert abs(error) <= 0.01, error
 
+
+
+def test_fused_table_dma_is_not_costed() -> None:
+    """attention_pooling's softmax runs its exp table as the activation of a SUB: Vela costs that
+    table's DMA only for a lookup operation of its own, not for a table fused into another
+    operation (costing it came out 5.3% high on Flash_High U85-512)."""
+    pytest.importorskip("ethosu.vela")
+    error = _error(zoo.attention_pooling(), "ethos-u85-512", system="Ethos_U85_SYS_Flash_High",
+                   memory_mode="Shared_Sram")
+    assert abs(error) <= 0.02, error
+
+
+def _shared_model(name: str):
+    models = os.environ.get("CASCADER_MODELS", "")
+    path = os.path.join(models, name + ".tflite")
+    if not models or not os.path.isfile(path):
+        pytest.skip("CASCADER_MODELS is not set")
+    return path
+
+
+def test_slack_with_feature_maps_at_home() -> None:
+    """tflm_hello_world on DRAM_Mid (Dedicated_Sram): the slack an operation offers the next
+    one's weight DMA is its compute with its maps in the DRAM, where Vela's scheduler sees them
+    (with the maps in the SRAM it came out 11.6% high on U85-512)."""
+    pytest.importorskip("ethosu.vela")
+    assert abs(_error(_shared_model("tflm_hello_world_int8"), "ethos-u85-512")) <= 0.01
+
+
+def test_broadcast_ifm_costed_at_its_shape() -> None:
+    """movenet subtracts a 48x48x17 map from a 48x48x1 grid constant the U85 broadcasts as its
+    IFM (IFM_BROADCAST C): read over the OFM's shape from the flash, it came out 10.5% high on
+    Flash_High U85-1024."""
+    pytest.importorskip("ethosu.vela")
+    error = _error(_shared_model("coral_movenet_single_pose_lightning_ptq"), "ethos-u85-1024",
+                   system="Ethos_U85_SYS_Flash_High", memory_mode="Shared_Sram")
+    assert abs(error) <= WITHIN, error

@@ -446,15 +446,17 @@ NpuOp npu_op_of(const NpuOperation& o, const ArchConfig& arch) {
   const Shape4 ofm{1, o.ofm.height, o.ofm.width, o.ofm.depth};
   op.ofm = feature_map(o.ofm, ofm, arch);
   if (o.kind == OpKind::Elementwise) {
-    // The IFM covers the OFM; a broadcast IFM2 has size 1 on its broadcast axes.
-    op.ifm = feature_map(o.ifm, ofm, arch);
+    // Each operand covers the OFM but on its broadcast axes, where it has size 1. The IFM2's
+    // broadcast is in the fields every target decodes; the Ethos-U85 also broadcasts the IFM
+    // (IFM_BROADCAST: bits H, W, C, or a scalar), and Vela costs it at its own shape.
+    auto broadcast = [&ofm](bool scalar, bool h, bool w, bool c) {
+      if (scalar) return Shape4{1, 1, 1, 1};
+      return Shape4{1, h ? 1 : ofm.h, w ? 1 : ofm.w, c ? 1 : ofm.c};
+    };
+    const int ib = o.u85.ifm_broadcast_mode;
+    op.ifm = feature_map(o.ifm, broadcast(ib == ethos_u85::kBroadcastScalar, ib & 1, ib & 2, ib & 4), arch);
     if (o.has_ifm2()) {
-      Shape4 s2 = ofm;
-      if (o.ifm2_is_scalar) s2 = Shape4{1, 1, 1, 1};
-      if (o.broadcast_h) s2.h = 1;
-      if (o.broadcast_w) s2.w = 1;
-      if (o.broadcast_c) s2.c = 1;
-      op.ifm2 = feature_map(o.ifm2, s2, arch);
+      op.ifm2 = feature_map(o.ifm2, broadcast(o.ifm2_is_scalar, o.broadcast_h, o.broadcast_w, o.broadcast_c), arch);
     }
   } else if (o.kind == OpKind::Resize) {
     // The kernel registers hold the IFM extent the resize reads.
@@ -662,28 +664,51 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       }
     }
     // The depth slices of one operation, each after the DMA of its weights: one operation whose
-    // weight stream is the slices' together, buffered from the first slice's DMA on.
+    // weight stream is the slices' together, buffered from the first slice's DMA on. On the
+    // Ethos-U85 each slice of a chained operation feeds its own copy of the chain (a MEAN's
+    // depthwise slices, each into its MUL): slices compare by what their chains write.
     std::vector<size_t> slice_dmas;
     int last_slice_depth = 0;
-    if (e.merged.empty() && !in_chain && reads_weights(o) && o.weights.length > 0) {
+    if (e.merged.empty() && reads_weights(o) && o.weights.length > 0) {
       std::vector<size_t> between;
-      size_t last = i;
-      for (size_t k = i + 1; k < ops.size(); ++k) {
+      size_t last = i, last_writer = in_chain ? chained.back() : i;
+      for (size_t k = last_writer + 1; k < ops.size(); ++k) {
         if (ops[k].kind == OpKind::Dma) {
           between.push_back(k);
           continue;
         }
-        if (!same_operation(ops[last], ops[k])) break;
+        std::vector<size_t> chain_k;  // slice k's chain, as long as the first slice's and alike
+        for (size_t m = k + 1; m < ops.size() && chain_k.size() < chained.size(); ++m) {
+          if (ops[m].kind != OpKind::Dma) chain_k.push_back(m);
+        }
+        bool alike = chain_k.size() == chained.size();
+        for (size_t j = 0; alike && j < chained.size(); ++j) {
+          const NpuOperation &x = ops[chained[j]], &y = ops[chain_k[j]];
+          alike = x.kind == y.kind && x.u85.ifm_storage == y.u85.ifm_storage &&
+                  x.u85.ifm2_storage == y.u85.ifm2_storage && x.u85.ofm_storage == y.u85.ofm_storage;
+        }
+        if (!alike) break;
+        if (in_chain) {
+          NpuOperation a = ops[last], b = ops[k];
+          a.ofm = ops[last_writer].ofm;
+          b.ofm = ops[chain_k.back()].ofm;
+          if (!same_operation(a, b)) break;
+        } else if (!same_operation(ops[last], ops[k])) {
+          break;
+        }
         for (size_t d : between) {
           if (covers(ops[d].dma_dst, ops[k].weights) || covers(ops[d].dma_dst, ops[k].scales)) slice_dmas.push_back(d);
         }
         between.clear();
         e.merged.push_back(k);
+        e.merged.insert(e.merged.end(), chain_k.begin(), chain_k.end());
         e.op.ofm.shape.c += ops[k].ofm.depth;
         e.op.weight_bytes += weight_stream_bytes(ops[k], u85);
         e.op.scale_bytes += int64_t(ops[k].scales.length + ops[k].scales1.length);
         last_slice_depth = ops[k].ofm.depth;
         last = k;
+        last_writer = chain_k.empty() ? k : chain_k.back();
+        k = last_writer;
       }
     }
     // The stripes of a cascaded operation (Vela's Size schedules interleave them with the
@@ -754,13 +779,18 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         }
       }
     }
-    // The LUT this operation's activation reads was DMA'd into the SHRAM.
+    // The LUT this operation's activation reads was DMA'd into the SHRAM. On the Ethos-U85 Vela
+    // costs that DMA only for an operation that is the table lookup itself (one input, no
+    // weights: a TANH, SIGMOID or LUT operator); a table fused into another operation (a
+    // convolution's or a binary elementwise operation's activation, e.g. softmax's SUB + exp
+    // table) is a sub-operation whose DMA its cost leaves out.
+    const bool lut_costed = !u85 || (!reads_weights(o) && !o.has_ifm2());
     if (e.op.activation == cascader::Activation::Lut) {
       auto it = std::find_if(pending.rbegin(), pending.rend(), [](const PendingDma& p) { return p.dst.region == kShramRegion; });
       if (it != pending.rend()) {
-        e.op.lut_bytes = int64_t(it->dst.length);
+        if (lut_costed) e.op.lut_bytes = int64_t(it->dst.length);
         e.op.lut_memory = region_memory(it->src.region, arch);
-        if (!e.op.weight_buffer_memory) e.op.dma_slack_cycles = slack;
+        if (lut_costed && !e.op.weight_buffer_memory) e.op.dma_slack_cycles = slack;
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
       }

@@ -414,18 +414,29 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   }
   for (const auto& [key, c] : channel_cycles) busiest[int(key.first)] = std::max(busiest[int(key.first)], c);
 
-  // Weight buffering and the LUT load: DMAs the previous operation's slack hides. An operation
-  // whose buffered weights come in depth slices offers the next one its last slice's cycles
-  // (the time the DMA of the next weights overlaps), as Vela's scheduler counts them.
+  // Weight buffering and the LUT load: DMAs the previous operation's slack hides. Vela's
+  // scheduler plans the buffering on its reference schedule, before it moves feature maps to
+  // faster storage: the slack an operation offers is its compute with its maps in their home
+  // memory (the arena's: the DRAM in Dedicated_Sram, whose latencies lengthen the first and
+  // last blocks), and an operation whose buffered weights come in depth slices offers its last
+  // slice's cycles (the time the DMA of the next weights overlaps). As the U55/U65's
+  // buffering_slack_cycles (perf/cycle_model.cpp).
   int64_t npu = op_cycles;
   const int64_t slack = std::max<int64_t>(op.dma_slack_cycles, 0);
-  r.buffering_slack_cycles = op_cycles;
-  if (buffered && !elementwise && op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < op.ofm.shape.c) {
-    NpuOp last = op;
-    last.ofm.shape.c = op.weight_last_slice_depth;
-    if (op.type != NpuOpType::Conv2D && op.type != NpuOpType::FullyConnected) last.ifm.shape.c = last.ofm.shape.c;
-    r.buffering_slack_cycles = mac_op_cycles(last, arch, ofm_block, ifm_blk, ao, has_weights ? &const_memory : nullptr,
-                                             Ends{false, true});
+  {
+    NpuOp ref = op;
+    const MemoryArea home = arch.region_memory(Region::Arena);
+    ref.ifm.memory = ref.ofm.memory = home;
+    if (ref.ifm2) ref.ifm2->memory = home;
+    Ends ends;
+    if (buffered && !elementwise && op.weight_last_slice_depth > 0 && op.weight_last_slice_depth < op.ofm.shape.c) {
+      ref.ofm.shape.c = op.weight_last_slice_depth;
+      if (op.type != NpuOpType::Conv2D && op.type != NpuOpType::FullyConnected) ref.ifm.shape.c = ref.ofm.shape.c;
+      ends = Ends{false, true};
+    }
+    r.buffering_slack_cycles = elementwise ? elementwise_op_cycles(ref, arch, ofm_block, ifm_blk, ao)
+                                           : mac_op_cycles(ref, arch, ofm_block, ifm_blk, ao,
+                                                           has_weights ? &const_memory : nullptr, ends);
   }
   int64_t dma = 0;
   if (buffered) {
