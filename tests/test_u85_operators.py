@@ -125,15 +125,12 @@ def _binary_model(opcode: str, dtype: str, second_shape, out_dtype: str, qa=None
 def test_comparisons_with_a_broadcast_operand(opcode: str, dtype: str, tmp_path):
     """A per-channel second operand, broadcast over H and W, on U85-256 and U85-128. LESS and
     LESS_EQUAL are CMP_GT/CMP_GE with the operands swapped, so the broadcast operand becomes
-    the IFM: an IFM broadcast, which the executor refuses until it simulates one (u85sim)."""
+    the IFM: an IFM broadcast (ethos_u85/broadcast)."""
     q = (lambda s, z: quantization(s, z)) if dtype == "int8" else (lambda s, z: None)
     model = _binary_model(opcode, dtype, (1, 1, 1, 16), "bool", q(0.04, -3), q(0.07, 10))
     for accelerator in ("ethos-u85-256", "ethos-u85-128"):
         result = _validate(model, accelerator, tmp_path, f"{opcode}_{dtype}_broadcast")
-        if opcode == "LESS_EQUAL" and result.bit_exact is None:
-            assert "IFM broadcast is not simulated" in result.error, result.error
-        else:
-            _check(result, opcode)
+        _check(result, opcode)
 
 
 def test_int16_comparison_of_different_scales_follows_the_registers():
