@@ -20,13 +20,17 @@ VELA_DEVIATES = {
     # test_velas_quantized_div_divides_the_codes checks what the simulator gives instead.
     ("DIV", "uint8"): "integer division of the codes",
     ("DIV", "int8"): "integer division of the codes",
+    # The variable's int32 ADD: exact until the running sum leaves int32, then the simulated
+    # NPU saturates (a 32-bit OFM is clamped to its type under clip range NONE) where TFLite's
+    # int32 ADD wraps. Unsettled: the simulator keeps the low bits of an 8/16-bit OFM under clip
+    # range NONE; if the U85 does so for 32 bits too, this is the simulator's error, not Vela's.
+    # test_int32_variable_saturates_where_tflite_wraps checks what the simulator gives.
+    ("READ_VARIABLE", "int32"): "int32 sum saturates",
+    ("ASSIGN_VARIABLE", "int32"): "int32 sum saturates",
 }
-# Operations the simulator refuses with the reason (u85sim's area: accumulators kept between
-# operations, which Vela's int32 ADD of the variable uses).
-NOT_SIMULATED = {
-    ("READ_VARIABLE", "int32"): "keeping accumulators between operations is not simulated",
-    ("ASSIGN_VARIABLE", "int32"): "keeping accumulators between operations is not simulated",
-}
+# Operations the simulator refuses, with the reason (none now: the int32 variable models run
+# through null poolings, accumulators from IFM2, and a 32-bit ADD whose OFM multiplier applies).
+NOT_SIMULATED: dict[tuple[str, str], str] = {}
 
 
 def _validate(model, accelerator: str, tmp_path, name: str):
@@ -88,6 +92,31 @@ def test_velas_u85_binary_is_bit_exact(opcode: str, dtype: str, accelerator: str
         assert result.bit_exact is False, f"{opcode} {dtype} is bit-exact now: take it out of VELA_DEVIATES"
     else:
         _check(result, f"{opcode}_{dtype}")
+
+
+def test_int32_variable_saturates_where_tflite_wraps():
+    """What VELA_DEVIATES says of the int32 variable: three inferences of Vela's binary give the
+    saturated running sum (the start of the CALL_ONCE initialiser plus the inputs), equal to
+    TFLite's wrapped sum wherever no element leaves int32 (the whole first step)."""
+    from importlib import import_module
+
+    from cascader.reference import random_inputs
+
+    pytest.importorskip("ethosu.vela")
+    model = operator_model("READ_VARIABLE", "int32")
+    session = import_module("cascader.sim.simulate").Session(cascader.vela.compile(model, "ethos-u85-256").model)
+    state = model.subgraphs[1].tensors[1].data.astype(np.int64)
+    overflows = 0
+    for step in range(3):
+        x = random_inputs(model, step)[0]
+        out = session.run([x])[0].astype(np.int64)
+        wide = state + x
+        inside = (wide >= -(2**31)) & (wide < 2**31)
+        assert np.array_equal(out, np.clip(wide, -(2**31), 2**31 - 1)), step
+        assert np.array_equal(out[inside], wide[inside]) and (step > 0 or inside.all()), step
+        overflows += int((~inside).sum())
+        state = out
+    assert overflows > 0  # the case that departs from TFLite is exercised
 
 
 def _run_vela(model, seed: int = 0, accelerator: str = "ethos-u85-256"):

@@ -132,10 +132,14 @@ OutputStage::OutputStage(const sim::NpuOperation& op, const uint8_t* lut_ram, si
   // With the clip range NONE an 8/16-bit OFM keeps the low bits of the result: Vela asks for
   // that (quantMin/Max at the int64 edges) where TFLite's CAST narrows by truncation.
   wraps_ = !clip && sim::element_size(op.ofm.dtype) <= 2 && op.activation.function == 0;
-  // 32-bit elementwise operands leave no room for the multiplier: only the shift applies, as on
-  // the U55 (Vela's softmax MULs give scale 2^30 and shift 31 for TFLite's doubling high multiply).
-  const bool wide_elementwise = op.kind == sim::OpKind::Elementwise && op.ifm.dtype == sim::DataType::S32;
-  global_scale_ = wide_elementwise ? 1 : op.ofm_scale;
+  // The 64-bit product of a 32-bit MUL leaves no room for the multiplier: only the shift
+  // applies, as on the U55 (Vela's softmax MULs give scale 2^30 and shift 31 for TFLite's
+  // doubling high multiply). A 32-bit ADD/SUB keeps it: Vela's scaling lifts both operands by
+  // 2^14 through IFM/IFM2_SCALE and brings the sum back by OFM_SCALE 2^30 / 2^44, which gives
+  // TFLite's plain int32 sum only with the multiplier applied.
+  const bool wide_multiply = op.kind == sim::OpKind::Elementwise && op.ifm.dtype == sim::DataType::S32 &&
+                             op.sub_op == static_cast<int>(sim::ElementwiseMode::Mul);
+  global_scale_ = wide_multiply ? 1 : op.ofm_scale;
   // Tables: LUT_U8_U8 1, LUT_S8_S8 4, LUT_S8_S16 5, LUT_S8_S32 7 (256 entries, indexed by the
   // clamped 8-bit value); LUT_S16_S16 8, TANH 10 and SIGMOID 11 (activation_table.hpp: 512
   // interpolated words, indexed by the clamped 16-bit value). LUT_S16_S32 (9) is not modelled.
