@@ -148,24 +148,20 @@ void bind_weight_encoder(py::module_& m) {
          int microblock, const std::string& accelerator, bool acc48, int depth_step) {
         if (ohwi.ndim() != 4) throw InvalidArgument("weights must be OHWI (4 dimensions)");
         const std::vector<emit::BiasScale> channels = channels_of(bias, scale, shift);
-        const AcceleratorConfig& acc = accelerator_config(accelerator);
-        // The operation the streams go with, as the decoder reads its order from the registers.
-        sim::NpuOperation op;
-        op.kind = depthwise ? sim::OpKind::Depthwise : sim::OpKind::Conv;
-        op.ofm.depth = static_cast<int>(ohwi.shape(0));
-        op.ifm.depth = static_cast<int>(ohwi.shape(3));
-        if (ifm_bits != 8 && ifm_bits != 16) throw InvalidArgument("ifm_bits must be 8 or 16");
-        op.ifm.dtype = ifm_bits == 8 ? sim::DataType::S8 : sim::DataType::S16;
-        std::tie(op.kernel.stride_y, op.kernel.stride_x) = stride;
-        std::tie(op.kernel.dilation_y, op.kernel.dilation_x) = dilation;
-        op.kernel.height = (static_cast<int>(ohwi.shape(1)) - 1) * op.kernel.dilation_y + 1;
-        op.kernel.width = (static_cast<int>(ohwi.shape(2)) - 1) * op.kernel.dilation_x + 1;
-        op.kernel.part_kernel_first = part_kernel_first;
-        op.block_depth = ofm_block_depth;
-        if (microblock < 0 || microblock > 5) throw InvalidArgument("the micro-block field is 0..5");
-        op.u85.microblock = microblock;
-        op.acc_format = acc48 ? 1 : 0;
-        const ethos_u85::WeightOrder order = ethos_u85::weight_order_of(op, acc);
+        ethos_u85::WeightedKernel k;
+        k.ofm_depth = static_cast<int>(ohwi.shape(0));
+        k.height = static_cast<int>(ohwi.shape(1));
+        k.width = static_cast<int>(ohwi.shape(2));
+        k.ifm_depth = static_cast<int>(ohwi.shape(3));
+        k.ifm_bits = ifm_bits;
+        std::tie(k.stride_y, k.stride_x) = stride;
+        std::tie(k.dilation_y, k.dilation_x) = dilation;
+        k.block_depth = ofm_block_depth;
+        k.microblock = microblock;
+        k.depthwise = depthwise;
+        k.part_kernel_first = part_kernel_first;
+        k.acc48 = acc48;
+        const ethos_u85::WeightOrder order = ethos_u85::weight_order_for(k, accelerator_config(accelerator));
         const HeldWeights weights = weight_values(ohwi);
         const std::vector<int32_t> zps = as_vector(zero_points);
         emit::EncodedWeights e;

@@ -239,4 +239,26 @@ std::vector<std::vector<int16_t>> order_u85_weights(const std::vector<int16_t>& 
   return streams;
 }
 
+WeightOrder weight_order_for(const WeightedKernel& k, const AcceleratorConfig& accelerator) {
+  if (k.ifm_bits != 8 && k.ifm_bits != 16) throw InvalidArgument("ifm_bits must be 8 or 16");
+  if (k.microblock < 0 || k.microblock > 5) throw InvalidArgument("the micro-block field is 0..5");
+  // The operation the streams go with, as the decoder reads its order from the registers.
+  sim::NpuOperation op;
+  op.kind = k.depthwise ? sim::OpKind::Depthwise : sim::OpKind::Conv;
+  op.ofm.depth = k.ofm_depth;
+  op.ifm.depth = k.ifm_depth;
+  op.ifm.dtype = k.ifm_bits == 8 ? sim::DataType::S8 : sim::DataType::S16;
+  op.kernel.stride_y = k.stride_y;
+  op.kernel.stride_x = k.stride_x;
+  op.kernel.dilation_y = k.dilation_y;
+  op.kernel.dilation_x = k.dilation_x;
+  op.kernel.height = (k.height - 1) * k.dilation_y + 1;
+  op.kernel.width = (k.width - 1) * k.dilation_x + 1;
+  op.kernel.part_kernel_first = k.part_kernel_first;
+  op.block_depth = k.block_depth;
+  op.u85.microblock = k.microblock;
+  op.acc_format = k.acc48 ? 1 : 0;
+  return weight_order_of(op, accelerator);
+}
+
 }  // namespace cascader::ethos_u85

@@ -48,6 +48,19 @@ struct WeightOrder {
 // accelerator does not have.
 WeightOrder weight_order_of(const sim::NpuOperation& op, const AcceleratorConfig& accelerator);
 
+// A weighted operation as the compiler describes it: its kernel as stored (OHWI, undilated)
+// and the register fields the weight order depends on.
+struct WeightedKernel {
+  int ofm_depth = 0, ifm_depth = 0, height = 1, width = 1;  // OHWI's O, I, H and W
+  int ifm_bits = 8, stride_y = 1, stride_x = 1, dilation_y = 1, dilation_x = 1;
+  int block_depth = 0, microblock = 0;  // OFM_BLK_DEPTH; ACC_FORMAT's micro-block field
+  bool depthwise = false, part_kernel_first = false, acc48 = false;
+};
+
+// weight_order_of the operation whose registers `k` gives. Throws InvalidArgument for an IFM
+// precision other than 8 or 16 bits, or a micro-block field outside 0..5.
+WeightOrder weight_order_for(const WeightedKernel& k, const AcceleratorConfig& accelerator);
+
 // The OFM micro-block ACC_FORMAT selects: the accelerator's micro-block of that height and
 // width. Throws BinaryError for one the accelerator does not have.
 BlockShape ofm_micro_block(const sim::NpuOperation& op, const AcceleratorConfig& accelerator);
