@@ -196,8 +196,4 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
     msched, _, _ = lean.memory
     unlimited = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     need = sram_bytes(layout(msched, unlimited), unlimited)
-    raise InfeasibleError(
-        f"the model needs at least {need:,} B of SRAM uncascaded; the budget is {sram:,} B. "
-        f"Pass sram={need} or more, or let compile cascade",
-        minimum_sram=need,
-    )
+    raise InfeasibleError.below(need, sram, "the model uncascaded", ", or let compile cascade")

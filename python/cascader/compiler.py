@@ -181,10 +181,7 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
         except InfeasibleError:
             pass
     least = min(need, uncascaded_minimum or need)
-    raise InfeasibleError(
-        f"the model needs at least {least:,} B of SRAM (cascaded); the budget is {budget:,} B. Pass sram={least} or more",
-        minimum_sram=least,
-    )
+    raise InfeasibleError.below(least, budget, "the model cascaded")
 
 
 def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontier, faster_than: float,
@@ -394,8 +391,7 @@ def _compile_either(prepared: _Prepared, budget: int | None, optimise: str, bar,
         least = min((m for m in (missed.minimum_sram, e.minimum_sram) if m is not None), default=None)
         if least is None:
             raise
-        raise InfeasibleError(f"no schedule fits {budget:,} B of SRAM; the least any needs is {least:,} B. "
-                              f"Pass sram={least} or more", minimum_sram=least) from None
+        raise InfeasibleError.below(least, budget, "the leanest schedule") from None
     return leaner if chosen is None or leaner.sram_bytes < chosen.sram_bytes else chosen
 
 

@@ -37,6 +37,13 @@ class InfeasibleError(BudgetError):
         super().__init__(message)
         self.minimum_sram = minimum_sram
 
+    @classmethod
+    def below(cls, least: int, budget: int, what: str, fix: str = "") -> "InfeasibleError":
+        """The budget is below the `least` bytes `what` needs; the message names the fix (one
+        wording everywhere, which the CLI rewrites into its own option)."""
+        return cls(f"{what} needs at least {least:,} B of SRAM; the budget is {budget:,} B. "
+                   f"Pass sram={least} or more{fix}", minimum_sram=least)
+
 
 class UnsupportedError(CascaderError, ValueError):
     """The model uses something the NPU path cannot compile (an operator, a data type, a

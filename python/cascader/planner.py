@@ -160,8 +160,7 @@ class Frontier:
         fitting = [p for p in self.points if budget is None or p.sram_bytes <= budget]
         if not fitting:
             least = self.points[0].sram_bytes
-            raise InfeasibleError(f"no proposal fits {budget:,} B of SRAM; the least any needs is {least:,} B. "
-                                  f"Pass sram={least} or more", minimum_sram=least)
+            raise InfeasibleError.below(least, budget, "the leanest proposal")
         return min(fitting, key=lambda p: (p.cycles, p.sram_bytes))
 
     def __repr__(self) -> str:
