@@ -11,7 +11,8 @@ binaries do. Covered: the operator zoo's scales (a chain on the U55), broadcast 
 operand (a SUB with its operands reversed swaps them and their scales), a channel broadcast,
 fused activations, an output finer than the inputs, single-valued and per-channel constants,
 every pair of a grid over the int16 range, and the power-of-two path (TFLite's other kernel,
-still the U55's SHR and unscaled sum).
+still the U55's SHR and unscaled sum). 8-bit ADD/SUBs that no U55 register set rounds as the
+reference are one operation on the U85 too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 import cascader
 from cascader.operator_zoo import operator_model
 
+from test_lower_elementwise import ALL_CODES, _binary
 from test_lower_int16_add_sub import FIXABLE, FM, ZOO_SCALES, _model, grid_inputs
 from test_u85_lowering import SIZES, _bit_exact_on_the_npu
 
@@ -81,6 +83,20 @@ def test_power_of_two_path_bit_exact(case: str, accelerator: str, tmp_path) -> N
     model = _model(opcode, tuple(2.0**e for e in logs), shapes, activation, pot=True)
     c = _bit_exact_on_the_npu(model, accelerator, tmp_path)
     assert [s.lowered.registers["sub_op"] for s in c.schedule.operations] == ["SHR", opcode]
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("opcode", ["ADD", "SUB"])
+@pytest.mark.parametrize("constant_first", [False, True])
+def test_eight_bit_without_exact_u55_registers(opcode: str, constant_first: bool, accelerator: str) -> None:
+    """The same holds for 8-bit operands: x at 0.05 and a constant -77 at 0.125 into 0.05,
+    which no U55 operand multiplier rounds as the reference (a table lookup there,
+    test_lower_elementwise), is one U85 operation, exact on all 256 codes (a reversed SUB among them)."""
+    model = _binary(opcode, (0.05, 0), (-77, 0.125, 0), (0.05, 0), "NONE", constant_first)
+    compiled = cascader.compile(model, accelerator=accelerator)
+    assert [s.lowered.registers.get("sub_op") for s in compiled.schedule.operations] == [opcode]
+    ours = cascader.simulate(compiled, [ALL_CODES])[0]
+    assert np.array_equal(ours, ReferenceInterpreter(model).run([ALL_CODES])[0])
 
 
 def test_the_u55_keeps_its_chain() -> None:
