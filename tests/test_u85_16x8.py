@@ -8,7 +8,8 @@ half up: the 48-bit accumulators' scale entry (48-bit bias, 15-bit multiplier) w
 round mode, as in Vela's U85 binaries. Covered: CONV_2D (3x3, 5x5 stride 2 VALID, 1x1 deep,
 dilated), DEPTHWISE_CONV_2D (stride 1 and 2, a depth multiplier from one channel),
 FULLY_CONNECTED (test_lower_fully_connected_16x8's layers: rows, per-tensor and per-channel
-weights, no bias), TRANSPOSE_CONV (SAME and VALID, with and without a bias), and the int64
+weights, no bias), TRANSPOSE_CONV (SAME and VALID, with and without a bias), a chain cascaded
+under a budget and with its weights streamed in depth slices, and the int64
 bias at both ends of the 40 bits the rules allow on every target (Vela's U85 takes up to 2^48 - 1;
 the 48-bit entry would too, but the rules do not know the target yet).
 
@@ -123,3 +124,36 @@ def test_vela_int32_bias_binary_is_wrong(tmp_path) -> None:
     cascader.save_model(_conv16((1, 6, 6, 8), 4, bias_dtype="int32"), path)
     result = validate(path, binary.model, seeds=(0,), config_label="ethos-u85-256")
     assert result.bit_exact is False and "144/144 differ" in str(result.details), result.details
+
+
+def _chain16() -> cascader.Model:
+    from cascader._zoo_layers import CalibratedNet
+
+    net = CalibratedNet(0, description="16x8 chain")
+    x = net.input((1, 48, 48, 16), -1.0, 1.0, name="input", dtype="int16")
+    x = net.conv2d(x, filters=32, kernel=(3, 3), stride=(2, 2))
+    x = net.depthwise_conv2d(x, kernel=(3, 3))
+    x = net.conv2d(x, filters=64, kernel=(1, 1))
+    net.output(net.conv2d(x, filters=32, kernel=(3, 3)))
+    return net.build()
+
+
+def test_16x8_cascades_and_weight_slices_bit_exact(tmp_path) -> None:
+    """A 16x8 chain cascaded under 40% of its uncascaded SRAM (stripes of the 48-bit
+    operations), and with its weights streamed from flash in depth slices (Shared_Sram: each
+    slice's scale stream in the 48-bit layout), bit-exact on U85-256."""
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    model = _chain16()
+    path = tmp_path / "chain16.tflite"
+    cascader.save_model(model, path)
+    budget = int(cascader.compile(model, accelerator="ethos-u85-256").sram_bytes * 0.4)
+    cascaded = cascader.compile(model, accelerator="ethos-u85-256", sram=budget)
+    assert cascaded.sram_bytes <= budget and any(s.cascade is not None for s in cascaded.schedule.operations)
+    sliced = cascader.compile(model, accelerator="ethos-u85-256", system="Ethos_U85_SYS_Flash_High",
+                              memory_mode="Shared_Sram")
+    assert any(s.depth_step for s in sliced.schedule.operations)
+    for c in (cascaded, sliced):
+        result = validate(path, c.binary, seeds=(0, 1), config_label="ethos-u85-256")
+        assert result.bit_exact, (result.error, result.details)
