@@ -237,15 +237,21 @@ def test_the_chain_is_bit_exact(accelerator, opcode, triple, shapes, activation)
     assert _chain(names, opcode), names
 
 
-@pytest.mark.parametrize("accelerator", ACCELERATORS)
-def test_the_chain_is_exact_on_every_pair_of_a_grid(accelerator):
-    """256 x 256 operand values spread over the int16 range (all pairs, the extremes among
-    them), ADD and SUB of the zoo's scales."""
+def grid_inputs() -> list[np.ndarray]:
+    """Two (1, 256, 256, 1) operands that pair 256 values spread over the int16 range (the
+    extremes among them) in every combination."""
     values = np.unique(np.concatenate([np.linspace(-32768, 32767, 250).astype(np.int16),
                                        np.array([-32768, -32767, -1, 0, 1, 32767], np.int16)]))
     values = np.resize(values, 256).astype(np.int16)
     rows, cols = np.meshgrid(values, values, indexing="ij")
-    inputs = [rows.reshape(1, 256, 256, 1), cols.reshape(1, 256, 256, 1)]
+    return [rows.reshape(1, 256, 256, 1), cols.reshape(1, 256, 256, 1)]
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+def test_the_chain_is_exact_on_every_pair_of_a_grid(accelerator):
+    """256 x 256 operand values spread over the int16 range (all pairs, the extremes among
+    them), ADD and SUB of the zoo's scales."""
+    inputs = grid_inputs()
     for opcode in ("ADD", "SUB"):
         model = _model(opcode, ZOO_SCALES, ((1, 256, 256, 1), (1, 256, 256, 1)))
         compiled = cascader.compile(model, accelerator=accelerator)

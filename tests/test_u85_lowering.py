@@ -16,6 +16,9 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
   was their only CPU operator on the U85, wholly on the NPU.
 - REDUCE_MIN (int8 and int16): its negations are SUBs with reversed operands from a one-element
   map, the U85's SUB of that map broadcast as the IFM (IFM_BROADCAST).
+
+16x8 convolutions, int16 TANH/LOGISTIC and int16 ADD/SUB have files of their own
+(test_u85_16x8, test_u85_tanh_sigmoid, test_u85_int16_add_sub).
 """
 
 from __future__ import annotations
@@ -112,16 +115,6 @@ SIXTEEN_BIT = {
 def test_sixteen_bit_maps_bit_exact(case: str, accelerator: str, tmp_path) -> None:
     c = _bit_exact_on_the_npu(SIXTEEN_BIT[case](), accelerator, tmp_path)
     assert all(s.lowered.ifm.element_size == 2 for s in c.schedule.operations)
-
-
-def test_sixteen_bit_convolutions_stay_on_the_cpu() -> None:
-    """A 16x8 convolution is not emitted yet: it runs on the CPU with the reason, on the U85
-    only."""
-    model = zoo._single_op_net("conv2d", [(1, 8, 8, 16)], 0, "int16", filters=8).build()
-    verdicts = cascader.compile(model, accelerator="ethos-u85-256").partition.verdicts
-    assert [v.reason for v in verdicts if not v.npu] == [
-        "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"]
-    assert all(v.npu for v in cascader.compile(model, accelerator="ethos-u55-128").partition.verdicts)
 
 
 SOFTMAX = {

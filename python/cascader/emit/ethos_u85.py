@@ -12,6 +12,7 @@ streams its registers hold. What has no exact U85 counterpart yet is refused per
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from .. import _core
 from ..errors import UnsupportedError
 from ..frontend.lowered import LoweredOperation
-from ..frontend.add_sub_rounding import operand_multipliers
+from ..frontend.add_sub_rounding import HEADROOM, operand_multipliers
 from ..frontend.quantization import pooling_scale
 from ..perf import OP_KINDS
 from .weights import EncodedWeights, StreamRanges
@@ -55,19 +56,47 @@ def _reference_scaled(registers: dict[str, Any]) -> bool:
 
 def _wide_maps(op: LoweredOperation) -> str | None:
     """Why `op`'s 16- or 32-bit feature maps are not emitted yet (None: they are). 16-bit maps
-    are for pooling and for elementwise operations on unscaled operands (the registers are the
-    8-bit ones with the wider type; tests/test_u85_lowering). Not yet: 16-bit convolutions (the
-    U85's 48-bit accumulators, whose scale streams differ), ADD/SUB scaled as TFLite's int16
-    kernels do, and 32-bit maps (a softmax's and a reduction's intermediates)."""
+    are for pooling, for elementwise operations (the registers are the 8-bit ones with the
+    wider type; an ADD/SUB scales its operands with TFLite's int16 headroom) and for 16x8
+    convolutions (`_sixteen_by_eight`); 32-bit maps for elementwise operations and REDUCE_SUM
+    (a softmax's and a reduction's intermediates) (tests/test_u85_lowering, test_u85_16x8)."""
     maps = [op.ifm, op.ofm] + ([op.ifm2] if op.ifm2 is not None else [])
     widest = max(m.element_size for m in maps)
-    if widest == 1:
-        return None
-    if op.kind == "elementwise" and not _reference_scaled(op.registers):
+    if widest == 1 or op.kind == "elementwise":
         return None
     if op.kind == "pool" and (widest == 2 or op.registers.get("sub_op") == "REDUCE_SUM"):
         return None
-    return "16- and 32-bit feature maps are not emitted for the Ethos-U85 yet (its 48-bit accumulators)"
+    if op.kind in ("conv", "depthwise"):
+        return _sixteen_by_eight(op)
+    return "32-bit feature maps are not emitted for the Ethos-U85 yet"
+
+
+# The 48-bit accumulators' scale entry: a 48-bit bias and a 15-bit multiplier (scale_stream.hpp).
+_ACC48_BIAS_LIMIT = 1 << 47
+_ACC48_SCALE_LIMIT = 1 << 15
+
+
+def _acc48(op: LoweredOperation) -> bool:
+    """A 16x8 convolution: its accumulators are the U85's 48-bit ones (ACC_FORMAT 1, the
+    lowering's 40-bit U55 format)."""
+    return op.weights is not None and op.registers.get("acc_format") == 1
+
+
+def _sixteen_by_eight(op: LoweredOperation) -> str | None:
+    """Why the 16x8 convolution `op` has no U85 registers yet (None: it has). Its bias and
+    rescale go to the 48-bit accumulators' scale entries: TFLite's int64 kernels rescale with
+    the reduced 16-bit multiplier, which fits the entry's 15-bit one, and round once, half up
+    (NATURAL); an int32 bias (TFLite's 31-bit multiplier, rounded twice) has no such entry."""
+    if not (op.ifm.element_size == op.ofm.element_size == 2 and _acc48(op)):
+        return "16-bit convolutions other than 16x8 are not emitted for the Ethos-U85 yet"
+    v = op.weights
+    if np.any(np.asarray(v.scales)[:, 0] >= _ACC48_SCALE_LIMIT):
+        return ("a 16x8 convolution with a 31-bit multiplier (an int32 bias) has no Ethos-U85 scale entry "
+                "(48-bit accumulators take 15-bit multipliers)")
+    bias = np.asarray(v.bias, np.int64)
+    if bias.size and (bias.min() < -_ACC48_BIAS_LIMIT or bias.max() >= _ACC48_BIAS_LIMIT):
+        return "its int64 bias leaves the 48 bits of the Ethos-U85's accumulators"
+    return None
 
 
 def needs_block_check(op: LoweredOperation) -> bool:
@@ -84,12 +113,11 @@ def refusal(op: LoweredOperation) -> str | None:
         if r.get("sub_op") not in _ELEMENTWISE or ("reference_scales" not in r and not _unit_operands(r)):
             return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
                     "otherwise than the U55's)")
-        if r.get("sub_op") in _ORDERED and r.get("reversed_operands") and (_reference_scaled(r) or
-                                                                            r.get("ifm2_scalar") is not None):
-            return (f"a {r['sub_op']} with its operands reversed has no Ethos-U85 register unless both are unscaled "
-                    "feature maps (the operands then swap; a scalar stays the IFM2)")
-        if _reference_scaled(r) and op.ifm.element_size == 1:
-            scales = _add_sub_scales(r["reference_scales"])
+        if r.get("sub_op") in _ORDERED and r.get("reversed_operands") and r.get("ifm2_scalar") is not None:
+            return (f"a {r['sub_op']} with its operands reversed has no Ethos-U85 register when the second is a "
+                    "scalar (the operands swap, and a scalar stays the IFM2)")
+        if _reference_scaled(r):
+            scales = _add_sub_scales(r["reference_scales"], 8 * op.ifm.element_size)
             shifts = (scales["ofm_scale"][1], scales["u85_operands"]["ifm_scale"][1],
                       scales["u85_operands"]["ifm2_scale"][1])
             if max(shifts) > 63:
@@ -97,16 +125,27 @@ def refusal(op: LoweredOperation) -> str | None:
     elif op.kind not in ("conv", "depthwise", "pool"):
         return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
     function = r.get("activation", {}).get("function", 0)
-    if function != 0 and (op.lut is None or (len(op.lut), op.ofm.element_size) not in _TABLES):
-        return "built-in TANH/SIGMOID activations are not emitted for the Ethos-U85 yet (nor tables of other sizes)"
+    if function in _BUILTIN_TABLES:
+        if op.ofm.element_size != 2:
+            return "the Ethos-U85's TANH/SIGMOID tables write 16-bit values only"
+    elif function != 0 and (op.lut is None or (len(op.lut), op.ofm.element_size) not in _TABLES):
+        return "tables of other sizes than the Ethos-U85's are not emitted for it yet"
     wide = _wide_maps(op)
     if wide:
         return wide
     if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE", "REDUCE_SUM"):
         return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
     stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
-                          tuple(r.get("ofm_scale", (1, 0))), r.get("rounding", "TFL"), _reference_scaled(r))
+                          tuple(r.get("ofm_scale", (1, 0))), _rounding(op, r.get("rounding", "TFL")),
+                          _reference_scaled(r))
     return stage if isinstance(stage, str) else None
+
+
+def _rounding(op: LoweredOperation, rounding: str) -> str:
+    """The OFM rounding of `op` on the U85: a 16x8 convolution's reduced multiplier rounds once,
+    half up (`_sixteen_by_eight`), whatever the U55's register (whose 40-bit path rounds its
+    way) says; any other keeps the lowering's."""
+    return "NATURAL" if _acc48(op) else rounding
 
 
 # The U85's AVERAGE rescaled by 1.0: 2^30 / 2^30 under DOUBLE_SYMMETRIC rounding is exact.
@@ -161,7 +200,7 @@ def encode_weights(op: LoweredOperation, block: tuple[int, int, int], part_kerne
     data, slices = _core.encode_u85_operation_weights(
         w, zp.astype(np.int32), np.asarray(v.bias, np.int64), np.asarray(v.scales[:, 0], np.int64),
         np.asarray(v.scales[:, 1], np.int64), int(block[2]), bool(v.depthwise), bool(part_kernel_first),
-        8 * op.ifm.element_size, tuple(k["stride"]), tuple(k["dilation"]), field, accelerator, False,
+        8 * op.ifm.element_size, tuple(k["stride"]), tuple(k["dilation"]), field, accelerator, _acc48(op),
         int(depth_step or 0))
     return EncodedWeights.of_data(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices), u85=True)
 
@@ -181,7 +220,7 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
     it is a stripe of (or is)."""
     stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
-                          tuple(record.get("ofm_scale", (1, 0))), record.get("rounding", "TFL"),
+                          tuple(record.get("ofm_scale", (1, 0))), _rounding(whole, record.get("rounding", "TFL")),
                           _reference_scaled(whole.registers))
     if isinstance(stage, str):  # refusal() saw the whole operation; a stripe of it may differ
         raise UnsupportedError(f"operation {record['kind']}: {stage}")
@@ -191,7 +230,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
-        out.update(_add_sub_scales(whole.registers["reference_scales"]) if _reference_scaled(whole.registers)
+        out.update(_add_sub_scales(whole.registers["reference_scales"], 8 * whole.ifm.element_size)
+                   if _reference_scaled(whole.registers)
                    else _UNIT_OPERANDS)
     out["u85"] = {
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
@@ -211,10 +251,11 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
 
 def _swap_operands(out: dict[str, Any]) -> None:
     """A U55 SUB (SHR, SHL) with reversed operands (IFM2 - IFM, the IFM2 broadcast) as the
-    U85's IFM - IFM2: the operands swap places, and the broadcast goes to the IFM
-    (IFM_BROADCAST). Both operands are unscaled (`refusal`), so their scales swap with them
-    unchanged."""
+    U85's IFM - IFM2: the operands swap places, their scales (IFM_SCALE, IFM2_SCALE) with them,
+    and the broadcast goes to the IFM (IFM_BROADCAST)."""
     out["ifm"], out["ifm2"] = out["ifm2"], out["ifm"]
+    u = out["u85"]
+    u["ifm_scale"], u["ifm2_scale"] = u["ifm2_scale"], u["ifm_scale"]
     h, w, c = out.get("broadcast", (False, False, False))
     out["u85"]["ifm_broadcast_mode"] = int(h) | int(w) << 1 | int(c) << 2
     out["broadcast"] = (False, False, False)
@@ -229,9 +270,25 @@ _CLIP_RANGES = {0: None, 2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}
 # EXP, an int16 softmax's two tables). The U55's tables of the same entries, in one order.
 _TABLE_FUNCTION = {"uint8": 1, "int8": 4, "int32": 7, "int16": 8}
 _TABLES = {(256, 1), (1024, 4), (2048, 2)}  # (table bytes, OFM element size)
+# The U55's built-in TANH (3) and SIGMOID (4), whose input format (3 x 2^12 per unit, OFM_SCALE's)
+# the U85's LUT_TANH (10) and LUT_SIGMOID (11) read too, from a table in the LUT RAM
+# (`lut`; arch/ethos_u85/activation_table).
+_BUILTIN_TABLES = {3: 10, 4: 11}
 # The table the emitter loads: the first of the LUT RAM (emit/program.py copies a table in before
 # the first operation that uses it).
 LUT_ADDRESS = 0
+
+
+def lut(op: LoweredOperation) -> bytes | None:
+    """The table `op` reads from the LUT RAM on the U85: the lowering's, or that of the U85's
+    TANH/SIGMOID for the U55's built-in function."""
+    function = _BUILTIN_TABLES.get(op.registers.get("activation", {}).get("function", 0))
+    return op.lut if function is None else _builtin_table(function)
+
+
+@functools.cache
+def _builtin_table(function: int) -> bytes:
+    return _core.u85_tanh_sigmoid_table(function)
 
 
 def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, int], int]:
@@ -245,7 +302,7 @@ def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, i
     bounds = _CLIP_RANGES[activation.get("clip_range", 0)]
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
-    function = activation["function"]
+    function = _BUILTIN_TABLES.get(activation["function"], activation["function"])
     if function >= 16:
         function = _TABLE_FUNCTION[ofm_dtype]
     return {"function": function, "clip_range": 0, "min": lo, "max": hi}, LUT_ADDRESS // 256
@@ -258,15 +315,15 @@ _UNIT_OPERANDS = {"opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": Fals
                   "u85_operands": {"ifm_scale": (1, 0, 0, 0), "ifm2_scale": (1, 0, 0, 0)}}
 
 
-def _add_sub_scales(scales: tuple[float, float, float]) -> dict[str, Any]:
-    """ADD/SUB of 8-bit operands as TFLite computes them, which the U85's registers express
-    exactly: each operand (code less zero point) shifted left by 20 and multiplied by its
-    multiplier, TFLite's double rounding (IFM_SCALE/IFM2_SCALE with DBL_RND 20: the high part
-    rounded at bit 11, then by the multiplier's exponent), added, then the sum rescaled by the
-    output multiplier (OFM_SCALE, the high part rounded at bit 31) (add_sub_rounding's
-    `operand_multipliers`)."""
-    (ma, ea), (mb, eb), (mo, eo) = operand_multipliers(scales, 8)
-    headroom = 20
+def _add_sub_scales(scales: tuple[float, float, float], bits: int) -> dict[str, Any]:
+    """ADD/SUB of `bits`-bit operands as TFLite computes them, which the U85's registers
+    express exactly: each operand (code less zero point) shifted left by the headroom (20 for
+    8-bit operands, 15 for int16) and multiplied by its multiplier, TFLite's double rounding
+    (IFM_SCALE/IFM2_SCALE with DBL_RND the headroom: the high part rounded at bit 31 less it,
+    then by the multiplier's exponent), added, then the sum rescaled by the output multiplier
+    (OFM_SCALE, the high part rounded at bit 31) (add_sub_rounding's `operand_multipliers`)."""
+    (ma, ea), (mb, eb), (mo, eo) = operand_multipliers(scales, bits)
+    headroom = HEADROOM[bits]
     first = 31 - headroom  # where the operand's high part is rounded
     return {"ofm_scale": (mo, 31 - eo), "opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
             "u85_operands": {"ifm_scale": (ma, first - ea, 0, headroom), "ifm2_scale": (mb, first - eb, 0, headroom),

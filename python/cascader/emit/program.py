@@ -240,7 +240,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     stored: dict[int, int] = {}  # id of an operation's encoded weights -> their flash address
     templates = templates or RecordTemplates()
     for k, sop in enumerate(segment.operations):
-        lut = sop.lowered.lut
+        lut = ethos_u85.lut(sop.lowered) if npu.product == ethos_u85.PRODUCT else sop.lowered.lut
         if lut is not None and lut != loaded_lut:
             # Every operation without a LUT may use the whole SHRAM for its buffers: a table
             # stays valid only from one LUT operation to the next.

@@ -28,7 +28,7 @@ from .lowered import FeatureMapView, LoweredOperation, WeightVolume, channel_sca
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, broadcast_order, fused_clamp
 from .operator_view import OperatorView
-from .quantization import multiply_real
+from .quantization import add_sub_scales, multiply_real
 
 ADD_SUB_BITS = {"int8": 8, "uint8": 8, "int16": 16}  # ADD/SUB operand types, by TFLite's headroom
 
@@ -61,6 +61,10 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
                 f"the CPU, whose kernel is the reference")
         scaling = exact_add_sub_scales((a.scale, b.scale, ofm.scale), *values, mode == "SUB",
                                        (clamp["min"] - ofm.zero_point, clamp["max"] - ofm.zero_point), bits)
+        if scaling is None and lw.scaled_operands:
+            # The target scales each operand as the reference does (`reference_scales` below):
+            # one operation is exact there, whatever the U55's registers would give.
+            scaling = add_sub_scales(a.scale, b.scale, ofm.scale, bits)
         if scaling is None:
             if bits == 16 or not _add_sub_lookup(lw, v, mode, (a, b), constants, ofm):
                 # One NPU rescale would be one off where the output lands next to a step

@@ -56,6 +56,10 @@ class LoweringContext(Protocol):
     # in operations a cascade stripes through), take the least scratch: the lowering of a
     # model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
     least_scratch: bool
+    # The target scales each elementwise operand with a multiplier and TFLite's double rounding
+    # of its own (the Ethos-U85's IFM_SCALE/IFM2_SCALE): an ADD/SUB is then one operation with
+    # the reference's arithmetic (emit/ethos_u85), where the U55/U65 may need a chain.
+    scaled_operands: bool
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""

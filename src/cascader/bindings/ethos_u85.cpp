@@ -6,6 +6,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "cascader/arch/ethos_u85/activation_table.hpp"
 #include "cascader/arch/ethos_u85/block_search.hpp"
 #include "cascader/arch/ethos_u85/fast_weights.hpp"
 #include "cascader/arch/ethos_u85/operation_weights.hpp"
@@ -69,6 +70,9 @@ std::vector<emit::BiasScale> channels_of(const std::vector<std::tuple<int64_t, u
 }  // namespace
 
 void bind_ethos_u85(py::module_& m) {
+  m.def(
+      "u85_tanh_sigmoid_table", [](int function) { return as_bytes(ethos_u85::tanh_sigmoid_table(function)); },
+      py::arg("function"), "The 2 KiB table the Ethos-U85's TANH (10) or SIGMOID (11) activation reads.");
   m.def(
       "u85_micro_block",
       [](const std::string& accelerator, NpuOpType type, int ifm_bits, std::tuple<int, int, int> ofm,

@@ -40,6 +40,8 @@ uint64_t magnitude(int64_t x) { return x < 0 ? uint64_t{0} - static_cast<uint64_
 
 }  // namespace
 
+uint16_t sigmoid_table_entry(int i) { return kSigmoidTable[i]; }
+
 int64_t tanh_q15(int64_t x) {
   // sigmoid(2|x|) in 0.24 fixed point; 2 sigmoid - 1 then drops the 2^23 offset, and the
   // half-unit constants (2^7, and 2^7 - 1 on the mirrored side) round the final >> 8.

@@ -21,4 +21,8 @@ int64_t tanh_q15(int64_t x);
 // sigmoid of x / (3 * 4096), times 2^15, rounded as the hardware rounds it.
 int64_t sigmoid_q15(int64_t x);
 
+// Entry `i` (0..255) of the table: sigmoid(i / 24) in 0.16 fixed point (TFLite's
+// sigmoid_table_uint16), which the Ethos-U85's tables of the same functions are made from.
+uint16_t sigmoid_table_entry(int i);
+
 }  // namespace cascader::sim

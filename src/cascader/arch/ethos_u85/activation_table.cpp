@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+
+#include "cascader/common/error.hpp"
+#include "cascader/sim/tanh_sigmoid.hpp"
 
 namespace cascader::ethos_u85 {
 
@@ -38,6 +42,26 @@ int64_t lookup16(const uint8_t* table, int64_t v, int function) {
   const int64_t value = interpolate(table, 256 + (x >> bits), x & (limit / 256 - 1), bits);
   if (function == kLutTanh) return round_away(value, bits);
   return round_away(value, bits + 1) + (1 << 14);
+}
+
+std::vector<uint8_t> tanh_sigmoid_table(int function) {
+  if (function != kLutTanh && function != kLutSigmoid) {
+    throw InvalidArgument("no built-in table for activation function " + std::to_string(function));
+  }
+  std::vector<uint8_t> out(2048);
+  for (int i = -256; i < 256; ++i) {
+    // The entry at |i| and the one toward +inf: for i >= 0 the next, for i < 0 the previous
+    // (mirrored); the table ends at 255.
+    const int at = std::min(i < 0 ? -i : i, 255);
+    int next = i < 0 ? at - 1 : std::min(at + 1, 255);
+    if (i == -256 && function == kLutTanh) next = at;
+    const int sign = i < 0 ? -1 : 1;
+    const int base = sign * (int(sim::sigmoid_table_entry(at)) - 0x8000);
+    const int slope = std::max(0, sign * (int(sim::sigmoid_table_entry(next)) - 0x8000) - base);
+    const uint32_t word = uint32_t(slope) << 16 | (uint32_t(base) & 0xFFFF);
+    std::memcpy(out.data() + 4 * (256 + i), &word, 4);
+  }
+  return out;
 }
 
 }  // namespace cascader::ethos_u85

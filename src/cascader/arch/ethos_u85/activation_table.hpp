@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace cascader::ethos_u85 {
 
@@ -22,5 +23,11 @@ constexpr int kLutS16S16 = 8, kLutS16S32 = 9, kLutTanh = 10, kLutSigmoid = 11;
 // The table's result for input `v` under `function` (kLutS16S16: v in [-32768, 32767];
 // kLutTanh, kLutSigmoid: any v); `table` is the 2 KiB LUT RAM.
 int64_t lookup16(const uint8_t* table, int64_t v, int function);
+
+// The 2 KiB table LUT_TANH or LUT_SIGMOID reads (`function` kLutTanh or kLutSigmoid): word
+// 256 + i is sigmoid(|i| / 24) less one half (0.16, TFLite's table), negated for i < 0, with
+// the slope to the next word (0 past the last entry, but for SIGMOID's lowest word, whose slope
+// 1 gives TFLite's saturated result). Throws InvalidArgument for another function.
+std::vector<uint8_t> tanh_sigmoid_table(int function);
 
 }  // namespace cascader::ethos_u85
