@@ -57,3 +57,14 @@ def test_budget_names():
         versus.parse_budgets("lots")
     with pytest.raises(SystemExit):
         versus.main(["--budgets", "lots", "--models", ""])
+
+
+def test_summary_where_no_row_has_the_same_cpu_operators():
+    """Every row leaving other operators to the CPU than Vela's (or Vela over every budget):
+    the summary leaves those geometric means out rather than dividing by no rows."""
+    row = versus.VersusRow("m", "ethos-u85-256", "1KiB", budget_bytes=1024, status="ok", vela_status="ok",
+                           cycles=2.0, vela_cycles=1.0, cycles_ratio=2.0, cpu_ops=1, vela_cpu_ops=0,
+                           vela_sram=2048, vela_over_budget=True)
+    text = versus.summarize([row])
+    assert "geometric mean 2.000 over 1 rows" in text
+    assert "same CPU operators" not in text and "where Vela kept its budget" not in text
