@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("ethosu.vela")
 
+import cascader  # noqa: E402
 from cascader.bench import versus  # noqa: E402
 
 
@@ -53,6 +54,11 @@ def test_budget_names():
     assert versus.budget_bytes("0.5x-vela-size", lambda: 1000) == 500
     assert versus.budget_bytes("256KiB", lambda: pytest.fail("not needed")) == 256 * 1024
     assert versus.budget_bytes("unlimited", lambda: pytest.fail("not needed")) is None
+    assert versus.parse_budgets("vela-perf,1.5x-vela-perf") == ["vela-perf", "1.5x-vela-perf"]
+    assert versus.budget_bytes("vela-perf", lambda: pytest.fail("not needed"), lambda: 3000) == 3000
+    assert versus.budget_bytes("0.5x-vela-perf", lambda: pytest.fail("not needed"), lambda: 3000) == 1500
+    with pytest.raises(cascader.InvalidArgumentError):
+        versus.budget_bytes("vela-perf", lambda: 1000)
     with pytest.raises(ValueError):
         versus.parse_budgets("lots")
     with pytest.raises(SystemExit):
