@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("ethosu.vela")
 
+import cascader  # noqa: E402
 from cascader.bench import versus  # noqa: E402
 
 
@@ -53,7 +54,23 @@ def test_budget_names():
     assert versus.budget_bytes("0.5x-vela-size", lambda: 1000) == 500
     assert versus.budget_bytes("256KiB", lambda: pytest.fail("not needed")) == 256 * 1024
     assert versus.budget_bytes("unlimited", lambda: pytest.fail("not needed")) is None
+    assert versus.parse_budgets("vela-perf,1.5x-vela-perf") == ["vela-perf", "1.5x-vela-perf"]
+    assert versus.budget_bytes("vela-perf", lambda: pytest.fail("not needed"), lambda: 3000) == 3000
+    assert versus.budget_bytes("0.5x-vela-perf", lambda: pytest.fail("not needed"), lambda: 3000) == 1500
+    with pytest.raises(cascader.InvalidArgumentError):
+        versus.budget_bytes("vela-perf", lambda: 1000)
     with pytest.raises(ValueError):
         versus.parse_budgets("lots")
     with pytest.raises(SystemExit):
         versus.main(["--budgets", "lots", "--models", ""])
+
+
+def test_summary_where_no_row_has_the_same_cpu_operators():
+    """Every row leaving other operators to the CPU than Vela's (or Vela over every budget):
+    the summary leaves those geometric means out rather than dividing by no rows."""
+    row = versus.VersusRow("m", "ethos-u85-256", "1KiB", budget_bytes=1024, status="ok", vela_status="ok",
+                           cycles=2.0, vela_cycles=1.0, cycles_ratio=2.0, cpu_ops=1, vela_cpu_ops=0,
+                           vela_sram=2048, vela_over_budget=True)
+    text = versus.summarize([row])
+    assert "geometric mean 2.000 over 1 rows" in text
+    assert "same CPU operators" not in text and "where Vela kept its budget" not in text

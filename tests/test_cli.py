@@ -135,3 +135,46 @@ def test_sizes_in_scientific_notation(tmp_path, kws, capsys):
     for option in ("--sram", "--arena-cache-size"):
         assert main(["compile", str(kws), option, "1e6", "--output-dir", str(tmp_path)]) == 0
         assert "budget 1,000,000 B" in capsys.readouterr().out
+
+
+def test_ethos_u85_with_vela_option_names(tmp_path, kws, capsys):
+    """compile, simulate, estimate and inspect on the Ethos-U85, with Vela's option names and
+    its U85 presets (Vela's default U85 system and a sized Dedicated_Sram)."""
+    argv = ["compile", str(kws), "--accelerator-config", "ethos-u85-256", "--system-config", "Ethos_U85_SYS_DRAM_Mid",
+            "--memory-mode", "Dedicated_Sram_384KB", "--optimise", "Size", "--arena-cache-size", "8KiB",
+            "--output-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ethos-u85-256" in out and "Ethos_U85_SYS_DRAM_Mid" in out and "budget 8,192 B" in out
+    (summary,) = csv.DictReader(open(tmp_path / "kws_summary.csv"))
+    assert (summary["accelerator"], summary["system"], summary["memory_mode"]) == (
+        "ethos-u85-256", "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram")
+    assert 0 < int(summary["sram_bytes"]) <= 8192
+    binary = str(tmp_path / "kws_cascader.tflite")
+    assert main(["simulate", binary, "--check-against", str(kws), "--seeds", "2"]) == 0
+    assert "bit-exact" in capsys.readouterr().out
+    assert main(["estimate", binary, "--system-config", "Ethos_U85_SYS_DRAM_High"]) == 0
+    out = capsys.readouterr().out
+    assert "ethos-u85-256, Ethos_U85_SYS_DRAM_High, Dedicated_Sram" in out
+    total = cascader.estimate(binary, system="Ethos_U85_SYS_DRAM_High").total_cycles
+    assert f"{total:,.0f} cycles" in out
+    # inspect on the binary names the compiled NPU call and the accelerator it was compiled for
+    assert main(["inspect", binary]) == 0
+    (call,) = [line for line in capsys.readouterr().out.splitlines() if "already compiled" in line]
+    assert call.split()[1] == "ethos-u" and call.endswith("operations for ethos-u85-256 (`cascader estimate` / `simulate` read it)")
+
+
+def test_inspect_takes_the_accelerator(capsys):
+    """The LSTM's built-in TANH/SIGMOID is not emitted for the U85 yet: inspect with the U85
+    says so, as the U85 compile leaves it, and without an accelerator it is on the NPU."""
+    assert main(["inspect", "zoo:lstm_kws", "--accelerator-config", "ethos-u85-256"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("zoo:lstm_kws on ethos-u85-256")
+    (lstm,) = [line for line in out.splitlines() if "UNIDIRECTIONAL" in line]
+    assert " CPU " in lstm and "Ethos-U85" in lstm
+    compiled = cascader.compile(zoo.get("lstm_kws"), accelerator="ethos-u85-256")
+    assert compiled.summary().cpu_operators == 1
+    assert main(["inspect", "zoo:lstm_kws", "--accelerator", "ethos-u55-128"]) == 0
+    assert all(" NPU " in line for line in capsys.readouterr().out.splitlines() if "UNIDIRECTIONAL" in line)
+    assert main(["inspect", "zoo:lstm_kws", "--accelerator", "ethos-u99-1"]) == 2
+    assert "unknown accelerator" in capsys.readouterr().err

@@ -41,14 +41,20 @@ def _stem(spec: str) -> str:
     return spec[len(_ZOO_PREFIX):] if spec.startswith(_ZOO_PREFIX) else Path(spec).stem
 
 
+def _add_accelerator(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--accelerator-config", "--accelerator", dest="accelerator", default=None,
+                   help="ethos-u55-32/64/128/256, ethos-u65-256/512 or ethos-u85-128/256/512/1024/2048 "
+                        "(default: ethos-u55-128, or the binary's own)")
+
+
 def _add_target(p: argparse.ArgumentParser) -> None:
     """The target options, named as Vela names them."""
-    p.add_argument("--accelerator-config", "--accelerator", dest="accelerator", default=None,
-                   help="ethos-u55-32/64/128/256 or ethos-u65-256/512 (default: ethos-u55-128, or the binary's own)")
+    _add_accelerator(p)
     p.add_argument("--system-config", "--system", dest="system", default=None,
-                   help="a System_Config section of --config or a vela.ini preset, e.g. Ethos_U55_High_End_Embedded")
+                   help="a System_Config section of --config or a vela.ini preset, e.g. Ethos_U55_High_End_Embedded, "
+                        "Ethos_U85_SYS_DRAM_Mid")
     p.add_argument("--memory-mode", default=None,
-                   help="a Memory_Mode section of --config or Shared_Sram, Sram_Only, Dedicated_Sram[_384KB]")
+                   help="a Memory_Mode section of --config or Shared_Sram, Sram_Only, Dedicated_Sram[_256KB/_384KB/_512KB]")
     p.add_argument("--config", action="append", default=[], metavar="FILE.ini",
                    help="a Vela-style .ini with System_Config / Memory_Mode sections (may repeat)")
 
@@ -182,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = commands.add_parser("inspect", help="show which operators run on the NPU and what each costs (MACs, bytes)")
     p.add_argument("model", help="a .tflite file, or zoo:<name> for a built-in model")
+    _add_accelerator(p)
 
     p = commands.add_parser("compile", help="compile a model into an Ethos-U binary (.tflite with ethos-u ops)")
     p.add_argument("model", nargs="?", help="a .tflite file, or zoo:<name> for a built-in model")
@@ -224,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             from .inspection import inspect
 
             model, name = resolve_model(args.model)
-            print(inspect(model, name=name).table())
+            print(inspect(model, name=name, accelerator=args.accelerator).table())
             return 0
         if args.command == "compile":
             return _compile(args)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
+from .arch import Accelerator
+from .errors import CascaderError
 from .frontend.liveness import activation_live_ranges, tensor_bytes
 from .frontend.operator_view import OperatorView
 from .frontend.partition import CPU, NPU, REMOVED, REMOVED_REASON, Segment
@@ -20,6 +22,21 @@ from .lowering import final_partition
 from .tflite import Model, load_model
 
 ModelSource = Union[Model, str, os.PathLike, bytes]
+
+
+def _compiled_calls(model: Model) -> dict[int, str]:
+    """Why each `ethos-u` operator of an already compiled binary (cascader's or Vela's) is not
+    partitioned again: it is an NPU call, for the accelerator its payload names. A payload
+    that does not decode keeps the rules' verdict."""
+    from .sim.binary import npu_calls
+
+    try:
+        calls = [(c.index, c.decode()) for c in npu_calls(model)]
+    except CascaderError:
+        return {}
+    return {index: (f"already compiled: an NPU call of {len(stream.operations)} operations for "
+                    f"{stream.config['accelerator']} (`cascader estimate` / `simulate` read it)")
+            for index, stream in calls}
 
 
 @dataclass(frozen=True)
@@ -108,7 +125,8 @@ class Inspection:
         )
 
 
-def inspect(model: ModelSource, name: str | None = None) -> Inspection:
+def inspect(model: ModelSource, name: str | None = None,
+            accelerator: Union[str, "Accelerator", None] = None) -> Inspection:
     """Partition `model` into NPU segments and CPU operators and report their costs.
 
     Parameters
@@ -117,12 +135,24 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
         A `Model`, a path to a `.tflite` file, or its bytes.
     name
         Shown in the report; defaults to the file name.
+    accelerator
+        The target, e.g. ``"ethos-u85-256"``: where it matters (the Ethos-U85's emitter does not
+        express every operation yet), the operators the binary compiled for it leaves to the CPU.
+        None: the Ethos-U55/U65's partition.
+
+    Raises
+    ------
+    InvalidArgumentError
+        For an accelerator cascader does not know.
     """
     if name is None:
         name = Path(model).name if isinstance(model, (str, os.PathLike)) else "model"
+    if accelerator is not None:
+        accelerator = Accelerator(accelerator).name
     if not isinstance(model, Model):
         model = load_model(model)
-    part = final_partition(model)
+    part = final_partition(model, accelerator)
+    compiled_calls = _compiled_calls(model)
     graph = part.graph
     segment_of = {i: s for s, seg in enumerate(part.segments) for i in seg.operators}
     reports = []
@@ -138,7 +168,7 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
                 target=REMOVED if index in removed else NPU if verdict.npu else CPU,
                 segment=segment_of.get(index, -1),
                 rule=verdict.rule,
-                reason=REMOVED_REASON if index in removed else verdict.reason,
+                reason=REMOVED_REASON if index in removed else compiled_calls.get(index, verdict.reason),
                 macs=macs(view),
                 weight_bytes=sum(tensor_bytes(t) for t in inputs if t.is_constant),
                 ifm_bytes=sum(tensor_bytes(t) for t in inputs if not t.is_constant),
@@ -148,7 +178,7 @@ def inspect(model: ModelSource, name: str | None = None) -> Inspection:
         )
     peak = activation_live_ranges(graph, part.order).peak_bytes()
     return Inspection(
-        name=name,
+        name=name if accelerator is None else f"{name} on {accelerator}",
         operators=reports,
         segments=part.segments,
         peak_activation_bytes=peak,

@@ -82,11 +82,11 @@ def _target_refusals(segments: list[LoweredSegment], accelerator: str | None) ->
     return refused
 
 
-def final_partition(model: Model) -> Partition:
-    """Where each operator runs in the compiled binary (`lower`'s partition), for reports
-    (`inspect`): a malformed model, which `lower` refuses, gets the rules' partition, whose
-    verdicts name the malformed operators."""
+def final_partition(model: Model, accelerator: str | None = None) -> Partition:
+    """Where each operator runs in the binary compiled for `accelerator` (`lower`'s partition),
+    for reports (`inspect`): a malformed model, which `lower` refuses, gets the rules' partition,
+    whose verdicts name the malformed operators."""
     part = partition(model)
     if any(v.rule == "operand_count" for v in part.verdicts):
         return part
-    return lower(model)[0]
+    return lower(model, accelerator)[0]

@@ -86,15 +86,15 @@ class VelaConfig:
     optimise
         ``"Performance"`` or ``"Size"`` (Vela's ``--optimise``).
     arena_cache_size
-        Vela's ``--arena-cache-size`` in bytes. None: the memory mode's (384 KiB in the U65's
-        default Dedicated_Sram_384KB; 4 GiB, no limit in effect, in Shared_Sram). With
+        Vela's ``--arena-cache-size`` in bytes. None: the memory mode's (384 KiB in the U65's and
+        U85's default Dedicated_Sram_384KB; 4 GiB, no limit in effect, in Shared_Sram). With
         Performance it is the SRAM target; it is not a cap (Vela lays out more when its schedule
         needs more).
     system_config, memory_mode
         Sections of Vela's own ``Arm/vela.ini`` (``--system-config``, ``--memory-mode``), e.g.
         ``"Ethos_U55_High_End_Embedded"`` and ``"Shared_Sram"``. None: Vela's defaults for the
         accelerator (U55: High_End_Embedded / Shared_Sram; U65: Client_Server /
-        Dedicated_Sram_384KB).
+        Dedicated_Sram_384KB; U85: SYS_DRAM_Mid / Dedicated_Sram_384KB).
     """
 
     accelerator: str = "ethos-u55-128"
@@ -314,7 +314,8 @@ def compile(
         A ``.tflite`` path, its bytes, or a :class:`cascader.Model` (e.g. from
         :mod:`cascader.zoo`); the last two are written to the cache first, since Vela reads a file.
     accelerator
-        Vela's accelerator configuration, e.g. ``"ethos-u55-128"``, ``"ethos-u65-256"``.
+        Vela's accelerator configuration, e.g. ``"ethos-u55-128"``, ``"ethos-u65-256"``,
+        ``"ethos-u85-256"``.
     optimise
         ``"Performance"`` (Vela's default) or ``"Size"``.
     sram

@@ -11,8 +11,8 @@ binary's (both on our estimator, Vela's accounting) is printed, and for a cascad
 planner's predicted cycles over the estimator's with every stripe costed as it runs
 ("plan 1.000x, as run ...": Vela's accounting costs a cascaded operation once over its whole
 OFM, which small stripes do not achieve). A 1 KiB budget must raise InfeasibleError with
-a minimum, except with Dedicated_Sram (U65), where the SRAM is a cache and every feature map
-may live in DRAM. The compile time of the least-SRAM compile (planning included; the best of three
+a minimum, except with Dedicated_Sram (the U65's and U85's default), where the SRAM is a cache and
+every feature map may live in DRAM. The compile time of the least-SRAM compile (planning included; the best of three
 compiles, as `bench.compile` and `bench.plan` time theirs: the machine is shared) is the last column.
 """
 

@@ -3,8 +3,9 @@
     python -m cascader.bench.coverage [--models DIR] [--accelerators a,b] [--only SUBSTR]
                                       [--operators-only | --models-only]
 
-First, one row per operator of Vela's Ethos-U55/U65 list (`cascader.vela.supported_operators`)
-and per activation type its reference kernel takes (`cascader.operator_zoo`): where cascader
+First, one row per operator of Vela's list for the accelerator's family (Ethos-U55/U65 or U85,
+`cascader.vela.supported_operators`) and per activation type its reference kernel takes
+(`cascader.operator_zoo`; an operator without a case there is listed as such): where cascader
 runs it (NPU, or CPU and why) and where Vela does, and whether each binary is bit-exact against
 the reference interpreter on two seeds (with the mismatch where one is not). A row with Vela on
 the NPU and cascader on the CPU is flagged "BEHIND".
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import zoo
+from ..arch import Accelerator
 from ..compiler import compile as compile_model
 from ..errors import CascaderError
 from ..operator_zoo import OPERATOR_DTYPES, operator_model
@@ -106,7 +108,7 @@ def operator_table(accelerator: str, only: str = "") -> list[OperatorRow]:
     rows = []
     print(f"{'operator':<30} {'type':<6} {'cascader':<9} {'Vela':<5} {'ours':<6} {'Vela':<6} note")
     with tempfile.TemporaryDirectory(prefix="cascader-coverage-") as work:
-        for operator in supported_operators("u55"):
+        for operator in supported_operators("u85" if Accelerator(accelerator).product == "ethos-u85" else "u55"):
             if only not in operator:
                 continue
             dtypes = OPERATOR_DTYPES.get(operator)

@@ -11,7 +11,8 @@ work the CPU time is the steadier of the two). With `--compiled`, the whole comp
 `cascader.plan(model)` too (every frontier point a binary), median of COMPILED_RUNS.
 
 Per model (the zoo networks, then every `.tflite` in `--models` / `$CASCADER_MODELS`), on one
-accelerator with its default system and Shared_Sram: the planning time ("plan ms", the whole
+accelerator with its default system and memory mode (Vela's: Shared_Sram on the U55, Dedicated_Sram on
+the U65 and U85): the planning time ("plan ms", the whole
 `cascader.plan` call; "planner", its part after the uncascaded schedule; each the best of
 PLAN_RUNS calls, as `timeit` reports: a single call also times the host's other work and, for
 the first model, the imports the planner makes on first use), the frontier's size,

@@ -1,12 +1,14 @@
 """cascader against Vela 5.2 in one run: both compilers, the same models, a grid of accelerators and SRAM budgets.
 
     python -m cascader.bench [--models DIR] [--only SUBSTR] [--accelerators a,b]
-                             [--budgets unlimited,vela-size,0.7x-vela-size,256KiB] [--no-process]
+                             [--budgets unlimited,vela-size,0.7x-vela-size,vela-perf,256KiB] [--no-process]
                              [--output-dir bench-results]
 
 The models are the zoo networks, then every `.tflite` in `--models` / `$CASCADER_MODELS`. A budget
 is `unlimited`, `vela-size` (the SRAM Vela's `--optimise Size` uses with its default arena),
-`<f>x-vela-size` (that times f) or a size (bytes, `256KiB`, `1.5MiB`). Both compilers get the
+`vela-perf` (the SRAM Vela's `--optimise Performance` uses unlimited: with it, ours is held to
+the SRAM of Vela's unlimited row, and trades none of it for cycles), `<f>x-vela-size` or
+`<f>x-vela-perf` (those times f) or a size (bytes, `256KiB`, `1.5MiB`). Both compilers get the
 same budget: ours as `sram=`, Vela (`--optimise Performance`) as `--arena-cache-size`.
 
 Per row: our status (ok, infeasible with the least SRAM that compiles, error), the SRAM, flash
@@ -32,7 +34,7 @@ from typing import Callable
 
 from ..compiler import compile as compile_model
 from ..sizes import parse_size
-from ..errors import CascaderError, InfeasibleError
+from ..errors import CascaderError, InfeasibleError, InvalidArgumentError
 from ..records import Records
 from ..sim import estimate
 from ..tflite import load_model
@@ -44,7 +46,7 @@ from .simulate import validate
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 BUDGETS = ("unlimited", "vela-size", "0.7x-vela-size")
 SEEDS = (0, 1)
-_SCALED = re.compile(r"([0-9]*\.?[0-9]+)x-vela-size")
+_VELA = re.compile(r"(?:([0-9]*\.?[0-9]+)x-)?vela-(size|perf)")
 
 
 @dataclass
@@ -53,7 +55,7 @@ class VersusRow:
 
     model: str
     accelerator: str
-    budget: str  # the budget as given: unlimited, vela-size, 0.7x-vela-size, 256KiB
+    budget: str  # the budget as given: unlimited, vela-size, 0.7x-vela-size, vela-perf, 256KiB
     budget_bytes: int | None = None  # None: unlimited
     # ours
     status: str = ""  # ok, infeasible, over-budget, error
@@ -105,32 +107,64 @@ def parse_budgets(text: str) -> list[str]:
     """The budget names of `--budgets`, checked (raises ValueError on an unknown one)."""
     budgets = [b.strip() for b in text.split(",") if b.strip()]
     for b in budgets:
-        if b not in ("unlimited", "vela-size") and not _SCALED.fullmatch(b):
+        if b != "unlimited" and not _VELA.fullmatch(b):
             try:
                 parse_size(b)
             except CascaderError as e:
-                raise ValueError(f"budget {b!r}: unlimited, vela-size, <f>x-vela-size or a size such as 256KiB") from e
+                raise ValueError(f"budget {b!r}: unlimited, vela-size, vela-perf, <f>x-vela-size, <f>x-vela-perf or a "
+                                 "size such as 256KiB") from e
     return budgets
+
+
+def _vela_sram(path: Path, config: VelaConfig) -> int:
+    out = compile_with_vela(path, config)
+    if not out.sram_bytes:
+        raise CascaderError(f"Vela's {config.optimise} summary has no SRAM figure")
+    return math.ceil(out.sram_bytes)
 
 
 def vela_size_sram(path: Path, accelerator: str) -> int:
     """The SRAM Vela's `--optimise Size` uses (its default arena), in bytes: the `vela-size` budget."""
-    size = compile_with_vela(path, VelaConfig(accelerator, "Size"))
-    if not size.sram_bytes:
-        raise CascaderError("Vela's Size summary has no SRAM figure")
-    return math.ceil(size.sram_bytes)
+    return _vela_sram(path, VelaConfig(accelerator, "Size"))
 
 
-def budget_bytes(budget: str, vela_size: Callable[[], int]) -> int | None:
-    """Bytes of one budget name (None: unlimited); `vela_size` is called only when needed."""
+def vela_performance_sram(path: Path, accelerator: str) -> int:
+    """The SRAM Vela's `--optimise Performance` uses unlimited (the `unlimited` row's), in
+    bytes: the `vela-perf` budget."""
+    return _vela_sram(path, VelaConfig(accelerator, "Performance", UNLIMITED_SRAM))
+
+
+def budget_bytes(budget: str, vela_size: Callable[[], int],
+                 vela_performance: Callable[[], int] | None = None) -> int | None:
+    """Bytes of one budget name (None: unlimited); `vela_size` and `vela_performance` are
+    called only when needed."""
     if budget == "unlimited":
         return None
-    if budget == "vela-size":
-        return vela_size()
-    m = _SCALED.fullmatch(budget)
+    m = _VELA.fullmatch(budget)
     if m:
-        return int(float(m.group(1)) * vela_size())
+        if m.group(2) == "perf" and vela_performance is None:
+            raise InvalidArgumentError(f"budget {budget}: no Vela Performance SRAM to scale")
+        sram = vela_size() if m.group(2) == "size" else vela_performance()
+        return sram if m.group(1) is None else int(float(m.group(1)) * sram)
     return parse_size(budget)
+
+
+def _once(figure: Callable[[], int]) -> Callable[[], int]:
+    """`figure`, called at most once: its value, or its CascaderError, is kept for every later
+    call (a Vela compile per model and accelerator, not per budget)."""
+    kept: list = []
+
+    def once() -> int:
+        if not kept:
+            try:
+                kept.append(figure())
+            except CascaderError as e:  # a failure too, once
+                kept.append(e)
+        if isinstance(kept[0], CascaderError):
+            raise kept[0]
+        return kept[0]
+
+    return once
 
 
 def _ours(row: VersusRow, path: Path, seeds: tuple[int, ...]) -> None:
@@ -195,12 +229,14 @@ def _our_process(row: VersusRow, path: Path) -> None:
 
 
 def run_row(path: Path, accelerator: str, budget: str, vela_size: Callable[[], int] | None = None,
-            seeds: tuple[int, ...] = SEEDS, process: bool = True) -> VersusRow:
-    """Both compilers on one model, accelerator and budget. `vela_size` gives the `vela-size`
-    bytes (default: Vela's Size compile of the model, cached)."""
+            seeds: tuple[int, ...] = SEEDS, process: bool = True,
+            vela_performance: Callable[[], int] | None = None) -> VersusRow:
+    """Both compilers on one model, accelerator and budget. `vela_size` and `vela_performance`
+    give the `vela-size` and `vela-perf` bytes (default: Vela's compiles of the model, cached)."""
     row = VersusRow(path.stem, accelerator, budget)
     try:
-        row.budget_bytes = budget_bytes(budget, vela_size or (lambda: vela_size_sram(path, accelerator)))
+        row.budget_bytes = budget_bytes(budget, vela_size or (lambda: vela_size_sram(path, accelerator)),
+                                        vela_performance or (lambda: vela_performance_sram(path, accelerator)))
     except CascaderError as e:
         row.status = row.vela_status = "error"
         row.add_note(f"budget {budget}: {_error(e)}")
@@ -258,7 +294,7 @@ def _vela_sram_cell(r: VersusRow) -> str:
 COLUMNS: list[tuple[str, Callable[[VersusRow], str]]] = [
     ("model", lambda r: r.model),
     ("accelerator", lambda r: r.accelerator),
-    ("budget (KiB)", lambda r: f"{r.budget} ({_kib(r.budget_bytes)})" if "vela-size" in r.budget and r.budget_bytes
+    ("budget (KiB)", lambda r: f"{r.budget} ({_kib(r.budget_bytes)})" if "vela-" in r.budget and r.budget_bytes
      else r.budget),
     ("ours", _ours_cell),
     ("SRAM KiB", lambda r: _kib(r.sram)),
@@ -339,8 +375,8 @@ def summarize(rows: list[VersusRow]) -> str:
         alike = [r.cycles_ratio for r in both if r.cpu_ops == r.vela_cpu_ops]
         worst = max(both, key=lambda r: r.cycles_ratio)
         out.append("Cycles ours/Vela (both binaries on our estimator): " + ", ".join(parts)
-                   + f"; where Vela kept its budget {_geomean(fair):.3f} ({len(fair)} rows)" * bool(fair)
-                   + f"; with the same CPU operators {_geomean(alike):.3f} ({len(alike)} rows)" * bool(alike)
+                   + (f"; where Vela kept its budget {_geomean(fair):.3f} ({len(fair)} rows)" if fair else "")
+                   + (f"; with the same CPU operators {_geomean(alike):.3f} ({len(alike)} rows)" if alike else "")
                    + f"; {sum(r.cycles_ratio <= 1.0 for r in both)}/{len(both)} no slower, worst "
                    f"{worst.cycles_ratio:.3f} ({worst.model}, {worst.accelerator}, {worst.budget}).")
     sram = [r for r in rows if r.sram_ratio]
@@ -434,7 +470,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m cascader.bench") 
     parser = model_parser(__doc__, ACCELERATORS)
     parser.prog = prog
     parser.add_argument("--budgets", default=",".join(BUDGETS),
-                        help="comma-separated: unlimited, vela-size, <f>x-vela-size, or sizes such as 256KiB "
+                        help="comma-separated: unlimited, vela-size, vela-perf, <f>x-vela-size, <f>x-vela-perf, or sizes such as 256KiB "
                              f"(default {','.join(BUDGETS)})")
     parser.add_argument("--no-process", action="store_true",
                         help="skip the process wall-time columns (our `cascader compile` and Vela, run fresh)")
@@ -459,27 +495,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m cascader.bench") 
               file=sys.stderr, unit="row", dynamic_ncols=True) as bar:
         for path in paths:
             for acc in accelerators:
-                size: dict[str, int | CascaderError] = {}
-
-                def vela_size(path=path, acc=acc, size=size) -> int:  # Vela's Size compile, once per model and accelerator
-                    if "bytes" not in size:
-                        try:
-                            size["bytes"] = vela_size_sram(path, acc)
-                        except CascaderError as e:  # a failure too, once
-                            size["bytes"] = e
-                    if isinstance(size["bytes"], CascaderError):
-                        raise size["bytes"]
-                    return size["bytes"]
-
+                vela_size = _once(lambda path=path, acc=acc: vela_size_sram(path, acc))
+                vela_performance = _once(lambda path=path, acc=acc: vela_performance_sram(path, acc))
                 for budget in budgets:
                     bar.set_description(f"{path.stem[:24]} {acc} {budget}")
-                    rows.append(run_row(path, acc, budget, vela_size, process=not args.no_process))
+                    rows.append(run_row(path, acc, budget, vela_size, process=not args.no_process,
+                                        vela_performance=vela_performance))
                     bar.update()
     elapsed = time.perf_counter() - start
 
+    rows.to_csv(out_dir / "versus.csv")  # first: the rows are the run's costly part
     table, summary = markdown_table(rows), summarize(rows)
     summary += f"\nWall time of the benchmark: {elapsed / 60:.1f} min."
-    rows.to_csv(out_dir / "versus.csv")
     (out_dir / "versus.md").write_text(f"# cascader vs Vela\n\n{table}\n\n{summary}\n")
     try:
         plot(rows, out_dir / "versus.png")
