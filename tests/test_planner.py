@@ -616,3 +616,17 @@ def test_a_one_pixel_resize_stripes_over_its_constant_zeros(tmp_path, accelerato
     assert compiled.sram_bytes <= least.sram_bytes
     result = validate(path, compiled.model, (0, 1))
     assert result.bit_exact, result.details
+
+
+def test_a_part_starting_at_the_second_operand_has_one_input():
+    g, (a, b, _, _) = _chain()
+    part = _conv_part("two inputs from the IFM2", a, b, 64, 64, 16, 64, k=1)
+    part.inputs, part.propagators = [a, b], [_core.Propagator.identity()] * 2
+    for first in (1, 2):
+        part.first_operand = first
+        bad = _core.PlanGraph()
+        for t in g.tensors:
+            bad.add_tensor(t)
+        bad.add_part(part)
+        with pytest.raises(cascader.InvalidArgumentError, match="first_operand"):
+            bad.validate()
