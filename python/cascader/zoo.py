@@ -603,7 +603,6 @@ MODELS: dict[str, Callable[..., Model]] = {
     "attention_pooling": attention_pooling,
     "kws_mean": kws_mean,
     "blazeface_blocks": blazeface_blocks,
-    "deeplab_aspp": deeplab_aspp,
     "mobilenet_v2_nchw": mobilenet_v2_nchw,
     "unet_128": unet_128,
     "lstm_kws": lstm_kws,
