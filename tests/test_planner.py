@@ -579,3 +579,54 @@ def test_the_schedulers_target_is_reused_while_the_segments_are_its_own():
     assert _Target.of(elsewhere).accelerator == "ethos-u65-512"
     copy = pickle.loads(pickle.dumps(buffered))  # the target holds core objects: not pickled
     assert copy.target is None and _Target.of(copy).accelerator == buffered.accelerator
+
+
+def test_tensors_tflm_sees_take_no_sram_outside_shared_sram():
+    """Outside Shared_Sram the tensors TFLM sees live in its arena, the slow memory: the planner
+    counts none of their bytes, so its bound stays a lower bound of every layout; Shared_Sram
+    counts them all. (Counted on the U65-256, DeepLabV3's 7.9 MB of logits and ARG_MAX indices
+    were every proposal's peak: one point, the fastest, at 3,969,120 B.)"""
+    model = zoo.mobilenet_v2()
+    for accelerator, counted in (("ethos-u55-128", True), ("ethos-u65-256", False)):
+        frontier = plan(model, accelerator=accelerator)
+        visible = [t for t in frontier.graph.tensors if t.cpu_visible]
+        assert visible and all((t.bytes > 0) == counted for t in visible)
+        assert all(p.estimated_bytes - 15 <= p.sram_bytes for p in frontier.points)
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256"])
+def test_a_one_pixel_resize_stripes_over_its_constant_zeros(tmp_path, accelerator):
+    """DeepLab's image pooling branch: a RESIZE_BILINEAR of a 1x1 map is an ADD of it, broadcast
+    as the IFM2, to zeros in flash as the IFM (the part's inputs start at operand 1). It stripes,
+    so the least point cascades both branches into the concatenation and its projection instead
+    of holding the concatenation whole (DeepLabV3 on U65-256: 836,608 -> 270,892 B), and that
+    binary is bit-exact."""
+    from cascader.bench.simulate import validate
+
+    pytest.importorskip("ai_edge_litert")
+    path = tmp_path / "aspp.tflite"
+    cascader.save_model(zoo.deeplab_aspp(), path)
+    frontier = plan(path, accelerator=accelerator)
+    parts = frontier.graph.parts
+    k = next(i for i, p in enumerate(parts) if "RESIZE_BILINEAR" in p.name)
+    assert parts[k].first_operand == 1 and parts[k].stripable and len(parts[k].inputs) == 1
+    least = frontier.points[0]
+    assert any(c.first <= k < c.last and c.last - c.first > 1 and c.stripes > 1 for c in least.proposal.cascades)
+    compiled = cascader.compile(path, sram=least.sram_bytes, accelerator=accelerator)
+    assert compiled.sram_bytes <= least.sram_bytes
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
+
+
+def test_a_part_starting_at_the_second_operand_has_one_input():
+    g, (a, b, _, _) = _chain()
+    part = _conv_part("two inputs from the IFM2", a, b, 64, 64, 16, 64, k=1)
+    part.inputs, part.propagators = [a, b], [_core.Propagator.identity()] * 2
+    for first in (1, 2):
+        part.first_operand = first
+        bad = _core.PlanGraph()
+        for t in g.tensors:
+            bad.add_tensor(t)
+        bad.add_part(part)
+        with pytest.raises(cascader.InvalidArgumentError, match="first_operand"):
+            bad.validate()

@@ -875,20 +875,28 @@ class CalibratedNet:
         self._op(opcode, [x.index, ai], [out.index], {"keep_dims": bool(keep_dims)}, dtype=x.dtype)
         return out
 
-    def resize(self, x: Activation, method: str = "BILINEAR", name: str = "resize") -> Activation:
+    def resize(self, x: Activation, method: str = "BILINEAR", name: str = "resize",
+               size: tuple[int, int] | None = None) -> Activation:
         """2x upsampling: RESIZE_BILINEAR with half-pixel centres (Keras' UpSampling2D) or
         RESIZE_NEAREST_NEIGHBOR; the output keeps the input's quantization, as TFLite's
-        kernels interpolate stored codes."""
+        kernels interpolate stored codes. `size`: a 1x1 input resized to (height, width), every
+        output pixel the input's (DeepLab's image pooling branch)."""
         _require_int8(f"RESIZE_{method}", x)
         self._spatial(x, f"RESIZE_{method}")
-        if method == "BILINEAR":
+        if size is not None and x.shape[1:3] != (1, 1):
+            raise InvalidArgumentError(f"resize to a size takes a 1x1 input, got shape {list(x.shape)}")
+        if method not in ("BILINEAR", "NEAREST"):
+            raise InvalidArgumentError(f"resize method must be 'BILINEAR' or 'NEAREST', got {method!r}")
+        if size is not None:
+            value = np.broadcast_to(x.value, (x.value.shape[0], *size, x.value.shape[3])).copy()
+            options = {"align_corners": False, "half_pixel_centers": method == "BILINEAR"}
+            opcode = "RESIZE_BILINEAR" if method == "BILINEAR" else "RESIZE_NEAREST_NEIGHBOR"
+        elif method == "BILINEAR":
             opcode, value = "RESIZE_BILINEAR", upsample_bilinear_float(x.value)
             options = {"align_corners": False, "half_pixel_centers": True}
-        elif method == "NEAREST":
+        else:
             opcode, value = "RESIZE_NEAREST_NEIGHBOR", x.value.repeat(2, axis=1).repeat(2, axis=2)
             options = {"align_corners": False, "half_pixel_centers": False}
-        else:
-            raise InvalidArgumentError(f"resize method must be 'BILINEAR' or 'NEAREST', got {method!r}")
         out = self._activation(self._name(name), value, x.quant)
         si = self.builder.add_constant(self._name(name + "/size"), np.asarray(value.shape[1:3], np.int32))
         self._op(opcode, [x.index, si], [out.index], options)

@@ -317,11 +317,16 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     read = {b for step in msched.steps for b in step.reads}
     pg = _core.PlanGraph()
     pg.weight_buffer_memory = getattr(_core.MemoryArea, target.buffer_memory)
+    # A tensor TFLM sees lives in TFLM's arena (`scratch`), which outside Shared_Sram is the slow
+    # memory (the layout pins it there): it takes no SRAM. Counted, DeepLabV3's 513 x 513 x 21
+    # logits before its CPU RESIZE and the ARG_MAX output after it (7.9 MB) were the DP's peak
+    # on U65-256, so every proposal tied there and the fastest (3.97 MB laid out) was the only one.
+    sram_resident = lambda buf: not buf.cpu_visible or target.arena_memory == target.buffer_memory  # noqa: E731
     for b, buf in enumerate(msched.buffers):
         t = _core.PlanTensor()
         t.name = buf.name
         t.shape = [1, *natural.get(b, (1, 1, max(buf.size, 1)))]
-        t.bytes = (buf.size + 15) // 16 * 16
+        t.bytes = (buf.size + 15) // 16 * 16 if sram_resident(buf) else 0
         # State (persistent) is read before it is written: no cascade passes through it. Several
         # writers each write a slice of its channels (`sliced`): a cascade holds them all.
         t.cascadable = (readers_whole.get(b, False) and writers.get(b, 0) >= 1 and b in read and not buf.cpu_visible
@@ -353,14 +358,15 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                     else:
                         props.append(_propagator(lo, v, second, box if v is lo.ifm else None))
             part.inputs, part.propagators = inputs, props
+            # A constant IFM before a feature-map IFM2 (a 1x1 resize's zeros): the inputs start
+            # at the second operand.
+            part.first_operand = int(lo.ifm.buffer not in index and bool(inputs))
             part.output = index[lo.ofm.buffer]
             # A constant operand is no plan tensor, so nothing propagates a stripe's region to it:
             # only one the operation broadcasts over H and W (read whole by every stripe) stripes,
             # or one read element for element (`follows_ofm`: a stripe reads its own region).
-            # (The cost model sizes operands in order: such a constant comes after the plan tensors.)
-            after_tensors = lambda v: v is lo.ifm2 or lo.ifm2 is None or lo.ifm2.buffer not in index  # noqa: E731
             constant_map = any(v is not None and v.buffer not in index and v.shape[:2] != (1, 1)
-                               and not (follows_ofm(lo, v) and after_tensors(v)) for v in (lo.ifm, lo.ifm2))
+                               and not follows_ofm(lo, v) for v in (lo.ifm, lo.ifm2))
             upscale = lo.registers.get("ifm_upscale", 0)
             part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
                               and all(sliced(v) or ((transposed or box is not None) and v is lo.ifm)

@@ -342,6 +342,7 @@ class _Source(NamedTuple):
     # A box read every step-th row or column ((origin, steps), `box_origin`; else None): the
     # buffer's region a stripe reads holds (extent - 1) / step + 1 of the box's rows.
     stepped: tuple | None
+    first_operand: int = 0  # the operand (0 IFM, 1 IFM2) of `inputs[0]` (`_core.Part.first_operand`)
 
 
 def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any, shapes: dict) -> _Source:
@@ -351,7 +352,8 @@ def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: A
         ifm = evolve(ifm, offset=ifm.offset - box[0][0] * ifm.strides[0] - box[0][1] * ifm.strides[1])
     elif box is not None:
         stepped = box
-    return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]), ifm, stepped)
+    return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]), ifm, stepped,
+                   part.first_operand)
 
 
 def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
@@ -367,7 +369,7 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
     views = {}
     padding = lo.registers.get("padding")  # top, left, bottom, right
     padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
-    for i, (t, read) in enumerate(zip(src.inputs, reads)):
+    for i, (t, read) in enumerate(zip(src.inputs, reads), start=src.first_operand):
         # The region the stripe reads, where the cascade keeps it. An operand read whole by
         # every stripe (broadcast along H and W) too: a squeeze-and-excite gate that a part of
         # the cascade makes is in a rolling buffer, and its whole buffer is gone.
@@ -383,10 +385,11 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         ((y, x, _), (sy, sx)), (q0, q1, p0, p1) = src.stepped, reads[0]
         first = lo.ifm.offset + (q0 - y) // sy * lo.ifm.strides[0] + (p0 - x) // sx * lo.ifm.strides[1]
         views[0] = evolve(lo.ifm, shape=((q1 - q0 - 1) // sy + 1, (p1 - p0 - 1) // sx + 1, lo.ifm.shape[2]), offset=first)
-    for i, v in enumerate((lo.ifm, lo.ifm2)[len(src.inputs):], start=len(src.inputs)):
-        # A constant read element for element with the OFM (a channel pad's border): the
-        # stripe's region of it (frontend.lowered.follows_ofm).
-        if v is not None and v.shape[:2] == lo.ofm.shape[:2] and v.shape[:2] != (1, 1) and follows_ofm(lo, v):
+    for i, v in enumerate((lo.ifm, lo.ifm2)):
+        # A constant read element for element with the OFM (a channel pad's border, a 1x1
+        # resize's zeros): the stripe's region of it (frontend.lowered.follows_ofm).
+        if (i not in views and v is not None and v.shape[:2] == lo.ofm.shape[:2] and v.shape[:2] != (1, 1)
+                and follows_ofm(lo, v)):
             views[i] = _region(v, region)
     if padded:
         # Padding only where the region reaches past the tensor's edge; the NPU reads the

@@ -47,6 +47,7 @@ __all__ = [
     "unet",
     "attention_pooling",
     "blazeface_blocks",
+    "deeplab_aspp",
     "kws_mean",
     "mobilenet_v2_nchw",
     "unet_128",
@@ -436,6 +437,35 @@ def _blazeface_blocks(resolution: int, anchors: int, channels: int, seed: int) -
     _, h, w, _ = x.shape
     scores = net.conv2d(x, anchors, (1, 1), activation=None, name="classifier")
     net.output(net.reshape(scores, (1, h * w * anchors, 1), name="classifier/flatten"))
+    return net
+
+
+def deeplab_aspp(resolution: int = 32, filters: int = 16, classes: int = 4, channels: int = 3, seed: int = 0) -> Model:
+    """DeepLabV3's head over a small stem (Chen et al. 2017, as the MobileNetV2 DeepLabV3 TFLite
+    models write it): conv 3x3/2 (`filters`, ReLU6) and a depthwise-separable block, then
+    atrous spatial pyramid pooling: a 1x1 conv branch beside the image pooling branch (a global
+    average pool, a 1x1 conv, and RESIZE_BILINEAR of its 1x1 output back to the map's size),
+    concatenated along the channels, projected 1x1 and classified 1x1."""
+    return _deeplab_aspp(resolution, filters, classes, channels, seed).build()
+
+
+def _deeplab_aspp(resolution: int, filters: int, classes: int, channels: int, seed: int) -> CalibratedNet:
+    _check_image_network(1.0, resolution, classes, channels)
+    if resolution % 2:
+        raise InvalidArgumentError(f"the stem halves the input: resolution must be even, got {resolution}")
+    net = CalibratedNet(seed, description=f"cascader.zoo deeplab_aspp resolution={resolution}")
+    x = net.input((1, resolution, resolution, channels))
+    x = net.conv2d(x, filters, (3, 3), (2, 2), activation="RELU6", name="stem")
+    x = net.depthwise_conv2d(x, (3, 3), activation="RELU6", name="block/depthwise")
+    x = net.conv2d(x, 2 * filters, (1, 1), activation="RELU6", name="block/project")
+    _, h, w, _ = x.shape
+    branch = net.conv2d(x, 2 * filters, (1, 1), activation="RELU", name="aspp0")
+    pooled = net.pool(x, "AVERAGE", size=(h, w), stride=(h, w), name="image_pooling/pool")
+    pooled = net.conv2d(pooled, 2 * filters, (1, 1), activation="RELU", name="image_pooling")
+    pooled = net.resize(pooled, "BILINEAR", name="image_pooling/resize", size=(h, w))
+    x = net.concatenation([branch, pooled], name="aspp/concat")
+    x = net.conv2d(x, 2 * filters, (1, 1), activation="RELU", name="concat_projection")
+    net.output(net.conv2d(x, classes, (1, 1), activation=None, name="logits"))
     return net
 
 

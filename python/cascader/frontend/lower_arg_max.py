@@ -10,7 +10,8 @@ subtracts them. Hence at most 127 channels (Vela's constraint too). Then the int
 widened into the output: int32, or for int64 the low words (the high words are written as zeros).
 
 Vela 5.2 lowers ARG_MAX with the same operations over the whole map; here they run band by band
-of image rows through scratch maps of one band (at most 256 KiB of int16 intermediate).
+of image rows through scratch maps of one band (at most 256 KiB of int16 intermediate; 64 KiB in
+the least-scratch lowering, which trades a few cycles of more, smaller operations for SRAM).
 """
 
 from __future__ import annotations
@@ -29,6 +30,29 @@ from .operator_view import OperatorView
 MAX_CHANNELS = 127  # the index lives in 7 bits below the shifted value
 HEIGHT_MAX = 65535  # rows of one NPU operation
 BAND_BYTES = 256 * 1024  # the int16 intermediate of one band of rows
+# The least-scratch lowering's band (`LoweringContext.least_scratch`, for the least-SRAM points):
+# DeepLabV3's 513 x 513 x 21 in bands of 3 rows (67 KB of scratch) instead of 12 (271 KB, its
+# least SRAM on U65-256 then), for 0.2% more cycles of ARG_MAX (684 operations instead of 172).
+LEAST_SCRATCH_BAND_BYTES = 64 * 1024
+
+
+def band_rows(shape: tuple[int, int, int], least_scratch: bool) -> int:
+    """The image rows of one band of an (H, W, C) input."""
+    h, w, c = shape
+    budget = LEAST_SCRATCH_BAND_BYTES if least_scratch else BAND_BYTES
+    return max(1, min(h, budget // (w * c * 2), HEIGHT_MAX // w))
+
+
+def bands_in_least_scratch(graph, op) -> bool:
+    """Whether the least-scratch lowering (`LoweringContext.least_scratch`) lowers `op` otherwise:
+    an ARG_MAX over the channels whose input takes more rows per band in the default one."""
+    if op.opcode != "ARG_MAX":
+        return False
+    shape = list(graph.tensors[op.inputs[0]].shape)
+    if not 1 <= len(shape) <= 4 or 0 in shape:
+        return False
+    hwc = tuple(shape[1:] if len(shape) == 4 else [1] * (3 - len(shape)) + shape)  # as the lowering views it
+    return band_rows(hwc, True) != band_rows(hwc, False)
 
 
 def index_table(channels: int) -> bytes:
@@ -50,7 +74,7 @@ def lower_arg_max(lw: LoweringContext, v: OperatorView) -> None:
     # Band by band of image rows, through scratch maps of one band: the int16 intermediate of a
     # whole map is twice the input (11 MB for DeepLabV3's 513 x 513 x 21), and every step is
     # per pixel, so a band needs nothing of the others.
-    band = max(1, min(h, BAND_BYTES // (w * c * 2), HEIGHT_MAX // w))
+    band = band_rows((h, w, c), lw.least_scratch)
     shifted = ops.scratch("shifted", (band, w, c), "int16")
     pooled = ops.scratch("index", (band * w, 1, 1), "int16")
     volume = WeightVolume(values=np.full((c, 1, 1, 1), 128, dtype=np.int32), zero_points=np.zeros(c, dtype=np.int64),

@@ -82,6 +82,7 @@ void bind_planner(py::module_& m) {
       .def_readwrite("inputs", &Part::inputs)
       .def_readwrite("propagators", &Part::propagators)
       .def_readwrite("output", &Part::output)
+      .def_readwrite("first_operand", &Part::first_operand)
       .def_readwrite("stripable", &Part::stripable)
       .def_readwrite("alignment", &Part::alignment)
       .def_readwrite("channel_sliceable", &Part::channel_sliceable)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
 
 #include "cascader/common/error.hpp"
 
@@ -54,6 +55,11 @@ void PlanGraph::validate() const {
     if (t < 0 || t >= n) throw InvalidArgument("a graph output index is out of range");
   }
   for (const Part& p : parts) {
+    // A CPU part reads any number of inputs from operand 0; an IFM2 alone is one input.
+    if (p.first_operand != 0 && (p.first_operand != 1 || p.inputs.size() > 1)) {
+      throw InvalidArgument("part " + p.name + ": first_operand " + std::to_string(p.first_operand) + " with " +
+                            std::to_string(p.inputs.size()) + " inputs (1: one input, the IFM2)");
+    }
     if (!p.stripable) continue;  // runs whole: its op may view its output in another shape
     const auto& out = tensors[size_t(p.output)].shape;
     // A part may write a slice of its output's channels (a concatenation's input, a pad's copy).

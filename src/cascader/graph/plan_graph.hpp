@@ -42,6 +42,11 @@ struct Part {
   std::vector<int> inputs;               // feature-map tensors (not weights)
   std::vector<Propagator> propagators;   // one per input
   int output = -1;
+  // The operand (0 IFM, 1 IFM2) `inputs[0]` is; the inputs fill the operands in order from it.
+  // 1 where the IFM is a constant read element for element with the OFM and the IFM2 a feature
+  // map the operation broadcasts (a 1x1 RESIZE: an ADD of its input to zeros of its output's
+  // shape, the NPU broadcasting only its second operand).
+  int first_operand = 0;
   bool stripable = true;
   // In a cascade the part computes rows and columns of its output from multiples of this on
   // (an upscaling operation: a stripe of a 2x nearest resize starts at an even row, where an

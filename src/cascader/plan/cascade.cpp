@@ -231,7 +231,7 @@ StripeInputs stripe_inputs(const PlanGraph& graph, int k, const RowsColumns& out
     const Box got = q.readable(want, shape);
     in.regions[size_t(i)] = RowsColumns{got.offset[H], got.offset[H] + got.extent[H], got.offset[W],
                                         got.offset[W] + got.extent[W]};
-    if (i == 0) {
+    if (i + p.first_operand == 0) {  // the IFM's padding
       in.padding = q.upscales() ? upscaled_padding(q, region_box(o, out), got, shape) : edge_padding(want, got);
     }
   }
@@ -295,7 +295,8 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
   // constant, has no feature map to size), inline: this is the DP's innermost loop.
   Padding pad;
   std::array<std::pair<int, int>, 2> input_hw{};  // the inputs' regions, height and width
-  const size_t inputs = std::min<size_t>(p.inputs.size(), p.op.ifm2 ? 2 : 1);
+  const size_t operands = p.op.ifm2 ? 2 : 1, first = size_t(p.first_operand);
+  const size_t inputs = std::min<size_t>(p.inputs.size(), operands > first ? operands - first : 0);
   for (size_t i = 0; i < inputs; ++i) {
     const PlanTensor& in = graph_.tensors[size_t(p.inputs[i])];
     const Propagator& q = p.propagators[i];
@@ -311,11 +312,11 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
       const Box walked = q.upscaled(region);
       input_hw[i] = {int(std::max<int64_t>(walked.extent[H] - up.top - up.bottom, 1)),
                      int(std::max<int64_t>(walked.extent[W] - up.left - up.right, 1))};
-      if (i == 0) pad = up;
+      if (i + first == 0) pad = up;
     } else if (q.permutes()) {
       // A transpose's copy reads its input in its output's shape (the IFM a permuted view).
       input_hw[i] = {int(end - begin), int(column_end - column_begin)};
-    } else if (i == 0) {
+    } else if (i + first == 0) {
       pad = edge_padding(want, got);
     }
   }
@@ -324,13 +325,14 @@ double StripeCoster::cost(int k, int64_t begin, int64_t end, Weights weights, in
     op.ofm.shape.h = int(end - begin);
     op.ofm.shape.w = int(column_end - column_begin);
     for (size_t i = 0; i < inputs; ++i) {
-      FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
+      FeatureMap& fm = i + first == 0 ? op.ifm : *op.ifm2;
       std::tie(fm.shape.h, fm.shape.w) = input_hw[i];
     }
-    // A constant operand as tall and wide as the OFM (a channel pad's border) is read region
-    // for region: a stripe reads its own rows and columns of it.
-    for (size_t i = inputs; i < size_t(p.op.ifm2 ? 2 : 1); ++i) {
-      FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
+    // A constant operand as tall and wide as the OFM (a channel pad's border, a 1x1 resize's
+    // zeros) is read region for region: a stripe reads its own rows and columns of it.
+    for (size_t slot = 0; slot < operands; ++slot) {
+      if (slot >= first && slot < first + inputs) continue;
+      FeatureMap& fm = slot == 0 ? op.ifm : *op.ifm2;
       if (fm.shape.h == p.op.ofm.shape.h && fm.shape.w == p.op.ofm.shape.w) {
         fm.shape.h = op.ofm.shape.h;
         fm.shape.w = op.ofm.shape.w;
@@ -349,10 +351,11 @@ double StripeCoster::cost_channels(int k, int64_t channels) {
   if (const double* hit = cache_.find(key)) return *hit;
   NpuOp op = p.op;
   op.ofm.shape.c = int(channels);
-  const size_t inputs = std::min<size_t>(p.inputs.size(), p.op.ifm2 ? 2 : 1);
+  const size_t operands = p.op.ifm2 ? 2 : 1, first = size_t(p.first_operand);
+  const size_t inputs = std::min<size_t>(p.inputs.size(), operands > first ? operands - first : 0);
   for (size_t i = 0; i < inputs; ++i) {
     if (!channel_local(p.propagators[i])) continue;
-    FeatureMap& fm = i == 0 ? op.ifm : *op.ifm2;
+    FeatureMap& fm = i + first == 0 ? op.ifm : *op.ifm2;
     fm.shape.c = int(channels);
   }
   // Streams are per output channel: a slice's share of them, rounded up.
