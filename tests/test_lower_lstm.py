@@ -27,9 +27,10 @@ ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 
 
 def lstm_model(steps=4, features=8, units=12, batch=1, seed=0, state_zp=0, time_major=False, dtype="int8",
-               peephole=False, projection=False, hidden_scale=None) -> cascader.Model:
+               peephole=False, projection=False, hidden_scale=None, bias_input=False) -> cascader.Model:
     """One LSTM, random int8 weights small enough that the gates seldom saturate Q3.12;
-    `hidden_scale` gives the hidden intermediate a scale of its own (else the output's)."""
+    `hidden_scale` gives the hidden intermediate a scale of its own (else the output's);
+    `bias_input` makes the forget gate's bias a model input instead of a constant."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.add_input("x", (steps, batch, features) if time_major else (batch, steps, features), dtype,
@@ -46,6 +47,8 @@ def lstm_model(steps=4, features=8, units=12, batch=1, seed=0, state_zp=0, time_
     biases = [b.add_constant(f"{g}_bias", rng.integers(-500, 500, size=units).astype(bias_dtype), bias_dtype,
                              quantization(0.05 * float(b.tensors[w_in[k]].quantization.scale[0]), 0))
               for k, g in enumerate("ifco")]
+    if bias_input:
+        biases[1] = b.add_input("forget_bias", (units,), bias_dtype, b.tensors[biases[1]].quantization)
     peep = [b.add_constant(f"cell_to_{g}", rng.integers(-100, 100, size=units).astype(np.int16), "int16",
                            quantization(0.01, 0)) for g in "ifo"] if peephole else [-1, -1, -1]
     proj = [weights("projection", (units, units)), -1] if projection else [-1, -1]
@@ -156,7 +159,8 @@ def test_output_takes_the_output_state_scale(dtype, accelerator):
     np.testing.assert_array_equal(np.concatenate([session.run([x])[0] for x in xs], axis=1), _reference_runs(model, xs))
 
 
-@pytest.mark.parametrize("variant, reason", [(dict(peephole=True), "peephole"), (dict(projection=True), "projection")])
+@pytest.mark.parametrize("variant, reason", [(dict(peephole=True), "peephole"), (dict(projection=True), "projection"),
+                                             (dict(bias_input=True), "not constant")])
 def test_variants_vela_keeps_on_the_cpu(variant, reason):
     model = lstm_model(**variant)
     verdict = check_operator(OperatorView(model.main, 0))

@@ -89,6 +89,9 @@ def lstm_variant(v: OperatorView) -> str | None:
         return f"{len(op.intermediates)} intermediate tensors (the integer LSTM has {INTERMEDIATE_COUNT})"
     if not all(present(i) for i in INPUT_WEIGHTS + RECURRENT_WEIGHTS):
         return "a gate's weights are missing (CIFG: the input gate coupled to the forget gate)"
+    if not all(present(i) and v.graph.tensors[op.inputs[i]].data is not None
+               for i in INPUT_WEIGHTS + RECURRENT_WEIGHTS + GATE_BIASES):
+        return "a gate's weights or bias are missing or not constant (the NPU streams them as encoded weights)"
     if any(present(i) for i in PEEPHOLE_WEIGHTS):
         return "peephole connections"
     if any(present(i) for i in PROJECTION):
