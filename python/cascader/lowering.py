@@ -36,7 +36,7 @@ def lower(model: Model, accelerator: str | None = None,
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch)
+            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, accelerator)
                         for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)

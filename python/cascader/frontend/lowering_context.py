@@ -56,6 +56,9 @@ class LoweringContext(Protocol):
     # in operations a cascade stripes through), take the least scratch: the lowering of a
     # model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
     least_scratch: bool
+    # The target (None: any); a rule lowers otherwise only where the target has a mechanism of
+    # its own (the Ethos-U85's OFM transpose, `lower_ofm_transpose`).
+    accelerator: str | None
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""

@@ -39,6 +39,13 @@ int micro_block_field(const BlockShape& ublock);
 // the micro-block within the maximum block and fits the internal RAMs; nullopt otherwise.
 std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block);
 
+// `op`, a resize (an output-unit pass, NpuOpType::Maximum with no IFM2, its IFM the extent the
+// resize reads), described as the U85 runs one (U85Op::resize) with the block Vela 5.2 gives
+// it: one row of 16 channels, as wide (in micro-block widths, at most 128) as keeps the IFM
+// columns that row reads in a chaining-buffer slot, ((bricks - 2) n + 1) / d with the
+// horizontal scale n / d of RESIZE_X. Throws InvalidArgument for a scale below 1/1 parts.
+NpuOp resize_description(const NpuOp& op, const AcceleratorConfig& a, int scale_n, int scale_d);
+
 // `op` with its U85 description (op.u85: micro-block, IFM block, accumulator) and, unless set,
 // its block config chosen by the search (cached in `cache` by block query).
 NpuOp with_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache);
