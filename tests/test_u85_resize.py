@@ -2,8 +2,8 @@
 (NPU_OP_RESIZE, frontend/lower_u85_resize) for the scales the U55/U65 lowering refuses (other
 than 2, align_corners); compiled for U85-128/256/512 and simulated bit-exact against the
 reference interpreter on 2 seeds, wholly on the NPU. At the constraint edges: NEAREST at
-integer, fractional and downscaling ratios with and without half-pixel centres and with
-align_corners; BILINEAR at power-of-two scales (2^9 with half-pixel centres, 2^10 without),
+integer, fractional and downscaling ratios (to one pixel) with and without half-pixel centres
+and with align_corners; BILINEAR at power-of-two scales (2^9 with half-pixel centres, 2^10 without),
 int8, uint8 and int16, an axis of one pixel."""
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ CASES = {
     "nearest_1_5x_half_pixel": (NEAREST, (1, 6, 5, 20), (9, 7), False, True),
     "nearest_halved": (NEAREST, (1, 12, 10, 8), (6, 5)),
     "nearest_halved_half_pixel": (NEAREST, (1, 12, 10, 8), (6, 5), False, True),
+    "nearest_quartered_half_pixel": (NEAREST, (1, 24, 20, 8), (6, 5), False, True),
+    "nearest_to_one_pixel": (NEAREST, (1, 6, 5, 8), (1, 1)),
+    "nearest_to_one_pixel_half_pixel": (NEAREST, (1, 6, 5, 8), (1, 1), False, True),
+    "nearest_to_one_pixel_align_corners": (NEAREST, (1, 6, 5, 8), (1, 1), True),
     "nearest_width_only_int16": (NEAREST, (1, 4, 5, 8), (4, 20), False, False, "int16"),
     "nearest_4x_uint8": (NEAREST, (1, 3, 4, 17), (12, 16), False, False, "uint8"),
     "bilinear_4x": (BILINEAR, (1, 4, 5, 8), (16, 20)),

@@ -9,8 +9,9 @@ kernels map p so (scale in / out, or (in - 1) / (out - 1) with align_corners, re
 in' / out'):
 - NEAREST: floor(p in / out) is n = 2 out', d = 2 in', offset -out'; with half-pixel centres
   floor((p + 1/2) in / out) is offset in' - out'; with align_corners round(p in / out) (half up)
-  is n = out', d = in', offset 0. TFLite computes these in float32: the registers are kept only
-  where every output position's source is the float kernel's.
+  is n = out', d = in', offset 0. An offset of a step or more (a downscale's half-pixel
+  centres) moves into the IFM's start, as Vela's does. TFLite computes these in float32: the
+  registers are kept only where every output position's source is the float kernel's.
 - BILINEAR (TFLite's int8/int16 kernel steps in 1/1024 of a pixel, scale_10 = round(1024 in /
   out)): exact where out / in (or its align_corners ratio) is 2^k, k <= 10, and with
   half-pixel centres k <= 9 (scale_10 / 2 is then exact): n = 2^k, d = 1, offset 0; with
@@ -62,13 +63,16 @@ def lower_u85_resize(lw: LoweringContext, v: OperatorView, src: FeatureMapView, 
             for i, o in ((ih, oh), (iw, ow))]
     if any(a is None for a in axes):
         return False
-    (ny, _, _), (nx, _, _) = axes
+    (ny, dy, oy, skip_y), (nx, dx, ox, skip_x) = axes
+    # The rows and columns no output reads (a downscale's offset past one step) are skipped.
+    src = replace(src, shape=(ih - skip_y, iw - skip_x, src.shape[2]),
+                  offset=src.offset + skip_y * src.strides[0] + skip_x * src.strides[1])
     weight_bits = int(math.log2(ny * nx)) if bilinear else 0
     registers = dict(
-        sub_op="BILINEAR" if bilinear else "NEAREST", kernel=kernel_record(ih, iw, (1, 1), (1, 1)),
+        sub_op="BILINEAR" if bilinear else "NEAREST", kernel=kernel_record(src.shape[0], src.shape[1], (1, 1), (1, 1)),
         padding=(0, 0, 0, 0), activation=full_range(dst.dtype), rounding="TFL", global_scale=True,
         ofm_scale=(1, _FRACTION_BITS + weight_bits), resize_mode=RESIZE_MODES["BILINEAR" if bilinear else "NEAREST"],
-        resize=tuple(axes), ofm_round_mode=SYMMETRIC, acc_format=1 if src.dtype == "int16" else 0,
+        resize=((ny, dy, oy), (nx, dx, ox)), ofm_round_mode=SYMMETRIC, acc_format=1 if src.dtype == "int16" else 0,
     )
     lw.add(LoweredOperation("resize", "maximum", f"{v.index}:{v.opcode}", (v.index,), replace(src, zero_point=0),
                             replace(dst, zero_point=0), registers=registers))
@@ -84,39 +88,43 @@ def resize_description(described, op, accelerator: Accelerator):
     return _core.u85_resize_description(described, accelerator._config, nx, dx)
 
 
-def _nearest_axis(size: int, out: int, align: bool, half: bool) -> tuple[int, int, int] | None:
-    """(n, d, offset) of NEAREST along an axis of `size` resized to `out`, or None."""
-    if size == 1 or out == 1:
-        return (1, 1, 0) if size == 1 else None
-    if align:
+def _nearest_axis(size: int, out: int, align: bool, half: bool) -> tuple[int, int, int, int] | None:
+    """(n, d, offset, skipped IFM rows) of NEAREST along an axis of `size` resized to `out`, or
+    None. An offset of a step or more (a downscale's half-pixel centres) moves into the IFM's
+    start, as Vela's registers do."""
+    if size == 1:
+        return (1, 1, 0, 0)
+    if align and out > 1:
         g = math.gcd(size - 1, out - 1)
         n, d, offset = (out - 1) // g, (size - 1) // g, 0
-    else:
+        scale = np.float32(size - 1) / np.float32(out - 1)
+    else:  # TFLite ignores align_corners for one output pixel
         g = math.gcd(size, out)
         n, d = 2 * out // g, 2 * size // g
         offset = (size - out) // g if half else -out // g
+        scale = np.float32(size) / np.float32(out)
+    skip = max(offset // n, 0)
+    offset -= skip * n
     if not _fits(n, d, offset):
         return None
     # TFLite's float32 sources (reference_ops::ResizeNearestNeighbor), against the registers'.
-    scale = np.float32(size - 1) / np.float32(out - 1) if align else np.float32(size) / np.float32(out)
-    p = np.arange(out, dtype=np.float32)
-    at = (p + np.float32(0.5 if half else 0.0)) * scale
+    at = (np.arange(out, dtype=np.float32) + np.float32(0.5 if half else 0.0)) * scale
     # TfLiteRound (half away from zero) of a non-negative float32, exactly in float64
-    expected = np.minimum(np.floor(at.astype(np.float64) + 0.5) if align else np.floor(at), size - 1)
+    expected = np.minimum(np.floor(at.astype(np.float64) + 0.5) if align and out > 1 else np.floor(at), size - 1)
     expected = np.maximum(expected, 0).astype(np.int64)
     twice = 2 * (np.arange(out, dtype=np.int64) * d + offset) + n
-    got = np.clip(np.floor_divide(twice, 2 * n), 0, size - 1)
-    return (n, d, offset) if np.array_equal(expected, got) else None
+    got = np.clip(np.floor_divide(twice, 2 * n), 0, size - skip - 1) + skip
+    return (n, d, offset, skip) if np.array_equal(expected, got) else None
 
 
-def _bilinear_axis(size: int, out: int, align: bool, half: bool, dtype: str) -> tuple[int, int, int] | None:
-    """(n, d, offset) of BILINEAR along an axis of `size` resized to `out`, or None. TFLite
-    blends uint8 in float32 (reference_ops::ResizeBilinear): exact while a code times the
-    weights' 2^-2k steps stays within its 24-bit mantissa, k <= 8."""
+def _bilinear_axis(size: int, out: int, align: bool, half: bool, dtype: str) -> tuple[int, int, int, int] | None:
+    """(n, d, offset, 0 skipped IFM rows) of BILINEAR along an axis of `size` resized to `out`,
+    or None. TFLite blends uint8 in float32 (reference_ops::ResizeBilinear): exact while a code
+    times the weights' 2^-2k steps stays within its 24-bit mantissa, k <= 8."""
     if size == 1:
-        return (1, 1, 0)
+        return (1, 1, 0, 0)
     num, den = (out - 1, size - 1) if align else (out, size)
-    if num % den:
+    if num < den or num % den:
         return None
     factor = num // den
     k = factor.bit_length() - 1
@@ -128,8 +136,8 @@ def _bilinear_axis(size: int, out: int, align: bool, half: bool, dtype: str) -> 
     return _checked(1 << k, 1, 0)
 
 
-def _checked(n: int, d: int, offset: int) -> tuple[int, int, int] | None:
-    return (n, d, offset) if _fits(n, d, offset) else None
+def _checked(n: int, d: int, offset: int) -> tuple[int, int, int, int] | None:
+    return (n, d, offset, 0) if _fits(n, d, offset) else None
 
 
 def _fits(n: int, d: int, offset: int) -> bool:

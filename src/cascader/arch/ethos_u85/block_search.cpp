@@ -84,6 +84,16 @@ std::vector<int> tilings(int length, int granule, int most) {
   return out;
 }
 
+// The granule times 1, 2, 4... up to tilings()' largest: the small blocks its grid misses on a
+// long axis (it stops after 24 parts), for operations no block of the grid fits.
+std::vector<int> doublings(int length, int granule, int most) {
+  const int top = std::min(round_up(length, granule), most / granule * granule);
+  std::vector<int> out;
+  for (int v = granule; v <= top; v *= 2) out.push_back(v);
+  if (out.empty()) out.push_back(granule);
+  return out;
+}
+
 U85Op describe(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block, bool part_kernel_first) {
   U85Op u;
   const bool conv = unit_of(op.type) == Conv;
@@ -207,6 +217,22 @@ NpuOp described(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b
   return d;
 }
 
+// Costs each of `blocks` that fits `op` (traversal part-kernel-first or not) and keeps the
+// fastest in `best` (the larger block on a tie).
+void cost_blocks(const NpuOp& op, const ArchConfig& arch, const std::vector<BlockShape>& blocks, bool pkf,
+                 std::optional<BlockConfig>& best, double& best_cycles) {
+  const AcceleratorConfig& a = arch.accelerator();
+  for (const BlockShape& block : blocks) {
+    const NpuOp candidate = described(op, a, block, pkf);
+    if (!fits(op, a, block, *candidate.u85)) continue;
+    const double cycles = ethos_u85::estimate(candidate, arch).total_cycles;
+    if (cycles < best_cycles || (cycles == best_cycles && block.elements() > best->ofm_block.elements())) {
+      best_cycles = cycles;
+      best = *candidate.block_config;
+    }
+  }
+}
+
 BlockConfig search(const NpuOp& op, const ArchConfig& arch) {
   const AcceleratorConfig& a = arch.accelerator();
   const bool conv = unit_of(op.type) == Conv && op.type != NpuOpType::FullyConnected;
@@ -237,14 +263,23 @@ BlockConfig search(const NpuOp& op, const ArchConfig& arch) {
       if (op.block_depth > 0) v.depth = op.block_depth;
       if (std::find(blocks.begin(), blocks.end(), v) == blocks.end()) blocks.push_back(v);
     }
-    for (const BlockShape& block : blocks) {
-      const NpuOp candidate = described(op, a, block, pkf);
-      if (!fits(op, a, block, *candidate.u85)) continue;
-      const double cycles = ethos_u85::estimate(candidate, arch).total_cycles;
-      if (cycles < best_cycles || (cycles == best_cycles && block.elements() > best->ofm_block.elements())) {
-        best_cycles = cycles;
-        best = *candidate.block_config;
+    cost_blocks(op, arch, blocks, pkf, best, best_cycles);
+  }
+  if (!best) {
+    // The grid's blocks are all too big (a long map whose IFM block outgrows the IFM buffer in
+    // every tiling): the small blocks, doubling from the granule.
+    for (const bool pkf : traversals) {
+      const BlockShape ub = describe(op, a, BlockShape{}, pkf).ofm_ublock;
+      const BlockShape& most = a.ofm_block_max;
+      const std::vector<int> depths = op.block_depth > 0 ? std::vector<int>{op.block_depth}
+                                                         : doublings(op.ofm.shape.c, std::max(16, ub.depth), most.depth);
+      std::vector<BlockShape> blocks;
+      for (const int h : doublings(op.ofm.shape.h, ub.height, most.height)) {
+        for (const int w : doublings(op.ofm.shape.w, ub.width, most.width)) {
+          for (const int d : depths) blocks.push_back({h, w, d});
+        }
       }
+      cost_blocks(op, arch, blocks, pkf, best, best_cycles);
     }
   }
   if (!best) throw InvalidArgument("no OFM block of " + a.name + " fits the operation's IFM and accumulators");

@@ -13,8 +13,9 @@
 //    RAM (32 bits each, 64 for 48-bit accumulators) and its IFM block (ifm_block()) the IFM
 //    buffer, unless the whole IFM does; an elementwise block's rows fit the output buffer.
 // The search costs every such block on a grid of tilings of each axis (the axis cut into
-// 1, 2, 3... nearly equal parts, rounded up to the granule) and both traversals of a
-// convolution, and keeps the fastest (the larger block on a tie).
+// 1, 2, 3... nearly equal parts, rounded up to the granule; for an elementwise operation Vela
+// 5.2's own block too) and both traversals of a convolution, and keeps the fastest (the larger
+// block on a tie); where none of them fits, blocks doubling from the granule.
 // Complexity: O(tilings^3 x estimate), cached by the caller per block query.
 #pragma once
 
