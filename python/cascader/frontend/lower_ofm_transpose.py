@@ -24,11 +24,11 @@ PRODUCT = "ethos-u85"
 TRANSPOSE_MODES = {(1, 0, 2): 1, (0, 2, 1): 2, (1, 2, 0): 3, (2, 0, 1): 6, (2, 1, 0): 7}
 
 
-def ofm_transpose_op(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
-                     source_axis: tuple[int, int, int]) -> tuple | None:
-    """The U85 copy transposing `src` into `dst` (output axis k reads source axis
-    `source_axis[k]`) as (its lowered operation's arguments), or None where the target has no
-    OFM transpose (not a U85) or the mode does not apply."""
+def _ofm_transpose_maps(lw: LoweringContext, src: FeatureMapView, dst: FeatureMapView,
+                        source_axis: tuple[int, int, int]) -> tuple | None:
+    """(IFM, OFM view, registers) of the U85 copy transposing `src` into `dst` (output axis k
+    reads source axis `source_axis[k]`), or None where the target has no OFM transpose (not a
+    U85) or `dst` is no dense NHWC map."""
     if lw.accelerator is None or Accelerator(lw.accelerator).product != PRODUCT:
         return None
     mode = TRANSPOSE_MODES.get(tuple(source_axis))
@@ -47,7 +47,7 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
     """Lower the transpose as one U85 copy with an OFM transpose if the cycle model finds it
     faster than `steps(context)` (the U55/U65's lowering, costed on a context that keeps its
     operations aside), both with their feature maps in the fast memory; True if it did."""
-    made = ofm_transpose_op(lw, index, name, src, dst, source_axis)
+    made = _ofm_transpose_maps(lw, src, dst, source_axis)
     if made is None:
         return False
     ifm, ofm, tags = made
