@@ -148,18 +148,6 @@ def test_shared_models_softmax_on_the_npu(name: str) -> None:
     _shared_model_on_the_npu(name, set(), 0)
 
 
-def test_a_softmax_without_a_u85_block_goes_to_the_cpu() -> None:
-    """emza_ssd_slim's SOFTMAX over 2 classes of 1118 anchors broadcasts a 32-bit column over
-    the channels, which no OFM block's chaining-buffer share holds (block_search): that
-    operator runs on the CPU with the search's reason rather than failing the compile."""
-    folder = shared_models_dir()
-    if folder is None or not (folder / "emza_ssd_slim_120x160x1_v1_int8.tflite").exists():
-        pytest.skip("CASCADER_MODELS is not set")
-    c = cascader.compile(folder / "emza_ssd_slim_120x160x1_v1_int8.tflite", accelerator="ethos-u85-256")
-    cpu = [(c.partition.graph.operators[i].opcode, v.reason) for i, v in enumerate(c.partition.verdicts) if not v.npu]
-    assert len(cpu) == 1 and cpu[0][0] == "SOFTMAX" and "no Ethos-U85 block" in cpu[0][1], cpu
-
-
 def test_tinyengine_vww_channel_means_on_the_npu(tmp_path) -> None:
     """tinyengine_vww's two channel MEANs (REDUCE_SUM, the U85's CPU operators before): only its
     QUANTIZE from float and DEQUANTIZE stay on the CPU, bit-exact on U85-256."""

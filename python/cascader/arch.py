@@ -94,8 +94,8 @@ _FAMILIES: Optional[Tuple[dict, ...]] = None
 class Accelerator:
     """One Ethos-U accelerator configuration, e.g. ``Accelerator("ethos-u55-128")``.
 
-    Every size of the Ethos-U55, U65 and U85 is known. cascader compiles for the U55 and U65;
-    for the U85 it reads, decodes and checks Vela's binaries (``compiles`` is False).
+    Every size of the Ethos-U55, U65 and U85 is known, and cascader compiles for each (on the
+    U85, operations its emitter does not express yet run on the CPU, each with the reason).
     """
 
     def __init__(self, name: Union[str, "Accelerator"]) -> None:
@@ -116,6 +116,12 @@ class Accelerator:
     def product(self) -> str:
         """``"ethos-u55"``, ``"ethos-u65"`` or ``"ethos-u85"``."""
         return self._family["name"]
+
+    @staticmethod
+    def is_u85(name: Union[str, "Accelerator", None]) -> bool:
+        """Whether `name` is an Ethos-U85 (None, no target: False): the rules and emitters that
+        use its own mechanisms (operand scaling, OFM transposes, resize) ask this."""
+        return name is not None and Accelerator(name).product == "ethos-u85"
 
     @property
     def compiles(self) -> bool:

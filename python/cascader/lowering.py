@@ -31,7 +31,6 @@ def lower(model: Model, accelerator: str | None = None,
     operations `accelerator`'s emitter cannot express (`_target_refusals`).
     """
     forced: dict[int, Verdict] = {}
-    scaled_operands = accelerator is not None and Accelerator(accelerator).product == ethos_u85.PRODUCT
     while True:
         part = partition(model, forced)
         malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
@@ -39,7 +38,7 @@ def lower(model: Model, accelerator: str | None = None,
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, scaled_operands)
+            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, accelerator)
                         for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)
@@ -51,7 +50,7 @@ def lower(model: Model, accelerator: str | None = None,
         if not refused:
             # The bilinear's int16 sums are not emitted for the Ethos-U85 yet (`_target_refusals`):
             # there its least-scratch lowering would run the resize on the CPU.
-            blends = accelerator is None or Accelerator(accelerator).product != ethos_u85.PRODUCT
+            blends = not Accelerator.is_u85(accelerator)
             part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
                                       or (blends and cascades_in_least_scratch(part.graph, part.graph.operators[i]))
                                       or bands_in_least_scratch(part.graph, part.graph.operators[i])
@@ -63,7 +62,7 @@ def lower(model: Model, accelerator: str | None = None,
 def _target_refusals(segments: list[LoweredSegment], accelerator: str | None) -> dict[int, Verdict]:
     """The operators whose lowered operations the target's emitter refuses (the Ethos-U85's
     does not express every U55/U65 operation yet: `emit.ethos_u85.refusal`), with its reason."""
-    if accelerator is None or Accelerator(accelerator).product != ethos_u85.PRODUCT:
+    if not Accelerator.is_u85(accelerator):
         return {}
     refused: dict[int, Verdict] = {}
     target = None

@@ -308,6 +308,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 # column; a box of rows and columns rolls.
                 stepped = box is not None and box[1] != (1, 1)
                 ok = (sliced(v) or (box is not None and v is lo.ifm)) and not ((transposed or stepped) and v is lo.ifm)
+                # A U85 copy that writes its OFM transposed writes no run of rows (its view's
+                # strides are permuted): its output stays whole.
+                ok = ok and not (v is lo.ofm and "ofm_transpose" in lo.registers)
                 readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and ok
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1
@@ -368,7 +371,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             constant_map = any(v is not None and v.buffer not in index and v.shape[:2] != (1, 1)
                                and not follows_ofm(lo, v) for v in (lo.ifm, lo.ifm2))
             upscale = lo.registers.get("ifm_upscale", 0)
-            part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map
+            part.stripable = (lo.kind in STRIPABLE_KINDS and not constant_map and "ofm_transpose" not in lo.registers
                               and all(sliced(v) or ((transposed or box is not None) and v is lo.ifm)
                                       for v in (lo.ifm, lo.ifm2, lo.ofm)))
             # A slice of its OFM channels alone (a depth-sliced cascade): its OFM its buffer whole,
@@ -376,6 +379,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             # convolution's weights are encoded in slices instead, stripes._slice_sources). Not a
             # transpose's channel plane or a box reader: their IFM views are no channel slices.
             part.channel_sliceable = (lo.kind in STRIPABLE_KINDS and whole(lo.ofm) and not lo.registers.get("ifm_upscale")
+                                      and "ofm_transpose" not in lo.registers
                                       and not transposed and box is None
                                       and not any(v is not None and v.buffer not in index and v.shape[2] > 1
                                                   for v in (lo.ifm, lo.ifm2)))

@@ -27,6 +27,8 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit import ethos_u85
 from .emit.weights import encode_weights
+from .frontend.lower_ofm_transpose import transposed_description
+from .frontend.lower_u85_resize import resize_description
 from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, stream_widths, with_copy_shape, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
                                LoweredSegment, round16)
 from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
@@ -286,6 +288,10 @@ class _Target:
         described = npu_op(op.cost_kind, (1, *ifm_shape), (1, *ofm.shape), **args)
         if op.lut is not None:
             described.lut_memory = _memory(self.weight_memory)
+        if "ofm_transpose" in op.registers:  # the U85 writes its OFM transposed: costed as stored
+            transposed_description(described, op, self._accelerator, self.arch)
+        if op.kind == "resize":  # an Ethos-U85 resize, with Vela's block for it
+            described = resize_description(described, op, self._accelerator)
         return described
 
 

@@ -21,6 +21,7 @@ from .. import _core
 from ..errors import UnsupportedError
 from ..frontend.lowered import LoweredOperation
 from ..frontend.add_sub_rounding import HEADROOM, operand_multipliers
+from ..frontend.lower_ofm_transpose import STORED_ORDER
 from ..frontend.quantization import pooling_scale
 from ..perf import OP_KINDS
 from .weights import EncodedWeights, StreamRanges
@@ -68,6 +69,8 @@ def _wide_maps(op: LoweredOperation) -> str | None:
         return None
     if op.kind in ("conv", "depthwise"):
         return _sixteen_by_eight(op)
+    if op.kind == "resize":  # 16-bit maps in the 48-bit accumulators (frontend/lower_u85_resize)
+        return None
     return "32-bit feature maps are not emitted for the Ethos-U85 yet"
 
 
@@ -122,7 +125,7 @@ def refusal(op: LoweredOperation) -> str | None:
                       scales["u85_operands"]["ifm2_scale"][1])
             if max(shifts) > 63:
                 return f"its scales need a shift of {max(shifts)}, beyond the Ethos-U85's 6-bit shift fields"
-    elif op.kind not in ("conv", "depthwise", "pool"):
+    elif op.kind not in ("conv", "depthwise", "pool", "resize"):
         return f"{op.kind} operations are not emitted for the Ethos-U85 yet"
     function = r.get("activation", {}).get("function", 0)
     if function in _BUILTIN_TABLES:
@@ -242,11 +245,28 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     }
     if streams is not None:
         out["u85"]["weight_streams"] = streams
+    if whole.registers.get("ofm_transpose"):
+        _store_transposed(out, whole.registers["ofm_transpose"])
+    if record["kind"] == "resize":  # frontend/lower_u85_resize: its registers are the U85's already
+        out["u85"].update({k: whole.registers[k] for k in ("resize_mode", "resize", "ofm_round_mode")})
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
         if record.get("reversed_operands") and record["sub_op"] in _ORDERED:
             _swap_operands(out)
     return out
+
+
+def _store_transposed(out: dict[str, Any], mode: int) -> None:
+    """An OFM written transposed (OFM_PRECISION's transpose field, `lower_ofm_transpose`): the
+    registers' OFM shape is the computed one, its tiles and strides the stored map's. The
+    lowering's OFM view holds, per computed axis, the stride of the stored axis it lands on;
+    the operation is never striped (planner), so the view is the whole map."""
+    order = STORED_ORDER[mode]  # stored axis k is computed axis order[k]
+    fm = out["ofm"]
+    shape, strides = fm["shape"], fm["strides"]
+    stored_h, stored_w = shape[order[0]], shape[order[1]]
+    out["ofm"] = dict(fm, tiles=(stored_h, stored_h, stored_w), strides=tuple(strides[a] for a in order))
+    out["u85"]["ofm_transpose"] = mode
 
 
 def _swap_operands(out: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from ..tflite.model import SubGraph, Tensor
 from .lower_movement import SLICE_OPS, box_view, plan_slice_views
@@ -89,10 +90,11 @@ class _Lowering:
     (which see it as a `LoweringContext`)."""
 
     def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
-                 least_scratch: bool = False, scaled_operands: bool = False) -> None:
+                 least_scratch: bool = False, accelerator: str | None = None) -> None:
         self.graph = graph
         self.least_scratch = least_scratch
-        self.scaled_operands = scaled_operands
+        self.accelerator = accelerator
+        self.scaled_operands = Accelerator.is_u85(accelerator)
         self.operators = operators
         self.members = set(operators)
         self.root: dict[int, int] = {}
@@ -432,12 +434,12 @@ class _Lowering:
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
-                  least_scratch: bool = False, scaled_operands: bool = False) -> LoweredSegment:
+                  least_scratch: bool = False, accelerator: str | None = None) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
     `least_scratch`: where a rule trades scratch SRAM for cycles, take the least scratch
-    (`LoweringContext.least_scratch`). `scaled_operands`: the target scales each elementwise
-    operand itself (`LoweringContext.scaled_operands`).
+    (`LoweringContext.least_scratch`). `accelerator`: the target, for the rules that lower
+    otherwise where it has a mechanism of its own (`LoweringContext.accelerator`).
 
     Raises
     ------
@@ -445,4 +447,4 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, scaled_operands).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, accelerator).run()

@@ -15,6 +15,8 @@
   of a depth-1 (W x C) plane per row, swapping H and C one of an (H x C) plane per column, and
   the two other permutations are two such steps through a scratch map (C, H, W: H and C, then
   W and C; W, C, H: H and W, then W and C), Vela's steps, command for command.
+- On the Ethos-U85, a TRANSPOSE is one copy writing its OFM transposed where the cycle model
+  finds that faster than these steps (`lower_ofm_transpose`).
 - EXPAND_DIMS is an alias, as RESHAPE is.
 
 All copies are raw (zero points 0, scale 1): these operators move values without
@@ -31,6 +33,7 @@ from ..errors import UnsupportedError
 from ..tflite.model import Tensor
 from .lowered import FeatureMapView, dense_strides
 from .lowering_context import Box, LoweringContext
+from .lower_ofm_transpose import lower_ofm_transpose
 from .operation_builder import pool_copy
 from .operator_view import OperatorView
 
@@ -208,29 +211,38 @@ def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
             source_axis[k_out] = k_in
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     name = f"{v.index}:TRANSPOSE"
+    steps = lambda context: _transpose_steps(context, v.index, name, src, dst, tuple(source_axis))  # noqa: E731
+    if not lower_ofm_transpose(lw, v.index, name, src, dst, tuple(source_axis), steps):
+        steps(lw)
+
+
+def _transpose_steps(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                     source_axis: tuple[int, ...]) -> None:
+    """dst = src transposed (output axis k reads source axis `source_axis[k]`) in copies any
+    Ethos-U takes (see the module's docstring)."""
     if tuple(source_axis) in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
-        raw_copy(lw, v.index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
+        raw_copy(lw, index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
     elif source_axis[1] == 2 and dst.shape[2] <= _swap_copies(src.shape, tuple(source_axis)):
         # Planes whose rows read runs of source channels (NCHW -> NHWC: a source row each). A
         # plane whose rows step through the source's H or W (C, H, W and C, W, H orders) reads
         # one element per burst: YOLOv8n's 6x6x65 (0, 3, 1, 2) took 18,977 cycles so on the
         # U55-128 against Vela's steps' 3,217.
-        channel_planes(lw, v.index, name, src, dst, tuple(source_axis))
+        channel_planes(lw, index, name, src, dst, tuple(source_axis))
     elif tuple(source_axis) == (0, 2, 1):
-        swap_with_channels(lw, v.index, name, src, dst, axis=1)
+        swap_with_channels(lw, index, name, src, dst, axis=1)
     elif tuple(source_axis) == (2, 1, 0):
-        swap_with_channels(lw, v.index, name, src, dst, axis=0)
+        swap_with_channels(lw, index, name, src, dst, axis=0)
     else:
         # Two steps through a scratch map in the first step's output order.
         h, w, c = src.shape
         if tuple(source_axis) == (2, 0, 1):  # (C, H, W) = W and C swapped in (C, W, H)
-            mid = lw.scratch(v.index, "transposed", (c, w, h), src.dtype)
-            swap_with_channels(lw, v.index, f"{name}[H,C]", src, mid, axis=0)
+            mid = lw.scratch(index, "transposed", (c, w, h), src.dtype)
+            swap_with_channels(lw, index, f"{name}[H,C]", src, mid, axis=0)
         else:  # (1, 2, 0): (W, C, H) = W and C swapped in (W, H, C)
-            mid = lw.scratch(v.index, "transposed", (w, h, c), src.dtype)
+            mid = lw.scratch(index, "transposed", (w, h, c), src.dtype)
             swapped = replace(src, shape=mid.shape, strides=tuple(src.strides[k] for k in (1, 0, 2)))
-            raw_copy(lw, v.index, f"{name}[H,W]", swapped, mid)
-        swap_with_channels(lw, v.index, f"{name}[W,C]", mid, dst, axis=1)
+            raw_copy(lw, index, f"{name}[H,W]", swapped, mid)
+        swap_with_channels(lw, index, f"{name}[W,C]", mid, dst, axis=1)
 
 
 def _swap_copies(shape: tuple[int, int, int], source_axis: tuple[int, ...]) -> int:

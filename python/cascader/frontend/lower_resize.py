@@ -23,6 +23,8 @@
   the edge sum alone, which is the repeated edge's sum (the x 8 makes every such division
   exact); and a 1x1 rescale of that (2x the 1/16ths sum) by 2^-5, the one rounding, as the
   phases'. int16 maps would overflow the int16 sums and keep the phases.
+- On the Ethos-U85, a scale other than 2 or align_corners: one resize operation, where its
+  registers give TFLite's result (`lower_u85_resize`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..errors import UnsupportedError
 from .lower_movement import raw_copy
 from .lowered import (FeatureMapView, LoweredOperation, WeightVolume, channel_scales, dense_strides, full_range,
                       kernel_record)
+from .lower_u85_resize import lower_u85_resize
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
@@ -75,9 +78,23 @@ def _two_x(v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
     return True
 
 
+def _other_scale(lw: LoweringContext, v: OperatorView, src: FeatureMapView, dst: FeatureMapView,
+                 bilinear: bool) -> bool:
+    """A resize by other than 2 (or with align_corners), which the U55/U65 lowering refuses: one
+    resize operation where the target is an Ethos-U85 that runs it exactly (`lower_u85_resize`);
+    True if it did."""
+    try:
+        _two_x(v, src, dst)
+        return False
+    except UnsupportedError:
+        if lower_u85_resize(lw, v, src, dst, bilinear):
+            return True
+        raise
+
+
 def lower_resize_nearest(lw: LoweringContext, v: OperatorView) -> None:
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    if _one_pixel(lw, v, src, dst):
+    if _one_pixel(lw, v, src, dst) or _other_scale(lw, v, src, dst, bilinear=False):
         return
     if not _two_x(v, src, dst):
         raw_copy(lw, v.index, f"{v.index}:{v.opcode}", src, dst)
@@ -151,7 +168,7 @@ def lower_resize_bilinear(lw: LoweringContext, v: OperatorView) -> None:
     if src.dtype not in BILINEAR_DTYPES or dst.dtype != src.dtype:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {src.dtype} -> {dst.dtype}; the NPU lowering takes "
                                f"{', '.join(BILINEAR_DTYPES)} in and out")
-    if _one_pixel(lw, v, src, dst):
+    if _one_pixel(lw, v, src, dst) or _other_scale(lw, v, src, dst, bilinear=True):
         return
     if not _two_x(v, src, dst):
         raw_copy(lw, v.index, f"{v.index}:{v.opcode}", src, dst)

@@ -56,6 +56,9 @@ class LoweringContext(Protocol):
     # in operations a cascade stripes through), take the least scratch: the lowering of a
     # model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
     least_scratch: bool
+    # The target (None: any); a rule lowers otherwise only where the target has a mechanism of
+    # its own (the Ethos-U85's OFM transpose, `lower_ofm_transpose`).
+    accelerator: str | None
     # The target scales each elementwise operand with a multiplier and TFLite's double rounding
     # of its own (the Ethos-U85's IFM_SCALE/IFM2_SCALE): an ADD/SUB is then one operation with
     # the reference's arithmetic (emit/ethos_u85), where the U55/U65 may need a chain.

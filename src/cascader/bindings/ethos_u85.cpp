@@ -84,6 +84,9 @@ void bind_ethos_u85(py::module_& m) {
       },
       py::arg("accelerator"), py::arg("type"), py::arg("ifm_bits"), py::arg("ofm_shape"), py::arg("depth_first_1x1"),
       "(height, width, depth, ACC_FORMAT field) of the OFM micro-block an Ethos-U85 operation runs with.");
+  m.def("u85_resize_description", &ethos_u85::resize_description, py::arg("op"), py::arg("accelerator"),
+        py::arg("scale_n"), py::arg("scale_d"),
+        "`op` (a resize's output-unit pass) as the Ethos-U85 runs a resize, with Vela's block for it.");
   m.def(
       "u85_try_block_config",
       [](const NpuOp& op, const AcceleratorConfig& a, const BlockShape& block) {

@@ -252,7 +252,7 @@ py::dict operation_to_dict(const NpuOperation& op, bool u85) {
 
 NpuOperation operation_from_dict(const py::dict& d) {
   NpuOperation op;
-  op.kind = enum_named<sim::OpKind, 5>(field<std::string>(d, RECORD_KEY("kind")), "operation kind");
+  op.kind = enum_named<sim::OpKind, 6>(field<std::string>(d, RECORD_KEY("kind")), "operation kind");
   op.word_offset = field_or<size_t>(d, RECORD_KEY("word_offset"), 0);
   if (op.kind == sim::OpKind::Dma) {
     op.dma_src = address_range(field<py::dict>(d, RECORD_KEY("src")));

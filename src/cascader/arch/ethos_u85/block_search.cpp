@@ -1,6 +1,7 @@
 #include "cascader/arch/ethos_u85/block_search.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -83,6 +84,16 @@ std::vector<int> tilings(int length, int granule, int most) {
   return out;
 }
 
+// The granule times 1, 2, 4... up to tilings()' largest: the small blocks its grid misses on a
+// long axis (it stops after 24 parts), for operations no block of the grid fits.
+std::vector<int> doublings(int length, int granule, int most) {
+  const int top = std::min(round_up(length, granule), most / granule * granule);
+  std::vector<int> out;
+  for (int v = granule; v <= top; v *= 2) out.push_back(v);
+  if (out.empty()) out.push_back(granule);
+  return out;
+}
+
 U85Op describe(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block, bool part_kernel_first) {
   U85Op u;
   const bool conv = unit_of(op.type) == Conv;
@@ -123,9 +134,70 @@ bool fits_elementwise(const NpuOp& op, const AcceleratorConfig& a, const BlockSh
   return true;
 }
 
+// `range` cut into the fewest tiles of at most `tile` (a multiple of `granule`), the tile
+// shrunk to the granule that spreads them evenly.
+int granular_tile(int range, int granule, int tile) {
+  if (range % tile == 0) return tile;
+  return std::max(round_up(range / (range / tile + 1), granule), granule);
+}
+
+// `value` grown by the factor that `avail` (at least `required` a unit) can give up, if that
+// factor is 2 or more and `value` stays within `most`; `avail` shrinks by the same factor.
+int reapportion(int value, int most, int& avail, int required) {
+  const int factor = std::min(avail / required, most / value);
+  if (factor < 2) return value;
+  avail /= factor;
+  return value * factor;
+}
+
+// The elementwise block Vela 5.2's U85 backend chooses (its block for every unchained
+// elementwise operation, with no search): the output buffer's elements shared between the
+// row's width and depth granules, or, with an operand broadcast in C or H, the chaining
+// buffer's slot of bricks between the width and the micro-block's rows (C only) or 16-channel
+// bricks (H). Looser than fits_elementwise's area rule where more than one axis broadcasts.
+BlockShape vela_elementwise_block(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ub) {
+  const BlockShape granule{ub.height, ub.width, 16};
+  const Shape4& o = op.ofm.shape;
+  const BlockShape shape{round_up(o.h, granule.height), round_up(o.w, granule.width), round_up(o.c, granule.depth)};
+  const BlockShape limit{std::min(shape.height, a.ofm_block_max.height), std::min(shape.width, a.ofm_block_max.width),
+                         std::min(shape.depth, a.ofm_block_max.depth)};
+  const int bits = op.ifm.bits;
+  const int cb_width = a.internal_ram.cb_bytes / 6 / (16 * (bits / 8)) / ub.height;
+  const int ob_width = a.internal_ram.ob_bytes * 8 / bits / granule.depth;
+  int h = granular_tile(shape.height, granule.height, limit.height);
+  const int w_required = std::max(
+      granular_tile(shape.width, granule.width, std::min(ob_width, limit.width)), granule.width);
+  int w = ob_width;
+  int c = reapportion(granule.depth, limit.depth, w, w_required);
+  const bool scalar = op.ifm.shape.elements() == 1 || (op.ifm2 && op.ifm2->shape.elements() == 1);
+  if (op.ifm2 && !scalar) {
+    bool bc = false, bw = false, bh = false;
+    for (const Shape4* in : {&op.ifm.shape, &op.ifm2->shape}) {
+      bc |= in->c < o.c;
+      bw |= in->w < o.w;
+      bh |= in->h < o.h;
+    }
+    if (bc) {
+      c = granular_tile(shape.depth, granule.depth, limit.depth);
+      w = cb_width;
+      if (!bw && !bh) h = reapportion(ub.height, limit.height, w, w_required);
+    } else if (bh) {
+      w = cb_width;
+      c = reapportion(16, limit.depth, w, w_required);
+    }
+  }
+  // Within the OFM (rounded to the granule) and the largest block, as Vela's blocks are.
+  return {std::min(round_up(h, granule.height), limit.height),
+          std::min(round_up(std::max(w, 1), granule.width), limit.width),
+          std::min(round_up(c, granule.depth), limit.depth)};
+}
+
 bool fits(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b, const U85Op& u) {
   const InternalRam& ram = a.internal_ram;
-  if (elementwise_unit(op.type)) return fits_elementwise(op, a, b, u.ofm_ublock);
+  if (elementwise_unit(op.type)) {
+    const BlockShape v = vela_elementwise_block(op, a, u.ofm_ublock);
+    return fits_elementwise(op, a, b, u.ofm_ublock) || (b.height <= v.height && b.width <= v.width && b.depth <= v.depth);
+  }
   const int acc_bytes = u.acc48 ? 8 : 4;
   if (b.elements() * acc_bytes > ram.acc_bytes) return false;
   const int64_t ifm_bytes = u.ifm_block.elements() * (op.ifm.bits / 8);
@@ -145,6 +217,22 @@ NpuOp described(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b
   return d;
 }
 
+// Costs each of `blocks` that fits `op` (traversal part-kernel-first or not) and keeps the
+// fastest in `best` (the larger block on a tie).
+void cost_blocks(const NpuOp& op, const ArchConfig& arch, const std::vector<BlockShape>& blocks, bool pkf,
+                 std::optional<BlockConfig>& best, double& best_cycles) {
+  const AcceleratorConfig& a = arch.accelerator();
+  for (const BlockShape& block : blocks) {
+    const NpuOp candidate = described(op, a, block, pkf);
+    if (!fits(op, a, block, *candidate.u85)) continue;
+    const double cycles = ethos_u85::estimate(candidate, arch).total_cycles;
+    if (cycles < best_cycles || (cycles == best_cycles && block.elements() > best->ofm_block.elements())) {
+      best_cycles = cycles;
+      best = *candidate.block_config;
+    }
+  }
+}
+
 BlockConfig search(const NpuOp& op, const ArchConfig& arch) {
   const AcceleratorConfig& a = arch.accelerator();
   const bool conv = unit_of(op.type) == Conv && op.type != NpuOpType::FullyConnected;
@@ -162,19 +250,36 @@ BlockConfig search(const NpuOp& op, const ArchConfig& arch) {
     const BlockShape& most = a.ofm_block_max;
     const std::vector<int> depths = op.block_depth > 0 ? std::vector<int>{op.block_depth}
                                                        : tilings(op.ofm.shape.c, depth_granule, most.depth);
+    std::vector<BlockShape> blocks;
     for (const int h : tilings(op.ofm.shape.h, ub.height, most.height)) {
       for (const int w : tilings(op.ofm.shape.w, ub.width, most.width)) {
-        for (const int d : depths) {
-          const BlockShape block{h, w, d};
-          const NpuOp candidate = described(op, a, block, pkf);
-          if (!fits(op, a, block, *candidate.u85)) continue;
-          const double cycles = ethos_u85::estimate(candidate, arch).total_cycles;
-          if (cycles < best_cycles || (cycles == best_cycles && block.elements() > best->ofm_block.elements())) {
-            best_cycles = cycles;
-            best = *candidate.block_config;
-          }
+        for (const int d : depths) blocks.push_back({h, w, d});
+      }
+    }
+    if (elementwise_unit(op.type)) {
+      // Vela's own block: the grid may miss it (a long axis's tilings stop before a narrow
+      // chaining-buffer block).
+      BlockShape v = vela_elementwise_block(op, a, ub);
+      if (op.block_depth > 0) v.depth = op.block_depth;
+      if (std::find(blocks.begin(), blocks.end(), v) == blocks.end()) blocks.push_back(v);
+    }
+    cost_blocks(op, arch, blocks, pkf, best, best_cycles);
+  }
+  if (!best) {
+    // The grid's blocks are all too big (a long map whose IFM block outgrows the IFM buffer in
+    // every tiling): the small blocks, doubling from the granule.
+    for (const bool pkf : traversals) {
+      const BlockShape ub = describe(op, a, BlockShape{}, pkf).ofm_ublock;
+      const BlockShape& most = a.ofm_block_max;
+      const std::vector<int> depths = op.block_depth > 0 ? std::vector<int>{op.block_depth}
+                                                         : doublings(op.ofm.shape.c, std::max(16, ub.depth), most.depth);
+      std::vector<BlockShape> blocks;
+      for (const int h : doublings(op.ofm.shape.h, ub.height, most.height)) {
+        for (const int w : doublings(op.ofm.shape.w, ub.width, most.width)) {
+          for (const int d : depths) blocks.push_back({h, w, d});
         }
       }
+      cost_blocks(op, arch, blocks, pkf, best, best_cycles);
     }
   }
   if (!best) throw InvalidArgument("no OFM block of " + a.name + " fits the operation's IFM and accumulators");
@@ -217,6 +322,29 @@ std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorCo
     return std::nullopt;
   }
   return d.block_config;
+}
+
+NpuOp resize_description(const NpuOp& op, const AcceleratorConfig& a, int scale_n, int scale_d) {
+  if (scale_n < 1 || scale_d < 1) throw InvalidArgument("a resize's scale must be positive");
+  const BlockShape ub = micro_block(a, op.type, op.ifm.bits, op.ofm.shape, false);
+  const int bricks = a.internal_ram.cb_bytes / 6 / (16 * (op.ifm.bits / 8));
+  const int widest = std::clamp(int(std::ceil(((bricks - 2) * double(scale_n) + 1) / scale_d)), 1, a.ofm_block_max.width);
+  const int step = std::min(ub.width, widest);
+  const BlockShape block{1, widest / step * step, 16};
+  U85Op u;
+  u.ofm_ublock = ub;
+  u.ifm_block = block;
+  u.resize = true;
+  u.acc48 = op.ifm.bits == 16;  // as Vela runs a 16-bit resize
+  u.own_ofm_bits = op.ofm.bits;
+  NpuOp d = op;
+  d.u85 = u;
+  BlockConfig cfg;
+  cfg.ofm_block = block;
+  cfg.ifm_block = block;
+  cfg.accumulator = u.acc48 ? ShramElement::Acc40 : ShramElement::Acc32;
+  d.block_config = cfg;
+  return d;
 }
 
 int micro_block_field(const BlockShape& ublock) {

@@ -13,8 +13,9 @@
 //    RAM (32 bits each, 64 for 48-bit accumulators) and its IFM block (ifm_block()) the IFM
 //    buffer, unless the whole IFM does; an elementwise block's rows fit the output buffer.
 // The search costs every such block on a grid of tilings of each axis (the axis cut into
-// 1, 2, 3... nearly equal parts, rounded up to the granule) and both traversals of a
-// convolution, and keeps the fastest (the larger block on a tie).
+// 1, 2, 3... nearly equal parts, rounded up to the granule; for an elementwise operation Vela
+// 5.2's own block too) and both traversals of a convolution, and keeps the fastest (the larger
+// block on a tie); where none of them fits, blocks doubling from the granule.
 // Complexity: O(tilings^3 x estimate), cached by the caller per block query.
 #pragma once
 
@@ -38,6 +39,13 @@ int micro_block_field(const BlockShape& ublock);
 // `ofm_block` as a block config for `op` (its traversal op.traversal), if it is a multiple of
 // the micro-block within the maximum block and fits the internal RAMs; nullopt otherwise.
 std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block);
+
+// `op`, a resize (an output-unit pass, NpuOpType::Maximum with no IFM2, its IFM the extent the
+// resize reads), described as the U85 runs one (U85Op::resize) with the block Vela 5.2 gives
+// it: one row of 16 channels, as wide (in micro-block widths, at most 128) as keeps the IFM
+// columns that row reads in a chaining-buffer slot, ((bricks - 2) n + 1) / d with the
+// horizontal scale n / d of RESIZE_X. Throws InvalidArgument for a scale below 1/1 parts.
+NpuOp resize_description(const NpuOp& op, const AcceleratorConfig& a, int scale_n, int scale_d);
 
 // `op` with its U85 description (op.u85: micro-block, IFM block, accumulator) and, unless set,
 // its block config chosen by the search (cached in `cache` by block query).

@@ -106,10 +106,21 @@ uint32_t operation_command(Writer& w, const NpuOperation& op, int& param) {
     case OpKind::Depthwise: return OP_DEPTHWISE;
     case OpKind::Pool: param = op.sub_op; return OP_POOL;
     case OpKind::Elementwise: param = op.sub_op; return OP_ELEMENTWISE;
-    case OpKind::Resize: break;
+    case OpKind::Resize: param = op.u85.resize_mode; return OP_RESIZE;
     case OpKind::Dma: break;
   }
   w.fail("operation", std::string(sim::name(op.kind)) + " is not encoded for the Ethos-U85 yet");
+}
+
+// RESIZE_X/Y's scale (n), step (d: its integer part in the parameter, its remainder in the
+// payload) and offset (12-bit signed) of one axis.
+void resize_axis(Writer& w, const sim::NpuOperation::U85Fields::ResizeAxis& a, uint32_t scale_n_m1, uint32_t step,
+                 uint32_t offset, const char* name) {
+  w.check(a.n, 1, 2048, name);
+  w.check(a.d, 1, 16 * a.n - 1, name);
+  w.reg0(scale_n_m1, a.n - 1, name, 0, 2047);
+  w.reg1(step, (uint64_t(a.d / a.n) << 32) | uint64_t(a.d % a.n), name);
+  w.reg0(offset, a.offset, name, -2048, 2047);
 }
 
 }  // namespace
@@ -207,6 +218,11 @@ void encode_block_operation(Writer& w, const NpuOperation& op, const ArchConfig&
   w.reg0(ACTIVATION_MAX, op.activation.max, "activation max", -32768, 32767);
 
   if (convolution) weight_registers(w, op, arch);
+  if (op.kind == OpKind::Resize) {
+    w.check(u.resize_mode, 0, 2, "resize mode");
+    resize_axis(w, u.resize_x, RESIZE_X_SCALE_N_M1, RESIZE_X, RESIZE_X_OFFSET, "resize x");
+    resize_axis(w, u.resize_y, RESIZE_Y_SCALE_N_M1, RESIZE_Y, RESIZE_Y_OFFSET, "resize y");
+  }
 
   w.reg1(OFM_SCALE,
          scale_register(w, op.ofm_scale, op.ofm_shift, u.ofm_double_round, u.ofm_round_mode, 5, "OFM scale"),

@@ -7,7 +7,7 @@
 // What the encoder refuses (InvalidArgument naming the operation and the register), rather
 // than write a stream the U85 would read otherwise: U55/U65-only fields (an IFM scale mode,
 // the TRUNCATE/NATURAL rounding of OFM_PRECISION, reversed operands, a second core's streams),
-// resize operations (not emitted yet), values beyond their fields.
+// values beyond their fields.
 // Complexity: O(registers) per operation.
 #pragma once
 

@@ -1,0 +1,155 @@
+"""TRANSPOSE on the Ethos-U85: one 1x1 copy whose output unit writes each element at its
+permuted place (OFM_PRECISION's transpose field), where the cycle model finds it faster than
+the U55/U65's steps (`lower_movement.lower_transpose`).
+
+The copy computes the output in the source's order (H x W x C); the OFM view holds, per
+computed axis, the stride of the output axis it lands on, and the register
+`ofm_transpose` names the stored order (emit.ethos_u85 writes the stored map's tiles and
+strides). The U85 has every permutation of H, W and C (modes WHC 1, HCW 2, WCH 3, CHW 6,
+CWH 7); Vela 5.2's U85 backend runs every TRANSPOSE of them this way, as a 1x1 pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..arch import Accelerator
+from ..errors import InvalidArgumentError
+from .lowered import ELEMENT_SIZE, FeatureMapView, dense_strides
+from .lowering_context import LoweringContext
+from .operation_builder import pool_copy
+
+# OFM_PRECISION's transpose modes by stored order: stored axis k is computed axis order[k].
+TRANSPOSE_MODES = {(1, 0, 2): 1, (0, 2, 1): 2, (1, 2, 0): 3, (2, 0, 1): 6, (2, 1, 0): 7}
+
+
+def _ofm_transpose_maps(lw: LoweringContext, src: FeatureMapView, dst: FeatureMapView,
+                        source_axis: tuple[int, int, int]) -> tuple | None:
+    """(IFM, OFM view, registers) of the U85 copy transposing `src` into `dst` (output axis k
+    reads source axis `source_axis[k]`), or None where the target has no OFM transpose (not a
+    U85) or `dst` is no dense NHWC map."""
+    if not Accelerator.is_u85(lw.accelerator):
+        return None
+    mode = TRANSPOSE_MODES.get(tuple(source_axis))
+    if mode is None or dst.layout != "NHWC" or dst.strides != dense_strides(dst.shape, dst.element_size):
+        return None
+    # Computed axis source_axis[k] lands on stored axis k: its stride is that axis's.
+    strides = [0, 0, 0]
+    for k, axis in enumerate(source_axis):
+        strides[axis] = dst.strides[k]
+    out = replace(dst, shape=src.shape, strides=tuple(strides))
+    return (replace(src, zero_point=0), replace(out, zero_point=0), {"ofm_transpose": mode})
+
+
+def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                        source_axis: tuple[int, int, int], steps) -> bool:
+    """Lower the transpose as one U85 copy with an OFM transpose if the cycle model finds it
+    faster than `steps(context)` (the U55/U65's lowering, costed on a context that keeps its
+    operations aside), both with their feature maps in the fast memory; True if it did."""
+    made = _ofm_transpose_maps(lw, src, dst, source_axis)
+    if made is None:
+        return False
+    ifm, ofm, tags = made
+    trial = _Trial(lw)
+    pool_copy(trial, index, name, ifm, ofm, requantize=False, tags=tags)
+    others = _Trial(lw)
+    steps(others)
+    try:
+        faster = _cycles(lw.accelerator, trial.ops) < _cycles(lw.accelerator, others.ops)
+    except InvalidArgumentError:  # no OFM block of the target holds the transposed copy
+        return False
+    if faster:
+        lw.add(trial.ops[0])
+    return faster
+
+
+def stored_shape(op) -> tuple[int, int, int]:
+    """The OFM of a copy with an OFM transpose as it lies in memory."""
+    order = STORED_ORDER[op.registers["ofm_transpose"]]
+    return tuple(op.ofm.shape[a] for a in order)
+
+
+def transposed_description(described, op, accelerator, arch) -> None:
+    """`described` (the cycle model's NpuOp of `op`, a copy with an OFM transpose, its feature
+    maps where they will be) with the OFM as it lies in memory and the block the model finds
+    fastest over the computed map: the U85 writes the stored map, and Vela costs the operation
+    over it with the block as the registers hold it. A computed axis stored as H or W takes
+    blocks of at most the block's largest height and width (Vela's block limit, unpermuted).
+
+    Raises InvalidArgumentError when no block of the target holds the copy."""
+    from .. import _core
+
+    order = STORED_ORDER[op.registers["ofm_transpose"]]
+    most = accelerator._config.ofm_block_max
+    limits = [0, 0, 0]
+    for k, axis in enumerate(order):
+        limits[axis] = (most.height, most.width, most.depth)[k]
+    ub = _core.u85_micro_block(accelerator.name, described.type, 8 * op.ifm.element_size, tuple(op.ofm.shape), False)
+    granules = (ub[0], ub[1], max(16, ub[2]))
+    stored = _core.Shape4(1, *stored_shape(op))
+    best = None
+    for h in _tilings(op.ofm.shape[0], granules[0], limits[0]):
+        for w in _tilings(op.ofm.shape[1], granules[1], limits[1]):
+            for d in _tilings(op.ofm.shape[2], granules[2], min(limits[2], most.depth)):
+                cfg = _core.u85_try_block_config(described, accelerator._config, _core.BlockShape(h, w, d))
+                if cfg is None:
+                    continue
+                candidate = _core.NpuOp(described)
+                candidate.block_config = cfg
+                candidate.ofm.shape = stored
+                cycles = _core.estimate(candidate, arch).total_cycles
+                if best is None or cycles < best[1] or (cycles == best[1] and h * w * d > _volume(best[0])):
+                    best = ((h, w, d), cycles, cfg)
+    if best is None:
+        raise InvalidArgumentError(f"no OFM block of {accelerator.name} holds the transposed copy {op.name}")
+    described.block_config = best[2]
+    described.ofm.shape = stored
+
+
+STORED_ORDER = {mode: order for order, mode in TRANSPOSE_MODES.items()}
+
+
+def _volume(block: tuple[int, int, int]) -> int:
+    return block[0] * block[1] * block[2]
+
+
+def _tilings(length: int, granule: int, most: int) -> list[int]:
+    """An axis of `length` cut into 1, 2, 3... nearly equal parts rounded up to `granule`, at
+    most `most` (the block search's grid, arch/ethos_u85/block_search)."""
+    top = min(-(-length // granule) * granule, most // granule * granule)
+    out: list[int] = []
+    for parts in range(1, length + 1):
+        v = min(-(-(-(-length // parts)) // granule) * granule, top)
+        if not out or v < out[-1]:
+            out.append(v)
+        if v == granule or len(out) >= 24:
+            break
+    return out or [granule]
+
+
+class _Trial:
+    """A lowering context that keeps the operations made aside and makes scratch maps that no
+    segment holds: the operations are costed, not emitted."""
+
+    def __init__(self, lw: LoweringContext) -> None:
+        self._lw = lw
+        self.ops: list = []
+
+    def add(self, op) -> None:
+        self.ops.append(op)
+
+    def scratch(self, index: int, name: str, shape: tuple[int, int, int], dtype: str, zero_point: int = 0,
+                scale: float = 1.0) -> FeatureMapView:
+        return FeatureMapView(-1, shape, dtype, zero_point, scale, dense_strides(shape, ELEMENT_SIZE[dtype]))
+
+    def __getattr__(self, name: str):
+        return getattr(self._lw, name)
+
+
+def _cycles(accelerator: str, ops: list) -> float:
+    """The cycle model's total for `ops`, uncascaded, feature maps in the fast memory."""
+    from .. import _core
+    from ..schedule import _Target  # the scheduler imports the lowering's modules
+
+    target = _Target(accelerator, None, None)
+    return sum(_core.estimate(target.npu_op(op), target.arch).total_cycles for op in ops)
