@@ -1131,7 +1131,7 @@ def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: lis
     element, and stays a lower bound only if no layout shares them.
 
     Taken only where it lowers the peak: at a step whose live feature-map bytes are the most
-    of any step's (`_peak_steps`), one at a time. A tie elsewhere saves nothing and costs the
+    of any step's (`_live_bytes`), one at a time. A tie elsewhere saves nothing and costs the
     greedy layout's search over which ties to keep (movenet's 26 lone operations all tied:
     255,744 B for a least-SRAM proposal laid out in 246,528 B without them). `others`: the
     in-place and staircase aliases made so far (their buffers are left alone).
