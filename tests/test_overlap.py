@@ -96,6 +96,19 @@ def test_the_least_sram_variant_takes_the_leaner_block():
     assert r.check(seeds=(0, 1)).bit_exact
 
 
+def test_no_leaner_blocks_where_a_cascade_can_stripe_the_pair():
+    """A convolution whose output the next convolution reads row by row: the pair need not be
+    whole (a cascade stripes it), so the variant keeps the fast block."""
+    net = CalibratedNet(0, description="test_overlap chain")
+    x = net.input((1, 49, 40, 1))
+    x = net.depthwise_conv2d(x, (10, 8), (2, 2), depth_multiplier=8, activation="RELU", name="conv")
+    net.output(net.conv2d(x, 2, (3, 3), (2, 2), activation="RELU", name="next"))
+    p = _prepare(net.build(), "ethos-u55-128", None, None, "performance", progress(total=2, enabled=False))
+    # The pair is written over (its step is the peak), with the fast block.
+    assert [a.shift for a in _feature_map_schedule(p.sched, p.part.graph).aliases if a.kind == "staircase"] == [2704]
+    assert with_overlapping_blocks(p.sched, p.part.graph) is p.sched
+
+
 @pytest.mark.parametrize("kind", ["conv", "pool"])
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 def test_window_operations_over_the_model_input(kind, accelerator):

@@ -1217,10 +1217,17 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
     Tried are the blocks of the scheduled one's width and depth with fewer rows, and those
     spanning the OFM's width (each band of rows one job, which may overwrite its own input);
     only for pairs above `above` bytes (the floor, say: a pair within it cannot be what keeps
-    a schedule above it) that another block could shrink. Returns `schedule` itself where no
-    block changes."""
+    a schedule above it) that another block could shrink, and only where both maps are whole
+    in every schedule (a tensor the CPU sees, or one an operation reads all of at one output
+    position): a pair a cascade can stripe away is not worth a slower block. Returns
+    `schedule` itself where no block changes."""
     fms = _feature_map_schedule(schedule, graph)
     overlaps = {(a.buffer, a.target): a.shift for a in fms.aliases if a.kind == "staircase"}
+    whole = {b for b, spec in enumerate(fms.specs) if spec.cpu_visible}
+    for _, sop in _operations_in_order(schedule):
+        for v in (sop.lowered.ifm, sop.lowered.ifm2):
+            if v is not None and v.buffer in fms.index and position_reads_all(sop.lowered, v):
+                whole.add(fms.index[v.buffer])
     target = schedule.target or _Target(schedule.accelerator, schedule.system, schedule.memory_mode,
                                         [s.segment for s in schedule.segments])
     accelerator = target._accelerator._config
@@ -1229,9 +1236,9 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
     def leaner(_: int, sop: ScheduledOperation) -> ScheduledOperation:
         nonlocal changed
         lo = sop.lowered
-        shift = overlaps.get((fms.index.get(lo.ofm.buffer), fms.index.get(lo.ifm.buffer))) \
-            if sop.cascade is None and lo.kind in _OVERLAP_KINDS else None
-        if shift is None:
+        out, source = fms.index.get(lo.ofm.buffer), fms.index.get(lo.ifm.buffer)
+        shift = overlaps.get((out, source)) if sop.cascade is None and lo.kind in _OVERLAP_KINDS else None
+        if shift is None or out not in whole or source not in whole:
             return sop
         ofm_bytes, ifm_bytes = _view_bytes(lo.ofm), _view_bytes(lo.ifm)
         if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes):
