@@ -316,12 +316,11 @@ class _Prepared:
         # By (schedule id, proposal id): the proposals are held by the frontiers above.
         self._proposal_schedules: dict[tuple[int, int], tuple[NpuSchedule, NpuSchedule]] = {}
 
-    def least_scratch(self, above: int = 0) -> "_Prepared | None":
+    def least_scratch(self) -> "_Prepared | None":
         """The same model lowered with the least scratch (`lowering.lower(...,
-        least_scratch=True)`) and scheduled on the blocks that let OFMs run furthest over
-        their IFMs (`schedule.with_overlapping_blocks`, for pairs above the floor and `above`
-        bytes), made when first asked for (with that call's `above`); None where that is this
-        schedule, or this is it."""
+        least_scratch=True)`) and its OFMs written over their IFMs on the blocks that let them
+        run furthest (`schedule.with_overlapping_blocks`, pairs above the floor), made when
+        first asked for; None where that is this schedule, or this is it."""
         if self.is_least_scratch:
             return None
         if self._least_scratch is None:
@@ -330,7 +329,7 @@ class _Prepared:
                                                self.optimise, stage_bar(total=2, enabled=False), least_scratch=True)
             else:
                 leanest = with_overlapping_blocks(self.sched, self.part.graph,
-                                                  max(above, floor(self.part, self.lean(self.sched)).bytes))
+                                                  floor(self.part, self.lean(self.sched)).bytes)
                 self._least_scratch = leanest is not self.sched and _Prepared(
                     self.model, self.accelerator, self.system, self.memory_mode, self.part, leanest, self.bricked,
                     self.optimise, least_scratch=True)
@@ -607,8 +606,7 @@ def plan(model: ModelLike, accelerator: Union[str, Accelerator] = "ethos-u55-128
         # with the planner's own bound (`_frontier`), not planned again.
         prepared.share_frontier(prepared.sched, unscored(planned))
     sizes = {p.sram_bytes for p in planned.points}
-    # Blocks chosen for overlaps pay only where a pair is what keeps the least SRAM up.
-    frugal = prepared.least_scratch(above=min(sizes, default=1) - 1)
+    frugal = prepared.least_scratch()
     if frugal is not None:  # the least-scratch lowering's points are worth compiling at too
         sizes |= {p.sram_bytes for p in plan_scheduled(frugal.part, frugal.sched, options).points}
         # and so is its least SRAM as laid out: the planner's bound does not see an OFM written

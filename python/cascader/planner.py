@@ -444,15 +444,14 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     stages.lap("schedule")
     frontier = plan_scheduled(part, buffered, options, start, stages=stages)
     # The least-scratch variant (`compiler._Prepared.least_scratch`): the lowering that takes
-    # the least scratch, on the blocks that let OFMs run furthest over their IFMs where such a
-    # pair is what keeps the least SRAM up (at or above the least laid out).
-    above = max(frontier.floor_bytes, min((p.sram_bytes for p in frontier.points), default=1) - 1)
+    # the least scratch, its OFMs written over their IFMs on the blocks that let them run
+    # furthest.
     if part.trades_scratch:
         frugal_part, frugal_segments = lower(m, acc.name, least_scratch=True)
         frugal_sched = with_overlapping_blocks(schedule(frugal_part, frugal_segments, acc.name, system, mode),
-                                               frugal_part.graph, above)
+                                               frugal_part.graph, frontier.floor_bytes)
     else:
-        frugal_part, frugal_sched = part, with_overlapping_blocks(buffered, part.graph, above)
+        frugal_part, frugal_sched = part, with_overlapping_blocks(buffered, part.graph, frontier.floor_bytes)
     if frugal_sched is not buffered:
         # Its points join the frontier (`cascader.compile` takes that variant where the budget
         # needs it); its proposals are of its own graph, kept apart.

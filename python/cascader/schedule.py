@@ -103,6 +103,11 @@ class NpuSchedule:
     system: str | None = None
     memory_mode: str | None = None
     notes: list[str] = field(default_factory=list)
+    # The layout may write a lone operation's OFM over the IFM it consumes
+    # (`_overlapping_operations`): the least-SRAM variant's (`with_overlapping_blocks`). Off
+    # elsewhere: the planner's memory bound counts such a pair apart, and a layout below that
+    # bound would break the frontier's promise and its lower-bound pruning.
+    overlapping: bool = False
     # The cycle model's target the scheduler costed these operations with, and its
     # descriptions of them (see `_Target.of`): the planner and the budgeted compile cost the
     # same operations again.
@@ -920,7 +925,7 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     schedules share one target) when a schedule of the same stripes was laid out lately."""
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
-    key = (id(graph), tuple(schedule.order), tuple(map(id, segments)),
+    key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping,
            tuple((id(sop.lowered), sop.cascade, sop.block, sop.depth_step) for _, sop in ops))
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
@@ -1011,7 +1016,8 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
     aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
-    aliases += _overlapping_operations(schedule, uses, steps, index, op_steps, buffers, aliases)
+    if schedule.overlapping:
+        aliases += _overlapping_operations(schedule, uses, steps, index, op_steps, buffers, aliases)
     return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named, {}, {})
 
 
@@ -1206,22 +1212,26 @@ def _live_bytes(uses: "_StepUses", steps: int, buffers: list[_BufferSpec], alias
 
 
 def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int = 0) -> NpuSchedule:
-    """`schedule` with each operation written over its IFM (`_overlapping_operations`) on the
-    block config that lets the pair take the fewest bytes, max(OFM, shift + IFM), the fastest
-    of those by the cycle model; its weights, re-encoded for that block, read from flash. The
-    least-SRAM variant of a schedule (`compiler._Prepared.least_scratch`): the block the cycle
-    model picks for speed may need a larger shift (tflm micro_speech's 10x8 stride-2
-    convolution on U55-128: its 11x10 blocks need the output 2,704 B below the 1,960 B input,
-    4,664 B the pair; with 5x20 blocks the input fits inside the output's 4,000 B).
+    """The least-SRAM variant of a schedule (`compiler._Prepared.least_scratch`): `schedule`
+    with `overlapping` on, each operation written over its IFM (`_overlapping_operations`) on
+    the block config that lets the pair take the fewest bytes, max(OFM, shift + IFM), the
+    fastest of those by the cycle model; its weights, re-encoded for that block, read from
+    flash. The block the cycle model picks for speed may need a larger shift (tflm
+    micro_speech's 10x8 stride-2 convolution on U55-128: its 11x10 blocks need the output
+    2,704 B below the 1,960 B input, 4,664 B the pair; with 5x20 blocks 1,760 B, and the input
+    fits inside the output's 4,000 B).
 
     Tried are the blocks of the scheduled one's width and depth with fewer rows, and those
     spanning the OFM's width (each band of rows one job, which may overwrite its own input);
     only for pairs above `above` bytes (the floor, say: a pair within it cannot be what keeps
     a schedule above it) that another block could shrink, and only where both maps are whole
     in every schedule (a tensor the CPU sees, or one an operation reads all of at one output
-    position): a pair a cascade can stripe away is not worth a slower block. Returns
-    `schedule` itself where no block changes."""
-    fms = _feature_map_schedule(schedule, graph)
+    position): a pair a cascade can stripe away is not worth a slower block nor a variant.
+    Returns `schedule` itself where no such pair is written over its input."""
+    if schedule.overlapping:
+        return schedule
+    variant = replace(schedule, overlapping=True)
+    fms = _feature_map_schedule(variant, graph)
     overlaps = {(a.buffer, a.target): a.shift for a in fms.aliases if a.kind == "staircase"}
     whole = {b for b, spec in enumerate(fms.specs) if spec.cpu_visible}
     for _, sop in _operations_in_order(schedule):
@@ -1231,15 +1241,16 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
     target = schedule.target or _Target(schedule.accelerator, schedule.system, schedule.memory_mode,
                                         [s.segment for s in schedule.segments])
     accelerator = target._accelerator._config
-    changed = False
+    paired = False  # a pair of whole maps written over its input
 
     def leaner(_: int, sop: ScheduledOperation) -> ScheduledOperation:
-        nonlocal changed
+        nonlocal paired
         lo = sop.lowered
         out, source = fms.index.get(lo.ofm.buffer), fms.index.get(lo.ifm.buffer)
         shift = overlaps.get((out, source)) if sop.cascade is None and lo.kind in _OVERLAP_KINDS else None
         if shift is None or out not in whole or source not in whole:
             return sop
+        paired = True
         ofm_bytes, ifm_bytes = _view_bytes(lo.ofm), _view_bytes(lo.ifm)
         if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes):
             return sop
@@ -1258,7 +1269,6 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
                     best = (need, cycles, block, pkf)
         if best[1] < 0:
             return sop  # the scheduled block is already the leanest
-        changed = True
         block, pkf = best[2], best[3]
         if lo.weights is None:
             return replace(sop, block=block, part_kernel_first=pkf, cost=target.cost(lo, block=block))
@@ -1267,8 +1277,8 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
         return replace(sop, block=block, part_kernel_first=pkf, cost=cost, encoded=encoded, weight_buffer=False,
                        direct_cost=None, depth_step=0, single_slot=False, direct_encoded=None)
 
-    leanest = _mapped(schedule, leaner)
-    return leanest if changed else schedule
+    leanest = _mapped(variant, leaner)
+    return leanest if paired else schedule
 
 
 def _view_bytes(view: FeatureMapView) -> int:
