@@ -26,6 +26,7 @@ from .emit.binary import Emission, emit
 from .packaging import package_binary
 from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
+from .floor import floor
 from .frontend.partition import Partition
 from .gc_pause import paused_gc
 from .lowering import lower
@@ -33,7 +34,7 @@ from .memory import MemoryConfig, sram_bytes
 from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled, unscored
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
-from .schedule import NpuSchedule, _Target, without_weight_buffers
+from .schedule import NpuSchedule, _Target, with_overlapping_blocks, without_weight_buffers
 from .scheduling import schedules
 from .sizes import parse_size
 from .stripes import proposal_schedules, with_buffered_weights
@@ -314,14 +315,22 @@ class _Prepared:
 
     def least_scratch(self) -> "_Prepared | None":
         """The same model lowered with the least scratch (`lowering.lower(...,
-        least_scratch=True)`), made when first asked for; None where that lowers the same, or
-        this is it."""
-        if self.is_least_scratch or not self.part.trades_scratch:
+        least_scratch=True)`) and its OFMs written over their IFMs on the blocks that let them
+        run furthest (`schedule.with_overlapping_blocks`, pairs above the floor), made when
+        first asked for; None where that is this schedule, or this is it."""
+        if self.is_least_scratch:
             return None
         if self._least_scratch is None:
-            self._least_scratch = _prepare(self.model, self.accelerator, self.system, self.memory_mode,
-                                           self.optimise, stage_bar(total=2, enabled=False), least_scratch=True)
-        return self._least_scratch
+            if self.part.trades_scratch:
+                self._least_scratch = _prepare(self.model, self.accelerator, self.system, self.memory_mode,
+                                               self.optimise, stage_bar(total=2, enabled=False), least_scratch=True)
+            else:
+                leanest = with_overlapping_blocks(self.sched, self.part.graph,
+                                                  floor(self.part, self.lean(self.sched)).bytes)
+                self._least_scratch = leanest is not self.sched and _Prepared(
+                    self.model, self.accelerator, self.system, self.memory_mode, self.part, leanest, self.bricked,
+                    self.optimise, least_scratch=True)
+        return self._least_scratch or None
 
     def lean(self, sched: NpuSchedule) -> NpuSchedule:
         """`without_weight_buffers(sched)`, one object per schedule: the stripes the target
@@ -365,23 +374,27 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
     system = system if system is not None else acc.default_system
     # Performance: with the padded maps that run faster as bricks so stored too.
     sched, bricked = schedules(part, segments, acc.name, system, mode, bricks=optimise == "performance")
+    if least_scratch:
+        sched = with_overlapping_blocks(sched, part.graph, floor(part, without_weight_buffers(sched)).bytes)
     bar.update()
     return _Prepared(m, acc.name, system, mode, part, sched, bricked, optimise, least_scratch)
 
 
 def _compile_either(prepared: _Prepared, budget: int | None, optimise: str, bar, start: float) -> CompiledModel:
     """`_compile_within` the model's own lowering and, where one differs
-    (`_Prepared.least_scratch`), its least-scratch lowering too: when the first does not fit the
-    budget, or for the least SRAM ("size"). That lowering is slower where both fit, so
+    (`_Prepared.least_scratch`), its least-scratch variant too: when the first does not fit the
+    budget, or for the least SRAM ("size"). That variant is slower where both fit, so
     "performance" takes it only then."""
-    frugal = prepared.least_scratch()
-    if frugal is None:
-        return _compile_within(prepared, budget, optimise, bar, start)
     try:
         chosen = _compile_within(prepared, budget, optimise, bar, start)
     except InfeasibleError as e:
         chosen, missed = None, e
     if chosen is not None and optimise == "performance":
+        return chosen
+    frugal = prepared.least_scratch()  # made only when asked for: its blocks are chosen on the floor
+    if frugal is None:
+        if chosen is None:
+            raise missed
         return chosen
     try:
         leaner = _compile_within(frugal, budget, optimise, bar, start)
@@ -592,6 +605,12 @@ def plan(model: ModelLike, accelerator: Union[str, Accelerator] = "ethos-u55-128
     frugal = prepared.least_scratch()
     if frugal is not None:  # the least-scratch lowering's points are worth compiling at too
         sizes |= {p.sram_bytes for p in plan_scheduled(frugal.part, frugal.sched, options).points}
+        # and so is its least SRAM as laid out: the planner's bound does not see an OFM written
+        # over its IFM (`schedule._overlapping_operations`), which its blocks are chosen for.
+        try:
+            sizes.add(_compile_within(frugal, None, "size", bar, time.perf_counter()).sram_bytes)
+        except InfeasibleError:
+            pass
     points = [_point(b, b.sram_budget) for b in including]
     compiled_points: dict = {}
     for budget in sorted(sizes) + [None]:

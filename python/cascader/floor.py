@@ -24,6 +24,15 @@ for the last time (in place, or a cascade's staircase), so the larger of the two
 The result is a lower bound of every frontier point's laid-out SRAM, and equals it where a
 whole tensor dominates (a model whose peak is its input and output, say).
 
+Not counted beside a whole tensor: the input window its producer's last block reads. The NPU
+reads a job's IFM footprint before it writes that job's OFM block, so an output may run over
+the input rows behind its window and the last band of rows over its own window
+(`schedule._overlapping_operations`): tflm micro_speech's 10x8 stride-2 convolution writes its
+4,000 B output over all of its 1,960 B input in blocks of 5 rows spanning the width, and the
+model runs in 4,004 B, this floor, on U55-128. A floor adding that window (200 B there) would
+lie above that binary. What the sharing cannot remove is counted: an output position that
+reads all of an operand (a dense layer's) keeps the two apart.
+
 A reduction that reads channel by channel (a global pool: each output channel reads only its
 own input channel) needs its input whole one channel slice at a time: a depth-sliced cascade
 (`_core.plan_depth_cascade`) runs a 1x1 convolution and the pool after it once per slice of 16
@@ -41,7 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides
+from .frontend.lowered import FeatureMapView, LoweredOperation, brick_strides, dense_strides, position_reads_all
 from .frontend.partition import Partition
 from .memory import MemoryConfig
 from .schedule import NpuSchedule, memory_schedule, unflattened, without_weight_buffers
@@ -67,17 +76,6 @@ def _spans(v: FeatureMapView, size: int) -> bool:
     """The view covers every byte of its buffer (`size` bytes), in its own shape."""
     strides = (brick_strides if v.layout == "NHCWB16" else dense_strides)(v.shape, v.element_size)
     return v.offset == 0 and v.strides == strides and v.shape[0] * v.strides[0] >= size
-
-
-def _position_reads_all(lo: LoweredOperation, v: FeatureMapView) -> bool:
-    """One output position of `lo` (all its channels) reads every row and column of `v`."""
-    if v.shape[:2] == (1, 1):
-        return True
-    if lo.kind not in ("conv", "depthwise", "pool") or v is lo.ifm2 or lo.registers.get("ifm_upscale"):
-        return False
-    k = lo.registers["kernel"]
-    top, left, _, _ = lo.registers.get("padding", (0, 0, 0, 0))
-    return k["height"] - top >= v.shape[0] and k["width"] - left >= v.shape[1]
 
 
 def _channelwise(lo: LoweredOperation, v: FeatureMapView) -> bool:
@@ -150,7 +148,7 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
             readers.setdefault(b, []).append(s)
             needs |= full.get(b, 0)
             if v is not None and _spans(v, buffers[b].size):
-                if _position_reads_all(lo, v):
+                if position_reads_all(lo, v):
                     needs |= cover.get(b, 1 << b)
                     # Sliced only where this reduction is its last reader: a reader after it (a
                     # squeeze-excite MUL) needs it whole again, every channel at once.
@@ -226,7 +224,7 @@ def floor(part: Partition, sched: NpuSchedule) -> Floor:
                       and last[index[v.buffer]] == s
                       # An elementwise output element reads its own operand element only, even
                       # where one position is the whole map (a 1 x 1 x N vector).
-                      and (not _position_reads_all(lo, v) or (lo.kind == "elementwise" and v.shape == lo.ofm.shape))
+                      and (not position_reads_all(lo, v) or (lo.kind == "elementwise" and v.shape == lo.ofm.shape))
                       and (lo.kind == "elementwise" or not (buffers[index[v.buffer]].cpu_visible and buffers[out].cpu_visible))]
             total -= max(shared, default=0)
         if total > best[0]:

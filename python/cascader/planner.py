@@ -37,7 +37,8 @@ from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
                                follows_ofm)
 from .lowering import lower
-from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
+from .schedule import (NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, with_overlapping_blocks,
+                       without_weight_buffers)
 from .scheduling import schedule
 from .stripes import cascaded_schedule, is_striped
 from .tflite import ModelLike, as_model
@@ -451,19 +452,27 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     buffered = schedule(part, segments, acc.name, system, mode)
     stages.lap("schedule")
     frontier = plan_scheduled(part, buffered, options, start, stages=stages)
+    # The least-scratch variant (`compiler._Prepared.least_scratch`): the lowering that takes
+    # the least scratch, its OFMs written over their IFMs on the blocks that let them run
+    # furthest.
     if part.trades_scratch:
-        # The least-scratch lowering's points join the frontier (`cascader.compile` takes that
-        # lowering where the budget needs it); its proposals are of its own graph, kept apart.
         frugal_part, frugal_segments = lower(m, acc.name, least_scratch=True)
-        frugal = plan_scheduled(frugal_part, schedule(frugal_part, frugal_segments, acc.name, system, mode), options)
+        frugal_sched = with_overlapping_blocks(schedule(frugal_part, frugal_segments, acc.name, system, mode),
+                                               frugal_part.graph, frontier.floor_bytes)
+    else:
+        frugal_part, frugal_sched = part, with_overlapping_blocks(buffered, part.graph, frontier.floor_bytes)
+    if frugal_sched is not buffered:
+        # Its points join the frontier (`cascader.compile` takes that variant where the budget
+        # needs it); its proposals are of its own graph, kept apart.
+        frugal = plan_scheduled(frugal_part, frugal_sched, options)
         for p in frugal.points:
             p.least_scratch = True
         both = frontier.points + frugal.points
         frontier.points = [both[k] for k in _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in both])]
         if frugal.floor_bytes < frontier.floor_bytes:
             frontier.floor_bytes, frontier.floor_operator = frugal.floor_bytes, frugal.floor_operator
-        frontier.notes.append("points marked least_scratch are of the least-scratch lowering "
-                              "(lowering.SCRATCH_TRADING_OPERATORS)")
+        frontier.notes.append("points marked least_scratch are of the least-scratch variant (the lowering of "
+                              "lowering.SCRATCH_TRADING_OPERATORS, blocks of schedule.with_overlapping_blocks)")
         frontier.seconds = time.perf_counter() - start
         frontier.planner_seconds += frugal.planner_seconds
     return frontier

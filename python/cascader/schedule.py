@@ -15,6 +15,7 @@ when a binary emits it (`EncodedWeights.data`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ from .emit.weights import encode_weights
 from .frontend.lower_ofm_transpose import transposed_description
 from .frontend.lower_u85_resize import resize_description
 from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, stream_widths, with_copy_shape, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
-                               LoweredSegment, round16)
+                               LoweredSegment, position_reads_all, round16)
 from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
 from .tflite.model import SubGraph
 
@@ -104,6 +105,11 @@ class NpuSchedule:
     system: str | None = None
     memory_mode: str | None = None
     notes: list[str] = field(default_factory=list)
+    # The layout may write a lone operation's OFM over the IFM it consumes
+    # (`_overlapping_operations`): the least-SRAM variant's (`with_overlapping_blocks`). Off
+    # elsewhere: the planner's memory bound counts such a pair apart, and a layout below that
+    # bound would break the frontier's promise and its lower-bound pruning.
+    overlapping: bool = False
     # The cycle model's target the scheduler costed these operations with, and its
     # descriptions of them (see `_Target.of`): the planner and the budgeted compile cost the
     # same operations again.
@@ -147,6 +153,9 @@ class _Target:
         # The memory planner's feature-map schedules of this target's recent schedules
         # (`_feature_map_schedule`): a compile's schedules share their target.
         self.feature_map_schedules: dict[tuple, "_FeatureMapSchedule"] = {}
+        # `_overlap_shift` by (operation id, block, part-kernel-first), each held with its
+        # operation (so that its id names no other): every schedule of a compile has it again.
+        self.overlap_shifts: dict[tuple, tuple[LoweredOperation, int]] = {}
         # Plan parts -> operations, by planner graph and segment sizes, and the stripes of
         # recent cascades (`stripes._part_operations`, `stripes._cascade_stripes`).
         self.part_operations: dict[tuple, tuple] = {}
@@ -922,8 +931,8 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     schedules share one target) when a schedule of the same stripes was laid out lately."""
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
-    key = (id(graph), tuple(schedule.order), tuple(map(id, segments)),
-           tuple((id(sop.lowered), sop.cascade) for _, sop in ops))
+    key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping,
+           tuple((id(sop.lowered), sop.cascade, sop.block, sop.depth_step) for _, sop in ops))
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
     if found is None:
@@ -1013,6 +1022,8 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
     aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
+    if schedule.overlapping:
+        aliases += _overlapping_operations(schedule, uses, steps, index, op_steps, buffers, aliases)
     return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named, {}, {})
 
 
@@ -1095,6 +1106,242 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
                 sinks.add(group(sink))
                 sources.add(group(best[1]))
     return aliases
+
+
+# The operations whose OFM may run over the IFM rows they have consumed (`_overlapping_operations`):
+# those the block traversal (arch/block_traversal.hpp) knows on the U55 and U65.
+_OVERLAP_KINDS = ("conv", "depthwise", "pool")
+
+
+def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: list[mem.Step], index: dict[Any, int],
+                            op_steps: list[int], buffers: list[_BufferSpec], others: list[mem.Alias]) -> list[mem.Alias]:
+    """An operation run whole (no cascade) written over the IFM it consumes, partly in place: the
+    OFM starts `shift` bytes below the IFM and its blocks overwrite only IFM rows no later block
+    reads (a 10x8 stride-2 convolution of a 49x40 map writes its 25 OFM rows over the input rows
+    behind its window). A staircase alias (a tie: each keeps its own lifetime).
+
+    The shift (`_overlap_shift`) puts every OFM block's IFM reads, in the NPU's block order and
+    with the operation's own block config, above every byte an earlier block wrote; a block
+    may write over its own footprint. That rule is the hardware's (sim/in_place_hazard.hpp):
+    jobs are fetched in order, each reads its IFM footprint into the SHRAM before its OFM block
+    is written, and a job's writes follow its accumulation, which follows every earlier job's.
+    Pipelining (the next job's IFM fetched while this one computes, OFM write-back trailing)
+    only moves a later job's reads earlier or an earlier job's writes later: it never lets a
+    job read a byte the rule lets another overwrite before it, so no extra slack is kept. The
+    simulator replays the same rule on every binary and rejects an operation that breaks it
+    (`BinaryError`).
+
+    Taken where: the U55 and U65 (the traversal does not model the U85's); a convolution,
+    depthwise or pooling with one input, run as one NPU operation (no depth slices) writing all
+    of its OFM buffer alone, from offset 0, first written here; the IFM viewed from offset 0,
+    read for the last time here and not by the operation before (its margin, as the
+    staircase's: consecutive operations may overlap where BLOCKDEP lets them, ours emit 0); not
+    both tensors the CPU sees; neither persistent nor in another alias; and only where bytes are
+    shared (OFM bytes beyond the shift). Not where one output position reads all of the IFM (a
+    dense layer, a global pool): a single job could write over an input it has read whole,
+    but the floor (`floor.floor`) counts such an input whole beside its output, element by
+    element, and stays a lower bound only if no layout shares them.
+
+    Taken only where it lowers the peak: at a step whose live feature-map bytes are the most
+    of any step's (`_live_bytes`), one at a time. A tie elsewhere saves nothing and costs the
+    greedy layout's search over which ties to keep (movenet's 26 lone operations all tied:
+    255,744 B for a least-SRAM proposal laid out in 246,528 B without them). `others`: the
+    in-place and staircase aliases made so far (their buffers are left alone).
+    """
+    if Accelerator(schedule.accelerator).product == ethos_u85.PRODUCT:
+        return []
+    aliased = {b for a in others for b in (a.buffer, a.target)}
+    writers: dict[int, int] = {}
+    for step in steps:
+        for b in step.writes:
+            writers[b] = writers.get(b, 0) + 1
+    candidates = []  # (step, bytes shared, alias)
+    for sop, k in zip(schedule.operations, op_steps):
+        lo = sop.lowered
+        if (sop.cascade is not None or sop.depth_step or lo.kind not in _OVERLAP_KINDS or lo.ifm2 is not None
+                or lo.ifm.offset or lo.ofm.offset or lo.ifm.wrap_rows or lo.ofm.wrap_rows
+                or position_reads_all(lo, lo.ifm)):
+            continue
+        out, source = index.get(lo.ofm.buffer), index.get(lo.ifm.buffer)
+        if (out is None or source is None or out == source or out in aliased or source in aliased
+                or writers.get(out) != 1 or uses.first.get(out) != k or uses.last.get(source) != k
+                or uses.first.get(source, k) >= k or source in steps[k - 1].reads
+                or buffers[out].kind != "feature_map" or buffers[source].kind != "feature_map"
+                or buffers[out].persistent or buffers[source].persistent
+                or (buffers[out].cpu_visible and buffers[source].cpu_visible)):
+            continue
+        shift = _overlap_shift(sop, schedule.target)
+        shared = min(buffers[out].size - shift, buffers[source].size)
+        if shared > 0:
+            candidates.append((k, shared, mem.Alias(out, source, kind="staircase", shift=shift)))
+            aliased.update((out, source))
+    if not candidates:
+        return []
+    live = _live_bytes(uses, len(steps), buffers, others)
+    aliases = []
+    while candidates:
+        top = max(live)
+        at_peak = [c for c in candidates if live[c[0]] == top]
+        if not at_peak:
+            break
+        k, shared, alias = max(at_peak, key=lambda c: c[1])
+        candidates.remove((k, shared, alias))
+        aliases.append(alias)
+        live[k] -= shared  # the source dies at k, where the sink is born: they meet there only
+    return aliases
+
+
+def _live_bytes(uses: "_StepUses", steps: int, buffers: list[_BufferSpec], aliases: list[mem.Alias]) -> list[int]:
+    """Per step, the bytes of the feature maps live there, as `mem.peak_live_bytes` counts them:
+    an in-place alias's buffer within its target's (their range the union of both), a
+    staircase's shared bytes once where both live."""
+    first, last = dict(uses.first), dict(uses.last)
+    merged = set()
+    for a in aliases:
+        if a.kind == "in_place" and a.buffer in first and a.target in first:
+            first[a.target] = min(first[a.target], first[a.buffer])
+            last[a.target] = max(last[a.target], last[a.buffer])
+            merged.add(a.buffer)
+    diff = [0] * (steps + 1)
+    for b, spec in enumerate(buffers):
+        if b in first and b not in merged and not spec.persistent:
+            diff[first[b]] += spec.size
+            diff[last[b] + 1] -= spec.size
+    for a in aliases:
+        if a.kind == "staircase" and a.buffer in first and a.target in first:
+            begin, end = max(first[a.buffer], first[a.target]), min(last[a.buffer], last[a.target])
+            if begin <= end:
+                shared = max(0, min(buffers[a.buffer].size - a.shift, buffers[a.target].size))
+                diff[begin] -= shared
+                diff[end + 1] += shared
+    return list(itertools.accumulate(diff[:steps]))
+
+
+def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int = 0) -> NpuSchedule:
+    """The least-SRAM variant of a schedule (`compiler._Prepared.least_scratch`): `schedule`
+    with `overlapping` on, each operation written over its IFM (`_overlapping_operations`) on
+    the block config that lets the pair take the fewest bytes, max(OFM, shift + IFM), the
+    fastest of those by the cycle model; its weights, re-encoded for that block, read from
+    flash. The block the cycle model picks for speed may need a larger shift (tflm
+    micro_speech's 10x8 stride-2 convolution on U55-128: its 11x10 blocks need the output
+    2,704 B below the 1,960 B input, 4,664 B the pair; with 5x20 blocks 1,760 B, and the input
+    fits inside the output's 4,000 B).
+
+    Tried are the blocks of the scheduled one's width and depth with fewer rows, and those
+    spanning the OFM's width (each band of rows one job, which may overwrite its own input);
+    only for pairs above `above` bytes (the floor, say: a pair within it cannot be what keeps
+    a schedule above it) that another block could shrink, and only where both maps are whole
+    in every schedule (a tensor the CPU sees, or one an operation reads all of at one output
+    position): a pair a cascade can stripe away is not worth a slower block nor a variant.
+    Returns `schedule` itself where no such pair is written over its input."""
+    if schedule.overlapping:
+        return schedule
+    variant = replace(schedule, overlapping=True)
+    fms = _feature_map_schedule(variant, graph)
+    overlaps = {(a.buffer, a.target): a.shift for a in fms.aliases if a.kind == "staircase"}
+    whole = {b for b, spec in enumerate(fms.specs) if spec.cpu_visible}
+    for _, sop in _operations_in_order(schedule):
+        for v in (sop.lowered.ifm, sop.lowered.ifm2):
+            if v is not None and v.buffer in fms.index and position_reads_all(sop.lowered, v):
+                whole.add(fms.index[v.buffer])
+    target = schedule.target or _Target(schedule.accelerator, schedule.system, schedule.memory_mode,
+                                        [s.segment for s in schedule.segments])
+    accelerator = target._accelerator._config
+    paired = False  # a pair of whole maps written over its input
+
+    def leaner(_: int, sop: ScheduledOperation) -> ScheduledOperation:
+        nonlocal paired
+        lo = sop.lowered
+        out, source = fms.index.get(lo.ofm.buffer), fms.index.get(lo.ifm.buffer)
+        shift = overlaps.get((out, source)) if sop.cascade is None and lo.kind in _OVERLAP_KINDS else None
+        if shift is None or out not in whole or source not in whole:
+            return sop
+        paired = True
+        ofm_bytes, ifm_bytes = _view_bytes(lo.ofm), _view_bytes(lo.ifm)
+        if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes):
+            return sop
+        raw = (int(lo.weights.values.size), 10 * int(lo.weights.values.shape[0])) if lo.weights is not None else (0, 0)
+        best = (max(ofm_bytes, shift + ifm_bytes), -1.0, sop.block, sop.part_kernel_first)
+        for config in _core.enumerate_block_configs(accelerator, _core.block_query(target.npu_op(lo))):
+            block = (config.ofm_block.height, config.ofm_block.width, config.ofm_block.depth)
+            if not ((block[1:] == tuple(sop.block[1:]) and block[0] < sop.block[0]) or block[1] >= lo.ofm.shape[1]):
+                continue
+            pkf = config.part_kernel_first if lo.kind == "conv" else False
+            candidate = replace(sop, block=block, part_kernel_first=pkf)
+            need = max(ofm_bytes, _overlap_shift(candidate, target) + ifm_bytes)
+            if need < best[0] or (need == best[0] and best[1] >= 0):
+                cycles = target.cost(lo, *raw, block, pkf if lo.kind == "conv" else None).total_cycles
+                if need < best[0] or cycles < best[1]:
+                    best = (need, cycles, block, pkf)
+        if best[1] < 0:
+            return sop  # the scheduled block is already the leanest
+        block, pkf = best[2], best[3]
+        if lo.weights is None:
+            return replace(sop, block=block, part_kernel_first=pkf, cost=target.cost(lo, block=block))
+        encoded = _encode(lo, block, pkf, target.accelerator)
+        cost = target.cost(lo, *_stream_bytes(encoded), block, pkf if lo.kind == "conv" else None)
+        return replace(sop, block=block, part_kernel_first=pkf, cost=cost, encoded=encoded, weight_buffer=False,
+                       direct_cost=None, depth_step=0, single_slot=False, direct_encoded=None)
+
+    leanest = _mapped(variant, leaner)
+    return leanest if paired else schedule
+
+
+def _view_bytes(view: FeatureMapView) -> int:
+    """The bytes a whole-buffer view spans: its rows at its row stride."""
+    return view.shape[0] * view.strides[0]
+
+
+def _overlap_shift(sop: ScheduledOperation, target: "_Target | None" = None) -> int:
+    """The trailing shift of a lone operation as its block config runs it: the fewest bytes (a
+    multiple of 16) its OFM may start below its IFM with every job's IFM reads above every byte
+    an earlier job wrote (the jobs and their footprints in the NPU's order:
+    arch/block_traversal.hpp). Safe at that shift and at any larger one; `_core.min_in_place_shift`'s
+    bound when its search gives up. Its search for the least safe shift can go lower (a job may
+    read past a gap in what earlier ones wrote), but replays every byte run (over a second for
+    a 257x257x16 depthwise); this is one pass over the jobs' corners. `target`: the schedule's,
+    whose cache keeps the shift for the other schedules of a compile."""
+    lo = sop.lowered
+    key = (id(lo), tuple(sop.block), sop.part_kernel_first)
+    cache = target.overlap_shifts if target is not None else {}
+    if key not in cache:
+        cache[key] = (lo, _trailing_shift(sop))
+    return cache[key][1]
+
+
+def _trailing_shift(sop: ScheduledOperation) -> int:
+    """`_overlap_shift`, computed."""
+    lo = sop.lowered
+    r = lo.registers
+
+    def feature_map(v: FeatureMapView, operand: bool) -> dict:
+        h, w, c = v.shape
+        return {"region": 1, "base": [0, 0, 0, 0], "shape": (1, 1, c) if operand else (h, w, c),
+                "tiles": (h, h, w), "strides": tuple(v.strides), "dtype": v.dtype, "layout": v.layout,
+                "zero_point": 0}
+
+    record = {"kind": lo.kind, "ifm": feature_map(lo.ifm, True), "ofm": feature_map(lo.ofm, False),
+              "kernel": dict(r["kernel"], part_kernel_first=sop.part_kernel_first),
+              "padding": tuple(r.get("padding", (0, 0, 0, 0))), "block": tuple(sop.block),
+              "ifm_upscale": r.get("ifm_upscale", 0)}
+    if "sub_op" in r:
+        record["sub_op"] = r["sub_op"]
+    jobs = np.array(_core.block_traversal(record), dtype=np.int64)  # job, (ofm, ifm, ifm2), (y, x, c), (begin, end)
+
+    def address(v: FeatureMapView, y: np.ndarray, x: np.ndarray, c: np.ndarray) -> np.ndarray:
+        # Increasing in each coordinate in both layouts: a box's bytes lie between its corners.
+        sy, sx, sc = v.strides
+        if v.layout == "NHCWB16":
+            return y * sy + x * sx + c // 16 * sc + c % 16 * v.element_size
+        return y * sy + x * sx + c * sc
+
+    ofm, ifm = jobs[:, 0], jobs[:, 1]
+    written = address(lo.ofm, ofm[:, 0, 1] - 1, ofm[:, 1, 1] - 1, ofm[:, 2, 1] - 1) + lo.ofm.element_size
+    before = np.maximum.accumulate(written)[:-1]  # the highest byte end the jobs before each wrote
+    reads = (ifm[1:, :, 0] < ifm[1:, :, 1]).all(axis=1)  # a job wholly in the padding reads nothing
+    first_read = address(lo.ifm, ifm[1:, 0, 0], ifm[1:, 1, 0], ifm[1:, 2, 0])
+    need = int((before - first_read)[reads].max(initial=0))
+    return -(-max(need, 0) // 16) * 16
 
 
 def _in_place_elementwise(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int], op_steps: list[int],

@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
 from ..arch import Accelerator
+from ..errors import CascaderError
 from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
 from ..schedule import (ScheduledOperation, SegmentSchedule, constant_key, copied_constants, second_slot_key,
                         weights_key)
@@ -281,6 +283,26 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             copies[v.buffer] = region, address = placement.address[constant_key(first + k, v)]
             records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[blob], length=len(blob)),
                                 dst=dict(region=region, address=address, length=len(blob))))
-        records += _for_target([operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies,
-                                                 templates)], sop, npu)
+        record = operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies, templates)
+        if sop.cascade is None and npu.product != ethos_u85.PRODUCT:
+            _check_over_own_input(record)
+        records += _for_target([record], sop, npu)
     return records, encode_command_stream(records, accelerator=accelerator)
+
+
+def _check_over_own_input(record: dict[str, Any]) -> None:
+    """An operation run whole whose OFM the layout put over its own IFM
+    (`schedule._overlapping_operations`) must have no block that reads an IFM byte an earlier
+    block wrote: checked on the registers as emitted, the rule the simulator applies, so that a
+    binary the hardware would compute garbage with is never written."""
+    if record["kind"] not in ("conv", "depthwise", "pool"):
+        return  # an elementwise operation in place reads each element before it writes it
+    ifm, ofm = record["ifm"], record["ofm"]
+    if ifm["region"] != ofm["region"]:
+        return
+    ifm_end = ifm["base"][0] + ifm["tiles"][0] * ifm["strides"][0]
+    ofm_end = ofm["base"][0] + ofm["shape"][0] * ofm["strides"][0]
+    if ofm["base"][0] < ifm_end and ifm["base"][0] < ofm_end:
+        hazard = _core.find_in_place_hazard(record, True, False)
+        if hazard is not None:
+            raise CascaderError(f"internal error: the layout put an OFM over its own IFM unsafely: {hazard['message']}")

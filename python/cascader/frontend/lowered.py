@@ -127,6 +127,18 @@ def brick_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, 
     return (w * round16(c) * element_size, 16 * element_size, w * 16 * element_size)
 
 
+def position_reads_all(lo: LoweredOperation, v: FeatureMapView) -> bool:
+    """One output position of `lo` (all its channels) reads every row and column of `v`, an
+    operand of it: nothing of `v` may be overwritten before that position is computed."""
+    if v.shape[:2] == (1, 1):
+        return True
+    if lo.kind not in ("conv", "depthwise", "pool") or v is lo.ifm2 or lo.registers.get("ifm_upscale"):
+        return False
+    k = lo.registers["kernel"]
+    top, left, _, _ = lo.registers.get("padding", (0, 0, 0, 0))
+    return k["height"] - top >= v.shape[0] and k["width"] - left >= v.shape[1]
+
+
 def round16(c: int) -> int:
     return (c + 15) // 16 * 16
 
