@@ -7,6 +7,7 @@ from .arch import Accelerator
 from .emit import ethos_u85
 from .errors import InvalidArgumentError, ModelError, UnsupportedError
 from .frontend.lower import lower_segment
+from .frontend.lower_movement import planes_in_least_scratch
 from .frontend.lower_resize import cascades_in_least_scratch
 from .frontend.lowered import LoweredSegment
 from .frontend.partition import NPU, Partition, partition
@@ -16,7 +17,8 @@ from .tflite import Model
 
 # Operators whose lowering trades scratch SRAM for cycles (`lower(..., least_scratch=True)`
 # takes the least scratch): a model with none on the NPU (nor a bilinear resize
-# `cascades_in_least_scratch`) lowers the same either way (`Partition.trades_scratch`).
+# `cascades_in_least_scratch`, nor a transpose `planes_in_least_scratch`) lowers the same
+# either way (`Partition.trades_scratch`).
 SCRATCH_TRADING_OPERATORS = frozenset({"BATCH_MATMUL"})
 
 
@@ -51,6 +53,7 @@ def lower(model: Model, accelerator: str | None = None,
             blends = accelerator is None or Accelerator(accelerator).product != ethos_u85.PRODUCT
             part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
                                       or (blends and cascades_in_least_scratch(part.graph, part.graph.operators[i]))
+                                      or planes_in_least_scratch(part.graph, part.graph.operators[i])
                                       for s in part.segments if s.target == NPU for i in s.operators)
             return part, segments
         forced.update(refused)

@@ -53,8 +53,8 @@ class LoweringContext(Protocol):
     subviews: dict[int, Box]  # slicing outputs read in place: tensor -> its box of the sliced tensor
     fused_away: set[int]  # buffers no operation writes or reads: their operator folded into another's
     # Where a rule trades scratch SRAM for cycles (BATCH_MATMUL's products; a bilinear resize
-    # in operations a cascade stripes through), take the least scratch: the lowering of a
-    # model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
+    # in operations a cascade stripes through; a transpose as per-channel planes), take the
+    # least scratch: the lowering of a model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
     least_scratch: bool
 
     def buffer(self, t: int) -> int:
