@@ -34,7 +34,7 @@ from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
 from .schedule import NpuSchedule, _Target, without_weight_buffers
-from .scheduling import schedules
+from .scheduling import evicted_bricks, schedules
 from .sizes import parse_size
 from .stripes import proposal_schedules, with_buffered_weights
 from .tflite import Model, ModelLike, as_model
@@ -312,6 +312,7 @@ class _Prepared:
         self.optimise, self.is_least_scratch = optimise, least_scratch
         self._least_scratch: _Prepared | None = None
         self._leans: dict[int, NpuSchedule] = {}
+        self._evicted_bricks: NpuSchedule | None | bool = False  # False: not made yet
         # By (schedule id, proposal id): the proposals are held by the frontiers above.
         self._proposal_schedules: dict[tuple[int, int], tuple[NpuSchedule, NpuSchedule]] = {}
 
@@ -325,6 +326,12 @@ class _Prepared:
             self._least_scratch = _prepare(self.model, self.accelerator, self.system, self.memory_mode,
                                            self.optimise, stage_bar(total=2, enabled=False), least_scratch=True)
         return self._least_scratch
+
+    def evicted_bricks(self) -> NpuSchedule | None:
+        """`scheduling.evicted_bricks` of the dense schedule, made when first asked for."""
+        if self._evicted_bricks is False:
+            self._evicted_bricks = evicted_bricks(self.part, self.sched)
+        return self._evicted_bricks
 
     def lean(self, sched: NpuSchedule) -> NpuSchedule:
         """`without_weight_buffers(sched)`, one object per schedule: the stripes the target
@@ -459,6 +466,24 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         # the emission it was ranked on.
         best, chosen, planned, emission = _fastest(options + bricked_options + [(a, None) for a in evicting],
                                                    acc, system, mode, templates)
+        bricks = prepared.evicted_bricks() if chosen[1].eviction_cycles > 0 else None
+        if bricks is not None:
+            # The fastest evicts maps to DRAM, where padded maps may pay as bricks: the same
+            # options of the schedule with those bricked (`evicted_bricks`), uncascaded and
+            # the evicting proposals, ranked against it.
+            whole = []
+            try:
+                evicted = allocate(bricks, part, budget, reslice=True)
+                if evicted[1].eviction_cycles > 0:
+                    whole.append((evicted, None))
+            except InfeasibleError:
+                pass
+            bricked_evicting = _evicting_cascades(part, bricks, budget, prepared.frontier(bricks), fastest_fitting,
+                                                  prepared)
+            faster = _fastest(whole + [(a, None) for a in bricked_evicting], acc, system, mode, templates)
+            if faster[0] < best:
+                best, chosen, planned, emission = faster
+                evicting += bricked_evicting
         if any(chosen is a for a in evicting):
             # It was compared laid out by the greedy planner; the exact one evicts no more.
             exact = allocate(chosen[0], part, budget)
