@@ -31,6 +31,7 @@ def lower(model: Model, accelerator: str | None = None,
     operations `accelerator`'s emitter cannot express (`_target_refusals`).
     """
     forced: dict[int, Verdict] = {}
+    u85 = accelerator is not None and Accelerator(accelerator).product == ethos_u85.PRODUCT
     while True:
         part = partition(model, forced)
         malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
@@ -38,7 +39,10 @@ def lower(model: Model, accelerator: str | None = None,
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch)
+            # Transposes as planes: the least scratch, and the Ethos-U85's faster choice
+            # (`lower_movement._takes_planes`).
+            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch,
+                                      channel_planes=least_scratch or u85)
                         for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)
@@ -49,11 +53,11 @@ def lower(model: Model, accelerator: str | None = None,
         refused = _target_refusals(segments, accelerator)
         if not refused:
             # The bilinear's int16 sums are not emitted for the Ethos-U85 yet (`_target_refusals`):
-            # there its least-scratch lowering would run the resize on the CPU.
-            blends = accelerator is None or Accelerator(accelerator).product != ethos_u85.PRODUCT
+            # there its least-scratch lowering would run the resize on the CPU; and its
+            # default lowering takes the transposes' planes already.
             part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
-                                      or (blends and cascades_in_least_scratch(part.graph, part.graph.operators[i]))
-                                      or planes_in_least_scratch(part.graph, part.graph.operators[i])
+                                      or (not u85 and (cascades_in_least_scratch(part.graph, part.graph.operators[i])
+                                                       or planes_in_least_scratch(part.graph, part.graph.operators[i])))
                                       for s in part.segments if s.target == NPU for i in s.operators)
             return part, segments
         forced.update(refused)

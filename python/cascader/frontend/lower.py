@@ -89,9 +89,10 @@ class _Lowering:
     (which see it as a `LoweringContext`)."""
 
     def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
-                 least_scratch: bool = False) -> None:
+                 least_scratch: bool = False, channel_planes: bool = False) -> None:
         self.graph = graph
         self.least_scratch = least_scratch
+        self.channel_planes = channel_planes
         self.operators = operators
         self.members = set(operators)
         self.root: dict[int, int] = {}
@@ -431,11 +432,12 @@ class _Lowering:
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
-                  least_scratch: bool = False) -> LoweredSegment:
+                  least_scratch: bool = False, channel_planes: bool = False) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
     `least_scratch`: where a rule trades scratch SRAM for cycles, take the least scratch
-    (`LoweringContext.least_scratch`).
+    (`LoweringContext.least_scratch`). `channel_planes`: transposes as per-channel planes
+    where they can be (`LoweringContext.channel_planes`).
 
     Raises
     ------
@@ -443,4 +445,4 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, channel_planes).run()

@@ -207,7 +207,7 @@ def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
     name = f"{v.index}:TRANSPOSE"
     if source_axis in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
         raw_copy(lw, v.index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
-    elif lw.least_scratch and _takes_planes(source_axis, src.shape, dst.shape[2]):
+    elif lw.channel_planes and _takes_planes(source_axis, src.shape, dst.shape[2]):
         channel_planes(lw, v.index, name, src, dst, source_axis)
     elif tuple(source_axis) == (0, 2, 1):
         swap_with_channels(lw, v.index, name, src, dst, axis=1)
@@ -247,7 +247,9 @@ def _takes_planes(source_axis: tuple[int, ...], shape: tuple[int, int, int], cha
     costed as one operation) an NCHW 96 x 96 x 3 image takes 221,298 cycles on the U55-128
     against Vela's steps' 20,736, so the default lowering takes the steps. (Costed piece by
     piece as they run, the steps' 97 commands are 5% slower than the planes on the U55-128,
-    14% faster on the U65-256.)"""
+    14% faster on the U65-256.) On the Ethos-U85 the planes are the faster (zoo
+    mobilenet_v2_nchw on U85-256: 542,242 cycles against the steps' 560,802): there they are
+    the default (`lowering.lower`)."""
     return source_axis[1] == 2 and channels <= _swap_copies(shape, source_axis)
 
 

@@ -56,6 +56,9 @@ class LoweringContext(Protocol):
     # in operations a cascade stripes through; a transpose as per-channel planes), take the
     # least scratch: the lowering of a model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
     least_scratch: bool
+    # Transposes as per-channel planes where they can be (`lower_movement.channel_planes`):
+    # the least-scratch lowering's choice, and the Ethos-U85's.
+    channel_planes: bool
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
