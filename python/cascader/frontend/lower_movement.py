@@ -246,8 +246,8 @@ def _takes_planes(source_axis: tuple[int, ...], shape: tuple[int, int, int], cha
     8-deep block per element: in Vela's accounting (the estimator's, a run of the steps' pieces
     costed as one operation) an NCHW 96 x 96 x 3 image takes 221,298 cycles on the U55-128
     against Vela's steps' 20,736, so the default lowering takes the steps. (Costed piece by
-    piece as they run, the steps' 97 commands are 5% slower than the planes on the U55-128,
-    14% faster on the U65-256.) On the Ethos-U85 the planes are the faster (zoo
+    piece as they run, the steps' 97 commands take 270,816 cycles on the U55-128, the planes
+    221,298; on the U65-256 176,149 and 239,591.) On the Ethos-U85 the planes are the faster (zoo
     mobilenet_v2_nchw on U85-256: 542,242 cycles against the steps' 560,802): there they are
     the default (`lowering.lower`)."""
     return source_axis[1] == 2 and channels <= _swap_copies(shape, source_axis)
