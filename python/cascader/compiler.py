@@ -24,7 +24,7 @@ from .arch import Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
 from .emit.binary import Emission, emit
 from .packaging import package_binary
-from .emit.program import RecordTemplates
+from .emit.program import ARENA_REGIONS, RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
 from .frontend.partition import Partition
 from .gc_pause import paused_gc
@@ -212,6 +212,18 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
         except InfeasibleError:
             continue
     return out
+
+
+def _bricked_maps(dense: NpuSchedule, bricked: NpuSchedule) -> set[int]:
+    """The buffers `bricked` (`scheduling.evicted_bricks` of `dense`) stores as bricks."""
+    return {b for d, k in zip(dense.segments, bricked.segments) for b, size in d.segment.buffers.items()
+            if k.segment.buffers[b] != size}
+
+
+def _evicted_maps(allocated: tuple) -> set[int]:
+    """The feature-map buffers an allocated schedule's layout put in the slow memory (the
+    `scratch` arena, with Dedicated_Sram)."""
+    return {b for b, (region, _) in allocated[2].address.items() if region == ARENA_REGIONS["scratch"]}
 
 
 def _stream_cycles(emission: Emission, accelerator: str, system, memory_mode: str) -> float:
@@ -467,8 +479,8 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         best, chosen, planned, emission = _fastest(options + bricked_options + [(a, None) for a in evicting],
                                                    acc, system, mode, templates)
         bricks = prepared.evicted_bricks() if chosen[1].eviction_cycles > 0 else None
-        if bricks is not None:
-            # The fastest evicts maps to DRAM, where padded maps may pay as bricks: the same
+        if bricks is not None and _bricked_maps(sched, bricks) & _evicted_maps(chosen):
+            # The fastest evicts padded maps to DRAM, where they pay as bricks: the same
             # options of the schedule with those bricked (`evicted_bricks`), uncascaded and
             # the evicting proposals, ranked against it.
             whole = []
