@@ -193,6 +193,7 @@ def test_transpose_steps_cost_as_vela_costs_them(tmp_path, shape, perm, accelera
     ((1, 6, 6, 65), (0, 3, 1, 2), "ethos-u55-128"),
     ((1, 16, 4, 24), (0, 2, 3, 1), "ethos-u65-256"),
     ((1, 5, 6, 9), (0, 3, 2, 1), "ethos-u55-256"),
+    ((1, 3, 32, 24), (0, 2, 3, 1), "ethos-u65-256"),  # NCHW -> NHWC: planes only where scratch is to be least
 ])
 def test_our_transposes_are_vela_steps(tmp_path, shape, perm, accelerator) -> None:
     """Our lowering moves the channels in Vela's steps, command for command, so the estimator

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from . import _core
 from .frontend.lowered import LoweredOperation, LoweredSegment, brick_strides, round16
+from .perf import _memory
 
 if TYPE_CHECKING:
     from .schedule import _Target
@@ -58,18 +60,37 @@ def _as_bricks(op: LoweredOperation, buffer: int) -> LoweredOperation:
     return replace(op, ifm=convert(op.ifm), ifm2=convert(op.ifm2), ofm=convert(op.ofm))
 
 
-def brick_padded_maps(segments: list[LoweredSegment], target: "_Target") -> list[LoweredSegment]:
+def _cycles(target: "_Target", op: LoweredOperation, buffer: int, memory: str | None) -> float:
+    """`op`'s cycles on `target`, with its views of `buffer` in `memory` when given (else
+    where the schedule costs them)."""
+    if memory is None:
+        return target.cost(op).total_cycles
+    described = target.npu_op(op)  # a copy of the target's description
+    area = _memory(memory)
+    for name in ("ifm", "ofm"):
+        if getattr(op, name).buffer == buffer:
+            getattr(described, name).memory = area  # a reference into `described`
+    if op.ifm2 is not None and op.ifm2.buffer == buffer:
+        ifm2 = described.ifm2  # an optional: a copy, set back
+        ifm2.memory = area
+        described.ifm2 = ifm2
+    return _core.estimate(described, target.arch).total_cycles
+
+
+def brick_padded_maps(segments: list[LoweredSegment], target: "_Target", memory: str | None = None
+                      ) -> list[LoweredSegment]:
     """`segments` with the padded maps that run faster as bricks on `target` stored so (new
-    segments; those given are left as they are)."""
+    segments; those given are left as they are). `memory`: judge each map as living there (the
+    slow memory a budget evicts maps to, `evicted_bricks`), not where the schedule costs it."""
     out = []
     for seg in segments:
         ops = list(seg.operations)
         buffers = dict(seg.buffers)
         changed = False
         for b, (users, element_size) in _padded_candidates(seg, target.cpu_visible).items():
-            before = sum(target.cost(ops[k]).total_cycles for k in users)
+            before = sum(_cycles(target, ops[k], b, memory) for k in users)
             trial = {k: _as_bricks(ops[k], b) for k in users}
-            after = sum(target.cost(op).total_cycles for op in trial.values())
+            after = sum(_cycles(target, op, b, memory) for op in trial.values())
             if after < before * (1 - MIN_SAVING):
                 changed = True
                 for k, op in trial.items():

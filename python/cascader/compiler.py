@@ -24,7 +24,7 @@ from .arch import Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
 from .emit.binary import Emission, emit
 from .packaging import package_binary
-from .emit.program import RecordTemplates
+from .emit.program import ARENA_REGIONS, RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
 from .floor import floor
 from .frontend.partition import Partition
@@ -35,7 +35,7 @@ from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
 from .schedule import NpuSchedule, _Target, with_overlapping_blocks, without_weight_buffers
-from .scheduling import schedules
+from .scheduling import evicted_bricks, schedules
 from .sizes import parse_size
 from .stripes import proposal_schedules, with_buffered_weights
 from .tflite import Model, ModelLike, as_model
@@ -212,6 +212,18 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
     return out
 
 
+def _bricked_maps(dense: NpuSchedule, bricked: NpuSchedule) -> set[int]:
+    """The buffers `bricked` (`scheduling.evicted_bricks` of `dense`) stores as bricks."""
+    return {b for d, k in zip(dense.segments, bricked.segments) for b, size in d.segment.buffers.items()
+            if k.segment.buffers[b] != size}
+
+
+def _evicted_maps(allocated: tuple) -> set[int]:
+    """The feature-map buffers an allocated schedule's layout put in the slow memory (the
+    `scratch` arena, with Dedicated_Sram)."""
+    return {b for b, (region, _) in allocated[2].address.items() if region == ARENA_REGIONS["scratch"]}
+
+
 def _stream_cycles(emission: Emission, accelerator: str, system, memory_mode: str) -> float:
     """The estimator's cycles of the binary `_emit` makes of an emission, from its command
     streams alone: the flash image only laid out, nothing packaged."""
@@ -310,6 +322,7 @@ class _Prepared:
         self.optimise, self.is_least_scratch = optimise, least_scratch
         self._least_scratch: _Prepared | None = None
         self._leans: dict[int, NpuSchedule] = {}
+        self._evicted_bricks: NpuSchedule | None | bool = False  # False: not made yet
         # By (schedule id, proposal id): the proposals are held by the frontiers above.
         self._proposal_schedules: dict[tuple[int, int], tuple[NpuSchedule, NpuSchedule]] = {}
 
@@ -331,6 +344,12 @@ class _Prepared:
                     self.model, self.accelerator, self.system, self.memory_mode, self.part, leanest, self.bricked,
                     self.optimise, least_scratch=True)
         return self._least_scratch or None
+
+    def evicted_bricks(self) -> NpuSchedule | None:
+        """`scheduling.evicted_bricks` of the dense schedule, made when first asked for."""
+        if self._evicted_bricks is False:
+            self._evicted_bricks = evicted_bricks(self.part, self.sched)
+        return self._evicted_bricks
 
     def lean(self, sched: NpuSchedule) -> NpuSchedule:
         """`without_weight_buffers(sched)`, one object per schedule: the stripes the target
@@ -468,6 +487,24 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         # the emission it was ranked on.
         best, chosen, planned, emission = _fastest(options + bricked_options + [(a, None) for a in evicting],
                                                    acc, system, mode, templates)
+        bricks = prepared.evicted_bricks() if chosen[1].eviction_cycles > 0 else None
+        if bricks is not None and _bricked_maps(sched, bricks) & _evicted_maps(chosen):
+            # The fastest evicts padded maps to DRAM, where they pay as bricks: the same
+            # options of the schedule with those bricked (`evicted_bricks`), uncascaded and
+            # the evicting proposals, ranked against it.
+            whole = []
+            try:
+                evicted = allocate(bricks, part, budget, reslice=True)
+                if evicted[1].eviction_cycles > 0:
+                    whole.append((evicted, None))
+            except InfeasibleError:
+                pass
+            bricked_evicting = _evicting_cascades(part, bricks, budget, prepared.frontier(bricks), fastest_fitting,
+                                                  prepared)
+            faster = _fastest(whole + [(a, None) for a in bricked_evicting], acc, system, mode, templates)
+            if faster[0] < best:
+                best, chosen, planned, emission = faster
+                evicting += bricked_evicting
         if any(chosen is a for a in evicting):
             # It was compared laid out by the greedy planner; the exact one evicts no more.
             exact = allocate(chosen[0], part, budget)

@@ -8,6 +8,7 @@ from .emit import ethos_u85
 from .errors import InvalidArgumentError, ModelError, UnsupportedError
 from .frontend.lower import lower_segment
 from .frontend.lower_arg_max import bands_in_least_scratch
+from .frontend.lower_movement import planes_in_least_scratch
 from .frontend.lower_resize import cascades_in_least_scratch
 from .frontend.lowered import LoweredSegment
 from .frontend.partition import NPU, Partition, partition
@@ -17,8 +18,8 @@ from .tflite import Model
 
 # Operators whose lowering trades scratch SRAM for cycles (`lower(..., least_scratch=True)`
 # takes the least scratch): a model with none on the NPU (nor a bilinear resize
-# `cascades_in_least_scratch`, nor an ARG_MAX `bands_in_least_scratch`) lowers the same either
-# way (`Partition.trades_scratch`).
+# `cascades_in_least_scratch`, nor an ARG_MAX `bands_in_least_scratch`, nor a transpose
+# `planes_in_least_scratch`) lowers the same either way (`Partition.trades_scratch`).
 SCRATCH_TRADING_OPERATORS = frozenset({"BATCH_MATMUL"})
 
 
@@ -31,6 +32,7 @@ def lower(model: Model, accelerator: str | None = None,
     operations `accelerator`'s emitter cannot express (`_target_refusals`).
     """
     forced: dict[int, Verdict] = {}
+    u85 = Accelerator.is_u85(accelerator)
     while True:
         part = partition(model, forced)
         malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
@@ -38,7 +40,10 @@ def lower(model: Model, accelerator: str | None = None,
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, accelerator)
+            # Transposes as planes: the least scratch, and the Ethos-U85's faster choice
+            # (`lower_movement._takes_planes`).
+            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, accelerator,
+                                      channel_planes=least_scratch or u85)
                         for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)
@@ -49,10 +54,11 @@ def lower(model: Model, accelerator: str | None = None,
         refused = _target_refusals(segments, accelerator)
         if not refused:
             # The bilinear's int16 sums are not emitted for the Ethos-U85 yet (`_target_refusals`):
-            # there its least-scratch lowering would run the resize on the CPU.
-            blends = not Accelerator.is_u85(accelerator)
+            # there its least-scratch lowering would run the resize on the CPU; and its
+            # default lowering takes the transposes' planes already.
             part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
-                                      or (blends and cascades_in_least_scratch(part.graph, part.graph.operators[i]))
+                                      or (not u85 and (cascades_in_least_scratch(part.graph, part.graph.operators[i])
+                                                       or planes_in_least_scratch(part.graph, part.graph.operators[i])))
                                       or bands_in_least_scratch(part.graph, part.graph.operators[i])
                                       for s in part.segments if s.target == NPU for i in s.operators)
             return part, segments

@@ -35,6 +35,23 @@ def bricked_schedule(part: Partition, segments: list[LoweredSegment], sched: Npu
     return faster if faster.total_cycles < (1 - MIN_TOTAL_SAVING) * sched.total_cycles else None
 
 
+def evicted_bricks(part: Partition, sched: NpuSchedule) -> NpuSchedule | None:
+    """Dedicated_Sram: `sched` with the padded maps that run faster as bricks in the slow memory
+    a budget evicts maps to (the arena's, DRAM) stored so, or None (another memory mode, or no
+    such map). In the SRAM most run as fast either way, so `bricked_schedule` keeps them
+    dense, but a 24-channel NHWC map written to DRAM in 16-byte bursts costs several times its
+    bricks (PoseNet's MobileNetV1-0.75 at 353 x 481 on U65-256: the first depthwise's stripes
+    684,875 cycles against 389,820 as Vela's bricks)."""
+    target = _Target.of(sched)
+    if target.arena_memory == target.buffer_memory:
+        return None
+    segments = [s.segment for s in sched.segments]
+    bricked = brick_padded_maps(segments, target, memory=target.arena_memory)
+    if all(a is b for a, b in zip(bricked, segments)):
+        return None
+    return schedule(part, bricked, sched.accelerator, sched.system, sched.memory_mode)
+
+
 def schedules(part: Partition, segments: list[LoweredSegment], accelerator: str, system, memory_mode,
               bricks: bool) -> tuple[NpuSchedule, NpuSchedule | None]:
     """The stage as the compile runs it: the uncascaded schedule and, with `bricks`, its

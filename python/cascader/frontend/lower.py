@@ -90,11 +90,12 @@ class _Lowering:
     (which see it as a `LoweringContext`)."""
 
     def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
-                 least_scratch: bool = False, accelerator: str | None = None) -> None:
+                 least_scratch: bool = False, accelerator: str | None = None, channel_planes: bool = False) -> None:
         self.graph = graph
         self.least_scratch = least_scratch
         self.accelerator = accelerator
         self.scaled_operands = Accelerator.is_u85(accelerator)
+        self.channel_planes = channel_planes
         self.operators = operators
         self.members = set(operators)
         self.root: dict[int, int] = {}
@@ -434,12 +435,15 @@ class _Lowering:
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
-                  least_scratch: bool = False, accelerator: str | None = None) -> LoweredSegment:
+                  least_scratch: bool = False, accelerator: str | None = None,
+                  channel_planes: bool = False) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
     `least_scratch`: where a rule trades scratch SRAM for cycles, take the least scratch
     (`LoweringContext.least_scratch`). `accelerator`: the target, for the rules that lower
     otherwise where it has a mechanism of its own (`LoweringContext.accelerator`).
+    `channel_planes`: transposes as per-channel planes where they can be
+    (`LoweringContext.channel_planes`).
 
     Raises
     ------
@@ -447,4 +451,4 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, accelerator).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, accelerator, channel_planes).run()

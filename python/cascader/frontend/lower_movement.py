@@ -8,10 +8,12 @@
 - TRANSPOSE is a copy through a permuted view when the channel axis stays innermost (H and W
   swap). A permutation that moves the channels cannot stream them (an NHWC view has no
   channel stride), but a depth-1 copy has two free strides. Where the output has fewer
-  channels than the steps below take copies (an NCHW image to NHWC: 3), each output channel
-  is one depth-1 copy of an (H x W) plane (`channel_planes`), where the plane's rows read runs
-  of source channels: the planner stripes those by
-  the output's rows (`planner._transpose_propagator`). Otherwise swapping W and C is one copy
+  channels than the steps below take copies (an NCHW image to NHWC: 3), the least-scratch
+  lowering (`planes_in_least_scratch`) makes each output channel one depth-1 copy of an
+  (H x W) plane (`channel_planes`), where the plane's rows read runs of source channels: the
+  planner stripes those by the output's rows (`planner._transpose_propagator`), and no scratch
+  map is needed, but Vela's accounting costs them ten times the steps (`_takes_planes`).
+  Otherwise swapping W and C is one copy
   of a depth-1 (W x C) plane per row, swapping H and C one of an (H x C) plane per column, and
   the two other permutations are two such steps through a scratch map (C, H, W: H and C, then
   W and C; W, C, H: H and W, then W and C), Vela's steps, command for command.
@@ -203,16 +205,11 @@ def lower_transpose(lw: LoweringContext, v: OperatorView) -> None:
     rank = len(src_t.shape)
     if rank == 4 and perm[0] != 0:
         raise UnsupportedError(f"operator {v.index} (TRANSPOSE): moves the batch axis")
-    # Output H/W/C axis k reads source H/W/C axis source_axis[k].
-    source_axis = [0, 1, 2]
-    for axis_out, axis_in in enumerate(perm):
-        k_out, k_in = hwc_axis(rank, axis_out), hwc_axis(rank, axis_in)
-        if k_out is not None and k_in is not None:
-            source_axis[k_out] = k_in
+    source_axis = _source_axes(perm, rank)
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     name = f"{v.index}:TRANSPOSE"
-    steps = lambda context: _transpose_steps(context, v.index, name, src, dst, tuple(source_axis))  # noqa: E731
-    if not lower_ofm_transpose(lw, v.index, name, src, dst, tuple(source_axis), steps):
+    steps = lambda context: _transpose_steps(context, v.index, name, src, dst, source_axis)  # noqa: E731
+    if not lower_ofm_transpose(lw, v.index, name, src, dst, source_axis, steps):
         steps(lw)
 
 
@@ -220,14 +217,10 @@ def _transpose_steps(lw: LoweringContext, index: int, name: str, src: FeatureMap
                      source_axis: tuple[int, ...]) -> None:
     """dst = src transposed (output axis k reads source axis `source_axis[k]`) in copies any
     Ethos-U takes (see the module's docstring)."""
-    if tuple(source_axis) in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
+    if source_axis in ((0, 1, 2), (1, 0, 2)):  # channels stay innermost: one copy
         raw_copy(lw, index, name, replace(src, shape=dst.shape, strides=tuple(src.strides[k] for k in source_axis)), dst)
-    elif source_axis[1] == 2 and dst.shape[2] <= _swap_copies(src.shape, tuple(source_axis)):
-        # Planes whose rows read runs of source channels (NCHW -> NHWC: a source row each). A
-        # plane whose rows step through the source's H or W (C, H, W and C, W, H orders) reads
-        # one element per burst: YOLOv8n's 6x6x65 (0, 3, 1, 2) took 18,977 cycles so on the
-        # U55-128 against Vela's steps' 3,217.
-        channel_planes(lw, index, name, src, dst, tuple(source_axis))
+    elif lw.channel_planes and _takes_planes(source_axis, src.shape, dst.shape[2]):
+        channel_planes(lw, index, name, src, dst, source_axis)
     elif tuple(source_axis) == (0, 2, 1):
         swap_with_channels(lw, index, name, src, dst, axis=1)
     elif tuple(source_axis) == (2, 1, 0):
@@ -243,6 +236,49 @@ def _transpose_steps(lw: LoweringContext, index: int, name: str, src: FeatureMap
             swapped = replace(src, shape=mid.shape, strides=tuple(src.strides[k] for k in (1, 0, 2)))
             raw_copy(lw, index, f"{name}[H,W]", swapped, mid)
         swap_with_channels(lw, index, f"{name}[W,C]", mid, dst, axis=1)
+
+
+def _source_axes(perm: list[int], rank: int) -> tuple[int, ...]:
+    """Output H/W/C axis k of a TRANSPOSE by `perm` reads source H/W/C axis [k]."""
+    source_axis = [0, 1, 2]
+    for axis_out, axis_in in enumerate(perm):
+        k_out, k_in = hwc_axis(rank, axis_out), hwc_axis(rank, axis_in)
+        if k_out is not None and k_in is not None:
+            source_axis[k_out] = k_in
+    return tuple(source_axis)
+
+
+def _takes_planes(source_axis: tuple[int, ...], shape: tuple[int, int, int], channels: int) -> bool:
+    """Whether a transpose of a source of `shape` (H, W, C) into `channels` output channels
+    is lowered as per-channel planes (`channel_planes`) where scratch is to be least. Only
+    where a plane's rows read runs of source channels (NCHW -> NHWC: a source row each): a plane
+    whose rows step through the source's H or W (C, H, W and C, W, H orders) reads one element
+    per burst (YOLOv8n's 6x6x65 (0, 3, 1, 2): 18,977 cycles on the U55-128 against Vela's
+    steps' 3,217). The planes need no scratch map and stripe, but a depth-1 copy runs a whole
+    8-deep block per element: in Vela's accounting (the estimator's, a run of the steps' pieces
+    costed as one operation) an NCHW 96 x 96 x 3 image takes 221,298 cycles on the U55-128
+    against Vela's steps' 20,736, so the default lowering takes the steps. (Costed piece by
+    piece as they run, the steps' 97 commands take 270,816 cycles on the U55-128, the planes
+    221,298; on the U65-256 176,149 and 239,591.) On the Ethos-U85 the planes are the faster (zoo
+    mobilenet_v2_nchw on U85-256: 542,242 cycles against the steps' 560,802): there they are
+    the default (`lowering.lower`)."""
+    return source_axis[1] == 2 and channels <= _swap_copies(shape, source_axis)
+
+
+def planes_in_least_scratch(graph, op) -> bool:
+    """Whether the least-scratch lowering lowers `op` otherwise: a TRANSPOSE taken as
+    per-channel planes (`_takes_planes`)."""
+    if op.opcode != "TRANSPOSE" or len(op.inputs) < 2:
+        return False
+    src, dst, perm_t = (graph.tensors[t] for t in (op.inputs[0], op.outputs[0], op.inputs[1]))
+    rank = len(src.shape)
+    if not perm_t.is_constant:
+        return False
+    perm = [int(p) for p in np.asarray(perm_t.data).reshape(-1)]
+    if rank == 4 and perm[0] != 0:
+        return False
+    source_axis = _source_axes(perm, rank)
+    return source_axis not in ((0, 1, 2), (1, 0, 2)) and _takes_planes(source_axis, _hwc_shape(src), _hwc_shape(dst)[2])
 
 
 def _swap_copies(shape: tuple[int, int, int], source_axis: tuple[int, ...]) -> int:

@@ -53,8 +53,8 @@ class LoweringContext(Protocol):
     subviews: dict[int, Box]  # slicing outputs read in place: tensor -> its box of the sliced tensor
     fused_away: set[int]  # buffers no operation writes or reads: their operator folded into another's
     # Where a rule trades scratch SRAM for cycles (BATCH_MATMUL's products; a bilinear resize
-    # in operations a cascade stripes through), take the least scratch: the lowering of a
-    # model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
+    # in operations a cascade stripes through; a transpose as per-channel planes), take the
+    # least scratch: the lowering of a model's least-SRAM points (`lowering.SCRATCH_TRADING_OPERATORS`).
     least_scratch: bool
     # The target (None: any); a rule lowers otherwise only where the target has a mechanism of
     # its own (the Ethos-U85's OFM transpose, `lower_ofm_transpose`).
@@ -63,6 +63,9 @@ class LoweringContext(Protocol):
     # of its own (the Ethos-U85's IFM_SCALE/IFM2_SCALE): an ADD/SUB is then one operation with
     # the reference's arithmetic (emit/ethos_u85), where the U55/U65 may need a chain.
     scaled_operands: bool
+    # Transposes as per-channel planes where they can be (`lower_movement.channel_planes`):
+    # the least-scratch lowering's choice, and the Ethos-U85's.
+    channel_planes: bool
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
