@@ -5,6 +5,7 @@
 
 #include "cascader/arch/ethos_u85/scale_stream.hpp"
 #include "cascader/common/error.hpp"
+#include "cascader/common/parallel.hpp"
 
 namespace cascader::ethos_u85 {
 
@@ -13,18 +14,31 @@ namespace {
 constexpr size_t kAlignment = 16;
 constexpr size_t kScaleChannelGranule = 16;
 
-// Weight minus zero point, OHWI, as the weight order reads it.
+// Weight minus zero point, OHWI, as the weight order reads it. Channel by channel, and the
+// range checked once at the end (a division per weight and a branch in the loop were a fifth
+// of the encoder).
 template <typename T>
 std::vector<int16_t> centred(const T* raw, size_t size, const std::vector<int32_t>& zero_points, size_t volume) {
   std::vector<int16_t> out(size);
-  for (size_t i = 0; i < size; ++i) {
-    const size_t channel = i / volume;
-    const int64_t v = int64_t(raw[i]) - zero_points[channel];
-    if (v < -255 || v > 255) {
-      throw InvalidArgument("OFM channel " + std::to_string(channel) + ": weight minus zero point is " +
-                            std::to_string(v) + ", outside -255..255");
+  bool out_of_range = false;
+  for (size_t channel = 0, at = 0; at < size; ++channel, at += volume) {
+    const int64_t zero_point = zero_points[channel];
+    const size_t end = std::min(size, at + volume);
+    for (size_t i = at; i < end; ++i) {
+      const int64_t v = int64_t(raw[i]) - zero_point;
+      out_of_range |= (v < -255) | (v > 255);
+      out[i] = static_cast<int16_t>(v);
     }
-    out[i] = static_cast<int16_t>(v);
+  }
+  if (out_of_range) {
+    for (size_t i = 0; i < size; ++i) {  // the first value out of range, named
+      const size_t channel = i / volume;
+      const int64_t v = int64_t(raw[i]) - zero_points[channel];
+      if (v < -255 || v > 255) {
+        throw InvalidArgument("OFM channel " + std::to_string(channel) + ": weight minus zero point is " +
+                              std::to_string(v) + ", outside -255..255");
+      }
+    }
   }
   return out;
 }
@@ -56,6 +70,29 @@ emit::EncodedWeights encode_operation_weights(const emit::RawWeights& ohwi, cons
   const std::vector<int16_t> values = centred(ohwi, zero_points, volume);
   const int step = depth_step > 0 ? depth_step : oc;
 
+  // Each depth slice is an operation of its own over its channels (the same order, n channels
+  // deep), its streams independent: a depth-sliced operation's are coded on every core (the
+  // compile codes those on its scheduling thread, while the other operations' are coded one a
+  // thread), then laid out in order.
+  const int depth_slices = (oc + step - 1) / step;
+  std::vector<std::vector<uint8_t>> scale_streams(static_cast<size_t>(depth_slices));
+  std::vector<std::vector<std::vector<uint8_t>>> coded(static_cast<size_t>(depth_slices));
+  parallel_blocks(static_cast<size_t>(depth_slices), 1, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      const int first = static_cast<int>(k) * step, n = std::min(step, oc - first);
+      WeightOrder o = order;
+      o.ofm_depth = n;
+      const std::vector<int16_t> slice(values.begin() + std::ptrdiff_t(size_t(first) * volume),
+                                       values.begin() + std::ptrdiff_t(size_t(first + n) * volume));
+      std::vector<emit::BiasScale> scales(channels.begin() + first, channels.begin() + first + n);
+      scales.resize((scales.size() + kScaleChannelGranule - 1) / kScaleChannelGranule * kScaleChannelGranule);
+      scale_streams[k] = encode_scale_stream(scales, acc48);
+      for (const std::vector<int16_t>& stream : order_u85_weights(slice, o)) {
+        coded[k].push_back(emit::encode_weight_stream(stream));
+      }
+    }
+  });
+
   emit::EncodedWeights out;
   auto append = [&](const std::vector<uint8_t>& blob) {
     out.data.resize((out.data.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
@@ -63,25 +100,15 @@ emit::EncodedWeights encode_operation_weights(const emit::RawWeights& ohwi, cons
     out.data.insert(out.data.end(), blob.begin(), blob.end());
     return at;
   };
-  for (int first = 0; first < oc; first += step) {
-    const int n = std::min(step, oc - first);
-    // A slice is an operation of its own over its channels: the same order, n channels deep.
-    WeightOrder o = order;
-    o.ofm_depth = n;
-    const std::vector<int16_t> slice(values.begin() + std::ptrdiff_t(size_t(first) * volume),
-                                     values.begin() + std::ptrdiff_t(size_t(first + n) * volume));
-    std::vector<emit::BiasScale> scales(channels.begin() + first, channels.begin() + first + n);
-    scales.resize((scales.size() + kScaleChannelGranule - 1) / kScaleChannelGranule * kScaleChannelGranule);
-    const std::vector<uint8_t> scale_stream = encode_scale_stream(scales, acc48);
+  for (size_t k = 0; k < coded.size(); ++k) {
     std::vector<emit::StreamRanges> ranges;
-    const size_t scale_at = append(scale_stream);
-    for (const std::vector<int16_t>& stream : order_u85_weights(slice, o)) {
-      const std::vector<uint8_t> coded = emit::encode_weight_stream(stream);
+    const size_t scale_at = append(scale_streams[k]);
+    for (const std::vector<uint8_t>& stream : coded[k]) {
       emit::StreamRanges r;
-      r.weight_offset = append(coded);
-      r.weight_length = coded.size();
+      r.weight_offset = append(stream);
+      r.weight_length = stream.size();
       r.scale_offset = ranges.empty() ? scale_at : r.weight_offset;
-      r.scale_length = ranges.empty() ? scale_stream.size() : 0;
+      r.scale_length = ranges.empty() ? scale_streams[k].size() : 0;
       ranges.push_back(r);
     }
     out.slices.push_back(std::move(ranges));
