@@ -243,7 +243,7 @@ def npu_op(
 def set_block_config(op: "_core.NpuOp", block_config: Tuple[int, int, int], acc: Accelerator) -> None:
     """Fix the op's OFM block (height, width, depth), checked to be one the accelerator can run
     for it. The check reads the op's other fields: set those first."""
-    h, w, c = (int(v) for v in block_config)
+    h, w, c = map(int, block_config)
     if acc.product == "ethos-u85":  # no SHRAM: its own RAMs, its own rules (arch/ethos_u85/block_search)
         cfg = _core.u85_try_block_config(op, acc._config, _core.BlockShape(h, w, c))
     else:

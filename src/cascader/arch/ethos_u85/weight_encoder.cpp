@@ -54,9 +54,9 @@ std::vector<int16_t> centred(const emit::RawWeights& w, const std::vector<int32_
 
 }  // namespace
 
-emit::EncodedWeights encode_operation_weights(const emit::RawWeights& ohwi, const std::vector<int32_t>& zero_points,
-                                              const std::vector<emit::BiasScale>& channels, const WeightOrder& order,
-                                              bool acc48, int depth_step) {
+emit::PlannedWeights plan_operation_weights(const emit::RawWeights& ohwi, const std::vector<int32_t>& zero_points,
+                                             const std::vector<emit::BiasScale>& channels, const WeightOrder& order,
+                                             bool acc48, int depth_step) {
   const int oc = order.ofm_depth;
   const size_t volume = size_t(order.kernel_height) * size_t(order.kernel_width) * size_t(order.ifm_depth);
   if (oc < 1 || ohwi.size != volume * size_t(oc)) {
@@ -71,12 +71,12 @@ emit::EncodedWeights encode_operation_weights(const emit::RawWeights& ohwi, cons
   const int step = depth_step > 0 ? depth_step : oc;
 
   // Each depth slice is an operation of its own over its channels (the same order, n channels
-  // deep), its streams independent: a depth-sliced operation's are coded on every core (the
-  // compile codes those on its scheduling thread, while the other operations' are coded one a
-  // thread), then laid out in order.
+  // deep): its scale stream and its decoders' streams in order, made on every core, then
+  // planned (emit::plan_weight_streams). A stream's bits are written when a binary emits it:
+  // the schedule tries encodings it drops (depth slicings that do not pay, the unsliced
+  // streams of an operation that slices).
   const int depth_slices = (oc + step - 1) / step;
-  std::vector<std::vector<uint8_t>> scale_streams(static_cast<size_t>(depth_slices));
-  std::vector<std::vector<std::vector<uint8_t>>> coded(static_cast<size_t>(depth_slices));
+  std::vector<std::vector<emit::StreamToPlan>> slices(static_cast<size_t>(depth_slices));
   parallel_blocks(static_cast<size_t>(depth_slices), 1, [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
       const int first = static_cast<int>(k) * step, n = std::min(step, oc - first);
@@ -86,34 +86,14 @@ emit::EncodedWeights encode_operation_weights(const emit::RawWeights& ohwi, cons
                                        values.begin() + std::ptrdiff_t(size_t(first + n) * volume));
       std::vector<emit::BiasScale> scales(channels.begin() + first, channels.begin() + first + n);
       scales.resize((scales.size() + kScaleChannelGranule - 1) / kScaleChannelGranule * kScaleChannelGranule);
-      scale_streams[k] = encode_scale_stream(scales, acc48);
-      for (const std::vector<int16_t>& stream : order_u85_weights(slice, o)) {
-        coded[k].push_back(emit::encode_weight_stream(stream));
+      for (std::vector<int16_t>& stream : order_u85_weights(slice, o)) {
+        slices[k].push_back(emit::StreamToPlan{slices[k].empty() ? encode_scale_stream(scales, acc48)
+                                                                  : std::vector<uint8_t>{},
+                                               std::move(stream)});
       }
     }
   });
-
-  emit::EncodedWeights out;
-  auto append = [&](const std::vector<uint8_t>& blob) {
-    out.data.resize((out.data.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
-    const size_t at = out.data.size();
-    out.data.insert(out.data.end(), blob.begin(), blob.end());
-    return at;
-  };
-  for (size_t k = 0; k < coded.size(); ++k) {
-    std::vector<emit::StreamRanges> ranges;
-    const size_t scale_at = append(scale_streams[k]);
-    for (const std::vector<uint8_t>& stream : coded[k]) {
-      emit::StreamRanges r;
-      r.weight_offset = append(stream);
-      r.weight_length = stream.size();
-      r.scale_offset = ranges.empty() ? scale_at : r.weight_offset;
-      r.scale_length = ranges.empty() ? scale_streams[k].size() : 0;
-      ranges.push_back(r);
-    }
-    out.slices.push_back(std::move(ranges));
-  }
-  return out;
+  return emit::plan_weight_streams(std::move(slices));
 }
 
 }  // namespace cascader::ethos_u85
