@@ -640,9 +640,7 @@ PlannedWeights laid_out(std::shared_ptr<std::vector<PlannedStream>> streams, siz
 // The codes of stream-ordered values (code_of); an empty stream codes one zero. Throws
 // InvalidArgument naming the first value outside -255..255.
 std::vector<uint16_t> stream_codes(const std::vector<int16_t>& values) {
-  // Not zeroed: every code is written below.
-  std::vector<uint16_t> codes(std::max<size_t>(values.size(), 1));
-  codes[0] = 0;
+  std::vector<uint16_t> codes(std::max<size_t>(values.size(), 1), 0);
   int out_of_range = 0;  // checked once after the loop, which then has no branch
   for (size_t i = 0; i < values.size(); ++i) {
     const int v = values[i];
