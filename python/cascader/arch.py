@@ -89,6 +89,9 @@ def _families() -> Tuple[dict, ...]:
 
 
 _FAMILIES: Optional[Tuple[dict, ...]] = None
+# Accelerator name -> its family: the cycle model asks an accelerator's product for every
+# operation it costs, and a scan of the families was a tenth of that.
+_FAMILY_OF: Dict[str, dict] = {}
 
 
 class Accelerator:
@@ -110,7 +113,11 @@ class Accelerator:
 
     @property
     def _family(self) -> dict:
-        return next(f for f in _families() if self.name in f["accelerators"])
+        name = self.name
+        family = _FAMILY_OF.get(name)
+        if family is None:
+            family = _FAMILY_OF[name] = next(f for f in _families() if name in f["accelerators"])
+        return family
 
     @property
     def product(self) -> str:

@@ -243,7 +243,7 @@ def npu_op(
 def set_block_config(op: "_core.NpuOp", block_config: Tuple[int, int, int], acc: Accelerator) -> None:
     """Fix the op's OFM block (height, width, depth), checked to be one the accelerator can run
     for it. The check reads the op's other fields: set those first."""
-    h, w, c = (int(v) for v in block_config)
+    h, w, c = map(int, block_config)
     if acc.product == "ethos-u85":  # no SHRAM: its own RAMs, its own rules (arch/ethos_u85/block_search)
         cfg = _core.u85_try_block_config(op, acc._config, _core.BlockShape(h, w, c))
     else:
@@ -314,20 +314,22 @@ _ACCUMULATOR_NAMES = {int(v): k for k, v in _core.ShramElement.__members__.items
 def cost_from_core(r: "_core.CostRecord", described: Any = None) -> OpCost:
     """Convert the core's CostRecord into an :class:`OpCost` (`described`: the op it costs)."""
     # One call for every field: reading them one attribute at a time was most of this
-    # conversion's time, which a compile runs thousands of times.
+    # conversion's time, which a compile runs thousands of times. The two records are filled
+    # in directly: a frozen dataclass's `__init__` sets each field through
+    # `object.__setattr__`, which took as long as the rest (they have no `__post_init__`, so
+    # the objects are equal).
     total, npu, dma, access, read, write, macs, ofm, ifm, part_kernel_first, accumulator, slack = r.fields()
-    return OpCost(
-        total_cycles=total,
-        npu_cycles=npu,
-        dma_cycles=dma,
-        access_cycles=dict(zip(MEMORIES, access)),
-        read_bytes=dict(zip(MEMORIES, read)),
-        write_bytes=dict(zip(MEMORIES, write)),
-        macs=macs,
-        block_config=BlockChoice(ofm, ifm, part_kernel_first, _ACCUMULATOR_NAMES[accumulator]),
-        buffering_slack_cycles=slack,
-        described=described,
-    )
+    block = _new(BlockChoice)
+    block.__dict__.update(ofm_block=ofm, ifm_block=ifm, part_kernel_first=part_kernel_first,
+                          accumulator=_ACCUMULATOR_NAMES[accumulator])
+    cost = _new(OpCost)
+    cost.__dict__.update(total_cycles=total, npu_cycles=npu, dma_cycles=dma, access_cycles=dict(zip(MEMORIES, access)),
+                         read_bytes=dict(zip(MEMORIES, read)), write_bytes=dict(zip(MEMORIES, write)), macs=macs,
+                         block_config=block, buffering_slack_cycles=slack, described=described, _evictions={})
+    return cost
+
+
+_new = object.__new__
 
 
 def block_configs(kind: str, ifm_shape: Shape, ofm_shape: Shape, *, accelerator: Union[str, Accelerator] = "ethos-u55-128",

@@ -451,9 +451,9 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
         # Single-pass weights are copied in slices only. One whole copy ahead of the operation
         # pays too on the estimator (U55-128 geomean 0.929 -> 0.916 of Vela), but the planner's
         # proposals do not reach those schedules yet (test_planner's fastest proposal would no
-        # longer be the uncascaded compile).
-        whole = target.cost(op, w, s, block, traversal, buffered=True, slack=chosen_slack)
-        if not single_pass and whole.total_cycles < best.cost.total_cycles:
+        # longer be the uncascaded compile). (So a single pass is not costed whole.)
+        whole = None if single_pass else target.cost(op, w, s, block, traversal, buffered=True, slack=chosen_slack)
+        if whole is not None and whole.total_cycles < best.cost.total_cycles:
             best = ScheduledOperation(op, block, pkf, whole, encoded, weight_buffer=True, direct_cost=direct)
         # Depth slices let the DMA of slice k+1 run under slice k: only the first slice's DMA
         # is exposed. Candidate slice depths (`slice_steps`) are the thinnest at least 1, 2 and

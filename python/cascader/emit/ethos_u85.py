@@ -24,7 +24,7 @@ from ..frontend.add_sub_rounding import HEADROOM, operand_multipliers
 from ..frontend.lower_ofm_transpose import STORED_ORDER
 from ..frontend.quantization import pooling_scale
 from ..perf import OP_KINDS
-from .weights import EncodedWeights, StreamRanges
+from .weights import EncodedWeights
 
 PRODUCT = "ethos-u85"
 # OFM_SCALE's round modes (arch/ethos_u85/output_stage.hpp) for the U55's roundings: TFLite's
@@ -200,12 +200,12 @@ def encode_weights(op: LoweredOperation, block: tuple[int, int, int], part_kerne
     w = np.asarray(v.values)
     zp = np.broadcast_to(np.asarray(v.zero_points, dtype=np.int64).reshape(-1), (w.shape[0],))
     field = micro_block(op, part_kernel_first, accelerator)[3]
-    data, slices = _core.encode_u85_operation_weights(
+    planned = _core.plan_u85_operation_weights(
         w, zp.astype(np.int32), np.asarray(v.bias, np.int64), np.asarray(v.scales[:, 0], np.int64),
         np.asarray(v.scales[:, 1], np.int64), int(block[2]), bool(v.depthwise), bool(part_kernel_first),
         8 * op.ifm.element_size, tuple(k["stride"]), tuple(k["dilation"]), field, accelerator, _acc48(op),
         int(depth_step or 0))
-    return EncodedWeights.of_data(data, tuple(tuple(StreamRanges(*r) for r in streams) for streams in slices), u85=True)
+    return EncodedWeights(planned, u85=True)
 
 
 def weight_ranges(streams: tuple, region: int, base: int) -> dict[str, Any]:

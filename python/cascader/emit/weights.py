@@ -34,16 +34,15 @@ class EncodedWeights:
     written on first use, once (`write_all` writes many on every core). The planner reads
     the sizes of every encoding it tries; a binary needs the bytes of those it emits only.
     Until written, it holds the weights' codes (2 bytes a weight) in the core. One made
-    written (`of_data`: the Ethos-U85 encoder's, or a depth slice cut from another) has its
-    bytes from the start.
+    written (`of_data`: a depth slice cut from another) has its bytes from the start.
     """
 
     # Ethos-U85 streams (emit/ethos_u85): per slice one StreamRanges per weight decoder, the
     # first with the scale stream; otherwise one per core, each with its own scales.
     u85: bool = False
 
-    def __init__(self, planned: "_core.PlannedWeights") -> None:
-        self._planned = planned
+    def __init__(self, planned: "_core.PlannedWeights", u85: bool = False) -> None:
+        self._planned, self.u85 = planned, u85
         self._data: bytes | None = None
         self.size: int = planned.size  # bytes of `data`
         self.slices: tuple[tuple[StreamRanges, ...], ...] = tuple(

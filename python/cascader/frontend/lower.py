@@ -58,7 +58,7 @@ SCRATCH_IDS = 1 << 16  # scratch buffer ids per operator (an unrolled LSTM takes
 def _hwc(t: Tensor, fold_batch: bool = False) -> tuple[int, int, int]:
     """`t` in the NPU's H x W x C; `fold_batch`: leading axes (a batch above 1, a fifth axis)
     folded into H, for a buffer whose operations view it in shapes of their own (BATCH_MATMUL)."""
-    shape = tuple(int(d) for d in t.shape)
+    shape = tuple(map(int, t.shape))
     if fold_batch and len(shape) >= 4:
         return math.prod(shape[:-2]), shape[-2], shape[-1]
     if len(shape) == 4:

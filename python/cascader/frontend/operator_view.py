@@ -40,10 +40,9 @@ class OperatorView:
         self.graph = graph
         self.index = index
         self.op: Operator = graph.operators[index]
-
-    @property
-    def opcode(self) -> str:
-        return self.op.opcode
+        # An attribute, not a property: the support rules and the lowering ask for it some
+        # fifty times per operator.
+        self.opcode: str = self.op.opcode
 
     @property
     def options(self) -> dict:

@@ -697,12 +697,23 @@ def check_operator(view: OperatorView) -> Verdict:
             return Verdict(False, "operator_type", f"{opcode} has no Ethos-U55/U65 NPU operation (Vela 5.2 runs it "
                                                    "on the Ethos-U85 only, which cascader does not compile for yet)")
         return Verdict(False, "operator_type", f"{opcode} is not supported by the Ethos-U NPU")
-    for rule in RULES:
-        if rule.applies_to(opcode):
-            detail = rule.check(view)
-            if detail is not None:
-                return Verdict(False, rule.name, f"{rule.reason} ({detail})")
+    for rule in _rules_for(opcode):
+        detail = rule.check(view)
+        if detail is not None:
+            return Verdict(False, rule.name, f"{rule.reason} ({detail})")
     return Verdict(True)
+
+
+# The rules that apply to each operator type, in RULES's order: a partition checks every
+# operator, and asking each of the rules whether it applies was a third of that.
+_RULES_BY_OPCODE: dict[str, tuple[Rule, ...]] = {}
+
+
+def _rules_for(opcode: str) -> tuple[Rule, ...]:
+    rules = _RULES_BY_OPCODE.get(opcode)
+    if rules is None:
+        rules = _RULES_BY_OPCODE[opcode] = tuple(rule for rule in RULES if rule.applies_to(opcode))
+    return rules
 
 
 def macs(view: OperatorView) -> int:

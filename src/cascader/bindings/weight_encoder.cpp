@@ -63,17 +63,6 @@ std::vector<emit::BiasScale> channels_of(const Int64s& bias, const Int64s& scale
   return channels;
 }
 
-// (data, [[(scale offset, scale length, weight offset, weight length) per stream] per depth slice]).
-py::tuple encoded_tuple(const emit::EncodedWeights& e) {
-  py::list slices;
-  for (const auto& streams : e.slices) {
-    py::list out;
-    for (const auto& r : streams) out.append(py::make_tuple(r.scale_offset, r.scale_length, r.weight_offset, r.weight_length));
-    slices.append(out);
-  }
-  return py::make_tuple(py::bytes(reinterpret_cast<const char*>(e.data.data()), e.data.size()), slices);
-}
-
 }  // namespace
 
 void bind_weight_encoder(py::module_& m) {
@@ -141,7 +130,7 @@ void bind_weight_encoder(py::module_& m) {
       "An operation's weights encoded up to their bits (PlannedWeights).");
 
   m.def(
-      "encode_u85_operation_weights",
+      "plan_u85_operation_weights",
       [](const py::array& ohwi, const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
          const Int64s& bias, const Int64s& scale, const Int64s& shift, int ofm_block_depth, bool depthwise,
          bool part_kernel_first, int ifm_bits, std::pair<int, int> stride, std::pair<int, int> dilation,
@@ -164,19 +153,15 @@ void bind_weight_encoder(py::module_& m) {
         const ethos_u85::WeightOrder order = ethos_u85::weight_order_for(k, accelerator_config(accelerator));
         const HeldWeights weights = weight_values(ohwi);
         const std::vector<int32_t> zps = as_vector(zero_points);
-        emit::EncodedWeights e;
-        {
-          py::gil_scoped_release release;  // as plan_operation_weights
-          e = ethos_u85::encode_operation_weights(weights.raw, zps, channels, order, acc48, depth_step);
-        }
-        return encoded_tuple(e);
+        py::gil_scoped_release release;  // as plan_operation_weights
+        return ethos_u85::plan_operation_weights(weights.raw, zps, channels, order, acc48, depth_step);
       },
       py::arg("ohwi"), py::arg("zero_points"), py::arg("bias"), py::arg("scale"), py::arg("shift"),
       py::arg("ofm_block_depth"), py::arg("depthwise"), py::arg("part_kernel_first"), py::arg("ifm_bits"),
       py::arg("stride"), py::arg("dilation"), py::arg("microblock"), py::arg("accelerator"), py::arg("acc48"),
       py::arg("depth_step"),
-      "An Ethos-U85 operation's streams: (data, [[(scale offset, scale length, weight offset, weight length) per\n"
-      "weight stream] per depth slice]); the first stream of a slice carries its scale stream.");
+      "An Ethos-U85 operation's streams planned (PlannedWeights): per depth slice one range per weight stream;\n"
+      "the first stream of a slice carries its scale stream.");
 }
 
 }  // namespace cascader::bindings

@@ -608,6 +608,53 @@ struct PlannedStream {
 
 namespace {
 
+// The streams of `depth_slices` slices of `per_slice` streams each ([slice * per_slice +
+// stream]) laid out: per slice, each stream's scales then its weights, each on a 16-byte
+// boundary. A stream without codes (a core without channels in the slice) takes no bytes.
+PlannedWeights laid_out(std::shared_ptr<std::vector<PlannedStream>> streams, size_t depth_slices, size_t per_slice) {
+  PlannedWeights out;
+  auto place = [&](size_t length) {  // the offset of the next stream, on a 16-byte boundary
+    const size_t at = (out.size + kAlignment - 1) / kAlignment * kAlignment;
+    out.size = at + length;
+    return at;
+  };
+  for (size_t slice = 0; slice < depth_slices; ++slice) {
+    std::vector<StreamRanges> ranges;
+    for (size_t k = 0; k < per_slice; ++k) {
+      const PlannedStream& stream = (*streams)[slice * per_slice + k];
+      StreamRanges r;
+      if (!stream.codes.empty()) {
+        r.scale_length = stream.scales.size();
+        r.scale_offset = place(r.scale_length);
+        r.weight_length = stream_size(stream.slices);
+        r.weight_offset = place(r.weight_length);
+      }
+      ranges.push_back(r);
+    }
+    out.slices.push_back(std::move(ranges));
+  }
+  out.streams = std::move(streams);
+  return out;
+}
+
+// The codes of stream-ordered values (code_of); an empty stream codes one zero. Throws
+// InvalidArgument naming the first value outside -255..255.
+std::vector<uint16_t> stream_codes(const std::vector<int16_t>& values) {
+  std::vector<uint16_t> codes(std::max<size_t>(values.size(), 1), 0);
+  int out_of_range = 0;  // checked once after the loop, which then has no branch
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int v = values[i];
+    out_of_range |= (v < -255) | (v > 255);
+    codes[i] = static_cast<uint16_t>(code_of(v));
+  }
+  if (out_of_range) {
+    const auto bad = std::find_if(values.begin(), values.end(), [](int16_t v) { return v < -255 || v > 255; });
+    throw InvalidArgument("weight value " + std::to_string(*bad) + " at stream position " +
+                          std::to_string(bad - values.begin()) + " is outside -255..255 (9 bits after the zero point)");
+  }
+  return codes;
+}
+
 template <typename T>
 PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& zero_points,
                         const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
@@ -675,50 +722,35 @@ PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& 
       stream.slices = plan_codes(stream.codes.data(), stream.codes.size());
     }
   });
-  PlannedWeights out;
-  auto place = [&](size_t length) {  // the offset of the next stream, on a 16-byte boundary
-    const size_t at = (out.size + kAlignment - 1) / kAlignment * kAlignment;
-    out.size = at + length;
-    return at;
-  };
-  for (int slice = 0; slice < depth_slices; ++slice) {
-    std::vector<StreamRanges> ranges;
-    for (int core = 0; core < cores; ++core) {
-      const PlannedStream& stream = (*streams)[static_cast<size_t>(slice * cores + core)];
-      StreamRanges r;
-      if (!stream.codes.empty()) {  // else the core has no channels in this slice
-        r.scale_length = stream.scales.size();
-        r.scale_offset = place(r.scale_length);
-        r.weight_length = stream_size(stream.slices);
-        r.weight_offset = place(r.weight_length);
-      }
-      ranges.push_back(r);
-    }
-    out.slices.push_back(std::move(ranges));
-  }
-  out.streams = std::move(streams);
-  return out;
+  return laid_out(std::move(streams), static_cast<size_t>(depth_slices), static_cast<size_t>(cores));
 }
 
 }  // namespace
 
 std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
-  // Not zeroed: every code is written below (an empty stream still codes one zero in one slice).
-  const size_t n = std::max<size_t>(values.size(), 1);
-  std::unique_ptr<uint16_t[]> codes(new uint16_t[n]);
-  codes[0] = 0;
-  int out_of_range = 0;  // checked once after the loop, which then has no branch
-  for (size_t i = 0; i < values.size(); ++i) {
-    const int v = values[i];
-    out_of_range |= (v < -255) | (v > 255);
-    codes[i] = static_cast<uint16_t>(code_of(v));
+  const std::vector<uint16_t> codes = stream_codes(values);
+  return write_codes(codes.data(), plan_codes(codes.data(), codes.size()));
+}
+
+PlannedWeights plan_weight_streams(std::vector<std::vector<StreamToPlan>> slices) {
+  const size_t per_slice = slices.empty() ? 0 : slices[0].size();
+  for (const auto& slice : slices) {
+    if (slice.size() != per_slice || per_slice == 0) {
+      throw InvalidArgument("every depth slice needs the same number of streams, at least one");
+    }
   }
-  if (out_of_range) {
-    const auto bad = std::find_if(values.begin(), values.end(), [](int16_t v) { return v < -255 || v > 255; });
-    throw InvalidArgument("weight value " + std::to_string(*bad) + " at stream position " +
-                          std::to_string(bad - values.begin()) + " is outside -255..255 (9 bits after the zero point)");
-  }
-  return write_codes(codes.get(), plan_codes(codes.get(), n));
+  auto streams = std::make_shared<std::vector<PlannedStream>>(slices.size() * per_slice);
+  // As plan_raw: a depth-sliced operation's streams are planned on every core.
+  parallel_blocks(streams->size(), slices.size() > 1 ? 1 : streams->size(), [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      StreamToPlan& in = slices[k / per_slice][k % per_slice];
+      PlannedStream& stream = (*streams)[k];
+      stream.scales = std::move(in.scales);
+      stream.codes = stream_codes(in.values);
+      stream.slices = plan_codes(stream.codes.data(), stream.codes.size());
+    }
+  });
+  return laid_out(std::move(streams), slices.size(), per_slice);
 }
 
 std::vector<uint8_t> encode_weight_slices(const std::vector<WeightSlice>& slices) {

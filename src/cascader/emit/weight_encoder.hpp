@@ -45,14 +45,7 @@ struct StreamRanges {
   size_t weight_offset = 0, weight_length = 0;
 };
 
-// An operation's encoded constants written at once (the Ethos-U85 encoder's, arch/ethos_u85):
-// the data and where each stream sits in it.
-struct EncodedWeights {
-  std::vector<uint8_t> data;
-  std::vector<std::vector<StreamRanges>> slices;  // [depth slice][stream]
-};
-
-// One (depth slice, core) stream of a PlannedWeights (its codes and their plans).
+// One (depth slice, core or weight decoder) stream of a PlannedWeights (its codes and their plans).
 struct PlannedStream;
 
 // An operation's encoded constants, laid out as the NPU fetches them: per OFM-depth slice, per
@@ -70,6 +63,20 @@ struct PlannedWeights {
 
   std::shared_ptr<const std::vector<PlannedStream>> streams;  // [depth slice * cores + core]
 };
+
+// One stream another weight order made (plan_weight_streams): its scale stream (empty for one
+// that carries none) and its values in the order the decoder reads them (weight minus zero
+// point, padding 0).
+struct StreamToPlan {
+  std::vector<uint8_t> scales;
+  std::vector<int16_t> values;
+};
+
+// Plans the streams of `slices` ([depth slice][stream], as many streams in every slice; the
+// Ethos-U85's, one per weight decoder): laid out as plan_operation_weights lays out a slice's
+// cores, each stream's scales then its weights on 16-byte boundaries, in order. Throws
+// InvalidArgument for slices of different stream counts or a value outside -255..255.
+PlannedWeights plan_weight_streams(std::vector<std::vector<StreamToPlan>> slices);
 
 // An operation's raw quantized weights as the model stores them, read in place.
 struct RawWeights {

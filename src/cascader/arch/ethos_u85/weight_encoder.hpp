@@ -5,9 +5,10 @@
 // stream in the accumulator format's layout (scale_stream.hpp), padded with zero entries to a
 // multiple of 16 channels.
 //
-// Layout of EncodedWeights::data, per OFM-depth slice: the scale stream, then each decoder's
-// weight stream, each on a 16-byte boundary. A slice's StreamRanges are one per weight stream;
-// the first carries the scale stream (the others' scale_length is 0).
+// Layout of the data (emit::PlannedWeights, whose write() gives the bytes), per OFM-depth
+// slice: the scale stream, then each decoder's weight stream, each on a 16-byte boundary. A
+// slice's StreamRanges are one per weight stream; the first carries the scale stream (the
+// others' scale_length is 0).
 // Complexity: O(weight values + slices x codec search).
 #pragma once
 
@@ -24,8 +25,8 @@ namespace cascader::ethos_u85 {
 // accumulator format; `depth_step` cuts the OFM depth into independent slices of that many
 // channels (0: one). Throws InvalidArgument for inconsistent sizes, a weight minus its zero
 // point outside -255..255, or a bias/scale the scale entry cannot hold.
-emit::EncodedWeights encode_operation_weights(const emit::RawWeights& ohwi, const std::vector<int32_t>& zero_points,
-                                              const std::vector<emit::BiasScale>& channels, const WeightOrder& order,
-                                              bool acc48, int depth_step = 0);
+emit::PlannedWeights plan_operation_weights(const emit::RawWeights& ohwi, const std::vector<int32_t>& zero_points,
+                                             const std::vector<emit::BiasScale>& channels, const WeightOrder& order,
+                                             bool acc48, int depth_step = 0);
 
 }  // namespace cascader::ethos_u85

@@ -114,11 +114,15 @@ size_t fast_block(const WeightOrder& o) {
   return static_cast<size_t>(o.ofm_ublock_depth * ifm_ublock_depth(o) * sub_kernel_round(o) / o.decoders);
 }
 
-// The decoders' walks, each as a list of positions into the dense OHWI weights (-1: a value
-// that is 0), then laid out as the streams hold them.
-std::vector<std::vector<int64_t>> stream_positions(const WeightOrder& o) {
+// The decoders' walks, each as a list of `value(position)` for the weight positions into the
+// dense OHWI weights and `absent` for a value that is 0, then laid out as the streams hold
+// them. One template for the positions (unpack) and the values (order): the encoder gathers
+// the values as it walks, without a position list eight bytes a weight (that list and its
+// gather were most of the U85 encoder's time outside the compression).
+template <typename T, typename Value>
+std::vector<std::vector<T>> decoder_streams(const WeightOrder& o, T absent, Value value) {
   check(o);
-  std::vector<std::vector<int64_t>> per_decoder(static_cast<size_t>(o.decoders));
+  std::vector<std::vector<T>> per_decoder(static_cast<size_t>(o.decoders));
   for (int d = 0; d < o.decoders; ++d) {
     auto& out = per_decoder[static_cast<size_t>(d)];
     out.reserve(decoder_values(o, d));
@@ -126,15 +130,16 @@ std::vector<std::vector<int64_t>> stream_positions(const WeightOrder& o) {
         o, d,
         [&](int ofm, int y, int x, int i) {
           const bool exists = ofm < o.ofm_depth && i < o.ifm_depth;
-          out.push_back(exists ? ((static_cast<int64_t>(ofm) * o.kernel_height + y) * o.kernel_width + x) * o.ifm_depth + i
-                               : -1);
+          out.push_back(exists ? value(((static_cast<int64_t>(ofm) * o.kernel_height + y) * o.kernel_width + x) *
+                                           o.ifm_depth + i)
+                               : absent);
         },
-        [&](int count) { out.insert(out.end(), static_cast<size_t>(count), -1); });
+        [&](int count) { out.insert(out.end(), static_cast<size_t>(count), absent); });
   }
   if (!o.fast || o.decoders == 1) return per_decoder;
   // One fast-weight stream: a block of each decoder's values in turn.
   const size_t block = fast_block(o);
-  std::vector<int64_t> stream;
+  std::vector<T> stream;
   std::vector<size_t> at(per_decoder.size(), 0);
   for (bool more = true; more;) {
     more = false;
@@ -147,6 +152,10 @@ std::vector<std::vector<int64_t>> stream_positions(const WeightOrder& o) {
     }
   }
   return {stream};
+}
+
+std::vector<std::vector<int64_t>> stream_positions(const WeightOrder& o) {
+  return decoder_streams<int64_t>(o, int64_t{-1}, [](int64_t position) { return position; });
 }
 
 }  // namespace
@@ -224,19 +233,12 @@ std::vector<int16_t> unpack_u85_weights(const std::vector<std::vector<int16_t>>&
 }
 
 std::vector<std::vector<int16_t>> order_u85_weights(const std::vector<int16_t>& ohwi, const WeightOrder& o) {
-  const auto positions = stream_positions(o);
   if (ohwi.size() != static_cast<size_t>(o.ofm_depth) * o.kernel_height * o.kernel_width * o.ifm_depth) {
+    check(o);  // an invalid order is named first, as before the sizes
     throw InvalidArgument("OHWI weights of " + std::to_string(ohwi.size()) + " values do not match the weight order");
   }
-  std::vector<std::vector<int16_t>> streams;
-  for (const auto& p : positions) {
-    std::vector<int16_t> s(p.size(), 0);
-    for (size_t k = 0; k < p.size(); ++k) {
-      if (p[k] >= 0) s[k] = ohwi[static_cast<size_t>(p[k])];
-    }
-    streams.push_back(std::move(s));
-  }
-  return streams;
+  const int16_t* values = ohwi.data();
+  return decoder_streams<int16_t>(o, int16_t{0}, [values](int64_t position) { return values[position]; });
 }
 
 WeightOrder weight_order_for(const WeightedKernel& k, const AcceleratorConfig& accelerator) {
