@@ -15,7 +15,7 @@
 // The search costs every such block on a grid of tilings of each axis (the axis cut into
 // 1, 2, 3... nearly equal parts, rounded up to the granule) and both traversals of a
 // convolution, and keeps the fastest (the larger block on a tie).
-// Complexity: O(tilings^3 x estimate), cached by the caller per block query.
+// Complexity: O(tilings^3 x estimate), cached by the caller per operation and target.
 #pragma once
 
 #include <optional>
@@ -40,7 +40,7 @@ int micro_block_field(const BlockShape& ublock);
 std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block);
 
 // `op` with its U85 description (op.u85: micro-block, IFM block, accumulator) and, unless set,
-// its block config chosen by the search (cached in `cache` by block query).
+// its block config chosen by the search (cached in `cache` by the whole operation and target).
 NpuOp with_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache);
 
 }  // namespace cascader::ethos_u85
