@@ -31,7 +31,7 @@ def lower(model: Model, accelerator: str | None = None,
     operations `accelerator`'s emitter cannot express (`_target_refusals`).
     """
     forced: dict[int, Verdict] = {}
-    scaled_operands = accelerator is not None and Accelerator(accelerator).product == ethos_u85.PRODUCT
+    u85 = accelerator is not None and Accelerator(accelerator).product == ethos_u85.PRODUCT
     while True:
         part = partition(model, forced)
         malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
@@ -39,7 +39,8 @@ def lower(model: Model, accelerator: str | None = None,
             i, v = malformed[0]
             raise ModelError(f"operator {i} is malformed: {v.reason}")
         try:
-            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, scaled_operands)
+            segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, scaled_operands=u85,
+                                      matmul_from_ifm2=u85)
                         for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)

@@ -242,6 +242,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     }
     if streams is not None:
         out["u85"]["weight_streams"] = streams
+    if whole.registers.get("weights_ifm2"):  # a matrix product: the weights are the IFM2 map
+        out["u85"]["weights_ifm2"] = True
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
         if record.get("reversed_operands") and record["sub_op"] in _ORDERED:

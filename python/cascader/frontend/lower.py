@@ -89,10 +89,11 @@ class _Lowering:
     (which see it as a `LoweringContext`)."""
 
     def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
-                 least_scratch: bool = False, scaled_operands: bool = False) -> None:
+                 least_scratch: bool = False, scaled_operands: bool = False, matmul_from_ifm2: bool = False) -> None:
         self.graph = graph
         self.least_scratch = least_scratch
         self.scaled_operands = scaled_operands
+        self.matmul_from_ifm2 = matmul_from_ifm2
         self.operators = operators
         self.members = set(operators)
         self.root: dict[int, int] = {}
@@ -432,12 +433,14 @@ class _Lowering:
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
-                  least_scratch: bool = False, scaled_operands: bool = False) -> LoweredSegment:
+                  least_scratch: bool = False, scaled_operands: bool = False,
+                  matmul_from_ifm2: bool = False) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
     `least_scratch`: where a rule trades scratch SRAM for cycles, take the least scratch
     (`LoweringContext.least_scratch`). `scaled_operands`: the target scales each elementwise
-    operand itself (`LoweringContext.scaled_operands`).
+    operand itself (`LoweringContext.scaled_operands`). `matmul_from_ifm2`: the target multiplies
+    two feature maps as matrices (`LoweringContext.matmul_from_ifm2`).
 
     Raises
     ------
@@ -445,4 +448,5 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, scaled_operands).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, scaled_operands,
+                     matmul_from_ifm2).run()

@@ -60,6 +60,9 @@ class LoweringContext(Protocol):
     # of its own (the Ethos-U85's IFM_SCALE/IFM2_SCALE): an ADD/SUB is then one operation with
     # the reference's arithmetic (emit/ethos_u85), where the U55/U65 may need a chain.
     scaled_operands: bool
+    # The target multiplies two feature maps as matrices (the Ethos-U85's convolution that takes
+    # its weights from IFM2): a BATCH_MATMUL of two computed operands is then one operation.
+    matmul_from_ifm2: bool
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
