@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..tflite.model import SubGraph, Tensor
-from .lower_movement import SLICE_OPS, box_view, plan_slice_views
+from .lower_movement import SLICE_OPS, box_view, hwc_axis, plan_slice_views
 from .lowered import (
     ELEMENT_SIZE,
     FeatureMapView,
@@ -224,6 +224,7 @@ class _Lowering:
         self._fold_pads()
         plan_slice_views(self)
         self._slice_concatenations()
+        self._slice_pads()
         for i in self.operators:
             if i in self.skipped:
                 continue
@@ -298,6 +299,32 @@ class _Lowering:
                         and _quant(tensor) == _quant(v.ofm) and v.op.inputs.count(t) == 1):
                     self.slices[t] = (out, hwc_axis, start)
                 start += size
+
+    def _slice_pads(self) -> None:
+        """Let the producer of a PAD's input write it in place, into the padded output's interior
+        (`lower_pad` then writes only the border), as a concatenation's slice, when the PAD pads
+        one axis (a slice is along one), nothing else reads the input and the PAD copies codes as
+        they are (one quantization). openmv palm_detection's channel pads after its max pools: the
+        interior's copy was 73,814 of 17.5 million cycles on U85-128 at 48 x 48 x 32."""
+        producer = {t: i for i in self.operators for t in self.graph.operators[i].outputs}
+        for i in self.operators:
+            op = self.graph.operators[i]
+            if (op.opcode not in ("PAD", "PADV2") or i in self.skipped
+                    or not self.graph.tensors[op.inputs[1]].is_constant):
+                continue
+            t, out = op.inputs[0], op.outputs[0]
+            pads = np.asarray(self.graph.tensors[op.inputs[1]].data).astype(np.int64).reshape(-1, 2)
+            padded = [k for k in range(len(pads)) if pads[k].any()]
+            if len(pads) > 4 or len(padded) != 1 or hwc_axis(len(pads), padded[0]) is None:
+                continue
+            tensor, p = self.graph.tensors[t], producer.get(t)
+            if (p is None or tensor.is_constant or self.consumers.get(t) != [i] or t in self.graph.outputs
+                    or t in self.root or t in self.slices or t in self.subviews
+                    or self.graph.operators[p].opcode in ALIAS_OPS | SLICE_OPS | {"CONCATENATION", "PAD", "PADV2"}
+                    or tensor.quantization is None or tensor.quantization.scale.size == 0
+                    or _quant(tensor) != _quant(self.graph.tensors[out])):
+                continue
+            self.slices[t] = (out, hwc_axis(len(pads), padded[0]), int(pads[padded[0]][0]))
 
     # --- result -----------------------------------------------------------------------------
 

@@ -270,7 +270,8 @@ def _one_product(a: _Operand, bt: _Operand, out_shape: tuple[int, int, int]) -> 
             and depth * widest[0] * widest[1] < 2 ** 31)
 
 
-def _multiply(ops: OperationBuilder, a: _Operand, bt: _Operand, out: FeatureMapView, ofm_scale: tuple[int, int]) -> None:
+def _multiply(ops: OperationBuilder, a: _Operand, bt: _Operand, out: FeatureMapView,
+              ofm_scale: tuple[int, int]) -> None:
     """out = x @ y as one matrix product of the target's (`LoweringContext.matmul_from_ifm2`):
     a 1x1 convolution of x's rows (batches x M x K) that takes its weights from the IFM2, y
     transposed (batches x N x K): OFM (b, i, j) = sum over k of (x - zp_x)(b, i, k) (y - zp_y)(b,
