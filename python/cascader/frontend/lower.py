@@ -13,8 +13,10 @@ the core only through `lowering_context.LoweringContext`. The core:
 - walks the segment: RESHAPE, SQUEEZE and EXPAND_DIMS become aliases of their input's buffer;
   a PAD that every reader can take as its own padding is folded into them; slicing outputs
   that only view-readers read become views of their input (`lower_movement.plan_slice_views`);
-  a concatenation input's producer writes straight into its slice when nothing else needs it;
-  then each remaining operator goes to its rule;
+  a concatenation input's producer writes straight into its slice when nothing else needs it,
+  and so does a one-axis PAD's input's producer into the padded interior (`_slice_pads`); a MUL
+  of a map by a table lookup of it is one lookup (`lower_self_product`); then each remaining
+  operator goes to its rule;
 - owns the buffers and the views of tensors in them, the scratch buffers a rule asks for, and
   the constants it makes (in flash);
 - finishes the segment: table lookups fused into their producers (`lut_fusion`), 16-channel
@@ -46,6 +48,7 @@ from .lowered import (
     with_copy_shape,
 )
 from .lowering_context import Box
+from .lower_self_product import lower_self_product, plan_self_products
 from .lowering_rules import LOWERING_RULES
 from .lut_fusion import fuse_table_lookups
 from .operation_builder import MAX_PADDING
@@ -225,6 +228,10 @@ class _Lowering:
         plan_slice_views(self)
         self._slice_concatenations()
         self._slice_pads()
+        # A MUL of a map by a table lookup of it (SiLU) is one lookup: the unary does not run.
+        self_products = plan_self_products(self.graph, self.operators, self.consumers)
+        self.skipped |= set(self_products.values())
+        self.fused_away |= {self.graph.operators[i].outputs[0] for i in self_products.values()}
         for i in self.operators:
             if i in self.skipped:
                 continue
@@ -233,6 +240,9 @@ class _Lowering:
                 continue
             rule = LOWERING_RULES.get(view.opcode)
             try:
+                if i in self_products:
+                    lower_self_product(self, view, OperatorView(self.graph, self_products[i]))
+                    continue
                 if rule is None:
                     raise UnsupportedError(f"operator {i} ({view.opcode}) has no NPU lowering")
                 rule(self, view)
