@@ -203,6 +203,16 @@ def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool
     if lo.registers.get("ifm_upscale") == ZEROS_UPSCALE:
         k, (top, left, _, _) = lo.registers["kernel"], lo.registers["padding"]
         return _core.Propagator.transposed(k["height"], k["width"], top, left, view.shape[2], 2)
+    if second and lo.registers.get("weights_ifm2"):
+        # A matrix product's IFM2 (the Ethos-U85's weights from IFM2, OH x OC x K: see
+        # lower_batch_matmul._multiply): OFM row h reads IFM2 row h, every column and channel.
+        p = _core.Propagator.identity()
+        axes = p.axes
+        for axis, n in ((2, view.shape[1]), (3, view.shape[2])):
+            axes[axis] = _core.AxisMap()
+            axes[axis].scale, axes[axis].extent_bias, axes[axis].offset_bias = 0, n, 0
+        p.axes = axes
+        return p
     if lo.kind == "elementwise":
         operand = (1, *view.shape)
         if second:
@@ -379,8 +389,10 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             # and no constant operand deeper than a channel (the slice would have to narrow it; a
             # convolution's weights are encoded in slices instead, stripes._slice_sources). Not a
             # transpose's channel plane or a box reader: their IFM views are no channel slices.
+            # Not a matrix product: its OFM channels are its IFM2's columns, which no slice narrows.
             part.channel_sliceable = (lo.kind in STRIPABLE_KINDS and whole(lo.ofm) and not lo.registers.get("ifm_upscale")
                                       and "ofm_transpose" not in lo.registers
+                                      and not lo.registers.get("weights_ifm2")
                                       and not transposed and box is None
                                       and not any(v is not None and v.buffer not in index and v.shape[2] > 1
                                                   for v in (lo.ifm, lo.ifm2)))

@@ -249,6 +249,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         _store_transposed(out, whole.registers["ofm_transpose"])
     if record["kind"] == "resize":  # frontend/lower_u85_resize: its registers are the U85's already
         out["u85"].update({k: whole.registers[k] for k in ("resize_mode", "resize", "ofm_round_mode")})
+    if whole.registers.get("weights_ifm2"):  # a matrix product: the weights are the IFM2 map
+        out["u85"]["weights_ifm2"] = True
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
         if record.get("reversed_operands") and record["sub_op"] in _ORDERED:

@@ -7,7 +7,8 @@ interior from the input, and up to six border boxes (before and after along H, W
 overlapping) from a constant fill.
 
 A PAD that the core can fold into the padding of the convolutions reading it (`lower`'s
-`_fold_pads`) never gets here.
+`_fold_pads`) never gets here; one along one axis whose input's producer writes it into the
+interior in place (`lower`'s `_slice_pads`, `LoweringContext.slices`) has no copy.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def lower_pad(lw: LoweringContext, v: OperatorView) -> None:
     h, w, c = dst.shape
     sh, sw, sc = src.shape
     name = f"{v.index}:{v.opcode}"
-    raw_copy(lw, v.index, name, src, dst.window((t0, l0, c0), src.shape))
+    if lw.slices.get(v.op.inputs[0], (None,))[0] != v.op.outputs[0]:  # else its producer wrote it there
+        raw_copy(lw, v.index, name, src, dst.window((t0, l0, c0), src.shape))
     value = pad_value(v)
     borders = [((0, 0, 0), (t0, w, c)), ((h - t1, 0, 0), (t1, w, c)),
                ((t0, 0, 0), (sh, l0, c)), ((t0, w - l1, 0), (sh, l1, c)),

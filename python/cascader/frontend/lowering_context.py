@@ -66,6 +66,9 @@ class LoweringContext(Protocol):
     # Transposes as per-channel planes where they can be (`lower_movement.channel_planes`):
     # the least-scratch lowering's choice, and the Ethos-U85's.
     channel_planes: bool
+    # The target multiplies two feature maps as matrices (the Ethos-U85's convolution that takes
+    # its weights from IFM2): a BATCH_MATMUL of two computed operands is then one operation.
+    matmul_from_ifm2: bool
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""

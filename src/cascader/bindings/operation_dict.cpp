@@ -196,7 +196,7 @@ py::dict operation_to_dict(const NpuOperation& op, bool u85) {
     d["sub_op"] = modes[op.sub_op];
   }
   d["ifm"] = feature_map(op.ifm);
-  if (op.has_ifm2()) {
+  if (op.has_ifm2() || op.u85.weights_ifm2) {
     d["ifm2"] = feature_map(op.ifm2);
     d["ifm2_scalar"] = op.ifm2_is_scalar ? py::object(py::int_(op.ifm2_scalar)) : py::object(py::none());
     d["broadcast"] = py::make_tuple(op.broadcast_h, op.broadcast_w, op.broadcast_c);
@@ -319,6 +319,8 @@ NpuOperation operation_from_dict(const py::dict& d) {
   op.acc_format = field_or<int>(d, RECORD_KEY("acc_format"), op.acc_format);
   op.parallel_mode = field_or<int>(d, RECORD_KEY("parallel_mode"), op.parallel_mode);
   if (PyObject* u85 = lookup(d, RECORD_KEY("u85"))) u85_fields(cast_field<py::dict>(u85, RECORD_KEY("u85")), op);
+  // An Ethos-U85 matrix product reads its weights from the IFM2 map: an operand, not elementwise.
+  if (op.u85.weights_ifm2) op.ifm2 = feature_map(field<py::dict>(d, RECORD_KEY("ifm2")));
   return op;
 }
 

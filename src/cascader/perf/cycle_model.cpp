@@ -42,13 +42,14 @@ struct QueryHash {
 
 struct BlockConfigCache::Impl {
   std::unordered_map<QueryKey, BlockConfig, QueryHash> map;
+  std::unordered_map<std::string, BlockConfig> searched;  // by the search's complete key
 };
 
 BlockConfigCache::BlockConfigCache() : impl_(std::make_unique<Impl>()) {}
 BlockConfigCache::~BlockConfigCache() = default;
 BlockConfigCache::BlockConfigCache(BlockConfigCache&&) noexcept = default;
 BlockConfigCache& BlockConfigCache::operator=(BlockConfigCache&&) noexcept = default;
-size_t BlockConfigCache::size() const { return impl_->map.size(); }
+size_t BlockConfigCache::size() const { return impl_->map.size() + impl_->searched.size(); }
 
 const BlockConfig& BlockConfigCache::get(const AcceleratorConfig& arch, const BlockQuery& q) {
   QueryKey key{arch.id, q};
@@ -57,12 +58,10 @@ const BlockConfig& BlockConfigCache::get(const AcceleratorConfig& arch, const Bl
   return impl_->map.emplace(key, choose_block_config(arch, q)).first->second;
 }
 
-const BlockConfig& BlockConfigCache::get(const AcceleratorConfig& arch, const BlockQuery& q,
-                                         const std::function<BlockConfig()>& choose) {
-  QueryKey key{arch.id, q};
-  auto it = impl_->map.find(key);
-  if (it != impl_->map.end()) return it->second;
-  return impl_->map.emplace(key, choose()).first->second;
+const BlockConfig& BlockConfigCache::get(const std::string& key, const std::function<BlockConfig()>& choose) {
+  auto it = impl_->searched.find(key);
+  if (it != impl_->searched.end()) return it->second;
+  return impl_->searched.emplace(key, choose()).first->second;
 }
 
 BlockQuery block_query(const NpuOp& op) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "cascader/arch/arch_config.hpp"
 #include "cascader/perf/npu_op.hpp"
@@ -52,8 +53,10 @@ class BlockConfigCache {
   BlockConfigCache(BlockConfigCache&&) noexcept;
   BlockConfigCache& operator=(BlockConfigCache&&) noexcept;
   const BlockConfig& get(const AcceleratorConfig& arch, const BlockQuery& q);
-  // The choice `choose` makes, made once per query (a target with a search of its own: the U85).
-  const BlockConfig& get(const AcceleratorConfig& arch, const BlockQuery& q, const std::function<BlockConfig()>& choose);
+  // The choice `choose` makes, made once per `key` (a target with a search of its own: the U85).
+  // The key must hold everything the choice depends on, target included: a cached choice is
+  // reused for any operation of the same key, whatever was compiled before it.
+  const BlockConfig& get(const std::string& key, const std::function<BlockConfig()>& choose);
   size_t size() const;
 
  private:

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cascader/arch/ethos_u85/performance.hpp"
@@ -233,6 +234,69 @@ void cost_blocks(const NpuOp& op, const ArchConfig& arch, const std::vector<Bloc
   }
 }
 
+// The search's cache key: everything its cost estimate can read, which is the whole operation
+// (memories, formats, weight stream, activation table, chaining...) and the whole target (the
+// array, the system config's bandwidths and latencies, the memory mode). A key of shapes alone
+// (BlockQuery, enough for the U55/U65 choice) let one compile's choice leak into the next: the
+// NCHW MobileNet v2 on U85-128 cost 919,707 cycles in a fresh process and 947,195 after the
+// NHWC one.
+class SearchKey {
+ public:
+  SearchKey(const NpuOp& op, const ArchConfig& arch) {
+    put(arch.accelerator().id, arch.accelerator().name, arch.memory_mode());
+    const SystemConfig& s = arch.system();
+    put(s.core_clock, s.axi0, s.axi1);
+    for (const MemorySpec& m : s.memories) {
+      put(m.clock_scale, m.burst_length, m.read_latency, m.write_latency, m.ports_used, m.max_reads, m.max_writes);
+    }
+    put(op.type);
+    map(op.ifm);
+    put(bool(op.ifm2));
+    if (op.ifm2) map(*op.ifm2);
+    map(op.ofm);
+    const Kernel& k = op.kernel;
+    put(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x);
+    put(op.padding.top, op.padding.left, op.padding.bottom, op.padding.right);
+    put(op.weight_bytes, op.scale_bytes, op.weight_memory, bool(op.weight_buffer_memory),
+        op.weight_buffer_memory.value_or(MemoryArea::Sram), op.weight_first_dma_bytes, op.weight_last_slice_depth,
+        op.dma_slack_cycles);
+    put(op.activation, op.lut_bytes, op.lut_memory, op.rescaled, op.traversal, op.block_depth, op.dma_bytes,
+        op.ifm_upscale, op.ofm_step, op.transpose, op.scalar_first);
+    put(bool(op.u85));
+    if (op.u85) {
+      const U85Op& u = *op.u85;
+      block(u.ofm_ublock);
+      block(u.ifm_block);
+      put(u.acc48, u.fast_weights, u.sparse_weights, u.resize, u.ifm_chained, u.ifm2_chained, u.ofm_chained,
+          u.own_ofm_bits, u.ofm_half_throughput, u.chain.size());
+      for (const U85Chained& c : u.chain) {
+        put(c.type, c.ifm_bits, c.ofm_bits, c.writes_chain, c.lut, bool(c.memory_input));
+        if (c.memory_input) map(*c.memory_input);
+      }
+    }
+    put(bool(op.whole_ofm));
+    if (op.whole_ofm) shape(*op.whole_ofm);
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  template <class... T>
+  void put(const T&... v) { (raw(v), ...); }
+  template <class T>
+  void raw(const T& v) {
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>, "a key field is a number");
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void raw(const std::string& v) { put(v.size()); bytes_ += v; }
+  void shape(const Shape4& s) { put(s.n, s.h, s.w, s.c); }
+  void block(const BlockShape& b) { put(b.height, b.width, b.depth); }
+  void map(const FeatureMap& f) {
+    shape(f.shape);
+    put(f.format, f.bits, f.memory);
+  }
+  std::string bytes_;
+};
+
 BlockConfig search(const NpuOp& op, const ArchConfig& arch) {
   const AcceleratorConfig& a = arch.accelerator();
   const bool conv = unit_of(op.type) == Conv && op.type != NpuOpType::FullyConnected;
@@ -361,15 +425,7 @@ NpuOp with_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCach
     return described(op, a, op.block_config->ofm_block,
                      op.block_config->part_kernel_first || op.traversal == cascader::Traversal::PartKernelFirst);
   }
-  const BlockConfig& chosen = cache.get(a, block_query(op), [&] { return search(op, arch); });
-  // The query leaves out the whole operation's OFM (NpuOp::whole_ofm): a choice cached for an
-  // operation of the same shapes but another micro-block is searched again.
-  NpuOp with_traversal = op;
-  with_traversal.traversal = chosen.part_kernel_first ? cascader::Traversal::PartKernelFirst : cascader::Traversal::DepthFirst;
-  if (!try_block_config(with_traversal, a, chosen.ofm_block)) {
-    const BlockConfig own = search(op, arch);
-    return described(op, a, own.ofm_block, own.part_kernel_first);
-  }
+  const BlockConfig& chosen = cache.get(SearchKey(op, arch).bytes(), [&] { return search(op, arch); });
   return described(op, a, chosen.ofm_block, chosen.part_kernel_first);
 }
 

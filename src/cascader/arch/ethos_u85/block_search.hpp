@@ -16,7 +16,7 @@
 // 1, 2, 3... nearly equal parts, rounded up to the granule; for an elementwise operation Vela
 // 5.2's own block too) and both traversals of a convolution, and keeps the fastest (the larger
 // block on a tie); where none of them fits, blocks doubling from the granule.
-// Complexity: O(tilings^3 x estimate), cached by the caller per block query.
+// Complexity: O(tilings^3 x estimate), cached by the caller per operation and target.
 #pragma once
 
 #include <optional>
@@ -48,7 +48,7 @@ std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorCo
 NpuOp resize_description(const NpuOp& op, const AcceleratorConfig& a, int scale_n, int scale_d);
 
 // `op` with its U85 description (op.u85: micro-block, IFM block, accumulator) and, unless set,
-// its block config chosen by the search (cached in `cache` by block query).
+// its block config chosen by the search (cached in `cache` by the whole operation and target).
 NpuOp with_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache);
 
 }  // namespace cascader::ethos_u85

@@ -231,7 +231,7 @@ void encode_block_operation(Writer& w, const NpuOperation& op, const ArchConfig&
     w.reg1(IFM_SCALE, scale_register(w, u.ifm_scale, u.ifm_shift, u.ifm_double_round, u.ifm_round_mode, 1, "IFM scale"),
            "IFM scale");
   }
-  if (op.has_ifm2()) operand_registers(w, op);
+  if (op.has_ifm2() || u.weights_ifm2) operand_registers(w, op);  // a matrix product's weights: IFM2
 
   w.reg0(BLOCKDEP, 0, "block dependency", 0, 3);
   w.command(command, param, "operation");
