@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from . import _core
 from . import memory as mem
 from .arch import Accelerator, MemoryMode
-from .errors import InfeasibleError
+from .errors import BudgetError, InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
@@ -55,6 +55,10 @@ UPSCALE_FACTOR = 2  # both modes double the rows and columns
 # search gives.
 LEAST_SCORED = 16
 LEAST_LAID_OUT = 3
+# Dedicated_Sram: the budgets, as shares of the fastest proposal's SRAM, under which that
+# proposal is laid out again with feature maps moved to DRAM (`evicting_points`), down to none
+# in SRAM. A greedy layout with eviction takes 1-300 ms (palm detection's most).
+EVICTING_SHARES = (1 / 2, 1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64, 0.0)
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,9 @@ class PlanPoint:
     proposal: Any  # _core.Proposal
     estimated_bytes: int  # the planner's own peak (a lower bound of sram_bytes)
     least_scratch: bool = False  # of the least-scratch lowering (`lowering.lower(..., least_scratch=True)`)
+    # Dedicated_Sram: laid out with some feature maps in DRAM to fit `sram_bytes` (its cycles
+    # add what their slower traffic costs, `evicting_points`); else every one is in SRAM.
+    evicting: bool = False
 
     @property
     def cascades(self) -> int:
@@ -103,7 +110,8 @@ class PlanPoint:
 
     def __repr__(self) -> str:
         return (f"PlanPoint(sram={self.sram_bytes:,} B, cycles={self.cycles:,.0f}, "
-                f"{self.cascades} cascades of {len(self.proposal.cascades)} groups)")
+                f"{self.cascades} cascades of {len(self.proposal.cascades)} groups"
+                f"{', feature maps in DRAM' if self.evicting else ''})")
 
 
 class Stages:
@@ -149,6 +157,9 @@ class Frontier:
     # (`floor.floor`): the frontier's least point against it measures the planner.
     floor_bytes: int = 0
     floor_operator: str = ""
+    # The least-SRAM point that keeps every feature map but TFLM's in SRAM (`plan`'s frontiers;
+    # on Dedicated_Sram the points with feature maps in DRAM may dominate it).
+    resident: Any = None
     # Each stage's (wall, CPU) seconds (`Stages`), for `plan`'s frontiers.
     stages: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
 
@@ -456,6 +467,9 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
             p.least_scratch = True
         both = frontier.points + frugal.points
         frontier.points = [both[k] for k in _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in both])]
+        if frugal.resident is not None and (frontier.resident is None
+                                            or frugal.resident.sram_bytes < frontier.resident.sram_bytes):
+            frontier.resident = frugal.resident
         if frugal.floor_bytes < frontier.floor_bytes:
             frontier.floor_bytes, frontier.floor_operator = frugal.floor_bytes, frugal.floor_operator
         frontier.notes.append("points marked least_scratch are of the least-scratch lowering "
@@ -482,11 +496,16 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     # The leanest points as the compile lays them out, stripe by stripe (the score takes each
     # cascade as one step: chained staircases and in-place operations come out otherwise).
     config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
-    for sram, point, _, _ in lay_out_leanest(frontier, part.graph, lean, config):
+    leanest = lay_out_leanest(frontier, part.graph, lean, config)
+    for sram, point, _, _ in leanest:
         point.sram_bytes = sram
     stages.lap("leanest laid out")
-    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in frontier.candidates])
-    frontier.points = [frontier.candidates[k] for k in front]
+    evicting = [] if config.shared_sram else evicting_points(frontier, part.graph, lean, config)
+    stages.lap("evicting points")
+    frontier.resident = min(frontier.candidates, key=lambda p: (p.sram_bytes, p.cycles), default=None)
+    pool = frontier.candidates + evicting
+    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
+    frontier.points = [pool[k] for k in front]
     least = floor(part, lean)
     frontier.floor_bytes, frontier.floor_operator = least.bytes, least.operator
     stages.lap("floor, frontier")
@@ -539,6 +558,38 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
         tried.add(id(point))
         out.append((point, *laid_out(point, graph, lean, frontier.graph, config)))
     return [(sram, point, striped, memory) for point, sram, striped, memory in out]
+
+
+def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig) -> list[PlanPoint]:
+    """Dedicated_Sram: points with feature maps in DRAM. The fastest proposal of `frontier` (of
+    `lean`, an uncascaded schedule without weight buffers, and `graph`) is laid out under each
+    of EVICTING_SHARES of its planned SRAM by the memory planner, which moves feature maps to
+    DRAM until the rest fit, the cheapest per byte first (`memory.layout`); a point's cycles
+    are the proposal's plus what the eviction costs: each operation costed again by the cycle
+    model with its evicted operands in DRAM (`schedule.memory_schedule`'s access bytes), the
+    model the estimator runs. Laid out by the greedy planner, as `cascader.compile` lays out
+    the fastest proposals under a budget they do not fit (`compiler._evicting_cascades`; the
+    one it keeps is laid out again exactly, which evicts no more).
+
+    The fastest proposal, not the leanest: the slower DRAM traffic costs less than a deep
+    cascade's stripes (MobileNetV2-224 on U65-256 with no feature map in SRAM: 3.63M cycles
+    from the fastest proposal, 7.23M from the leanest; 3.49M and 5.57M within 125,000 B)."""
+    pool = frontier.candidates or frontier.points
+    if not pool:
+        return []
+    fastest = min(pool, key=lambda p: (p.cycles, p.sram_bytes))
+    striped = cascaded_schedule(lean, frontier.graph, fastest.proposal, _Target.of(lean))
+    core = mem.core_schedule(memory_schedule(striped, graph)[0])  # copied to the core once
+    out = []
+    for share in EVICTING_SHARES:
+        capped = replace(config, fast_capacity=int(fastest.estimated_bytes * share) // 16 * 16, solver="greedy")
+        try:
+            result = _core.layout_schedule(core, capped.to_core()).arenas
+        except BudgetError:  # a buffer that may not leave SRAM: no point under this budget
+            continue
+        out.append(PlanPoint(int(result.fast_size), fastest.cycles + result.eviction_cycles, fastest.proposal,
+                             fastest.estimated_bytes, fastest.least_scratch, evicting=result.eviction_cycles > 0))
+    return out
 
 
 def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryConfig) -> tuple:
