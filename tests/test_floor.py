@@ -99,9 +99,10 @@ def test_the_squeeze_excite_gate_needs_the_features_whole():
     gate = net.logistic(net.conv2d(s, 32, (1, 1), activation=None, name="expand"), name="gate")
     y = net.mul(x, gate, name="excite")
     net.output(net.conv2d(y, 8, (1, 1), name="project"))
-    frontier = plan(net.build(), accelerator="ethos-u65-256")
+    model = net.build()
+    frontier = plan(model, accelerator="ethos-u65-256")
     features, gate_bytes = 16 * 16 * 32, 32
-    resident, _ = _resident_floor(net.build(), "ethos-u65-256")
+    resident, _ = _resident_floor(model, "ethos-u65-256")
     assert resident >= features + gate_bytes
     assert resident <= frontier.resident.sram_bytes
 

@@ -10,7 +10,9 @@ op and one Propagator per input, and one tensor per buffer; CPU operators are pa
 cannot stripe. `_core.generate_proposals` returns the Pareto set of proposals under the
 planner's memory model (rolling buffers plus the whole tensors live across each cascade); each
 surviving proposal is then laid out by the exact allocator, and that layout's SRAM is the
-point's `sram_bytes`.
+point's `sram_bytes`. On Dedicated_Sram, where every feature map may live in DRAM, the frontier
+also holds the fastest proposal laid out under smaller budgets with feature maps moved to DRAM,
+down to none in SRAM (`evicting_points`), each costed with that slower traffic.
 
 `cascader.compile(model, sram=...)` turns the selected point into a binary: `stripes.py` builds
 its stripe-level operations and rolling buffers from the proposal. The compiled binary carries
@@ -57,8 +59,9 @@ LEAST_SCORED = 16
 LEAST_LAID_OUT = 3
 # Dedicated_Sram: the budgets, as shares of the fastest proposal's SRAM, under which that
 # proposal is laid out again with feature maps moved to DRAM (`evicting_points`), down to none
-# in SRAM. A greedy layout with eviction takes 1-300 ms (palm detection's most).
-EVICTING_SHARES = (1 / 2, 1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64, 0.0)
+# in SRAM. A greedy layout with eviction takes 2-120 ms on palm detection, one round per buffer
+# evicted (none under a budget of 0: every buffer goes at once).
+EVICTING_SHARES = (3 / 4, 1 / 2, 1 / 4, 1 / 8, 1 / 16, 0.0)
 
 
 @dataclass(frozen=True)
@@ -463,7 +466,7 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
         # lowering where the budget needs it); its proposals are of its own graph, kept apart.
         frugal_part, frugal_segments = lower(m, acc.name, least_scratch=True)
         frugal = plan_scheduled(frugal_part, schedule(frugal_part, frugal_segments, acc.name, system, mode), options)
-        for p in frugal.points:
+        for p in frugal.points + ([frugal.resident] if frugal.resident is not None else []):
             p.least_scratch = True
         both = frontier.points + frugal.points
         frontier.points = [both[k] for k in _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in both])]
@@ -565,7 +568,8 @@ def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
     `lean`, an uncascaded schedule without weight buffers, and `graph`) is laid out under each
     of EVICTING_SHARES of its planned SRAM by the memory planner, which moves feature maps to
     DRAM until the rest fit, the cheapest per byte first (`memory.layout`); a point's cycles
-    are the proposal's plus what the eviction costs: each operation costed again by the cycle
+    are its stripes' (without the weight buffers of operations run alone, which would take
+    SRAM: their weights are read where they are stored) plus what the eviction costs: each operation costed again by the cycle
     model with its evicted operands in DRAM (`schedule.memory_schedule`'s access bytes), the
     model the estimator runs. Laid out by the greedy planner, as `cascader.compile` lays out
     the fastest proposals under a budget they do not fit (`compiler._evicting_cascades`; the
@@ -587,8 +591,10 @@ def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
             result = _core.layout_schedule(core, capped.to_core()).arenas
         except BudgetError:  # a buffer that may not leave SRAM: no point under this budget
             continue
-        out.append(PlanPoint(int(result.fast_size), fastest.cycles + result.eviction_cycles, fastest.proposal,
-                             fastest.estimated_bytes, fastest.least_scratch, evicting=result.eviction_cycles > 0))
+        # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
+        sram = int(result.fast_size)
+        out.append(PlanPoint(sram, striped.total_cycles + result.eviction_cycles, fastest.proposal, sram,
+                             fastest.least_scratch, evicting=result.eviction_cycles > 0))
     return out
 
 
