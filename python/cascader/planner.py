@@ -62,6 +62,10 @@ LEAST_LAID_OUT = 3
 # in SRAM. A greedy layout with eviction takes 2-120 ms on palm detection, one round per buffer
 # evicted (none under a budget of 0: every buffer goes at once).
 EVICTING_SHARES = (3 / 4, 1 / 2, 1 / 4, 1 / 8, 1 / 16, 0.0)
+# Budgets below this (but 0) are not laid out: a few hundred bytes of SRAM are not worth a
+# layout's time (zoo lstm_kws's fastest proposal takes 1,024 B; its 767 buffers took 280 ms to
+# lay out under shares of that).
+EVICTING_LEAST_BUDGET = 2048
 
 
 @dataclass(frozen=True)
@@ -567,17 +571,17 @@ def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
     """Dedicated_Sram: points with feature maps in DRAM. The fastest proposal of `frontier` (of
     `lean`, an uncascaded schedule without weight buffers, and `graph`) is laid out under each
     of EVICTING_SHARES of its planned SRAM by the memory planner, which moves feature maps to
-    DRAM until the rest fit, the cheapest per byte first (`memory.layout`); a point's cycles
-    are its stripes' (without the weight buffers of operations run alone, which would take
-    SRAM: their weights are read where they are stored) plus what the eviction costs: each operation costed again by the cycle
-    model with its evicted operands in DRAM (`schedule.memory_schedule`'s access bytes), the
-    model the estimator runs. Laid out by the greedy planner, as `cascader.compile` lays out
+    DRAM until the rest fit, the cheapest per byte first (`memory.layout`). A point's cycles
+    are its stripes' (without the weight buffers of operations run alone: they would take SRAM,
+    so those read their weights where they are stored) plus what the eviction costs: each
+    operation costed again by the cycle model with its evicted operands in DRAM
+    (`schedule.memory_schedule`'s access bytes), the model the estimator runs. Laid out by the greedy planner, as `cascader.compile` lays out
     the fastest proposals under a budget they do not fit (`compiler._evicting_cascades`; the
     one it keeps is laid out again exactly, which evicts no more).
 
     The fastest proposal, not the leanest: the slower DRAM traffic costs less than a deep
-    cascade's stripes (MobileNetV2-224 on U65-256 with no feature map in SRAM: 3.63M cycles
-    from the fastest proposal, 7.23M from the leanest; 3.49M and 5.57M within 125,000 B)."""
+    cascade's stripes (MobileNetV2-224 on U65-256 with no feature map in SRAM: about 3.6M
+    cycles from the fastest proposal, 7.2M from the leanest; 3.5M and 5.6M within 125,000 B)."""
     pool = frontier.candidates or frontier.points
     if not pool:
         return []
@@ -585,8 +589,9 @@ def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
     striped = cascaded_schedule(lean, frontier.graph, fastest.proposal, _Target.of(lean))
     core = mem.core_schedule(memory_schedule(striped, graph)[0])  # copied to the core once
     out = []
-    for share in EVICTING_SHARES:
-        capped = replace(config, fast_capacity=int(fastest.estimated_bytes * share) // 16 * 16, solver="greedy")
+    budgets = [int(fastest.estimated_bytes * share) // 16 * 16 for share in EVICTING_SHARES]
+    for budget in (b for b in budgets if b == 0 or b >= EVICTING_LEAST_BUDGET):
+        capped = replace(config, fast_capacity=budget, solver="greedy")
         try:
             result = _core.layout_schedule(core, capped.to_core()).arenas
         except BudgetError:  # a buffer that may not leave SRAM: no point under this budget
