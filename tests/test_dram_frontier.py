@@ -18,14 +18,15 @@ import cascader
 from cascader import zoo
 from cascader.planner import plan
 
-# A point's cycles are the planner's (every stripe costed as it runs), and its own proposal
-# laid out within its SRAM runs them within PREDICTION_TOLERANCE (the estimator's stripes as
-# run). The compile ranks the binaries that fit by the estimator's headline figure (Vela's
-# accounting, which costs a cascaded operation once over its whole OFM) and may keep another
-# proposal where that figure is lower (zoo ResNet-8 on U65-256 with no SRAM: a cascade at
-# 112,000 headline cycles, 123,415 as it runs, beside the point's 112,305): its headline
-# figure is at most the point's.
-PREDICTION_TOLERANCE = 0.03
+# A point's cycles are the planner's (every stripe costed as it runs, each operation again with
+# exactly its evicted operands in DRAM), and its own proposal laid out within its SRAM runs them
+# within PREDICTION_TOLERANCE on the estimator, stripes as run (openmv_yolov8n_192 on U65-256:
+# to the cycle; zoo ResNet-8 on U85-256 within 0.6%). The compile ranks the binaries that fit by the
+# estimator's headline figure (Vela's accounting, which costs a cascaded operation once over its
+# whole OFM) and may keep another proposal where that figure is lower (zoo ResNet-8 on U65-256
+# with no SRAM: a cascade at 112,000 headline cycles, 123,415 as it runs, beside the point's
+# 112,305): its headline figure is at most the point's.
+PREDICTION_TOLERANCE = 0.01
 HEADLINE_TOLERANCE = 0.01
 
 
@@ -87,11 +88,12 @@ def test_shared_sram_plans_offer_no_dram():
     assert frontier.floor_bytes > 0 and frontier.points[0].sram_bytes >= frontier.floor_bytes
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8"])
-def test_every_dram_point_compiles_bit_exact_within_its_sram_at_its_cycles(name):
+@pytest.mark.parametrize("name, accelerator", [("mobilenet_v2", "ethos-u65-256"), ("resnet8", "ethos-u65-256"),
+                                               ("resnet8", "ethos-u85-256")])
+def test_every_dram_point_compiles_bit_exact_within_its_sram_at_its_cycles(name, accelerator):
     model = zoo.get(name)
-    frontier = plan(model, accelerator="ethos-u65-256")
-    _check_points(model, "ethos-u65-256", frontier, [p for p in frontier.points if p.evicting])
+    frontier = plan(model, accelerator=accelerator)
+    _check_points(model, accelerator, frontier, [p for p in frontier.points if p.evicting])
 
 
 def test_the_compiled_frontier_reaches_no_sram():
@@ -110,7 +112,7 @@ def _shared(name: str) -> Path | None:
 @pytest.mark.parametrize("name", ["openmv_yolov8n_192"])
 def test_shared_models_dram_points(name):
     """openmv_yolov8n_192 on U65-256: least SRAM 303,156 B with every feature map in SRAM
-    (Vela's Size 303,248 B); with DRAM, down to 0 B at 5.69M cycles (4.37M unlimited)."""
+    (Vela's Size 303,248 B); with DRAM, down to 0 B at 5.66M cycles (4.37M unlimited)."""
     path = _shared(name)
     if path is None:
         pytest.skip("CASCADER_MODELS is not set")

@@ -39,7 +39,8 @@ from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
                                follows_ofm)
 from .lowering import lower
-from .schedule import NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, without_weight_buffers
+from .schedule import (NpuSchedule, _Target, eviction_cycles, memory_schedule, unflattened, weight_buffer_bytes,
+                       without_weight_buffers)
 from .scheduling import schedule
 from .stripes import cascaded_schedule, is_striped
 from .tflite import ModelLike, as_model
@@ -587,19 +588,23 @@ def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
         return []
     fastest = min(pool, key=lambda p: (p.cycles, p.sram_bytes))
     striped = cascaded_schedule(lean, frontier.graph, fastest.proposal, _Target.of(lean))
-    core = mem.core_schedule(memory_schedule(striped, graph)[0])  # copied to the core once
+    msched = memory_schedule(striped, graph)[0]
+    core = mem.core_schedule(msched)  # copied to the core once
+    slow = int(_core.Arena.slow)
     out = []
     budgets = [int(fastest.estimated_bytes * share) // 16 * 16 for share in EVICTING_SHARES]
     for budget in (b for b in budgets if b == 0 or b >= EVICTING_LEAST_BUDGET):
         capped = replace(config, fast_capacity=budget, solver="greedy")
         try:
-            result = _core.layout_schedule(core, capped.to_core()).arenas
+            laid = _core.layout_schedule(core, capped.to_core())
         except BudgetError:  # a buffer that may not leave SRAM: no point under this budget
             continue
+        evicted = {b for b, arena in enumerate(laid.buffer_arena) if int(arena) == slow
+                   and not msched.buffers[b].cpu_visible}
         # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
-        sram = int(result.fast_size)
-        out.append(PlanPoint(sram, striped.total_cycles + result.eviction_cycles, fastest.proposal, sram,
-                             fastest.least_scratch, evicting=result.eviction_cycles > 0))
+        sram = int(laid.arenas.fast_size)
+        out.append(PlanPoint(sram, striped.total_cycles + eviction_cycles(striped, graph, msched, evicted),
+                             fastest.proposal, sram, fastest.least_scratch, evicting=bool(evicted)))
     return out
 
 
