@@ -246,7 +246,7 @@ def test_the_default_lowering_transposes_in_vela_steps_faster_than_planes():
 def test_a_transposed_input_cascades_bit_exact_on_u65():
     model = nchw_input(seed=1, size=40)
     frontier = plan(model, accelerator="ethos-u65-256")
-    least = frontier.points[0]
+    least = frontier.resident  # the least SRAM with every feature map in SRAM
     assert least.least_scratch  # the planes cascade, Vela's steps through a scratch map do not
     names = [p.name for p in _planner_graph(model, least_scratch=True).parts]
     assert any(c.stripes > 1 and any("TRANSPOSE" in names[k] for k in range(c.first, c.last))
@@ -316,7 +316,7 @@ def test_strided_slices_read_in_place_cascade_bit_exact(accelerator):
     stripe (the input stays whole), and the concatenation rolls."""
     model = focus()
     frontier = plan(model, accelerator=accelerator)
-    least = frontier.points[0]
+    least = frontier.resident  # Dedicated_Sram: points[0] has its feature maps in DRAM
     names = [p.name for p in frontier.graph.parts]
     assert any(c.stripes > 1 and sum("QUANTIZE" in names[k] for k in range(c.first, c.last)) == 4
                for c in least.proposal.cascades)
@@ -436,7 +436,7 @@ def test_every_point_through_a_bilinear_resize_is_bit_exact_within_its_sram(acce
     net.output(net.conv2d(x, 8, (3, 3), (1, 1), "SAME", activation=None))
     model = net.build()
     frontier = plan(model, accelerator=accelerator)
-    least = frontier.points[0]
+    least = frontier.resident  # Dedicated_Sram: points[0] has its feature maps in DRAM
     names = [p.name for p in _planner_graph(model, least_scratch=True).parts]
     crossing = [c for c in least.proposal.cascades
                 if c.stripes > 1 and any("RESIZE_BILINEAR(edge averages)" in names[k] for k in range(c.first, c.last))]

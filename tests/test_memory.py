@@ -316,6 +316,21 @@ def test_eviction_always_meets_the_fast_capacity(schedule, fraction, rnd):
         check_allocation([(p.start, p.end, p.size, 16) for p in placed], [p.offset for p in placed])
 
 
+@settings(max_examples=30, deadline=None)
+@given(schedules(), st.randoms(use_true_random=False))
+def test_no_fast_capacity_evicts_as_the_rounds_would(schedule, rnd):
+    """A fast capacity of 0 evicts every buffer at once (no layout per round): the same buffers
+    and the same eviction cycles, to the last bit, as a capacity of 1 byte, which the rounds
+    reach (every buffer is 2 bytes or more here, so none fits)."""
+    schedule.buffers = [ScheduledBuffer(b.name, b.kind, max(b.size, 2), access_bytes=rnd.randint(0, 10_000))
+                        for b in schedule.buffers]
+    results = [layout(schedule, MemoryConfig(fast_capacity=c, fast_cycles_per_byte=0.1, slow_cycles_per_byte=1.0))
+               for c in (0, 1)]
+    assert results[0].sizes["scratch_fast"] == 0
+    assert results[0].arenas == results[1].arenas
+    assert results[0].eviction_cycles == results[1].eviction_cycles
+
+
 def test_cpu_visible_tensors_live_in_the_tflm_arena():
     """An NPU subgraph's IFM and OFM are TFLM tensors: in Dedicated_Sram they go to `scratch`
     (the arena TFLM plans, off chip) however much SRAM is free, and the packager then gets a

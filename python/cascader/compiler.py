@@ -327,7 +327,7 @@ class _Prepared:
                                                self.optimise, stage_bar(total=2, enabled=False), least_scratch=True)
             else:
                 leanest = with_overlapping_blocks(self.sched, self.part.graph,
-                                                  floor(self.part, self.lean(self.sched)).bytes)
+                                                  floor(self.part, self.lean(self.sched), resident=True).bytes)
                 self._least_scratch = leanest is not self.sched and _Prepared(
                     self.model, self.accelerator, self.system, self.memory_mode, self.part, leanest, self.bricked,
                     self.optimise, least_scratch=True)
@@ -382,7 +382,7 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
     # Performance: with the padded maps that run faster as bricks so stored too.
     sched, bricked = schedules(part, segments, acc.name, system, mode, bricks=optimise == "performance")
     if least_scratch:
-        sched = with_overlapping_blocks(sched, part.graph, floor(part, without_weight_buffers(sched)).bytes)
+        sched = with_overlapping_blocks(sched, part.graph, floor(part, without_weight_buffers(sched), resident=True).bytes)
     bar.update()
     return _Prepared(m, acc.name, system, mode, part, sched, bricked, optimise, least_scratch)
 

@@ -33,6 +33,13 @@ model runs in 4,004 B, this floor, on U55-128. A floor adding that window (200 B
 lie above that binary. What the sharing cannot remove is counted: an output position that
 reads all of an operand (a dense layer's) keeps the two apart.
 
+**Dedicated_Sram** (the U65's and U85's default): the SRAM is the NPU's fast scratch beside
+DRAM, and every feature map, stripe and rolling buffer may live in DRAM (the memory planner
+evicts them, `memory.layout`), where the NPU reads and writes it more slowly: a schedule with
+every buffer in DRAM takes no SRAM at all, so the floor there is 0 (`cascader.compile(model,
+sram=0)` compiles). What the tensors above would hold *with every feature map in SRAM* is
+`floor(..., resident=True)`: the least SRAM of the schedules that evict nothing.
+
 A reduction that reads channel by channel (a global pool: each output channel reads only its
 own input channel) needs its input whole one channel slice at a time: a depth-sliced cascade
 (`_core.plan_depth_cascade`) runs a 1x1 convolution and the pool after it once per slice of 16
@@ -104,13 +111,17 @@ def _reads_every_element(lo: LoweredOperation, v: FeatureMapView) -> bool:
     return True
 
 
-def floor(part: Partition, sched: NpuSchedule) -> Floor:
+def floor(part: Partition, sched: NpuSchedule, resident: bool = False) -> Floor:
     """The floor of `sched`, an uncascaded schedule of `part` (see the module docstring), on
-    the schedule's target and memory mode."""
+    the schedule's target and memory mode: 0 on Dedicated_Sram, where every feature map may
+    live in DRAM, unless `resident` (the floor of the schedules that keep every feature map
+    but TFLM's in SRAM)."""
+    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
+    if not (config.shared_sram or resident):
+        return Floor(0, "", ())
     lean = without_weight_buffers(sched)
     msched, index, op_steps = memory_schedule(lean, part.graph)
     buffers = msched.buffers
-    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     shapes: dict[int, tuple[int, int, int]] = {}
     for seg in lean.segments:
         shapes.update(seg.segment.shapes)

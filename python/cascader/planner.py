@@ -10,7 +10,9 @@ op and one Propagator per input, and one tensor per buffer; CPU operators are pa
 cannot stripe. `_core.generate_proposals` returns the Pareto set of proposals under the
 planner's memory model (rolling buffers plus the whole tensors live across each cascade); each
 surviving proposal is then laid out by the exact allocator, and that layout's SRAM is the
-point's `sram_bytes`.
+point's `sram_bytes`. On Dedicated_Sram, where every feature map may live in DRAM, the frontier
+also holds the fastest proposal laid out under smaller budgets with feature maps moved to DRAM,
+down to none in SRAM (`evicting_points`), each costed with that slower traffic.
 
 `cascader.compile(model, sram=...)` turns the selected point into a binary: `stripes.py` builds
 its stripe-level operations and rolling buffers from the proposal. The compiled binary carries
@@ -25,20 +27,20 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from . import _core
 from . import memory as mem
 from .arch import Accelerator, MemoryMode
-from .errors import InfeasibleError
+from .errors import BudgetError, InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
                                follows_ofm)
 from .lowering import lower
-from .schedule import (NpuSchedule, _Target, memory_schedule, unflattened, weight_buffer_bytes, with_overlapping_blocks,
-                       without_weight_buffers)
+from .schedule import (NpuSchedule, _Target, eviction_cycles, memory_schedule, unflattened, weight_buffer_bytes,
+                       with_overlapping_blocks, without_weight_buffers)
 from .scheduling import schedule
 from .stripes import cascaded_schedule, is_striped
 from .tflite import ModelLike, as_model
@@ -56,6 +58,15 @@ UPSCALE_FACTOR = 2  # both modes double the rows and columns
 # search gives.
 LEAST_SCORED = 16
 LEAST_LAID_OUT = 3
+# Dedicated_Sram: the budgets, as shares of the fastest proposal's SRAM, under which that
+# proposal is laid out again with feature maps moved to DRAM (`evicting_points`), down to none
+# in SRAM. A greedy layout with eviction takes 2-120 ms on palm detection, one round per buffer
+# evicted (none under a budget of 0: every buffer goes at once).
+EVICTING_SHARES = (3 / 4, 1 / 2, 1 / 4, 1 / 8, 1 / 16, 0.0)
+# Budgets below this (but 0) are not laid out: a few hundred bytes of SRAM are not worth a
+# layout's time (zoo lstm_kws's fastest proposal takes 1,024 B; its 767 buffers took 280 ms to
+# lay out under shares of that).
+EVICTING_LEAST_BUDGET = 2048
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,9 @@ class PlanPoint:
     proposal: Any  # _core.Proposal
     estimated_bytes: int  # the planner's own peak (a lower bound of sram_bytes)
     least_scratch: bool = False  # of the least-scratch lowering (`lowering.lower(..., least_scratch=True)`)
+    # Dedicated_Sram: laid out with some feature maps in DRAM to fit `sram_bytes` (its cycles
+    # add what their slower traffic costs, `evicting_points`); else every one is in SRAM.
+    evicting: bool = False
 
     @property
     def cascades(self) -> int:
@@ -104,7 +118,8 @@ class PlanPoint:
 
     def __repr__(self) -> str:
         return (f"PlanPoint(sram={self.sram_bytes:,} B, cycles={self.cycles:,.0f}, "
-                f"{self.cascades} cascades of {len(self.proposal.cascades)} groups)")
+                f"{self.cascades} cascades of {len(self.proposal.cascades)} groups"
+                f"{', feature maps in DRAM' if self.evicting else ''})")
 
 
 class Stages:
@@ -150,6 +165,12 @@ class Frontier:
     # (`floor.floor`): the frontier's least point against it measures the planner.
     floor_bytes: int = 0
     floor_operator: str = ""
+    # The floor with every feature map but TFLM's in SRAM (`floor(..., resident=True)`): the
+    # floor itself but on Dedicated_Sram, where that is 0.
+    resident_floor_bytes: int = 0
+    # The least-SRAM point that keeps every feature map but TFLM's in SRAM (`plan`'s frontiers;
+    # on Dedicated_Sram the points with feature maps in DRAM may dominate it).
+    resident: Any = None
     # Each stage's (wall, CPU) seconds (`Stages`), for `plan`'s frontiers.
     stages: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
 
@@ -470,19 +491,23 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     if part.trades_scratch:
         frugal_part, frugal_segments = lower(m, acc.name, least_scratch=True)
         frugal_sched = with_overlapping_blocks(schedule(frugal_part, frugal_segments, acc.name, system, mode),
-                                               frugal_part.graph, frontier.floor_bytes)
+                                               frugal_part.graph, frontier.resident_floor_bytes)
     else:
-        frugal_part, frugal_sched = part, with_overlapping_blocks(buffered, part.graph, frontier.floor_bytes)
+        frugal_part, frugal_sched = part, with_overlapping_blocks(buffered, part.graph, frontier.resident_floor_bytes)
     if frugal_sched is not buffered:
         # Its points join the frontier (`cascader.compile` takes that variant where the budget
         # needs it); its proposals are of its own graph, kept apart.
         frugal = plan_scheduled(frugal_part, frugal_sched, options)
-        for p in frugal.points:
+        for p in frugal.points + ([frugal.resident] if frugal.resident is not None else []):
             p.least_scratch = True
         both = frontier.points + frugal.points
         frontier.points = [both[k] for k in _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in both])]
+        if frugal.resident is not None and (frontier.resident is None
+                                            or frugal.resident.sram_bytes < frontier.resident.sram_bytes):
+            frontier.resident = frugal.resident
         if frugal.floor_bytes < frontier.floor_bytes:
             frontier.floor_bytes, frontier.floor_operator = frugal.floor_bytes, frugal.floor_operator
+        frontier.resident_floor_bytes = min(frontier.resident_floor_bytes, frugal.resident_floor_bytes)
         frontier.notes.append("points marked least_scratch are of the least-scratch variant (the lowering of "
                               "lowering.SCRATCH_TRADING_OPERATORS, blocks of schedule.with_overlapping_blocks)")
         frontier.seconds = time.perf_counter() - start
@@ -507,13 +532,20 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     # The leanest points as the compile lays them out, stripe by stripe (the score takes each
     # cascade as one step: chained staircases and in-place operations come out otherwise).
     config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
-    for sram, point, _, _ in lay_out_leanest(frontier, part.graph, lean, config):
+    leanest = lay_out_leanest(frontier, part.graph, lean, config)
+    for sram, point, _, _ in leanest:
         point.sram_bytes = sram
     stages.lap("leanest laid out")
-    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in frontier.candidates])
-    frontier.points = [frontier.candidates[k] for k in front]
-    least = floor(part, lean)
-    frontier.floor_bytes, frontier.floor_operator = least.bytes, least.operator
+    evicting = [] if config.shared_sram else evicting_points(frontier, part.graph, lean, config)
+    stages.lap("evicting points")
+    frontier.resident = min(frontier.candidates, key=lambda p: (p.sram_bytes, p.cycles), default=None)
+    pool = frontier.candidates + evicting
+    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
+    frontier.points = [pool[k] for k in front]
+    least = floor(part, lean, resident=True)
+    frontier.resident_floor_bytes = least.bytes
+    if config.shared_sram:
+        frontier.floor_bytes, frontier.floor_operator = least.bytes, least.operator
     stages.lap("floor, frontier")
     frontier.seconds = time.perf_counter() - start
     frontier.planner_seconds = time.perf_counter() - scheduled
@@ -564,6 +596,46 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
         tried.add(id(point))
         out.append((point, *laid_out(point, graph, lean, frontier.graph, config)))
     return [(sram, point, striped, memory) for point, sram, striped, memory in out]
+
+
+def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig) -> list[PlanPoint]:
+    """Dedicated_Sram: points with feature maps in DRAM. The fastest proposal of `frontier` (of
+    `lean`, an uncascaded schedule without weight buffers, and `graph`) is laid out under each
+    of EVICTING_SHARES of its planned SRAM by the memory planner, which moves feature maps to
+    DRAM until the rest fit, the cheapest per byte first (`memory.layout`). A point's cycles
+    are its stripes' (without the weight buffers of operations run alone: they would take SRAM,
+    so those read their weights where they are stored) plus what the eviction costs: each
+    operation costed again by the cycle model with its evicted operands in DRAM
+    (`schedule.memory_schedule`'s access bytes), the model the estimator runs. Laid out by the greedy planner, as `cascader.compile` lays out
+    the fastest proposals under a budget they do not fit (`compiler._evicting_cascades`; the
+    one it keeps is laid out again exactly, which evicts no more).
+
+    The fastest proposal, not the leanest: the slower DRAM traffic costs less than a deep
+    cascade's stripes (MobileNetV2-224 on U65-256 with no feature map in SRAM: about 3.6M
+    cycles from the fastest proposal, 7.2M from the leanest; 3.5M and 5.6M within 125,000 B)."""
+    pool = frontier.candidates or frontier.points
+    if not pool:
+        return []
+    fastest = min(pool, key=lambda p: (p.cycles, p.sram_bytes))
+    striped = cascaded_schedule(lean, frontier.graph, fastest.proposal, _Target.of(lean))
+    msched = memory_schedule(striped, graph)[0]
+    core = mem.core_schedule(msched)  # copied to the core once
+    slow = int(_core.Arena.slow)
+    out = []
+    budgets = [int(fastest.estimated_bytes * share) // 16 * 16 for share in EVICTING_SHARES]
+    for budget in (b for b in budgets if b == 0 or b >= EVICTING_LEAST_BUDGET):
+        capped = replace(config, fast_capacity=budget, solver="greedy")
+        try:
+            laid = _core.layout_schedule(core, capped.to_core())
+        except BudgetError:  # a buffer that may not leave SRAM: no point under this budget
+            continue
+        evicted = {b for b, arena in enumerate(laid.buffer_arena) if int(arena) == slow
+                   and not msched.buffers[b].cpu_visible}
+        # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
+        sram = int(laid.arenas.fast_size)
+        out.append(PlanPoint(sram, striped.total_cycles + eviction_cycles(striped, graph, msched, evicted),
+                             fastest.proposal, sram, fastest.least_scratch, evicting=bool(evicted)))
+    return out
 
 
 def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryConfig) -> tuple:

@@ -887,6 +887,49 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     return mem.Schedule(buffers, steps, list(fms.aliases)), index, [step for step, _, _ in fms.ops]
 
 
+def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, msched: mem.Schedule, slow: set[int]) -> float:
+    """The cycles `schedule` gains with the buffers `slow` (indices of its `memory_schedule`
+    `msched`) moved to the slow memory: each operation with feature maps among them costed
+    again by the cycle model with exactly those operands moved. The layout ranks evictions by
+    each operand's share of its operation's gain (`memory_schedule`), and those shares add up
+    to the gain only where every operand of an operation moves: one moved alone can make the
+    operation as slow as all of them (openmv_yolov8n_192 on U85-256 within 147,456 B: the
+    shares 5.46M cycles, the binary 6.25M, this 6.25M). Other buffers (weight buffers, copies)
+    count as the layout counts them."""
+    fms = _feature_map_schedule(schedule, graph)
+    arch = schedule.target.arch if schedule.target is not None else arch_config(
+        schedule.accelerator, schedule.system, schedule.memory_mode)
+    fast = arch.region_memory(_core.Region.FastCache)
+    slow_memory = arch.region_memory(_core.Region.Arena)
+    per_byte = _core.access_cycles_per_byte(arch, slow_memory) - _core.access_cycles_per_byte(arch, fast)
+    total = sum(msched.buffers[b].access_bytes * per_byte for b in slow if b >= len(fms.specs))
+    gains: dict[tuple, float] = {}  # an operation's stripes share their cost: costed once per move
+    for (_, sop), (_, _, operands) in zip(_operations_in_order(schedule), fms.ops):
+        moved = tuple(name for name, b, _ in operands if b in slow)
+        if not moved:
+            continue
+        op = sop.cost.described
+        if op is None:  # a cost not from a schedule: bytes at the planner's rate, as the layout
+            total += sum(nbytes * per_byte for _, b, nbytes in operands if b in slow)
+            continue
+        key = (id(sop.cost), moved)
+        if key not in gains:
+            homes = {}
+            for name in moved:  # FeatureMap fields are copies: each set back whole
+                fm = getattr(op, name)
+                if fm is not None and fm.memory == fast:
+                    homes[name] = fm.memory
+                    fm.memory = slow_memory
+                    setattr(op, name, fm)
+            gains[key] = max(_core.estimate(op, arch).total_cycles - sop.cost.total_cycles, 0.0) if homes else 0.0
+            for name, home in homes.items():
+                fm = getattr(op, name)
+                fm.memory = home
+                setattr(op, name, fm)
+        total += gains[key]
+    return total
+
+
 def _operations_in_order(schedule: NpuSchedule) -> Iterator[tuple[int, ScheduledOperation]]:
     """Each NPU operation in execution order, with its segment's number."""
     for kind, i in schedule.order:

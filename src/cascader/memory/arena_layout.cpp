@@ -171,6 +171,23 @@ ArenaLayout layout_arenas(const std::vector<ArenaBuffer>& buffers, const MemoryC
     }
     return members;
   };
+  if (config.fast_capacity == 0) {
+    // No byte fits: the rounds below would evict every evictable buffer with bytes, the
+    // cheapest per byte first (ties by index), a layout each (palm detection's 952 buffers on
+    // U65-256: 0.8 s). The same evictions in the same order, without the layouts.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (layout.arena[i] == Arena::Fast && buffers[i].evictable && buffers[i].range.size > 0) order.push_back(i);
+    }
+    const auto cost = [&](size_t i) {
+      return buffers[i].access_bytes * extra_per_byte / static_cast<double>(buffers[i].range.size);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost(a) < cost(b); });
+    for (size_t i : order) {
+      layout.arena[i] = Arena::Slow;
+      layout.eviction_cycles += buffers[i].access_bytes * extra_per_byte;
+    }
+  }
   // Evict until the fast arena fits. Greedy decides who overflows (cheap and a valid witness);
   // the exact allocator then confirms the fit, and keeps evicting only if it cannot.
   while (config.fast_capacity >= 0) {
