@@ -17,6 +17,10 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
 - REDUCE_MIN (int8 and int16): its negations are SUBs with reversed operands from a one-element
   map, the U85's SUB of that map broadcast as the IFM (IFM_BROADCAST).
 
+- 8x8 convolutions writing 16-bit OFMs from 32-bit accumulators: the int8 LSTM's gates
+  (lstm_kws) and ARG_MAX's shifted scores (small maps, 127 channels, two bands; coral_deeplabv3's
+  513 x 513 x 21), which ran on the CPU on the U85 before.
+
 16x8 convolutions, int16 TANH/LOGISTIC and int16 ADD/SUB have files of their own
 (test_u85_16x8, test_u85_tanh_sigmoid, test_u85_int16_add_sub).
 """
@@ -173,3 +177,36 @@ def test_palm_detection_prelus_on_the_npu(tmp_path) -> None:
     """openmv_palm_detection_full_192's 31 PRELUs (their ADDs were the U85's CPU operators):
     only its two DEQUANTIZEs stay on the CPU, bit-exact on U85-256."""
     _shared_model_on_the_npu("openmv_palm_detection_full_192", {"DEQUANTIZE"}, 2)
+
+
+def _arg_max(shape, dtype: str, out_dtype: str, zero_point: int) -> cascader.Model:
+    from test_lower_arg_max import _model  # imported here: that module needs the reference at import
+
+    return _model(shape, dtype, out_dtype, zero_point)
+
+
+# 8x8 convolutions writing a 16-bit OFM from 32-bit accumulators (emit/ethos_u85 `_widening`):
+# the int8 LSTM's gates (FULLY_CONNECTEDs of int8 inputs into int16, lower_lstm) and ARG_MAX's
+# shifted scores (a 1x1 depthwise of the 8-bit map into int16, lower_arg_max), at its 127
+# channels and over two bands of rows.
+WIDENING = {
+    "lstm_kws": lambda: zoo.lstm_kws(),
+    "arg_max_uint8_int64": lambda: _arg_max((1, 9, 10, 21), "uint8", "int64", 128),
+    "arg_max_int8_127_channels": lambda: _arg_max((1, 5, 7, 127), "int8", "int32", 3),
+    "arg_max_in_two_bands": lambda: _arg_max((1, 40, 256, 21), "uint8", "int32", 128),
+}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(WIDENING))
+def test_widening_convolutions_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(WIDENING[case](), accelerator, tmp_path)
+    weighted = [s.lowered for s in c.schedule.operations if s.lowered.weights is not None]
+    assert weighted and all(op.ifm.element_size == 1 and op.registers["acc_format"] == 0 for op in weighted)
+    assert any(op.ofm.dtype == "int16" for op in weighted)
+
+
+def test_deeplab_arg_max_on_the_npu() -> None:
+    """coral_deeplabv3's ARG_MAX over 513 x 513 x 21 (its shifted scores were the U85's CPU
+    operator): wholly on the NPU, bit-exact on U85-256."""
+    _shared_model_on_the_npu("coral_deeplabv3_mnv2_dm05_pascal_quant", set(), 0)

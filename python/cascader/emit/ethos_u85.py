@@ -58,9 +58,10 @@ def _reference_scaled(registers: dict[str, Any]) -> bool:
 def _wide_maps(op: LoweredOperation) -> str | None:
     """Why `op`'s 16- or 32-bit feature maps are not emitted yet (None: they are). 16-bit maps
     are for pooling, for elementwise operations (the registers are the 8-bit ones with the
-    wider type; an ADD/SUB scales its operands with TFLite's int16 headroom) and for 16x8
-    convolutions (`_sixteen_by_eight`); 32-bit maps for elementwise operations and REDUCE_SUM
-    (a softmax's and a reduction's intermediates) (tests/test_u85_lowering, test_u85_16x8)."""
+    wider type; an ADD/SUB scales its operands with TFLite's int16 headroom), for 16x8
+    convolutions (`_sixteen_by_eight`) and for 8x8 ones writing a 16-bit OFM (`_widening`);
+    32-bit maps for elementwise operations and REDUCE_SUM (a softmax's and a reduction's
+    intermediates) (tests/test_u85_lowering, test_u85_16x8)."""
     maps = [op.ifm, op.ofm] + ([op.ifm2] if op.ifm2 is not None else [])
     widest = max(m.element_size for m in maps)
     if widest == 1 or op.kind == "elementwise":
@@ -68,7 +69,7 @@ def _wide_maps(op: LoweredOperation) -> str | None:
     if op.kind == "pool" and (widest == 2 or op.registers.get("sub_op") == "REDUCE_SUM"):
         return None
     if op.kind in ("conv", "depthwise"):
-        return _sixteen_by_eight(op)
+        return None if _widening(op) else _sixteen_by_eight(op)
     if op.kind == "resize":  # 16-bit maps in the 48-bit accumulators (frontend/lower_u85_resize)
         return None
     return "32-bit feature maps are not emitted for the Ethos-U85 yet"
@@ -83,6 +84,13 @@ def _acc48(op: LoweredOperation) -> bool:
     """A 16x8 convolution: its accumulators are the U85's 48-bit ones (ACC_FORMAT 1, the
     lowering's 40-bit U55 format)."""
     return op.weights is not None and op.registers.get("acc_format") == 1
+
+
+def _widening(op: LoweredOperation) -> bool:
+    """An 8x8 convolution writing a 16-bit OFM from its 32-bit accumulators (an int8 LSTM's
+    gates, an ARG_MAX's tagged scores): the 8-bit operation's registers, scale entries and
+    rounding, with OFM_PRECISION's 16-bit type and its clip range."""
+    return op.ifm.element_size == 1 and op.ofm.element_size == 2 and op.registers.get("acc_format", 0) == 0
 
 
 def _sixteen_by_eight(op: LoweredOperation) -> str | None:
