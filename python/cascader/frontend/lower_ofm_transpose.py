@@ -45,7 +45,10 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
                         source_axis: tuple[int, int, int], steps) -> bool:
     """Lower the transpose as one U85 copy with an OFM transpose if the cycle model finds it
     faster than `steps(context)` (the U55/U65's lowering, costed on a context that keeps its
-    operations aside), both with their feature maps in the fast memory; True if it did."""
+    operations aside), both with their feature maps where they will live: the tensors the CPU
+    hands in and reads back in the arena (DRAM on the U85's default Dedicated_Sram system, where
+    a transposed write of a model input's few channels is slow), the rest in the fast memory;
+    True if it did."""
     made = _ofm_transpose_maps(lw, src, dst, source_axis)
     if made is None:
         return False
@@ -55,7 +58,8 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
     others = _Trial(lw)
     steps(others)
     try:
-        faster = _cycles(lw.accelerator, trial.ops) < _cycles(lw.accelerator, others.ops)
+        visible = lw.cpu_visible()
+        faster = _cycles(lw.accelerator, visible, trial.ops) < _cycles(lw.accelerator, visible, others.ops)
     except InvalidArgumentError:  # no OFM block of the target holds the transposed copy
         return False
     if faster:
@@ -146,10 +150,11 @@ class _Trial:
         return getattr(self._lw, name)
 
 
-def _cycles(accelerator: str, ops: list) -> float:
-    """The cycle model's total for `ops`, uncascaded, feature maps in the fast memory."""
+def _cycles(accelerator: str, cpu_visible: set[int], ops: list) -> float:
+    """The cycle model's total for `ops`, uncascaded, on the target's default system: the
+    `cpu_visible` buffers in the arena, the other feature maps in the fast memory."""
     from .. import _core
     from ..schedule import _Target  # the scheduler imports the lowering's modules
 
-    target = _Target(accelerator, None, None)
+    target = _Target(accelerator, None, None, cpu_visible=cpu_visible)
     return sum(_core.estimate(target.npu_op(op), target.arch).total_cycles for op in ops)
