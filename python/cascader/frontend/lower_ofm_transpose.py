@@ -79,9 +79,9 @@ def _readings(src: FeatureMapView, source_axis: tuple[int, int, int], cpu_visibl
     """The ways the copy may read `src`, each with the output's axes in its terms: as it is,
     and with its H and W swapped by the IFM's strides (free: the NPU reads any H and W
     strides), which leaves the OFM transpose another permutation with other blocks; an NCHW
-    model input (3 x 96 x 96 as H x W x C) read as 96 x 3 x 96 needs only W and C swapped, on
-    blocks of 16 rows where C H W's blocks span the 3. The swapped view only of a buffer the
-    CPU sees, which no later pass restores to its own shape or bricks (`lower._choose_layouts`)."""
+    model input (3 x 96 x 96 as H x W x C) read as 96 x 3 x 96 needs only W and C swapped.
+    The swapped view only of a buffer the CPU sees, which no later pass bricks or re-strides
+    (`lower._choose_layouts` and `brick_layout` leave those NHWC)."""
     out = [(src, tuple(source_axis))]
     if src.layout == "NHWC" and src.buffer in cpu_visible and src.shape[0] > 1 and src.shape[1] > 1:
         (h, w, c), (sh, sw, sc) = src.shape, src.strides
