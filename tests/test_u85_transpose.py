@@ -13,6 +13,7 @@ import pytest
 import cascader
 from cascader.tflite.builder import ModelBuilder, quantization
 
+from cascader.frontend.lower_ofm_transpose import STORED_ORDER, TRANSPOSE_MODES
 from test_u85_lowering import _bit_exact_on_the_npu
 
 SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
@@ -53,8 +54,14 @@ def test_transpose_bit_exact(case: str, accelerator: str, tmp_path) -> None:
     shape, perm, dtype, mode = CASES[case]
     c = _bit_exact_on_the_npu(_transpose(shape, perm, dtype), accelerator, tmp_path)
     modes = _modes(c)
-    if modes != [mode]:  # the U55/U65's steps, which the cycle model found faster
-        assert mode not in modes and all(m is None for m in modes)
+    if modes not in ([mode], [_read_swapped(mode)]):  # the U55/U65's steps, which the cycle model found faster
+        assert all(m is None for m in modes)
+
+
+def _read_swapped(mode: int) -> int | None:
+    """The OFM transpose that does the work of `mode` on an IFM read with H and W swapped
+    (`lower_ofm_transpose._readings`)."""
+    return TRANSPOSE_MODES.get(tuple((1, 0, 2)[a] for a in STORED_ORDER[mode]))
 
 
 @pytest.mark.parametrize("case", ["chw", "cwh", "chw_yolo_head", "wch_channels_past_a_block"])
@@ -62,7 +69,8 @@ def test_channel_moves_take_the_ofm_transpose(case: str) -> None:
     """Moving the channels into H or W is many copies on the U55 (a plane per channel, or a
     swap per row): one transposed copy on the U85."""
     shape, perm, dtype, mode = CASES[case]
-    assert _modes(cascader.compile(_transpose(shape, perm, dtype), accelerator="ethos-u85-256")) == [mode]
+    made = _modes(cascader.compile(_transpose(shape, perm, dtype), accelerator="ethos-u85-256"))
+    assert made in ([mode], [_read_swapped(mode)])
 
 
 def test_u55_and_u65_keep_their_steps() -> None:
@@ -81,3 +89,32 @@ def test_the_transposed_copy_is_no_slower_than_velas() -> None:
     ours = cascader.compile(model, accelerator="ethos-u85-256").estimate().total_cycles
     theirs = cascader.estimate(vela.compile(model, "ethos-u85-256").model, accelerator="ethos-u85-256").total_cycles
     assert ours <= theirs, (ours, theirs)
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_nchw_input_transpose_bit_exact(accelerator: str, tmp_path) -> None:
+    """A PyTorch export's NCHW input moved to NHWC: the input (the CPU's, in DRAM on the
+    default Dedicated_Sram) may be read with H and W swapped by its strides, the transposed
+    copy's blocks past the computed map's 3 rows."""
+    c = _bit_exact_on_the_npu(_transpose((1, 3, 24, 20), (0, 2, 3, 1)), accelerator, tmp_path)
+    assert len(c.schedule.operations) == 1 and _modes(c)[0] in (2, 3)
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_nchw_model_input_transpose_is_no_slower_than_velas(accelerator: str) -> None:
+    """zoo.mobilenet_v2_nchw (#43): its input transpose costed with the input where it lives
+    (DRAM), against Vela's transposed copy, and the whole model within 1.02x of Vela's cycles
+    (it was 1.163x on U85-256 and 1.330x on U85-512 with the copy costed as if in SRAM)."""
+    from cascader import vela, zoo
+
+    model = zoo.mobilenet_v2_nchw()
+    ours = cascader.compile(model, accelerator=accelerator).estimate()
+    theirs = vela.compile(model, accelerator).estimate()
+    assert ours.operations[0].cycles <= theirs.operations[0].cycles, (ours.operations[0], theirs.operations[0])
+    assert ours.total_cycles <= 1.02 * theirs.total_cycles, (ours.total_cycles, theirs.total_cycles)
+
+
+def test_nchw_model_bit_exact(tmp_path) -> None:
+    from cascader import zoo
+
+    _bit_exact_on_the_npu(zoo.mobilenet_v2_nchw(), "ethos-u85-256", tmp_path)

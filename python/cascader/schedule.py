@@ -19,7 +19,7 @@ import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Collection, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -130,7 +130,8 @@ class NpuSchedule:
 
 
 class _Target:
-    def __init__(self, accelerator: str, system: Any, memory_mode: Any, segments: Sequence[LoweredSegment] = ()) -> None:
+    def __init__(self, accelerator: str, system: Any, memory_mode: Any, segments: Sequence[LoweredSegment] = (),
+                 cpu_visible: Collection[int] = ()) -> None:
         arch = arch_config(accelerator, system, memory_mode)
         self.arch = arch  # resolved once: the cycle model is called a few times per operation
         self.accelerator, self.system, self.memory_mode = accelerator, system, memory_mode
@@ -142,7 +143,8 @@ class _Target:
         # memory (with Dedicated_Sram the SRAM budget is that memory, and a cascade's buffers
         # fit by construction), except the tensors the CPU hands in and reads back, which stay
         # in the arena.
-        self.cpu_visible = {seg.aliases.get(t, t) for seg in segments for t in (*seg.ifms, *seg.ofms)}
+        # (`cpu_visible`: more such buffers, of a segment being lowered.)
+        self.cpu_visible = {seg.aliases.get(t, t) for seg in segments for t in (*seg.ifms, *seg.ofms)} | set(cpu_visible)
         # State in the persistent arena, which TFLM carves from the same tensor arena.
         self.in_arena = self.cpu_visible | {b for seg in segments for b in seg.persistent}
         # Constant maps (a PAD's border fills, say) are read where the constants are stored.

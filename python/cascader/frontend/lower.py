@@ -432,10 +432,15 @@ class _Lowering:
             streamed = with_copy_shape(op, (n // 16 // w, w, 16))
             op.ifm, op.ofm = streamed.ifm, streamed.ofm
 
-    def _segment(self) -> LoweredSegment:
+    def cpu_visible(self) -> set[int]:
+        """The buffers of the tensors the CPU hands in and reads back (`_boundary`)."""
+        ifms, ofms = self._boundary()
+        return {self.buffer(t) for t in (*ifms, *ofms)}
+
+    def _boundary(self) -> tuple[list[int], list[int]]:
+        """The segment's IFMs (read, produced outside it) and OFMs (read outside it, or model
+        outputs), in order of first use."""
         tensors = self.graph.tensors
-        buffers: dict[int, int] = {}
-        aliases: dict[int, int] = {}
         produced: set[int] = set()
         ifms: list[int] = []
         ofms: list[int] = []
@@ -455,6 +460,14 @@ class _Lowering:
                 outside = any(c not in self.members for c in self.consumers.get(t, []))
                 if (outside or t in self.graph.outputs) and t not in ofms:
                     ofms.append(t)
+        return ifms, ofms
+
+    def _segment(self) -> LoweredSegment:
+        buffers: dict[int, int] = {}
+        aliases: dict[int, int] = {}
+        ifms, ofms = self._boundary()
+        produced = {t for i in self.operators for t in self.graph.operators[i].outputs}
+        tensors = self.graph.tensors
         for t in {*ifms, *produced}:
             b = self.buffer(t)
             if b in self.fused_away:

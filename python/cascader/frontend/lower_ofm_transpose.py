@@ -45,22 +45,49 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
                         source_axis: tuple[int, int, int], steps) -> bool:
     """Lower the transpose as one U85 copy with an OFM transpose if the cycle model finds it
     faster than `steps(context)` (the U55/U65's lowering, costed on a context that keeps its
-    operations aside), both with their feature maps in the fast memory; True if it did."""
-    made = _ofm_transpose_maps(lw, src, dst, source_axis)
-    if made is None:
+    operations aside), both with their feature maps where they will live: the tensors the CPU
+    hands in and reads back in the arena (DRAM on the U85's default Dedicated_Sram system, where
+    a transposed write of a model input's few channels is slow), the rest in the fast memory;
+    True if it did."""
+    if not Accelerator.is_u85(lw.accelerator):
         return False
-    ifm, ofm, tags = made
-    trial = _Trial(lw)
-    pool_copy(trial, index, name, ifm, ofm, requantize=False, tags=tags)
+    visible = lw.cpu_visible()
+    copies = []
+    for read, axes in _readings(src, source_axis, visible):
+        made = _ofm_transpose_maps(lw, read, dst, axes)
+        if made is None:
+            continue
+        ifm, ofm, tags = made
+        trial = _Trial(lw)
+        pool_copy(trial, index, name, ifm, ofm, requantize=False, tags=tags)
+        try:
+            copies.append((_cycles(lw.accelerator, visible, trial.ops), trial.ops[0]))
+        except InvalidArgumentError:  # no OFM block of the target holds the transposed copy
+            continue
+    if not copies:
+        return False
     others = _Trial(lw)
     steps(others)
-    try:
-        faster = _cycles(lw.accelerator, trial.ops) < _cycles(lw.accelerator, others.ops)
-    except InvalidArgumentError:  # no OFM block of the target holds the transposed copy
-        return False
+    cycles, copy = min(copies, key=lambda c: c[0])
+    faster = cycles < _cycles(lw.accelerator, visible, others.ops)
     if faster:
-        lw.add(trial.ops[0])
+        lw.add(copy)
     return faster
+
+
+def _readings(src: FeatureMapView, source_axis: tuple[int, int, int], cpu_visible: set[int]) -> list:
+    """The ways the copy may read `src`, each with the output's axes in its terms: as it is,
+    and with its H and W swapped by the IFM's strides (free: the NPU reads any H and W
+    strides), which leaves the OFM transpose another permutation with other blocks; an NCHW
+    model input (3 x 96 x 96 as H x W x C) read as 96 x 3 x 96 needs only W and C swapped.
+    The swapped view only of a buffer the CPU sees, which no later pass bricks or re-strides
+    (`lower._choose_layouts` and `brick_layout` leave those NHWC)."""
+    out = [(src, tuple(source_axis))]
+    if src.layout == "NHWC" and src.buffer in cpu_visible and src.shape[0] > 1 and src.shape[1] > 1:
+        (h, w, c), (sh, sw, sc) = src.shape, src.strides
+        swapped = replace(src, shape=(w, h, c), strides=(sw, sh, sc))
+        out.append((swapped, tuple((1, 0, 2)[a] for a in source_axis)))
+    return out
 
 
 def stored_shape(op) -> tuple[int, int, int]:
@@ -86,11 +113,16 @@ def transposed_description(described, op, accelerator, arch) -> None:
         limits[axis] = (most.height, most.width, most.depth)[k]
     ub = _core.u85_micro_block(accelerator.name, described.type, 8 * op.ifm.element_size, tuple(op.ofm.shape), False)
     granules = (ub[0], ub[1], max(16, ub[2]))
+    # The block registers tile the computed map (a block past its edge is cut there) while
+    # the model costs them over the stored map: an axis's blocks go up to the longer of the two
+    # (Vela's 16 x 4 x 64 on a 3 x 96 x 96 model input written W C H: a third of the DRAM
+    # traffic of blocks cut at its 3 rows).
+    lengths = [max(a, b) for a, b in zip(op.ofm.shape, stored_shape(op))]
     stored = _core.Shape4(1, *stored_shape(op))
     best = None
-    for h in _tilings(op.ofm.shape[0], granules[0], limits[0]):
-        for w in _tilings(op.ofm.shape[1], granules[1], limits[1]):
-            for d in _tilings(op.ofm.shape[2], granules[2], min(limits[2], most.depth)):
+    for h in _tilings(lengths[0], granules[0], limits[0]):
+        for w in _tilings(lengths[1], granules[1], limits[1]):
+            for d in _tilings(lengths[2], granules[2], min(limits[2], most.depth)):
                 cfg = _core.u85_try_block_config(described, accelerator._config, _core.BlockShape(h, w, d))
                 if cfg is None:
                     continue
@@ -146,10 +178,11 @@ class _Trial:
         return getattr(self._lw, name)
 
 
-def _cycles(accelerator: str, ops: list) -> float:
-    """The cycle model's total for `ops`, uncascaded, feature maps in the fast memory."""
+def _cycles(accelerator: str, cpu_visible: set[int], ops: list) -> float:
+    """The cycle model's total for `ops`, uncascaded, on the target's default system: the
+    `cpu_visible` buffers in the arena, the other feature maps in the fast memory."""
     from .. import _core
     from ..schedule import _Target  # the scheduler imports the lowering's modules
 
-    target = _Target(accelerator, None, None)
+    target = _Target(accelerator, None, None, cpu_visible=cpu_visible)
     return sum(_core.estimate(target.npu_op(op), target.arch).total_cycles for op in ops)

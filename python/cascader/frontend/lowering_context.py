@@ -74,6 +74,11 @@ class LoweringContext(Protocol):
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
         ...
 
+    def cpu_visible(self) -> set[int]:
+        """The buffers of the segment's tensors the CPU hands in and reads back: in the arena,
+        which is not the fast memory on a Dedicated_Sram system (`schedule._Target`)."""
+        ...
+
     def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
         """Tensor `t` as a feature map (in `shape`, if given), in the buffer that owns its bytes."""
         ...
