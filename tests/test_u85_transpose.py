@@ -13,7 +13,7 @@ import pytest
 import cascader
 from cascader.tflite.builder import ModelBuilder, quantization
 
-from cascader.frontend.lower_ofm_transpose import STORED_ORDER, TRANSPOSE_MODES
+from cascader.frontend.ofm_transpose_modes import STORED_ORDER, TRANSPOSE_MODES
 from test_u85_lowering import _bit_exact_on_the_npu
 
 SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]

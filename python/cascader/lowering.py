@@ -13,6 +13,7 @@ from .frontend.lower_resize import cascades_in_least_scratch
 from .frontend.lowered import LoweredSegment
 from .frontend.partition import NPU, Partition, partition
 from .frontend.support import Verdict
+from .schedule import operation_cycles
 from .tflite import Model
 
 
@@ -43,7 +44,7 @@ def lower(model: Model, accelerator: str | None = None,
             # Transposes as planes: the least scratch, and the Ethos-U85's faster choice
             # (`lower_movement._takes_planes`).
             segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, accelerator,
-                                      channel_planes=least_scratch or u85)
+                                      channel_planes=least_scratch or u85, cost=operation_cycles)
                         for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)

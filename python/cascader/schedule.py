@@ -309,6 +309,14 @@ class _Target:
 _PART_KERNEL_FIRST, _DEPTH_FIRST = _core.Traversal.PartKernelFirst, _core.Traversal.DepthFirst
 
 
+def operation_cycles(accelerator: str, cpu_visible: set[int], ops: list[LoweredOperation]) -> float:
+    """The cycle model's total for `ops` run uncascaded on the target's default system, the
+    `cpu_visible` buffers in the arena and the other maps in the fast memory: the cost a
+    lowering chooses by (`frontend.lower.lower_segment`'s `cost`, `lower_ofm_transpose`)."""
+    target = _Target(accelerator, None, None, cpu_visible=cpu_visible)
+    return sum(_core.estimate(target.npu_op(op), target.arch).total_cycles for op in ops)
+
+
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
             depth_step: int = 0):
     if Accelerator(accelerator).product == ethos_u85.PRODUCT:

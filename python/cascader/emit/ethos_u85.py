@@ -21,7 +21,7 @@ from .. import _core
 from ..errors import UnsupportedError
 from ..frontend.lowered import LoweredOperation
 from ..frontend.add_sub_rounding import HEADROOM, operand_multipliers
-from ..frontend.lower_ofm_transpose import STORED_ORDER
+from ..frontend.ofm_transpose_modes import STORED_ORDER
 from ..frontend.quantization import pooling_scale
 from ..perf import OP_KINDS
 from .weights import EncodedWeights

@@ -15,7 +15,7 @@ the core only through `lowering_context.LoweringContext`. The core:
   that only view-readers read become views of their input (`lower_movement.plan_slice_views`);
   a concatenation input's producer writes straight into its slice when nothing else needs it,
   and so does a one-axis PAD's input's producer into the padded interior (`_slice_pads`); a MUL
-  of a map by a table lookup of it is one lookup (`lower_self_product`); then each remaining
+  of a map by a table lookup of it is one lookup (`self_product_fusion`); then each remaining
   operator goes to its rule;
 - owns the buffers and the views of tensors in them, the scratch buffers a rule asks for, and
   the constants it makes (in flash);
@@ -26,7 +26,7 @@ the core only through `lowering_context.LoweringContext`. The core:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 import numpy as np
@@ -49,7 +49,7 @@ from .lowered import (
     with_copy_shape,
 )
 from .lowering_context import Box
-from .lower_self_product import lower_self_product, plan_self_products
+from .self_product_fusion import lower_self_product, plan_self_products
 from .lowering_rules import LOWERING_RULES
 from .lut_fusion import fuse_table_lookups
 from .operation_builder import MAX_PADDING
@@ -93,8 +93,10 @@ class _Lowering:
     (which see it as a `LoweringContext`)."""
 
     def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
-                 least_scratch: bool = False, accelerator: str | None = None, channel_planes: bool = False) -> None:
+                 least_scratch: bool = False, accelerator: str | None = None, channel_planes: bool = False,
+                 cost: Callable[[str, set[int], list], float] | None = None) -> None:
         self.graph = graph
+        self.cost = cost
         self.least_scratch = least_scratch
         self.accelerator = accelerator
         self.scaled_operands = self.matmul_from_ifm2 = Accelerator.is_u85(accelerator)
@@ -437,6 +439,11 @@ class _Lowering:
         ifms, ofms = self._boundary()
         return {self.buffer(t) for t in (*ifms, *ofms)}
 
+    def cycles(self, operations: list) -> float | None:
+        if self.cost is None or self.accelerator is None:
+            return None
+        return self.cost(self.accelerator, self.cpu_visible(), operations)
+
     def _boundary(self) -> tuple[list[int], list[int]]:
         """The segment's IFMs (read, produced outside it) and OFMs (read outside it, or model
         outputs), in order of first use."""
@@ -486,14 +493,17 @@ class _Lowering:
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
                   least_scratch: bool = False, accelerator: str | None = None,
-                  channel_planes: bool = False) -> LoweredSegment:
+                  channel_planes: bool = False, cost: Callable[[str, set[int], list], float] | None = None
+                  ) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
     `least_scratch`: where a rule trades scratch SRAM for cycles, take the least scratch
     (`LoweringContext.least_scratch`). `accelerator`: the target, for the rules that lower
     otherwise where it has a mechanism of its own (`LoweringContext.accelerator`).
     `channel_planes`: transposes as per-channel planes where they can be
-    (`LoweringContext.channel_planes`).
+    (`LoweringContext.channel_planes`). `cost`: the cycle model, (accelerator, CPU-visible
+    buffers, operations) -> cycles, for the rules that choose between lowerings by it
+    (`LoweringContext.cycles`; `schedule.operation_cycles`, which the frontend cannot import).
 
     Raises
     ------
@@ -501,4 +511,5 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
         An operator, data type, shape or quantization this lowering cannot express; the
         message names the operator.
     """
-    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, accelerator, channel_planes).run()
+    return _Lowering(graph, tuple(operators), frozenset(removed), least_scratch, accelerator, channel_planes,
+                     cost).run()

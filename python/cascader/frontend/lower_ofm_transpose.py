@@ -17,10 +17,8 @@ from ..arch import Accelerator
 from ..errors import InvalidArgumentError
 from .lowered import ELEMENT_SIZE, FeatureMapView, dense_strides
 from .lowering_context import LoweringContext
+from .ofm_transpose_modes import STORED_ORDER, TRANSPOSE_MODES
 from .operation_builder import pool_copy
-
-# OFM_PRECISION's transpose modes by stored order: stored axis k is computed axis order[k].
-TRANSPOSE_MODES = {(1, 0, 2): 1, (0, 2, 1): 2, (1, 2, 0): 3, (2, 0, 1): 6, (2, 1, 0): 7}
 
 
 def _ofm_transpose_maps(lw: LoweringContext, src: FeatureMapView, dst: FeatureMapView,
@@ -61,15 +59,18 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
         trial = _Trial(lw)
         pool_copy(trial, index, name, ifm, ofm, requantize=False, tags=tags)
         try:
-            copies.append((_cycles(lw.accelerator, visible, trial.ops), trial.ops[0]))
+            cycles = lw.cycles(trial.ops)
         except InvalidArgumentError:  # no OFM block of the target holds the transposed copy
             continue
+        if cycles is None:  # no cycle model to choose by: the steps
+            return False
+        copies.append((cycles, trial.ops[0]))
     if not copies:
         return False
     others = _Trial(lw)
     steps(others)
     cycles, copy = min(copies, key=lambda c: c[0])
-    faster = cycles < _cycles(lw.accelerator, visible, others.ops)
+    faster = cycles < lw.cycles(others.ops)
     if faster:
         lw.add(copy)
     return faster
@@ -138,9 +139,6 @@ def transposed_description(described, op, accelerator, arch) -> None:
     described.ofm.shape = stored
 
 
-STORED_ORDER = {mode: order for order, mode in TRANSPOSE_MODES.items()}
-
-
 def _volume(block: tuple[int, int, int]) -> int:
     return block[0] * block[1] * block[2]
 
@@ -176,13 +174,3 @@ class _Trial:
 
     def __getattr__(self, name: str):
         return getattr(self._lw, name)
-
-
-def _cycles(accelerator: str, cpu_visible: set[int], ops: list) -> float:
-    """The cycle model's total for `ops`, uncascaded, on the target's default system: the
-    `cpu_visible` buffers in the arena, the other feature maps in the fast memory."""
-    from .. import _core
-    from ..schedule import _Target  # the scheduler imports the lowering's modules
-
-    target = _Target(accelerator, None, None, cpu_visible=cpu_visible)
-    return sum(_core.estimate(target.npu_op(op), target.arch).total_cycles for op in ops)

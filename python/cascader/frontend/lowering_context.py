@@ -79,6 +79,13 @@ class LoweringContext(Protocol):
         which is not the fast memory on a Dedicated_Sram system (`schedule._Target`)."""
         ...
 
+    def cycles(self, operations: list) -> float | None:
+        """The cycle model's total for `operations` run uncascaded on the target (its default
+        system), the `cpu_visible` buffers in the arena and the other maps in the fast memory;
+        None where the lowering was given no cycle model (`lower_segment`'s `cost`). Raises
+        InvalidArgumentError where no block of the target holds an operation."""
+        ...
+
     def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
         """Tensor `t` as a feature map (in `shape`, if given), in the buffer that owns its bytes."""
         ...

@@ -1,5 +1,5 @@
 """A MUL of an 8-bit map by a table lookup of that same map (SiLU) as one table lookup
-(`cascader.frontend.lower_self_product`), bit-exact against the reference interpreter on two
+(`cascader.frontend.self_product_fusion`), bit-exact against the reference interpreter on two
 seeds on ethos-u55-128, ethos-u65-256 and ethos-u85-256: SiLU (the MUL's operands either way
 round), uint8, TANH and HARD_SWISH, a fused RELU, rescales whose product wraps int32 and far
 below one, and the map a convolution's output (the lookup then goes into the convolution). A

@@ -1,0 +1,8 @@
+"""The Ethos-U85's OFM transpose modes (OFM_PRECISION's transpose field), shared by the
+lowering that chooses one (`lower_ofm_transpose`) and the emitter that writes the stored map's
+tiles and strides (`emit.ethos_u85`); a module of its own so that neither imports the other."""
+
+# Mode by stored order: stored axis k is computed axis order[k].
+TRANSPOSE_MODES = {(1, 0, 2): 1, (0, 2, 1): 2, (1, 2, 0): 3, (2, 0, 1): 6, (2, 1, 0): 7}
+# Stored order by mode.
+STORED_ORDER = {mode: order for order, mode in TRANSPOSE_MODES.items()}
