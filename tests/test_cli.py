@@ -164,17 +164,22 @@ def test_ethos_u85_with_vela_option_names(tmp_path, kws, capsys):
     assert call.split()[1] == "ethos-u" and call.endswith("operations for ethos-u85-256 (`cascader estimate` / `simulate` read it)")
 
 
-def test_inspect_takes_the_accelerator(capsys):
-    """The LSTM's built-in TANH/SIGMOID is not emitted for the U85 yet: inspect with the U85
-    says so, as the U85 compile leaves it, and without an accelerator it is on the NPU."""
-    assert main(["inspect", "zoo:lstm_kws", "--accelerator-config", "ethos-u85-256"]) == 0
+def test_inspect_takes_the_accelerator(capsys, tmp_path):
+    """An int16 ABS has no U85 operation emitted yet: inspect with the U85 says so, as the U85
+    compile leaves it, and with the U55 it is on the NPU."""
+    from cascader.operator_zoo import operator_model
+    from cascader.tflite import save_model
+
+    path = tmp_path / "abs16.tflite"
+    model = operator_model("ABS", "int16")
+    save_model(model, path)
+    assert main(["inspect", str(path), "--accelerator-config", "ethos-u85-256"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("zoo:lstm_kws on ethos-u85-256")
-    (lstm,) = [line for line in out.splitlines() if "UNIDIRECTIONAL" in line]
-    assert " CPU " in lstm and "Ethos-U85" in lstm
-    compiled = cascader.compile(zoo.get("lstm_kws"), accelerator="ethos-u85-256")
-    assert compiled.summary().cpu_operators == 1
-    assert main(["inspect", "zoo:lstm_kws", "--accelerator", "ethos-u55-128"]) == 0
-    assert all(" NPU " in line for line in capsys.readouterr().out.splitlines() if "UNIDIRECTIONAL" in line)
-    assert main(["inspect", "zoo:lstm_kws", "--accelerator", "ethos-u99-1"]) == 2
+    assert out.startswith(f"{path} on ethos-u85-256")
+    (line,) = [line for line in out.splitlines() if " ABS " in line]
+    assert " CPU " in line and "Ethos-U85" in line
+    assert cascader.compile(model, accelerator="ethos-u85-256").summary().cpu_operators == 1
+    assert main(["inspect", str(path), "--accelerator", "ethos-u55-128"]) == 0
+    assert all(" NPU " in line for line in capsys.readouterr().out.splitlines() if " ABS " in line)
+    assert main(["inspect", str(path), "--accelerator", "ethos-u99-1"]) == 2
     assert "unknown accelerator" in capsys.readouterr().err

@@ -78,7 +78,7 @@ def test_the_least_scratch_lowering_runs_in_smaller_bands():
     assert part.trades_scratch and bands_in_least_scratch(part.graph, part.graph.operators[0])
     assert (pools(segments), pools(frugal)) == (2, 7)
     frontier = plan(model, accelerator="ethos-u65-256")
-    least = frontier.points[0]
+    least = frontier.resident  # the least with every map in SRAM (Dedicated_Sram: DRAM points go lower)
     assert least.least_scratch and least.sram_bytes < 6 * 256 * 21 * 2 + 16 * 1024
     compiled = cascader.compile(model, sram=least.sram_bytes, accelerator="ethos-u65-256")
     assert compiled.sram_bytes <= least.sram_bytes

@@ -140,9 +140,10 @@ def test_every_frontier_point_of_the_transformer_block_compiles_within_it(accele
     within its SRAM to a bit-exact binary, the least-scratch ones from that lowering."""
     model = zoo.transformer_block()
     frontier = plan(model, accelerator=accelerator)
-    assert frontier.points[0].least_scratch and frontier.points[0].sram_bytes < 5 * 1024
+    # The least with every map in SRAM (on Dedicated_Sram the DRAM points go lower).
+    assert frontier.resident.least_scratch and frontier.resident.sram_bytes < 5 * 1024
     assert not frontier.points[-1].least_scratch
-    assert frontier.points[-1].cycles < frontier.points[0].cycles
+    assert frontier.points[-1].cycles < frontier.resident.cycles
     for point in frontier.points:
         compiled = cascader.compile(model, sram=point.sram_bytes, accelerator=accelerator)
         assert compiled.sram_bytes <= point.sram_bytes
@@ -151,7 +152,7 @@ def test_every_frontier_point_of_the_transformer_block_compiles_within_it(accele
             np.testing.assert_array_equal(cascader.simulate(compiled, inputs)[0],
                                           ReferenceInterpreter(model).run(inputs)[0])
     smallest = cascader.compile(model, accelerator=accelerator, optimise="size")
-    assert smallest.sram_bytes <= frontier.points[0].sram_bytes
+    assert smallest.sram_bytes <= frontier.resident.sram_bytes
     if accelerator.startswith("ethos-u55"):  # Shared_Sram: below the least, nothing fits (no DRAM)
         with pytest.raises(cascader.InfeasibleError) as e:
             cascader.compile(model, sram=frontier.points[0].sram_bytes - 1024, accelerator=accelerator)
