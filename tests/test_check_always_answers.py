@@ -15,8 +15,8 @@ import cascader
 from cascader import zoo
 from cascader.checking import check
 from cascader.cli import main
-from cascader.tflite import Model, Operator, SubGraph, Tensor, load_model, save_model
-from cascader.tflite.builder import ModelBuilder, canonical_options, quantization
+from cascader.tflite import Model, load_model, save_model
+from cascader.tflite.builder import ModelBuilder, add_variable_initialiser, quantization
 
 from conftest import shared_model_paths
 
@@ -132,16 +132,7 @@ def accumulator_model() -> Model:
     b.add_operator("ASSIGN_VARIABLE", [handle, averaged], [])
     b.mark_output(y)
     model = b.build()
-    start = np.full(shape, 7, np.int8)
-    buffer = model.add_buffer(start.tobytes())
-    init = SubGraph([Tensor("init_handle", (), "resource"),
-                     Tensor("start", shape, "int8", buffer=buffer, quantization=q,
-                            data=np.frombuffer(model.buffers[buffer], np.int8).reshape(shape))],
-                    [Operator("VAR_HANDLE", (), (0,), canonical_options("VarHandleOptions", {"shared_name": "acc"}),
-                              "VarHandleOptions"),
-                     Operator("ASSIGN_VARIABLE", (0, 1), (), canonical_options("AssignVariableOptions", {}),
-                              "AssignVariableOptions")], (), (), "init")
-    model.subgraphs.append(init)
+    add_variable_initialiser(model, "acc", np.full(shape, 7, np.int8), "int8", q)  # subgraph 1
     return model
 
 

@@ -451,8 +451,7 @@ def _resource_variable(dtype: str, seed: int) -> Model:
     """A stateful model as the converter writes one: CALL_ONCE runs an initialiser subgraph that
     assigns the variable its start; each inference reads it, adds the input and assigns the sum
     back (READ_VARIABLE and ASSIGN_VARIABLE, both through VAR_HANDLE)."""
-    from .tflite.builder import canonical_options
-    from .tflite.model import Operator, SubGraph, Tensor
+    from .tflite.builder import add_variable_initialiser
 
     n = _Net("READ_VARIABLE", dtype, seed)
     q = _q(dtype, 0.05, 0)
@@ -466,15 +465,7 @@ def _resource_variable(dtype: str, seed: int) -> Model:
     n.op("ADD", [x, state], [total])
     n.op("ASSIGN_VARIABLE", [handle, total], [])
     model = n.b.build()
-    start = n.rng.integers(-20, 20, _FM).astype(NUMPY[dtype])
-    buffer = model.add_buffer(start.tobytes())
-    init = SubGraph([Tensor("init_handle", (), "resource"),
-                     Tensor("start", _FM, dtype, buffer=buffer, quantization=q, data=start)],
-                    [Operator("VAR_HANDLE", (), (0,), canonical_options("VarHandleOptions", {"shared_name": "state"}),
-                              "VarHandleOptions"),
-                     Operator("ASSIGN_VARIABLE", (0, 1), (), canonical_options("AssignVariableOptions", {}),
-                              "AssignVariableOptions")], (), (), "init")
-    model.subgraphs.append(init)
+    add_variable_initialiser(model, "state", n.rng.integers(-20, 20, _FM).astype(NUMPY[dtype]), dtype, q)
     return model
 
 

@@ -92,6 +92,22 @@ def canonical_options(options_type: str, options: Mapping[str, Any]) -> dict[str
     return schema.read_options(options_type, table)
 
 
+def add_variable_initialiser(model: Model, shared_name: str, start: np.ndarray, dtype: str,
+                              quant: Quantization) -> int:
+    """Append the subgraph a converter writes for a resource variable's start value (CALL_ONCE's
+    `init_subgraph_index`): VAR_HANDLE `shared_name`, then ASSIGN_VARIABLE of the constant
+    `start`. Returns the subgraph's index."""
+    buffer = model.add_buffer(np.ascontiguousarray(start).tobytes())
+    init = SubGraph([Tensor("init_handle", (), "resource"),
+                     Tensor("start", tuple(start.shape), dtype, buffer=buffer, quantization=quant, data=start)],
+                    [Operator("VAR_HANDLE", (), (0,), canonical_options("VarHandleOptions", {"shared_name": shared_name}),
+                              "VarHandleOptions"),
+                     Operator("ASSIGN_VARIABLE", (0, 1), (), canonical_options("AssignVariableOptions", {}),
+                              "AssignVariableOptions")], (), (), "init")
+    model.subgraphs.append(init)
+    return len(model.subgraphs) - 1
+
+
 class ModelBuilder:
     """Appends tensors and operators to a single-subgraph TFLite `Model`.
 
