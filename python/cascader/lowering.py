@@ -35,7 +35,7 @@ def lower(model: Model, accelerator: str | None = None,
     forced: dict[int, Verdict] = {}
     u85 = Accelerator.is_u85(accelerator)
     while True:
-        part = partition(model, forced)
+        part = partition(model, forced, u85)
         malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
         if malformed:  # not a limit of the NPU: the model itself is broken
             i, v = malformed[0]
@@ -95,7 +95,7 @@ def final_partition(model: Model, accelerator: str | None = None) -> Partition:
     """Where each operator runs in the binary compiled for `accelerator` (`lower`'s partition),
     for reports (`inspect`): a malformed model, which `lower` refuses, gets the rules' partition,
     whose verdicts name the malformed operators."""
-    part = partition(model)
+    part = partition(model, u85=Accelerator.is_u85(accelerator))
     if any(v.rule == "operand_count" for v in part.verdicts):
         return part
     return lower(model, accelerator)[0]

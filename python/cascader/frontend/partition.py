@@ -64,14 +64,15 @@ def single_subgraph(model: Model) -> SubGraph:
     return main
 
 
-def partition(model: Model, cpu: Mapping[int, Verdict] | None = None) -> Partition:
-    """Partition subgraph 0 of `model` into NPU segments and CPU operators.
+def partition(model: Model, cpu: Mapping[int, Verdict] | None = None, u85: bool = False) -> Partition:
+    """Partition subgraph 0 of `model` into NPU segments and CPU operators (`u85`: for the
+    Ethos-U85, whose NPU runs operators the U55/U65's do not: `support.check_operator`).
 
     `cpu` overrides the rules for some operators (index -> the verdict sending it to the CPU):
     the compiler uses it for operators the rules accept but the lowering cannot express.
     """
     graph = single_subgraph(model)
-    verdicts = [check_operator(OperatorView(graph, i)) for i in range(len(graph.operators))]
+    verdicts = [check_operator(OperatorView(graph, i), u85) for i in range(len(graph.operators))]
     for i, verdict in (cpu or {}).items():
         verdicts[i] = verdict
     # A segment of reshapes or requantizations alone (movenet's RESHAPEs between CPU operators)

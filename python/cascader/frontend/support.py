@@ -677,7 +677,9 @@ RULES: tuple[Rule, ...] = (
 
 # Operators Vela 5.2 runs on the Ethos-U85's NPU and on the CPU of the U55 and U65: the U85's
 # comparisons, bitwise modes, integer DIV, indexed DMAs and resource variables have no U55/U65
-# counterpart (cascader.operator_zoo.U85_OPERATOR_DTYPES holds their models).
+# counterpart (cascader.operator_zoo.U85_OPERATOR_DTYPES holds their models). Their lowering
+# rules are in LOWERING_RULES like any other's; `check_operator` sends them to the CPU on the
+# other targets.
 U85_ONLY_OPERATORS = frozenset({
     "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND", "LOGICAL_OR",
     "LOGICAL_NOT", "DIV", "CAST", "SELECT", "SELECT_V2", "REDUCE_ALL", "REDUCE_ANY", "GATHER", "SCATTER_ND",
@@ -685,17 +687,18 @@ U85_ONLY_OPERATORS = frozenset({
 })
 
 
-def check_operator(view: OperatorView) -> Verdict:
-    """Decide whether one operator can run on the NPU; on the CPU, say which rule forbids it."""
+def check_operator(view: OperatorView, u85: bool = False) -> Verdict:
+    """Decide whether one operator can run on the NPU (`u85`: the Ethos-U85's, which runs the
+    `U85_ONLY_OPERATORS` too); on the CPU, say which rule forbids it."""
     opcode = view.op.name
     if view.opcode == "CUSTOM":
         return Verdict(False, "operator_type", f"custom operator {opcode!r} runs on the CPU")
+    if opcode in U85_ONLY_OPERATORS and not u85:
+        return Verdict(False, "operator_type", f"{opcode} has no Ethos-U55/U65 NPU operation (Vela 5.2 runs it "
+                                               "on the Ethos-U85 only)")
     if opcode not in NPU_OPERATORS:
-        if opcode in PLANNED_OPERATORS:
+        if opcode in PLANNED_OPERATORS or opcode in U85_ONLY_OPERATORS:
             return Verdict(False, "operator_type", f"{opcode} is NPU-capable but not lowered by cascader yet")
-        if opcode in U85_ONLY_OPERATORS:
-            return Verdict(False, "operator_type", f"{opcode} has no Ethos-U55/U65 NPU operation (Vela 5.2 runs it "
-                                                   "on the Ethos-U85 only, which cascader does not compile for yet)")
         return Verdict(False, "operator_type", f"{opcode} is not supported by the Ethos-U NPU")
     for rule in _rules_for(opcode):
         detail = rule.check(view)
