@@ -79,11 +79,17 @@ def _hwc(t: Tensor, fold_batch: bool = False) -> tuple[int, int, int]:
     raise UnsupportedError(f"tensor {t.name!r} has rank {len(shape)}; the NPU path takes rank 4 or less")
 
 
+def map_dtype(dtype: str) -> str:
+    """The feature-map type of a tensor of TFLite type `dtype`: its own, but a bool's is uint8,
+    TFLite's bool being one byte of 0 or 1 (the rules that take bools say what they make of it)."""
+    return "uint8" if dtype == "bool" else dtype
+
+
 def _quant(t: Tensor) -> tuple[float, int]:
     q = t.quantization
     if q is None or q.scale.size == 0:
-        if t.dtype == "int32":
-            return 1.0, 0  # plain integers (indices, shapes): TFLite's int32 kernels ignore quantization
+        if t.dtype in ("int32", "bool"):
+            return 1.0, 0  # plain integers (indices, shapes) and truth values: their kernels ignore quantization
         raise UnsupportedError(f"tensor {t.name!r} is not quantized")
     return float(q.scale[0]), int(q.zero_point[0])
 
@@ -153,13 +159,14 @@ class _Lowering:
         tensor = self.graph.tensors[t]
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
-        if tensor.dtype not in TYPE_RANGE and tensor.dtype != "int32":
+        dtype = map_dtype(tensor.dtype)
+        if dtype not in TYPE_RANGE and dtype != "int32":
             raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16 "
-                                   "(and int32 for ADD, SUB and MUL)")
-        size = ELEMENT_SIZE[tensor.dtype]
+                                   "(and int32 and bool where the operator's rule does)")
+        size = ELEMENT_SIZE[dtype]
         if tensor.is_constant:
             self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
-        return FeatureMapView(self.buffer(t), hwc, tensor.dtype, zp, scale, dense_strides(hwc, size))
+        return FeatureMapView(self.buffer(t), hwc, dtype, zp, scale, dense_strides(hwc, size))
 
     def scratch(self, index: int, name: str, shape: tuple[int, int, int], dtype: str,
                 zero_point: int = 0, scale: float = 1.0) -> FeatureMapView:
@@ -211,7 +218,7 @@ class _Lowering:
             _, shape, dtype = self.scratch_buffers[b]
             return shape, dtype
         t = self.graph.tensors[b]
-        return _hwc(t, fold_batch=True), t.dtype
+        return _hwc(t, fold_batch=True), map_dtype(t.dtype)
 
     # --- operations -------------------------------------------------------------------------
 
