@@ -22,6 +22,7 @@ from ..errors import UnsupportedError
 from ..frontend.lowered import LoweredOperation
 from ..frontend.add_sub_rounding import HEADROOM, operand_multipliers
 from ..frontend.ofm_transpose_modes import STORED_ORDER
+from ..frontend.operation_builder import WRAP_OFM
 from ..frontend.quantization import pooling_scale
 from ..perf import OP_KINDS
 from .weights import EncodedWeights
@@ -36,7 +37,9 @@ _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 
 # The U55 elementwise operations with a U85 counterpart of the same name.
 _ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ")
-_ORDERED = ("SUB", "SHR", "SHL")  # the others' operands commute
+# The U85's own modes SELECT, CAST and DIV use (frontend/lower_u85_*): comparisons write -1/0.
+_ELEMENTWISE += ("ABS", "CMP_NE", "AND", "OR", "AND_NOT", "DIV")
+_ORDERED = ("SUB", "SHR", "SHL", "AND_NOT", "DIV")  # the others' operands commute
 
 
 def _unit_operands(registers: dict[str, Any]) -> bool:
@@ -144,7 +147,7 @@ def refusal(op: LoweredOperation) -> str | None:
     wide = _wide_maps(op)
     if wide:
         return wide
-    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "AVERAGE", "REDUCE_SUM"):
+    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "MIN", "AVERAGE", "REDUCE_SUM"):
         return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
     stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
                           tuple(r.get("ofm_scale", (1, 0))), _rounding(op, r.get("rounding", "TFL")),
@@ -239,6 +242,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     if stage["sub_op"] is not None:
         out["sub_op"] = stage["sub_op"]
     out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
+    if whole.registers.get(WRAP_OFM):  # the U85's clip range NONE keeps the low bits
+        out["activation"]["clip_range"] = 1
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
         out.update(_add_sub_scales(whole.registers["reference_scales"], 8 * whole.ifm.element_size)

@@ -1,4 +1,5 @@
-"""The reductions MEAN, SUM, REDUCE_MAX and REDUCE_MIN as NPU pools, bit-exact.
+"""The reductions MEAN, SUM, REDUCE_MAX and REDUCE_MIN (and the U85's REDUCE_ALL and REDUCE_ANY)
+as NPU pools, bit-exact.
 
 TFLite's reference kernel for MEAN and SUM (``QuantizedMeanOrSum``) computes, per output
 element,
@@ -41,6 +42,7 @@ from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import hwc_axis, raw_copy
 from .lowered import TYPE_RANGE, FeatureMapView, dense_strides
+from .lower_u85_select import require_u85
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
@@ -214,19 +216,11 @@ def _reverse_order(ops: OperationBuilder, lw: LoweringContext, src: FeatureMapVi
     ops.elementwise("SUB", lw.constant(np.array([top]), src.dtype), src, dst, rounding="NATURAL")
 
 
-def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
-    """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time."""
-    _require_types(v, MIN_MAX_DTYPES)
-    reduced = reduced_axes(v)
-    src = replace(lw.view(v.op.inputs[0]), zero_point=0)
-    out = replace(lw.view(v.op.outputs[0]), zero_point=0)
-    ops = OperationBuilder(lw, v.index, v.opcode)
-    minimum = v.opcode == "REDUCE_MIN"
-    if minimum:
-        flipped = ops.scratch("reversed", src.shape, src.dtype)
-        _reverse_order(ops, lw, src, flipped)
-        src = flipped
-    # One window, else one axis at a time (each at most DIM_MAX long), channels first.
+def _pooled_extremes(ops: OperationBuilder, mode: str, src: FeatureMapView, out: FeatureMapView | None, reduced: set[int],
+                     name: str) -> FeatureMapView:
+    """`mode` (MAX, or the U85's MIN) pools of `src` over the `reduced` axes: one window, else one
+    axis at a time (each at most DIM_MAX long), channels first, through scratch maps `name` of
+    its type; the last writes `out` (None: a scratch map, returned)."""
     one_window = single_window(blocks(src.shape, reduced)) is not None
     steps = [reduced] if one_window else [{a} for a in sorted(reduced, reverse=True) if src.shape[a] > 1]
     shape = src.shape
@@ -236,9 +230,43 @@ def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
         a, n, b = window
         shape = tuple(1 if k in axes else d for k, d in enumerate(shape))
         last = i == len(steps) - 1
-        dst = (ops.scratch("reversed_max" if minimum else "max", shape, src.dtype) if not last or minimum
-               else out)
-        banded_pool(ops, "MAX", src, dst, a, n, b, rounding="NATURAL")
+        dst = out if last and out is not None else ops.scratch(name, shape, src.dtype)
+        banded_pool(ops, mode, src, dst, a, n, b, rounding="NATURAL")
         src = dst
-    if minimum:
-        _reverse_order(ops, lw, src, _dense(out, src.shape))
+    return src
+
+
+def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
+    """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time."""
+    _require_types(v, MIN_MAX_DTYPES)
+    reduced = reduced_axes(v)
+    src = replace(lw.view(v.op.inputs[0]), zero_point=0)
+    out = replace(lw.view(v.op.outputs[0]), zero_point=0)
+    ops = OperationBuilder(lw, v.index, v.opcode)
+    if v.opcode == "REDUCE_MIN":
+        flipped = ops.scratch("reversed", src.shape, src.dtype)
+        _reverse_order(ops, lw, src, flipped)
+        top = _pooled_extremes(ops, "MAX", flipped, None, reduced, "reversed_max")
+        _reverse_order(ops, lw, top, _dense(out, top.shape))
+    else:
+        _pooled_extremes(ops, "MAX", src, out, reduced, "max")
+
+
+# --- REDUCE_ALL and REDUCE_ANY (Ethos-U85) --------------------------------------------------
+
+
+def lower_reduce_all_any(lw: LoweringContext, v: OperatorView) -> None:
+    """REDUCE_ANY, REDUCE_ALL of TFLite bools (uint8 maps of 0/1, `lower.map_dtype`): the
+    maximum and the minimum of the 0/1 codes, so MAX pools and the U85's MIN pools of them,
+    as REDUCE_MAX's windows (Vela 5.2 pools its -1/0 booleans the other way round, after a
+    CMP_NE, and ANDs 1 back in)."""
+    require_u85(lw, v)
+    assert v.ifm is not None and v.ofm is not None
+    if v.ifm.dtype != "bool" or v.ofm.dtype != "bool":
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; it takes bool in "
+                               "and out")
+    reduced = reduced_axes(v)
+    src, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    ops = OperationBuilder(lw, v.index, v.opcode)
+    _pooled_extremes(ops, "MAX" if v.opcode == "REDUCE_ANY" else "MIN", src, out, reduced,
+                     v.opcode.lower())

@@ -26,6 +26,8 @@ How the families map (each module's docstring has the details):
   (`lower_reverse`): copies, as 1x1 average pools.
 - Slices, TRANSPOSE, PACK (`lower_movement`): views where the readers allow, raw copies otherwise.
 - MEAN, SUM, REDUCE_MAX, REDUCE_MIN (`lower_reduce`): pools over a re-viewed map, one or a few.
+- Ethos-U85 only: SELECT, SELECT_V2 (`lower_u85_select`), CAST (`lower_u85_cast`), DIV
+  (`lower_u85_div`), REDUCE_ALL and REDUCE_ANY (`lower_reduce`).
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
 """
 
@@ -47,7 +49,7 @@ from .lower_negate import lower_negate
 from .lower_pad import lower_pad
 from .lower_pool import lower_pool
 from .lower_prelu import lower_leaky_relu, lower_prelu
-from .lower_reduce import lower_reduce, lower_reduce_min_max
+from .lower_reduce import lower_reduce, lower_reduce_all_any, lower_reduce_min_max
 from .lower_requantize import lower_clamp, lower_quantize
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reverse import lower_reverse
@@ -55,6 +57,9 @@ from .lower_softmax import lower_softmax
 from .lower_squared_difference import lower_squared_difference
 from .lower_tile import lower_tile
 from .lower_transpose_conv import lower_transpose_conv
+from .lower_u85_cast import lower_cast
+from .lower_u85_div import lower_div
+from .lower_u85_select import lower_select
 from .lowering_context import LoweringRule
 
 LOWERING_RULES: Mapping[str, LoweringRule] = {
@@ -116,4 +121,11 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "REVERSE_V2": lower_reverse,
     "RESIZE_NEAREST_NEIGHBOR": lower_resize_nearest,
     "RESIZE_BILINEAR": lower_resize_bilinear,
+    # Ethos-U85 only (its bitwise, comparison and DIV modes, MIN pools).
+    "SELECT": lower_select,
+    "SELECT_V2": lower_select,
+    "CAST": lower_cast,
+    "DIV": lower_div,
+    "REDUCE_ALL": lower_reduce_all_any,
+    "REDUCE_ANY": lower_reduce_all_any,
 }

@@ -24,7 +24,10 @@ from .quantization import convolution_scales, quantize_value, rescale_scale
 
 MAX_PADDING = 127  # the IFM_PAD_* registers
 ELEMENTWISE_COST = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MIN": "minimum"}  # the rest cost as MAX
-POOL_COST = {"MAX": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}
+POOL_COST = {"MAX": "max_pool", "MIN": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}  # MIN: U85
+# Registers flag: the OFM keeps the low bits of the result (the U85's clip range NONE) where
+# the U55's clamps it to its type (a narrowing CAST, a uint8 mask of -1).
+WRAP_OFM = "wrap_ofm"
 EIGHT_BIT_RANGE = {t: TYPE_RANGE[t] for t in ("int8", "uint8")}
 # A fused activation's real bounds (None: the type's own).
 FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
@@ -174,9 +177,10 @@ class OperationBuilder:
 
     def elementwise(self, mode: str, a: FeatureMapView, b: FeatureMapView | None, ofm: FeatureMapView, *,
                     rounding: str = "TFL", global_scale: bool = True, ofm_scale: tuple[int, int] = (1, 0),
-                    activation: dict | None = None, lut: bytes | None = None) -> None:
+                    activation: dict | None = None, lut: bytes | None = None, wrap: bool = False) -> None:
         """`ofm = a <mode> b`, operands unscaled (OPA and OPB 1). The NPU broadcasts only its
-        second operand: a smaller first operand is swapped in as the IFM2 with REVERSED_OPERANDS."""
+        second operand: a smaller first operand is swapped in as the IFM2 with REVERSED_OPERANDS.
+        `wrap`: the OFM keeps the result's low bits, unclamped (`WRAP_OFM`; the U85's only)."""
         reversed_operands = b is not None and a.shape != ofm.shape
         if reversed_operands:
             a, b = b, a
@@ -184,6 +188,8 @@ class OperationBuilder:
             sub_op=mode, kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
             activation=activation or full_range(ofm.dtype), rounding=rounding, global_scale=global_scale,
             ofm_scale=ofm_scale, opa_scale=(1, 0), opb_scale=1, ifm_scale_mode=0)
+        if wrap:
+            registers[WRAP_OFM] = True
         if b is not None:
             registers.update(broadcast=tuple(bd != od for bd, od in zip(b.shape, ofm.shape)),
                              reversed_operands=reversed_operands, ifm2_scalar=None)

@@ -39,6 +39,10 @@ BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BAT
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
 INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG"})
+# The Ethos-U85's operators on bool (TFLite's 0/1 byte) and int32 maps, with the types their
+# lowerings take beyond ACTIVATION_DTYPES (Vela 5.2: tflite_supported_operators_u85).
+U85_DTYPES = {"SELECT": ("bool", "int32"), "SELECT_V2": ("bool", "int32"), "CAST": ("bool", "int32"),
+              "DIV": ("int32",), "REDUCE_ALL": ("bool",), "REDUCE_ANY": ("bool",)}
 
 TENSOR_DIM_RANGE = (1, 65535)
 STRIDE_RANGE = (1, 3)
@@ -102,6 +106,8 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "SUM": (2, 2, 1), "REDUCE_MAX": (2, 2, 1), "REDUCE_MIN": (2, 2, 1),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 24, 1),  # the optional inputs are -1 (lstm_variant checks them)
     "BATCH_MATMUL": (2, 2, 1),
+    "SELECT": (3, 3, 1), "SELECT_V2": (3, 3, 1), "CAST": (1, 1, 1), "DIV": (2, 2, 1),
+    "REDUCE_ALL": (2, 2, 1), "REDUCE_ANY": (2, 2, 1),
 }
 
 
@@ -126,7 +132,7 @@ def _dtypes(v: OperatorView) -> str | None:
         if i is not None and o is not None and (i.dtype not in ("int8", "uint8") or o.dtype not in ("int32", "int64")):
             return f"ARG_MAX takes int8 or uint8 to int32 or int64, not {i.dtype} to {o.dtype}"
         return None
-    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS | ALIAS_OPS else ())
+    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS | ALIAS_OPS else ()) + U85_DTYPES.get(v.opcode, ())
     bad = [f"{t.name!r} is {t.dtype}" for t in v.activation_tensors if t.dtype not in allowed]
     return "; ".join(bad) or None
 
@@ -135,9 +141,10 @@ def _quantized(v: OperatorView) -> str | None:
     tensors = v.activation_tensors + ([v.weights] if v.weights is not None else [])
     if v.opcode == "ARG_MAX":
         tensors = [v.ifm] if v.ifm is not None else []  # its output is an index, not quantized
-    if v.opcode in INT32_OPS | ALIAS_OPS:
-        # TFLite's int32 arithmetic ignores quantization, and a reshape only renames bytes.
-        tensors = [t for t in tensors if t.dtype != "int32"]
+    if v.opcode in INT32_OPS | ALIAS_OPS or v.opcode in U85_DTYPES:
+        # TFLite's int32 arithmetic ignores quantization, a reshape only renames bytes, and a
+        # bool is a truth value.
+        tensors = [t for t in tensors if t.dtype not in ("int32", "bool")]
     for t in tensors:
         q = t.quantization
         if q is None or q.scale.size == 0:
