@@ -56,7 +56,7 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
         if made is None:
             continue
         ifm, ofm, tags = made
-        trial = _Trial(lw)
+        trial = Trial(lw)
         pool_copy(trial, index, name, ifm, ofm, requantize=False, tags=tags)
         try:
             cycles = lw.cycles(trial.ops)
@@ -67,7 +67,7 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
         copies.append((cycles, trial.ops[0]))
     if not copies:
         return False
-    others = _Trial(lw)
+    others = Trial(lw)
     steps(others)
     cycles, copy = min(copies, key=lambda c: c[0])
     faster = cycles < lw.cycles(others.ops)
@@ -157,7 +157,7 @@ def _tilings(length: int, granule: int, most: int) -> list[int]:
     return out or [granule]
 
 
-class _Trial:
+class Trial:
     """A lowering context that keeps the operations made aside and makes scratch maps that no
     segment holds: the operations are costed, not emitted."""
 

@@ -41,6 +41,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import hwc_axis, raw_copy
+from .lower_ofm_transpose import Trial
 from .lowered import TYPE_RANGE, FeatureMapView, dense_strides
 from .lower_u85_select import require_u85
 from .lowering_context import LoweringContext
@@ -53,6 +54,7 @@ DIM_MAX = 65535  # rows, columns and channels of one NPU feature map, and a pool
 SUM_MIN, SUM_MAX = -(2**31), 2**31 - 1
 SUM_DTYPES = ("int8", "uint8", "int16")  # MEAN and SUM alike: one QuantizedMeanOrSum
 MIN_MAX_DTYPES = ("int8", "uint8", "int16")
+POOL_HEIGHT_MAX = 256  # a pool kernel's rows
 
 
 def mean_scale(input_scale: float, output_scale: float, elements: int) -> tuple[int, int]:
@@ -258,8 +260,10 @@ def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
 def lower_reduce_all_any(lw: LoweringContext, v: OperatorView) -> None:
     """REDUCE_ANY, REDUCE_ALL of TFLite bools (uint8 maps of 0/1, `lower.map_dtype`): the
     maximum and the minimum of the 0/1 codes, so MAX pools and the U85's MIN pools of them,
-    as REDUCE_MAX's windows (Vela 5.2 pools its -1/0 booleans the other way round, after a
-    CMP_NE, and ANDs 1 back in)."""
+    as REDUCE_MAX's windows. Over H and W of a map the CPU hands in (in DRAM on the default
+    Dedicated_Sram system, where a pool reads a window's rows slowly), an elementwise copy into
+    the fast memory and a pool per axis may be faster (Vela 5.2's shape: its CMP_NE to -1/0
+    booleans is that copy); the cycle model chooses."""
     require_u85(lw, v)
     assert v.ifm is not None and v.ofm is not None
     if v.ifm.dtype != "bool" or v.ofm.dtype != "bool":
@@ -267,6 +271,28 @@ def lower_reduce_all_any(lw: LoweringContext, v: OperatorView) -> None:
                                "and out")
     reduced = reduced_axes(v)
     src, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
+    mode = "MAX" if v.opcode == "REDUCE_ANY" else "MIN"
+    name = v.opcode.lower()
+    h, w, _ = src.shape
+    staged = (reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible())
+    if staged:
+        direct, copied = Trial(lw), Trial(lw)
+        _pooled_extremes(OperationBuilder(direct, v.index, v.opcode), mode, src, out, reduced, name)
+        _staged_pools(OperationBuilder(copied, v.index, v.opcode), mode, src, out, name)
+        staged = (lw.cycles(direct.ops) or 0) > (lw.cycles(copied.ops) or math.inf)
     ops = OperationBuilder(lw, v.index, v.opcode)
-    _pooled_extremes(ops, "MAX" if v.opcode == "REDUCE_ANY" else "MIN", src, out, reduced,
-                     v.opcode.lower())
+    if staged:
+        _staged_pools(ops, mode, src, out, name)
+    else:
+        _pooled_extremes(ops, mode, src, out, reduced, name)
+
+
+def _staged_pools(ops: OperationBuilder, mode: str, src: FeatureMapView, out: FeatureMapView, name: str) -> None:
+    """`mode` pools of `src` over H and W: an elementwise copy (MAX with 0, the identity on 0/1)
+    into a scratch map, a pool over H, then one over W."""
+    h, w, c = src.shape
+    copy = ops.scratch(f"{name}_staged", src.shape, src.dtype)
+    ops.elementwise("MAX", src, ops.lw.constant(np.array([0]), src.dtype), copy)
+    rows = ops.scratch(name, (1, w, c), src.dtype)
+    ops.pool(mode, copy, rows, (h, 1), rounding="NATURAL")
+    ops.pool(mode, rows, _dense(out, (1, 1, c)), (1, w), rounding="NATURAL")
