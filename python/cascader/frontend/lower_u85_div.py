@@ -8,13 +8,13 @@
   reference too.
 - int8, uint8 (a constant divisor): TFLite's kernel (``DivElementwise``) forms, per divisor
   value d, a Q0.31 reciprocal by Newton-Raphson (``GetReciprocal``), multiplies the
-  normalized x - zp by it, then rescales by s1 / (s2 s_out) (formed in float32) with a shift
+  normalized x - zp by it, then rescales by s1 / (s2 s_out) (`_output_rescale`) with a shift
   that depends on x's leading sign bits. Past a shift of 31 (a large divisor and a small x)
   the kernel's RoundingDivideByPOT is undefined in C++; the compiled kernel masks the shift to
   5 bits and its mask to all ones, so 0 / d gives zp_out + 1 and small quotients a wrapped
   value: `reference_quotients` reproduces that, value by value, as the judge computes it. For
   one divisor value the output is a function of the 256 input codes, so:
-  - where, for every channel, one rescale of (x - zp) * sign(d) by a per-channel multiplier
+  - where, for every channel, one rescale of (x - zp) * w (w = 127 sign(d) mostly) by a per-channel multiplier
     reproduces all 256 outputs (checked exhaustively at compile time), one 1x1 depthwise
     convolution does the division (the common case: divisors and scales of a trained model);
   - otherwise a 256-entry table per run of channels of one divisor value (`lower_lut`'s
@@ -40,7 +40,12 @@ from .operator_view import OperatorView
 from .quantization import quantise_scale
 
 _Q0_31_ONE = fp.INT32_MAX  # gemmlowp's F0::One(): 1.0 is not representable in Q0.31
-_MULTIPLIER_SEARCH = 8  # multipliers tried either side of the nearest one, per channel
+_MULTIPLIER_SEARCH = 8  # multipliers tried either side of the nearest one, per channel and weight
+_WEIGHTS = (127, 1, 64, 100)
+# Codes whose quotients no rescale reproduces (the reference's undefined shifts: 0 / d gives
+# zp_out + 1 past them) patched after the convolution, each in four elementwise operations;
+# more, and the tables are faster.
+_PATCHED_CODES = 2  # the depthwise weights tried (magnitudes), the most precise first
 
 
 def _clz32(x: np.ndarray) -> np.ndarray:
@@ -113,49 +118,88 @@ def _divisor_per_channel(v: OperatorView, b: FeatureMapView, out: FeatureMapView
 
 
 def _channel_rescale(values: np.ndarray, target: np.ndarray, real: float, sign: int, clamp: tuple[int, int],
-                     zero_point: int) -> tuple[int, int] | None:
-    """A (multiplier, shift) whose rescale of sign * values, plus the zero point and clamped,
-    gives `target` for every value (None: no multiplier near real's does)."""
-    m0, shift = quantise_scale(real)
-    if m0 == 0:
-        return None
-    for m in sorted(range(m0 - _MULTIPLIER_SEARCH, m0 + _MULTIPLIER_SEARCH + 1), key=lambda k: abs(k - m0)):
-        if not (1 << 30) <= m < (1 << 31):
-            continue
-        got = fp.multiply_by_quantized_multiplier(sign * values, m, 31 - shift) + zero_point
-        if np.array_equal(np.clip(got, *clamp), target):
-            return m, shift
-    return None
+                     zero_point: int) -> tuple[tuple[int, int, int], np.ndarray]:
+    """((weight, multiplier, shift), where it misses): the rescale of values * weight, plus the
+    zero point and clamped, that gives `target` for the most values (every one, mostly). A large
+    weight keeps the accumulator's low bits through the rescale's first rounding (at bit 31 of
+    the product), which a small quotient needs where the reference normalizes x first."""
+    best = None
+    for weight in _WEIGHTS:
+        m0, shift = quantise_scale(real / weight)
+        for m in sorted(range(m0 - _MULTIPLIER_SEARCH, m0 + _MULTIPLIER_SEARCH + 1), key=lambda k: abs(k - m0)):
+            if not (1 << 30) <= m < (1 << 31):
+                continue
+            got = np.clip(fp.multiply_by_quantized_multiplier(sign * weight * values, m, 31 - shift) + zero_point,
+                          *clamp)
+            misses = got != target
+            if best is None or misses.sum() < best[1].sum():
+                best = (sign * weight, m, shift), misses
+            if not misses.any():
+                return best
+    assert best is not None
+    return best
+
+
+def _output_rescale(dtype: str, s1: float, s2: float, s_out: float) -> float:
+    """s1 / (s2 s_out) as the judging kernel forms it: LiteRT's uint8 one in float32, TFLM's
+    int8 one in double (from the float scales); they differ in the last bits, which decide
+    the quotients that are ties."""
+    f32 = np.float32
+    if dtype == "uint8":
+        return float(f32(s1) / (f32(s2) * f32(s_out)))
+    return float(f32(s1)) / (float(f32(s2)) * float(f32(s_out)))
+
+
+def _patch(lw: LoweringContext, ops: OperationBuilder, x: FeatureMapView, src: FeatureMapView, dst: FeatureMapView,
+           code: int, values: np.ndarray) -> None:
+    """dst = src, but values[c] in channel c where x holds `code`: a mask of those elements
+    (CMP_EQ, -1/0 unclamped) selects between them bitwise, as SELECT does."""
+    at = ops.scratch(f"at_{code}", x.shape, dst.dtype)
+    ops.elementwise("CMP_EQ", raw(x), lw.constant(np.array([code]), x.dtype), at, wrap=True)
+    kept = ops.scratch(f"kept_{code}", x.shape, dst.dtype)
+    ops.elementwise("AND_NOT", src, at, kept)
+    put = ops.scratch(f"put_{code}", x.shape, dst.dtype)
+    ops.elementwise("AND", at, lw.constant(values, dst.dtype), put)
+    ops.elementwise("OR", kept, put, dst)
 
 
 def _lower_quantized(lw: LoweringContext, v: OperatorView, x: FeatureMapView, b: FeatureMapView,
                      out: FeatureMapView) -> None:
     """int8/uint8 DIV by a constant divisor (module docstring): one depthwise convolution where
-    a per-channel rescale reproduces TFLite's quotients, else a table per run of channels."""
+    a per-channel rescale reproduces TFLite's quotients, the codes it misses in at most
+    _PATCHED_CODES patches, else a table per run of channels."""
     if x.shape != out.shape:
         raise UnsupportedError(f"operator {v.index} (DIV): the dividend {x.shape} is broadcast to {out.shape}")
     codes = _divisor_per_channel(v, b, out) - b.zero_point
     if not codes.all():
         raise UnsupportedError(f"operator {v.index} (DIV): a constant divisor of 0 (TFLite's kernel fails on it)")
-    f32 = np.float32
-    real = float(f32(x.scale) / (f32(b.scale) * f32(out.scale)))  # TFLite forms it in float32
+    real = _output_rescale(x.dtype, x.scale, b.scale, out.scale)
     multiplier, exponent = fp.quantize_multiplier(real)
     clamp = fused_clamp(v)
     lo, hi = TYPE_RANGE[x.dtype]
     values = np.arange(lo, hi + 1) - x.zero_point
     tables = {int(d): np.clip(reference_quotients(values, int(d), multiplier, exponent) + out.zero_point,
                               clamp["min"], clamp["max"]) for d in set(codes.tolist())}
-    rescales = [_channel_rescale(values, tables[int(d)], real / abs(int(d)), 1 if d > 0 else -1,
-                                 (clamp["min"], clamp["max"]), out.zero_point) for d in codes]
-    if all(r is not None for r in rescales):
+    found = [_channel_rescale(values, tables[int(d)], real / abs(int(d)), 1 if d > 0 else -1,
+                              (clamp["min"], clamp["max"]), out.zero_point) for d in codes]
+    missed = np.nonzero(np.any([misses for _, misses in found], axis=0))[0]
+    ops = OperationBuilder(lw, v.index, "DIV")
+    if len(missed) <= _PATCHED_CODES:
         channels = len(codes)
-        ohwi = np.sign(codes).astype(np.int64).reshape(channels, 1, 1, 1)
+        rescales = np.array([r for r, _ in found], np.int64)
         zeros = np.zeros(channels, np.int64)
-        volume = WeightVolume(ohwi, zeros, zeros, np.array(rescales, np.int64), True)
+        volume = WeightVolume(rescales[:, 0].reshape(channels, 1, 1, 1), zeros, zeros, rescales[:, 1:], True)
         registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=clamp, rounding="TFL",
                          global_scale=False, ofm_scale=(0, 0), acc_format=0)
-        lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{v.index}:DIV", (v.index,), x, out,
+        quotient = out if not len(missed) else ops.scratch("quotient", out.shape, out.dtype, out.zero_point, out.scale)
+        lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{v.index}:DIV", (v.index,), x, quotient,
                                 weights=volume, registers=registers))
+        for k, i in enumerate(missed):
+            last = k == len(missed) - 1
+            dst = raw(out) if last else ops.scratch(f"patched_{k}", out.shape, out.dtype)
+            at = np.array([tables[int(d)][i] for d in codes])
+            _patch(lw, ops, x, raw(quotient), dst, int(lo + i), at)
+            quotient = dst
         return
     c0 = 0
     while c0 < len(codes):  # a table per run of channels that divide by one value

@@ -1,0 +1,91 @@
+"""SELECT and SELECT_V2 on the Ethos-U85 (#43, frontend/lower_u85_select): the condition's
+-1/0 mask (CMP_NE) in the values' type, then AND, AND_NOT and OR of the raw codes; bit-exact
+against the reference interpreter on 2 seeds on U85-128/256/512, each operator and type on its
+own, SELECT_V2's broadcasts of each operand, and uint8 (which Vela 5.2 fails on)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cascader
+from cascader.operator_zoo import U85_OPERATOR_DTYPES, operator_model
+from cascader.tflite.builder import ModelBuilder, quantization
+
+from test_u85_lowering import SIZES, _bit_exact_on_the_npu, _sub_ops
+
+CASES = [(op, dt) for op in ("SELECT", "SELECT_V2") for dt in U85_OPERATOR_DTYPES[op]]
+
+
+def _select_v2(dtype: str, condition, x, y, out=(1, 6, 5, 16), opcode: str = "SELECT_V2"):
+    q = None if dtype == "int32" else quantization(0.05, 3 if dtype != "uint8" else 130)
+    b = ModelBuilder(description=f"test_u85_select {opcode} {dtype}")
+    c = b.add_input("condition", condition, "bool")
+    xs = b.add_input("input", x, dtype, q)
+    ys = b.add_input("input_b", y, dtype, q)
+    o = b.add_tensor("output", out, dtype, q)
+    b.mark_output(o)
+    b.add_operator(opcode, [c, xs, ys], [o])
+    return b.build()
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("opcode, dtype", CASES)
+def test_zoo_select_bit_exact(opcode: str, dtype: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(operator_model(opcode, dtype), accelerator, tmp_path)
+    assert _sub_ops(c) == {"CMP_NE": 1, "AND": 1, "AND_NOT": 1, "OR": 1}
+
+
+# (condition, x, y): each operand broadcast on its own and together, where every step has one
+# operand of the result's shape (y broadcast against a full mask: the U85's swapped AND_NOT).
+BROADCASTS = {
+    "scalar_condition": ((1,), (1, 6, 5, 16), (1, 6, 5, 16)),
+    "channel_condition": ((16,), (1, 6, 5, 16), (1, 6, 5, 16)),
+    "x_per_channel": ((1, 6, 5, 16), (1, 1, 1, 16), (1, 6, 5, 16)),
+    "y_per_row": ((1, 6, 5, 16), (1, 6, 5, 16), (1, 6, 1, 16)),
+    "y_scalar": ((1, 6, 5, 16), (1, 6, 5, 16), (1, 1, 1, 1)),
+    "condition_and_x": ((1, 6, 1, 16), (1, 6, 1, 16), (1, 6, 5, 16)),
+    "rank_3": ((5, 16), (6, 5, 16), (1, 5, 16)),
+}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(BROADCASTS))
+def test_select_v2_broadcasts_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    condition, x, y = BROADCASTS[case]
+    out = tuple(int(d) for d in np.broadcast_shapes(condition, x, y))
+    _bit_exact_on_the_npu(_select_v2("int8", condition, x, y, out), accelerator, tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int32"])
+def test_select_v2_broadcasts_in_wider_types(dtype: str, tmp_path) -> None:
+    """A per-pixel condition (C 1) over full x and a scalar y."""
+    _bit_exact_on_the_npu(_select_v2(dtype, (1, 6, 5, 1), (1, 6, 5, 16), (1, 1, 1, 1)), "ethos-u85-256", tmp_path)
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_uint8_select_keeps_its_mask_bits(accelerator: str, tmp_path) -> None:
+    """A uint8 mask of -1 is 255 only unclamped (the U85's clip range NONE, WRAP_OFM); Vela 5.2
+    fails on a uint8 SELECT."""
+    model = _select_v2("uint8", (1, 6, 5, 16), (1, 6, 5, 16), (1, 6, 5, 16), opcode="SELECT")
+    _bit_exact_on_the_npu(model, accelerator, tmp_path)
+
+
+def test_type_extremes_are_copied_as_they_are() -> None:
+    """Every int32 extreme and its neighbours on both sides of the mask, against the reference."""
+    from cascader.reference import run
+
+    model = _select_v2("int32", (1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4), out=(1, 2, 3, 4))
+    c = cascader.compile(model, accelerator="ethos-u85-256")
+    assert all(v.npu for v in c.partition.verdicts)
+    edges = np.array([-(2**31), -(2**31) + 1, -1, 0, 1, 2**31 - 2, 2**31 - 1, 12345], np.int32)
+    x = np.resize(edges, 24).reshape(1, 2, 3, 4)
+    inputs = [np.resize([True, False, False], 24).reshape(1, 2, 3, 4), x, x[..., ::-1].copy()]
+    np.testing.assert_array_equal(cascader.simulate(c.binary, inputs)[0], run(model, inputs)[0])
+
+
+def test_operands_that_both_broadcast_stay_on_the_cpu() -> None:
+    """x over W and the condition over H: their AND would broadcast both NPU operands."""
+    model = _select_v2("int8", (1, 6, 1, 16), (1, 1, 5, 16), (1, 6, 5, 16))
+    verdicts = cascader.compile(model, accelerator="ethos-u85-256").partition.verdicts
+    assert not verdicts[0].npu and "one NPU operand must have the result's shape" in verdicts[0].reason
