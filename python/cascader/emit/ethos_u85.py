@@ -38,7 +38,7 @@ _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 # The U55 elementwise operations with a U85 counterpart of the same name.
 _ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ")
 # The U85's own modes SELECT, CAST and DIV use (frontend/lower_u85_*): comparisons write -1/0.
-_ELEMENTWISE += ("ABS", "CMP_EQ", "CMP_NE", "AND", "OR", "AND_NOT", "DIV")
+_ELEMENTWISE += ("CMP_EQ", "CMP_NE", "AND", "OR", "AND_NOT", "DIV")
 _ORDERED = ("SUB", "SHR", "SHL", "AND_NOT", "DIV")  # the others' operands commute
 
 

@@ -9,9 +9,8 @@ uint8 map of 0/1 (`lower.map_dtype`), so:
   type without clamping (`operation_builder.WRAP_OFM`, the U85's clip range NONE), which keeps
   the low bits; a widening one never leaves the type anyway. Vela 5.2 writes the same ADD
   (its zero a scalar register).
-- to bool: ABS of the value clamped to [0, 1]: 0 stays 0, any other value gives at least 1.
-  One operation where Vela 5.2 writes two (CMP_NE to its -1/0 boolean, then AND 1 at the
-  network's edge).
+- to bool: the U85's boolean of x != 0 (CMP_NE against zero, -1/0, unclamped in uint8), then
+  AND 1, as Vela 5.2 does (its -1/0 boolean turned into TFLite's at the network's edge).
 """
 
 from __future__ import annotations
@@ -38,6 +37,8 @@ def lower_cast(lw: LoweringContext, v: OperatorView) -> None:
         raise UnsupportedError(f"operator {v.index} (CAST): {x.shape} -> {out.shape}; CAST keeps the shape")
     ops = OperationBuilder(lw, v.index, "CAST")
     if dst_t.dtype == "bool":
-        ops.elementwise("ABS", x, None, out, activation=dict(function=0, clip_range=0, min=0, max=1))
+        mask = ops.scratch("mask", x.shape, out.dtype)
+        ops.elementwise("CMP_NE", x, lw.constant(np.array([0]), x.dtype), mask, wrap=True)
+        ops.elementwise("AND", mask, lw.constant(np.array([1]), out.dtype), out)
     else:
         ops.elementwise("ADD", x, lw.constant(np.array([0]), x.dtype), out, wrap=True)
