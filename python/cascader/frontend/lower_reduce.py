@@ -38,7 +38,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import InvalidArgumentError, UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import hwc_axis, raw_copy
 from .lower_ofm_transpose import Trial
@@ -279,7 +279,10 @@ def lower_reduce_all_any(lw: LoweringContext, v: OperatorView) -> None:
         direct, copied = Trial(lw), Trial(lw)
         _pooled_extremes(OperationBuilder(direct, v.index, v.opcode), mode, src, out, reduced, name)
         _staged_pools(OperationBuilder(copied, v.index, v.opcode), mode, src, out, name)
-        staged = (lw.cycles(direct.ops) or 0) > (lw.cycles(copied.ops) or math.inf)
+        try:
+            staged = (lw.cycles(direct.ops) or 0) > (lw.cycles(copied.ops) or math.inf)
+        except InvalidArgumentError:  # no block of the target holds one of them: the pools alone
+            staged = False
     ops = OperationBuilder(lw, v.index, v.opcode)
     if staged:
         _staged_pools(ops, mode, src, out, name)
