@@ -32,7 +32,8 @@ Where Vela loops over the N columns of y and sums each product on its own, this 
   size 1 in the row operand through the MUL's broadcast; only batch axes that cannot be folded
   (one operand broadcast along some but not all of them) are looped over;
 - transposes an operand only where K is not already its innermost axis, and not at all when
-  the other axis is 1 (the bytes are the same), one depth-1 copy per batch as TRANSPOSE does;
+  the other axis is 1 (the bytes are the same), one depth-1 copy per batch as TRANSPOSE does
+  (on the Ethos-U85 one copy with its OFM transpose, where the cycle model finds that faster);
 - multiplies by a constant y (what converters write for a matmul with weights) as 1x1
   convolutions, y's matrices the encoded weights (with their zero point) and a zero bias: one
   convolution over every batch when y has none, else one per output batch. The MAC array does

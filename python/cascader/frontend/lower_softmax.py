@@ -17,7 +17,9 @@ reference's own arithmetic, so the result is bit-exact (Vela lowers the same way
 The rows are the tensor's positions on a G1 x G2 grid (its last two non-channel axes; C the
 last axis): the row maximum is a 1 x C max pool over the same bytes viewed as R x C x 1 (R =
 G1 x G2), the row sum a REDUCE_SUM over the channels of the grid. (On an R x 1 column the
-NPU's blocks are one pixel wide: YOLOv8's 4 x 756 x 16 row sum cost 8x Vela's.)
+NPU's blocks are one pixel wide: YOLOv8's 4 x 756 x 16 row sum cost 8x Vela's.) On the
+Ethos-U85 the maximum may instead be a C x 1 pool down the rows copied C outermost by the OFM
+transpose, whichever the cycle model finds faster (`_row_max`).
 
 int16 (`lower_softmax_int16`) follows TFLite's SoftmaxInt16: the scaled difference looked up in
 a 513-sample exp table over [-10, 0], summed, normalised by its leading zeros and looked up in
@@ -84,7 +86,7 @@ def _row_max(ops: OperationBuilder, x: FeatureMapView, rows: int, depth: int) ->
     the Ethos-U85, where the cycle model finds it faster, a C x 1 max pool down a copy of the
     rows the OFM transpose wrote with C outermost (`_transposed_row_max`). The depth-1 pool
     runs one-element-deep blocks: 2,146 cycles for transformer_block's 32 x 16 scores on
-    U85-128, 248 transposed (Vela 5.2 transposes there too)."""
+    U85-128, 835 as the copy (595) and a 16 x 1 pool 16 deep (240); Vela 5.2 transposes too."""
     peak = ops.scratch("max", x.shape[:2] + (1,), x.dtype)
     x = replace(x, zero_point=0)
 
