@@ -96,11 +96,34 @@ def test_sums_beyond_the_accumulators_keep_the_multiplies():
                             "ethos-u85-256"))
 
 
+def _transposed_copies(compiled) -> list[str]:
+    """The names of the operations that write their OFM with the U85's OFM transpose."""
+    return [s.lowered.name for s in compiled.schedule.operations if s.lowered.registers.get("ofm_transpose")]
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("case, transposed", [("plain", ["y"]), ("adj_x", ["x", "y"]), ("attention_context", ["y"]),
+                                              ("rank4_batches", ["y"]), ("adj_y", [])])
+def test_operand_transposed_in_one_copy(case, transposed, accelerator):
+    """An operand stored K outermost (x with adj_x, y without adj_y) is transposed by one copy
+    with the U85's OFM transpose, not by depth-1 planes per batch, where the cycle model finds it
+    faster (on every size here)."""
+    compiled = _check(_model(*CASES[case]), accelerator)
+    assert _transposed_copies(compiled) == [f"0:BATCH_MATMUL({t}_transposed)" for t in transposed]
+    assert [op["kind"] for stream in decode(compiled) for op in stream.operations if op["kind"] != "dma"] == \
+        ["pool"] * len(transposed) + ["conv"]
+
+
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 def test_transformer_block(accelerator):
     model = zoo.transformer_block()
     compiled = _check(model, accelerator)
     assert len(_products(compiled)) == 2  # the attention scores and context
+    # The context's values (K = the sequence outermost) transposed in one copy, the softmax's
+    # row maximum read from another (test_u85_softmax); no depth-1 copies or pools remain.
+    assert {"11:SOFTMAX(max_columns)", "12:BATCH_MATMUL(y_transposed)"} <= set(_transposed_copies(compiled))
+    assert not [op for stream in decode(compiled) for op in stream.operations
+                if op["kind"] == "pool" and op["sub_op"] != "REDUCE_SUM" and op["ofm"]["shape"][2] == 1]
 
 
 def test_u55_u65_keep_the_multiplies():

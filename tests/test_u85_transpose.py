@@ -41,6 +41,9 @@ CASES = {
     "chw_int16": ((1, 5, 7, 20), (0, 3, 1, 2), "int16", 6),
     "rank3_hw_swap_of_channels": ((1, 9, 40), (0, 2, 1), "int8", 2),
     "rank2": ((24, 37), (1, 0), "int8", 2),
+    # A model input read with H and W swapped, the copy WCH: the packaging's region check takes
+    # the stored map's extent (the computed one's addresses run past the output).
+    "rank3_batches_read_swapped": ((2, 19, 7), (0, 2, 1), "int8", 2),
 }
 
 

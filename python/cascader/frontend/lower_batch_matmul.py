@@ -32,7 +32,8 @@ Where Vela loops over the N columns of y and sums each product on its own, this 
   size 1 in the row operand through the MUL's broadcast; only batch axes that cannot be folded
   (one operand broadcast along some but not all of them) are looped over;
 - transposes an operand only where K is not already its innermost axis, and not at all when
-  the other axis is 1 (the bytes are the same), one depth-1 copy per batch as TRANSPOSE does;
+  the other axis is 1 (the bytes are the same), one depth-1 copy per batch as TRANSPOSE does
+  (on the Ethos-U85 one copy with its OFM transpose, where the cycle model finds that faster);
 - multiplies by a constant y (what converters write for a matmul with weights) as 1x1
   convolutions, y's matrices the encoded weights (with their zero point) and a zero bias: one
   convolution over every batch when y has none, else one per output batch. The MAC array does
@@ -58,6 +59,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..perf import estimate_op
 from .lower_movement import raw_copy, swap_with_channels
+from .lower_ofm_transpose import lower_ofm_transpose
 from .lowered import (ELEMENT_SIZE, TENSOR_DIM_MAX, WEIGHT_SUM_MAX, FeatureMapView, LoweredOperation, WeightVolume,
                       channel_scales, dense_strides, full_range, kernel_record)
 from .lowering_context import LoweringContext
@@ -130,7 +132,8 @@ def _extended(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
 def _k_innermost(lw: LoweringContext, ops: OperationBuilder, t: int, batch: tuple[int, ...], rows: int, depth: int,
                  transposed: bool, name: str) -> _Operand:
     """Operand tensor `t` as batches x rows x K: itself, or (stored as batches x K x rows) a
-    transposed scratch copy. With one row or K = 1 the two orders are the same bytes."""
+    transposed scratch copy (on the U85 with its OFM transpose where that is faster). With one
+    row or K = 1 the two orders are the same bytes."""
     batches = math.prod(batch)
     stored = (batches, depth, rows) if transposed else (batches, rows, depth)
     view = lw.view(t, stored)
@@ -138,7 +141,12 @@ def _k_innermost(lw: LoweringContext, ops: OperationBuilder, t: int, batch: tupl
     if not transposed or rows == 1 or depth == 1:
         return _Operand(replace(view, shape=shape, strides=dense_strides(shape, view.element_size)), batch, rows)
     dst = ops.scratch(name, shape, view.dtype, view.zero_point, view.scale)
-    swap_with_channels(lw, ops.index, f"{ops.index}:BATCH_MATMUL({name})", view, dst, axis=1)
+    label = f"{ops.index}:BATCH_MATMUL({name})"
+    steps = lambda context: swap_with_channels(context, ops.index, label, view, dst, axis=1)  # noqa: E731
+    # The U85's OFM transpose in one copy, where the cycle model finds it faster than the depth-1
+    # planes (transformer_block's values on U85-128: 8,264 cycles as planes, 595 so).
+    if not lower_ofm_transpose(lw, ops.index, label, view, dst, (0, 2, 1), steps):
+        steps(lw)
     return _Operand(dst, batch, rows)
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..arch import Accelerator
 from ..errors import InvalidArgumentError
-from .lowered import ELEMENT_SIZE, FeatureMapView, dense_strides
+from .lowered import ELEMENT_SIZE, FeatureMapView, LoweredOperation, dense_strides
 from .lowering_context import LoweringContext
 from .ofm_transpose_modes import STORED_ORDER, TRANSPOSE_MODES
 from .operation_builder import pool_copy
@@ -39,19 +39,19 @@ def _ofm_transpose_maps(lw: LoweringContext, src: FeatureMapView, dst: FeatureMa
     return (replace(src, zero_point=0), replace(out, zero_point=0), {"ofm_transpose": mode})
 
 
-def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
-                        source_axis: tuple[int, int, int], steps) -> bool:
-    """Lower the transpose as one U85 copy with an OFM transpose if the cycle model finds it
-    faster than `steps(context)` (the U55/U65's lowering, costed on a context that keeps its
-    operations aside), both with their feature maps where they will live: the tensors the CPU
-    hands in and reads back in the arena (DRAM on the U85's default Dedicated_Sram system, where
-    a transposed write of a model input's few channels is slow), the rest in the fast memory;
-    True if it did."""
+def ofm_transpose_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                       source_axis: tuple[int, int, int]) -> tuple[float, LoweredOperation] | None:
+    """The U85 copy with an OFM transpose of `src` into `dst` (output axis k reads source axis
+    `source_axis[k]`) the cycle model finds fastest over the ways to read `src` (`_readings`),
+    with its cycles; not added to `lw`. None where the target has no OFM transpose for it (not
+    a U85, `dst` not a dense NHWC map, no block holds it) or the lowering has no cycle model.
+    The feature maps are costed where they will live: the tensors the CPU hands in and reads
+    back in the arena (DRAM on the U85's default Dedicated_Sram system, where a transposed
+    write of a model input's few channels is slow), the rest in the fast memory."""
     if not Accelerator.is_u85(lw.accelerator):
-        return False
-    visible = lw.cpu_visible()
+        return None
     copies = []
-    for read, axes in _readings(src, source_axis, visible):
+    for read, axes in _readings(src, source_axis, lw.cpu_visible()):
         made = _ofm_transpose_maps(lw, read, dst, axes)
         if made is None:
             continue
@@ -62,14 +62,23 @@ def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: Feature
             cycles = lw.cycles(trial.ops)
         except InvalidArgumentError:  # no OFM block of the target holds the transposed copy
             continue
-        if cycles is None:  # no cycle model to choose by: the steps
-            return False
+        if cycles is None:  # no cycle model to choose by
+            return None
         copies.append((cycles, trial.ops[0]))
-    if not copies:
+    return min(copies, key=lambda c: c[0]) if copies else None
+
+
+def lower_ofm_transpose(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                        source_axis: tuple[int, int, int], steps) -> bool:
+    """Lower the transpose as one U85 copy with an OFM transpose (`ofm_transpose_copy`) if the
+    cycle model finds it faster than `steps(context)` (the U55/U65's lowering, costed on a
+    context that keeps its operations aside); True if it did."""
+    made = ofm_transpose_copy(lw, index, name, src, dst, source_axis)
+    if made is None:
         return False
     others = Trial(lw)
     steps(others)
-    cycles, copy = min(copies, key=lambda c: c[0])
+    cycles, copy = made
     faster = cycles < lw.cycles(others.ops)
     if faster:
         lw.add(copy)
@@ -174,3 +183,17 @@ class Trial:
 
     def __getattr__(self, name: str):
         return getattr(self._lw, name)
+
+
+def trial_cycles(lw: LoweringContext, lower) -> float | None:
+    """The cycle model's total (`LoweringContext.cycles`) for the operations `lower(context)`
+    makes on a `Trial` of `lw`: a way of lowering costed before it is chosen. None where the
+    lowering has no cycle model, `lower` returns False (it cannot lower so on the target) or
+    no block of the target holds one of its operations."""
+    trial = Trial(lw)
+    if lower(trial) is False:
+        return None
+    try:
+        return lw.cycles(trial.ops)
+    except InvalidArgumentError:
+        return None

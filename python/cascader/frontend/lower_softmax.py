@@ -17,7 +17,9 @@ reference's own arithmetic, so the result is bit-exact (Vela lowers the same way
 The rows are the tensor's positions on a G1 x G2 grid (its last two non-channel axes; C the
 last axis): the row maximum is a 1 x C max pool over the same bytes viewed as R x C x 1 (R =
 G1 x G2), the row sum a REDUCE_SUM over the channels of the grid. (On an R x 1 column the
-NPU's blocks are one pixel wide: YOLOv8's 4 x 756 x 16 row sum cost 8x Vela's.)
+NPU's blocks are one pixel wide: YOLOv8's 4 x 756 x 16 row sum cost 8x Vela's.) On the
+Ethos-U85 the maximum may instead be a C x 1 pool down the rows copied C outermost by the OFM
+transpose, whichever the cycle model finds faster (`_row_max`).
 
 int16 (`lower_softmax_int16`) follows TFLite's SoftmaxInt16: the scaled difference looked up in
 a 513-sample exp table over [-10, 0], summed, normalised by its leading zeros and looked up in
@@ -27,14 +29,17 @@ generic_int16_table_lookup, so both tables are TFLite's own (`lower_lut.int16_ra
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_lut import int16_range_table
-from .lowered import LUT_SLOT_0, TYPE_RANGE, FeatureMapView, dense_strides, full_range
+from .lower_ofm_transpose import ofm_transpose_copy, trial_cycles
+from .lowered import LUT_SLOT_0, TENSOR_DIM_MAX, TYPE_RANGE, FeatureMapView, dense_strides, full_range
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder, require_8bit_in_out
 from .operator_view import OperatorView
@@ -77,10 +82,47 @@ def _dense(view: FeatureMapView, shape: tuple[int, int, int]) -> FeatureMapView:
 
 
 def _row_max(ops: OperationBuilder, x: FeatureMapView, rows: int, depth: int) -> FeatureMapView:
-    """The row maximum, on raw values: a 1 x C max pool over the rows viewed as R x C x 1."""
+    """The row maximum, on raw values: a 1 x C max pool over the rows viewed as R x C x 1, or on
+    the Ethos-U85, where the cycle model finds it faster, a C x 1 max pool down a copy of the
+    rows the OFM transpose wrote with C outermost (`_transposed_row_max`). The depth-1 pool
+    runs one-element-deep blocks: 2,146 cycles for transformer_block's 32 x 16 scores on
+    U85-128, 835 as the copy (595) and a 16 x 1 pool 16 deep (240); Vela 5.2 transposes too."""
     peak = ops.scratch("max", x.shape[:2] + (1,), x.dtype)
-    ops.pool("MAX", replace(_dense(x, (rows, depth, 1)), zero_point=0), _dense(peak, (rows, 1, 1)), kernel=(1, depth))
+    x = replace(x, zero_point=0)
+
+    def depth_one(context: LoweringContext) -> None:
+        OperationBuilder(context, ops.index, ops.opcode).pool("MAX", _dense(x, (rows, depth, 1)),
+                                                              _dense(peak, (rows, 1, 1)), kernel=(1, depth))
+
+    ways = [depth_one]
+    if depth > 1 and Accelerator.is_u85(ops.lw.accelerator):  # its kernel height register takes any C
+        # The rows on their grid (G1 x G2) or in one line (1 x R): the pool's OFM depth differs.
+        for grid in dict.fromkeys((x.shape[:2], (1, rows))):
+            if grid[1] <= TENSOR_DIM_MAX:
+                ways.append(functools.partial(_transposed_row_max, ops, x, peak, grid))
+    costs = [trial_cycles(ops.lw, way) for way in ways]
+    if costs[0] is None:  # no cycle model to choose by: the pool any target runs
+        depth_one(ops.lw)
+    else:
+        ways[min((c, k) for k, c in enumerate(costs) if c is not None)[1]](ops.lw)
     return peak
+
+
+def _transposed_row_max(ops: OperationBuilder, x: FeatureMapView, peak: FeatureMapView, grid: tuple[int, int],
+                        context: LoweringContext) -> bool:
+    """The row maximum as a U85 copy of the rows (A x B x C, `grid` A x B) with an OFM transpose
+    to C x A x B and a C x 1 max pool down its columns into 1 x A x B: the same bytes as the R
+    row maxima. False (nothing made) where the target has no such copy."""
+    a, b = grid
+    depth = x.shape[2]
+    columns = context.scratch(ops.index, "max_columns", (depth, a, b), x.dtype)
+    made = ofm_transpose_copy(context, ops.index, f"{ops.index}:{ops.opcode}(max_columns)", _dense(x, (a, b, depth)),
+                              columns, (2, 0, 1))
+    if made is None:
+        return False
+    context.add(made[1])
+    OperationBuilder(context, ops.index, ops.opcode).pool("MAX", columns, _dense(peak, (1, a, b)), kernel=(depth, 1))
+    return True
 
 
 def lower_softmax(lw: LoweringContext, v: OperatorView) -> None:

@@ -1,6 +1,9 @@
 #include "cascader/sim/region_extent.hpp"
 
 #include <algorithm>
+#include <array>
+
+#include "cascader/arch/ethos_u85/ofm_order.hpp"
 
 namespace cascader::sim {
 
@@ -35,8 +38,11 @@ std::array<RegionExtent, 8> region_extents(const CommandStream& stream) {
     // An IFM's height and width follow from the OFM and kernel; its base is what is certain.
     reach(out, op.ifm.region, op.ifm.base[0] + 1, i, "ifm");
     if (op.has_ifm2() && !op.ifm2_is_scalar) reach(out, op.ifm2.region, op.ifm2.base[0] + 1, i, "ifm2");
+    // The OFM as it lies in memory: an Ethos-U85 OFM written transposed has the stored map's
+    // extent (its registers' height, width and depth are the computed map's).
     const FeatureMap& f = op.ofm;
-    const uint64_t last = f.address(f.height - 1, f.width - 1, f.depth - 1) + static_cast<uint64_t>(element_size(f.dtype));
+    const std::array<int, 3> e = ethos_u85::OfmOrder(op).stored_extent();
+    const uint64_t last = f.address(e[0] - 1, e[1] - 1, e[2] - 1) + static_cast<uint64_t>(element_size(f.dtype));
     reach(out, f.region, std::max(last, f.base[0] + 1), i, "ofm");
   }
   return out;
