@@ -24,7 +24,8 @@ from .quantization import convolution_scales, quantize_value, rescale_scale
 
 MAX_PADDING = 127  # the IFM_PAD_* registers
 ELEMENTWISE_COST = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MIN": "minimum"}  # the rest cost as MAX
-POOL_COST = {"MAX": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}
+# The U85's ARGMAX pooling costs as an average pool, as the estimator costs it.
+POOL_COST = {"MAX": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum", "ARGMAX_X": "avg_pool"}
 EIGHT_BIT_RANGE = {t: TYPE_RANGE[t] for t in ("int8", "uint8")}
 # A fused activation's real bounds (None: the type's own).
 FUSED_ACTIVATIONS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
