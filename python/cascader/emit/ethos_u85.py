@@ -88,7 +88,7 @@ def _acc48(op: LoweredOperation) -> bool:
 
 def _widening(op: LoweredOperation) -> bool:
     """An 8x8 convolution writing a 16-bit OFM from its 32-bit accumulators (an int8 LSTM's
-    gates, an ARG_MAX's tagged scores): the 8-bit operation's registers, scale entries and
+    gates): the 8-bit operation's registers, scale entries and
     rounding, with OFM_PRECISION's 16-bit type and its clip range."""
     return op.ifm.element_size == 1 and op.ofm.element_size == 2 and op.registers.get("acc_format", 0) == 0
 
