@@ -16,7 +16,7 @@ import cascader
 from cascader.tflite.builder import ModelBuilder
 from cascader.tflite.model import Quantization
 
-SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
+from test_u85_lowering import SIZES, _bit_exact_on_the_npu
 OUTPUT_TYPES = {"int32": 2, "int64": 4}  # TFLite's TensorType
 
 
@@ -37,16 +37,8 @@ def _argmax_pools(c: cascader.CompiledModel) -> list:
 
 
 def _bit_exact(model: cascader.Model, accelerator: str, tmp_path) -> cascader.CompiledModel:
-    pytest.importorskip("ai_edge_litert")
-    from cascader.bench.simulate import validate
-
-    c = cascader.compile(model, accelerator=accelerator)
-    assert [v.reason for v in c.partition.verdicts if not v.npu] == []
+    c = _bit_exact_on_the_npu(model, accelerator, tmp_path)
     assert _argmax_pools(c) and all(s.lowered.registers.get("sub_op") == "ARGMAX_X" for s in c.schedule.operations)
-    path = tmp_path / "model.tflite"
-    cascader.save_model(model, path)
-    result = validate(path, c.binary, seeds=(0, 1), config_label=accelerator)
-    assert result.bit_exact, (result.error, result.details)
     return c
 
 

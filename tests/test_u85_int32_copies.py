@@ -14,7 +14,7 @@ import cascader
 from cascader.tflite.builder import ModelBuilder
 from cascader.tflite.model import Quantization
 
-SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
+from test_u85_lowering import SIZES, _bit_exact_on_the_npu
 
 
 def _pack(shape: tuple[int, ...], count: int, axis: int) -> cascader.Model:
@@ -69,16 +69,7 @@ CASES = {
 @pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bit_exact(case: str, accelerator: str, tmp_path) -> None:
-    pytest.importorskip("ai_edge_litert")
-    from cascader.bench.simulate import validate
-
-    model = CASES[case]()
-    c = cascader.compile(model, accelerator=accelerator)
-    assert [v.reason for v in c.partition.verdicts if not v.npu] == []
-    path = tmp_path / "model.tflite"
-    cascader.save_model(model, path)
-    result = validate(path, c.binary, seeds=(0, 1), config_label=accelerator)
-    assert result.bit_exact, (result.error, result.details)
+    _bit_exact_on_the_npu(CASES[case](), accelerator, tmp_path)
 
 
 def test_copies_are_adds_of_zero() -> None:
