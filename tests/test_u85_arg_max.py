@@ -1,7 +1,7 @@
 """ARG_MAX on the Ethos-U85: its ARGMAX pooling (frontend/lower_u85_arg_max), over any axis.
 
 Bit-exact against the reference interpreter on two seeds on U85-128/256/512: each axis of a
-4-D map (a non-last one as movenet's), ranks 2 and 3, int8 and uint8 in, int32 and int64 out,
+4-D map (a non-last one as movenet's), a batch of two (Vela 5.2 takes it), ranks 2 and 3, int8 and uint8 in, int32 and int64 out,
 ties (TFLite picks the first maximum), more than the U55's 127 channels, more than one band of
 65535 rows, and the 32768 positions along the axis that the pooling holds (one more stays on
 the CPU with the reason). On the U55/U65 ARG_MAX keeps its tagged-score lowering.
@@ -48,6 +48,8 @@ CASES = {
     "width_int8_int64": lambda: _model((1, 6, 7, 9), 2, out="int64"),
     "height_uint8_int32": lambda: _model((1, 6, 7, 9), 1, "uint8", zero_point=128),
     "batch_of_one": lambda: _model((1, 6, 7, 9), 0),
+    "over_a_batch_of_two": lambda: _model((2, 4, 5, 6), 0, "uint8", zero_point=128),
+    "within_a_batch_of_two": lambda: _model((2, 4, 5, 6), 2, out="int64"),
     "movenet_rank3_middle_axis": lambda: _model((1, 2304, 17), 1),
     "rank2_last_axis": lambda: _model((5, 33), 1, "uint8", "int64", 0),
     "rank3_first_axis": lambda: _model((4, 5, 3), 0),

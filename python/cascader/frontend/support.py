@@ -714,6 +714,9 @@ U85_RULES: dict[str, Rule] = {
                       "PACK and CONCATENATION)", lambda v: None if _int32_copy(v) else _dtypes(v)),
     "quantized": Rule("quantized", "feature maps and weights must have finite, positive quantization scales",
                       lambda v: None if _int32_copy(v) else _quantized(v), source="Vela tflite_model_semantic"),
+    # ARG_MAX views its input as A x N x B around the axis, whatever the batch.
+    "batch_size": Rule("batch_size", "the IFM batch size must be 1 (but for ARG_MAX)",
+                       lambda v: None if v.opcode == "ARG_MAX" else _batch(v)),
 }
 
 
