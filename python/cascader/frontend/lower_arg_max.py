@@ -1,4 +1,5 @@
-"""ARG_MAX over the channels (8-bit in, int32 or int64 out) as NPU operations, bit-exact.
+"""ARG_MAX over the channels (8-bit in, int32 or int64 out) as NPU operations, bit-exact, on
+the U55/U65 (the U85 has a pooling for it: `lower_u85_arg_max`).
 
 The index of the largest channel is carried through a max: a 1x1 depthwise convolution writes
 ``(q - zp) * 128 + (C - 1 - i)`` as int16 (weights 128, bias the reversed channel index i), so

@@ -47,13 +47,9 @@ def lower_u85_arg_max(lw: LoweringContext, v: OperatorView) -> None:
                                f"pooling takes at most {MAX_AXIS}")
     ops = OperationBuilder(lw, v.index, "ARG_MAX")
     # The comparison is of the raw codes: the zero point and scale do not change the order.
-    source = v.op.inputs[0]
-    if source in lw.subviews:  # a strided view of another tensor: the A x N x B view needs its own bytes
-        strided = lw.view(source)
-        src = ops.scratch("input", strided.shape, strided.dtype)
-        raw_copy(lw, v.index, f"{v.index}:ARG_MAX(dense input)", replace(strided, zero_point=0), src)
-    else:  # its bytes in the tensor's order, a batch above 1 included
-        src = replace(lw.view(source, (a, n, b)), zero_point=0, scale=1.0)
+    # The input's own bytes in its order, a batch above 1 included (ARG_MAX is no VIEW_READER, so
+    # its input is never a strided view of another tensor).
+    src = replace(lw.view(v.op.inputs[0], (a, n, b)), zero_point=0, scale=1.0)
     out_t = v.op.outputs[0]
     if ofm_t.dtype == "int32":
         dst = lw.view(out_t)  # through a concatenation slice, where its consumer took one
