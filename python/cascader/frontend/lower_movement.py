@@ -184,7 +184,7 @@ def _hwc_shape(t: Tensor) -> tuple[int, int, int]:
 
 def raw_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
     """dst = src, the codes as they are: a 1x1 average pool, or for an int32 map (the U85's
-    PACK and CONCATENATION of indices: no pool writes 32-bit values as they are) an ADD of 0."""
+    PACK and CONCATENATION of indices; our pools do not move 32-bit values) an ADD of 0."""
     if src.dtype == "int32":
         ops = OperationBuilder(lw, index, name.split(":", 1)[-1])
         ops.elementwise("ADD", src, lw.constant(np.array([0]), "int32"), dst)

@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .lower_lstm import lstm_variant
+from .lower_u85_arg_max import MAX_AXIS as U85_ARG_MAX_AXIS
 from .lowered import WEIGHT_SUM_MAX
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
@@ -698,7 +699,6 @@ def _u85_arg_max(v: OperatorView) -> str | None:
 # Vela 5.2 copies int32 maps on the Ethos-U85 (a pooling that moves 32-bit values); on the
 # U55/U65 it leaves these operators on the CPU.
 U85_INT32_COPIES = frozenset({"PACK", "CONCATENATION"})
-U85_ARG_MAX_AXIS = 1 << 15  # the positions of the U85's ARGMAX pooling are 16-bit
 
 
 def _int32_copy(v: OperatorView) -> bool:
