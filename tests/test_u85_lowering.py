@@ -18,8 +18,8 @@ reference interpreter on 2 seeds, with no operator left on the CPU.
   map, the U85's SUB of that map broadcast as the IFM (IFM_BROADCAST).
 
 - 8x8 convolutions writing 16-bit OFMs from 32-bit accumulators: the int8 LSTM's gates
-  (lstm_kws) and ARG_MAX's shifted scores (small maps, 127 channels, two bands; coral_deeplabv3's
-  513 x 513 x 21), which ran on the CPU on the U85 before.
+  (lstm_kws), which ran on the CPU on the U85 before. (ARG_MAX, coral_deeplabv3's 513 x 513 x 21
+  included, is the U85's ARGMAX pooling: test_u85_arg_max.)
 
 16x8 convolutions, int16 TANH/LOGISTIC and int16 ADD/SUB have files of their own
 (test_u85_16x8, test_u85_tanh_sigmoid, test_u85_int16_add_sub).
@@ -179,21 +179,10 @@ def test_palm_detection_prelus_on_the_npu(tmp_path) -> None:
     _shared_model_on_the_npu("openmv_palm_detection_full_192", {"DEQUANTIZE"}, 2)
 
 
-def _arg_max(shape, dtype: str, out_dtype: str, zero_point: int) -> cascader.Model:
-    from test_lower_arg_max import _model  # imported here: that module needs the reference at import
-
-    return _model(shape, dtype, out_dtype, zero_point)
-
-
 # 8x8 convolutions writing a 16-bit OFM from 32-bit accumulators (emit/ethos_u85 `_widening`):
-# the int8 LSTM's gates (FULLY_CONNECTEDs of int8 inputs into int16, lower_lstm) and ARG_MAX's
-# shifted scores (a 1x1 depthwise of the 8-bit map into int16, lower_arg_max), at its 127
-# channels and over two bands of rows.
+# the int8 LSTM's gates (FULLY_CONNECTEDs of int8 inputs into int16, lower_lstm).
 WIDENING = {
     "lstm_kws": lambda: zoo.lstm_kws(),
-    "arg_max_uint8_int64": lambda: _arg_max((1, 9, 10, 21), "uint8", "int64", 128),
-    "arg_max_int8_127_channels": lambda: _arg_max((1, 5, 7, 127), "int8", "int32", 3),
-    "arg_max_in_two_bands": lambda: _arg_max((1, 40, 256, 21), "uint8", "int32", 128),
 }
 
 
@@ -207,6 +196,6 @@ def test_widening_convolutions_bit_exact(case: str, accelerator: str, tmp_path) 
 
 
 def test_deeplab_arg_max_on_the_npu() -> None:
-    """coral_deeplabv3's ARG_MAX over 513 x 513 x 21 (its shifted scores were the U85's CPU
-    operator): wholly on the NPU, bit-exact on U85-256."""
+    """coral_deeplabv3's ARG_MAX over 513 x 513 x 21 (the U85's ARGMAX pooling, five bands of
+    rows): wholly on the NPU, bit-exact on U85-256."""
     _shared_model_on_the_npu("coral_deeplabv3_mnv2_dm05_pascal_quant", set(), 0)

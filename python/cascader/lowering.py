@@ -56,11 +56,12 @@ def lower(model: Model, accelerator: str | None = None,
         if not refused:
             # The bilinear's int16 sums are not emitted for the Ethos-U85 yet (`_target_refusals`):
             # there its least-scratch lowering would run the resize on the CPU; and its
-            # default lowering takes the transposes' planes already.
+            # default lowering takes the transposes' planes already; its ARG_MAX is one pooling
+            # (lower_u85_arg_max), with no bands to trade.
             part.trades_scratch = any(part.graph.operators[i].opcode in SCRATCH_TRADING_OPERATORS
                                       or (not u85 and (cascades_in_least_scratch(part.graph, part.graph.operators[i])
-                                                       or planes_in_least_scratch(part.graph, part.graph.operators[i])))
-                                      or bands_in_least_scratch(part.graph, part.graph.operators[i])
+                                                       or planes_in_least_scratch(part.graph, part.graph.operators[i])
+                                                       or bands_in_least_scratch(part.graph, part.graph.operators[i])))
                                       for s in part.segments if s.target == NPU for i in s.operators)
             return part, segments
         forced.update(refused)

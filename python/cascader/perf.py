@@ -31,7 +31,7 @@ OP_KINDS = {
 ACTIVATIONS = {None: "None_", "NONE": "None_", "RELU": "Relu", "RELU6": "Relu", "RELU_N1_TO_1": "Relu",
                "LUT": "Lut", "SIGMOID": "Lut", "TANH": "Lut"}
 TRAVERSALS = {"auto": "Auto", "depth_first": "DepthFirst", "part_kernel_first": "PartKernelFirst"}
-_BITS = {"int8": 8, "uint8": 8, "int16": 16, "int32": 32, 8: 8, 16: 16, 32: 32}
+_BITS = {"int8": 8, "uint8": 8, "int16": 16, "int32": 32, "int64": 64, 8: 8, 16: 16, 32: 32}  # int64: ARG_MAX indices
 
 Shape = Sequence[int]
 
@@ -140,7 +140,7 @@ def _feature_map(shape: Shape, bits, fmt: str, memory: str, what: str) -> "_core
     fm = _core.FeatureMap()
     fm.shape = _shape4(shape, what)
     if bits not in _BITS:
-        raise InvalidArgumentError(f"{what} dtype must be int8, int16 or int32, got {bits!r}")
+        raise InvalidArgumentError(f"{what} dtype must be int8, int16, int32 or int64, got {bits!r}")
     fm.bits = _BITS[bits]
     if fmt not in ("NHWC", "NHCWB16"):
         raise InvalidArgumentError(f"{what} format must be 'NHWC' or 'NHCWB16', got {fmt!r}")

@@ -69,8 +69,8 @@ def _wide_maps(op: LoweredOperation) -> str | None:
     widest = max(m.element_size for m in maps)
     if widest == 1 or op.kind == "elementwise":
         return None
-    if op.kind == "pool" and (widest == 2 or op.registers.get("sub_op") == "REDUCE_SUM"):
-        return None
+    if op.kind == "pool" and (widest == 2 or op.registers.get("sub_op") in ("REDUCE_SUM", "ARGMAX_X")):
+        return None  # ARGMAX_X: 8-bit values in, int32 or int64 indices out
     if op.kind in ("conv", "depthwise"):
         return None if _widening(op) else _sixteen_by_eight(op)
     if op.kind == "resize":  # 16-bit maps in the 48-bit accumulators (frontend/lower_u85_resize)
@@ -91,7 +91,7 @@ def _acc48(op: LoweredOperation) -> bool:
 
 def _widening(op: LoweredOperation) -> bool:
     """An 8x8 convolution writing a 16-bit OFM from its 32-bit accumulators (an int8 LSTM's
-    gates, an ARG_MAX's tagged scores): the 8-bit operation's registers, scale entries and
+    gates): the 8-bit operation's registers, scale entries and
     rounding, with OFM_PRECISION's 16-bit type and its clip range."""
     return op.ifm.element_size == 1 and op.ofm.element_size == 2 and op.registers.get("acc_format", 0) == 0
 
@@ -147,7 +147,7 @@ def refusal(op: LoweredOperation) -> str | None:
     wide = _wide_maps(op)
     if wide:
         return wide
-    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "MIN", "AVERAGE", "REDUCE_SUM"):
+    if op.kind == "pool" and r.get("sub_op") not in ("MAX", "MIN", "AVERAGE", "REDUCE_SUM", "ARGMAX_X"):
         return f"{r.get('sub_op')} pooling is not emitted for the Ethos-U85 yet"
     stage = _output_stage(op.kind, r.get("sub_op"), r.get("kernel", {}), tuple(r.get("padding", (0, 0, 0, 0))),
                           tuple(r.get("ofm_scale", (1, 0))), _rounding(op, r.get("rounding", "TFL")),
@@ -330,9 +330,10 @@ def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, i
     """The U85's ACTIVATION fields for the U55's (a table in LUT slot `function - 16`, or none)
     and the table index."""
     lo, hi = activation["min"], activation["max"]
-    if ofm_dtype == "int32" and activation.get("clip_range", 0) == 0:
+    if ofm_dtype in ("int32", "int64") and activation.get("clip_range", 0) == 0:
         # The U55 clamps a 32-bit OFM to its type only (ACTIVATION_MIN/MAX are 16-bit); the
-        # U85 clamps to ACTIVATION_MIN/MAX unless the clip range is NONE (1).
+        # U85 clamps to ACTIVATION_MIN/MAX unless the clip range is NONE (1). (int64: the U85's
+        # ARGMAX indices.)
         return {"function": activation["function"], "clip_range": 1, "min": lo, "max": hi}, LUT_ADDRESS // 256
     bounds = _CLIP_RANGES[activation.get("clip_range", 0)]
     if bounds is not None:

@@ -1,4 +1,5 @@
-"""ARG_MAX over the channels (8-bit in, int32 or int64 out) as NPU operations, bit-exact.
+"""ARG_MAX over the channels (8-bit in, int32 or int64 out) as NPU operations, bit-exact, on
+the U55/U65 (the U85 has a pooling for it: `lower_u85_arg_max`).
 
 The index of the largest channel is carried through a max: a 1x1 depthwise convolution writes
 ``(q - zp) * 128 + (C - 1 - i)`` as int16 (weights 128, bias the reversed channel index i), so
@@ -20,9 +21,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from .lowered import (LUT_SLOT_0, FeatureMapView, LoweredOperation, WeightVolume, channel_scales, dense_strides,
                       full_range, kernel_record)
+from .lower_u85_arg_max import lower_u85_arg_max
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
@@ -62,6 +65,9 @@ def index_table(channels: int) -> bytes:
 
 
 def lower_arg_max(lw: LoweringContext, v: OperatorView) -> None:
+    if Accelerator.is_u85(lw.accelerator):  # its own ARGMAX pooling, over any axis
+        lower_u85_arg_max(lw, v)
+        return
     ifm_t, ofm_t = v.ifm, v.ofm
     assert ifm_t is not None and ofm_t is not None
     src = lw.view(v.op.inputs[0])

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from ..errors import UnsupportedError
 from .lowering_context import LoweringContext
+from .lower_movement import raw_copy
 from .operation_builder import fused_clamp, pool_copy
 from .operator_view import OperatorView
 
@@ -25,7 +26,8 @@ def lower_concatenation(lw: LoweringContext, v: OperatorView) -> None:
     hwc_axis = axis + (3 - rank) if rank <= 3 else axis - 1
     if rank == 4 and axis == 0:
         raise UnsupportedError(f"operator {v.index}: concatenation along the batch")
-    clamp = fused_clamp(v)
+    int32 = v.ofm.dtype == "int32"  # indices (the U85's): copied as they are, no clamp
+    clamp = None if int32 else fused_clamp(v)
     start = 0
     for t in v.op.inputs:
         src = lw.view(t)
@@ -40,5 +42,8 @@ def lower_concatenation(lw: LoweringContext, v: OperatorView) -> None:
         dst = replace(ofm, shape=tuple(shape), offset=ofm.offset + offset)
         if src.dtype == "int16":
             dst = replace(dst, scale=src.scale, zero_point=src.zero_point)
-        pool_copy(lw, v.index, f"{v.index}:CONCATENATION[{t}]", src, dst, clamp)
+        if int32:
+            raw_copy(lw, v.index, f"{v.index}:CONCATENATION[{t}]", src, dst)
+        else:
+            pool_copy(lw, v.index, f"{v.index}:CONCATENATION[{t}]", src, dst, clamp)
         start += src.shape[hwc_axis]

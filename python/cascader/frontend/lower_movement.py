@@ -36,7 +36,7 @@ from ..tflite.model import Tensor
 from .lowered import FeatureMapView, dense_strides
 from .lowering_context import Box, LoweringContext
 from .lower_ofm_transpose import lower_ofm_transpose
-from .operation_builder import pool_copy
+from .operation_builder import OperationBuilder, pool_copy
 from .operator_view import OperatorView
 
 SLICE_OPS = frozenset({"STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "UNPACK"})
@@ -183,6 +183,12 @@ def _hwc_shape(t: Tensor) -> tuple[int, int, int]:
 
 
 def raw_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView) -> None:
+    """dst = src, the codes as they are: a 1x1 average pool, or for an int32 map (the U85's
+    PACK and CONCATENATION of indices; our pools do not move 32-bit values) an ADD of 0."""
+    if src.dtype == "int32":
+        ops = OperationBuilder(lw, index, name.split(":", 1)[-1])
+        ops.elementwise("ADD", src, lw.constant(np.array([0]), "int32"), dst)
+        return
     pool_copy(lw, index, name, replace(src, zero_point=0), replace(dst, zero_point=0), requantize=False)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-ELEMENT_SIZE = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4}
+ELEMENT_SIZE = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "int64": 8}  # int64: ARG_MAX's indices
 TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}  # the feature-map types
 # The activation register's functions beside clamping: the NPU's own int16 TANH and SIGMOID,
 # and a table in LUT slot 0 (slots 1-7 follow).

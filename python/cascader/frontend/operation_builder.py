@@ -24,7 +24,9 @@ from .quantization import convolution_scales, quantize_value, rescale_scale
 
 MAX_PADDING = 127  # the IFM_PAD_* registers
 ELEMENTWISE_COST = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MIN": "minimum"}  # the rest cost as MAX
-POOL_COST = {"MAX": "max_pool", "MIN": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum"}  # MIN: U85
+# MIN pooling is the U85's; its ARGMAX pooling costs as an average pool, as the estimator costs it.
+POOL_COST = {"MAX": "max_pool", "MIN": "max_pool", "AVERAGE": "avg_pool", "REDUCE_SUM": "reduce_sum",
+             "ARGMAX_X": "avg_pool"}
 # Registers flag: the OFM keeps the low bits of the result (the U85's clip range NONE) where
 # the U55's clamps it to its type (a narrowing CAST, a uint8 mask of -1).
 WRAP_OFM = "wrap_ofm"

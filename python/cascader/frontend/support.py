@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .lower_lstm import lstm_variant
+from .lower_u85_arg_max import MAX_AXIS as U85_ARG_MAX_AXIS
 from .lowered import WEIGHT_SUM_MAX
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
@@ -694,6 +695,38 @@ U85_ONLY_OPERATORS = frozenset({
 })
 
 
+def _u85_arg_max(v: OperatorView) -> str | None:
+    i, axis = v.ifm, v.inputs[1] if len(v.inputs) > 1 else None
+    if i is None or axis is None or not axis.is_constant or np.asarray(axis.data).size != 1:
+        return "the axis must be one constant"
+    length = i.shape[int(np.asarray(axis.data).reshape(-1)[0]) % max(len(i.shape), 1)] if i.shape else 1
+    return f"{length} elements along the axis" if length > U85_ARG_MAX_AXIS else None
+
+
+# Vela 5.2 copies int32 maps on the Ethos-U85 (a pooling that moves 32-bit values); on the
+# U55/U65 it leaves these operators on the CPU.
+U85_INT32_COPIES = frozenset({"PACK", "CONCATENATION"})
+
+
+def _int32_copy(v: OperatorView) -> bool:
+    return v.opcode in U85_INT32_COPIES and all(t.dtype == "int32" for t in v.activation_tensors)
+
+
+# The Ethos-U85's rules where Vela 5.2's differ from the U55/U65's, by the name of the rule they
+# replace on the U85.
+U85_RULES: dict[str, Rule] = {
+    "arg_max": Rule("arg_max", f"ARG_MAX over one constant axis of at most {U85_ARG_MAX_AXIS} elements",
+                    _u85_arg_max, ops=frozenset({"ARG_MAX"}), source="Vela ethos_u85_constraints"),
+    "data_type": Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL, "
+                      "PACK and CONCATENATION)", lambda v: None if _int32_copy(v) else _dtypes(v)),
+    "quantized": Rule("quantized", "feature maps and weights must have finite, positive quantization scales",
+                      lambda v: None if _int32_copy(v) else _quantized(v), source="Vela tflite_model_semantic"),
+    # ARG_MAX views its input as A x N x B around the axis, whatever the batch.
+    "batch_size": Rule("batch_size", "the IFM batch size must be 1 (but for ARG_MAX)",
+                       lambda v: None if v.opcode == "ARG_MAX" else _batch(v)),
+}
+
+
 def check_operator(view: OperatorView, u85: bool = False) -> Verdict:
     """Decide whether one operator can run on the NPU (`u85`: the Ethos-U85's, which runs the
     `U85_ONLY_OPERATORS` too); on the CPU, say which rule forbids it."""
@@ -708,6 +741,8 @@ def check_operator(view: OperatorView, u85: bool = False) -> Verdict:
             return Verdict(False, "operator_type", f"{opcode} is NPU-capable but not lowered by cascader yet")
         return Verdict(False, "operator_type", f"{opcode} is not supported by the Ethos-U NPU")
     for rule in _rules_for(opcode):
+        if u85:
+            rule = U85_RULES.get(rule.name, rule)
         detail = rule.check(view)
         if detail is not None:
             return Verdict(False, rule.name, f"{rule.reason} ({detail})")

@@ -115,7 +115,7 @@ FeatureMap feature_map(const py::dict& d) {
   std::tie(f.height, f.width, f.depth) = field<std::tuple<int, int, int>>(d, RECORD_KEY("shape"));
   std::tie(f.height0, f.height1, f.width0) = field<std::tuple<int, int, int>>(d, RECORD_KEY("tiles"));
   std::tie(f.stride_y, f.stride_x, f.stride_c) = field<std::tuple<int64_t, int64_t, int64_t>>(d, RECORD_KEY("strides"));
-  f.dtype = enum_named<sim::DataType, 5>(field<std::string>(d, RECORD_KEY("dtype")), "dtype");
+  f.dtype = enum_named<sim::DataType, 6>(field<std::string>(d, RECORD_KEY("dtype")), "dtype");  // S64: U85 ARGMAX
   const auto layout = field<std::string>(d, RECORD_KEY("layout"));
   if (layout != "NHWC" && layout != "NHCWB16") throw InvalidArgument("layout must be NHWC or NHCWB16, got " + layout);
   f.layout = layout == "NHWC" ? sim::Layout::NHWC : sim::Layout::NHCWB16;

@@ -29,9 +29,13 @@ constexpr emit::MapRegisters kOfm{OFM_REGION, OFM_BASE0, OFM_HEIGHT0_M1, OFM_HEI
 // Addresses and strides are 40 bits on the U85.
 constexpr uint64_t kAddressMax = (uint64_t{1} << 40) - 1;
 
-// Signedness (bit 0) and the precision code (8/16/32 bits: 0/1/2) of a data type.
+// Signedness (bit 0) and the precision code (8/16/32/64 bits: 0/1/2/3) of a data type; a
+// 64-bit map is an ARGMAX pooling's int64 indices.
 int signed_bit(DataType t) { return sim::is_signed(t) ? 1 : 0; }
-int precision(DataType t) { return sim::element_size(t) == 1 ? 0 : sim::element_size(t) == 2 ? 1 : 2; }
+int precision(DataType t) {
+  const int size = sim::element_size(t);
+  return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
+}
 int format(const FeatureMap& f) { return f.layout == sim::Layout::NHCWB16 ? 1 : 0; }
 
 void check_storage(Writer& w, int storage, const char* name) { w.check(storage, TILE2X2, NONE, name); }
