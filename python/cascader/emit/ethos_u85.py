@@ -34,9 +34,12 @@ _ROUND_MODE = {"TFL": 0, "NATURAL": 1, "TRUNCATE": 4}
 _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 
 
-# The U55 elementwise operations with a U85 counterpart of the same name.
-_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ")
-_ORDERED = ("SUB", "SHR", "SHL")  # the others' operands commute
+# The U55 elementwise operations with a U85 counterpart of the same name, and the U85's own
+# comparisons and bitwise modes (frontend/lower_u85_compare: their operand scales are the
+# lowering's `operand_scales`).
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ",
+                "CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR")
+_ORDERED = ("SUB", "SHR", "SHL", "CMP_GE", "CMP_GT")  # the others' operands commute
 
 
 def _unit_operands(registers: dict[str, Any]) -> bool:
@@ -121,7 +124,8 @@ def refusal(op: LoweredOperation) -> str | None:
     """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
     r = op.registers
     if op.kind == "elementwise":
-        if r.get("sub_op") not in _ELEMENTWISE or ("reference_scales" not in r and not _unit_operands(r)):
+        scaled = "reference_scales" in r or "operand_scales" in r
+        if r.get("sub_op") not in _ELEMENTWISE or not (scaled or _unit_operands(r)):
             return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
                     "otherwise than the U55's)")
         if r.get("sub_op") in _ORDERED and r.get("reversed_operands") and r.get("ifm2_scalar") is not None:
@@ -241,9 +245,13 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
-        out.update(_add_sub_scales(whole.registers["reference_scales"], 8 * whole.ifm.element_size)
-                   if _reference_scaled(whole.registers)
-                   else _UNIT_OPERANDS)
+        if _reference_scaled(whole.registers):
+            out.update(_add_sub_scales(whole.registers["reference_scales"], 8 * whole.ifm.element_size))
+        elif "operand_scales" in whole.registers:
+            ifm_scale, ifm2_scale = whole.registers["operand_scales"]
+            out.update(_UNIT_OPERANDS, u85_operands={"ifm_scale": ifm_scale, "ifm2_scale": ifm2_scale})
+        else:
+            out.update(_UNIT_OPERANDS)
     out["u85"] = {
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
         "ofm_round_mode": stage["ofm_round_mode"],

@@ -27,6 +27,7 @@ How the families map (each module's docstring has the details):
 - Slices, TRANSPOSE, PACK (`lower_movement`): views where the readers allow, raw copies otherwise.
 - MEAN, SUM, REDUCE_MAX, REDUCE_MIN (`lower_reduce`): pools over a re-viewed map, one or a few.
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
+- The Ethos-U85's comparisons and LOGICAL_AND/OR/NOT (`lower_u85_compare`): one operation each.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from .lower_softmax import lower_softmax
 from .lower_squared_difference import lower_squared_difference
 from .lower_tile import lower_tile
 from .lower_transpose_conv import lower_transpose_conv
+from .lower_u85_compare import LOGICAL, OPPOSITE, lower_u85_comparison, lower_u85_logical
 from .lowering_context import LoweringRule
 
 LOWERING_RULES: Mapping[str, LoweringRule] = {
@@ -116,4 +118,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "REVERSE_V2": lower_reverse,
     "RESIZE_NEAREST_NEIGHBOR": lower_resize_nearest,
     "RESIZE_BILINEAR": lower_resize_bilinear,
+    # The Ethos-U85's comparisons and logical operators (support.U85_ONLY_OPERATORS).
+    **{opcode: lower_u85_comparison for opcode in OPPOSITE},
+    **{opcode: lower_u85_logical for opcode in LOGICAL},
 }

@@ -174,12 +174,17 @@ class OperationBuilder:
 
     def elementwise(self, mode: str, a: FeatureMapView, b: FeatureMapView | None, ofm: FeatureMapView, *,
                     rounding: str = "TFL", global_scale: bool = True, ofm_scale: tuple[int, int] = (1, 0),
-                    activation: dict | None = None, lut: bytes | None = None) -> None:
-        """`ofm = a <mode> b`, operands unscaled (OPA and OPB 1). The NPU broadcasts only its
-        second operand: a smaller first operand is swapped in as the IFM2 with REVERSED_OPERANDS."""
+                    activation: dict | None = None, lut: bytes | None = None,
+                    operand_scales: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> None:
+        """`ofm = a <mode> b`, operands unscaled (OPA and OPB 1), or, on the Ethos-U85, scaled by
+        `operand_scales` (IFM_SCALE and IFM2_SCALE of a and b: emit/ethos_u85). The NPU
+        broadcasts only its second operand: a smaller first operand is swapped in as the IFM2
+        with REVERSED_OPERANDS."""
         reversed_operands = b is not None and a.shape != ofm.shape
         if reversed_operands:
             a, b = b, a
+            if operand_scales is not None:
+                operand_scales = operand_scales[::-1]
         registers: dict[str, Any] = dict(
             sub_op=mode, kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
             activation=activation or full_range(ofm.dtype), rounding=rounding, global_scale=global_scale,
@@ -187,6 +192,8 @@ class OperationBuilder:
         if b is not None:
             registers.update(broadcast=tuple(bd != od for bd, od in zip(b.shape, ofm.shape)),
                              reversed_operands=reversed_operands, ifm2_scalar=None)
+        if operand_scales is not None:
+            registers["operand_scales"] = tuple(tuple(s) for s in operand_scales)
         self._add("elementwise", ELEMENTWISE_COST.get(mode, "maximum"), mode.lower(), a, ofm, ifm2=b, lut=lut,
                   **registers)
 

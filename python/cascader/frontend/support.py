@@ -19,6 +19,7 @@ import numpy as np
 
 from .lower_lstm import lstm_variant
 from .lowered import WEIGHT_SUM_MAX
+from .lower_u85_compare import COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, OPPOSITE, RESCALED_TYPES, comparison_scale
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -102,6 +103,9 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "SUM": (2, 2, 1), "REDUCE_MAX": (2, 2, 1), "REDUCE_MIN": (2, 2, 1),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 24, 1),  # the optional inputs are -1 (lstm_variant checks them)
     "BATCH_MATMUL": (2, 2, 1),
+    **{op: (2, 2, 1) for op in ("EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
+                                "LOGICAL_AND", "LOGICAL_OR")},
+    "LOGICAL_NOT": (1, 1, 1),
 }
 
 
@@ -576,6 +580,30 @@ def _concat_axis(v: OperatorView) -> str | None:
     return None
 
 
+# The Ethos-U85's comparisons and logical operators take bool and int32 maps (lower_u85_compare).
+U85_COMPARE_OPS = frozenset(OPPOSITE) | frozenset(LOGICAL)
+
+
+def _comparison_operands(v: OperatorView) -> str | None:
+    """TFLite's types for a comparison (one operand type, bool out) or a logical operator (bool),
+    and the scales its int8/uint8 kernel takes (QuantizeMultiplierSmallerThanOneExp: in (0, 1))."""
+    ins = [v.graph.tensors[t] for t in v.op.inputs]
+    out = v.ofm
+    if v.opcode in LOGICAL:
+        allowed: tuple[str, ...] = ("bool",)
+    else:
+        allowed = EQUALITY_TYPES if v.opcode in ("EQUAL", "NOT_EQUAL") else COMPARED_TYPES
+    if ins[0].dtype not in allowed or any(t.dtype != ins[0].dtype for t in ins) or out.dtype != "bool":
+        return f"{', '.join(t.dtype for t in ins)} -> {out.dtype}; {v.opcode} takes one of {', '.join(allowed)} to bool"
+    if ins[0].dtype in RESCALED_TYPES:
+        for t in ins:
+            q = t.quantization
+            if q is None or q.scale.size != 1 or comparison_scale(float(q.scale[0])) is None:
+                return (f"{t.name!r} needs one scale in (0, 1) (TFLite's kernel rescales each operand by its scale "
+                        "as a multiplier below one)")
+    return None
+
+
 # --- the rules --------------------------------------------------------------------------
 
 RULES: tuple[Rule, ...] = (
@@ -585,9 +613,13 @@ RULES: tuple[Rule, ...] = (
     # Before the generic type rule, so a float QUANTIZE gets the specific reason.
     Rule("quantize_integer", "QUANTIZE on the NPU rescales between integer types only", _quantize_integer,
          ops=frozenset({"QUANTIZE"})),
-    Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL)", _dtypes),
+    Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL)", _dtypes,
+         exempt=U85_COMPARE_OPS),
     Rule("quantized", "feature maps and weights must have finite, positive quantization scales", _quantized,
-         source="Vela tflite_model_semantic"),
+         exempt=U85_COMPARE_OPS, source="Vela tflite_model_semantic"),
+    Rule("comparison_operands", "comparisons take one operand type to bool (EQUAL/NOT_EQUAL bool too, int8/uint8 "
+         "with scales below one), logical operators bool", _comparison_operands, ops=U85_COMPARE_OPS,
+         source="TFLite comparisons.cc, logical.cc"),
     # BATCH_MATMUL folds its batch axes (TFLite allows 5-D operands, and Vela takes them).
     Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}),
          source="Vela tflite_model_semantic"),

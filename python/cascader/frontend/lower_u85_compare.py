@@ -1,0 +1,123 @@
+"""The comparisons (EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL) and the logical
+operators (LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT) as one Ethos-U85 elementwise operation each,
+bit-exact against TFLite's reference kernels.
+
+- What the reference compares. int8/uint8 (``ComparisonQuantized``): each operand less its zero
+  point, shifted left by 8 and scaled by its own multiplier (QuantizeMultiplierSmallerThanOneExp
+  of its scale: SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT), and the two int32
+  results compared. Rounding collapses neighbouring codes where a scale is small, so the codes
+  themselves cannot be compared even for equal quantizations. The U85's IFM_SCALE/IFM2_SCALE do
+  those two roundings exactly: the multiplier, a shift of 23 less the exponent and DBL_RND 8 (the
+  high part rounded at bit 23 = 31 - 8, as TFLite's doubling high multiply of the operand shifted
+  by 8 rounds; then the rest of the shift half away from zero). Vela 5.2 folds the 8 into the
+  shift and rounds once, which differs where the high part lands next to a step.
+  int16, int32 and bool: the stored values compared as they are (no zero point, unit scales).
+- TFLite's bool is a byte of 0 or 1 (a uint8 map here); the U85's comparison gives -1 or 0. The
+  operation computes the *opposite* comparison (NOT_EQUAL for EQUAL; b >= a for a > b ...) and
+  writes it through OFM_ZERO_POINT 1, which turns its -1 (the opposite holds) into 0 and its 0
+  into 1: the comparison's 0/1 in one operation, where Vela ANDs a -1/0 intermediate with 1. The
+  ordered ones fix their operand order (x < y is not (x >= y)), so a broadcast first operand is
+  the U85's IFM broadcast (REVERSED_OPERANDS, which emit/ethos_u85 turns into IFM_BROADCAST).
+- LOGICAL_AND/OR: AND/OR of the 0/1 bytes; LOGICAL_NOT: XOR with a constant 1.
+
+Both operands broadcasting (neither has the output's shape) is not lowered: the operand stripes
+follow the OFM's, which only an IFM of its shape does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from . import fixed_point as fp
+from .lowered import FeatureMapView
+from .lowering_context import LoweringContext
+from .operation_builder import OperationBuilder
+from .operator_view import OperatorView
+
+# opcode -> (the U85 mode of the opposite comparison, whether its operands are TFLite's swapped)
+OPPOSITE = {
+    "EQUAL": ("CMP_NE", False),
+    "NOT_EQUAL": ("CMP_EQ", False),
+    "GREATER": ("CMP_GE", True),  # a > b: not (b >= a)
+    "GREATER_EQUAL": ("CMP_GT", True),  # a >= b: not (b > a)
+    "LESS": ("CMP_GE", False),  # a < b: not (a >= b)
+    "LESS_EQUAL": ("CMP_GT", False),  # a <= b: not (a > b)
+}
+LOGICAL = {"LOGICAL_AND": "AND", "LOGICAL_OR": "OR", "LOGICAL_NOT": "XOR"}
+SYMMETRIC = frozenset({"CMP_EQ", "CMP_NE", "AND", "OR", "XOR"})
+# The operand types of each comparison (TFLite's kernels; Vela 5.2 runs the same on the U85).
+COMPARED_TYPES = ("int8", "uint8", "int16", "int32")
+EQUALITY_TYPES = ("bool", *COMPARED_TYPES)
+RESCALED_TYPES = ("int8", "uint8")
+LEFT_SHIFT = 8  # the reference's shift of each operand before its multiplier
+# OFM_ZERO_POINT that turns the opposite comparison's -1/0 into the comparison's 0/1.
+NEGATING_ZERO_POINT = 1
+
+
+def comparison_scale(scale: float) -> tuple[int, int] | None:
+    """TFLite's (multiplier, exponent <= 0) of an int8/uint8 comparison operand's scale
+    (QuantizeMultiplierSmallerThanOneExp of the float32 scale), or None where the reference
+    refuses it (not in (0, 1) once rounded)."""
+    s = float(np.float32(scale))
+    if not s > 0:
+        return None
+    m, e = fp.quantize_multiplier(s)
+    return None if e > 0 else (m, e)
+
+
+def operand_scale(view: FeatureMapView) -> tuple[int, int, int, int]:
+    """IFM_SCALE (multiplier, shift, round mode, DBL_RND) giving the reference's scaled operand
+    (module docstring)."""
+    me = comparison_scale(view.scale)
+    if me is None:
+        raise ValueError(f"scale {view.scale} is outside (0, 1)")  # support.comparison_operands refuses it first
+    m, e = me
+    return (m, 31 - LEFT_SHIFT - e, 0, LEFT_SHIFT)
+
+
+UNIT = (1, 0, 0, 0)
+
+
+def _raw(view: FeatureMapView) -> FeatureMapView:
+    return replace(view, zero_point=0)
+
+
+def _order(v: OperatorView, a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView, mode: str):
+    """(first, second) as the elementwise builder takes them: a symmetric mode puts the operand of
+    the output's shape first itself; an ordered one keeps its order (the builder reverses it)."""
+    if a.shape != ofm.shape and b.shape != ofm.shape:
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): both operands broadcast "
+                               f"({a.shape} and {b.shape} to {ofm.shape}); one must have the output's shape")
+    if mode in SYMMETRIC and a.shape != ofm.shape:
+        return b, a
+    return a, b
+
+
+def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
+    a, b = lw.view(v.op.inputs[0]), lw.view(v.op.inputs[1])
+    ofm = lw.view(v.op.outputs[0])
+    mode, swapped = OPPOSITE[v.opcode]
+    if swapped:
+        a, b = b, a
+    a, b = _order(v, a, b, ofm, mode)
+    dtype = lw.graph.tensors[v.op.inputs[0]].dtype
+    if dtype in RESCALED_TYPES:
+        scales = (operand_scale(a), operand_scale(b))
+    else:  # the reference compares the stored values
+        a, b, scales = _raw(a), _raw(b), (UNIT, UNIT)
+    out = replace(ofm, zero_point=NEGATING_ZERO_POINT)
+    OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, out, operand_scales=scales)
+
+
+def lower_u85_logical(lw: LoweringContext, v: OperatorView) -> None:
+    a, ofm = _raw(lw.view(v.op.inputs[0])), _raw(lw.view(v.op.outputs[0]))
+    mode = LOGICAL[v.opcode]
+    if v.opcode == "LOGICAL_NOT":
+        b = lw.constant(np.array([1], np.uint8), "uint8")  # broadcast over the map: x ^ 1
+    else:
+        b = _raw(lw.view(v.op.inputs[1]))
+        a, b = _order(v, a, b, ofm, mode)
+    OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, ofm, operand_scales=(UNIT, UNIT))
