@@ -269,6 +269,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         out["u85"]["weights_ifm2"] = True
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
+        if whole.registers.get("ifm_broadcast"):  # both operands broadcast (operation_builder.elementwise)
+            out["u85"]["ifm_broadcast_mode"] = _broadcast_mode(whole.registers["ifm_broadcast"])
         if record.get("reversed_operands") and record["sub_op"] in _ORDERED:
             _swap_operands(out)
     return out
@@ -287,6 +289,12 @@ def _store_transposed(out: dict[str, Any], mode: int) -> None:
     out["u85"]["ofm_transpose"] = mode
 
 
+def _broadcast_mode(axes: tuple[bool, bool, bool]) -> int:
+    """IFM_BROADCAST's mode: bit 0 H, bit 1 W, bit 2 C."""
+    h, w, c = axes
+    return int(h) | int(w) << 1 | int(c) << 2
+
+
 def _swap_operands(out: dict[str, Any]) -> None:
     """A U55 SUB (SHR, SHL) with reversed operands (IFM2 - IFM, the IFM2 broadcast) as the
     U85's IFM - IFM2: the operands swap places, their scales (IFM_SCALE, IFM2_SCALE) with them,
@@ -294,8 +302,7 @@ def _swap_operands(out: dict[str, Any]) -> None:
     out["ifm"], out["ifm2"] = out["ifm2"], out["ifm"]
     u = out["u85"]
     u["ifm_scale"], u["ifm2_scale"] = u["ifm2_scale"], u["ifm_scale"]
-    h, w, c = out.get("broadcast", (False, False, False))
-    out["u85"]["ifm_broadcast_mode"] = int(h) | int(w) << 1 | int(c) << 2
+    out["u85"]["ifm_broadcast_mode"] = _broadcast_mode(out.get("broadcast", (False, False, False)))
     out["broadcast"] = (False, False, False)
     out["reversed_operands"] = False
 

@@ -20,8 +20,8 @@ bit-exact against TFLite's reference kernels.
   the U85's IFM broadcast (REVERSED_OPERANDS, which emit/ethos_u85 turns into IFM_BROADCAST).
 - LOGICAL_AND/OR: AND/OR of the 0/1 bytes; LOGICAL_NOT: XOR with a constant 1.
 
-Both operands broadcasting (neither has the output's shape) is not lowered: the operand stripes
-follow the OFM's, which only an IFM of its shape does.
+Where both operands broadcast (neither has the output's shape), the U85 broadcasts both (IFM_BROADCAST
+and IFM2_BROADCAST), as Vela does.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lowered import FeatureMapView
 from .lowering_context import LoweringContext
@@ -85,13 +84,11 @@ def _raw(view: FeatureMapView) -> FeatureMapView:
     return replace(view, zero_point=0)
 
 
-def _order(v: OperatorView, a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView, mode: str):
+def _order(a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView, mode: str):
     """(first, second) as the elementwise builder takes them: a symmetric mode puts the operand of
-    the output's shape first itself; an ordered one keeps its order (the builder reverses it)."""
-    if a.shape != ofm.shape and b.shape != ofm.shape:
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): both operands broadcast "
-                               f"({a.shape} and {b.shape} to {ofm.shape}); one must have the output's shape")
-    if mode in SYMMETRIC and a.shape != ofm.shape:
+    the output's shape first itself; an ordered one keeps its order (the builder reverses it, or
+    broadcasts both)."""
+    if mode in SYMMETRIC and a.shape != ofm.shape and b.shape == ofm.shape:
         return b, a
     return a, b
 
@@ -102,7 +99,7 @@ def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
     mode, swapped = OPPOSITE[v.opcode]
     if swapped:
         a, b = b, a
-    a, b = _order(v, a, b, ofm, mode)
+    a, b = _order(a, b, ofm, mode)
     dtype = lw.graph.tensors[v.op.inputs[0]].dtype
     if dtype in RESCALED_TYPES:
         scales = (operand_scale(a), operand_scale(b))
@@ -119,5 +116,5 @@ def lower_u85_logical(lw: LoweringContext, v: OperatorView) -> None:
         b = lw.constant(np.array([1], np.uint8), "uint8")  # broadcast over the map: x ^ 1
     else:
         b = _raw(lw.view(v.op.inputs[1]))
-        a, b = _order(v, a, b, ofm, mode)
+        a, b = _order(a, b, ofm, mode)
     OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, ofm, operand_scales=(UNIT, UNIT))

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from ..tflite.model import Tensor
 from .lowered import (TYPE_RANGE, FeatureMapView, LoweredOperation, WeightVolume, channel_scales, full_range,
@@ -179,8 +180,9 @@ class OperationBuilder:
         """`ofm = a <mode> b`, operands unscaled (OPA and OPB 1), or, on the Ethos-U85, scaled by
         `operand_scales` (IFM_SCALE and IFM2_SCALE of a and b: emit/ethos_u85). The NPU
         broadcasts only its second operand: a smaller first operand is swapped in as the IFM2
-        with REVERSED_OPERANDS."""
-        reversed_operands = b is not None and a.shape != ofm.shape
+        with REVERSED_OPERANDS. Where both are smaller, the Ethos-U85 broadcasts the first too
+        (`ifm_broadcast`, its IFM_BROADCAST); the U55/U65 cannot."""
+        reversed_operands = b is not None and a.shape != ofm.shape and b.shape == ofm.shape
         if reversed_operands:
             a, b = b, a
             if operand_scales is not None:
@@ -192,6 +194,11 @@ class OperationBuilder:
         if b is not None:
             registers.update(broadcast=tuple(bd != od for bd, od in zip(b.shape, ofm.shape)),
                              reversed_operands=reversed_operands, ifm2_scalar=None)
+            if a.shape != ofm.shape:
+                if not Accelerator.is_u85(self.lw.accelerator):
+                    raise UnsupportedError(f"operator {self.index} ({self.opcode}): both operands broadcast, and "
+                                           "the NPU broadcasts only its second")
+                registers["ifm_broadcast"] = tuple(ad != od for ad, od in zip(a.shape, ofm.shape))
         if operand_scales is not None:
             registers["operand_scales"] = tuple(tuple(s) for s in operand_scales)
         self._add("elementwise", ELEMENTWISE_COST.get(mode, "maximum"), mode.lower(), a, ofm, ifm2=b, lut=lut,

@@ -656,7 +656,8 @@ RULES: tuple[Rule, ...] = (
     Rule("broadcast", "elementwise broadcasting only along dimensions of size 1", _broadcast,
          ops=BINARY_ELEMENTWISE_OPS),
     Rule("matching_either_shape", "one elementwise input must have the output's shape (the NPU broadcasts only "
-         "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, source="Vela tflite_model_semantic"),
+         "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, exempt=U85_COMPARE_OPS,
+         source="Vela tflite_model_semantic"),
     Rule("matching_types", "MINIMUM, MAXIMUM and ABS take and give one data type", _same_types,
          ops=frozenset({"MINIMUM", "MAXIMUM", "ABS"}), source="Vela tflite_model_semantic"),
     Rule("pad_tensor", "PAD and PADV2 need constant int32/int64 paddings, one non-negative pair per axis of the "
