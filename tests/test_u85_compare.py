@@ -9,6 +9,7 @@ bit-exact against the reference interpreter on U85-128/256/512:
 - broadcasts of either operand (rows, columns, channels, one element, a lower rank), a constant
   operand, bool operands broadcast;
 - broadcasts of both operands at once (IFM_BROADCAST and IFM2_BROADCAST, as Vela);
+- a chain of them after a pool, striped under a small SRAM budget;
 - what stays on the CPU, with the reason: a scale the reference's kernel refuses, mixed operand
   types.
 """
@@ -235,6 +236,44 @@ def test_bool_operands(opcode: str, shapes, accelerator: str, tmp_path):
     """Bools (bytes of 0 or 1) broadcast either way; LOGICAL_NOT is an XOR with a constant 1."""
     c = _bit_exact_on_two_seeds(_logical(opcode, *shapes), accelerator, tmp_path)
     assert len(_elementwise_modes(c)) == 1
+
+
+def _chain():
+    """A pool, then comparisons of its output with a broadcast input (its operands reversed) and a
+    constant, ORed and negated: bools between NPU operations."""
+    b = ModelBuilder()
+    q = quantization(0.05, 3)
+    x = b.add_input("x", (1, 96, 96, 16), "int8", q)
+    y = b.add_input("y", (1, 96, 1, 16), "int8", quantization(0.02, -7))
+    p = b.add_tensor("p", (1, 96, 96, 16), "int8", q)
+    b.add_operator("MAX_POOL_2D", [x], [p], dict(padding="SAME", stride_w=1, stride_h=1, filter_width=3,
+                                                 filter_height=3))
+    t = b.add_tensor("t", (1, 1, 1, 16), "int8", quantization(0.04, 0),
+                     data=np.arange(-8, 8, dtype=np.int8).reshape(1, 1, 1, 16))
+    maps = []
+    for opcode, operands in (("GREATER", [y, p]), ("LESS_EQUAL", [p, t])):
+        maps.append(b.add_tensor(opcode.lower(), (1, 96, 96, 16), "bool"))
+        b.add_operator(opcode, operands, [maps[-1]])
+    either, out = b.add_tensor("either", (1, 96, 96, 16), "bool"), b.add_tensor("out", (1, 96, 96, 16), "bool")
+    b.add_operator("LOGICAL_OR", maps, [either])
+    b.add_operator("LOGICAL_NOT", [either], [out])
+    b.mark_output(out)
+    return b.build()
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-512"])
+def test_a_chain_striped_under_a_small_budget(accelerator: str, tmp_path):
+    pytest.importorskip("ai_edge_litert")
+    from cascader.bench.simulate import validate
+
+    model = _chain()
+    c = cascader.compile(model, accelerator=accelerator, sram="48KiB")
+    assert [v.reason for v in c.partition.verdicts if not v.npu] == []
+    assert len(c.schedule.operations) > 5  # striped: more stripes than operations
+    path = tmp_path / "model.tflite"
+    cascader.save_model(model, path)
+    result = validate(path, c.binary, seeds=(0, 1), config_label=accelerator)
+    assert result.bit_exact, (result.error, result.details)
 
 
 # --- what stays on the CPU ------------------------------------------------------------------
