@@ -103,9 +103,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "SUM": (2, 2, 1), "REDUCE_MAX": (2, 2, 1), "REDUCE_MIN": (2, 2, 1),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 24, 1),  # the optional inputs are -1 (lstm_variant checks them)
     "BATCH_MATMUL": (2, 2, 1),
-    **{op: (2, 2, 1) for op in ("EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
-                                "LOGICAL_AND", "LOGICAL_OR")},
-    "LOGICAL_NOT": (1, 1, 1),
+    **{op: (2, 2, 1) for op in (*OPPOSITE, "LOGICAL_AND", "LOGICAL_OR")}, "LOGICAL_NOT": (1, 1, 1),
 }
 
 
