@@ -8,10 +8,11 @@ bit-exact against the reference interpreter on U85-128/256/512:
   to zero, scales at 0.5 and just below 1; edge-value grids of int16 and int32;
 - broadcasts of either operand (rows, columns, channels, one element, a lower rank), a constant
   operand, bool operands broadcast;
-- broadcasts of both operands at once (IFM_BROADCAST and IFM2_BROADCAST, as Vela);
+- broadcasts of both operands at once (IFM_BROADCAST and IFM2_BROADCAST, as Vela); a batch above 1
+  and five axes, folded into three;
 - a chain of them after a pool, striped under a small SRAM budget;
-- what stays on the CPU, with the reason: a scale the reference's kernel refuses, mixed operand
-  types.
+- what stays on the CPU, with the reason: axes that do not fold into three, a scale the
+  reference's kernel refuses, mixed operand types.
 """
 
 from __future__ import annotations
@@ -205,6 +206,26 @@ def test_broadcast_operands(case: str, dtype: str, accelerator: str, tmp_path):
     assert len(_elementwise_modes(c)) == len(COMPARISONS)
 
 
+FOLDED = {  # a batch above 1 and a fifth axis, folded into the map's three axes
+    "batch": ((2, 6, 5, 20), (2, 6, 5, 20)),
+    "batch_channels_broadcast": ((2, 6, 5, 20), (1, 1, 1, 20)),
+    "per_batch_channels": ((2, 6, 5, 20), (2, 1, 1, 20)),
+    "five_axes": ((2, 3, 4, 5, 6), (2, 3, 4, 5, 6)),
+    "five_axes_broadcast": ((2, 3, 4, 5, 6), (3, 1, 1, 1)),
+}
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-512"])
+@pytest.mark.parametrize("case", sorted(FOLDED))
+def test_folded_axes(case: str, accelerator: str, tmp_path):
+    """Vela 5.2 takes these; the axes fold into H x W x C where every operand has or broadcasts
+    each run of them (lower_u85_compare.folded_shapes)."""
+    shape_a, shape_b = FOLDED[case]
+    model = _all_comparisons(shape_a, shape_b, "int8", quantization(0.05, 2), quantization(0.03, -5))
+    c = _bit_exact_on_two_seeds(model, accelerator, tmp_path)
+    assert len(_elementwise_modes(c)) == len(COMPARISONS)
+
+
 @pytest.mark.parametrize("accelerator", SIZES)
 def test_constant_threshold(accelerator: str, tmp_path):
     """A constant per-channel threshold (a model's typical comparison) is read from flash."""
@@ -282,6 +303,15 @@ def test_a_chain_striped_under_a_small_budget(accelerator: str, tmp_path):
 def _cpu_reasons(model) -> list[str]:
     c = cascader.compile(model, accelerator="ethos-u85-256")
     return [v.reason for v in c.partition.verdicts if not v.npu]
+
+
+def test_axes_that_do_not_fold_stay_on_the_cpu():
+    """A broadcast along the batch and the width but not the height in between has no three-axis
+    view (Vela 5.2 runs it on the NPU; cascader does not yet)."""
+    q = quantization(0.05, 0)
+    c = cascader.compile(_all_comparisons((2, 8, 8, 16), (1, 8, 1, 16), "int8", q, q, opcodes=("LESS",)),
+                         accelerator="ethos-u85-256")
+    assert [v.rule for v in c.partition.verdicts if not v.npu] == ["comparison_shapes"]
 
 
 def test_a_scale_the_reference_refuses_stays_on_the_cpu():

@@ -21,7 +21,8 @@ bit-exact against TFLite's reference kernels.
 - LOGICAL_AND/OR: AND/OR of the 0/1 bytes; LOGICAL_NOT: XOR with a constant 1.
 
 Where both operands broadcast (neither has the output's shape), the U85 broadcasts both (IFM_BROADCAST
-and IFM2_BROADCAST), as Vela does.
+and IFM2_BROADCAST), as Vela does. A batch above 1 and a fifth axis fold into the map's three axes
+where the broadcasts allow (`folded_shapes`), as Vela takes them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lowered import FeatureMapView
 from .lowering_context import LoweringContext
@@ -80,6 +82,41 @@ def operand_scale(view: FeatureMapView) -> tuple[int, int, int, int]:
 UNIT = (1, 0, 0, 0)
 
 
+NPU_AXIS_MAX = 65535  # an NPU feature map's height, width and depth
+
+
+def folded_shapes(out: tuple[int, ...], operands: list[tuple[int, ...]]) -> list[tuple[int, int, int]] | None:
+    """The output's and each operand's H x W x C when the tensors' axes fold into three runs
+    (a batch above 1, a fifth axis) along which every operand has the output's extent or 1 (is
+    broadcast); the last axes as W and C where they can be. None where no such runs exist."""
+    rank = len(out)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in operands]
+    splits = [(max(rank - 2, 0), max(rank - 1, 0))]
+    splits += [(i, j) for i in range(rank + 1) for j in range(i, rank + 1) if (i, j) != splits[0]]
+    for i, j in splits:
+        runs = ((0, i), (i, j), (j, rank))
+        shapes = []
+        for s in [tuple(out)] + padded:
+            if any(s[a:b] != tuple(out[a:b]) and any(d != 1 for d in s[a:b]) for a, b in runs):
+                break
+            shapes.append(tuple(int(np.prod(s[a:b], dtype=np.int64)) for a, b in runs))
+        else:
+            if max(shapes[0]) <= NPU_AXIS_MAX:
+                return shapes
+    return None
+
+
+def _views(lw: LoweringContext, v: OperatorView) -> list[FeatureMapView]:
+    """The output's and the inputs' feature maps, folded as `folded_shapes` says."""
+    tensors = [v.op.outputs[0], *v.op.inputs]
+    shapes = folded_shapes(tuple(lw.graph.tensors[tensors[0]].shape),
+                           [tuple(lw.graph.tensors[t].shape) for t in tensors[1:]])
+    if shapes is None:  # support.comparison_operands refuses these first
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): its operands do not fold into broadcasts of "
+                               "three axes")
+    return [lw.view(t, shape) for t, shape in zip(tensors, shapes)]
+
+
 def _raw(view: FeatureMapView) -> FeatureMapView:
     return replace(view, zero_point=0)
 
@@ -94,8 +131,7 @@ def _order(a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView, mode: str)
 
 
 def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
-    a, b = lw.view(v.op.inputs[0]), lw.view(v.op.inputs[1])
-    ofm = lw.view(v.op.outputs[0])
+    ofm, a, b = _views(lw, v)
     mode, swapped = OPPOSITE[v.opcode]
     if swapped:
         a, b = b, a
@@ -110,11 +146,10 @@ def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
 
 
 def lower_u85_logical(lw: LoweringContext, v: OperatorView) -> None:
-    a, ofm = _raw(lw.view(v.op.inputs[0])), _raw(lw.view(v.op.outputs[0]))
+    ofm, a, *second = [_raw(x) for x in _views(lw, v)]
     mode = LOGICAL[v.opcode]
     if v.opcode == "LOGICAL_NOT":
         b = lw.constant(np.array([1], np.uint8), "uint8")  # broadcast over the map: x ^ 1
     else:
-        b = _raw(lw.view(v.op.inputs[1]))
-        a, b = _order(a, b, ofm, mode)
+        a, b = _order(a, second[0], ofm, mode)
     OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, ofm, operand_scales=(UNIT, UNIT))

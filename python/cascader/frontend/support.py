@@ -19,7 +19,8 @@ import numpy as np
 
 from .lower_lstm import lstm_variant
 from .lowered import WEIGHT_SUM_MAX
-from .lower_u85_compare import COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, OPPOSITE, RESCALED_TYPES, comparison_scale
+from .lower_u85_compare import (COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, NPU_AXIS_MAX, OPPOSITE, RESCALED_TYPES,
+                                comparison_scale, folded_shapes)
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -602,6 +603,13 @@ def _comparison_operands(v: OperatorView) -> str | None:
     return None
 
 
+def _comparison_shapes(v: OperatorView) -> str | None:
+    ins = [v.graph.tensors[t] for t in v.op.inputs]
+    if folded_shapes(tuple(v.ofm.shape), [tuple(t.shape) for t in ins]) is None:
+        return f"{' and '.join(str(list(t.shape)) for t in ins)} to {list(v.ofm.shape)}"
+    return None
+
+
 # --- the rules --------------------------------------------------------------------------
 
 RULES: tuple[Rule, ...] = (
@@ -618,12 +626,15 @@ RULES: tuple[Rule, ...] = (
     Rule("comparison_operands", "comparisons take one operand type to bool (EQUAL/NOT_EQUAL bool too, int8/uint8 "
          "with scales below one), logical operators bool", _comparison_operands, ops=U85_COMPARE_OPS,
          source="TFLite comparisons.cc, logical.cc"),
+    Rule("comparison_shapes", "a comparison's or logical operator's axes must fold into three runs (a batch above 1 "
+         f"or a fifth axis may) along which each operand has the output's extent or 1, each at most {NPU_AXIS_MAX}",
+         _comparison_shapes, ops=U85_COMPARE_OPS, source="cascader"),
     # BATCH_MATMUL folds its batch axes (TFLite allows 5-D operands, and Vela takes them).
-    Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}),
+    Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}) | U85_COMPARE_OPS,
          source="Vela tflite_model_semantic"),
     Rule("dimension_range", f"every tensor dimension must be in [{TENSOR_DIM_RANGE[0]}, {TENSOR_DIM_RANGE[1]}]", _dims),
     Rule("static_shape", "feature maps must have static shapes", _static, source="Vela tflite_model_semantic"),
-    Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE),
+    Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE | U85_COMPARE_OPS),
     Rule("per_axis_quantization", "per-axis quantization is only supported on weights of conv and fully connected",
          _per_axis),
     # The LSTM's option names its cell activation, which TFLite's integer kernel takes as tanh.
