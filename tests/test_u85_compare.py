@@ -177,6 +177,8 @@ BROADCASTS = {  # (shape of a, shape of b): the smaller one broadcast
     "second_columns_and_channels": (FULL, (1, 1, 5, 1)),
     "second_one_element": (FULL, (1, 1, 1, 1)),
     "second_lower_rank": (FULL, (20,)),
+    "second_scalar": (FULL, ()),
+    "first_scalar": ((), FULL),
     "first_channels": ((1, 1, 1, 20), FULL),
     "first_rows_and_channels": ((1, 6, 1, 1), FULL),
     "both_rows_and_columns": ((1, 6, 1, 20), (1, 1, 5, 20)),  # IFM_BROADCAST and IFM2_BROADCAST
@@ -227,11 +229,13 @@ def test_folded_axes(case: str, accelerator: str, tmp_path):
 
 
 @pytest.mark.parametrize("accelerator", SIZES)
-def test_constant_threshold(accelerator: str, tmp_path):
-    """A constant per-channel threshold (a model's typical comparison) is read from flash."""
+@pytest.mark.parametrize("shape", [(1, 1, 1, 20), ()])
+def test_constant_threshold(shape, accelerator: str, tmp_path):
+    """A constant threshold, per channel or one scalar (a model's typical comparison), is read
+    from flash."""
     q = quantization(0.05, 2)
-    thresholds = np.arange(-120, 120, 12, dtype=np.int8)
-    model = _all_comparisons(FULL, (1, 1, 1, 20), "int8", q, quantization(0.04, -1), constant_b=thresholds)
+    thresholds = np.arange(-120, 120, 12, dtype=np.int8)[:int(np.prod(shape))]
+    model = _all_comparisons(FULL, shape, "int8", q, quantization(0.04, -1), constant_b=thresholds)
     _bit_exact_on_two_seeds(model, accelerator, tmp_path)
 
 
