@@ -214,7 +214,21 @@ FOLDED = {  # a batch above 1 and a fifth axis, folded into the map's three axes
     "per_batch_channels": ((2, 6, 5, 20), (2, 1, 1, 20)),
     "five_axes": ((2, 3, 4, 5, 6), (2, 3, 4, 5, 6)),
     "five_axes_broadcast": ((2, 3, 4, 5, 6), (3, 1, 1, 1)),
+    "rows_of_sixteen": ((1, 24, 5, 6), (1, 24, 5, 6)),  # viewed as 1 x 45 x 16
 }
+
+
+def test_unbroadcast_maps_are_rows_of_sixteen_channels():
+    """Without a broadcast, a depth that is not a multiple of 16 is viewed as rows of 16 channels
+    (Vela reshapes so too: an eighth of the cycles of 24 x 5 x 6 on U85-256); broadcasts keep
+    the tensors' axes."""
+    from cascader.frontend.lower_u85_compare import folded_shapes
+
+    assert folded_shapes((1, 24, 5, 6), [(1, 24, 5, 6)] * 2) == [(1, 45, 16)] * 3
+    assert folded_shapes((2, 3, 4, 5, 6), [(2, 3, 4, 5, 6)]) == [(1, 45, 16)] * 2
+    assert folded_shapes((1, 8, 8, 16), [(1, 8, 8, 16)] * 2) == [(8, 8, 16)] * 3
+    assert folded_shapes((1, 24, 5, 6), [(1, 24, 5, 6), (6,)]) == [(24, 5, 6), (24, 5, 6), (1, 1, 6)]
+    assert folded_shapes((2, 8, 8, 16), [(2, 8, 8, 16), (1, 8, 1, 16)]) is None
 
 
 @pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-512"])

@@ -88,7 +88,8 @@ NPU_AXIS_MAX = 65535  # an NPU feature map's height, width and depth
 def folded_shapes(out: tuple[int, ...], operands: list[tuple[int, ...]]) -> list[tuple[int, int, int]] | None:
     """The output's and each operand's H x W x C when the tensors' axes fold into three runs
     (a batch above 1, a fifth axis) along which every operand has the output's extent or 1 (is
-    broadcast); the last axes as W and C where they can be. None where no such runs exist."""
+    broadcast); the last axes as W and C where they can be, rows of 16 channels where no operand
+    broadcasts (`_dense`). None where no such runs exist."""
     rank = len(out)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in operands]
     splits = [(max(rank - 2, 0), max(rank - 1, 0))]
@@ -102,8 +103,26 @@ def folded_shapes(out: tuple[int, ...], operands: list[tuple[int, ...]]) -> list
             shapes.append(tuple(int(np.prod(s[a:b], dtype=np.int64)) for a, b in runs))
         else:
             if max(shapes[0]) <= NPU_AXIS_MAX:
-                return shapes
+                return _dense(shapes) if all(p == tuple(out) for p in padded) else shapes
     return None
+
+
+BRICK = 16  # channels
+
+
+def _dense(shapes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Maps of one shape whose depth is not a multiple of 16 (the NPU's bricks), viewed as rows of
+    16 channels where their size allows: (1, 24, 5, 6) runs in an eighth of the cycles as
+    (1, 45, 16), as Vela reshapes it. Such views keep the buffers NHWC (frontend/lower)."""
+    h, w, c = shapes[0]
+    n = h * w * c
+    if c % BRICK == 0 or n % BRICK:
+        return shapes
+    rows = n // BRICK
+    height = next(k for k in range(-(-rows // NPU_AXIS_MAX), rows + 1) if rows % k == 0)
+    if rows // height > NPU_AXIS_MAX or height > NPU_AXIS_MAX:
+        return shapes
+    return [(height, rows // height, BRICK)] * len(shapes)
 
 
 def _views(lw: LoweringContext, v: OperatorView) -> list[FeatureMapView]:
