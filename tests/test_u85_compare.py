@@ -11,7 +11,8 @@ bit-exact against the reference interpreter on U85-128/256/512:
 - broadcasts of both operands at once (IFM_BROADCAST and IFM2_BROADCAST, as Vela); a batch above 1
   and five axes, folded into three;
 - a chain of them after a pool, striped under a small SRAM budget;
-- what stays on the CPU, with the reason: axes that do not fold into three, a scale the
+- broadcasts that do not fold (along the batch and the width), one operation per batch;
+- what stays on the CPU, with the reason: axes that take more than 64 operations, a scale the
   reference's kernel refuses, mixed operand types.
 """
 
@@ -208,13 +209,17 @@ def test_broadcast_operands(case: str, dtype: str, accelerator: str, tmp_path):
     assert len(_elementwise_modes(c)) == len(COMPARISONS)
 
 
-FOLDED = {  # a batch above 1 and a fifth axis, folded into the map's three axes
-    "batch": ((2, 6, 5, 20), (2, 6, 5, 20)),
-    "batch_channels_broadcast": ((2, 6, 5, 20), (1, 1, 1, 20)),
-    "per_batch_channels": ((2, 6, 5, 20), (2, 1, 1, 20)),
-    "five_axes": ((2, 3, 4, 5, 6), (2, 3, 4, 5, 6)),
-    "five_axes_broadcast": ((2, 3, 4, 5, 6), (3, 1, 1, 1)),
-    "rows_of_sixteen": ((1, 24, 5, 6), (1, 24, 5, 6)),  # viewed as 1 x 45 x 16
+FOLDED = {  # a batch above 1 and a fifth axis, folded into the map's three axes: operations per operator
+    "batch": ((2, 6, 5, 20), (2, 6, 5, 20), 1),
+    "batch_channels_broadcast": ((2, 6, 5, 20), (1, 1, 1, 20), 1),
+    "per_batch_channels": ((2, 6, 5, 20), (2, 1, 1, 20), 1),
+    "five_axes": ((2, 3, 4, 5, 6), (2, 3, 4, 5, 6), 1),
+    "five_axes_broadcast": ((2, 3, 4, 5, 6), (3, 1, 1, 1), 1),
+    "rows_of_sixteen": ((1, 24, 5, 6), (1, 24, 5, 6), 1),  # viewed as 1 x 45 x 16
+    # Broadcast along the batch and the width, not the height between: one operation per batch.
+    "sliced_batch": ((2, 6, 5, 20), (1, 6, 1, 20), 2),
+    "sliced_both_broadcast": ((3, 1, 5, 16), (1, 4, 1, 16), 3),
+    "sliced_two_axes": ((2, 3, 1, 5, 4), (1, 1, 4, 1, 4), 6),
 }
 
 
@@ -228,18 +233,19 @@ def test_unbroadcast_maps_are_rows_of_sixteen_channels():
     assert folded_shapes((2, 3, 4, 5, 6), [(2, 3, 4, 5, 6)]) == [(1, 45, 16)] * 2
     assert folded_shapes((1, 8, 8, 16), [(1, 8, 8, 16)] * 2) == [(8, 8, 16)] * 3
     assert folded_shapes((1, 24, 5, 6), [(1, 24, 5, 6), (6,)]) == [(24, 5, 6), (24, 5, 6), (1, 1, 6)]
-    assert folded_shapes((2, 8, 8, 16), [(2, 8, 8, 16), (1, 8, 1, 16)]) is None
+    assert folded_shapes((2, 8, 8, 16), [(2, 8, 8, 16), (1, 8, 1, 16)]) is None  # sliced_shapes: 2 operations
 
 
 @pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-512"])
 @pytest.mark.parametrize("case", sorted(FOLDED))
 def test_folded_axes(case: str, accelerator: str, tmp_path):
     """Vela 5.2 takes these; the axes fold into H x W x C where every operand has or broadcasts
-    each run of them (lower_u85_compare.folded_shapes)."""
-    shape_a, shape_b = FOLDED[case]
+    each run of them (lower_u85_compare.folded_shapes), else one operation per index of the
+    leading axes (sliced_shapes)."""
+    shape_a, shape_b, operations = FOLDED[case]
     model = _all_comparisons(shape_a, shape_b, "int8", quantization(0.05, 2), quantization(0.03, -5))
     c = _bit_exact_on_two_seeds(model, accelerator, tmp_path)
-    assert len(_elementwise_modes(c)) == len(COMPARISONS)
+    assert len(_elementwise_modes(c)) == len(COMPARISONS) * operations
 
 
 @pytest.mark.parametrize("accelerator", SIZES)
@@ -323,12 +329,14 @@ def _cpu_reasons(model) -> list[str]:
     return [v.reason for v in c.partition.verdicts if not v.npu]
 
 
-def test_axes_that_do_not_fold_stay_on_the_cpu():
-    """A broadcast along the batch and the width but not the height in between has no three-axis
-    view (Vela 5.2 runs it on the NPU; cascader does not yet)."""
+def test_axes_that_take_too_many_operations_stay_on_the_cpu():
+    """A broadcast along the batch and the width but not the height between takes an operation
+    per batch: beyond MAX_SLICES of them, the operator stays on the CPU."""
+    from cascader.frontend.lower_u85_compare import MAX_SLICES
+
     q = quantization(0.05, 0)
-    c = cascader.compile(_all_comparisons((2, 8, 8, 16), (1, 8, 1, 16), "int8", q, q, opcodes=("LESS",)),
-                         accelerator="ethos-u85-256")
+    c = cascader.compile(_all_comparisons((MAX_SLICES + 1, 4, 4, 16), (1, 4, 1, 16), "int8", q, q,
+                                          opcodes=("LESS",)), accelerator="ethos-u85-256")
     assert [v.rule for v in c.partition.verdicts if not v.npu] == ["comparison_shapes"]
 
 

@@ -22,7 +22,8 @@ bit-exact against TFLite's reference kernels.
 
 Where both operands broadcast (neither has the output's shape), the U85 broadcasts both (IFM_BROADCAST
 and IFM2_BROADCAST), as Vela does. A batch above 1 and a fifth axis fold into the map's three axes
-where the broadcasts allow (`folded_shapes`), as Vela takes them.
+where the broadcasts allow (`folded_shapes`), else one operation per index of the leading axes
+(`sliced_shapes`), as Vela takes them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from . import fixed_point as fp
-from .lowered import FeatureMapView
+from .lowered import FeatureMapView, dense_strides
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
@@ -125,15 +126,49 @@ def _dense(shapes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return [(height, rows // height, BRICK)] * len(shapes)
 
 
-def _views(lw: LoweringContext, v: OperatorView) -> list[FeatureMapView]:
-    """The output's and the inputs' feature maps, folded as `folded_shapes` says."""
+MAX_SLICES = 64  # operations one operator may take (`sliced_shapes`)
+
+
+def sliced_shapes(out: tuple[int, ...], operands: list[tuple[int, ...]],
+                  limit: int = MAX_SLICES) -> list[tuple[list[int], list[tuple[int, int, int]]]] | None:
+    """Where the axes do not fold (`folded_shapes`: a broadcast along the batch and the width but
+    not the height between), one operation per index of the leading axes, as few as fold: per
+    operation, each tensor's element offset (the output's first) and its H x W x C. None where
+    more than `limit` operations would."""
+    rank = len(out)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in operands]
+    shapes = folded_shapes(tuple(out), padded)
+    if shapes is not None:
+        return [([0] * (1 + len(padded)), shapes)]
+    if rank < 2 or out[0] > limit:
+        return None
+    inner = sliced_shapes(tuple(out[1:]), [p[1:] for p in padded], limit // out[0])
+    if inner is None:
+        return None
+    tensors = [tuple(out)] + padded
+    step = [int(np.prod(t[1:], dtype=np.int64)) if t[0] != 1 else 0 for t in tensors]
+    return [([o + i * k for o, k in zip(offsets, step)], shapes) for i in range(out[0]) for offsets, shapes in inner]
+
+
+def _views(lw: LoweringContext, v: OperatorView) -> list[list[FeatureMapView]]:
+    """Per operation, the output's and the inputs' feature maps (`sliced_shapes`)."""
     tensors = [v.op.outputs[0], *v.op.inputs]
-    shapes = folded_shapes(tuple(lw.graph.tensors[tensors[0]].shape),
+    slices = sliced_shapes(tuple(lw.graph.tensors[tensors[0]].shape),
                            [tuple(lw.graph.tensors[t].shape) for t in tensors[1:]])
-    if shapes is None:  # support.comparison_operands refuses these first
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): its operands do not fold into broadcasts of "
-                               "three axes")
-    return [lw.view(t, shape) for t, shape in zip(tensors, shapes)]
+    if slices is None:  # support.comparison_shapes refuses these first
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): its axes do not fold into broadcasts of three")
+    if len(slices) == 1:
+        return [[lw.view(t, shape) for t, shape in zip(tensors, slices[0][1])]]
+    whole = []
+    for t in tensors:
+        n = int(np.prod(lw.graph.tensors[t].shape, dtype=np.int64))
+        base = lw.view(t, (1, 1, n))
+        if base.strides != dense_strides(base.shape, base.element_size):
+            raise UnsupportedError(f"operator {v.index} ({v.opcode}): {lw.graph.tensors[t].name!r} is a strided view; "
+                                   "its slices are not")
+        whole.append(base)
+    return [[replace(b, shape=shape, strides=dense_strides(shape, b.element_size), offset=b.offset + o * b.element_size)
+             for b, o, shape in zip(whole, offsets, shapes)] for offsets, shapes in slices]
 
 
 def _raw(view: FeatureMapView) -> FeatureMapView:
@@ -150,25 +185,26 @@ def _order(a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView, mode: str)
 
 
 def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
-    ofm, a, b = _views(lw, v)
     mode, swapped = OPPOSITE[v.opcode]
-    if swapped:
-        a, b = b, a
-    a, b = _order(a, b, ofm, mode)
-    dtype = lw.graph.tensors[v.op.inputs[0]].dtype
-    if dtype in RESCALED_TYPES:
-        scales = (operand_scale(a), operand_scale(b))
-    else:  # the reference compares the stored values
-        a, b, scales = _raw(a), _raw(b), (UNIT, UNIT)
-    out = replace(ofm, zero_point=NEGATING_ZERO_POINT)
-    OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, out, operand_scales=scales)
+    rescaled = lw.graph.tensors[v.op.inputs[0]].dtype in RESCALED_TYPES
+    for ofm, a, b in _views(lw, v):
+        if swapped:
+            a, b = b, a
+        a, b = _order(a, b, ofm, mode)
+        if rescaled:
+            scales = (operand_scale(a), operand_scale(b))
+        else:  # the reference compares the stored values
+            a, b, scales = _raw(a), _raw(b), (UNIT, UNIT)
+        out = replace(ofm, zero_point=NEGATING_ZERO_POINT)
+        OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, out, operand_scales=scales)
 
 
 def lower_u85_logical(lw: LoweringContext, v: OperatorView) -> None:
-    ofm, a, *second = [_raw(x) for x in _views(lw, v)]
     mode = LOGICAL[v.opcode]
-    if v.opcode == "LOGICAL_NOT":
-        b = lw.constant(np.array([1], np.uint8), "uint8")  # broadcast over the map: x ^ 1
-    else:
-        a, b = _order(a, second[0], ofm, mode)
-    OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, ofm, operand_scales=(UNIT, UNIT))
+    for ofm, a, *second in _views(lw, v):
+        ofm, a = _raw(ofm), _raw(a)
+        if v.opcode == "LOGICAL_NOT":
+            b = lw.constant(np.array([1], np.uint8), "uint8")  # broadcast over the map: x ^ 1
+        else:
+            a, b = _order(a, _raw(second[0]), ofm, mode)
+        OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, ofm, operand_scales=(UNIT, UNIT))

@@ -19,8 +19,8 @@ import numpy as np
 
 from .lower_lstm import lstm_variant
 from .lowered import WEIGHT_SUM_MAX
-from .lower_u85_compare import (COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, NPU_AXIS_MAX, OPPOSITE, RESCALED_TYPES,
-                                comparison_scale, folded_shapes)
+from .lower_u85_compare import (COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, MAX_SLICES, NPU_AXIS_MAX, OPPOSITE,
+                                RESCALED_TYPES, comparison_scale, sliced_shapes)
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -605,7 +605,7 @@ def _comparison_operands(v: OperatorView) -> str | None:
 
 def _comparison_shapes(v: OperatorView) -> str | None:
     ins = [v.graph.tensors[t] for t in v.op.inputs]
-    if folded_shapes(tuple(v.ofm.shape), [tuple(t.shape) for t in ins]) is None:
+    if sliced_shapes(tuple(v.ofm.shape), [tuple(t.shape) for t in ins]) is None:
         return f"{' and '.join(str(list(t.shape)) for t in ins)} to {list(v.ofm.shape)}"
     return None
 
@@ -626,8 +626,9 @@ RULES: tuple[Rule, ...] = (
     Rule("comparison_operands", "comparisons take one operand type to bool (EQUAL/NOT_EQUAL bool too, int8/uint8 "
          "with scales below one), logical operators bool", _comparison_operands, ops=U85_COMPARE_OPS,
          source="TFLite comparisons.cc, logical.cc"),
-    Rule("comparison_shapes", "a comparison's or logical operator's axes must fold into three runs (a batch above 1 "
-         f"or a fifth axis may) along which each operand has the output's extent or 1, each at most {NPU_AXIS_MAX}",
+    Rule("comparison_shapes", "a comparison's or logical operator's axes must fold into three runs along which each "
+         f"operand has the output's extent or 1, each at most {NPU_AXIS_MAX}, in at most {MAX_SLICES} operations "
+         "over the leading axes",
          _comparison_shapes, ops=U85_COMPARE_OPS, source="cascader"),
     # BATCH_MATMUL folds its batch axes (TFLite allows 5-D operands, and Vela takes them).
     Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}) | U85_COMPARE_OPS,
