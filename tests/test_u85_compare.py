@@ -151,6 +151,23 @@ def test_the_grid_tells_double_rounding_from_single():
     assert "alike_small_scale" in differ, differ
 
 
+def test_velas_single_rounding_misses_pairs_of_alike_small_scales():
+    """Vela 5.2's binary of the same comparisons (one rounding of each operand) answers 650 of the
+    65,536 int8 EQUAL pairs of the 'alike_small_scale' quantization otherwise than the reference;
+    ours answers all as the reference does (test_every_eight_bit_value_pair)."""
+    pytest.importorskip("ethosu.vela")
+    pytest.importorskip("ai_edge_litert")
+    from cascader import reference
+    from cascader.sim.simulate import simulate
+
+    (sa, za), (sb, zb) = EIGHT_BIT_QUANTIZATIONS["alike_small_scale"]
+    inputs = list(_grid(np.arange(-128, 128), "int8"))
+    model = _all_comparisons(inputs[0].shape, inputs[1].shape, "int8", quantization(sa, za), quantization(sb, zb),
+                             opcodes=("EQUAL",))
+    got = simulate(cascader.vela.compile(model, "ethos-u85-256").model, inputs)[0]
+    assert int(np.sum(got.astype(int) != reference.run(model, inputs)[0].astype(int))) == 650
+
+
 def _edges(dtype: str, rng: np.random.Generator, n: int) -> np.ndarray:
     info = np.iinfo(NUMPY[dtype])
     edge = [info.min, info.min + 1, -2, -1, 0, 1, 2, info.max - 1, info.max]

@@ -1,6 +1,6 @@
 """The comparisons (EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL) and the logical
-operators (LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT) as one Ethos-U85 elementwise operation each,
-bit-exact against TFLite's reference kernels.
+operators (LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT) as one Ethos-U85 elementwise operation each (per
+slice of the leading axes where those do not fold), bit-exact against TFLite's reference kernels.
 
 - What the reference compares. int8/uint8 (``ComparisonQuantized``): each operand less its zero
   point, shifted left by 8 and scaled by its own multiplier (QuantizeMultiplierSmallerThanOneExp
@@ -18,6 +18,9 @@ bit-exact against TFLite's reference kernels.
   into 1: the comparison's 0/1 in one operation, where Vela ANDs a -1/0 intermediate with 1. The
   ordered ones fix their operand order (x < y is not (x >= y)), so a broadcast first operand is
   the U85's IFM broadcast (REVERSED_OPERANDS, which emit/ethos_u85 turns into IFM_BROADCAST).
+  This rests on the output stage (OFM scale, zero point, clamp) following every elementwise mode,
+  comparisons included, as the simulator's does (arch/ethos_u85/output_stage); Vela's binaries
+  write comparisons with zero point 0 only, so none of them shows it on a comparison.
 - LOGICAL_AND/OR: AND/OR of the 0/1 bytes; LOGICAL_NOT: XOR with a constant 1.
 
 Where both operands broadcast (neither has the output's shape), the U85 broadcasts both (IFM_BROADCAST
