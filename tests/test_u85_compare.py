@@ -1,6 +1,6 @@
 """The Ethos-U85's comparisons and logical operators (#43, frontend/lower_u85_compare): EQUAL,
-NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL and LOGICAL_AND/OR/NOT, one NPU operation each,
-bit-exact against the reference interpreter on U85-128/256/512:
+NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL and LOGICAL_AND/OR/NOT, one NPU operation each
+(per slice where the axes do not fold), bit-exact against the reference interpreter on U85-128/256/512:
 
 - every operator and type of operator_zoo's U85 cases on its own, on 2 seeds;
 - every value pair of int8 and uint8 (256 x 256), with the operands quantized apart, alike with a
@@ -9,9 +9,10 @@ bit-exact against the reference interpreter on U85-128/256/512:
 - broadcasts of either operand (rows, columns, channels, one element, a lower rank), a constant
   operand, bool operands broadcast;
 - broadcasts of both operands at once (IFM_BROADCAST and IFM2_BROADCAST, as Vela); a batch above 1
-  and five axes, folded into three;
+  and five axes, folded into three; broadcasts that do not fold (along the batch and the width),
+  one operation per batch;
 - a chain of them after a pool, striped under a small SRAM budget;
-- broadcasts that do not fold (along the batch and the width), one operation per batch;
+- Vela 5.2's binary missing pairs the reference rounds twice;
 - what stays on the CPU, with the reason: axes that take more than 64 operations, a scale the
   reference's kernel refuses, mixed operand types.
 """
