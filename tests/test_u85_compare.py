@@ -375,3 +375,9 @@ def test_mixed_operand_types_stay_on_the_cpu():
     b.mark_output(out)
     reasons = _cpu_reasons(b.build())
     assert len(reasons) == 1 and "to bool" in reasons[0]
+
+
+def test_int64_stays_on_the_cpu():
+    """The U85 compares 8-, 16- and 32-bit maps (Vela 5.2 fails on int64: no OFM micro-block)."""
+    reasons = _cpu_reasons(_all_comparisons(FULL, FULL, "int64", opcodes=("EQUAL",)))
+    assert len(reasons) == 1 and "int64" in reasons[0]
