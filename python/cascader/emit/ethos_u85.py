@@ -35,11 +35,12 @@ _ROUND_MODE = {"TFL": 0, "NATURAL": 1, "TRUNCATE": 4}
 _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 
 
-# The U55 elementwise operations with a U85 counterpart of the same name.
-_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ")
-# The U85's own modes SELECT, CAST and DIV use (frontend/lower_u85_*): comparisons write -1/0.
-_ELEMENTWISE += ("CMP_EQ", "CMP_NE", "AND", "OR", "AND_NOT", "DIV")
-_ORDERED = ("SUB", "SHR", "SHL", "AND_NOT", "DIV")  # the others' operands commute
+# The U55 elementwise operations with a U85 counterpart of the same name, and the U85's own
+# comparisons, bitwise modes and DIV (frontend/lower_u85_*: comparisons write -1/0; their
+# operand scales are the lowering's `operand_scales`).
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ",
+                "CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR", "AND_NOT", "DIV")
+_ORDERED = ("SUB", "SHR", "SHL", "CMP_GE", "CMP_GT", "AND_NOT", "DIV")  # the others' operands commute
 
 
 def _unit_operands(registers: dict[str, Any]) -> bool:
@@ -124,7 +125,8 @@ def refusal(op: LoweredOperation) -> str | None:
     """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
     r = op.registers
     if op.kind == "elementwise":
-        if r.get("sub_op") not in _ELEMENTWISE or ("reference_scales" not in r and not _unit_operands(r)):
+        scaled = "reference_scales" in r or "operand_scales" in r
+        if r.get("sub_op") not in _ELEMENTWISE or not (scaled or _unit_operands(r)):
             return (f"elementwise {r.get('sub_op')} is not emitted for the Ethos-U85 yet (its operands are scaled "
                     "otherwise than the U55's)")
         if r.get("sub_op") in _ORDERED and r.get("reversed_operands") and r.get("ifm2_scalar") is not None:
@@ -246,9 +248,13 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         out["activation"]["clip_range"] = 1
     streams = out.pop("u85_weight_streams", None)
     if record["kind"] == "elementwise":
-        out.update(_add_sub_scales(whole.registers["reference_scales"], 8 * whole.ifm.element_size)
-                   if _reference_scaled(whole.registers)
-                   else _UNIT_OPERANDS)
+        if _reference_scaled(whole.registers):
+            out.update(_add_sub_scales(whole.registers["reference_scales"], 8 * whole.ifm.element_size))
+        elif "operand_scales" in whole.registers:
+            ifm_scale, ifm2_scale = whole.registers["operand_scales"]
+            out.update(_UNIT_OPERANDS, u85_operands={"ifm_scale": ifm_scale, "ifm2_scale": ifm2_scale})
+        else:
+            out.update(_UNIT_OPERANDS)
     out["u85"] = {
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
         "ofm_round_mode": stage["ofm_round_mode"],
@@ -266,6 +272,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         out["u85"]["weights_ifm2"] = True
     if record["kind"] == "elementwise":
         out["u85"].update(out.pop("u85_operands"))
+        if whole.registers.get("ifm_broadcast"):  # both operands broadcast (operation_builder.elementwise)
+            out["u85"]["ifm_broadcast_mode"] = _broadcast_mode(whole.registers["ifm_broadcast"])
         if record.get("reversed_operands") and record["sub_op"] in _ORDERED:
             _swap_operands(out)
     return out
@@ -284,6 +292,12 @@ def _store_transposed(out: dict[str, Any], mode: int) -> None:
     out["u85"]["ofm_transpose"] = mode
 
 
+def _broadcast_mode(axes: tuple[bool, bool, bool]) -> int:
+    """IFM_BROADCAST's mode: bit 0 H, bit 1 W, bit 2 C."""
+    h, w, c = axes
+    return int(h) | int(w) << 1 | int(c) << 2
+
+
 def _swap_operands(out: dict[str, Any]) -> None:
     """A U55 SUB (SHR, SHL) with reversed operands (IFM2 - IFM, the IFM2 broadcast) as the
     U85's IFM - IFM2: the operands swap places, their scales (IFM_SCALE, IFM2_SCALE) with them,
@@ -291,8 +305,7 @@ def _swap_operands(out: dict[str, Any]) -> None:
     out["ifm"], out["ifm2"] = out["ifm2"], out["ifm"]
     u = out["u85"]
     u["ifm_scale"], u["ifm2_scale"] = u["ifm2_scale"], u["ifm_scale"]
-    h, w, c = out.get("broadcast", (False, False, False))
-    out["u85"]["ifm_broadcast_mode"] = int(h) | int(w) << 1 | int(c) << 2
+    out["u85"]["ifm_broadcast_mode"] = _broadcast_mode(out.get("broadcast", (False, False, False)))
     out["broadcast"] = (False, False, False)
     out["reversed_operands"] = False
 

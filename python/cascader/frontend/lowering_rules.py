@@ -29,6 +29,7 @@ How the families map (each module's docstring has the details):
 - Ethos-U85 only: SELECT, SELECT_V2 (`lower_u85_select`), CAST (`lower_u85_cast`), DIV
   (`lower_u85_div`), REDUCE_ALL and REDUCE_ANY (`lower_reduce`).
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
+- The Ethos-U85's comparisons and LOGICAL_AND/OR/NOT (`lower_u85_compare`): one operation each.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from .lower_transpose_conv import lower_transpose_conv
 from .lower_u85_cast import lower_cast
 from .lower_u85_div import lower_div
 from .lower_u85_select import lower_select
+from .lower_u85_compare import LOGICAL, OPPOSITE, lower_u85_comparison, lower_u85_logical
 from .lowering_context import LoweringRule
 
 LOWERING_RULES: Mapping[str, LoweringRule] = {
@@ -128,4 +130,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "DIV": lower_div,
     "REDUCE_ALL": lower_reduce_all_any,
     "REDUCE_ANY": lower_reduce_all_any,
+    # The Ethos-U85's comparisons and logical operators (support.U85_ONLY_OPERATORS).
+    **{opcode: lower_u85_comparison for opcode in OPPOSITE},
+    **{opcode: lower_u85_logical for opcode in LOGICAL},
 }

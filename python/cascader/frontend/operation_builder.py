@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from ..tflite.model import Tensor
 from .lowered import (TYPE_RANGE, FeatureMapView, LoweredOperation, WeightVolume, channel_scales, full_range,
@@ -179,13 +180,19 @@ class OperationBuilder:
 
     def elementwise(self, mode: str, a: FeatureMapView, b: FeatureMapView | None, ofm: FeatureMapView, *,
                     rounding: str = "TFL", global_scale: bool = True, ofm_scale: tuple[int, int] = (1, 0),
-                    activation: dict | None = None, lut: bytes | None = None, wrap: bool = False) -> None:
-        """`ofm = a <mode> b`, operands unscaled (OPA and OPB 1). The NPU broadcasts only its
-        second operand: a smaller first operand is swapped in as the IFM2 with REVERSED_OPERANDS.
-        `wrap`: the OFM keeps the result's low bits, unclamped (`WRAP_OFM`; the U85's only)."""
-        reversed_operands = b is not None and a.shape != ofm.shape
+                    activation: dict | None = None, lut: bytes | None = None, wrap: bool = False,
+                    operand_scales: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> None:
+        """`ofm = a <mode> b`, operands unscaled (OPA and OPB 1), or, on the Ethos-U85, scaled by
+        `operand_scales` (IFM_SCALE and IFM2_SCALE of a and b: emit/ethos_u85). The NPU
+        broadcasts only its second operand: a smaller first operand is swapped in as the IFM2
+        with REVERSED_OPERANDS. Where both are smaller, the Ethos-U85 broadcasts the first too
+        (`ifm_broadcast`, its IFM_BROADCAST); the U55/U65 cannot. `wrap`: the OFM keeps the
+        result's low bits, unclamped (`WRAP_OFM`; the U85's only)."""
+        reversed_operands = b is not None and a.shape != ofm.shape and b.shape == ofm.shape
         if reversed_operands:
             a, b = b, a
+            if operand_scales is not None:
+                operand_scales = operand_scales[::-1]
         registers: dict[str, Any] = dict(
             sub_op=mode, kernel=kernel_record(1, 1), padding=(0, 0, 0, 0),
             activation=activation or full_range(ofm.dtype), rounding=rounding, global_scale=global_scale,
@@ -195,6 +202,13 @@ class OperationBuilder:
         if b is not None:
             registers.update(broadcast=tuple(bd != od for bd, od in zip(b.shape, ofm.shape)),
                              reversed_operands=reversed_operands, ifm2_scalar=None)
+            if a.shape != ofm.shape:
+                if not Accelerator.is_u85(self.lw.accelerator):
+                    raise UnsupportedError(f"operator {self.index} ({self.opcode}): both operands broadcast, and "
+                                           "the NPU broadcasts only its second")
+                registers["ifm_broadcast"] = tuple(ad != od for ad, od in zip(a.shape, ofm.shape))
+        if operand_scales is not None:
+            registers["operand_scales"] = tuple(tuple(s) for s in operand_scales)
         self._add("elementwise", ELEMENTWISE_COST.get(mode, "maximum"), mode.lower(), a, ofm, ifm2=b, lut=lut,
                   **registers)
 

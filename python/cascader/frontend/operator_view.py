@@ -10,7 +10,10 @@ from ..tflite.model import Operator, SubGraph, Tensor
 # Operators whose second input is a constant weight tensor and third an optional bias.
 WEIGHTED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"})
 POOL_OPS = frozenset({"AVERAGE_POOL_2D", "MAX_POOL_2D"})
-BINARY_ELEMENTWISE_OPS = frozenset({"ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "SQUARED_DIFFERENCE"})
+BINARY_ELEMENTWISE_OPS = frozenset({"ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "SQUARED_DIFFERENCE",
+                                    # the Ethos-U85's
+                                    "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
+                                    "LOGICAL_AND", "LOGICAL_OR"})
 MULTI_OUTPUT_OPS = frozenset({"SPLIT", "SPLIT_V", "UNPACK"})
 ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})  # operators that only rename their input's bytes
 

@@ -20,6 +20,8 @@ import numpy as np
 from .lower_lstm import lstm_variant
 from .lower_u85_arg_max import MAX_AXIS as U85_ARG_MAX_AXIS
 from .lowered import WEIGHT_SUM_MAX
+from .lower_u85_compare import (COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, MAX_SLICES, NPU_AXIS_MAX, OPPOSITE,
+                                RESCALED_TYPES, comparison_scale, sliced_shapes)
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
 
@@ -109,6 +111,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "BATCH_MATMUL": (2, 2, 1),
     "SELECT": (3, 3, 1), "SELECT_V2": (3, 3, 1), "CAST": (1, 1, 1), "DIV": (2, 2, 1),
     "REDUCE_ALL": (2, 2, 1), "REDUCE_ANY": (2, 2, 1),
+    **{op: (2, 2, 1) for op in (*OPPOSITE, "LOGICAL_AND", "LOGICAL_OR")}, "LOGICAL_NOT": (1, 1, 1),
 }
 
 
@@ -584,6 +587,37 @@ def _concat_axis(v: OperatorView) -> str | None:
     return None
 
 
+# The Ethos-U85's comparisons and logical operators take bool and int32 maps (lower_u85_compare).
+U85_COMPARE_OPS = frozenset(OPPOSITE) | frozenset(LOGICAL)
+
+
+def _comparison_operands(v: OperatorView) -> str | None:
+    """TFLite's types for a comparison (one operand type, bool out) or a logical operator (bool),
+    and the scales its int8/uint8 kernel takes (QuantizeMultiplierSmallerThanOneExp: in (0, 1))."""
+    ins = [v.graph.tensors[t] for t in v.op.inputs]
+    out = v.ofm
+    if v.opcode in LOGICAL:
+        allowed: tuple[str, ...] = ("bool",)
+    else:
+        allowed = EQUALITY_TYPES if v.opcode in ("EQUAL", "NOT_EQUAL") else COMPARED_TYPES
+    if ins[0].dtype not in allowed or any(t.dtype != ins[0].dtype for t in ins) or out.dtype != "bool":
+        return f"{', '.join(t.dtype for t in ins)} -> {out.dtype}; {v.opcode} takes one of {', '.join(allowed)} to bool"
+    if ins[0].dtype in RESCALED_TYPES:
+        for t in ins:
+            q = t.quantization
+            if q is None or q.scale.size != 1 or comparison_scale(float(q.scale[0])) is None:
+                return (f"{t.name!r} needs one scale in (0, 1) (TFLite's kernel rescales each operand by its scale "
+                        "as a multiplier below one)")
+    return None
+
+
+def _comparison_shapes(v: OperatorView) -> str | None:
+    ins = [v.graph.tensors[t] for t in v.op.inputs]
+    if sliced_shapes(tuple(v.ofm.shape), [tuple(t.shape) for t in ins]) is None:
+        return f"{' and '.join(str(list(t.shape)) for t in ins)} to {list(v.ofm.shape)}"
+    return None
+
+
 # --- the rules --------------------------------------------------------------------------
 
 RULES: tuple[Rule, ...] = (
@@ -593,15 +627,23 @@ RULES: tuple[Rule, ...] = (
     # Before the generic type rule, so a float QUANTIZE gets the specific reason.
     Rule("quantize_integer", "QUANTIZE on the NPU rescales between integer types only", _quantize_integer,
          ops=frozenset({"QUANTIZE"})),
-    Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL)", _dtypes),
+    Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL)", _dtypes,
+         exempt=U85_COMPARE_OPS),
     Rule("quantized", "feature maps and weights must have finite, positive quantization scales", _quantized,
-         source="Vela tflite_model_semantic"),
+         exempt=U85_COMPARE_OPS, source="Vela tflite_model_semantic"),
+    Rule("comparison_operands", "comparisons take one operand type to bool (EQUAL/NOT_EQUAL bool too, int8/uint8 "
+         "with scales below one), logical operators bool", _comparison_operands, ops=U85_COMPARE_OPS,
+         source="TFLite comparisons.cc, logical.cc"),
+    Rule("comparison_shapes", "a comparison's or logical operator's axes must fold into three runs along which each "
+         f"operand has the output's extent or 1, each at most {NPU_AXIS_MAX}, in at most {MAX_SLICES} operations "
+         "over the leading axes",
+         _comparison_shapes, ops=U85_COMPARE_OPS, source="cascader"),
     # BATCH_MATMUL folds its batch axes (TFLite allows 5-D operands, and Vela takes them).
-    Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}),
+    Rule("rank", "feature maps must be at most 4-D", _rank, exempt=frozenset({"BATCH_MATMUL"}) | U85_COMPARE_OPS,
          source="Vela tflite_model_semantic"),
     Rule("dimension_range", f"every tensor dimension must be in [{TENSOR_DIM_RANGE[0]}, {TENSOR_DIM_RANGE[1]}]", _dims),
     Rule("static_shape", "feature maps must have static shapes", _static, source="Vela tflite_model_semantic"),
-    Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE),
+    Rule("batch_size", "the IFM batch size must be 1", _batch, exempt=BATCH_FREE | U85_COMPARE_OPS),
     Rule("per_axis_quantization", "per-axis quantization is only supported on weights of conv and fully connected",
          _per_axis),
     # The LSTM's option names its cell activation, which TFLite's integer kernel takes as tanh.
@@ -632,7 +674,8 @@ RULES: tuple[Rule, ...] = (
     Rule("broadcast", "elementwise broadcasting only along dimensions of size 1", _broadcast,
          ops=BINARY_ELEMENTWISE_OPS),
     Rule("matching_either_shape", "one elementwise input must have the output's shape (the NPU broadcasts only "
-         "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, source="Vela tflite_model_semantic"),
+         "its second operand)", _either_shape, ops=BINARY_ELEMENTWISE_OPS, exempt=U85_COMPARE_OPS,
+         source="Vela tflite_model_semantic"),
     Rule("matching_types", "MINIMUM, MAXIMUM and ABS take and give one data type", _same_types,
          ops=frozenset({"MINIMUM", "MAXIMUM", "ABS"}), source="Vela tflite_model_semantic"),
     Rule("pad_tensor", "PAD and PADV2 need constant int32/int64 paddings, one non-negative pair per axis of the "
