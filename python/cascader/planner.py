@@ -234,6 +234,14 @@ def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool
             axes[axis].scale, axes[axis].extent_bias, axes[axis].offset_bias = 0, n, 0
         p.axes = axes
         return p
+    if lo.kind == "dma":  # a gather or scatter: any output row may need any row of its operands
+        p = _core.Propagator.identity()
+        axes = p.axes
+        for axis, n in zip((1, 2, 3), view.shape):
+            axes[axis] = _core.AxisMap()
+            axes[axis].scale, axes[axis].extent_bias, axes[axis].offset_bias = 0, n, 0
+        p.axes = axes
+        return p
     if lo.kind == "elementwise":
         operand = (1, *view.shape)
         if second:
@@ -343,6 +351,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 # A U85 copy that writes its OFM transposed writes no run of rows (its view's
                 # strides are permuted): its output stays whole.
                 ok = ok and not (v is lo.ofm and "ofm_transpose" in lo.registers)
+                # A gather or scatter (an indexed DMA) reads and writes its maps whole.
+                ok = ok and lo.kind != "dma"
                 readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and ok
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1

@@ -364,7 +364,9 @@ class _Lowering:
                 if v is None or v.buffer in self.constants:
                     continue
                 natural, _ = self.natural(v.buffer)
-                whole[v.buffer] = whole.get(v.buffer, True) and v.offset == 0 and v.shape == natural
+                # A DMA's rows are bytes of the dense layout (lower_indexed_dma).
+                whole[v.buffer] = (whole.get(v.buffer, True) and v.offset == 0 and v.shape == natural
+                                   and op.kind != "dma")
         # Bricks of a depth that is not a multiple of 16 carry padding the NPU reads and writes
         # too. Up to a third of padding (24 as 32) they were once kept for the faster
         # depthwise, but over the shared models (u55-128, u65-256) the cycles came out the same

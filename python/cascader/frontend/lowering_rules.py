@@ -26,6 +26,7 @@ How the families map (each module's docstring has the details):
   (`lower_reverse`): copies, as 1x1 average pools.
 - Slices, TRANSPOSE, PACK (`lower_movement`): views where the readers allow, raw copies otherwise.
 - MEAN, SUM, REDUCE_MAX, REDUCE_MIN (`lower_reduce`): pools over a re-viewed map, one or a few.
+- GATHER, SCATTER_ND (`lower_indexed_dma`): the Ethos-U85's indexed DMA (U85 only).
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
 """
 
@@ -38,6 +39,7 @@ from .lower_batch_matmul import lower_batch_matmul
 from .lower_concatenation import lower_concatenation
 from .lower_convolution import lower_convolution
 from .lower_elementwise import lower_elementwise
+from .lower_indexed_dma import lower_gather, lower_scatter_nd
 from .lower_lstm import lower_lstm
 from .lower_lut import lower_lut
 from .lower_minmax import lower_abs, lower_min_max
@@ -116,4 +118,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "REVERSE_V2": lower_reverse,
     "RESIZE_NEAREST_NEIGHBOR": lower_resize_nearest,
     "RESIZE_BILINEAR": lower_resize_bilinear,
+    # The Ethos-U85's indexed DMA (support.U85_ONLY_OPERATORS: the CPU's on the U55/U65).
+    "GATHER": lower_gather,
+    "SCATTER_ND": lower_scatter_nd,
 }

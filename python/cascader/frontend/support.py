@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .lower_indexed_dma import gather_axes
 from .lower_lstm import lstm_variant
 from .lowered import WEIGHT_SUM_MAX
 from .lowering_rules import LOWERING_RULES
@@ -35,10 +36,10 @@ CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
-BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BATCH_MATMUL"})
+BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BATCH_MATMUL", "GATHER", "SCATTER_ND"})
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
-INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG"})
+INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG", "GATHER", "SCATTER_ND"})
 
 TENSOR_DIM_RANGE = (1, 65535)
 STRIDE_RANGE = (1, 3)
@@ -102,6 +103,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "SUM": (2, 2, 1), "REDUCE_MAX": (2, 2, 1), "REDUCE_MIN": (2, 2, 1),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 24, 1),  # the optional inputs are -1 (lstm_variant checks them)
     "BATCH_MATMUL": (2, 2, 1),
+    "GATHER": (2, 2, 1), "SCATTER_ND": (3, 3, 1),
 }
 
 
@@ -423,6 +425,21 @@ def _tile_multiples(v: OperatorView) -> str | None:
     return None
 
 
+def _gather_axis(v: OperatorView) -> str | None:
+    axis, batch_dims = gather_axes(v)
+    return None if axis == batch_dims else f"axis {axis}, batch_dims {batch_dims}"
+
+
+def _scatter_indices(v: OperatorView) -> str | None:
+    indices, shape = v.inputs[0], v.inputs[2]
+    if not (indices.is_constant and shape.is_constant):
+        return "the indices or the shape are computed at run time"
+    if indices.shape[-1] != 1:
+        return f"indices of shape {list(indices.shape)}"
+    values = np.asarray(indices.data).reshape(-1)
+    return None if len(np.unique(values)) == values.size else "repeated indices"
+
+
 def _reverse_axes(v: OperatorView) -> str | None:
     axes, reason = _constant_vector(v, "axes", ("int32",))
     if reason is not None or v.ifm is None or v.ofm is None:
@@ -636,6 +653,10 @@ RULES: tuple[Rule, ...] = (
          _tile_multiples, ops=frozenset({"TILE"}), source="Vela tflite_supported_operators; cascader"),
     Rule("reverse_axes", "REVERSE_V2 needs constant int32 axes, distinct and contiguous", _reverse_axes,
          ops=frozenset({"REVERSE_V2"}), source="TFLite reverse.cc"),
+    Rule("gather_axis", "GATHER's axis must equal its batch_dims", _gather_axis, ops=frozenset({"GATHER"}),
+         source="Vela tflite_supported_operators_u85"),
+    Rule("scatter_indices", "SCATTER_ND needs constant, unique indices of depth 1 and a constant shape",
+         _scatter_indices, ops=frozenset({"SCATTER_ND"}), source="Vela tflite_supported_operators_u85"),
     Rule("mirror_pad_amounts", "MIRROR_PAD pads H and W only, each side by at most the input's size (less one "
          "for REFLECT)", _mirror_pad_amounts, ops=frozenset({"MIRROR_PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,

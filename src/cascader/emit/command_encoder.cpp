@@ -234,8 +234,13 @@ std::optional<Span> lut_span(const NpuOperation& op, const ArchConfig& arch) {
 Access accesses(const NpuOperation& op, const ArchConfig& arch) {
   Access a;
   if (op.kind == OpKind::Dma) {
+    // A strided or indexed DMA's ranges bound every byte it may touch (ethos_u85/dma.hpp).
     a.reads.push_back(Span{op.dma_src.region, op.dma_src.address, op.dma_src.address + op.dma_src.length});
     a.writes.push_back(Span{op.dma_dst.region, op.dma_dst.address, op.dma_dst.address + op.dma_dst.length});
+    const auto& index = op.u85.dma.index;
+    if (op.u85.dma.src_indexed || op.u85.dma.dst_indexed) {
+      a.reads.push_back(Span{index.region, index.address, index.address + index.length});
+    }
     return a;
   }
   // The IFM extent the operation may read: the tiles as programmed cover it.
@@ -279,7 +284,9 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
     w.set_index(i);
     const Access access = accesses(op, arch);
     if (op.kind == OpKind::Dma) {
-      if (op.dma_src.length != op.dma_dst.length) w.fail("DMA", "source and destination lengths differ");
+      const bool rows = op.u85.dma.strided_or_indexed();
+      if (rows && !u85) w.fail("DMA", "strided and indexed DMAs are the Ethos-U85's");
+      if (!rows && op.dma_src.length != op.dma_dst.length) w.fail("DMA", "source and destination lengths differ");
       bool conflict = false;
       for (const Access& k : kernels) {
         conflict |= any_overlap(access.writes, k.reads) || any_overlap(access.writes, k.writes) ||
@@ -289,11 +296,15 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
         w.command(OP_KERNEL_WAIT, 0, "kernel wait");
         kernels.clear();
       }
-      w.reg0(DMA0_SRC_REGION, op.dma_src.region, "DMA source region", 0, static_cast<int64_t>(kDmaRegionMask));
-      w.reg0(DMA0_DST_REGION, op.dma_dst.region, "DMA destination region", 0, static_cast<int64_t>(kDmaRegionMask));
-      w.reg1(DMA0_SRC, op.dma_src.address, "DMA source");
-      w.reg1(DMA0_DST, op.dma_dst.address, "DMA destination");
-      w.reg1(DMA0_LEN, op.dma_src.length, "DMA length");
+      if (rows) {
+        ethos_u85::encode_dma(w, op);
+      } else {
+        w.reg0(DMA0_SRC_REGION, op.dma_src.region, "DMA source region", 0, static_cast<int64_t>(kDmaRegionMask));
+        w.reg0(DMA0_DST_REGION, op.dma_dst.region, "DMA destination region", 0, static_cast<int64_t>(kDmaRegionMask));
+        w.reg1(DMA0_SRC, op.dma_src.address, "DMA source");
+        w.reg1(DMA0_DST, op.dma_dst.address, "DMA destination");
+        w.reg1(DMA0_LEN, op.dma_src.length, "DMA length");
+      }
       w.command(OP_DMA_START, 0, "DMA start");
       dmas.push_back(access);
       if (dmas.size() > static_cast<size_t>(arch.accelerator().max_outstanding_dma)) dmas.erase(dmas.begin());
