@@ -92,7 +92,8 @@ def test_zoo_model_is_one_indexed_dma(opcode: str, dtype: str, accelerator: str,
     indexed = [d["u85_dma"] for d in dmas if "u85_dma" in d]
     assert len(indexed) == 1 and len(dmas) == (1 if opcode == "GATHER" else 2)
     assert indexed[0]["src_indexed" if opcode == "GATHER" else "dst_indexed"]
-    assert indexed[0]["index_max"] == (9 if opcode == "GATHER" else 7)
+    # The rows from the least index to the greatest: 0..9 of the gather's, 0..6 of the scatter's.
+    assert indexed[0]["index_max"] == (9 if opcode == "GATHER" else 6)
 
 
 GATHERS = {
@@ -135,28 +136,34 @@ def test_scatter_edges(case: str, accelerator: str, tmp_path):
 
 
 @pytest.mark.parametrize("accelerator", SIZES)
-@pytest.mark.parametrize("params, indices, axis, batch_dims, table", [
-    ((10, 16), (6,), 0, 0, False),
-    ((3, 5, 8), (3, 4), 1, 1, False),
-    ((12, 3, 2), (2, 3), 0, 0, False),
-    ((7, 24), (5,), 0, 0, True),  # an embedding lookup: a constant table, read in flash
+@pytest.mark.parametrize("params, indices, axis, batch_dims, table, index_dtype", [
+    ((10, 16), (6,), 0, 0, False, "int32"),
+    ((3, 5, 8), (3, 4), 1, 1, False, "int32"),
+    ((12, 3, 2), (2, 3), 0, 0, False, "int32"),
+    ((7, 24), (5,), 0, 0, True, "int32"),  # an embedding lookup: a constant table, read in flash
+    ((10, 16), (6,), 0, 0, False, "int64"),  # the low words: IDX_SKIP1 4
+    ((3, 5, 8), (3, 4), 1, 1, False, "int64"),  # one DMA per batch
 ])
-def test_run_time_indices(params, indices, axis: int, batch_dims: int, table: bool, accelerator: str):
+def test_run_time_indices(params, indices, axis: int, batch_dims: int, table: bool, index_dtype: str,
+                          accelerator: str):
     """Indices computed at run time (an input): the DMA reads them where they live. Two seeds of
     in-range indices (repeats and the last row likely), against the reference interpreter."""
     from cascader import reference
     from cascader.sim import simulate
 
     model = gather_model("int8", params, np.zeros(indices, np.int32), axis, batch_dims, runtime=True,
-                         constant_params=table)
+                         constant_params=table, index_dtype=index_dtype)
     c = _on_the_npu(model, accelerator)
-    (dma,) = _dmas(c)
-    assert dma["u85_dma"]["index"]["region"] != 0  # not in flash
-    assert (dma["src"]["region"] == 0) == table
+    dmas = _dmas(c)
+    assert len(dmas) == (params[0] if index_dtype == "int64" and batch_dims else 1)
+    for dma in dmas:
+        assert dma["u85_dma"]["index"]["region"] != 0  # not in flash
+        assert (dma["src"]["region"] == 0) == table
+        assert dma["u85_dma"]["index_skip1"] == (4 if index_dtype == "int64" else 0)
     k = params[axis]
     for seed in (0, 1):
         rng = np.random.default_rng(seed)
-        idx = rng.integers(0, k, indices).astype(np.int32)
+        idx = rng.integers(0, k, indices).astype(NUMPY[index_dtype])
         idx.reshape(-1)[-1] = k - 1
         x = [] if table else [rng.integers(-128, 128, params).astype(np.int8)]
         want = reference.run(model, [*x, idx])
@@ -205,13 +212,12 @@ def test_velas_constraints_keep_them_on_the_cpu(model, rule: str):
     assert [v.rule for v in c.partition.verdicts if not v.npu] == [rule]
 
 
-def test_run_time_int64_indices_stay_on_the_cpu_with_the_reason():
-    """Not lowered yet (Vela reads their low words with IDX_SKIP1 = 4): the CPU runs them, and
-    says why."""
-    c = cascader.compile(gather_model("int8", (5, 8), [4, 0, 2], runtime=True, index_dtype="int64"),
+def test_run_time_int16_indices_stay_on_the_cpu_with_the_reason():
+    """Not lowered (Vela casts them to int32 on the NPU first): the CPU runs them, and says why."""
+    c = cascader.compile(gather_model("int8", (5, 8), [4, 0, 2], runtime=True, index_dtype="int16"),
                          accelerator="ethos-u85-256")
     (reason,) = [v.reason for v in c.partition.verdicts if not v.npu]
-    assert "int64 indices computed at run time" in reason
+    assert "int16 indices computed at run time" in reason
 
 
 CYCLE_CASES = {

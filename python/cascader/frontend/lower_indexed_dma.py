@@ -11,8 +11,10 @@ Scatter, both NpuOp::Dma; arch/ethos_u85/dma.hpp has the register semantics):
   before `axis`), each a table of K rows (the axis) of C elements (the product of the axes
   after it), and W indices per batch. The DMA reads row index[n][w] of table n into row
   (n, w) of the output: 3-D for N > 1 (size1 = N), 2-D otherwise. The indices are constant
-  (in flash, converted to int32 here whatever their type) or computed at run time (int32,
-  read where they live).
+  (in flash, converted to int32 here whatever their type, counted from the least of them) or
+  computed at run time: int32 read where they live, int64 by their low words (a DMA per batch
+  that skips the high words, as Vela does). Vela also takes run-time int16 indices, through a
+  cast to int32 first: not lowered here (the CPU runs such a GATHER).
 - SCATTER_ND with constant, unique, one-dimensional indices (Vela's constraints): a plain DMA
   fills the output with zeros from flash (TFLite's kernel adds the updates to a zeroed
   output: with unique indices that is a copy), then the indexed DMA writes update row w to
@@ -28,6 +30,7 @@ planner never stripes or cascades through it (any output row may need any input 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -135,16 +138,40 @@ def lower_gather(lw: LoweringContext, v: OperatorView) -> None:
     name = f"{v.index}:GATHER"
     src = _operand(lw, v.op.inputs[0], (n, k, c), "params")
     dst = _operand(lw, v.op.outputs[0], (n, w, c), "output")
+    row = c * src.element_size
     if indices.is_constant:
-        index = lw.constant(_constant_indices(v, indices, k, "indices"), "int32")
+        rows = _constant_indices(v, indices, k, "indices")
+        # Read from the first row an index picks: IDX_MAX and the bytes the DMA may read shrink
+        # to the rows between the least and the greatest index (a table in flash costs that).
+        first = int(rows.min())
+        src = replace(src, shape=(n, int(rows.max()) - first + 1, c), offset=src.offset + first * src.strides[1])
+        _dma(lw, v.index, name, src, dst, dma_registers(n, w, row, src.strides[:2], dst.strides[:2], src_indexed=True,
+                                                        index_max=src.shape[1] - 1), lw.constant(rows - first, "int32"))
     elif indices.dtype == "int32":
-        index = _operand(lw, v.op.inputs[1], (1, 1, n * w), "indices")
+        _dma(lw, v.index, name, src, dst,
+             dma_registers(n, w, row, src.strides[:2], dst.strides[:2], src_indexed=True, index_max=k - 1),
+             _operand(lw, v.op.inputs[1], (1, 1, n * w), "indices"))
+    elif indices.dtype == "int64":
+        _int64_gather(lw, v.index, name, src, dst, FeatureMapView(lw.buffer(v.op.inputs[1]), (1, 1, 2 * n * w),
+                                                                  "int32", 0, 1.0, dense_strides((1, 1, 2 * n * w), 4)))
     else:
         raise UnsupportedError(f"operator {v.index} (GATHER): {indices.dtype} indices computed at run time are not "
-                               "lowered (int32 are, and constant ones of any type)")
+                               "lowered (int32 and int64 are, and constant ones of any type)")
+
+
+def _int64_gather(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                  words: FeatureMapView) -> None:
+    """A gather by run-time int64 indices (`words`: their bytes as int32 words, low word first):
+    the DMA reads int32 indices only, so each batch is a 3-D DMA of one index per row that skips
+    the high word (IDX_SKIP1 = 4), as Vela does; indices beyond int32 are out of range anyway."""
+    (n, k, c), w = src.shape, dst.shape[1]
     row = c * src.element_size
-    _dma(lw, v.index, name, src, dst,
-         dma_registers(n, w, row, src.strides[:2], dst.strides[:2], src_indexed=True, index_max=k - 1), index)
+    for b in range(n):
+        table, out = src.window((b, 0, 0), (1, k, c)), dst.window((b, 0, 0), (1, w, c))
+        _dma(lw, index, name if n == 1 else f"{name}[{b}]", table, out,
+             dma_registers(w, 1, row, (0, table.strides[1]), (out.strides[1], 0), src_indexed=True, index_max=k - 1,
+                           index_skip1=4),
+             words.window((0, 0, 2 * w * b), (1, 1, 2 * w)))
 
 
 def lower_scatter_nd(lw: LoweringContext, v: OperatorView) -> None:
@@ -173,6 +200,9 @@ def lower_scatter_nd(lw: LoweringContext, v: OperatorView) -> None:
     _dma(lw, v.index, f"{name}(zeros)", zeros, dst,
          dma_registers(1, 1, k * row, (0, 0), (0, 0)) if dense
          else dma_registers(1, k, row, zeros.strides[:2], dst.strides[:2]))
-    _dma(lw, v.index, name, src, dst,
-         dma_registers(1, w, row, src.strides[:2], dst.strides[:2], dst_indexed=True, index_max=k - 1),
-         lw.constant(rows, "int32"))
+    # Written from the first row an index picks, as a gather reads (IDX_MAX the span of them).
+    first = int(rows.min())
+    at = replace(dst, shape=(1, int(rows.max()) - first + 1, c), offset=dst.offset + first * dst.strides[1])
+    _dma(lw, v.index, name, src, at,
+         dma_registers(1, w, row, src.strides[:2], at.strides[:2], dst_indexed=True, index_max=at.shape[1] - 1),
+         lw.constant(rows - first, "int32"))
