@@ -249,3 +249,27 @@ def test_cycles_are_planned_as_estimated_and_match_velas(case: str):
     assert ours <= theirs
     if memory_mode is not None:
         assert ours > 0
+
+
+def _commands(model) -> list[int]:
+    """The opcodes of the (one) NPU call's command stream, a cmd1's payload word skipped."""
+    from cascader import _core
+    from cascader.sim import npu_calls
+
+    (call,) = npu_calls(model)
+    n = _core.decode_driver_payload(call.payload)["command_stream_words"]
+    words = np.frombuffer(call.payload, np.uint32)[-n:].tolist()
+    out, k = [], 0
+    while k < len(words):
+        out.append(words[k] & 0xFFFF)
+        k += 2 if words[k] & 0x4000 else 1
+    return out
+
+
+def test_the_scatter_waits_for_its_zeros():
+    """The scatter's DMA writes over the zeros the DMA before it copies: it waits for that one
+    (NPU_OP_DMA_WAIT 0 between the two DMA starts), as Vela's stream does."""
+    c = _on_the_npu(operator_model("SCATTER_ND", "int8"), "ethos-u85-256")
+    dma_start, dma_wait = 0x10, 0x11
+    starts = [k for k, op in enumerate(_commands(c.model)) if op == dma_start]
+    assert len(starts) == 2 and dma_wait in _commands(c.model)[starts[0]:starts[1]]

@@ -211,6 +211,7 @@ std::vector<Span> map_spans(const FeatureMap& f, int height, int width, int dept
 
 struct Access {
   std::vector<Span> reads, writes;
+  bool rows = false;  // an Ethos-U85 strided or indexed DMA
 };
 
 // The LUT an activation reads: slot (function - 16) of the last 2 KiB of the SHRAM, 256 bytes
@@ -238,6 +239,7 @@ Access accesses(const NpuOperation& op, const ArchConfig& arch) {
     a.reads.push_back(Span{op.dma_src.region, op.dma_src.address, op.dma_src.address + op.dma_src.length});
     a.writes.push_back(Span{op.dma_dst.region, op.dma_dst.address, op.dma_dst.address + op.dma_dst.length});
     const auto& index = op.u85.dma.index;
+    a.rows = op.u85.dma.strided_or_indexed();
     if (op.u85.dma.src_indexed || op.u85.dma.dst_indexed) {
       a.reads.push_back(Span{index.region, index.address, index.address + index.length});
     }
@@ -279,6 +281,18 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
   const bool u85 = arch.accelerator().product == Product::EthosU85;
   std::vector<Access> dmas;     // issued DMAs not yet waited for, oldest first
   std::vector<Access> kernels;  // issued kernels not yet waited for
+  // Waits for the newest issued DMA `a` depends on (`when` it counts); the later ones go on.
+  const auto wait_for_dma = [&](const Access& a, const auto& when) {
+    for (size_t d = dmas.size(); d-- > 0;) {
+      const Access& dma = dmas[d];
+      if (when(dma) && (any_overlap(a.reads, dma.writes) || any_overlap(a.writes, dma.writes) ||
+                        any_overlap(a.writes, dma.reads))) {
+        w.command(OP_DMA_WAIT, static_cast<int64_t>(dmas.size() - 1 - d), "DMA wait");
+        dmas.erase(dmas.begin(), dmas.begin() + static_cast<std::ptrdiff_t>(d + 1));
+        return;
+      }
+    }
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     const NpuOperation& op = ops[i];
     w.set_index(i);
@@ -296,6 +310,9 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
         w.command(OP_KERNEL_WAIT, 0, "kernel wait");
         kernels.clear();
       }
+      // A strided or indexed DMA over the bytes of one still running (a scatter into the zeros
+      // just copied in) waits for it, as Vela's streams do; plain copies never overlap so.
+      wait_for_dma(access, [&](const Access& dma) { return rows || dma.rows; });
       if (rows) {
         ethos_u85::encode_dma(w, op);
       } else {
@@ -311,16 +328,7 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
       continue;
     }
     // Wait for the newest DMA this kernel depends on; the ones issued after it may go on.
-    for (size_t d = dmas.size(); d-- > 0;) {
-      const Access& dma = dmas[d];
-      if (any_overlap(access.reads, dma.writes) || any_overlap(access.writes, dma.writes) ||
-          any_overlap(access.writes, dma.reads)) {
-        const size_t keep = dmas.size() - 1 - d;
-        w.command(OP_DMA_WAIT, static_cast<int64_t>(keep), "DMA wait");
-        dmas.erase(dmas.begin(), dmas.begin() + static_cast<std::ptrdiff_t>(d + 1));
-        break;
-      }
-    }
+    wait_for_dma(access, [](const Access&) { return true; });
     if (u85) {
       ethos_u85::encode_block_operation(w, op, arch);
     } else {
