@@ -13,8 +13,8 @@ Scatter, both NpuOp::Dma; arch/ethos_u85/dma.hpp has the register semantics):
   (n, w) of the output: 3-D for N > 1 (size1 = N), 2-D otherwise. The indices are constant
   (in flash, converted to int32 here whatever their type, counted from the least of them) or
   computed at run time: int32 read where they live, int64 by their low words (a DMA per batch
-  that skips the high words, as Vela does). Vela also takes run-time int16 indices, through a
-  cast to int32 first: not lowered here (the CPU runs such a GATHER).
+  that skips the high words, as Vela does), int16 widened to int32 words by two DMAs first
+  (zeros, then each index into the low half of its word; Vela casts them on the NPU).
 - SCATTER_ND with constant, unique, one-dimensional indices (Vela's constraints): a plain DMA
   fills the output with zeros from flash (TFLite's kernel adds the updates to a zeroed
   output: with unique indices that is a copy), then the indexed DMA writes update row w to
@@ -36,7 +36,7 @@ import numpy as np
 
 from ..arch import Accelerator
 from ..errors import UnsupportedError
-from .lowered import FeatureMapView, LoweredOperation, dense_strides
+from .lowered import ELEMENT_SIZE, FeatureMapView, LoweredOperation, dense_strides
 from .lowering_context import LoweringContext
 from .operator_view import OperatorView
 
@@ -152,11 +152,33 @@ def lower_gather(lw: LoweringContext, v: OperatorView) -> None:
              dma_registers(n, w, row, src.strides[:2], dst.strides[:2], src_indexed=True, index_max=k - 1),
              _operand(lw, v.op.inputs[1], (1, 1, n * w), "indices"))
     elif indices.dtype == "int64":
-        _int64_gather(lw, v.index, name, src, dst, FeatureMapView(lw.buffer(v.op.inputs[1]), (1, 1, 2 * n * w),
-                                                                  "int32", 0, 1.0, dense_strides((1, 1, 2 * n * w), 4)))
+        _int64_gather(lw, v.index, name, src, dst, _raw(lw, v.op.inputs[1], 2 * n * w, "int32"))
+    elif indices.dtype == "int16":
+        _dma(lw, v.index, name, src, dst,
+             dma_registers(n, w, row, src.strides[:2], dst.strides[:2], src_indexed=True, index_max=k - 1),
+             _widened(lw, v.index, name, _raw(lw, v.op.inputs[1], n * w, "int16")))
     else:
-        raise UnsupportedError(f"operator {v.index} (GATHER): {indices.dtype} indices computed at run time are not "
-                               "lowered (int32 and int64 are, and constant ones of any type)")
+        raise UnsupportedError(f"operator {v.index} (GATHER): {indices.dtype} indices")
+
+
+def _raw(lw: LoweringContext, t: int, count: int, dtype: str) -> FeatureMapView:
+    """Run-time index tensor `t` as a vector of `count` `dtype` words (no quantization: indices)."""
+    return FeatureMapView(lw.buffer(t), (1, 1, count), dtype, 0, 1.0, dense_strides((1, 1, count), ELEMENT_SIZE[dtype]))
+
+
+def _widened(lw: LoweringContext, index: int, name: str, indices: FeatureMapView) -> FeatureMapView:
+    """Run-time int16 indices as the int32 words the DMA reads: zeros copied in, then each
+    index's two bytes into the low half of its word (a 2-D DMA of 2-byte rows, 4 bytes apart).
+    Exact for every index a gather may take (0..32767, non-negative: the high half is 0);
+    Vela casts them on the NPU instead."""
+    count = indices.shape[2]
+    if count > DMA_SIZE_MAX:
+        raise UnsupportedError(f"{count} run-time int16 indices exceed the {DMA_SIZE_MAX} rows of one DMA")
+    words = lw.scratch(index, "indices-int32", (1, 1, count), "int32")
+    zeros = lw.constant(np.zeros(count, np.int32), "int32")
+    _dma(lw, index, f"{name}(index zeros)", zeros, words, dma_registers(1, 1, 4 * count, (0, 0), (0, 0)))
+    _dma(lw, index, f"{name}(index widening)", indices, words, dma_registers(1, count, 2, (0, 2), (0, 4)))
+    return words
 
 
 def _int64_gather(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
