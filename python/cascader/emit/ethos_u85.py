@@ -363,7 +363,6 @@ def _add_sub_scales(scales: tuple[float, float, float], bits: int) -> dict[str, 
                              "ofm_round_mode": _ROUND_MODE["TFL"]}}
 
 
-
 def dma_record(op: LoweredOperation, src: dict[str, Any], dst: dict[str, Any],
                index: dict[str, Any] | None) -> dict[str, Any]:
     """The decoder's record of a DMA operation (`frontend.lower_indexed_dma`: its rows in
