@@ -227,13 +227,9 @@ def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool
     if second and lo.registers.get("weights_ifm2"):
         # A matrix product's IFM2 (the Ethos-U85's weights from IFM2, OH x OC x K: see
         # lower_batch_matmul._multiply): OFM row h reads IFM2 row h, every column and channel.
-        p = _core.Propagator.identity()
-        axes = p.axes
-        for axis, n in ((2, view.shape[1]), (3, view.shape[2])):
-            axes[axis] = _core.AxisMap()
-            axes[axis].scale, axes[axis].extent_bias, axes[axis].offset_bias = 0, n, 0
-        p.axes = axes
-        return p
+        return _reads_whole({2: view.shape[1], 3: view.shape[2]})
+    if lo.kind == "dma":  # a gather or scatter: any output row may need any row of its operands
+        return _reads_whole({1: view.shape[0], 2: view.shape[1], 3: view.shape[2]})
     if lo.kind == "elementwise":
         operand = (1, *view.shape)
         if second:
@@ -241,6 +237,17 @@ def _operand_propagator(lo: LoweredOperation, view: FeatureMapView, second: bool
             operand = (1, *bshape)
         return _core.Propagator.broadcast(list(operand), [1, *lo.ofm.shape])
     return _window_propagator(lo, view)
+
+
+def _reads_whole(extents: dict[int, int]) -> "_core.Propagator":
+    """The identity, but along each axis of `extents` any output region reads all `n` of it."""
+    p = _core.Propagator.identity()
+    axes = p.axes
+    for axis, n in extents.items():
+        axes[axis] = _core.AxisMap()
+        axes[axis].scale, axes[axis].extent_bias, axes[axis].offset_bias = 0, n, 0
+    p.axes = axes
+    return p
 
 
 def _window_propagator(lo: LoweredOperation, view: FeatureMapView) -> "_core.Propagator":
@@ -343,6 +350,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 # A U85 copy that writes its OFM transposed writes no run of rows (its view's
                 # strides are permuted): its output stays whole.
                 ok = ok and not (v is lo.ofm and "ofm_transpose" in lo.registers)
+                # A gather or scatter (an indexed DMA) reads and writes its maps whole.
+                ok = ok and lo.kind != "dma"
                 readers_whole[index[v.buffer]] = readers_whole.get(index[v.buffer], True) and ok
         b = index[lo.ofm.buffer]
         writers[b] = writers.get(b, 0) + 1

@@ -28,6 +28,7 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit import ethos_u85
 from .emit.weights import encode_weights
+from .frontend.lower_indexed_dma import dma_spans
 from .frontend.lower_ofm_transpose import transposed_description
 from .frontend.lower_u85_resize import resize_description
 from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, stream_widths, with_copy_shape, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
@@ -303,6 +304,8 @@ class _Target:
             transposed_description(described, op, self._accelerator, self.arch)
         if op.kind == "resize":  # an Ethos-U85 resize, with Vela's block for it
             described = resize_description(described, op, self._accelerator)
+        if op.kind == "dma":  # an Ethos-U85 gather or scatter: costed by the bytes it may read
+            described.dma_bytes = dma_spans(op.registers["u85_dma"])[0]
         return described
 
 
@@ -421,6 +424,10 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
     `encoded` may bring the streams for `block_choice`'s block, encoded ahead, and `choice`
     that block and traversal. `busy`: the cycles the previous operation itself reads the
     weights' memory for (its DMA slack is `slack`)."""
+    if op.kind == "dma":  # a gather or scatter: no block, its constant indices read in flash
+        cost = target.cost(op)
+        return ScheduledOperation(op, (1, 1, 1), False, cost, constant_ifm2="flash" if op.ifm2 is not None
+                                  and op.ifm2.buffer in (constants or {}) else "")
     if op.weights is None:
         op = _streamed_copy_shape(op, target, slack)
         constants = constants or {}

@@ -107,7 +107,9 @@ def _map_parts(sched: NpuSchedule, parts: list) -> dict[int, tuple[int, int]]:
     part_op: dict[int, tuple[int, int]] = {}
     n = 0
     for k, part in enumerate(parts):
-        if part.op.type != _core.NpuOpType.Dma or part.stripable:
+        # A CPU operator's part is a DMA part that runs whole with no scheduled cycles
+        # (planner.build_graph); an Ethos-U85 gather or scatter is a DMA part with its own.
+        if part.op.type != _core.NpuOpType.Dma or part.stripable or part.whole_cycles >= 0:
             part_op[k] = positions[n]
             n += 1
     if n != len(positions):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import UnsupportedError
+from ..frontend.lower_indexed_dma import dma_spans
 from ..frontend.lowered import LoweredOperation
 from ..frontend.add_sub_rounding import HEADROOM, operand_multipliers
 from ..frontend.ofm_transpose_modes import STORED_ORDER
@@ -123,6 +124,8 @@ def needs_block_check(op: LoweredOperation) -> bool:
 
 def refusal(op: LoweredOperation) -> str | None:
     """Why the U85 emitter cannot express `op` exactly yet (None: it can)."""
+    if op.kind == "dma":  # frontend/lower_indexed_dma: the registers are the U85's already
+        return None
     r = op.registers
     if op.kind == "elementwise":
         scaled = "reference_scales" in r or "operand_scales" in r
@@ -377,3 +380,19 @@ def _add_sub_scales(scales: tuple[float, float, float], bits: int) -> dict[str, 
     return {"ofm_scale": (mo, 31 - eo), "opa_scale": (1, 0), "opb_scale": 1, "reversed_operands": False,
             "u85_operands": {"ifm_scale": (ma, first - ea, 0, headroom), "ifm2_scale": (mb, first - eb, 0, headroom),
                              "ofm_round_mode": _ROUND_MODE["TFL"]}}
+
+
+def dma_record(op: LoweredOperation, src: dict[str, Any], dst: dict[str, Any],
+               index: dict[str, Any] | None) -> dict[str, Any]:
+    """The decoder's record of a DMA operation (`frontend.lower_indexed_dma`: its rows in
+    `registers["u85_dma"]`), its source, destination and index array at the feature-map records
+    `src`, `dst`, `index` (their first tile's base): a plain copy (no `u85_dma`), or a strided or
+    indexed one whose ranges bound every byte it may touch (`dma_spans`)."""
+    m = op.registers["u85_dma"]
+    reads, writes, index_bytes = dma_spans(m)
+    at = lambda fm, length: {"region": fm["region"], "address": fm["base"][0], "length": length}  # noqa: E731
+    record = {"kind": "dma", "src": at(src, reads), "dst": at(dst, writes)}
+    if m["stride_mode"] or m["src_indexed"] or m["dst_indexed"]:
+        record["u85_dma"] = dict(m, index=at(index, index_bytes) if index_bytes
+                                 else {"region": 0, "address": 0, "length": 0})
+    return record

@@ -120,6 +120,10 @@ def operation_record(sop: ScheduledOperation, placement: Placement, flash: Flash
     `weights_at` (region, address), the constants in `copies` at theirs. `templates`: the
     fields every stripe of an operation shares, made once per operation."""
     lo = sop.lowered
+    if lo.kind == "dma":  # the Ethos-U85's gathers and scatters: registers of the DMA's own
+        index = None if lo.ifm2 is None else _feature_map(lo.ifm2, placement, flash, constants, copies=copies)
+        return ethos_u85.dma_record(lo, _feature_map(lo.ifm, placement, flash, constants, copies=copies),
+                                    _feature_map(lo.ofm, placement, flash, constants), index)
     r = lo.registers
     record = dict(templates.of(sop) if templates is not None else _record_template(sop))
     # The stripes of an operation differ in their feature maps, padding, block and, for an

@@ -365,9 +365,11 @@ class _Lowering:
                     continue
                 natural, _ = self.natural(v.buffer)
                 # An OFM the U85 writes transposed is addressed through its NHWC strides, in
-                # the map's own shape too where the permutation keeps it (a square transpose).
+                # the map's own shape too where the permutation keeps it (a square transpose);
+                # a DMA's rows are bytes of the dense layout (lower_indexed_dma).
                 transposed = v is op.ofm and "ofm_transpose" in op.registers
-                whole[v.buffer] = whole.get(v.buffer, True) and v.offset == 0 and v.shape == natural and not transposed
+                whole[v.buffer] = (whole.get(v.buffer, True) and v.offset == 0 and v.shape == natural
+                                   and not transposed and op.kind != "dma")
         # Bricks of a depth that is not a multiple of 16 carry padding the NPU reads and writes
         # too. Up to a third of padding (24 as 32) they were once kept for the faster
         # depthwise, but over the shared models (u55-128, u65-256) the cycles came out the same

@@ -28,6 +28,7 @@ How the families map (each module's docstring has the details):
 - MEAN, SUM, REDUCE_MAX, REDUCE_MIN (`lower_reduce`): pools over a re-viewed map, one or a few.
 - Ethos-U85 only: SELECT, SELECT_V2 (`lower_u85_select`), CAST (`lower_u85_cast`), DIV
   (`lower_u85_div`), REDUCE_ALL and REDUCE_ANY (`lower_reduce`).
+- GATHER, SCATTER_ND (`lower_indexed_dma`): the Ethos-U85's indexed DMA (U85 only).
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
 - The Ethos-U85's comparisons and LOGICAL_AND/OR/NOT (`lower_u85_compare`): one operation each.
 """
@@ -41,6 +42,7 @@ from .lower_batch_matmul import lower_batch_matmul
 from .lower_concatenation import lower_concatenation
 from .lower_convolution import lower_convolution
 from .lower_elementwise import lower_elementwise
+from .lower_indexed_dma import lower_gather, lower_scatter_nd
 from .lower_lstm import lower_lstm
 from .lower_lut import lower_lut
 from .lower_minmax import lower_abs, lower_min_max
@@ -133,4 +135,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     # The Ethos-U85's comparisons and logical operators (support.U85_ONLY_OPERATORS).
     **{opcode: lower_u85_comparison for opcode in OPPOSITE},
     **{opcode: lower_u85_logical for opcode in LOGICAL},
+    # The Ethos-U85's indexed DMA (support.U85_ONLY_OPERATORS: the CPU's on the U55/U65).
+    "GATHER": lower_gather,
+    "SCATTER_ND": lower_scatter_nd,
 }

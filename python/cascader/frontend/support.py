@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .lower_indexed_dma import gather_axes
 from .lower_lstm import lstm_variant
 from .lower_u85_arg_max import MAX_AXIS as U85_ARG_MAX_AXIS
 from .lowered import WEIGHT_SUM_MAX
@@ -38,10 +39,10 @@ CONV_LIKE = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 WEIGHTED = CONV_LIKE | {"FULLY_CONNECTED"}
 ACTIVATION_DTYPES = ("int8", "uint8", "int16")
 # Batch > 1 is only meaningful for these (they flatten or do not look at batch).
-BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BATCH_MATMUL"})
+BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BATCH_MATMUL", "GATHER", "SCATTER_ND"})
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
-INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG"})
+INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG", "GATHER", "SCATTER_ND"})
 # The Ethos-U85's operators on bool (TFLite's 0/1 byte) and int32 maps, with the types their
 # lowerings take beyond ACTIVATION_DTYPES (Vela 5.2: tflite_supported_operators_u85).
 U85_DTYPES = {"SELECT": ("bool", "int32"), "SELECT_V2": ("bool", "int32"), "CAST": ("bool", "int32"),
@@ -112,6 +113,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "SELECT": (3, 3, 1), "SELECT_V2": (3, 3, 1), "CAST": (1, 1, 1), "DIV": (2, 2, 1),
     "REDUCE_ALL": (2, 2, 1), "REDUCE_ANY": (2, 2, 1),
     **{op: (2, 2, 1) for op in (*OPPOSITE, "LOGICAL_AND", "LOGICAL_OR")}, "LOGICAL_NOT": (1, 1, 1),
+    "GATHER": (2, 2, 1), "SCATTER_ND": (3, 3, 1),
 }
 
 
@@ -434,6 +436,21 @@ def _tile_multiples(v: OperatorView) -> str | None:
     return None
 
 
+def _gather_axis(v: OperatorView) -> str | None:
+    axis, batch_dims = gather_axes(v)
+    return None if axis == batch_dims else f"axis {axis}, batch_dims {batch_dims}"
+
+
+def _scatter_indices(v: OperatorView) -> str | None:
+    indices, shape = v.inputs[0], v.inputs[2]
+    if not (indices.is_constant and shape.is_constant):
+        return "the indices or the shape are computed at run time"
+    if indices.shape[-1] != 1:
+        return f"indices of shape {list(indices.shape)}"
+    values = np.asarray(indices.data).reshape(-1)
+    return None if len(np.unique(values)) == values.size else "repeated indices"
+
+
 def _reverse_axes(v: OperatorView) -> str | None:
     axes, reason = _constant_vector(v, "axes", ("int32",))
     if reason is not None or v.ifm is None or v.ofm is None:
@@ -687,6 +704,10 @@ RULES: tuple[Rule, ...] = (
          _tile_multiples, ops=frozenset({"TILE"}), source="Vela tflite_supported_operators; cascader"),
     Rule("reverse_axes", "REVERSE_V2 needs constant int32 axes, distinct and contiguous", _reverse_axes,
          ops=frozenset({"REVERSE_V2"}), source="TFLite reverse.cc"),
+    Rule("gather_axis", "GATHER's axis must equal its batch_dims", _gather_axis, ops=frozenset({"GATHER"}),
+         source="Vela tflite_supported_operators_u85"),
+    Rule("scatter_indices", "SCATTER_ND needs constant, unique indices of depth 1 and a constant shape",
+         _scatter_indices, ops=frozenset({"SCATTER_ND"}), source="Vela tflite_supported_operators_u85"),
     Rule("mirror_pad_amounts", "MIRROR_PAD pads H and W only, each side by at most the input's size (less one "
          "for REFLECT)", _mirror_pad_amounts, ops=frozenset({"MIRROR_PAD"})),
     Rule("reshape_shape_constant", "the target shape of a reshape must be constant", _shape_constant,

@@ -130,6 +130,29 @@ sim::AddressRange address_range(const py::dict& d) {
                            static_cast<uint64_t>(length)};
 }
 
+// An Ethos-U85 strided or indexed DMA (operation_to_dict's "u85_dma"; every key required).
+void u85_dma(const py::dict& d, sim::NpuOperation::U85Fields::Dma& m) {
+  using Pair = std::tuple<int64_t, int64_t>;
+  m.stride_mode = field<int>(d, RECORD_KEY("stride_mode"));
+  m.src_indexed = field<bool>(d, RECORD_KEY("src_indexed"));
+  m.dst_indexed = field<bool>(d, RECORD_KEY("dst_indexed"));
+  const auto row = field<int64_t>(d, RECORD_KEY("row_bytes"));
+  const auto [size1, size0] = field<Pair>(d, RECORD_KEY("sizes"));
+  const auto [src1, src0] = field<Pair>(d, RECORD_KEY("src_strides"));
+  const auto [dst1, dst0] = field<Pair>(d, RECORD_KEY("dst_strides"));
+  m.index_max = field<int64_t>(d, RECORD_KEY("index_max"));
+  m.index_skip1 = field<int64_t>(d, RECORD_KEY("index_skip1"));
+  if (row < 1 || size0 < 1 || size1 < 1 || size0 > 0xFFFF || size1 > 0xFFFF || std::min({src0, src1, dst0, dst1}) < 0 ||
+      m.index_max < 0 || m.index_skip1 < 0) {
+    throw InvalidArgument("a DMA's rows, sizes (1..65535), strides, index_max and index_skip1 must be positive or 0");
+  }
+  m.length = static_cast<uint64_t>(row);
+  m.size0 = static_cast<int>(size0), m.size1 = static_cast<int>(size1);
+  m.src_stride0 = static_cast<uint64_t>(src0), m.src_stride1 = static_cast<uint64_t>(src1);
+  m.dst_stride0 = static_cast<uint64_t>(dst0), m.dst_stride1 = static_cast<uint64_t>(dst1);
+  m.index = address_range(field<py::dict>(d, RECORD_KEY("index")));
+}
+
 // The Ethos-U85 fields (operation_to_dict's "u85"); a key left out keeps its default.
 void u85_fields(const py::dict& d, NpuOperation& op) {
   auto& u = op.u85;
@@ -257,6 +280,9 @@ NpuOperation operation_from_dict(const py::dict& d) {
   if (op.kind == sim::OpKind::Dma) {
     op.dma_src = address_range(field<py::dict>(d, RECORD_KEY("src")));
     op.dma_dst = address_range(field<py::dict>(d, RECORD_KEY("dst")));
+    if (PyObject* v = lookup(d, RECORD_KEY("u85_dma")); v != nullptr && v != Py_None) {
+      u85_dma(cast_field<py::dict>(v, RECORD_KEY("u85_dma")), op.u85.dma);
+    }
     return op;
   }
   if (op.kind == sim::OpKind::Pool) {

@@ -211,6 +211,7 @@ std::vector<Span> map_spans(const FeatureMap& f, int height, int width, int dept
 
 struct Access {
   std::vector<Span> reads, writes;
+  bool rows = false;  // an Ethos-U85 strided or indexed DMA
 };
 
 // The LUT an activation reads: slot (function - 16) of the last 2 KiB of the SHRAM, 256 bytes
@@ -234,8 +235,14 @@ std::optional<Span> lut_span(const NpuOperation& op, const ArchConfig& arch) {
 Access accesses(const NpuOperation& op, const ArchConfig& arch) {
   Access a;
   if (op.kind == OpKind::Dma) {
+    // A strided or indexed DMA's ranges bound every byte it may touch (ethos_u85/dma.hpp).
     a.reads.push_back(Span{op.dma_src.region, op.dma_src.address, op.dma_src.address + op.dma_src.length});
     a.writes.push_back(Span{op.dma_dst.region, op.dma_dst.address, op.dma_dst.address + op.dma_dst.length});
+    const auto& index = op.u85.dma.index;
+    a.rows = op.u85.dma.strided_or_indexed();
+    if (op.u85.dma.src_indexed || op.u85.dma.dst_indexed) {
+      a.reads.push_back(Span{index.region, index.address, index.address + index.length});
+    }
     return a;
   }
   // The IFM extent the operation may read: the tiles as programmed cover it.
@@ -274,12 +281,26 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
   const bool u85 = arch.accelerator().product == Product::EthosU85;
   std::vector<Access> dmas;     // issued DMAs not yet waited for, oldest first
   std::vector<Access> kernels;  // issued kernels not yet waited for
+  // Waits for the newest issued DMA `a` depends on (`when` it counts); the later ones go on.
+  const auto wait_for_dma = [&](const Access& a, const auto& when) {
+    for (size_t d = dmas.size(); d-- > 0;) {
+      const Access& dma = dmas[d];
+      if (when(dma) && (any_overlap(a.reads, dma.writes) || any_overlap(a.writes, dma.writes) ||
+                        any_overlap(a.writes, dma.reads))) {
+        w.command(OP_DMA_WAIT, static_cast<int64_t>(dmas.size() - 1 - d), "DMA wait");
+        dmas.erase(dmas.begin(), dmas.begin() + static_cast<std::ptrdiff_t>(d + 1));
+        return;
+      }
+    }
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     const NpuOperation& op = ops[i];
     w.set_index(i);
     const Access access = accesses(op, arch);
     if (op.kind == OpKind::Dma) {
-      if (op.dma_src.length != op.dma_dst.length) w.fail("DMA", "source and destination lengths differ");
+      const bool rows = op.u85.dma.strided_or_indexed();
+      if (rows && !u85) w.fail("DMA", "strided and indexed DMAs are the Ethos-U85's");
+      if (!rows && op.dma_src.length != op.dma_dst.length) w.fail("DMA", "source and destination lengths differ");
       bool conflict = false;
       for (const Access& k : kernels) {
         conflict |= any_overlap(access.writes, k.reads) || any_overlap(access.writes, k.writes) ||
@@ -289,27 +310,25 @@ std::vector<uint32_t> encode_command_stream(const std::vector<NpuOperation>& ops
         w.command(OP_KERNEL_WAIT, 0, "kernel wait");
         kernels.clear();
       }
-      w.reg0(DMA0_SRC_REGION, op.dma_src.region, "DMA source region", 0, static_cast<int64_t>(kDmaRegionMask));
-      w.reg0(DMA0_DST_REGION, op.dma_dst.region, "DMA destination region", 0, static_cast<int64_t>(kDmaRegionMask));
-      w.reg1(DMA0_SRC, op.dma_src.address, "DMA source");
-      w.reg1(DMA0_DST, op.dma_dst.address, "DMA destination");
-      w.reg1(DMA0_LEN, op.dma_src.length, "DMA length");
+      // A strided or indexed DMA over the bytes of one still running (a scatter into the zeros
+      // just copied in) waits for it, as Vela's streams do; plain copies never overlap so.
+      wait_for_dma(access, [&](const Access& dma) { return rows || dma.rows; });
+      if (rows) {
+        ethos_u85::encode_dma(w, op);
+      } else {
+        w.reg0(DMA0_SRC_REGION, op.dma_src.region, "DMA source region", 0, static_cast<int64_t>(kDmaRegionMask));
+        w.reg0(DMA0_DST_REGION, op.dma_dst.region, "DMA destination region", 0, static_cast<int64_t>(kDmaRegionMask));
+        w.reg1(DMA0_SRC, op.dma_src.address, "DMA source");
+        w.reg1(DMA0_DST, op.dma_dst.address, "DMA destination");
+        w.reg1(DMA0_LEN, op.dma_src.length, "DMA length");
+      }
       w.command(OP_DMA_START, 0, "DMA start");
       dmas.push_back(access);
       if (dmas.size() > static_cast<size_t>(arch.accelerator().max_outstanding_dma)) dmas.erase(dmas.begin());
       continue;
     }
     // Wait for the newest DMA this kernel depends on; the ones issued after it may go on.
-    for (size_t d = dmas.size(); d-- > 0;) {
-      const Access& dma = dmas[d];
-      if (any_overlap(access.reads, dma.writes) || any_overlap(access.writes, dma.writes) ||
-          any_overlap(access.writes, dma.reads)) {
-        const size_t keep = dmas.size() - 1 - d;
-        w.command(OP_DMA_WAIT, static_cast<int64_t>(keep), "DMA wait");
-        dmas.erase(dmas.begin(), dmas.begin() + static_cast<std::ptrdiff_t>(d + 1));
-        break;
-      }
-    }
+    wait_for_dma(access, [](const Access&) { return true; });
     if (u85) {
       ethos_u85::encode_block_operation(w, op, arch);
     } else {

@@ -560,10 +560,14 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       if (o.dma_src.region == kShramRegion) {
         throw BinaryError("DMA at word " + std::to_string(o.word_offset) + " reads from the SHRAM");
       }
-      // A new DMA over the same bytes replaces an older, unconsumed one.
-      pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                   [&](const PendingDma& p) { return covers(o.dma_dst, p.dst); }),
-                    pending.end());
+      // A new DMA over the same bytes replaces an older, unconsumed one. (Not a strided or
+      // indexed one: its range only bounds the rows it writes, as a scatter's over the zeros
+      // it lands in.)
+      if (!o.u85.dma.strided_or_indexed()) {
+        pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                     [&](const PendingDma& p) { return covers(o.dma_dst, p.dst); }),
+                      pending.end());
+      }
       pending.push_back(PendingDma{i, o.dma_src, o.dma_dst});
       continue;
     }

@@ -142,6 +142,42 @@ std::optional<std::pair<uint64_t, uint64_t>> lut_bytes(const NpuOperation& op) {
   return std::make_pair(at, at + size);
 }
 
+void encode_dma(Writer& w, const NpuOperation& op) {
+  const auto& m = op.u85.dma;
+  w.check(m.stride_mode, 0, 2, "DMA stride mode");
+  if (m.src_indexed && m.dst_indexed) w.fail("DMA", "is indexed on both its source and its destination");
+  const auto region = [&](int r, const char* name) {
+    w.check(r, 0, static_cast<int64_t>(npu::kDmaRegionMask), name);
+    return static_cast<int64_t>(r);
+  };
+  // The stride mode is the source region's field; each side has its own index bit.
+  w.reg0(DMA0_SRC_REGION,
+         region(op.dma_src.region, "DMA source region") | int64_t{m.stride_mode} << kDmaStrideShift |
+             int64_t{m.src_indexed} << kDmaIndexed,
+         "DMA source region", 0, 0xFFFF);
+  w.reg0(DMA0_DST_REGION, region(op.dma_dst.region, "DMA destination region") | int64_t{m.dst_indexed} << kDmaIndexed,
+         "DMA destination region", 0, 0xFFFF);
+  w.reg1(DMA0_SRC, op.dma_src.address, "DMA source", kAddressMax);
+  w.reg1(DMA0_DST, op.dma_dst.address, "DMA destination", kAddressMax);
+  w.reg1(DMA0_LEN, m.length, "DMA row length", kAddressMax);
+  const bool indexed = m.src_indexed || m.dst_indexed;
+  if (m.stride_mode >= 1) w.reg0(DMA0_SIZE0, m.size0, "DMA size 0", 1, 0xFFFF);
+  if (m.stride_mode >= 1 || m.src_indexed) w.reg1(DMA0_SRC_STRIDE0, m.src_stride0, "DMA source stride 0", kAddressMax);
+  if (m.stride_mode >= 1 || m.dst_indexed) w.reg1(DMA0_DST_STRIDE0, m.dst_stride0, "DMA destination stride 0", kAddressMax);
+  if (m.stride_mode == 2) {
+    w.reg0(DMA0_SIZE1, m.size1, "DMA size 1", 1, 0xFFFF);
+    w.reg1(DMA0_SRC_STRIDE1, m.src_stride1, "DMA source stride 1", kAddressMax);
+    w.reg1(DMA0_DST_STRIDE1, m.dst_stride1, "DMA destination stride 1", kAddressMax);
+  }
+  if (indexed) {
+    w.reg0(DMA0_IDX_REGION, region(m.index.region, "DMA index region"), "DMA index region", 0,
+           static_cast<int64_t>(npu::kDmaRegionMask));
+    w.reg1(DMA0_IDX_MAX, static_cast<uint64_t>(m.index_max), "DMA index maximum", 0xFFFFFFFFu);
+    w.reg1(DMA0_IDX, m.index.address, "DMA index address", kAddressMax);
+    if (m.stride_mode == 2) w.reg1(DMA0_IDX_SKIP1, static_cast<uint64_t>(m.index_skip1), "DMA index skip", 0xFFFFFFFFu);
+  }
+}
+
 void encode_block_operation(Writer& w, const NpuOperation& op, const ArchConfig& arch) {
   const auto& u = op.u85;
   const bool elementwise = op.kind == OpKind::Elementwise;

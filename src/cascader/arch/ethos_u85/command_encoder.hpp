@@ -27,6 +27,12 @@ namespace cascader::ethos_u85 {
 // 16-bit input tables.
 std::optional<std::pair<uint64_t, uint64_t>> lut_bytes(const sim::NpuOperation& op);
 
+// Writes the registers of a strided or indexed DMA (`op.u85.dma`, as ethos_u85/dma.hpp reads
+// them back; the command is the caller's): the source region with its stride and index modes,
+// the destination region with its index mode, the row length, sizes and strides, and the index
+// array's region, address, IDX_MAX and IDX_SKIP1 for an indexed one.
+void encode_dma(emit::RegisterWriter& w, const sim::NpuOperation& op);
+
 // Writes `op`'s registers (those already holding their value are skipped) and its command.
 void encode_block_operation(emit::RegisterWriter& w, const sim::NpuOperation& op, const ArchConfig& arch);
 
