@@ -48,6 +48,7 @@ from .lower_pad import lower_pad
 from .lower_pool import lower_pool
 from .lower_prelu import lower_leaky_relu, lower_prelu
 from .lower_reduce import lower_reduce, lower_reduce_min_max
+from .lower_resource_variables import lower_assign_variable, lower_read_variable, lower_var_handle
 from .lower_requantize import lower_clamp, lower_quantize
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reverse import lower_reverse
@@ -116,4 +117,8 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "REVERSE_V2": lower_reverse,
     "RESIZE_NEAREST_NEIGHBOR": lower_resize_nearest,
     "RESIZE_BILINEAR": lower_resize_bilinear,
+    # Resource variables (the Ethos-U85's): a buffer of the arena, copies in and out.
+    "VAR_HANDLE": lower_var_handle,
+    "READ_VARIABLE": lower_read_variable,
+    "ASSIGN_VARIABLE": lower_assign_variable,
 }
