@@ -39,6 +39,9 @@ from .lowering_context import LoweringContext
 from .operation_builder import pool_copy
 from .operator_view import BINARY_ELEMENTWISE_OPS, OperatorView
 
+# Operators whose output element depends only on the operands' elements at its own position
+# (an operand of the output's shape), so that they may write over what they read.
+IN_PLACE_WRITERS = BINARY_ELEMENTWISE_OPS
 RESOURCE_VARIABLE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 # Vela 5.2's U85 variable data types (tflite_supported_operators_u85: its supported types).
 VARIABLE_DTYPES = ("uint8", "int8", "int16", "int32", "int64", "bool")
@@ -168,6 +171,42 @@ def lower_var_handle(ctx: LoweringContext, v: OperatorView) -> None:
     view = _variable(ctx, handle, v.index)
     if view.buffer != handle:
         ctx.root[handle] = view.buffer  # a second handle of the same variable
+    _assign_in_place(ctx, view.buffer, v.index)
+
+
+def _assign_in_place(ctx: LoweringContext, buffer: int, index: int) -> None:
+    """Let the operation producing the one value assigned to the variable write it straight
+    into the variable's buffer, where every read of the variable comes before it or is its own
+    elementwise read at the same position (the NPU reads an element before it writes it there):
+    the ASSIGN then copies nothing (the state's ADD of the zoo model writes the sum in place, and
+    the model output is read from the variable's offset, where nothing writes after it)."""
+    graph = ctx.graph
+    handles = _handles(graph)
+    key = handles[graph.operators[index].outputs[0]]
+    mine = [i for i in ctx.operators if graph.operators[i].opcode in ("READ_VARIABLE", "ASSIGN_VARIABLE")
+            and handles.get(graph.operators[i].inputs[0]) == key]
+    every = [i for i, op in enumerate(graph.operators) if op.opcode in ("READ_VARIABLE", "ASSIGN_VARIABLE")
+             and op.inputs and handles.get(op.inputs[0]) == key]
+    assigns = [i for i in mine if graph.operators[i].opcode == "ASSIGN_VARIABLE"]
+    if len(assigns) != 1 or sorted(mine) != every:
+        return
+    value = graph.operators[assigns[0]].inputs[1]
+    position = {i: k for k, i in enumerate(ctx.operators)}
+    producer = next((i for i in ctx.operators if value in graph.operators[i].outputs), None)
+    if (producer is None or position[producer] > position[assigns[0]] or len(graph.operators[producer].outputs) != 1
+            or graph.operators[producer].opcode not in IN_PLACE_WRITERS or value in graph.inputs
+            or value in ctx.root or value in ctx.slices or value in ctx.subviews):
+        return
+    shape = tuple(graph.tensors[value].shape)
+    for r in mine:
+        if graph.operators[r].opcode != "READ_VARIABLE":
+            continue
+        for reader in ctx.consumers.get(graph.operators[r].outputs[0], []):
+            if position.get(reader, len(ctx.operators)) > position[producer]:
+                return
+            if reader == producer and tuple(graph.tensors[graph.operators[r].outputs[0]].shape) != shape:
+                return
+    ctx.root[value] = buffer
 
 
 def _byte_view(view: FeatureMapView, what: str, index: int) -> FeatureMapView:
