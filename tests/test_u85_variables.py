@@ -192,6 +192,45 @@ def test_a_variable_without_an_initialiser_stays_with_tflm():
     assert verdicts["ADD"].npu and compiled.check(2, steps=3).bit_exact
 
 
+def _split_by_the_cpu():
+    """READ_VARIABLE, then CPU operators (SPACE_TO_DEPTH and back), then the ADD and the ASSIGN."""
+    b = ModelBuilder(description="test_u85_variables split")
+    q = quantization(0.05, 0)
+    shape = (1, 4, 4, 16)
+    x = b.add_input("input", shape, "int8", q)
+    b.add_operator("CALL_ONCE", [], [], dict(init_subgraph_index=1))
+    handle = b.add_tensor("handle", (), "resource")
+    b.add_operator("VAR_HANDLE", [], [handle], dict(shared_name="state"))
+    state = b.add_tensor("state", shape, "int8", q)
+    b.add_operator("READ_VARIABLE", [handle], [state])
+    deep = b.add_tensor("deep", (1, 2, 2, 64), "int8", q)
+    b.add_operator("SPACE_TO_DEPTH", [state], [deep], dict(block_size=2))
+    back = b.add_tensor("back", shape, "int8", q)
+    b.add_operator("DEPTH_TO_SPACE", [deep], [back], dict(block_size=2))
+    total = b.add_tensor("total", shape, "int8", q)
+    b.add_operator("ADD", [x, back], [total])
+    b.mark_output(total)
+    b.add_operator("ASSIGN_VARIABLE", [handle, total], [])
+    model = b.build()
+    add_variable_initialiser(model, "state", np.random.default_rng(5).integers(-9, 9, shape).astype(np.int8), "int8", q)
+    return model
+
+
+def test_a_cpu_operator_between_read_and_assign_leaves_the_variable_with_tflm():
+    """A CPU operator between READ_VARIABLE and ASSIGN_VARIABLE: the variable's operators
+    cannot share one NPU segment, so they all stay with TFLM (the lowering refuses them one by
+    one), the ADD runs on the NPU, and the state carries."""
+    pytest.importorskip("ai_edge_litert")
+    model = _split_by_the_cpu()
+    compiled = cascader.compile(model, accelerator="ethos-u85-256")
+    verdicts = {op.opcode: v for op, v in zip(model.main.operators, compiled.partition.verdicts)}
+    assert verdicts["ADD"].npu and not any(verdicts[o].npu for o in RESOURCE_OPS), verdicts
+    assert {op.opcode for op in compiled.model.subgraphs[1].operators} == {"VAR_HANDLE", "ASSIGN_VARIABLE"}
+    for seed in (0, 1):
+        for step, (got, want) in enumerate(_runs(model, compiled.model, seed, steps=3)):
+            np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}, step {step}")
+
+
 def test_control_flow_is_still_refused():
     model = operator_model("READ_VARIABLE", "int8")
     model.main.operators[0].options["init_subgraph_index"] = 0

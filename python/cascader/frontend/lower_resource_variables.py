@@ -154,6 +154,8 @@ def _variable(ctx: LoweringContext, handle: int, index: int) -> FeatureMapView:
     key = handles.get(handle)
     if key is None:
         raise UnsupportedError(f"operator {index}: its resource handle comes from no VAR_HANDLE")
+    if not any(handle in graph.operators[i].outputs for i in ctx.members):
+        raise UnsupportedError(f"operator {index}: its VAR_HANDLE is outside the NPU segment")
     first = next(t for t, k in handles.items() if k == key)  # `_handles` keeps the operator order
     data = [_data(graph, op) for op in graph.operators
             if op.opcode in ("READ_VARIABLE", "ASSIGN_VARIABLE") and op.inputs and handles.get(op.inputs[0]) == key]
