@@ -9,17 +9,24 @@ READ and ASSIGN are NPU copies from and into it, and the initialiser becomes an 
 operator that copies the start from flash into that buffer (CALL_ONCE stays on the CPU).
 
 Here the variable is a *resident* buffer of the segment (`LoweringContext.resident`): in the
-scratch arena, live from the first step of the inference to the last, never bricked, never
-written over in place, so that its offset holds its value across inferences. Its id is the
-handle tensor of the variable's first VAR_HANDLE in the subgraph, the same in every segment.
+scratch arena, live from the first step of the inference to the last, dense (never bricked),
+never another buffer's in-place home, so that its offset holds its value across inferences.
+Its id is the handle tensor of the variable's first VAR_HANDLE in the subgraph, the same in
+every segment. A variable's operators all sit in one NPU segment, with their VAR_HANDLE, or
+all stay with TFLM.
 
 - VAR_HANDLE makes no operation; the variable's buffer is registered once.
 - READ_VARIABLE is an alias of the variable's buffer where every reader is a same-shaped
   elementwise operation before any ASSIGN of it (each output element reads the variable's
   element at its own position, so stripes read each element before a later copy overwrites
   it); otherwise one copy out (Vela always copies, chained into its reader).
-- ASSIGN_VARIABLE is one raw copy of the value's bytes into the buffer (the 1x1 copy takes
-  8-bit maps on every target, so wider types go as their bytes).
+- ASSIGN_VARIABLE copies nothing where one operation produces the one value assigned, after
+  every read of the variable or as its own same-position elementwise read of it: that
+  operation writes the value straight into the variable (`_assign_in_place`; the zoo model's
+  ADD). The value, a model output there, is then read at the variable's offset: an
+  application that wrote into its output tensor between inferences would change the state
+  (Vela's copy keeps the two apart). Otherwise one raw copy of the value's bytes into the
+  buffer (the 1x1 copy takes 8-bit maps on every target, so wider types go as their bytes).
 
 `variable_verdicts` keeps a variable on the CPU where the arena cannot hold it as TFLM's
 resource variables would: no CALL_ONCE initialiser of a constant (TFLM fills the variable with
@@ -29,7 +36,6 @@ initialiser that computes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 
 from ..errors import UnsupportedError
@@ -103,7 +109,8 @@ def variable_check(v: OperatorView) -> str | None:
         return "variable handle tensors must be resource"
     data = _data(v.graph, op)
     if data is None or data.dtype not in VARIABLE_DTYPES:
-        return f"variable data must be one of {', '.join(VARIABLE_DTYPES)}" + ("" if data is None else f", not {data.dtype}")
+        return (f"variable data must be one of {', '.join(VARIABLE_DTYPES)}"
+                + ("" if data is None else f", not {data.dtype}"))
     if any(d < 1 for d in data.shape):
         return f"variable data {data.name!r} has no static shape"
     return None
@@ -203,6 +210,8 @@ def _assign_in_place(ctx: LoweringContext, buffer: int, index: int) -> None:
     for r in mine:
         if graph.operators[r].opcode != "READ_VARIABLE":
             continue
+        if position[r] > position[producer]:  # it would copy out the new value
+            return
         for reader in ctx.consumers.get(graph.operators[r].outputs[0], []):
             if position.get(reader, len(ctx.operators)) > position[producer]:
                 return

@@ -27,6 +27,8 @@ How the families map (each module's docstring has the details):
 - Slices, TRANSPOSE, PACK (`lower_movement`): views where the readers allow, raw copies otherwise.
 - MEAN, SUM, REDUCE_MAX, REDUCE_MIN (`lower_reduce`): pools over a re-viewed map, one or a few.
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
+- VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE (`lower_resource_variables`, the Ethos-U85's):
+  the variable a buffer at one arena offset, reads and assignments copies or aliases of it.
 """
 
 from __future__ import annotations

@@ -141,7 +141,8 @@ def package(
     Parameters
     ----------
     model
-        The CPU model (not modified). Only its main subgraph is rewritten.
+        The CPU model (not modified). Only its main subgraph is rewritten, and the CALL_ONCE
+        initialisers given in `initialisers`.
     subgraphs
         The NPU subgraphs, with their command streams; their operators must not overlap.
     flash
