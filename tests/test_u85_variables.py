@@ -249,16 +249,24 @@ def test_u55_and_u65_keep_the_variable_with_tflm(accelerator: str):
     assert compiled.check(2, steps=3).bit_exact
 
 
+# Where ours is over 1.02x Vela's: its READ copy is chained into the ADD (the U85's chaining,
+# costed with the ADD as one operation: 5,000 cycles on U85-128), and our one int16 ADD in
+# place, reading both maps from the DRAM arena, costs 10,000 (its two copies 9,112 in all).
+CYCLE_GAPS = {("ethos-u85-128", "int16"): 1.10}
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32"])
-def test_cycles_against_vela(dtype: str):
+def test_cycles_against_vela(dtype: str, accelerator: str):
     """The same estimator over both binaries, Vela with its default U85 system: ours is one
     ADD writing the sum in place, Vela's a copy out chained into the ADD and a copy back."""
     pytest.importorskip("ethosu.vela")
     from cascader.sim.estimator import total_cycles
 
-    system, accelerator = "Ethos_U85_SYS_DRAM_Mid", "ethos-u85-256"
+    system = "Ethos_U85_SYS_DRAM_Mid"
     model = operator_model("READ_VARIABLE", dtype)
     vela = cascader.vela.compile(model, accelerator, system=system, memory_mode="Dedicated_Sram_384KB").model
     ours = cascader.compile(model, accelerator=accelerator, system=system, memory_mode="Dedicated_Sram").model
     target = dict(system=system, memory_mode="Dedicated_Sram", accelerator=accelerator)
-    assert total_cycles(ours, **target) <= 1.02 * total_cycles(vela, **target)
+    ratio = total_cycles(ours, **target) / total_cycles(vela, **target)
+    assert ratio <= CYCLE_GAPS.get((accelerator, dtype), 1.02), ratio
