@@ -5,6 +5,7 @@ emission -> the output `.tflite`, one `ethos-u` operator per NPU segment in Vela
 from __future__ import annotations
 
 from .emit.binary import Emission
+from .emit.variable_initialisers import held_variables, variable_initialisers
 from .tflite import Model
 from .tflite.ethos_u import ArenaSizes, NpuSubgraph, package
 
@@ -21,8 +22,10 @@ def package_binary(m: Model, allocated: tuple, emission: Emission, accelerator: 
         records.append(ops)
         subgraphs.append(NpuSubgraph(seg.segment.operators, words))
     data = flash.data
+    held = held_variables(allocated)  # resource variables in the arena: their initialisers copy the starts in
     # Nothing on the NPU (every operator's verdict is CPU): the model runs on TFLM as it is.
     out = m if not subgraphs else package(m, subgraphs, data, ArenaSizes.from_layout(result), offsets,
                                           accelerator=accelerator, description="cascader Optimised", order=sched.order,
-                                          removed=removed)
+                                          removed=removed,
+                                          initialisers=variable_initialisers(m, held, accelerator) if held else None)
     return out, data, records

@@ -1039,10 +1039,13 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     cpu_visible: set[int] = set()
     names: dict[int, str] = {}  # the segments' own buffers; the rest are the graph's tensors
     persistent: set[int] = set()
+    resident: set[int] = set()  # resource variables: in the arena, live across the whole inference
     for s in schedule.segments:
         seg = s.segment
         names.update(seg.scratch)
         persistent.update(find(b) for b in seg.persistent)
+        resident.update(find(b) for b in seg.resident)
+        cpu_visible.update(resident)  # at one arena offset, dense, as the CPU's maps
         for b, size in seg.buffers.items():
             sizes[find(b)] = max(sizes.get(find(b), 0), size)
         cpu_visible.update(find(t) for t in (*seg.ifms, *seg.ofms))
@@ -1055,7 +1058,11 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     for s in schedule.segments:
         for t, b in s.segment.aliases.items():
             index[t] = index[b] = index[find(b)]
-    steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index), name="inputs")]
+    # A variable holds its value from one inference to the next: it is live from the first step
+    # to the last, as a model input that is also an output.
+    kept = tuple(sorted(index[b] for b in resident))
+    steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index) + kept,
+                                      name="inputs")]
     op_rows = []
     npu = iter(ops)
     for kind, i in schedule.order:
@@ -1075,12 +1082,12 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
                         reads.append(b)
             op_rows.append((len(steps), tuple(reads), tuple(operands)))
             steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
-    steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index), name="outputs"))
+    steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index) + kept, name="outputs"))
     buffers = specs  # what the alias rules read of a buffer: its kind, size and visibility
     op_steps = [step for step, _, _ in op_rows]
     uses = _StepUses(steps)
     aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
-                                    {index[t] for t in (*graph.inputs, *graph.outputs) if t in index})
+                                    {index[t] for t in (*graph.inputs, *graph.outputs) if t in index} | set(kept))
     aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
     if schedule.overlapping:
         aliases += _overlapping_operations(schedule, uses, steps, index, op_steps, buffers, aliases)

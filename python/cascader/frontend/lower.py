@@ -133,6 +133,7 @@ class _Lowering:
         # tensors, SCRATCH_IDS per operator, so that every segment's ids are distinct.
         self.scratch_buffers: dict[int, tuple[str, tuple[int, int, int], str]] = {}
         self.persistent: set[int] = set()  # scratch buffers that outlive an inference (state)
+        self.resident_buffers: dict[int, str] = {}  # buffers at one arena offset across inferences -> variable key
         # Slicing outputs read in place: tensor -> its box of the sliced tensor.
         self.subviews: dict[int, Box] = {}
 
@@ -187,6 +188,17 @@ class _Lowering:
         view = self.scratch(index, name, shape, dtype)
         self.persistent.add(view.buffer)
         return view
+
+    def resident(self, buffer: int, name: str, like: Tensor) -> FeatureMapView:
+        """Buffer `buffer` with `like`'s shape, type and quantization, at one offset of the
+        scratch arena across inferences (a resource variable); registered once."""
+        hwc, dtype = _hwc(like), map_dtype(like.dtype)
+        if dtype not in ELEMENT_SIZE:
+            raise UnsupportedError(f"tensor {like.name!r} is {like.dtype}; no NPU map holds it")
+        self.scratch_buffers.setdefault(buffer, (name, hwc, dtype))
+        self.resident_buffers[buffer] = name
+        scale, zp = _quant(like)
+        return FeatureMapView(buffer, hwc, dtype, zp, scale, dense_strides(hwc, ELEMENT_SIZE[dtype]))
 
     def constant(self, values: np.ndarray, dtype: str) -> FeatureMapView:
         """A constant feature map in flash (a 1 x 1 x N vector of `values`)."""
@@ -491,16 +503,21 @@ class _Lowering:
             b = self.buffer(t)
             if b in self.fused_away:
                 continue  # a table lookup's input, now looked up by its producer
+            if b in self.resident_buffers:
+                aliases[t] = b  # a variable's handle or an alias of its bytes: sized below
+                continue
             aliases[t] = b
             buffers[b] = max(buffers.get(b, 0), tensors[b].nbytes)
         for b, (_, (h, w, c), dtype) in self.scratch_buffers.items():
             aliases[b] = b
             buffers[b] = h * w * c * ELEMENT_SIZE[dtype]
-        self._choose_layouts({aliases[t] for t in (*ifms, *ofms)}, buffers)
+        # A variable stays dense, as the CPU sees maps: its copies in and out view its bytes.
+        self._choose_layouts({aliases[t] for t in (*ifms, *ofms)} | set(self.resident_buffers), buffers)
         self._flatten_copies()
         return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants,
                               {b: name for b, (name, _, _) in self.scratch_buffers.items()},
-                              {b: self.natural(b)[0] for b in buffers}, frozenset(self.persistent))
+                              {b: self.natural(b)[0] for b in buffers}, frozenset(self.persistent),
+                              dict(self.resident_buffers))
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),

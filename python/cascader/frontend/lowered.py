@@ -101,7 +101,8 @@ class LoweredSegment:
     maps every tensor the segment touches to its buffer; `ifms` / `ofms` are the tensors the
     CPU side hands in and reads back (model tensors, in first-use order); `constants` holds the
     bytes of constant feature maps (they go to flash); `scratch` names the scratch buffers;
-    `persistent` are those that keep their bytes between inferences (the persistent arena).
+    `persistent` are those that keep their bytes between inferences (the persistent arena);
+    `resident` those that keep them in the scratch arena, at one offset (resource variables).
     """
 
     operators: tuple[int, ...]
@@ -114,6 +115,9 @@ class LoweredSegment:
     scratch: dict[int, str] = field(default_factory=dict)
     shapes: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # every buffer's own H x W x C
     persistent: frozenset[int] = frozenset()  # scratch buffers that outlive an inference (state)
+    # Buffers at one offset of the scratch arena for the whole inference and across inferences
+    # (resource variables): buffer -> the variable's key (`lower_resource_variables`).
+    resident: dict[int, str] = field(default_factory=dict)
 
 
 def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..tflite.model import SubGraph
+from ..tflite.model import SubGraph, Tensor
 from .lowered import FeatureMapView, LoweredOperation
 from .operator_view import OperatorView
 
@@ -51,6 +51,7 @@ class LoweringContext(Protocol):
     # tensor -> (concatenation output, axis in H/W/C, start along it).
     slices: dict[int, tuple[int, int, int]]
     subviews: dict[int, Box]  # slicing outputs read in place: tensor -> its box of the sliced tensor
+    root: dict[int, int]  # tensors that name another's bytes (a reshape's output -> its input)
     fused_away: set[int]  # buffers no operation writes or reads: their operator folded into another's
     # Where a rule trades scratch SRAM for cycles (BATCH_MATMUL's products; a bilinear resize
     # in operations a cascade stripes through; a transpose as per-channel planes), take the
@@ -97,6 +98,12 @@ class LoweringContext(Protocol):
 
     def state(self, index: int, name: str, shape: tuple[int, int, int], dtype: str) -> FeatureMapView:
         """A scratch buffer in the persistent arena: it outlives the inference, zeroed at first."""
+        ...
+
+    def resident(self, buffer: int, name: str, like: Tensor) -> FeatureMapView:
+        """Buffer `buffer` (a tensor index the segment names it by) with `like`'s shape, type and
+        quantization, at one offset of the scratch arena for the whole inference and across
+        inferences (a resource variable, `lower_resource_variables`); registered once."""
         ...
 
     def constant(self, values: np.ndarray, dtype: str) -> FeatureMapView:

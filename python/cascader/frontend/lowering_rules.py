@@ -31,6 +31,8 @@ How the families map (each module's docstring has the details):
 - GATHER, SCATTER_ND (`lower_indexed_dma`): the Ethos-U85's indexed DMA (U85 only).
 - Tables (`lower_lut`), SOFTMAX, PRELU and int16 LEAKY_RELU, the resizes, ARG_MAX: a module each.
 - The Ethos-U85's comparisons and LOGICAL_AND/OR/NOT (`lower_u85_compare`): one operation each.
+- VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE (`lower_resource_variables`, the Ethos-U85's):
+  the variable a buffer at one arena offset, reads and assignments copies or aliases of it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from .lower_pad import lower_pad
 from .lower_pool import lower_pool
 from .lower_prelu import lower_leaky_relu, lower_prelu
 from .lower_reduce import lower_reduce, lower_reduce_all_any, lower_reduce_min_max
+from .lower_resource_variables import lower_assign_variable, lower_read_variable, lower_var_handle
 from .lower_requantize import lower_clamp, lower_quantize
 from .lower_resize import lower_resize_bilinear, lower_resize_nearest
 from .lower_reverse import lower_reverse
@@ -138,4 +141,8 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     # The Ethos-U85's indexed DMA (support.U85_ONLY_OPERATORS: the CPU's on the U55/U65).
     "GATHER": lower_gather,
     "SCATTER_ND": lower_scatter_nd,
+    # Resource variables (the Ethos-U85's): a buffer of the arena, copies in and out.
+    "VAR_HANDLE": lower_var_handle,
+    "READ_VARIABLE": lower_read_variable,
+    "ASSIGN_VARIABLE": lower_assign_variable,
 }

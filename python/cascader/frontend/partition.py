@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import ModelError
 from ..tflite.model import Model, SubGraph
+from .lower_resource_variables import variable_verdicts
 from .operator_view import OperatorView
 from .support import Verdict, check_operator
 
@@ -73,6 +74,8 @@ def partition(model: Model, cpu: Mapping[int, Verdict] | None = None, u85: bool 
     """
     graph = single_subgraph(model)
     verdicts = [check_operator(OperatorView(graph, i), u85) for i in range(len(graph.operators))]
+    if u85:  # a variable the arena cannot hold as TFLM would stays with TFLM's resource variables
+        verdicts = variable_verdicts(model, verdicts, Verdict)
     for i, verdict in (cpu or {}).items():
         verdicts[i] = verdict
     # A segment of reshapes or requantizations alone (movenet's RESHAPEs between CPU operators)
@@ -94,7 +97,8 @@ def _dead_npu_operators(graph: SubGraph, on_npu: list[bool]) -> tuple[int, ...]:
     # TFLite stores operators in a valid execution order: readers come after their producers.
     for i in range(len(graph.operators) - 1, -1, -1):
         op = graph.operators[i]
-        if on_npu[i] and not any(t in needed for t in op.outputs):
+        # An ASSIGN_VARIABLE gives no tensor: what it writes is read by the next inference.
+        if on_npu[i] and op.opcode != "ASSIGN_VARIABLE" and not any(t in needed for t in op.outputs):
             dead.append(i)
             continue
         needed.update(op.inputs)

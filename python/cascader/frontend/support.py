@@ -19,6 +19,7 @@ import numpy as np
 
 from .lower_indexed_dma import gather_axes
 from .lower_lstm import lstm_variant
+from .lower_resource_variables import RESOURCE_VARIABLE_OPS, variable_check
 from .lower_u85_arg_max import MAX_AXIS as U85_ARG_MAX_AXIS
 from .lowered import WEIGHT_SUM_MAX
 from .lower_u85_compare import (COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, MAX_SLICES, NPU_AXIS_MAX, OPPOSITE,
@@ -755,7 +756,7 @@ RULES: tuple[Rule, ...] = (
 U85_ONLY_OPERATORS = frozenset({
     "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND", "LOGICAL_OR",
     "LOGICAL_NOT", "DIV", "CAST", "SELECT", "SELECT_V2", "REDUCE_ALL", "REDUCE_ANY", "GATHER", "SCATTER_ND",
-    "READ_VARIABLE", "ASSIGN_VARIABLE",
+    "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
 })
 
 
@@ -804,6 +805,9 @@ def check_operator(view: OperatorView, u85: bool = False) -> Verdict:
         if opcode in PLANNED_OPERATORS or opcode in U85_ONLY_OPERATORS:
             return Verdict(False, "operator_type", f"{opcode} is NPU-capable but not lowered by cascader yet")
         return Verdict(False, "operator_type", f"{opcode} is not supported by the Ethos-U NPU")
+    if opcode in RESOURCE_VARIABLE_OPS:  # byte copies of a variable: Vela's variable constraints alone
+        detail = variable_check(view)
+        return Verdict(True) if detail is None else Verdict(False, "resource_variable", detail)
     for rule in _rules_for(opcode):
         if u85:
             rule = U85_RULES.get(rule.name, rule)

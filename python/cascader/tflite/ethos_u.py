@@ -96,6 +96,20 @@ class NpuSubgraph:
     ofms: tuple[int, ...] | None = None
 
 
+@dataclass(frozen=True)
+class NpuInitialiser:
+    """A CALL_ONCE initialiser subgraph made one `ethos-u` operator (Vela's, for resource
+    variables the NPU keeps in the arena): its command stream copies `flash` into the
+    `variables`, tensors of the subgraph's own at fixed offsets of the arena (the offsets the
+    main subgraph's command streams address them at); `kept` are the initialiser's operators
+    left to TFLM (those of variables the NPU does not hold), after it."""
+
+    command_stream: np.ndarray  # uint32 command words
+    flash: bytes
+    variables: tuple[tuple[Tensor, int], ...]  # (tensor, arena offset)
+    kept: tuple[int, ...] = ()  # operator indices of the source initialiser
+
+
 @dataclass
 class _Npu:
     """One NPU subgraph being packaged: its boundary and the operator that replaces it."""
@@ -120,13 +134,15 @@ def package(
     description: str = "cascader Optimised",
     order: Sequence[tuple[str, int]] | None = None,
     removed: Collection[int] = (),
+    initialisers: Mapping[int, NpuInitialiser] | None = None,
 ) -> Model:
     """Replace each NPU subgraph of `model` by one `ethos-u` operator (see the module docstring).
 
     Parameters
     ----------
     model
-        The CPU model (not modified). Only its main subgraph is rewritten.
+        The CPU model (not modified). Only its main subgraph is rewritten, and the CALL_ONCE
+        initialisers given in `initialisers`.
     subgraphs
         The NPU subgraphs, with their command streams; their operators must not overlap.
     flash
@@ -150,6 +166,8 @@ def package(
     removed
         Operators left out of the output, in no NPU subgraph (nor in `order`): their results are
         read by no operator the output keeps and are no model output (a dead branch).
+    initialisers
+        Subgraph index -> the `ethos-u` operator that replaces that CALL_ONCE initialiser.
 
     Returns
     -------
@@ -242,8 +260,16 @@ def package(
 
     main = SubGraph(tensors, operators, tuple(index[t] for t in sg.inputs), tuple(index[t] for t in sg.outputs),
                     sg.name)
-    others = [replace(g, tensors=[_copy_tensor(model, t, out, buffer_of) for t in g.tensors])
-              for g in model.subgraphs[1:]]
+    others = []
+    for k, g in enumerate(model.subgraphs[1:], start=1):
+        init = (initialisers or {}).get(k)
+        if init is None:
+            others.append(replace(g, tensors=[_copy_tensor(model, t, out, buffer_of) for t in g.tensors]))
+            continue
+        first = len(main.tensors) + sum(len(o.tensors) for o in others)  # TFLM numbers every subgraph's tensors
+        sub, sub_offsets = _initialiser(model, g, init, accelerator, id_word, out, buffer_of)
+        offsets.update((first + t, off) for t, off in sub_offsets.items())
+        others.append(sub)
     out.subgraphs = [main, *others]
     out.signature_defs = [_remap_signature(s, index) for s in model.signature_defs]
     for name, buffer in model.metadata.items():
@@ -251,6 +277,37 @@ def package(
             out.add_metadata(name, model.buffers[buffer])
     _add_offline_plan(out, offsets)
     return out
+
+
+def _initialiser(model: Model, g: SubGraph, init: NpuInitialiser, accelerator: str, id_word: int, out: Model,
+                 buffer_of: dict[int, int]) -> tuple[SubGraph, dict[int, int]]:
+    """Initialiser subgraph `g` as one `ethos-u` operator (and the operators it keeps): the
+    subgraph and its tensors' arena offsets."""
+    payload = driver_payload(np.asarray(init.command_stream), accelerator, id_word)
+    end = max((off + t.nbytes for t, off in init.variables), default=0)
+    tensors = [Tensor(COMMAND_STREAM_NAME, (len(payload),), "uint8", buffer=out.add_buffer(payload),
+                      data=np.frombuffer(payload, np.uint8)),
+               Tensor(FLASH_NAME, (len(init.flash),), "uint8", buffer=out.add_buffer(init.flash) if init.flash else 0,
+                      data=np.frombuffer(init.flash, np.uint8) if init.flash else None),
+               Tensor(SCRATCH_NAME, (end,), "uint8")]
+    offsets = {2: 0}
+    outputs = []
+    for t, off in init.variables:
+        offsets[len(tensors)] = off
+        outputs.append(len(tensors))
+        tensors.append(replace(t, buffer=0, data=None))
+    operators = [Operator("CUSTOM", (0, 1, 2, 2), tuple(outputs), custom_code=ETHOSU_CUSTOM_CODE,
+                          custom_options=ETHOSU_CUSTOM_OPTIONS, version=1)]
+    index: dict[int, int] = {}
+    for i in init.kept:
+        op = g.operators[i]
+        for t in (*op.inputs, *op.outputs):
+            if t >= 0 and t not in index:
+                index[t] = len(tensors)
+                tensors.append(_copy_tensor(model, g.tensors[t], out, buffer_of))
+        operators.append(replace(op, inputs=tuple(index.get(t, t) for t in op.inputs),
+                                 outputs=tuple(index.get(t, t) for t in op.outputs)))
+    return SubGraph(tensors, operators, (), (), g.name), offsets
 
 
 def _copy_tensor(model: Model, t: Tensor, out: Model, buffer_of: dict[int, int]) -> Tensor:
