@@ -83,7 +83,10 @@ def test_coverage(capsys):
     assert coverage.main([*MODEL, "--accelerators", U85, "--models-only"]) == 0
     fields = _line(capsys.readouterr().out, "zoo_fc_autoencoder").split()
     assert fields[1:4] == [U85, "0", "0"]
-    # The operator table lists Vela's Ethos-U85 operators (SELECT is not on its U55/U65 list).
+    # The operator table lists Vela's Ethos-U85 operators (SELECT is not on its U55/U65 list),
+    # with the U85's own operator cases: on the NPU and bit-exact.
     rows = coverage.operator_table(U85, only="SELECT")
-    out = capsys.readouterr().out
-    assert rows == [] and "SELECT_V2" in out and "no operator case" in out
+    assert "no operator case" not in capsys.readouterr().out
+    assert sorted((r.operator, r.dtype) for r in rows) == [(op, t) for op in ("SELECT", "SELECT_V2")
+                                                           for t in ("int16", "int32", "int8")]
+    assert all(r.ours == "NPU" and r.ours_exact for r in rows), rows

@@ -29,7 +29,7 @@ from .. import zoo
 from ..arch import Accelerator
 from ..compiler import compile as compile_model
 from ..errors import CascaderError
-from ..operator_zoo import OPERATOR_DTYPES, operator_model
+from ..operator_zoo import OPERATOR_DTYPES, U85_OPERATOR_DTYPES, operator_model
 from ..tflite import load_model, save_model
 from ..vela import UNLIMITED_SRAM, VelaConfig, compile_with_vela, supported_operators
 from .compile import ZOO_NETWORKS, model_parser, model_paths
@@ -108,10 +108,13 @@ def operator_table(accelerator: str, only: str = "") -> list[OperatorRow]:
     rows = []
     print(f"{'operator':<30} {'type':<6} {'cascader':<9} {'Vela':<5} {'ours':<6} {'Vela':<6} note")
     with tempfile.TemporaryDirectory(prefix="cascader-coverage-") as work:
-        for operator in supported_operators("u85" if Accelerator(accelerator).product == "ethos-u85" else "u55"):
+        u85 = Accelerator.is_u85(accelerator)
+        # The U85's own operators (comparisons, DIV, GATHER...) have cases of their own.
+        cases = {**OPERATOR_DTYPES, **U85_OPERATOR_DTYPES} if u85 else OPERATOR_DTYPES
+        for operator in supported_operators("u85" if u85 else "u55"):
             if only not in operator:
                 continue
-            dtypes = OPERATOR_DTYPES.get(operator)
+            dtypes = cases.get(operator)
             if dtypes is None:
                 print(f"{operator:<30} {'-':<6} no operator case (see its zoo model)")
                 continue
