@@ -318,7 +318,9 @@ def operation_cycles(accelerator: str, cpu_visible: set[int], ops: list[LoweredO
 
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
-            depth_step: int = 0):
+            depth_step: int = 0, whole: Any = None):
+    """`op`'s weight streams for `block`, in depth slices of `depth_step` channels; `whole`: its
+    streams for the same block without slices, if at hand (`encode_weights` may cut from them)."""
     if Accelerator(accelerator).product == ethos_u85.PRODUCT:
         return ethos_u85.encode_weights(op, block, part_kernel_first, accelerator, depth_step)
     v = op.weights
@@ -326,7 +328,7 @@ def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first
     return encode_weights(
         v.values, v.zero_points, v.bias, v.scales[:, 0], v.scales[:, 1], depthwise=v.depthwise,
         part_kernel_first=part_kernel_first, ofm_block_depth=block[2], ifm_bits=8 * op.ifm.element_size,
-        dilation=tuple(k["dilation"]), accelerator=accelerator, depth_step=depth_step or None,
+        dilation=tuple(k["dilation"]), accelerator=accelerator, depth_step=depth_step or None, whole=whole,
     )
 
 
@@ -542,7 +544,7 @@ def depth_sliced(sop: ScheduledOperation, target: _Target, slack: int, step: int
     operation with no slack (the first slice's DMA may in fact run under the previous
     operation: at most that much too slow)."""
     op, block, pkf = sop.lowered, sop.block, sop.part_kernel_first
-    sliced = _encode(op, block, pkf, target.accelerator, depth_step=step)
+    sliced = _encode(op, block, pkf, target.accelerator, depth_step=step, whole=encoded)
     cost = _sliced_cost(op, block, pkf, sliced, step, target, None if single_slot else slack)
     return ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct, depth_step=step,
                               single_slot=single_slot, direct_encoded=encoded)
