@@ -624,8 +624,12 @@ struct SlicePlan {
 
 // The slices of the stream of `n` >= 1 coded values, each with its plan: the codes from `base`
 // on of the stream `codes`, whose tiles are `tiles` (a depth slice's codes may be a range of the
-// whole operation's stream); the slices' `begin` counts from `base`.
-std::vector<SlicePlan> plan_codes(const uint16_t* codes, const CodeTiles& tiles, size_t base, size_t n) {
+// whole operation's stream); the slices' `begin` counts from `base`. `known`: slices of the same
+// codes planned already (by begin, from the start of `codes`), whose plans a slice of the same
+// codes takes (a plan depends on its codes alone): a depth slice of 32768-multiple codes
+// starting at such a multiple, say, is sliced as the whole stream was.
+std::vector<SlicePlan> plan_codes(const uint16_t* codes, const CodeTiles& tiles, size_t base, size_t n,
+                                  const std::vector<SlicePlan>* known = nullptr) {
   // Where the slices end changes their statistics: full slices then a remainder, or equal
   // slices. Both are costed from their plans and the cheaper one is written.
   const size_t count = (n + kMaxSliceValues - 1) / kMaxSliceValues;
@@ -638,8 +642,18 @@ std::vector<SlicePlan> plan_codes(const uint16_t* codes, const CodeTiles& tiles,
     std::vector<SlicePlan> out;
     size_t begin = 0;
     for (size_t e : ends) {
-      const RangeStats stats = range_stats(codes, tiles, base + begin, base + e);
-      out.push_back(SlicePlan{begin, e - begin, choose_plan(stats.counts, stats.runs, e - begin)});
+      const SlicePlan* same = nullptr;
+      if (known != nullptr) {
+        const auto at = std::lower_bound(known->begin(), known->end(), base + begin,
+                                         [](const SlicePlan& k, size_t b) { return k.begin < b; });
+        if (at != known->end() && at->begin == base + begin && at->count == e - begin) same = &*at;
+      }
+      if (same != nullptr) {
+        out.push_back(SlicePlan{begin, e - begin, same->plan});
+      } else {
+        const RangeStats stats = range_stats(codes, tiles, base + begin, base + e);
+        out.push_back(SlicePlan{begin, e - begin, choose_plan(stats.counts, stats.runs, e - begin)});
+      }
       begin = e;
     }
     return out;
@@ -716,9 +730,20 @@ std::vector<uint16_t> reordered_codes(const T* ohwi, const int32_t* zero_points,
 // the NPU's order and their slices as planned (empty for a core without channels).
 struct PlannedStream {
   std::vector<uint8_t> scales;
-  std::vector<uint16_t> codes;
+  // Its weights' codes: `count` from `begin` of `shared` (a depth slice cut from the whole
+  // operation's stream shares that stream's codes; none for a core without channels).
+  std::shared_ptr<const std::vector<uint16_t>> shared;
+  size_t begin = 0, count = 0;
   std::vector<SlicePlan> slices;
-  CodeTiles tiles;  // of `codes`: a depth slicing of the same weights plans its streams from them
+  CodeTiles tiles;  // of a whole stream's codes: a depth slicing of the same weights plans from them
+
+  const uint16_t* codes() const { return shared->data() + begin; }
+  // Takes `codes` as its own, all of them.
+  void own(std::vector<uint16_t> codes) {
+    count = codes.size();
+    begin = 0;
+    shared = std::make_shared<const std::vector<uint16_t>>(std::move(codes));
+  }
 };
 
 namespace {
@@ -738,7 +763,7 @@ PlannedWeights laid_out(std::shared_ptr<std::vector<PlannedStream>> streams, siz
     for (size_t k = 0; k < per_slice; ++k) {
       const PlannedStream& stream = (*streams)[slice * per_slice + k];
       StreamRanges r;
-      if (!stream.codes.empty()) {
+      if (stream.count > 0) {
         r.scale_length = stream.scales.size();
         r.scale_offset = place(r.scale_length);
         r.weight_length = stream_size(stream.slices);
@@ -859,15 +884,16 @@ PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& 
       if (cut != nullptr) {
         const size_t bd = static_cast<size_t>(layout.ofm_block_depth), from = static_cast<size_t>(first);
         const size_t begin = from / bd * block_codes;
-        const size_t end = first + n == oc ? cut->codes.size() : (from + static_cast<size_t>(n)) / bd * block_codes;
-        stream.codes.assign(cut->codes.begin() + static_cast<std::ptrdiff_t>(begin),
-                            cut->codes.begin() + static_cast<std::ptrdiff_t>(end));
-        stream.slices = plan_codes(cut->codes.data(), cut->tiles, begin, end - begin);
+        const size_t end = first + n == oc ? cut->count : (from + static_cast<size_t>(n)) / bd * block_codes;
+        stream.shared = cut->shared;
+        stream.begin = cut->begin + begin;
+        stream.count = end - begin;
+        stream.slices = plan_codes(cut->codes(), cut->tiles, begin, end - begin, &cut->slices);
         continue;
       }
-      stream.codes = reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l);
-      stream.tiles = tiles_of(stream.codes.data(), stream.codes.size());
-      stream.slices = plan_codes(stream.codes.data(), stream.tiles, 0, stream.codes.size());
+      stream.own(reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l));
+      stream.tiles = tiles_of(stream.codes(), stream.count);
+      stream.slices = plan_codes(stream.codes(), stream.tiles, 0, stream.count);
       if (streams->size() > 1) stream.tiles = CodeTiles{};  // only a whole stream is cut
     }
   });
@@ -897,9 +923,9 @@ PlannedWeights plan_weight_streams(std::vector<std::vector<StreamToPlan>> slices
       StreamToPlan& in = slices[k / per_slice][k % per_slice];
       PlannedStream& stream = (*streams)[k];
       stream.scales = std::move(in.scales);
-      stream.codes = stream_codes(in.values);
-      stream.tiles = tiles_of(stream.codes.data(), stream.codes.size());
-      stream.slices = plan_codes(stream.codes.data(), stream.tiles, 0, stream.codes.size());
+      stream.own(stream_codes(in.values));
+      stream.tiles = tiles_of(stream.codes(), stream.count);
+      stream.slices = plan_codes(stream.codes(), stream.tiles, 0, stream.count);
     }
   });
   return laid_out(std::move(streams), slices.size(), per_slice);
@@ -994,9 +1020,9 @@ std::vector<uint8_t> PlannedWeights::write() const {
   parallel_blocks(streams->size(), per_worker, [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
       const PlannedStream& stream = (*streams)[k];
-      if (stream.codes.empty()) continue;
+      if (stream.count == 0) continue;
       const StreamRanges& r = slices[k / cores][k % cores];
-      const std::vector<uint8_t> weights = write_codes(stream.codes.data(), stream.slices);
+      const std::vector<uint8_t> weights = write_codes(stream.codes(), stream.slices);
       std::copy(stream.scales.begin(), stream.scales.end(), data.begin() + static_cast<std::ptrdiff_t>(r.scale_offset));
       std::copy(weights.begin(), weights.end(), data.begin() + static_cast<std::ptrdiff_t>(r.weight_offset));
     }

@@ -101,9 +101,9 @@ struct RawWeights {
 // `whole`: the same weights planned for the same layout as one stream (its whole_layout set).
 // A depth slicing on one core whose step is a multiple of the block depth then cuts each slice's
 // codes from it (the weight order walks OFM blocks outermost, so a slice's are a range of the
-// whole's) and counts them from its tiles: the same streams, in O(slice plans) and a copy of
-// the codes instead of a reorder and two scans of every weight (MobileNetV2-224's depth-slice
-// trials cost a third of its planning's weight encoding).
+// whole's, which it shares) and counts them from its tiles, or takes the whole's plan of the
+// same codes: the same streams, in O(slice plans) instead of a reorder and two scans of every
+// weight (MobileNetV2-224's depth-slice trials cost a third of its planning's weight encoding).
 PlannedWeights plan_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
                                       const std::vector<BiasScale>& channels, const WeightLayout& layout,
                                       int cores = 1, int depth_step = 0, const PlannedWeights* whole = nullptr);
