@@ -53,7 +53,8 @@ struct PlannedStream;
 // core, the scale stream then the weight stream, each starting on a 16-byte boundary. Every
 // stream's place and length is known once planned, its compression chosen; the weight streams'
 // bits are written by write(). The planner needs the sizes of many encodings, a binary the
-// bytes of the few it emits. Until dropped it holds the weights' codes (2 bytes a weight).
+// bytes of the few it emits. Until dropped it holds the weights' codes (2 bytes a weight; a
+// whole stream also its tiles' counts, half a byte a weight, which a depth slicing reads).
 struct PlannedWeights {
   std::vector<std::vector<StreamRanges>> slices;  // [depth slice][core]
   size_t size = 0;                                // bytes of the whole data
