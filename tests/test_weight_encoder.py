@@ -202,6 +202,29 @@ def test_planned_sizes_are_the_written_streams(operation):
     assert not np.frombuffer(data, np.uint8)[~covered].any()
 
 
+@settings(max_examples=40, deadline=None)
+@given(operations(), st.sampled_from([1, 2, 3]), st.integers(0, 15))
+def test_a_depth_slicing_cut_from_the_whole_stream_is_the_one_encoded_afresh(operation, blocks, extra):
+    """A depth slicing given the same weights' whole stream (`whole`) cuts its streams' codes
+    from it and counts them from its tiles: the same sizes and bytes as encoding the slices
+    afresh, for steps of whole OFM blocks (cut) and others (encoded afresh all the same); a
+    whole stream already written, of another layout or of two cores is not cut."""
+    args, kw = operation
+    kw = dict(kw, depth_step=None)
+    for whole_kw in (kw, dict(kw, ofm_block_depth=8 if kw["ofm_block_depth"] != 8 else 16)):
+        whole = encode_weights(*args, **whole_kw)
+        for step in {blocks * kw["ofm_block_depth"], blocks * kw["ofm_block_depth"] + extra}:
+            afresh = encode_weights(*args, **dict(kw, depth_step=step))
+            cut = encode_weights(*args, **dict(kw, depth_step=step), whole=whole)
+            assert (cut.size, cut.slices) == (afresh.size, afresh.slices)
+            assert cut.data == afresh.data
+    whole = encode_weights(*args, **kw)
+    whole.data  # written: its codes are dropped, so nothing is cut from it
+    step = kw["ofm_block_depth"]
+    assert encode_weights(*args, **dict(kw, depth_step=step), whole=whole) == encode_weights(
+        *args, **dict(kw, depth_step=step))
+
+
 def test_data_is_written_once_on_first_use():
     rng = np.random.default_rng(5)
     args = (rng.integers(-127, 128, (32, 3, 3, 16)), 0, [0] * 32, [2**30] * 32, [30] * 32)

@@ -324,7 +324,8 @@ def _slice_sources(k: int, src: "_Source", depth: int, target: _Target) -> dict[
     and scale streams alone: {(part, first channel): source}. The streams are encoded in slices
     for the operation's own block depth, as a weight-buffered operation's depth slices are."""
     sop = src.sop
-    encoded = _encode(sop.lowered, sop.block, sop.part_kernel_first, target.accelerator, depth_step=depth)
+    encoded = _encode(sop.lowered, sop.block, sop.part_kernel_first, target.accelerator, depth_step=depth,
+                      whole=sop.direct_encoded if sop.depth_step else sop.encoded)
     return {(k, s * depth): src._replace(sop=evolve(sop, encoded=encoded.depth_slice(s), direct_encoded=None))
             for s in range(len(encoded.slices))}
 

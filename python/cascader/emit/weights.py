@@ -141,6 +141,7 @@ def encode_weights(
     dilation: tuple[int, int] = (1, 1),
     accelerator: str | Accelerator = "ethos-u55-128",
     depth_step: int | None = None,
+    whole: EncodedWeights | None = None,
 ) -> EncodedWeights:
     """Encode one convolution's weights and per-channel bias/rescale.
 
@@ -158,6 +159,10 @@ def encode_weights(
         Its micro-block depths and core count (Ethos-U65-512 splits the channels over 2 cores).
     depth_step
         Cut the OFM depth into independent streams of this many channels (weight buffering).
+    whole
+        The same weights encoded for the same layout without a depth step, if at hand: a
+        depth slicing in whole OFM blocks cuts its streams from its codes (the same bytes,
+        without reordering and counting every weight again). Ignored where it cannot serve.
 
     Raises
     ------
@@ -174,4 +179,5 @@ def encode_weights(
         w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),
         int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]), int(dilation[1]),
         acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores, int(depth_step or 0),
+        whole._planned if whole is not None else None,  # None once written: its codes are dropped
     ))

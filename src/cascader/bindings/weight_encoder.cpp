@@ -109,7 +109,7 @@ void bind_weight_encoder(py::module_& m) {
       [](const py::array& ohwi, const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
          const Int64s& bias, const Int64s& scale, const Int64s& shift, int ofm_block_depth,
          bool depthwise, bool part_kernel_first, int ifm_bits, int dilation_y, int dilation_x, int ifm_ublock_depth,
-         int ofm_ublock_depth, int cores, int depth_step) {
+         int ofm_ublock_depth, int cores, int depth_step, const emit::PlannedWeights* whole) {
         if (ohwi.ndim() != 4) throw InvalidArgument("weights must be OHWI (4 dimensions)");
         const std::vector<emit::BiasScale> channels = channels_of(bias, scale, shift);
         const emit::WeightLayout layout{static_cast<int>(ohwi.shape(0)), static_cast<int>(ohwi.shape(1)),
@@ -121,13 +121,14 @@ void bind_weight_encoder(py::module_& m) {
         // The encoder touches no Python object (the array is held above, and a model's
         // constants are not written): other threads may plan other operations.
         py::gil_scoped_release release;
-        return emit::plan_operation_weights(weights.raw, zps, channels, layout, cores, depth_step);
+        return emit::plan_operation_weights(weights.raw, zps, channels, layout, cores, depth_step, whole);
       },
       py::arg("ohwi"), py::arg("zero_points"), py::arg("bias"), py::arg("scale"), py::arg("shift"),
       py::arg("ofm_block_depth"), py::arg("depthwise"), py::arg("part_kernel_first"), py::arg("ifm_bits"),
       py::arg("dilation_y"), py::arg("dilation_x"), py::arg("ifm_ublock_depth"), py::arg("ofm_ublock_depth"),
-      py::arg("cores"), py::arg("depth_step"),
-      "An operation's weights encoded up to their bits (PlannedWeights).");
+      py::arg("cores"), py::arg("depth_step"), py::arg("whole") = nullptr,
+      "An operation's weights encoded up to their bits (PlannedWeights); `whole`: the same weights planned\n"
+      "as one stream, which a depth slicing cuts its codes from (emit::plan_operation_weights).");
 
   m.def(
       "plan_u85_operation_weights",

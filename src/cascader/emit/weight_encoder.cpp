@@ -107,47 +107,158 @@ struct Plan {
 // The symbols (or bits) a chunk of `chunk` holds that `symbols` leave unused in the last one.
 int64_t chunk_padding(int64_t symbols, int chunk) { return (chunk - symbols % chunk) % chunk; }
 
-// The cheapest plan for one slice. `codes` are the slice's values as 9-bit codes.
-Plan choose_plan(Codes codes) {
-  std::array<int64_t, kCodes> all{}, nonzero{};
-  // Zero runs: the zeros before the first nonzero value and after each one. A run of r costs
-  // (r >> zdiv) + 1 + zdiv bits: the quotients are summed per divisor.
-  std::array<int64_t, 4> run_quotients{};
-  int64_t run_count = 0;
-  auto add_quotients = [&](int64_t r) {
-    for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += r >> z;
-  };
-  auto end_run = [&](int64_t r) {
-    add_quotients(r);
-    ++run_count;
-  };
-  // Four interleaved histograms: a run of equal codes would otherwise make each increment wait
-  // for the one before (this loop was a third of the encoder's time).
-  std::array<std::array<uint32_t, kCodes>, 4> partial{};
-  const size_t size = codes.size();
-  size_t at = 0;
-  for (; at + 4 <= size; at += 4) {
-    for (size_t j = 0; j < 4; ++j) ++partial[j][codes.data[at + j]];
+// The zero runs of consecutive codes, as choose_plan costs them: the zeros before the first
+// nonzero code and after the last (both the whole length when every code is zero), and per
+// zero-run divisor the summed quotients (r >> zdiv) of the maximal runs between. Those of two
+// adjacent ranges combine (then), so a range's follow from fixed tiles' (CodeTiles).
+struct ZeroRuns {
+  int64_t length = 0, lead = 0, trail = 0;
+  std::array<int64_t, 4> inner{};
+
+  bool all_zero() const { return lead == length; }
+  // The runs of this range followed by `next`.
+  ZeroRuns then(const ZeroRuns& next) const {
+    if (length == 0) return next;
+    if (next.length == 0) return *this;
+    ZeroRuns out;
+    out.length = length + next.length;
+    if (all_zero()) {
+      out.lead = length + next.lead;
+      out.trail = next.all_zero() ? out.length : next.trail;
+      out.inner = next.inner;
+    } else if (next.all_zero()) {
+      out.lead = lead;
+      out.trail = trail + next.length;
+      out.inner = inner;
+    } else {
+      out.lead = lead;
+      out.trail = next.trail;
+      for (size_t z = 0; z < 4; ++z) out.inner[z] = inner[z] + next.inner[z] + ((trail + next.lead) >> z);
+    }
+    return out;
   }
-  for (; at < size; ++at) ++partial[0][codes.data[at]];
-  for (size_t c = 0; c < kCodes; ++c) all[c] = int64_t{partial[0][c]} + partial[1][c] + partial[2][c] + partial[3][c];
-  // A run ends at each nonzero value and at the end; most are empty and add no quotient, so
-  // the scan jumps from zero to zero, four codes at a time between them (a branch per code was
-  // a tenth of the encoder: zeros are a few percent of the codes and fall anywhere).
-  for (size_t k = 0; k < size;) {
-    for (uint64_t four; k + 4 <= size; k += 4) {
-      std::memcpy(&four, codes.data + k, sizeof four);
+  // Per divisor, the quotients of every maximal run of the range.
+  std::array<int64_t, 4> quotients() const {
+    std::array<int64_t, 4> q{};
+    for (size_t z = 0; z < 4; ++z) q[z] = all_zero() ? length >> z : inner[z] + (lead >> z) + (trail >> z);
+    return q;
+  }
+};
+
+ZeroRuns zero_runs_of(const uint16_t* codes, size_t size) {
+  ZeroRuns out;
+  out.length = static_cast<int64_t>(size);
+  size_t k = 0;
+  while (k < size && codes[k] == 0) ++k;
+  out.lead = static_cast<int64_t>(k);
+  if (k == size) {
+    out.trail = out.length;
+    return out;
+  }
+  size_t end = size;
+  while (codes[end - 1] == 0) --end;  // codes[k] is nonzero
+  out.trail = static_cast<int64_t>(size - end);
+  // Most runs between are empty and add no quotient, so the scan jumps from zero to zero, four
+  // codes at a time between them (a branch per code was a tenth of the encoder: zeros are a few
+  // percent of the codes and fall anywhere).
+  while (k < end) {
+    for (uint64_t four; k + 4 <= end; k += 4) {
+      std::memcpy(&four, codes + k, sizeof four);
       // Any 16-bit lane zero (codes stay below 2^9, so no lane has its top bit set).
       if ((four - 0x0001000100010001ULL) & ~four & 0x8000800080008000ULL) break;
     }
-    while (k < size && codes.data[k] != 0) ++k;
+    while (k < end && codes[k] != 0) ++k;
     const size_t begin = k;
-    while (k < size && codes.data[k] == 0) ++k;
-    if (k > begin) add_quotients(static_cast<int64_t>(k - begin));
+    while (k < end && codes[k] == 0) ++k;
+    for (size_t z = 0; z < 4; ++z) out.inner[z] += static_cast<int64_t>(k - begin) >> z;
   }
+  return out;
+}
+
+// Adds the counts of each code of `codes` to `counts`: four interleaved histograms, since a run
+// of equal codes would otherwise make each increment wait for the one before (this loop was a
+// third of the encoder's time). `partial` is scratch, all zeros before and after.
+using Partials = std::array<std::array<uint32_t, kCodes>, 4>;
+void count_codes(const uint16_t* codes, size_t size, Partials& partial, uint32_t* counts) {
+  size_t at = 0;
+  for (; at + 4 <= size; at += 4) {
+    for (size_t j = 0; j < 4; ++j) ++partial[j][codes[at + j]];
+  }
+  for (; at < size; ++at) ++partial[0][codes[at]];
+  for (size_t c = 0; c < kCodes; ++c) {
+    counts[c] += partial[0][c] + partial[1][c] + partial[2][c] + partial[3][c];
+    partial[0][c] = partial[1][c] = partial[2][c] = partial[3][c] = 0;
+  }
+}
+
+// Statistics of a stream's codes by tiles of kTile, from which those of any range of it follow
+// with a scan of its ends only (range_stats): a slice plan of 32768 codes, whether the stream's
+// own (plan_codes costs two slicings of a long stream) or a depth slice's cut from the codes of
+// the whole operation (plan_raw), reads its counts as a difference of two rows.
+// O(codes) to make, kCodes words a tile (a quarter of the codes' bytes).
+struct CodeTiles {
+  static constexpr size_t kTile = 4096;
+  std::vector<uint32_t> before;  // [tile boundary - 1][code]: the counts before boundaries 1, 2, ...
+  std::vector<ZeroRuns> runs;    // per whole tile
+};
+
+CodeTiles tiles_of(const uint16_t* codes, size_t n) {
+  CodeTiles tiles;
+  const size_t count = n / CodeTiles::kTile;
+  tiles.before.assign(count * kCodes, 0);
+  tiles.runs.reserve(count);
+  auto partial = std::make_unique<Partials>();
+  std::array<uint32_t, kCodes> running{};
+  for (size_t t = 0; t < count; ++t) {
+    const uint16_t* tile = codes + t * CodeTiles::kTile;
+    count_codes(tile, CodeTiles::kTile, *partial, running.data());
+    std::copy(running.begin(), running.end(), tiles.before.begin() + static_cast<std::ptrdiff_t>(t * kCodes));
+    tiles.runs.push_back(zero_runs_of(tile, CodeTiles::kTile));
+  }
+  return tiles;
+}
+
+// The counts and zero runs of codes [begin, end) of the stream `codes` whose tiles are `tiles`.
+struct RangeStats {
+  std::array<int64_t, kCodes> counts{};
+  ZeroRuns runs;
+};
+
+RangeStats range_stats(const uint16_t* codes, const CodeTiles& tiles, size_t begin, size_t end) {
+  RangeStats out;
+  std::array<uint32_t, kCodes> counts{};
+  auto partial = std::make_unique<Partials>();
+  const size_t first = (begin + CodeTiles::kTile - 1) / CodeTiles::kTile, last = end / CodeTiles::kTile;
+  if (first >= last || last > tiles.runs.size()) {  // within one tile (or tiles not made): scanned
+    count_codes(codes + begin, end - begin, *partial, counts.data());
+    out.runs = zero_runs_of(codes + begin, end - begin);
+  } else {
+    const size_t head = first * CodeTiles::kTile, tail = last * CodeTiles::kTile;
+    count_codes(codes + begin, head - begin, *partial, counts.data());
+    count_codes(codes + tail, end - tail, *partial, counts.data());
+    const uint32_t* upto = tiles.before.data() + (last - 1) * kCodes;
+    const uint32_t* from = first > 0 ? tiles.before.data() + (first - 1) * kCodes : nullptr;
+    for (size_t c = 0; c < kCodes; ++c) counts[c] += upto[c] - (from ? from[c] : 0);
+    out.runs = zero_runs_of(codes + begin, head - begin);
+    for (size_t t = first; t < last; ++t) out.runs = out.runs.then(tiles.runs[t]);
+    out.runs = out.runs.then(zero_runs_of(codes + tail, end - tail));
+  }
+  for (size_t c = 0; c < kCodes; ++c) out.counts[c] = counts[c];
+  return out;
+}
+
+// The cheapest plan for one slice of `size` codes, from their counts (`all`, by 9-bit code)
+// and their zero runs.
+Plan choose_plan(const std::array<int64_t, kCodes>& all, const ZeroRuns& runs, size_t size) {
+  // Zero runs: the zeros before the first nonzero value and after each one. A run of r costs
+  // (r >> zdiv) + 1 + zdiv bits: the quotients are summed per divisor.
+  std::array<int64_t, 4> run_quotients = runs.quotients();
+  auto end_run = [&](int64_t r) {
+    for (int z = 0; z < 4; ++z) run_quotients[static_cast<size_t>(z)] += r >> z;
+  };
   const int64_t nonzero_count = static_cast<int64_t>(size) - all[0];
-  run_count = nonzero_count + 1;  // one ended by each nonzero value, and the last one
-  nonzero = all;
+  int64_t run_count = nonzero_count + 1;  // one ended by each nonzero value, and the last one
+  std::array<int64_t, kCodes> nonzero = all;
   nonzero[0] = 0;
   Plan best;
   // The best plan's palette: the first best_k codes of *best_palette (copied once, at the end).
@@ -156,8 +267,8 @@ Plan choose_plan(Codes codes) {
   if (nonzero_count == 0) {
     // A slice codes at least one value: an all-zero slice codes its last zero, the rest is a run.
     run_quotients = {};
-    run_count = 0;
-    end_run(static_cast<int64_t>(codes.size()) - 1);
+    run_count = 2;
+    end_run(static_cast<int64_t>(size) - 1);
     end_run(0);
     nonzero[0] = 1;
   }
@@ -511,8 +622,14 @@ struct SlicePlan {
   Plan plan;
 };
 
-// The slices of the stream of `n` >= 1 coded values, each with its plan.
-std::vector<SlicePlan> plan_codes(const uint16_t* codes, size_t n) {
+// The slices of the stream of `n` >= 1 coded values, each with its plan: the codes from `base`
+// on of the stream `codes`, whose tiles are `tiles` (a depth slice's codes may be a range of the
+// whole operation's stream); the slices' `begin` counts from `base`. `known`: slices of the same
+// codes planned already (by begin, from the start of `codes`), whose plans a slice of the same
+// codes takes (a plan depends on its codes alone): a depth slice of 32768-multiple codes
+// starting at such a multiple, say, is sliced as the whole stream was.
+std::vector<SlicePlan> plan_codes(const uint16_t* codes, const CodeTiles& tiles, size_t base, size_t n,
+                                  const std::vector<SlicePlan>* known = nullptr) {
   // Where the slices end changes their statistics: full slices then a remainder, or equal
   // slices. Both are costed from their plans and the cheaper one is written.
   const size_t count = (n + kMaxSliceValues - 1) / kMaxSliceValues;
@@ -525,7 +642,18 @@ std::vector<SlicePlan> plan_codes(const uint16_t* codes, size_t n) {
     std::vector<SlicePlan> out;
     size_t begin = 0;
     for (size_t e : ends) {
-      out.push_back(SlicePlan{begin, e - begin, choose_plan(Codes{codes + begin, e - begin})});
+      const SlicePlan* same = nullptr;
+      if (known != nullptr) {
+        const auto at = std::lower_bound(known->begin(), known->end(), base + begin,
+                                         [](const SlicePlan& k, size_t b) { return k.begin < b; });
+        if (at != known->end() && at->begin == base + begin && at->count == e - begin) same = &*at;
+      }
+      if (same != nullptr) {
+        out.push_back(SlicePlan{begin, e - begin, same->plan});
+      } else {
+        const RangeStats stats = range_stats(codes, tiles, base + begin, base + e);
+        out.push_back(SlicePlan{begin, e - begin, choose_plan(stats.counts, stats.runs, e - begin)});
+      }
       begin = e;
     }
     return out;
@@ -602,8 +730,20 @@ std::vector<uint16_t> reordered_codes(const T* ohwi, const int32_t* zero_points,
 // the NPU's order and their slices as planned (empty for a core without channels).
 struct PlannedStream {
   std::vector<uint8_t> scales;
-  std::vector<uint16_t> codes;
+  // Its weights' codes: `count` from `begin` of `shared` (a depth slice cut from the whole
+  // operation's stream shares that stream's codes; none for a core without channels).
+  std::shared_ptr<const std::vector<uint16_t>> shared;
+  size_t begin = 0, count = 0;
   std::vector<SlicePlan> slices;
+  CodeTiles tiles;  // of a whole stream's codes: a depth slicing of the same weights plans from them
+
+  const uint16_t* codes() const { return shared->data() + begin; }
+  // Takes `codes` as its own, all of them.
+  void own(std::vector<uint16_t> codes) {
+    count = codes.size();
+    begin = 0;
+    shared = std::make_shared<const std::vector<uint16_t>>(std::move(codes));
+  }
 };
 
 namespace {
@@ -623,7 +763,7 @@ PlannedWeights laid_out(std::shared_ptr<std::vector<PlannedStream>> streams, siz
     for (size_t k = 0; k < per_slice; ++k) {
       const PlannedStream& stream = (*streams)[slice * per_slice + k];
       StreamRanges r;
-      if (!stream.codes.empty()) {
+      if (stream.count > 0) {
         r.scale_length = stream.scales.size();
         r.scale_offset = place(r.scale_length);
         r.weight_length = stream_size(stream.slices);
@@ -655,10 +795,28 @@ std::vector<uint16_t> stream_codes(const std::vector<int16_t>& values) {
   return codes;
 }
 
+bool same_layout(const WeightLayout& a, const WeightLayout& b) {
+  return a.ofm_depth == b.ofm_depth && a.kernel_height == b.kernel_height && a.kernel_width == b.kernel_width &&
+         a.ifm_depth == b.ifm_depth && a.ofm_block_depth == b.ofm_block_depth && a.depthwise == b.depthwise &&
+         a.part_kernel_first == b.part_kernel_first && a.ifm_bits == b.ifm_bits && a.dilation_x == b.dilation_x &&
+         a.dilation_y == b.dilation_y && a.ifm_ublock_depth == b.ifm_ublock_depth &&
+         a.ofm_ublock_depth == b.ofm_ublock_depth;
+}
+
+// The stream of `whole` (plan_operation_weights) that a depth slicing by `depth_step` on `cores`
+// may cut its streams' codes from, or null.
+const PlannedStream* cut_from(const PlannedWeights* whole, const WeightLayout& layout, int cores, int depth_step) {
+  if (whole == nullptr || !whole->whole_layout || !whole->streams || whole->streams->size() != 1 || cores != 1 ||
+      depth_step <= 0 || depth_step % layout.ofm_block_depth != 0 || !same_layout(*whole->whole_layout, layout)) {
+    return nullptr;
+  }
+  return &(*whole->streams)[0];
+}
+
 template <typename T>
 PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& zero_points,
                         const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
-                        int depth_step) {
+                        int depth_step, const PlannedWeights* whole) {
   const int oc = layout.ofm_depth;
   const size_t volume =
       static_cast<size_t>(layout.kernel_height) * layout.kernel_width * (layout.depthwise ? 1 : layout.ifm_depth);
@@ -673,10 +831,15 @@ PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& 
   if (depth_step < 0) throw InvalidArgument("depth_step must not be negative");
   check_weight_layout(layout);  // and so every channel holds at least one value (read below)
   const int step = depth_step > 0 ? depth_step : oc;
-  // Every weight minus its zero point must fit 9 bits. Checked per channel, in the order the
-  // streams take the channels (depth slice, core, channel), so the one named is the first a
-  // stream would meet.
-  for (int first = 0; first < oc; first += step) {
+  const PlannedStream* cut = cut_from(whole, layout, cores, depth_step);
+  // The codes of an OFM block: a slice of whole blocks starts at a multiple of them.
+  WeightLayout block = layout;
+  block.ofm_depth = layout.ofm_block_depth;
+  const size_t block_codes = cut != nullptr ? padded_weight_count(block) : 0;
+  // Every weight minus its zero point must fit 9 bits (those of a whole stream cut did).
+  // Checked per channel, in the order the streams take the channels (depth slice, core,
+  // channel), so the one named is the first a stream would meet.
+  for (int first = 0; first < oc && cut == nullptr; first += step) {
     for (int core = 0; core < cores; ++core) {
       for (int c = first + core; c < std::min(first + step, oc); c += cores) {
         // The extremes of the raw values, in their own type (the loop vectorises), then less
@@ -718,18 +881,32 @@ PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& 
       l.ofm_block_depth = (layout.ofm_block_depth + cores - 1 - core) / cores;
       PlannedStream& stream = (*streams)[k];
       stream.scales = encode_scale_stream(scales);
-      stream.codes = reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l);
-      stream.slices = plan_codes(stream.codes.data(), stream.codes.size());
+      if (cut != nullptr) {
+        const size_t bd = static_cast<size_t>(layout.ofm_block_depth), from = static_cast<size_t>(first);
+        const size_t begin = from / bd * block_codes;
+        const size_t end = first + n == oc ? cut->count : (from + static_cast<size_t>(n)) / bd * block_codes;
+        stream.shared = cut->shared;
+        stream.begin = cut->begin + begin;
+        stream.count = end - begin;
+        stream.slices = plan_codes(cut->codes(), cut->tiles, begin, end - begin, &cut->slices);
+        continue;
+      }
+      stream.own(reordered_codes(ohwi, zero_points.data(), first + core, cores, volume, l));
+      stream.tiles = tiles_of(stream.codes(), stream.count);
+      stream.slices = plan_codes(stream.codes(), stream.tiles, 0, stream.count);
+      if (streams->size() > 1) stream.tiles = CodeTiles{};  // only a whole stream is cut
     }
   });
-  return laid_out(std::move(streams), static_cast<size_t>(depth_slices), static_cast<size_t>(cores));
+  PlannedWeights out = laid_out(std::move(streams), static_cast<size_t>(depth_slices), static_cast<size_t>(cores));
+  if (depth_slices == 1 && cores == 1) out.whole_layout = layout;
+  return out;
 }
 
 }  // namespace
 
 std::vector<uint8_t> encode_weight_stream(const std::vector<int16_t>& values) {
   const std::vector<uint16_t> codes = stream_codes(values);
-  return write_codes(codes.data(), plan_codes(codes.data(), codes.size()));
+  return write_codes(codes.data(), plan_codes(codes.data(), tiles_of(codes.data(), codes.size()), 0, codes.size()));
 }
 
 PlannedWeights plan_weight_streams(std::vector<std::vector<StreamToPlan>> slices) {
@@ -746,8 +923,9 @@ PlannedWeights plan_weight_streams(std::vector<std::vector<StreamToPlan>> slices
       StreamToPlan& in = slices[k / per_slice][k % per_slice];
       PlannedStream& stream = (*streams)[k];
       stream.scales = std::move(in.scales);
-      stream.codes = stream_codes(in.values);
-      stream.slices = plan_codes(stream.codes.data(), stream.codes.size());
+      stream.own(stream_codes(in.values));
+      stream.tiles = tiles_of(stream.codes(), stream.count);
+      stream.slices = plan_codes(stream.codes(), stream.tiles, 0, stream.count);
     }
   });
   return laid_out(std::move(streams), slices.size(), per_slice);
@@ -818,19 +996,19 @@ std::vector<uint8_t> encode_weight_slices(const std::vector<WeightSlice>& slices
 
 PlannedWeights plan_operation_weights(const RawWeights& ohwi, const std::vector<int32_t>& zero_points,
                                       const std::vector<BiasScale>& channels, const WeightLayout& layout, int cores,
-                                      int depth_step) {
+                                      int depth_step, const PlannedWeights* whole) {
   switch (ohwi.type) {
     case RawWeights::Type::Int8:
       return plan_raw(static_cast<const int8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
-                      depth_step);
+                      depth_step, whole);
     case RawWeights::Type::UInt8:
       return plan_raw(static_cast<const uint8_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
-                      depth_step);
+                      depth_step, whole);
     case RawWeights::Type::Int32:
       break;
   }
   return plan_raw(static_cast<const int32_t*>(ohwi.data), ohwi.size, zero_points, channels, layout, cores,
-                  depth_step);
+                  depth_step, whole);
 }
 
 std::vector<uint8_t> PlannedWeights::write() const {
@@ -842,9 +1020,9 @@ std::vector<uint8_t> PlannedWeights::write() const {
   parallel_blocks(streams->size(), per_worker, [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
       const PlannedStream& stream = (*streams)[k];
-      if (stream.codes.empty()) continue;
+      if (stream.count == 0) continue;
       const StreamRanges& r = slices[k / cores][k % cores];
-      const std::vector<uint8_t> weights = write_codes(stream.codes.data(), stream.slices);
+      const std::vector<uint8_t> weights = write_codes(stream.codes(), stream.slices);
       std::copy(stream.scales.begin(), stream.scales.end(), data.begin() + static_cast<std::ptrdiff_t>(r.scale_offset));
       std::copy(weights.begin(), weights.end(), data.begin() + static_cast<std::ptrdiff_t>(r.weight_offset));
     }
