@@ -117,6 +117,45 @@ def test_comparisons_are_written_as_velas(opcode: str, dtype: str, accelerator: 
             (vela_cmp["ifm"]["zero_point"], vela_cmp["ifm2"]["zero_point"])] * 2
 
 
+# Modes whose result is the NPU's boolean or bits: their output stage must pass it as it is.
+BOOLEAN_AND_BITWISE = {"CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR", "NOT", "AND_NOT"}
+
+
+def _u85_models():
+    """Every U85-only operator's zoo models, a CAST of each type to bool, and a chain of them."""
+    from test_u85_cast import TYPES, _cast
+
+    for op, dtypes in U85_OPERATOR_DTYPES.items():
+        for dt in dtypes:
+            yield f"{op}-{dt}", operator_model(op, dt)
+    for dt in TYPES[1:]:
+        yield f"CAST-{dt}-bool", _cast(dt, "bool")
+    yield "chain", _chain()
+
+
+def test_no_comparison_or_bitwise_result_is_rescaled():
+    """Across the U85 lowerings (comparisons, logical operators, SELECT, CAST, REDUCE_ALL/ANY...),
+    decoded from our binaries: every comparison is written as Vela writes it (an int8 -1/0, OFM
+    zero point 0, unit OFM scale, int8's clamp), and every bitwise operation with OFM zero point 0
+    and unit OFM scale, so none relies on the output stage rescaling or offsetting the NPU's
+    boolean."""
+    from cascader.sim.simulate import decode
+
+    seen = set()
+    for name, model in _u85_models():
+        c = cascader.compile(model, accelerator="ethos-u85-256")
+        for stream in decode(c.binary):
+            for op in stream.operations:
+                if op["kind"] != "elementwise" or op["sub_op"] not in BOOLEAN_AND_BITWISE:
+                    continue
+                seen.add(op["sub_op"])
+                stage = _output_stage(op)
+                if op["sub_op"].startswith("CMP_"):
+                    assert stage == NPU_BOOLEAN_STAGE, (name, op["sub_op"], stage)
+                assert stage[1:3] == (0, (1, 0)), (name, op["sub_op"], stage)
+    assert seen == BOOLEAN_AND_BITWISE - {"NOT"}  # LOGICAL_NOT is an XOR with 1
+
+
 # --- every value pair ----------------------------------------------------------------------
 
 

@@ -193,7 +193,6 @@ def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
     mode, swapped = COMPARISON[v.opcode]
     rescaled = lw.graph.tensors[v.op.inputs[0]].dtype in RESCALED_TYPES
     ops = OperationBuilder(lw, v.index, v.opcode)
-    one = lw.constant(np.array([1]), NPU_BOOLEAN_TYPE)
     for ofm, a, b in _views(lw, v):
         if swapped:
             a, b = b, a
@@ -204,7 +203,14 @@ def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
             a, b, scales = _raw(a), _raw(b), (UNIT, UNIT)
         boolean = ops.scratch("npu_boolean", ofm.shape, NPU_BOOLEAN_TYPE)
         ops.elementwise(mode, a, b, boolean, operand_scales=scales)
-        ops.elementwise("AND", boolean, one, _raw(ofm), operand_scales=(UNIT, UNIT))
+        tflite_bool(lw, ops, boolean, ofm)
+
+
+def tflite_bool(lw: LoweringContext, ops: OperationBuilder, boolean: FeatureMapView, ofm: FeatureMapView) -> None:
+    """TFLite's bool (0/1) of the U85's boolean (-1/0) `boolean`: an AND with a constant 1, as
+    Vela 5.2 writes it where its booleans leave the NPU."""
+    ops.elementwise("AND", boolean, lw.constant(np.array([1]), NPU_BOOLEAN_TYPE), _raw(ofm),
+                    operand_scales=(UNIT, UNIT))
 
 
 def lower_u85_logical(lw: LoweringContext, v: OperatorView) -> None:
