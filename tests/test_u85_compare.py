@@ -122,19 +122,24 @@ BOOLEAN_AND_BITWISE = {"CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR
 
 
 def _u85_models():
-    """Every U85-only operator's zoo models, a CAST of each type to bool, and a chain of them."""
+    """Every U85-only operator's zoo models, a CAST of each type to bool, 8-bit DIVs whose
+    quotients take patches (a CMP_EQ mask each), and a chain of comparisons."""
     from test_u85_cast import TYPES, _cast
+    from test_u85_div import _div
 
     for op, dtypes in U85_OPERATOR_DTYPES.items():
         for dt in dtypes:
             yield f"{op}-{dt}", operator_model(op, dt)
     for dt in TYPES[1:]:
         yield f"CAST-{dt}-bool", _cast(dt, "bool")
+    for dt, zp in (("int8", 0), ("uint8", 128)):  # test_u85_div.test_a_trained_models_divisor_is_one_convolution
+        yield f"DIV-{dt}-patched", _div(dt, (1, 6, 5, 16), (1, 1, 1, 16), np.arange(2, 18) + zp,
+                                         q=((0.1, zp - 3), (1.0, zp), (0.023, zp + 5)), activation="RELU")
     yield "chain", _chain()
 
 
 def test_no_comparison_or_bitwise_result_is_rescaled():
-    """Across the U85 lowerings (comparisons, logical operators, SELECT, CAST, REDUCE_ALL/ANY...),
+    """Across the U85 lowerings (comparisons, logical operators, SELECT, CAST, DIV, REDUCE_ALL/ANY...),
     decoded from our binaries: every comparison is written as Vela writes it (an int8 -1/0, OFM
     zero point 0, unit OFM scale, int8's clamp), and every bitwise operation with OFM zero point 0
     and unit OFM scale, so none relies on the output stage rescaling or offsetting the NPU's

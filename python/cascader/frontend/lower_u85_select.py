@@ -49,6 +49,12 @@ def raw(view: FeatureMapView) -> FeatureMapView:
     return replace(view, zero_point=0)
 
 
+def int8_codes(view: FeatureMapView) -> FeatureMapView:
+    """An 8-bit map's bytes as int8 codes, for the bitwise modes (which see bits) to combine
+    with the U85's int8 boolean (a uint8 -1 would need a comparison written unclamped)."""
+    return replace(view, dtype=NPU_BOOLEAN_TYPE)
+
+
 def broadcast_step(v: OperatorView, a: FeatureMapView, b: FeatureMapView) -> tuple[int, int, int]:
     """The shape of an elementwise result of `a` and `b`: the broadcast of theirs, which must be
     one of theirs (UnsupportedError otherwise: the CPU's reason)."""
@@ -91,7 +97,7 @@ def lower_select(lw: LoweringContext, v: OperatorView) -> None:
         raise UnsupportedError(f"operator {v.index} (SELECT): condition {c.shape}, values {x.shape} and {y.shape}; "
                                "the NPU lowering takes equal shapes (SELECT_V2 broadcasts)")
     if out.dtype == "uint8":  # the same bytes as int8 codes (module docstring)
-        x, y, out = (replace(t, dtype=NPU_BOOLEAN_TYPE) for t in (x, y, out))
+        x, y, out = int8_codes(x), int8_codes(y), int8_codes(out)
     ops = OperationBuilder(lw, v.index, v.opcode)
     true_shape, false_shape = broadcast_step(v, x, c), broadcast_step(v, y, c)
     final = tuple(int(d) for d in np.broadcast_shapes(true_shape, false_shape))
