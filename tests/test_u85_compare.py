@@ -59,15 +59,15 @@ def _elementwise_modes(c: cascader.CompiledModel) -> list[str]:
     return [s.lowered.registers["sub_op"] for s in c.schedule.operations]
 
 
-# The U85 comparison of each operator, and whether its operands are TFLite's swapped (Vela 5.2's).
-VELAS_COMPARISON = {"EQUAL": ("CMP_EQ", False), "NOT_EQUAL": ("CMP_NE", False), "GREATER": ("CMP_GT", False),
-                    "GREATER_EQUAL": ("CMP_GE", False), "LESS": ("CMP_GT", True), "LESS_EQUAL": ("CMP_GE", True)}
+# The U85 comparison of each operator in Vela 5.2's binaries (LESS, LESS_EQUAL: operands swapped).
+VELAS_COMPARISON = {"EQUAL": "CMP_EQ", "NOT_EQUAL": "CMP_NE", "GREATER": "CMP_GT", "GREATER_EQUAL": "CMP_GE",
+                    "LESS": "CMP_GT", "LESS_EQUAL": "CMP_GE"}
 LOGICAL_MODES = {"LOGICAL_AND": "AND", "LOGICAL_OR": "OR", "LOGICAL_NOT": "XOR"}
 
 
 def _operations(opcode: str) -> list[str]:
     """The modes of one operator's operations: a comparison and an AND with 1, or one logical mode."""
-    return [VELAS_COMPARISON[opcode][0], "AND"] if opcode in COMPARISONS else [LOGICAL_MODES[opcode]]
+    return [VELAS_COMPARISON[opcode], "AND"] if opcode in COMPARISONS else [LOGICAL_MODES[opcode]]
 
 
 @pytest.mark.parametrize("accelerator", SIZES)
