@@ -1,8 +1,11 @@
 """The Ethos-U85's comparisons and logical operators (#43, frontend/lower_u85_compare): EQUAL,
-NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL and LOGICAL_AND/OR/NOT, one NPU operation each
-(per slice where the axes do not fold), bit-exact against the reference interpreter on U85-128/256/512:
+NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL (two NPU operations each, as Vela 5.2's) and
+LOGICAL_AND/OR/NOT (one each), per slice where the axes do not fold, bit-exact against the reference
+interpreter on U85-128/256/512:
 
 - every operator and type of operator_zoo's U85 cases on its own, on 2 seeds;
+- every comparison written as Vela 5.2's binaries write it (decoded): the comparison into an int8
+  map of -1/0 with OFM zero point 0, unit OFM scale and the type's clamp, then an AND with 1;
 - every value pair of int8 and uint8 (256 x 256), with the operands quantized apart, alike with a
   small scale (the reference's rounding makes neighbouring codes equal), a multiplier that flushes
   to zero, scales at 0.5 and just below 1; edge-value grids of int16 and int32;
@@ -56,11 +59,106 @@ def _elementwise_modes(c: cascader.CompiledModel) -> list[str]:
     return [s.lowered.registers["sub_op"] for s in c.schedule.operations]
 
 
+# The U85 comparison of each operator in Vela 5.2's binaries (LESS, LESS_EQUAL: operands swapped).
+VELAS_COMPARISON = {"EQUAL": "CMP_EQ", "NOT_EQUAL": "CMP_NE", "GREATER": "CMP_GT", "GREATER_EQUAL": "CMP_GE",
+                    "LESS": "CMP_GT", "LESS_EQUAL": "CMP_GE"}
+LOGICAL_MODES = {"LOGICAL_AND": "AND", "LOGICAL_OR": "OR", "LOGICAL_NOT": "XOR"}
+
+
+def _operations(opcode: str) -> list[str]:
+    """The modes of one operator's operations: a comparison and an AND with 1, or one logical mode."""
+    return [VELAS_COMPARISON[opcode], "AND"] if opcode in COMPARISONS else [LOGICAL_MODES[opcode]]
+
+
 @pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("opcode, dtype", CASES)
-def test_zoo_case_is_one_operation_and_bit_exact(opcode: str, dtype: str, accelerator: str, tmp_path):
+def test_zoo_case_is_bit_exact(opcode: str, dtype: str, accelerator: str, tmp_path):
     c = _bit_exact_on_two_seeds(operator_model(opcode, dtype), accelerator, tmp_path)
-    assert len(_elementwise_modes(c)) == 1  # Vela: a CMP and an AND with 1 (and a CMP_NE per bool input)
+    assert _elementwise_modes(c) == _operations(opcode)  # Vela: the same (and a CMP_NE per bool input)
+
+
+def _output_stage(op: dict) -> tuple:
+    """What an operation's output stage does to its result: the OFM's type and zero point, the
+    OFM scale, the activation's clip range and bounds."""
+    act = op["activation"]
+    return (op["ofm"]["dtype"], op["ofm"]["zero_point"], tuple(op["ofm_scale"]), act["clip_range"], act["min"],
+            act["max"])
+
+
+NPU_BOOLEAN_STAGE = ("int8", 0, (1, 0), 0, -128, 127)  # int8 -1/0, zero point 0, unit scale, int8's clamp
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("opcode, dtype", [(op, dt) for op, dt in CASES if op in COMPARISONS])
+def test_comparisons_are_written_as_velas(opcode: str, dtype: str, accelerator: str):
+    """No comparison relies on the output stage applying a zero point or a scale to its -1/0:
+    decoded from the binaries, ours writes the comparison with OFM zero point 0, unit OFM scale
+    and int8's clamp into an int8 map, and ANDs that with a constant 1 (a one-element IFM2
+    broadcast) into the bool output, as Vela 5.2's binary of the same model does, operands in
+    Vela's order (their zero points)."""
+    pytest.importorskip("ethosu.vela")
+    from cascader.sim.simulate import decode
+
+    model = operator_model(opcode, dtype)
+    (ours,) = decode(_compile_on_the_npu(model, accelerator).binary)
+    (theirs,) = decode(cascader.vela.compile(model, accelerator).model)
+    cmp_op, and_op = ours.operations
+    assert [cmp_op["sub_op"], and_op["sub_op"]] == _operations(opcode)
+    assert _output_stage(cmp_op) == NPU_BOOLEAN_STAGE
+    assert and_op["ifm"]["dtype"] == "int8" and and_op["ifm"]["zero_point"] == 0
+    assert and_op["ifm2"]["shape"] == (1, 1, 1) and and_op["broadcast"] == (True, True, True)
+    assert and_op["ofm"]["zero_point"] == 0 and tuple(and_op["ofm_scale"]) == (1, 0)
+    # Vela's last two operations (a bool input's CMP_NE to -1/0 comes first in its binary).
+    vela_cmp, vela_and = theirs.operations[-2:]
+    assert [vela_cmp["sub_op"], vela_and["sub_op"]] == _operations(opcode)
+    assert _output_stage(vela_cmp) == NPU_BOOLEAN_STAGE
+    if dtype in ("int8", "uint8"):  # the operands' zero points tell their order
+        assert [(o["ifm"]["zero_point"], o["ifm2"]["zero_point"]) for o in (cmp_op, vela_cmp)] == [
+            (vela_cmp["ifm"]["zero_point"], vela_cmp["ifm2"]["zero_point"])] * 2
+
+
+# Modes whose result is the NPU's boolean or bits: their output stage must pass it as it is.
+BOOLEAN_AND_BITWISE = {"CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR", "NOT", "AND_NOT"}
+
+
+def _u85_models():
+    """Every U85-only operator's zoo models, a CAST of each type to bool, 8-bit DIVs whose
+    quotients take patches (a CMP_EQ mask each), and a chain of comparisons."""
+    from test_u85_cast import TYPES, _cast
+    from test_u85_div import _div
+
+    for op, dtypes in U85_OPERATOR_DTYPES.items():
+        for dt in dtypes:
+            yield f"{op}-{dt}", operator_model(op, dt)
+    for dt in TYPES[1:]:
+        yield f"CAST-{dt}-bool", _cast(dt, "bool")
+    for dt, zp in (("int8", 0), ("uint8", 128)):  # test_u85_div.test_a_trained_models_divisor_is_one_convolution
+        yield f"DIV-{dt}-patched", _div(dt, (1, 6, 5, 16), (1, 1, 1, 16), np.arange(2, 18) + zp,
+                                         q=((0.1, zp - 3), (1.0, zp), (0.023, zp + 5)), activation="RELU")
+    yield "chain", _chain()
+
+
+def test_no_comparison_or_bitwise_result_is_rescaled():
+    """Across the U85 lowerings (comparisons, logical operators, SELECT, CAST, DIV, REDUCE_ALL/ANY...),
+    decoded from our binaries: every comparison is written as Vela writes it (an int8 -1/0, OFM
+    zero point 0, unit OFM scale, int8's clamp), and every bitwise operation with OFM zero point 0
+    and unit OFM scale, so none relies on the output stage rescaling or offsetting the NPU's
+    boolean."""
+    from cascader.sim.simulate import decode
+
+    seen = set()
+    for name, model in _u85_models():
+        c = cascader.compile(model, accelerator="ethos-u85-256")
+        for stream in decode(c.binary):
+            for op in stream.operations:
+                if op["kind"] != "elementwise" or op["sub_op"] not in BOOLEAN_AND_BITWISE:
+                    continue
+                seen.add(op["sub_op"])
+                stage = _output_stage(op)
+                if op["sub_op"].startswith("CMP_"):
+                    assert stage == NPU_BOOLEAN_STAGE, (name, op["sub_op"], stage)
+                assert stage[1:3] == (0, (1, 0)), (name, op["sub_op"], stage)
+    assert seen == BOOLEAN_AND_BITWISE - {"NOT"}  # LOGICAL_NOT is an XOR with 1
 
 
 # --- every value pair ----------------------------------------------------------------------
@@ -224,7 +322,7 @@ def test_broadcast_operands(case: str, dtype: str, accelerator: str, tmp_path):
     elif dtype == "int16":
         qa, qb = quantization(0.05, 0), quantization(0.03, 0)
     c = _bit_exact_on_two_seeds(_all_comparisons(shape_a, shape_b, dtype, qa, qb), accelerator, tmp_path)
-    assert len(_elementwise_modes(c)) == len(COMPARISONS)
+    assert _elementwise_modes(c) == [m for op in COMPARISONS for m in _operations(op)]
 
 
 FOLDED = {  # a batch above 1 and a fifth axis, folded into the map's three axes: operations per operator
@@ -263,7 +361,7 @@ def test_folded_axes(case: str, accelerator: str, tmp_path):
     shape_a, shape_b, operations = FOLDED[case]
     model = _all_comparisons(shape_a, shape_b, "int8", quantization(0.05, 2), quantization(0.03, -5))
     c = _bit_exact_on_two_seeds(model, accelerator, tmp_path)
-    assert len(_elementwise_modes(c)) == len(COMPARISONS) * operations
+    assert len(_elementwise_modes(c)) == 2 * len(COMPARISONS) * operations
 
 
 @pytest.mark.parametrize("accelerator", SIZES)
@@ -298,7 +396,7 @@ def _logical(opcode: str, shape_a, shape_b=None):
 def test_bool_operands(opcode: str, shapes, accelerator: str, tmp_path):
     """Bools (bytes of 0 or 1) broadcast either way; LOGICAL_NOT is an XOR with a constant 1."""
     c = _bit_exact_on_two_seeds(_logical(opcode, *shapes), accelerator, tmp_path)
-    assert len(_elementwise_modes(c)) == 1
+    assert _elementwise_modes(c) == _operations(opcode)
 
 
 def _chain():

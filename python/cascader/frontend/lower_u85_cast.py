@@ -9,8 +9,9 @@ uint8 map of 0/1 (`lower.map_dtype`), so:
   type without clamping (`operation_builder.WRAP_OFM`, the U85's clip range NONE), which keeps
   the low bits; a widening one never leaves the type anyway. Vela 5.2 writes the same ADD
   (its zero a scalar register).
-- to bool: the U85's boolean of x != 0 (CMP_NE against zero, -1/0, unclamped in uint8), then
-  AND 1, as Vela 5.2 does (its -1/0 boolean turned into TFLite's at the network's edge).
+- to bool: the U85's boolean of x != 0 (CMP_NE against zero, -1/0 in an int8 map with OFM zero
+  point 0 and unit scale, as Vela 5.2 writes every comparison), then AND 1 (`lower_u85_compare`'s
+  turn of the NPU's boolean into TFLite's).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .lowering_context import LoweringContext
-from .lower_u85_select import raw, require_u85
+from .lower_u85_compare import NPU_BOOLEAN_TYPE, tflite_bool
+from .lower_u85_select import boolean_mask, raw, require_u85
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 
@@ -37,8 +39,6 @@ def lower_cast(lw: LoweringContext, v: OperatorView) -> None:
         raise UnsupportedError(f"operator {v.index} (CAST): {x.shape} -> {out.shape}; CAST keeps the shape")
     ops = OperationBuilder(lw, v.index, "CAST")
     if dst_t.dtype == "bool":
-        mask = ops.scratch("mask", x.shape, out.dtype)
-        ops.elementwise("CMP_NE", x, lw.constant(np.array([0]), x.dtype), mask, wrap=True)
-        ops.elementwise("AND", mask, lw.constant(np.array([1]), out.dtype), out)
+        tflite_bool(lw, ops, boolean_mask(lw, ops, x, NPU_BOOLEAN_TYPE), out)
     else:
         ops.elementwise("ADD", x, lw.constant(np.array([0]), x.dtype), out, wrap=True)

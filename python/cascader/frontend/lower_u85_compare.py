@@ -1,6 +1,7 @@
 """The comparisons (EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL) and the logical
-operators (LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT) as one Ethos-U85 elementwise operation each (per
-slice of the leading axes where those do not fold), bit-exact against TFLite's reference kernels.
+operators (LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT) as Ethos-U85 elementwise operations (two per
+comparison, one per logical operator; per slice of the leading axes where those do not fold),
+bit-exact against TFLite's reference kernels.
 
 - What the reference compares. int8/uint8 (``ComparisonQuantized``): each operand less its zero
   point, shifted left by 8 and scaled by its own multiplier (QuantizeMultiplierSmallerThanOneExp
@@ -12,15 +13,16 @@ slice of the leading axes where those do not fold), bit-exact against TFLite's r
   by 8 rounds; then the rest of the shift half away from zero). Vela 5.2 folds the 8 into the
   shift and rounds once, which differs where the high part lands next to a step.
   int16, int32 and bool: the stored values compared as they are (no zero point, unit scales).
-- TFLite's bool is a byte of 0 or 1 (a uint8 map here); the U85's comparison gives -1 or 0. The
-  operation computes the *opposite* comparison (NOT_EQUAL for EQUAL; b >= a for a > b ...) and
-  writes it through OFM_ZERO_POINT 1, which turns its -1 (the opposite holds) into 0 and its 0
-  into 1: the comparison's 0/1 in one operation, where Vela ANDs a -1/0 intermediate with 1. The
-  ordered ones fix their operand order (x < y is not (x >= y)), so a broadcast first operand is
-  the U85's IFM broadcast (REVERSED_OPERANDS, which emit/ethos_u85 turns into IFM_BROADCAST).
-  This rests on the output stage (OFM scale, zero point, clamp) following every elementwise mode,
-  comparisons included, as the simulator's does (arch/ethos_u85/output_stage); Vela's binaries
-  write comparisons with zero point 0 only, so none of them shows it on a comparison.
+- TFLite's bool is a byte of 0 or 1 (a uint8 map here); the U85's comparison gives its boolean,
+  -1 (all bits set) or 0. So each comparison is two operations, as Vela 5.2 writes them: the
+  comparison (CMP_EQ, CMP_NE, CMP_GT, CMP_GE; LESS and LESS_EQUAL as CMP_GT and CMP_GE of the
+  operands swapped) into an int8 scratch map of -1/0 with a unit OFM scale, OFM zero point 0 and
+  the type's clamp, then an AND of it with a constant 1 into the output. Every register of the
+  comparison's output stage is then one Vela's binaries set and silicon runs; a single operation
+  would need the output stage's zero point to apply to a comparison's result, which no Vela
+  binary exercises. The ordered comparisons keep their operand order, so a broadcast first
+  operand is the U85's IFM broadcast (REVERSED_OPERANDS, which emit/ethos_u85 turns into
+  IFM_BROADCAST).
 - LOGICAL_AND/OR: AND/OR of the 0/1 bytes; LOGICAL_NOT: XOR with a constant 1.
 
 Where both operands broadcast (neither has the output's shape), the U85 broadcasts both (IFM_BROADCAST
@@ -42,14 +44,14 @@ from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
 
-# opcode -> (the U85 mode of the opposite comparison, whether its operands are TFLite's swapped)
-OPPOSITE = {
-    "EQUAL": ("CMP_NE", False),
-    "NOT_EQUAL": ("CMP_EQ", False),
-    "GREATER": ("CMP_GE", True),  # a > b: not (b >= a)
-    "GREATER_EQUAL": ("CMP_GT", True),  # a >= b: not (b > a)
-    "LESS": ("CMP_GE", False),  # a < b: not (a >= b)
-    "LESS_EQUAL": ("CMP_GT", False),  # a <= b: not (a > b)
+# opcode -> (the U85 comparison, whether its operands are TFLite's swapped), as Vela 5.2 has them
+COMPARISON = {
+    "EQUAL": ("CMP_EQ", False),
+    "NOT_EQUAL": ("CMP_NE", False),
+    "GREATER": ("CMP_GT", False),
+    "GREATER_EQUAL": ("CMP_GE", False),
+    "LESS": ("CMP_GT", True),  # a < b: b > a
+    "LESS_EQUAL": ("CMP_GE", True),  # a <= b: b >= a
 }
 LOGICAL = {"LOGICAL_AND": "AND", "LOGICAL_OR": "OR", "LOGICAL_NOT": "XOR"}
 SYMMETRIC = frozenset({"CMP_EQ", "CMP_NE", "AND", "OR", "XOR"})
@@ -58,8 +60,8 @@ COMPARED_TYPES = ("int8", "uint8", "int16", "int32")
 EQUALITY_TYPES = ("bool", *COMPARED_TYPES)
 RESCALED_TYPES = ("int8", "uint8")
 LEFT_SHIFT = 8  # the reference's shift of each operand before its multiplier
-# OFM_ZERO_POINT that turns the opposite comparison's -1/0 into the comparison's 0/1.
-NEGATING_ZERO_POINT = 1
+# The type of the comparison's -1/0 between its two operations (Vela 5.2's bool map).
+NPU_BOOLEAN_TYPE = "int8"
 
 
 def comparison_scale(scale: float) -> tuple[int, int] | None:
@@ -188,8 +190,9 @@ def _order(a: FeatureMapView, b: FeatureMapView, ofm: FeatureMapView, mode: str)
 
 
 def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
-    mode, swapped = OPPOSITE[v.opcode]
+    mode, swapped = COMPARISON[v.opcode]
     rescaled = lw.graph.tensors[v.op.inputs[0]].dtype in RESCALED_TYPES
+    ops = OperationBuilder(lw, v.index, v.opcode)
     for ofm, a, b in _views(lw, v):
         if swapped:
             a, b = b, a
@@ -198,8 +201,16 @@ def lower_u85_comparison(lw: LoweringContext, v: OperatorView) -> None:
             scales = (operand_scale(a), operand_scale(b))
         else:  # the reference compares the stored values
             a, b, scales = _raw(a), _raw(b), (UNIT, UNIT)
-        out = replace(ofm, zero_point=NEGATING_ZERO_POINT)
-        OperationBuilder(lw, v.index, v.opcode).elementwise(mode, a, b, out, operand_scales=scales)
+        boolean = ops.scratch("npu_boolean", ofm.shape, NPU_BOOLEAN_TYPE)
+        ops.elementwise(mode, a, b, boolean, operand_scales=scales)
+        tflite_bool(lw, ops, boolean, ofm)
+
+
+def tflite_bool(lw: LoweringContext, ops: OperationBuilder, boolean: FeatureMapView, ofm: FeatureMapView) -> None:
+    """TFLite's bool (0/1) of the U85's boolean (-1/0) `boolean`: an AND with a constant 1, as
+    Vela 5.2 writes it where its booleans leave the NPU."""
+    ops.elementwise("AND", boolean, lw.constant(np.array([1]), NPU_BOOLEAN_TYPE), _raw(ofm),
+                    operand_scales=(UNIT, UNIT))
 
 
 def lower_u85_logical(lw: LoweringContext, v: OperatorView) -> None:

@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_lut import table_lookup
-from .lower_u85_select import broadcast_step, raw, require_u85
+from .lower_u85_compare import NPU_BOOLEAN_TYPE
+from .lower_u85_select import broadcast_step, int8_codes, raw, require_u85
 from .lowered import TYPE_RANGE, FeatureMapView, LoweredOperation, WeightVolume, kernel_record
 from .lowering_context import LoweringContext
 from .operation_builder import FUSED_ACTIVATIONS, OperationBuilder, fused_clamp
@@ -153,14 +154,17 @@ def _output_rescale(dtype: str, s1: float, s2: float, s_out: float) -> float:
 def _patch(lw: LoweringContext, ops: OperationBuilder, x: FeatureMapView, src: FeatureMapView, dst: FeatureMapView,
            code: int, values: np.ndarray) -> None:
     """dst = src, but values[c] in channel c where x holds `code`: a mask of those elements
-    (CMP_EQ, -1/0 unclamped) selects between them bitwise, as SELECT does."""
-    at = ops.scratch(f"at_{code}", x.shape, dst.dtype)
-    ops.elementwise("CMP_EQ", raw(x), lw.constant(np.array([code]), x.dtype), at, wrap=True)
-    kept = ops.scratch(f"kept_{code}", x.shape, dst.dtype)
-    ops.elementwise("AND_NOT", src, at, kept)
-    put = ops.scratch(f"put_{code}", x.shape, dst.dtype)
-    ops.elementwise("AND", at, lw.constant(values, dst.dtype), put)
-    ops.elementwise("OR", kept, put, dst)
+    (CMP_EQ, -1/0 in int8 as Vela 5.2 writes every comparison: OFM zero point 0, unit scale,
+    int8's clamp) selects between them bitwise, as SELECT does, on the int8 codes of the
+    8-bit maps' bytes."""
+    at = ops.scratch(f"at_{code}", x.shape, NPU_BOOLEAN_TYPE)
+    ops.elementwise("CMP_EQ", raw(x), lw.constant(np.array([code]), x.dtype), at)
+    kept = ops.scratch(f"kept_{code}", x.shape, NPU_BOOLEAN_TYPE)
+    ops.elementwise("AND_NOT", int8_codes(src), at, kept)
+    put = ops.scratch(f"put_{code}", x.shape, NPU_BOOLEAN_TYPE)
+    codes = np.asarray(values).astype(dst.dtype).view(NPU_BOOLEAN_TYPE)
+    ops.elementwise("AND", at, lw.constant(codes, NPU_BOOLEAN_TYPE), put)
+    ops.elementwise("OR", kept, put, int8_codes(dst))
 
 
 def _lower_quantized(lw: LoweringContext, v: OperatorView, x: FeatureMapView, b: FeatureMapView,

@@ -3,16 +3,16 @@
 TFLite's reference kernel (``reference_ops::Select``, ``BroadcastSelect5DSlow`` for V2)
 copies, per output element, the stored code of x where the condition is true and of y where
 it is false: no rescale, whatever the quantizations. The condition is TFLite's bool, a uint8
-map of 0/1 here (`lower.map_dtype`); the U85's comparison writes its boolean, all bits set,
-in any output type. So, in the values' type:
+map of 0/1 here (`lower.map_dtype`). As Vela 5.2 writes it:
 
-    m = (c != 0)            CMP_NE against a zero constant: -1 where c, else 0
+    m = (c != 0)            CMP_NE against a zero constant: -1 where c, else 0, an int8 map
+    m = m + 0               for 16- and 32-bit values: the mask widened by an ADD
     out = (x & m) | (y & ~m)    AND, AND_NOT, OR of the raw codes
 
-four operations for every type (Vela 5.2 turns a TFLite bool into its -1/0 at the network's
-edge with the same CMP_NE, then widens it with an ADD for 16- and 32-bit values; it writes no
-uint8 SELECT). A uint8 mask of -1 must keep its bits (255), so the mask is written unclipped
-(`operation_builder.WRAP_OFM`), which changes no other type's -1.
+The comparison is written as Vela writes every comparison (int8 OFM, zero point 0, unit scale,
+int8's clamp: `lower_u85_compare`): its output stage is one Vela's binaries run on silicon, where
+a comparison written straight into a 16- or 32-bit map, or unclamped into uint8, is not. uint8 values (Vela fails on a uint8 SELECT) are selected as the int8 codes of the
+same bytes: the bitwise modes see bits, so the int8 mask needs no widening.
 
 SELECT_V2 broadcasts its three operands; each step's result takes the broadcast shape of its
 two operands, which must be one of theirs (the NPU broadcasts one operand of a pair, the U85
@@ -28,7 +28,8 @@ import numpy as np
 
 from ..arch import Accelerator
 from ..errors import UnsupportedError
-from .lowered import FeatureMapView
+from .lower_u85_compare import NPU_BOOLEAN_TYPE
+from .lowered import ELEMENT_SIZE, FeatureMapView
 from .lowering_context import LoweringContext
 from .operation_builder import OperationBuilder
 from .operator_view import OperatorView
@@ -48,6 +49,12 @@ def raw(view: FeatureMapView) -> FeatureMapView:
     return replace(view, zero_point=0)
 
 
+def int8_codes(view: FeatureMapView) -> FeatureMapView:
+    """An 8-bit map's bytes as int8 codes, for the bitwise modes (which see bits) to combine
+    with the U85's int8 boolean (a uint8 -1 would need a comparison written unclamped)."""
+    return replace(view, dtype=NPU_BOOLEAN_TYPE)
+
+
 def broadcast_step(v: OperatorView, a: FeatureMapView, b: FeatureMapView) -> tuple[int, int, int]:
     """The shape of an elementwise result of `a` and `b`: the broadcast of theirs, which must be
     one of theirs (UnsupportedError otherwise: the CPU's reason)."""
@@ -62,11 +69,17 @@ def broadcast_step(v: OperatorView, a: FeatureMapView, b: FeatureMapView) -> tup
     return shape  # type: ignore[return-value]
 
 
-def boolean_mask(lw: LoweringContext, ops: OperationBuilder, condition: FeatureMapView, dtype: str) -> FeatureMapView:
-    """The U85's boolean (-1/0) of a TFLite bool map (0/1), in `dtype`, the condition's shape."""
-    mask = ops.scratch("mask", condition.shape, dtype)
-    ops.elementwise("CMP_NE", condition, lw.constant(np.array([0]), condition.dtype), mask, wrap=True)
-    return mask
+def boolean_mask(lw: LoweringContext, ops: OperationBuilder, x: FeatureMapView, dtype: str) -> FeatureMapView:
+    """The U85's boolean (-1/0) of x != 0 (of a TFLite bool map of 0/1, a condition), x's shape:
+    Vela 5.2's CMP_NE into an int8 map, then, for a 16- or 32-bit `dtype`, its ADD of 0 into
+    `dtype` (a sign extension)."""
+    mask = ops.scratch("mask", x.shape, NPU_BOOLEAN_TYPE)
+    ops.elementwise("CMP_NE", x, lw.constant(np.array([0]), x.dtype), mask)
+    if ELEMENT_SIZE[dtype] == ELEMENT_SIZE[NPU_BOOLEAN_TYPE]:
+        return mask
+    wide = ops.scratch("wide_mask", x.shape, dtype)
+    ops.elementwise("ADD", mask, lw.constant(np.array([0]), NPU_BOOLEAN_TYPE), wide)
+    return wide
 
 
 def lower_select(lw: LoweringContext, v: OperatorView) -> None:
@@ -83,6 +96,8 @@ def lower_select(lw: LoweringContext, v: OperatorView) -> None:
         # TFLite's SELECT takes equal shapes, or a rank-1 condition that picks whole rows.
         raise UnsupportedError(f"operator {v.index} (SELECT): condition {c.shape}, values {x.shape} and {y.shape}; "
                                "the NPU lowering takes equal shapes (SELECT_V2 broadcasts)")
+    if out.dtype == "uint8":  # the same bytes as int8 codes (module docstring)
+        x, y, out = int8_codes(x), int8_codes(y), int8_codes(out)
     ops = OperationBuilder(lw, v.index, v.opcode)
     true_shape, false_shape = broadcast_step(v, x, c), broadcast_step(v, y, c)
     final = tuple(int(d) for d in np.broadcast_shapes(true_shape, false_shape))

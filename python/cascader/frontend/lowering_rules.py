@@ -66,7 +66,7 @@ from .lower_transpose_conv import lower_transpose_conv
 from .lower_u85_cast import lower_cast
 from .lower_u85_div import lower_div
 from .lower_u85_select import lower_select
-from .lower_u85_compare import LOGICAL, OPPOSITE, lower_u85_comparison, lower_u85_logical
+from .lower_u85_compare import COMPARISON, LOGICAL, lower_u85_comparison, lower_u85_logical
 from .lowering_context import LoweringRule
 
 LOWERING_RULES: Mapping[str, LoweringRule] = {
@@ -136,7 +136,7 @@ LOWERING_RULES: Mapping[str, LoweringRule] = {
     "REDUCE_ALL": lower_reduce_all_any,
     "REDUCE_ANY": lower_reduce_all_any,
     # The Ethos-U85's comparisons and logical operators (support.U85_ONLY_OPERATORS).
-    **{opcode: lower_u85_comparison for opcode in OPPOSITE},
+    **{opcode: lower_u85_comparison for opcode in COMPARISON},
     **{opcode: lower_u85_logical for opcode in LOGICAL},
     # The Ethos-U85's indexed DMA (support.U85_ONLY_OPERATORS: the CPU's on the U55/U65).
     "GATHER": lower_gather,

@@ -22,7 +22,7 @@ from .lower_lstm import lstm_variant
 from .lower_resource_variables import RESOURCE_VARIABLE_OPS, variable_check
 from .lower_u85_arg_max import MAX_AXIS as U85_ARG_MAX_AXIS
 from .lowered import WEIGHT_SUM_MAX
-from .lower_u85_compare import (COMPARED_TYPES, EQUALITY_TYPES, LOGICAL, MAX_SLICES, NPU_AXIS_MAX, OPPOSITE,
+from .lower_u85_compare import (COMPARED_TYPES, COMPARISON, EQUALITY_TYPES, LOGICAL, MAX_SLICES, NPU_AXIS_MAX,
                                 RESCALED_TYPES, comparison_scale, sliced_shapes)
 from .lowering_rules import LOWERING_RULES
 from .operator_view import ALIAS_OPS, BINARY_ELEMENTWISE_OPS, POOL_OPS, OperatorView
@@ -113,7 +113,7 @@ OPERAND_COUNTS: dict[str, tuple[int, int | None, int | None]] = {
     "BATCH_MATMUL": (2, 2, 1),
     "SELECT": (3, 3, 1), "SELECT_V2": (3, 3, 1), "CAST": (1, 1, 1), "DIV": (2, 2, 1),
     "REDUCE_ALL": (2, 2, 1), "REDUCE_ANY": (2, 2, 1),
-    **{op: (2, 2, 1) for op in (*OPPOSITE, "LOGICAL_AND", "LOGICAL_OR")}, "LOGICAL_NOT": (1, 1, 1),
+    **{op: (2, 2, 1) for op in (*COMPARISON, "LOGICAL_AND", "LOGICAL_OR")}, "LOGICAL_NOT": (1, 1, 1),
     "GATHER": (2, 2, 1), "SCATTER_ND": (3, 3, 1),
 }
 
@@ -606,7 +606,7 @@ def _concat_axis(v: OperatorView) -> str | None:
 
 
 # The Ethos-U85's comparisons and logical operators take bool and int32 maps (lower_u85_compare).
-U85_COMPARE_OPS = frozenset(OPPOSITE) | frozenset(LOGICAL)
+U85_COMPARE_OPS = frozenset(COMPARISON) | frozenset(LOGICAL)
 
 
 def _comparison_operands(v: OperatorView) -> str | None:
