@@ -39,7 +39,7 @@ _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 # The U55 elementwise operations with a U85 counterpart of the same name, and the U85's own
 # comparisons, bitwise modes and DIV (frontend/lower_u85_*: comparisons write -1/0; their
 # operand scales are the lowering's `operand_scales`).
-_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ",
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "ABS", "SHR", "SHL", "CLZ",
                 "CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR", "AND_NOT", "DIV")
 _ORDERED = ("SUB", "SHR", "SHL", "CMP_GE", "CMP_GT", "AND_NOT", "DIV")  # the others' operands commute
 
