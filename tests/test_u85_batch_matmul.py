@@ -221,9 +221,13 @@ def test_int16_deep_extremes(accelerator):
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 def test_int16_constant_y_and_a_concatenation(accelerator):
     """A constant y is the product's IFM2 too (the NPU's weights are 8-bit), transposed by a
-    copy; the output written into a concatenation's slice."""
+    copy where K is not innermost; the output written into a concatenation's slice."""
     y = np.random.default_rng(3).integers(-32768, 32767, size=(2, 16, 7), endpoint=True).astype(np.int16)
     assert _products(_check(_int16_model((2, 5, 16), (2, 16, 7), (2, 5, 7), y_constant=y), accelerator))
+    # With adj_y the constant is the IFM2 as stored (one matrix for both batches: x's rows folded).
+    y_t = np.ascontiguousarray(np.swapaxes(y[:1], 1, 2))
+    compiled = _check(_int16_model((2, 5, 16), (1, 7, 16), (2, 5, 7), adj_y=True, y_constant=y_t), accelerator)
+    assert [s.lowered.name for s in compiled.schedule.operations] == ["0:BATCH_MATMUL(matmul)"]
     assert _products(_check(_int16_model((2, 5, 16), (2, 16, 7), (2, 5, 7), concat_with=(2, 5, 3)), accelerator))
 
 

@@ -779,7 +779,9 @@ def _int32_copy(v: OperatorView) -> bool:
 
 def _batch_matmul_u85(v: OperatorView) -> str | None:
     types = [t.dtype for t in (*v.inputs, v.ofm) if t is not None]
-    return None if len(set(types)) == 1 and types[0] in ("int8", "int16") else f"{' and '.join(types[:-1])} -> {types[-1]}"
+    if len(set(types)) == 1 and types[0] in ("int8", "int16"):
+        return None
+    return f"{' and '.join(types[:-1])} -> {types[-1]}"
 
 
 # The Ethos-U85's rules where Vela 5.2's differ from the U55/U65's, by the name of the rule they
