@@ -17,8 +17,8 @@ import pytest
 import cascader
 from cascader import _core, zoo
 from cascader.errors import InvalidArgumentError
-from cascader.operator_zoo import operator_model
 from cascader.sim import npu_calls
+from cascader.tflite.builder import ModelBuilder, quantization
 
 from test_u85_judge import ZOO, _model_channels, _regions  # noqa: E402
 
@@ -111,13 +111,19 @@ def test_records_round_trip_through_the_u85_encoder(compiled: dict) -> None:
 
 
 def test_refused_operators_go_to_the_cpu_with_the_reason() -> None:
-    """An operator whose operations the U85 emitter cannot express yet (an int16 ABS, whose
-    U55 elementwise ABS has no U85 counterpart emitted) runs on the CPU with the emitter's
-    reason, on the U85 only: on the U55 it stays on the NPU."""
-    model = operator_model("ABS", "int16")
+    """An operator whose operations the U85 emitter cannot express yet (an int16 LEAKY_RELU of
+    one quantization, the U55's elementwise LRELU, which has no U85 counterpart emitted) runs on
+    the CPU with the emitter's reason, on the U85 only: on the U55 it stays on the NPU."""
+    b = ModelBuilder()
+    q = quantization(0.001, 0)
+    x = b.add_input("x", (1, 4, 4, 8), "int16", q)
+    y = b.add_tensor("y", (1, 4, 4, 8), "int16", q)
+    b.add_operator("LEAKY_RELU", [x], [y], {"alpha": 0.25})
+    b.mark_output(y)
+    model = b.build()
     u85 = cascader.compile(model, accelerator="ethos-u85-256").partition
     u55 = cascader.compile(model, accelerator="ethos-u55-128").partition
-    refused = [i for i, op in enumerate(u85.graph.operators) if op.opcode == "ABS"]
+    refused = [i for i, op in enumerate(u85.graph.operators) if op.opcode == "LEAKY_RELU"]
     assert refused
     for i in refused:
         assert not u85.verdicts[i].npu and u85.verdicts[i].rule == "target"

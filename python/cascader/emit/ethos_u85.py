@@ -39,7 +39,7 @@ _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
 # The U55 elementwise operations with a U85 counterpart of the same name, and the U85's own
 # comparisons, bitwise modes and DIV (frontend/lower_u85_*: comparisons write -1/0; their
 # operand scales are the lowering's `operand_scales`).
-_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "SHR", "SHL", "CLZ",
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "ABS", "SHR", "SHL", "CLZ",
                 "CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR", "AND_NOT", "DIV")
 _ORDERED = ("SUB", "SHR", "SHL", "CMP_GE", "CMP_GT", "AND_NOT", "DIV")  # the others' operands commute
 
@@ -86,9 +86,9 @@ _ACC48_SCALE_LIMIT = 1 << 15
 
 
 def _acc48(op: LoweredOperation) -> bool:
-    """A 16x8 convolution: its accumulators are the U85's 48-bit ones (ACC_FORMAT 1, the
-    lowering's 40-bit U55 format)."""
-    return op.weights is not None and op.registers.get("acc_format") == 1
+    """A 16x8 convolution or an int16 matrix product (weights from IFM2): its accumulators are
+    the U85's 48-bit ones (ACC_FORMAT 1, the lowering's 40-bit U55 format)."""
+    return (op.weights is not None or bool(op.registers.get("weights_ifm2"))) and op.registers.get("acc_format") == 1
 
 
 def _widening(op: LoweredOperation) -> bool:
@@ -102,10 +102,16 @@ def _sixteen_by_eight(op: LoweredOperation) -> str | None:
     """Why the 16x8 convolution `op` has no U85 registers yet (None: it has). Its bias and
     rescale go to the 48-bit accumulators' scale entries: TFLite's int64 kernels rescale with
     the reduced 16-bit multiplier, which fits the entry's 15-bit one, and round once, half up
-    (NATURAL); an int32 bias (TFLite's 31-bit multiplier, rounded twice) has no such entry."""
+    (NATURAL); an int32 bias (TFLite's 31-bit multiplier, rounded twice) has no such entry. An
+    int16 matrix product's global OFM scale is that reduced multiplier too (lower_batch_matmul)."""
     if not (op.ifm.element_size == op.ofm.element_size == 2 and _acc48(op)):
         return "16-bit convolutions other than 16x8 are not emitted for the Ethos-U85 yet"
     v = op.weights
+    if v is None:  # a matrix product: no scale entries, its OFM_SCALE
+        multiplier = op.registers.get("ofm_scale", (1, 0))[0]
+        return None if multiplier < _ACC48_SCALE_LIMIT else (
+            "a 16-bit matrix product with a 31-bit multiplier has no Ethos-U85 scale (48-bit accumulators take "
+            "15-bit multipliers)")
     if np.any(np.asarray(v.scales)[:, 0] >= _ACC48_SCALE_LIMIT):
         return ("a 16x8 convolution with a 31-bit multiplier (an int32 bias) has no Ethos-U85 scale entry "
                 "(48-bit accumulators take 15-bit multipliers)")

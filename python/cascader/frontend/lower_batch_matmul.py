@@ -1,4 +1,5 @@
-"""BATCH_MATMUL (int8) as NPU elementwise MULs and channel sums, bit-exact.
+"""BATCH_MATMUL (int8; int16 on the Ethos-U85) as NPU elementwise MULs and channel sums, or as the
+Ethos-U85's matrix product, bit-exact.
 
 TFLite's reference kernel (``reference_ops::BatchMatMul``, int8) computes, per batch (the
 leading axes, broadcast where one operand has 1) and per output element,
@@ -45,6 +46,15 @@ Where Vela loops over the N columns of y and sums each product on its own, this 
   (`_multiply`), where no batch broadcasts and the accumulators hold every sum (`_one_product`).
   zoo transformer_block's two products on U85-256: 23,941 cycles against 29,093 with the MULs
   and sums (Vela 26,507).
+
+int16 (the Ethos-U85 only, as Vela 5.2): TFLite's reference kernel (``BatchMatMul<int16_t,
+int64_t>``) sums the products in int64 (every zero point is 0) and rescales with the int64
+MultiplyByQuantizedMultiplier: the 31-bit multiplier reduced to 15 bits, one rounding half up.
+That is a 16x8 convolution's output stage (`quantization.reduced_quantise_scale`): the matrix
+product with the U85's 48-bit accumulators (ACC_FORMAT 1), which hold any sum of K <= 65,535
+products of int16 codes (at most 2^46). So x @ y is the matrix product whatever the batches:
+where one operand broadcasts a batch, one product per output batch (`_wide_products`); y constant
+or not (the NPU's weights are 8-bit), its transposed copy is the IFM2.
 """
 
 from __future__ import annotations
@@ -187,8 +197,13 @@ def _plans(full: _Operand, row: _Operand, out_batch: tuple[int, ...], rows_are_c
 def lower_batch_matmul(lw: LoweringContext, v: OperatorView) -> None:
     x_t, y_t, out_t = v.inputs[0], v.inputs[1], v.ofm
     assert x_t is not None and y_t is not None and out_t is not None
-    if {x_t.dtype, y_t.dtype, out_t.dtype} != {"int8"}:
-        raise UnsupportedError(f"operator {v.index} (BATCH_MATMUL): lowered for int8 only (as Vela)")
+    types = {x_t.dtype, y_t.dtype, out_t.dtype}
+    wide = types == {"int16"}
+    if types != {"int8"} and not (wide and lw.matmul_from_ifm2):
+        raise UnsupportedError(f"operator {v.index} (BATCH_MATMUL): lowered for int8, and for int16 on a target that "
+                               "multiplies matrices (the Ethos-U85), as Vela")
+    if wide and any(int(t.quantization.zero_point[0]) for t in (x_t, y_t, out_t)):
+        raise UnsupportedError(f"operator {v.index} (BATCH_MATMUL): int16 zero points must be 0 (TFLite's kernel)")
     adj_x, adj_y = bool(v.options.get("adj_x", False)), bool(v.options.get("adj_y", False))
     rank = len(out_t.shape)
     xs, ys = _extended(x_t.shape, rank), _extended(y_t.shape, rank)
@@ -203,16 +218,20 @@ def lower_batch_matmul(lw: LoweringContext, v: OperatorView) -> None:
                                f"(adj_x {adj_x}, adj_y {adj_y}) do not give {list(out_t.shape)}")
     ops = OperationBuilder(lw, v.index, v.opcode)
     scale = convolution_scales(float(x_t.quantization.scale[0]), np.asarray([y_t.quantization.scale[0]]),
-                               float(out_t.quantization.scale[0]), float32_product=True, reduced=False)[0]
-    ofm_scale = (int(scale[0]), int(scale[1]))
+                               float(out_t.quantization.scale[0]), float32_product=True, reduced=wide)[0]
+    # A multiplier TFLite flushes to 0 keeps no shift (the reduced one's would be negative).
+    ofm_scale = (int(scale[0]), int(scale[1])) if scale[0] else (0, 0)
     a = _k_innermost(lw, ops, v.op.inputs[0], xs[:-2], m, k, adj_x, "x_transposed")
     out_shape = (math.prod(out_batch), m, n)
     out = lw.view(v.op.outputs[0], out_shape)
     dense = dense_strides(out_shape, out.element_size)
     # An output written into a concatenation's slice is not dense: sum into a dense map, then copy.
     target = out if out.strides == dense else ops.scratch("result", out_shape, out.dtype, out.zero_point, out.scale)
-    weights = _constant_matrices(y_t, ys, adj_y) if y_t.is_constant and not x_t.is_constant else None
-    if weights is not None:
+    weights = _constant_matrices(y_t, ys, adj_y) if y_t.is_constant and not x_t.is_constant and not wide else None
+    if wide:
+        bt = _k_innermost(lw, ops, v.op.inputs[1], ys[:-2], n, k, not adj_y, "y_transposed")
+        _wide_products(ops, a, bt, out_batch, target, ofm_scale)
+    elif weights is not None:
         _convolve(ops, a, weights, ys[:-2], int(y_t.quantization.zero_point[0]), out_batch, target, ofm_scale)
     else:
         bt = _k_innermost(lw, ops, v.op.inputs[1], ys[:-2], n, k, not adj_y, "y_transposed")
@@ -279,16 +298,48 @@ def _one_product(a: _Operand, bt: _Operand, out_shape: tuple[int, int, int]) -> 
 
 
 def _multiply(ops: OperationBuilder, a: _Operand, bt: _Operand, out: FeatureMapView,
-              ofm_scale: tuple[int, int]) -> None:
+              ofm_scale: tuple[int, int], name: str = "matmul") -> None:
     """out = x @ y as one matrix product of the target's (`LoweringContext.matmul_from_ifm2`):
     a 1x1 convolution of x's rows (batches x M x K) that takes its weights from the IFM2, y
     transposed (batches x N x K): OFM (b, i, j) = sum over k of (x - zp_x)(b, i, k) (y - zp_y)(b,
-    j, k), rescaled by the global OFM scale with TFL rounding, as the reference. Both operands
-    have every batch (no broadcast): each OFM row is its own batch."""
+    j, k), rescaled by the global OFM scale, as the reference: int8 with TFL rounding, int16 in
+    the 48-bit accumulators with the reduced multiplier's one rounding half up (NATURAL). Both
+    operands have every batch (no broadcast): each OFM row is its own batch."""
+    wide = out.dtype == "int16"
     registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=full_range(out.dtype),
-                     rounding="TFL", global_scale=True, ofm_scale=ofm_scale, acc_format=0, weights_ifm2=True)
-    ops.lw.add(LoweredOperation("conv", "conv2d", f"{ops.index}:BATCH_MATMUL(matmul)", (ops.index,), a.view, out,
+                     rounding="NATURAL" if wide else "TFL", global_scale=True, ofm_scale=ofm_scale,
+                     acc_format=1 if wide else 0, weights_ifm2=True)
+    ops.lw.add(LoweredOperation("conv", "conv2d", f"{ops.index}:BATCH_MATMUL({name})", (ops.index,), a.view, out,
                                 ifm2=bt.view, registers=registers))
+
+
+def _wide_products(ops: OperationBuilder, a: _Operand, bt: _Operand, out_batch: tuple[int, ...],
+                   out: FeatureMapView, ofm_scale: tuple[int, int]) -> None:
+    """int16 x @ y as matrix products (`_multiply`): one where no batch broadcasts, or where y has
+    one batch (x's batches of rows folded into one of B x M rows); else one per output batch,
+    each operand at the batch it broadcasts to."""
+    depth, m, n = a.view.shape[2], a.rows, bt.rows
+    batches = math.prod(out_batch)
+    if max(batches, m, n, depth) > TENSOR_DIM_MAX:
+        raise UnsupportedError(f"BATCH_MATMUL: {batches} batches of {m} x {depth} by {depth} x {n} leave the NPU's "
+                               f"{TENSOR_DIM_MAX} per dimension")
+    if a.batch == bt.batch:
+        _multiply(ops, a, bt, out, ofm_scale)
+        return
+    if math.prod(bt.batch) == 1 and math.prod(a.batch) == batches and batches * m <= TENSOR_DIM_MAX:
+        rows = replace(a.view, shape=(1, batches * m, depth), strides=dense_strides((1, batches * m, depth),
+                                                                                    a.view.element_size))
+        folded = replace(out, shape=(1, batches * m, n), strides=dense_strides((1, batches * m, n), out.element_size))
+        _multiply(ops, replace(a, view=rows), bt, folded, ofm_scale)
+        return
+    x_strides, y_strides = a.batch_strides(), bt.batch_strides()
+    for p in np.ndindex(*out_batch):
+        x_at = a.view.offset + sum(i * s for i, s in zip(p, x_strides)) * a.view.element_size
+        y_at = bt.view.offset + sum(i * s for i, s in zip(p, y_strides)) * bt.view.element_size
+        out_at = out.offset + _broadcast_index(p, out_batch) * m * n * out.element_size
+        _multiply(ops, replace(a, view=replace(a.view, shape=(1, m, depth), offset=x_at)),
+                  replace(bt, view=replace(bt.view, shape=(1, n, depth), offset=y_at)),
+                  replace(out, shape=(1, m, n), offset=out_at), ofm_scale, f"matmul{list(p)}")
 
 
 def _broadcast_index(index: tuple[int, ...], batch: tuple[int, ...]) -> int:

@@ -777,6 +777,13 @@ def _int32_copy(v: OperatorView) -> bool:
     return v.opcode in U85_INT32_COPIES and all(t.dtype == "int32" for t in v.activation_tensors)
 
 
+def _batch_matmul_u85(v: OperatorView) -> str | None:
+    types = [t.dtype for t in (*v.inputs, v.ofm) if t is not None]
+    if len(set(types)) == 1 and types[0] in ("int8", "int16"):
+        return None
+    return f"{' and '.join(types[:-1])} -> {types[-1]}"
+
+
 # The Ethos-U85's rules where Vela 5.2's differ from the U55/U65's, by the name of the rule they
 # replace on the U85.
 U85_RULES: dict[str, Rule] = {
@@ -786,6 +793,9 @@ U85_RULES: dict[str, Rule] = {
                       "PACK and CONCATENATION)", lambda v: None if _int32_copy(v) else _dtypes(v)),
     "quantized": Rule("quantized", "feature maps and weights must have finite, positive quantization scales",
                       lambda v: None if _int32_copy(v) else _quantized(v), source="Vela tflite_model_semantic"),
+    # The U85 multiplies int16 matrices in its 48-bit accumulators (frontend/lower_batch_matmul).
+    "batch_matmul_int8": Rule("batch_matmul_int8", "BATCH_MATMUL takes int8 or int16 operands and output, one type",
+                              _batch_matmul_u85, ops=frozenset({"BATCH_MATMUL"}), source="Vela ethos_u85_constraints"),
     # ARG_MAX views its input as A x N x B around the axis, whatever the batch.
     "batch_size": Rule("batch_size", "the IFM batch size must be 1 (but for ARG_MAX)",
                        lambda v: None if v.opcode == "ARG_MAX" else _batch(v)),
