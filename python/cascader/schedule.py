@@ -1242,7 +1242,9 @@ def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: lis
     of any step's (`_live_bytes`), one at a time. A tie elsewhere saves nothing and costs the
     greedy layout's search over which ties to keep (movenet's 26 lone operations all tied:
     255,744 B for a least-SRAM proposal laid out in 246,528 B without them). `others`: the
-    in-place and staircase aliases made so far (their buffers are left alone).
+    in-place and staircase aliases made so far: their buffers are left alone, but for a
+    staircase's output, which may be written over here, and its input, which may be written
+    over its own input (a chain of ties).
     """
     if Accelerator(schedule.accelerator).product == ethos_u85.PRODUCT:
         return []
