@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Union
 
@@ -160,8 +160,11 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
     # The least SRAM that really compiles: the leanest points as the compile lays them out,
     # without weight buffers (the planner's bound leaves out what only the binary has, e.g.
     # arena placement rules, and a chain of staircases drifts).
+    # Of equally lean layouts the fastest proposal (emza's SSD on U55-128 for the least SRAM:
+    # two proposals lay out in 68,736 B, planned 829k and 939k cycles).
     need, point, striped, lean_memory = min(lay_out_leanest(frontier, part.graph, lean, config,
-                                                            fits=None if smallest else budget), key=lambda o: o[0])
+                                                            fits=None if smallest else budget),
+                                            key=lambda o: (o[0], o[1].cycles))
     if budget is None or need <= budget:
         # Within the budget (the planner's bound may even have filtered it out: movenet's
         # leanest point had a bound of 546,048 B and was laid out in 435,456 B): then
@@ -309,6 +312,7 @@ class _Prepared:
         self._frontiers: dict[int, Frontier] = {}
         self.optimise, self.is_least_scratch = optimise, least_scratch
         self._least_scratch: _Prepared | None = None
+        self._overlapped: _Prepared | None = None
         self._leans: dict[int, NpuSchedule] = {}
         self._evicted_bricks: NpuSchedule | None | bool = False  # False: not made yet
         # By (schedule id, proposal id): the proposals are held by the frontiers above.
@@ -332,6 +336,28 @@ class _Prepared:
                     self.model, self.accelerator, self.system, self.memory_mode, self.part, leanest, self.bricked,
                     self.optimise, least_scratch=True)
         return self._least_scratch or None
+
+    def overlapped(self) -> "_Prepared | None":
+        """This lowering with its operations written over the inputs they consume
+        (`NpuSchedule.overlapping`: `schedule._overlapping_operations`, and a run of one
+        operator's operations as a staircase), on the blocks scheduled, made when first asked
+        for; None where `least_scratch` is that already (a model that trades no scratch) or
+        this is a variant. Zoo mobilenet_v2_nchw on U55-128: the TRANSPOSE's steps (its default
+        lowering) then lay out in 55,360 B, within Vela's Size SRAM (62,208 B), where its
+        least-scratch lowering's per-channel planes are slower (987,781 cycles against
+        Vela's 836,754)."""
+        if self.is_least_scratch or not self.part.trades_scratch:
+            return None
+        if self._overlapped is None:
+            self._overlapped = _Prepared(self.model, self.accelerator, self.system, self.memory_mode, self.part,
+                                         replace(self.sched, overlapping=True), self.bricked, self.optimise,
+                                         least_scratch=True)
+        return self._overlapped
+
+    def variants(self) -> list["_Prepared"]:
+        """The leaner variants compiled where this one does not fit, or for the least SRAM:
+        `least_scratch` and `overlapped`, those that exist."""
+        return [v for v in (self.least_scratch(), self.overlapped()) if v is not None]
 
     def evicted_bricks(self) -> NpuSchedule | None:
         """`scheduling.evicted_bricks` of the dense schedule, made when first asked for."""
@@ -388,30 +414,37 @@ def _prepare(model: ModelLike, accelerator: Union[str, Accelerator], system, mem
 
 
 def _compile_either(prepared: _Prepared, budget: int | None, optimise: str, bar, start: float) -> CompiledModel:
-    """`_compile_within` the model's own lowering and, where one differs
-    (`_Prepared.least_scratch`), its least-scratch variant too: when the first does not fit the
-    budget, or for the least SRAM ("size"). That variant is slower where both fit, so
-    "performance" takes it only then."""
+    """`_compile_within` the model's own lowering and, where they differ (`_Prepared.variants`),
+    its leaner variants too: when the first does not fit the budget, or for the least SRAM
+    ("size"). Those are slower where the first fits, so "performance" takes one only then: the
+    one whose binary the estimator says runs fastest ("size": the least SRAM)."""
     try:
         chosen = _compile_within(prepared, budget, optimise, bar, start)
     except InfeasibleError as e:
         chosen, missed = None, e
     if chosen is not None and optimise == "performance":
         return chosen
-    frugal = prepared.least_scratch()  # made only when asked for: its blocks are chosen on the floor
-    if frugal is None:
+    variants = prepared.variants()  # made only when asked for: their blocks are chosen on the floor
+    if not variants:
         if chosen is None:
             raise missed
         return chosen
-    try:
-        leaner = _compile_within(frugal, budget, optimise, bar, start)
-    except InfeasibleError as e:
+    options, minima = [], [] if chosen is not None else [missed.minimum_sram]
+    for variant in variants:
+        try:
+            options.append(_compile_within(variant, budget, optimise, bar, start))
+        except InfeasibleError as e:
+            minima.append(e.minimum_sram)
+    if not options:
         if chosen is not None:
             return chosen
-        least = min((m for m in (missed.minimum_sram, e.minimum_sram) if m is not None), default=None)
+        least = min((m for m in minima if m is not None), default=None)
         if least is None:
-            raise
+            raise missed
         raise InfeasibleError.below(least, budget, "the leanest schedule") from None
+    if chosen is None and optimise == "performance":
+        return min(options, key=lambda c: c.estimate().total_cycles)
+    leaner = min(options, key=lambda c: c.sram_bytes)
     return leaner if chosen is None or leaner.sram_bytes < chosen.sram_bytes else chosen
 
 
@@ -629,8 +662,7 @@ def plan(model: ModelLike, accelerator: Union[str, Accelerator] = "ethos-u55-128
         # with the planner's own bound (`_frontier`), not planned again.
         prepared.share_frontier(prepared.sched, unscored(planned))
     sizes = {p.sram_bytes for p in planned.points}
-    frugal = prepared.least_scratch()
-    if frugal is not None:  # the least-scratch lowering's points are worth compiling at too
+    for frugal in prepared.variants():  # the leaner variants' points are worth compiling at too
         sizes |= {p.sram_bytes for p in plan_scheduled(frugal.part, frugal.sched, options).points}
         # and so is its least SRAM as laid out: the planner's bound does not see an OFM written
         # over its IFM (`schedule._overlapping_operations`), which its blocks are chosen for.

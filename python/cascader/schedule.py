@@ -1129,6 +1129,36 @@ def _row_bytes(view: FeatureMapView) -> tuple[int, int]:
     return first * view.strides[0], (first + view.shape[0]) * view.strides[0]
 
 
+def _view_span(view: FeatureMapView) -> tuple[int, int]:
+    """The bytes from a view's first to its last element, whatever its strides (an NHWC view
+    whose H stride is not the largest, as a transpose's steps read and write)."""
+    return view.offset, view.offset + sum((n - 1) * s for n, s in zip(view.shape, view.strides)) + view.element_size
+
+
+def _operator_runs(schedule: NpuSchedule, op_steps: list[int]) -> list[list[tuple[ScheduledOperation, int]]]:
+    """The runs of two or more consecutive lone NPU operations (no cascade, no depth slices) of
+    one TFLite operator: a TRANSPOSE's row steps, each reading one row of its input and writing
+    one of its output."""
+    def lone(sop: ScheduledOperation) -> bool:  # NHWC views only: `_view_span` spans them
+        lo = sop.lowered
+        return sop.cascade is None and not sop.depth_step and all(
+            v is None or v.layout == "NHWC" for v in (lo.ifm, lo.ifm2, lo.ofm))
+
+    runs: list[list[tuple[ScheduledOperation, int]]] = []
+    current: list[tuple[ScheduledOperation, int]] = []
+    for sop, k in zip(schedule.operations, op_steps):
+        if lone(sop) and (not current or (sop.lowered.sources == current[-1][0].lowered.sources
+                                          and k == current[-1][1] + 1)):
+            current.append((sop, k))
+            continue
+        if len(current) > 1:
+            runs.append(current)
+        current = [(sop, k)] if lone(sop) else []
+    if len(current) > 1:
+        runs.append(current)
+    return runs
+
+
 def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int], op_steps: list[int],
                 buffers: list[_BufferSpec], in_place: dict[int, int]) -> list[mem.Alias]:
     """Each cascade's output written over an input it consumes, where that saves bytes
@@ -1138,33 +1168,46 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
     byte accesses, whole rows each (partial widths, from column bands, count as their whole
     rows: safe, and no gain). `in_place`: the in-place aliases (buffer -> target); a buffer
     and its in-place partners are one range, which is the sink of one staircase and the source
-    of one at most."""
+    of one at most.
+
+    With `schedule.overlapping` (the least-SRAM variant), a run of one operator's lone
+    operations (`_operator_runs`) counts as a cascade too, each operation's accesses the span
+    of its views (`_view_span`): zoo mobilenet_v2_nchw's TRANSPOSE (its first step swaps H and W
+    of the model input into a scratch copy, each later step writes one output row from it)
+    writes its NHWC output one row (288 B) below the model input, which only its first step
+    reads. The planner does not count these (its bound stays a lower bound)."""
     def group(b: int) -> int:
         while b in in_place:
             b = in_place[b]
         return b
 
     last, first = uses.last, uses.first
-    cascades: dict[int, list[tuple[ScheduledOperation, int]]] = {}
+    cascades: dict[Any, list[tuple[ScheduledOperation, int]]] = {}
     for sop, k in zip(schedule.operations, op_steps):
         if sop.cascade is not None:
             cascades.setdefault(sop.cascade, []).append((sop, k))
+    spans = set()  # the keys of the runs, whose accesses are their views' spans
+    if schedule.overlapping:
+        for run in _operator_runs(schedule, op_steps):
+            cascades[("run", run[0][1])] = run
+            spans.add(("run", run[0][1]))
     sinks: set[int] = set()
     sources: set[int] = set()
     aliases = []
-    for ops in cascades.values():
+    for key, ops in cascades.items():
         begin, end = ops[0][1], ops[-1][1]
+        extent = _view_span if key in spans else _row_bytes
         writes: dict[int, list] = {}
         reads: dict[int, list] = {}
         for sop, k in ops:
             lo = sop.lowered
             out = index.get(lo.ofm.buffer)
             if out is not None and not lo.ofm.wrap_rows:
-                writes.setdefault(out, []).append((k, *_row_bytes(lo.ofm)))
+                writes.setdefault(out, []).append((k, *extent(lo.ofm)))
             for v in (lo.ifm, lo.ifm2):
                 b = index.get(v.buffer) if v is not None else None
                 if b is not None and not v.wrap_rows:
-                    reads.setdefault(b, []).append((k, *_row_bytes(v)))
+                    reads.setdefault(b, []).append((k, *extent(v)))
         for sink, written in writes.items():
             if group(sink) in sinks or first[sink] < begin:
                 continue
@@ -1224,11 +1267,17 @@ def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: lis
     of any step's (`_live_bytes`), one at a time. A tie elsewhere saves nothing and costs the
     greedy layout's search over which ties to keep (movenet's 26 lone operations all tied:
     255,744 B for a least-SRAM proposal laid out in 246,528 B without them). `others`: the
-    in-place and staircase aliases made so far (their buffers are left alone).
+    in-place and staircase aliases made so far: their buffers are left alone, but for a
+    staircase's output, which may be written over here, and its input, which may be written
+    over its own input (a chain of ties).
     """
     if Accelerator(schedule.accelerator).product == ethos_u85.PRODUCT:
         return []
-    aliased = {b for a in others for b in (a.buffer, a.target)}
+    # A staircase's output may still be written over here (the lower of one tie and the upper
+    # of another: a chain), and its input may still be written over its own input.
+    aliased = {b for a in others if a.kind != "staircase" for b in (a.buffer, a.target)}
+    lowers = {a.buffer for a in others if a.kind == "staircase"}
+    uppers = {a.target for a in others if a.kind == "staircase"}
     writers: dict[int, int] = {}
     for step in steps:
         for b in step.writes:
@@ -1240,7 +1289,8 @@ def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: lis
             continue
         out, source = index.get(lo.ofm.buffer), index.get(lo.ifm.buffer)
         if (out is None or source is None or out == source or out in aliased or source in aliased
-                or writers.get(out) != 1 or uses.first.get(out) != k or uses.last.get(source) != k
+                or out in lowers or source in uppers or writers.get(out) != 1 or uses.first.get(out) != k
+                or uses.last.get(source) != k
                 or uses.first.get(source, k) >= k or source in steps[k - 1].reads
                 or buffers[out].kind != "feature_map" or buffers[source].kind != "feature_map"
                 or buffers[out].persistent or buffers[source].persistent

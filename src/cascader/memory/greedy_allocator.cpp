@@ -120,7 +120,8 @@ bool GreedyPlacer::same_ranges(const std::vector<LiveRange>& ranges) const {
 }
 
 int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
-                           GreedyOrder placement, std::vector<int64_t>& offsets, int64_t cutoff) {
+                           GreedyOrder placement, std::vector<int64_t>& offsets, int64_t cutoff,
+                           const std::vector<size_t>& first) {
   const size_t n = ranges.size();
   // A chain of ties is placed as one unit, when its first range comes up, each range at its
   // offset; it sorts by the bytes it spans.
@@ -169,6 +170,9 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
     order_.push_back(i);
   }
   order_.insert(order_.end(), next_moved, moved_.end());
+  if (!first.empty()) {  // those first, the rest in order (a range placed twice is skipped: done_)
+    order_.insert(order_.begin(), first.begin(), first.end());
+  }
   offsets.assign(n, 0);
   TimeIndex placed(ranges, blocks_, seen_, stamp_);
   done_.assign(n, 0);
@@ -214,6 +218,7 @@ int64_t GreedyPlacer::place(const std::vector<LiveRange>& ranges, GreedyFit fit,
     }
     if (best < 0) best = align_up(cursor, r.alignment);
     offsets[i] = best;
+    done_[i] = 1;
     placed.add(i);
     top = std::max(top, best + r.size);
     if (top >= cutoff) return top;

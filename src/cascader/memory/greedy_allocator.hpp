@@ -37,10 +37,11 @@ class GreedyPlacer {
   // Sets `offsets` (one per range) as greedy_allocate places them and returns the height. With
   // a `cutoff`, it stops as soon as a placed buffer's top reaches it and returns that top (at
   // least `cutoff`; `offsets` are then incomplete): a caller that keeps only layouts lower than
-  // its best so far need not finish one that cannot be.
+  // its best so far need not finish one that cannot be. `first`: ranges placed before all
+  // others, in that order (each with its chain of ties), then the rest in `order`.
   int64_t place(const std::vector<LiveRange>& ranges, GreedyFit fit, const std::vector<Tie>& ties,
                 GreedyOrder order, std::vector<int64_t>& offsets,
-                int64_t cutoff = std::numeric_limits<int64_t>::max());
+                int64_t cutoff = std::numeric_limits<int64_t>::max(), const std::vector<size_t>& first = {});
 
  private:
   bool same_ranges(const std::vector<LiveRange>& ranges) const;  // as the last placed
