@@ -9,7 +9,7 @@ estimator's reading of such a pair). Here a pair is chained where:
 
 - both operations are elementwise and run whole (no stripes of a cascade), neither with a table
   (a LUT's, or the TANH/SIGMOID one: its DMA would come between them) nor the second with a
-  constant operand copied in by a DMA;
+  constant operand copied in by a DMA, neither writing its OFM transposed;
 - the first one's OFM is a scratch map of the lowering's that only these two operations touch,
   read whole in the second's OFM shape, layout and type, and no CPU operator sees it;
 - the second accepts the first's OFM block (`u85_try_block_config`: the chaining buffer's
@@ -77,11 +77,14 @@ def _chained_operand(first: ScheduledOperation, second: ScheduledOperation, seg:
     """The operand of `second` ("ifm", "ifm2") that may read `first`'s OFM from the chaining
     buffer, or None."""
     a, b = first.lowered, second.lowered
-    if a.kind != "elementwise" or b.kind != "elementwise" or ethos_u85.lut(a) is not None or ethos_u85.lut(b) is not None:
+    if any(o.kind != "elementwise" or ethos_u85.lut(o) is not None for o in (a, b)):
         return None
     if any(s.cascade is not None or s.stripe_of is not None for s in (first, second)):
         return None
-    if second.constant_ifm2 == "copy" or a.registers.get("ofm_transpose") or a.ofm.shape != b.ofm.shape:
+    # Vela 5.2 chains no operation that writes its OFM transposed or reversed (nor do we).
+    if second.constant_ifm2 == "copy" or any(o.registers.get("ofm_transpose") for o in (a, b)):
+        return None
+    if a.ofm.shape != b.ofm.shape:
         return None
     out = a.ofm
     lowered = seg.segment
