@@ -76,6 +76,12 @@ class ScheduledOperation:
     # see broadcast_constant); "" when the IFM2 is no constant.
     constant_ifm2: str = ""
     copy_cycles: float = 0.0
+    # Ethos-U85 chaining (u85_chaining): "ofm" when this operation's OFM stays in the chaining
+    # buffer for the next operation, "ifm"/"ifm2" for that operation's operand read from it; ""
+    # otherwise. A chained pair is costed as its first operation (the second's `cost` is none);
+    # `unchained_cost`: each one's cost apart.
+    chain: str = ""
+    unchained_cost: OpCost | None = None
 
     @property
     def stripe_block_depth(self) -> int:
@@ -994,7 +1000,7 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
     key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping,
-           tuple((id(sop.lowered), sop.cascade, sop.block, sop.depth_step) for _, sop in ops))
+           tuple((id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops))
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
     if found is None:
@@ -1072,6 +1078,9 @@ def _feature_map_buffers(schedule: NpuSchedule, graph: SubGraph
 def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list[tuple[int, ScheduledOperation]],
                                named: tuple) -> _FeatureMapSchedule:
     index, specs, kept = _feature_map_buffers(schedule, graph)
+    # A map kept in the Ethos-U85's chaining buffer (u85_chaining) takes no memory.
+    chained = {index[sop.lowered.ofm.buffer] for _, sop in ops if sop.chain == "ofm"}
+    specs = [s._replace(size=0) if b in chained else s for b, s in enumerate(specs)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index) + kept,
                                       name="inputs")]
     op_rows = []
@@ -1102,6 +1111,7 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
     if schedule.overlapping:
         aliases += _overlapping_operations(schedule, uses, steps, index, op_steps, buffers, aliases)
+    aliases = [a for a in aliases if a.buffer not in chained and a.target not in chained]
     return _FeatureMapSchedule(index, specs, steps, op_rows, aliases, named, {}, {})
 
 

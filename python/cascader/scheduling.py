@@ -9,6 +9,7 @@ from .brick_layout import MIN_TOTAL_SAVING, brick_padded_maps
 from .frontend.lowered import LoweredSegment
 from .frontend.partition import NPU, Partition
 from .schedule import NpuSchedule, _Target, schedule_uncascaded
+from .u85_chaining import with_chains
 
 
 def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, system=None,
@@ -22,7 +23,7 @@ def schedule(part: Partition, segments: list[LoweredSegment], accelerator: str, 
             k += 1
         else:
             order.extend(("cpu", i) for i in s.operators)
-    return schedule_uncascaded(segments, order, accelerator, system, memory_mode)
+    return with_chains(schedule_uncascaded(segments, order, accelerator, system, memory_mode))
 
 
 def bricked_schedule(part: Partition, segments: list[LoweredSegment], sched: NpuSchedule) -> NpuSchedule | None:

@@ -32,6 +32,7 @@ from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, bri
                                dense_strides, follows_ofm, round16)
 from .frontend.quantization import average_pool_scale
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _encode, _Target, keep_recent, unflattened
+from .u85_chaining import with_chains
 
 ROLLING_BASE = 1 << 40  # ids of rolling buffers: apart from tensor, scratch and constant ids
 
@@ -195,7 +196,7 @@ def cascaded_schedule(sched: NpuSchedule, pg: Any, proposal: Any, target: _Targe
                                   scratch={**lowered_seg.scratch, **{b: v[1] for b, v in extra.items()}},
                                   shapes={**lowered_seg.shapes, **{b: v[2] for b, v in extra.items()}})
         segments.append(SegmentSchedule(lowered_seg, ops))
-    return replace(sched, segments=segments)
+    return with_chains(replace(sched, segments=segments), target)  # a stripe of a chained pair breaks it
 
 
 class _CascadeStripes(NamedTuple):

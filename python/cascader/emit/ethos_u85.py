@@ -34,6 +34,7 @@ PRODUCT = "ethos-u85"
 # zero) keep their meaning.
 _ROUND_MODE = {"TFL": 0, "NATURAL": 1, "TRUNCATE": 4}
 _WEIGHT_STREAMS = 4  # WEIGHT_BASE and WEIGHT1..3_BASE
+CHAINED = 2  # IFM/IFM2/OFM_PRECISION's storage: the chaining buffer (arch/ethos_u85/registers.hpp)
 
 
 # The U55 elementwise operations with a U85 counterpart of the same name, and the U85's own
@@ -241,9 +242,11 @@ def weight_ranges(streams: tuple, region: int, base: int) -> dict[str, Any]:
             "u85_weight_streams": ranges}
 
 
-def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: bool, accelerator: str) -> dict[str, Any]:
+def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: bool, accelerator: str,
+           chain: str = "") -> dict[str, Any]:
     """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
-    it is a stripe of (or is)."""
+    it is a stripe of (or is); `chain`: its map in the chaining buffer ("ofm", "ifm", "ifm2":
+    u85_chaining), if any."""
     stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
                           tuple(record.get("ofm_scale", (1, 0))), _rounding(whole, record.get("rounding", "TFL")),
                           _reference_scaled(whole.registers))
@@ -268,9 +271,11 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
         "ofm_round_mode": stage["ofm_round_mode"],
         "ofm_double_round": 0,
-        "storage": (0, 0, 0),
+        "storage": tuple(CHAINED if chain == m else 0 for m in ("ifm", "ifm2", "ofm")),
         "activation_table": table,
     }
+    if chain:  # the map's REGION is the chaining buffer's number: the first (Vela's for a pair)
+        out[chain] = dict(out[chain], region=0)
     if streams is not None:
         out["u85"]["weight_streams"] = streams
     if whole.registers.get("ofm_transpose"):
@@ -313,6 +318,8 @@ def _swap_operands(out: dict[str, Any]) -> None:
     and the broadcast goes to the IFM (IFM_BROADCAST)."""
     out["ifm"], out["ifm2"] = out["ifm2"], out["ifm"]
     u = out["u85"]
+    ifm, ifm2, ofm = u["storage"]
+    u["storage"] = (ifm2, ifm, ofm)
     u["ifm_scale"], u["ifm2_scale"] = u["ifm2_scale"], u["ifm_scale"]
     out["u85"]["ifm_broadcast_mode"] = _broadcast_mode(out.get("broadcast", (False, False, False)))
     out["broadcast"] = (False, False, False)

@@ -228,7 +228,8 @@ def _for_target(records: list[dict[str, Any]], sop: ScheduledOperation, npu: Acc
     if npu.product != ethos_u85.PRODUCT:
         return records
     whole = sop.stripe_of or sop.lowered
-    return [r if r["kind"] == "dma" else ethos_u85.record(r, whole, sop.part_kernel_first, npu.name) for r in records]
+    return [r if r["kind"] == "dma" else ethos_u85.record(r, whole, sop.part_kernel_first, npu.name, sop.chain)
+            for r in records]
 
 
 def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, flash: FlashImage, accelerator: str,

@@ -17,7 +17,8 @@ bit-exact against TFLite's reference kernels.
   -1 (all bits set) or 0. So each comparison is two operations, as Vela 5.2 writes them: the
   comparison (CMP_EQ, CMP_NE, CMP_GT, CMP_GE; LESS and LESS_EQUAL as CMP_GT and CMP_GE of the
   operands swapped) into an int8 scratch map of -1/0 with a unit OFM scale, OFM zero point 0 and
-  the type's clamp, then an AND of it with a constant 1 into the output. Every register of the
+  the type's clamp, then an AND of it with a constant 1 into the output (the scratch map kept in
+  the chaining buffer, as Vela's, where the schedule runs the two whole: u85_chaining). Every register of the
   comparison's output stage is then one Vela's binaries set and silicon runs; a single operation
   would need the output stage's zero point to apply to a comparison's result, which no Vela
   binary exercises. The ordered comparisons keep their operand order, so a broadcast first

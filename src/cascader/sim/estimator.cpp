@@ -621,14 +621,9 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         const bool ifm = c.u85.ifm_storage == ethos_u85::CHAINED, ifm2 = c.u85.ifm2_storage == ethos_u85::CHAINED;
         if (!ifm && !ifm2) break;
         const NpuOp next = npu_op_of(c, arch);
-        U85Chained link;
-        link.type = next.type;
-        link.ifm_bits = bits_of(c.ifm.dtype);
-        link.ofm_bits = bits_of(c.ofm.dtype);
-        link.writes_chain = c.u85.ofm_storage == ethos_u85::CHAINED;
-        link.lut = c.activation.function != 0;
-        if (!ifm && c.u85.ifm_storage < ethos_u85::CHAINED) link.memory_input = next.ifm;
-        if (!ifm2 && next.ifm2 && c.u85.ifm2_storage < ethos_u85::CHAINED) link.memory_input = next.ifm2;
+        const int other = ifm ? c.u85.ifm2_storage : c.u85.ifm_storage;  // the operand not chained
+        const U85Chained link = ethos_u85::chain_link(next, !ifm, other < ethos_u85::CHAINED,
+                                                      c.u85.ofm_storage == ethos_u85::CHAINED, c.activation.function != 0);
         e.op.u85->chain.push_back(link);
         chained.push_back(k);
         if (!link.writes_chain) {

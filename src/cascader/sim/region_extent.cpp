@@ -4,6 +4,7 @@
 #include <array>
 
 #include "cascader/arch/ethos_u85/ofm_order.hpp"
+#include "cascader/arch/ethos_u85/registers.hpp"
 
 namespace cascader::sim {
 
@@ -36,8 +37,13 @@ std::array<RegionExtent, 8> region_extents(const CommandStream& stream) {
     range(out, op.weights1, i, "weights (core 1)");
     range(out, op.scales1, i, "scales (core 1)");
     // An IFM's height and width follow from the OFM and kernel; its base is what is certain.
-    reach(out, op.ifm.region, op.ifm.base[0] + 1, i, "ifm");
-    if (op.has_ifm2() && !op.ifm2_is_scalar) reach(out, op.ifm2.region, op.ifm2.base[0] + 1, i, "ifm2");
+    // A map in the Ethos-U85's chaining buffer is in no memory (its REGION names the buffer).
+    const auto& u = op.u85;
+    if (u.ifm_storage != ethos_u85::CHAINED) reach(out, op.ifm.region, op.ifm.base[0] + 1, i, "ifm");
+    if (op.has_ifm2() && !op.ifm2_is_scalar && u.ifm2_storage != ethos_u85::CHAINED) {
+      reach(out, op.ifm2.region, op.ifm2.base[0] + 1, i, "ifm2");
+    }
+    if (u.ofm_storage == ethos_u85::CHAINED) continue;
     // The OFM as it lies in memory: an Ethos-U85 OFM written transposed has the stored map's
     // extent (its registers' height, width and depth are the computed map's).
     const FeatureMap& f = op.ofm;

@@ -464,4 +464,28 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   return r;
 }
 
+U85Chained chain_link(const NpuOp& next, bool ifm2_chained, bool other_in_memory, bool writes_chain, bool lut) {
+  U85Chained link;
+  link.type = next.type;
+  link.ifm_bits = next.ifm.bits;
+  link.ofm_bits = next.ofm.bits;
+  link.writes_chain = writes_chain;
+  link.lut = lut;
+  if (other_in_memory) {
+    if (ifm2_chained) {
+      link.memory_input = next.ifm;
+    } else if (next.ifm2) {
+      link.memory_input = next.ifm2;
+    }
+  }
+  return link;
+}
+
+void chain_into(NpuOp& first, const NpuOp& next, bool ifm2_chained) {
+  if (!first.u85 || !first.block_config) throw InvalidArgument("chain_into: the first operation is not described");
+  first.u85->ofm_chained = true;
+  first.u85->chain.push_back(chain_link(next, ifm2_chained, true, false, next.activation == Activation::Lut));
+  first.ofm = next.ofm;
+}
+
 }  // namespace cascader::ethos_u85

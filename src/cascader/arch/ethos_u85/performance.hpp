@@ -32,4 +32,14 @@ BlockShape ifm_block(const AcceleratorConfig& a, const BlockShape& ofm_block, co
 // InvalidArgument for an operation the model does not describe.
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
 
+// `next` as a link of a chain (U85Op::chain): it reads the chaining buffer as its IFM or IFM2
+// (`ifm2_chained`), its other operand, if it has one and `other_in_memory`, from memory; it
+// writes the chaining buffer on (`writes_chain`) or memory; `lut`: a table activation.
+U85Chained chain_link(const NpuOp& next, bool ifm2_chained, bool other_in_memory, bool writes_chain, bool lut);
+
+// `first` (described: op.u85 and its block config set) with `next` chained after it: `first`'s
+// OFM stays in the chaining buffer, and the pair is costed as one operation ending in `next`'s
+// OFM, as the estimator costs such a pair read from a command stream.
+void chain_into(NpuOp& first, const NpuOp& next, bool ifm2_chained);
+
 }  // namespace cascader::ethos_u85
