@@ -68,6 +68,10 @@ struct Part {
   // one it stripes in: a per-element copy streamed 16 channels wide.
   double whole_cycles = -1;
   int64_t buffered_bytes = 0;
+  // Of `buffered_bytes`, those filled while the operation before it runs (< 0: all of them).
+  // A double buffer of depth slices prefetches its first slot only; the second fills under
+  // the operation's own first slice.
+  int64_t buffered_prefetch_bytes = -1;
   int64_t weight_stream_bytes() const { return op.weight_bytes + op.scale_bytes; }
   std::string repr() const;
 };

@@ -82,9 +82,18 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
       ScheduledBuffer weights;
       weights.name = "cascade " + std::to_string(c.first) + ".." + std::to_string(c.last - 1) + " weights";
       weights.kind = BufferKind::Weights;
-      weights.size = c.weight_buffer_bytes;
-      step.writes.push_back(int(out.buffers.size()));
-      out.buffers.push_back(std::move(weights));
+      weights.size = c.weight_prefetch_bytes;
+      // The bytes the DMA fills under the operation before (a Weights buffer starts a step
+      // early), and the rest, filled under the cascade itself (a double buffer's second slot).
+      ScheduledBuffer later;
+      later.name = weights.name + " (filled during the cascade)";
+      later.kind = BufferKind::Copy;
+      later.size = c.weight_buffer_bytes - c.weight_prefetch_bytes;
+      for (ScheduledBuffer* b : {&weights, &later}) {
+        if (b->size == 0) continue;
+        step.writes.push_back(int(out.buffers.size()));
+        out.buffers.push_back(std::move(*b));
+      }
     }
     out.steps.push_back(std::move(step));
   }
