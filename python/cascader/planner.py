@@ -438,9 +438,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 part.bufferable = own.weight_buffer
                 if own.weight_buffer:
                     part.buffered_cycles = float(own.cost.total_cycles)
-                    # A double buffer of depth slices holds two slots while it runs, one before.
-                    part.buffered_prefetch_bytes = (weight_buffer_bytes(own) + 15) // 16 * 16
-                    part.buffered_bytes = _buffer_size(own)
+                    part.buffered_bytes = (weight_buffer_bytes(own) + 15) // 16 * 16
+                    # A double buffer of depth slices holds a second slot while it runs.
+                    part.buffered_second_slot_bytes = _buffer_size(own) - part.buffered_bytes
         else:
             # A CPU operator: it reads and writes whole tensors, in no time the NPU sees.
             part.op = _core.NpuOp()

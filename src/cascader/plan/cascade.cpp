@@ -564,7 +564,6 @@ CascadePlan empty_plan(int first, int last, const Striping& striping, int column
   plan.column_bands = column_bands;
   plan.buffered_weights = buffer_weights;
   plan.weight_buffer_bytes = buffer_weights ? weight_bytes : 0;
-  plan.weight_prefetch_bytes = plan.weight_buffer_bytes;
   return plan;
 }
 
@@ -581,7 +580,7 @@ std::optional<CascadePlan> plan_whole(const PlanGraph& graph, const PlanGraph::U
     const PlanTensor& out = graph.tensors[size_t(alone.output)];
     plan.cycles = alone.buffered_cycles;
     plan.weight_buffer_bytes = alone.buffered_bytes;
-    plan.weight_prefetch_bytes = alone.buffered_prefetch_bytes < 0 ? alone.buffered_bytes : alone.buffered_prefetch_bytes;
+    plan.weight_second_slot_bytes = alone.buffered_second_slot_bytes;
     plan.operations = 1;
     if (record_runs) plan.runs.push_back(StripeRun{first, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, first, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
     return plan;

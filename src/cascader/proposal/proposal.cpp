@@ -257,7 +257,7 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
       plan_memory.push_back(planned[c].memory);
       end_memory.push_back(planned[c].end_memory);
       plans.push_back(std::move(*planned[c].plan));
-      const int64_t prefetch = plans.back().weight_prefetch_bytes;
+      const int64_t prefetch = plans.back().weight_buffer_bytes;
       // front[i] is a frontier: memory rising, cycles falling. Without a prefetch, every base
       // within the cascade's own memory extends to that same memory, so only the fastest of them
       // (the last) and any extension exactly as fast can make the next frontier: the others are
