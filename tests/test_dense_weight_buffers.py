@@ -10,8 +10,9 @@ four points. Now the frontier runs down from the uncascaded schedule with every 
 (42,640 and 559,066 cycles) through the subsets of buffers the DP keeps.
 
 A buffer of depth slices holds two slots while its operation runs and one before (the first
-slice's DMA runs under the operation before): the planner counts it so, as the compile lays it
-out. Counted as one slot throughout, lstm_kws's fastest point claimed 3,872 B and compiled at
+slice's DMA runs under the operation before): a point's layout counts it so, as the compile lays
+it out (the DP's bound counts one slot, a lower bound: the allocator may shrink a buffer to one).
+Counted as one slot in the layout too, lstm_kws's fastest point claimed 3,872 B and compiled at
 that budget to 574,705 cycles, not its 559,066 (it needs 5,024 B).
 """
 
