@@ -136,7 +136,8 @@ _DOCS = {
         One per interior tensor.
     buffered_weights : bool
         Every part's weights copied into SRAM once and read from there by every stripe;
-        ``weight_buffer_bytes`` is that buffer.
+        ``weight_buffer_bytes`` is that buffer (a double buffer's first slot), and
+        ``weight_second_slot_bytes`` its second slot, live during the cascade only.
     staircase_tensor, staircase_shift : int
         The input the sink is written over, ``staircase_shift`` bytes below it (-1: none).
     cycles : float
@@ -163,9 +164,10 @@ _DOCS = {
     stripable : bool
         False when its output rows are not a bounded window of its input rows (a fully
         connected layer): it then runs whole, outside cascades.
-    bufferable, buffered_cycles, buffered_bytes, whole_cycles
+    bufferable, buffered_cycles, buffered_bytes, buffered_second_slot_bytes, whole_cycles
         Costs the compiler's scheduler fixes for a part run alone (negative: the cycle
-        model's); leave them for a graph built by hand.""",
+        model's; ``buffered_second_slot_bytes``, a double buffer's second slot, live only while
+        the part runs); leave them for a graph built by hand.""",
     PlanGraph: """Parts in execution order over tensors: what the planner searches.
 
     ``add_tensor(t)`` and ``add_part(p)`` return the new index; set ``inputs`` and ``outputs``

@@ -39,8 +39,8 @@ from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
                                follows_ofm)
 from .lowering import lower
-from .schedule import (NpuSchedule, _Target, eviction_cycles, memory_schedule, unflattened, weight_buffer_bytes,
-                       with_overlapping_blocks, without_weight_buffers)
+from .schedule import (NpuSchedule, _Target, _buffer_size, eviction_cycles, memory_schedule, unflattened,
+                       weight_buffer_bytes, with_overlapping_blocks, without_weight_buffers)
 from .scheduling import schedule
 from .stripes import cascaded_schedule, is_striped
 from .tflite import ModelLike, as_model
@@ -439,6 +439,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 if own.weight_buffer:
                     part.buffered_cycles = float(own.cost.total_cycles)
                     part.buffered_bytes = (weight_buffer_bytes(own) + 15) // 16 * 16
+                    # A double buffer of depth slices holds a second slot while it runs.
+                    part.buffered_second_slot_bytes = _buffer_size(own) - part.buffered_bytes
         else:
             # A CPU operator: it reads and writes whole tensors, in no time the NPU sees.
             part.op = _core.NpuOp()

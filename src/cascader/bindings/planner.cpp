@@ -89,6 +89,7 @@ void bind_planner(py::module_& m) {
       .def_readwrite("bufferable", &Part::bufferable)
       .def_readwrite("buffered_cycles", &Part::buffered_cycles)
       .def_readwrite("buffered_bytes", &Part::buffered_bytes)
+      .def_readwrite("buffered_second_slot_bytes", &Part::buffered_second_slot_bytes)
       .def_readwrite("whole_cycles", &Part::whole_cycles)
       .def("__repr__", &Part::repr);
   py::class_<PlanGraph>(m, "PlanGraph")
@@ -137,6 +138,7 @@ void bind_planner(py::module_& m) {
       .def_readonly("buffer_bytes", &CascadePlan::buffer_bytes)
       .def_readonly("buffered_weights", &CascadePlan::buffered_weights)
       .def_readonly("weight_buffer_bytes", &CascadePlan::weight_buffer_bytes)
+      .def_readonly("weight_second_slot_bytes", &CascadePlan::weight_second_slot_bytes)
       .def_readonly("buffers", &CascadePlan::buffers)
       .def_readonly("staircase_tensor", &CascadePlan::staircase_tensor)
       .def_readonly("staircase_shift", &CascadePlan::staircase_shift)

@@ -580,6 +580,7 @@ std::optional<CascadePlan> plan_whole(const PlanGraph& graph, const PlanGraph::U
     const PlanTensor& out = graph.tensors[size_t(alone.output)];
     plan.cycles = alone.buffered_cycles;
     plan.weight_buffer_bytes = alone.buffered_bytes;
+    plan.weight_second_slot_bytes = alone.buffered_second_slot_bytes;
     plan.operations = 1;
     if (record_runs) plan.runs.push_back(StripeRun{first, 0, out.shape[H], 0, out.shape[W], stripe_inputs(graph, first, RowsColumns{0, out.shape[H], 0, out.shape[W]})});
     return plan;

@@ -92,6 +92,10 @@ struct CascadePlan {
   // buffer when the part first runs and read from there by every later stripe.
   bool buffered_weights = false;
   int64_t weight_buffer_bytes = 0;
+  // Beyond `weight_buffer_bytes` (filled while the operation before the cascade runs), the
+  // second slot of a part's double buffer, live during the cascade only (Part::
+  // buffered_second_slot_bytes): in the proposal layout, not in cascade_memory.
+  int64_t weight_second_slot_bytes = 0;
   std::vector<RollingBuffer> buffers;
   // The input the sink may be written over, `staircase_shift` bytes below it (-1: none).
   int staircase_tensor = -1;

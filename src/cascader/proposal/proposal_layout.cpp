@@ -83,8 +83,18 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
       weights.name = "cascade " + std::to_string(c.first) + ".." + std::to_string(c.last - 1) + " weights";
       weights.kind = BufferKind::Weights;
       weights.size = c.weight_buffer_bytes;
-      step.writes.push_back(int(out.buffers.size()));
-      out.buffers.push_back(std::move(weights));
+      // The DMA fills it under the operation before (a Weights buffer starts a step early); a
+      // double buffer's second slot fills under the cascade itself, live there only (as
+      // schedule.memory_schedule lays it out).
+      ScheduledBuffer later;
+      later.name = weights.name + " (second slot)";
+      later.kind = BufferKind::Copy;
+      later.size = c.weight_second_slot_bytes;
+      for (ScheduledBuffer* b : {&weights, &later}) {
+        if (b->size == 0) continue;
+        step.writes.push_back(int(out.buffers.size()));
+        out.buffers.push_back(std::move(*b));
+      }
     }
     out.steps.push_back(std::move(step));
   }
