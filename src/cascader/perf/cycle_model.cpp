@@ -58,7 +58,8 @@ namespace {
 // Every cache's choices, shared: a choice depends on the query and the accelerator (a fixed
 // table entry, named by its id) alone, and the planner's stripe costers are made per call and
 // per worker thread, each with a cache of its own (MobileNetV2-224's plan searched blocks for
-// the same stripe shapes in each of them: a twentieth of its planning). Capped: cleared when full.
+// the same stripe shapes in each of them: about 4 ms of its 80 ms CPU on U55-128). Capped:
+// cleared when full.
 struct SharedChoices {
   static constexpr size_t kMaxEntries = size_t{1} << 16;
   std::shared_mutex lock;
