@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -53,43 +51,11 @@ BlockConfigCache::BlockConfigCache(BlockConfigCache&&) noexcept = default;
 BlockConfigCache& BlockConfigCache::operator=(BlockConfigCache&&) noexcept = default;
 size_t BlockConfigCache::size() const { return impl_->map.size() + impl_->searched.size(); }
 
-namespace {
-
-// Every cache's choices, shared: a choice depends on the query and the accelerator (a fixed
-// table entry, named by its id) alone, and the planner's stripe costers are made per call and
-// per worker thread, each with a cache of its own (MobileNetV2-224's plan searched blocks for
-// the same stripe shapes in each of them: about 4 ms of its 80 ms CPU on U55-128). Capped:
-// cleared when full.
-struct SharedChoices {
-  static constexpr size_t kMaxEntries = size_t{1} << 16;
-  std::shared_mutex lock;
-  std::unordered_map<QueryKey, BlockConfig, QueryHash> map;
-};
-
-SharedChoices& shared_choices() {
-  static SharedChoices* choices = new SharedChoices;  // never destroyed: worker threads may outlive exit
-  return *choices;
-}
-
-}  // namespace
-
 const BlockConfig& BlockConfigCache::get(const AcceleratorConfig& arch, const BlockQuery& q) {
   QueryKey key{arch.id, q};
   auto it = impl_->map.find(key);
   if (it != impl_->map.end()) return it->second;
-  SharedChoices& shared = shared_choices();
-  {
-    std::shared_lock<std::shared_mutex> reading(shared.lock);
-    auto found = shared.map.find(key);
-    if (found != shared.map.end()) return impl_->map.emplace(key, found->second).first->second;
-  }
-  const BlockConfig chosen = choose_block_config(arch, q);
-  {
-    std::unique_lock<std::shared_mutex> writing(shared.lock);
-    if (shared.map.size() >= SharedChoices::kMaxEntries) shared.map.clear();
-    shared.map.emplace(key, chosen);
-  }
-  return impl_->map.emplace(key, chosen).first->second;
+  return impl_->map.emplace(key, choose_block_config(arch, q)).first->second;
 }
 
 const BlockConfig& BlockConfigCache::get(const std::string& key, const std::function<BlockConfig()>& choose) {

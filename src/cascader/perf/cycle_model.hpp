@@ -45,8 +45,7 @@ struct CostRecord {
   BlockConfig block_config;  // the one used
 };
 
-// Caches block-config choices by op shape. Not thread-safe: use one per thread. Its misses are
-// looked up in (and added to) a process-wide table of choices that every cache shares.
+// Caches block-config choices by op shape. Not thread-safe: use one per thread.
 class BlockConfigCache {
  public:
   BlockConfigCache();
