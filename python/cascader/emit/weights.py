@@ -27,6 +27,16 @@ class StreamRanges:
     weight_length: int
 
 
+def _stream_ranges(scale_offset: int, scale_length: int, weight_offset: int, weight_length: int) -> StreamRanges:
+    """`StreamRanges(...)` without the frozen dataclass's `__init__` (which sets each field
+    through `object.__setattr__`): the planner makes one per stream of every encoding it tries.
+    The same object (no `__post_init__`)."""
+    r = object.__new__(StreamRanges)
+    r.__dict__.update(scale_offset=scale_offset, scale_length=scale_length, weight_offset=weight_offset,
+                      weight_length=weight_length)
+    return r
+
+
 class EncodedWeights:
     """An operation's encoded constants: per OFM-depth slice, per core, scales then weights.
 
@@ -46,7 +56,7 @@ class EncodedWeights:
         self._data: bytes | None = None
         self.size: int = planned.size  # bytes of `data`
         self.slices: tuple[tuple[StreamRanges, ...], ...] = tuple(
-            tuple(StreamRanges(*r) for r in streams) for streams in planned.slices)
+            tuple(_stream_ranges(*r) for r in streams) for streams in planned.slices)
 
     @classmethod
     def of_data(cls, data: bytes, slices: tuple[tuple[StreamRanges, ...], ...], u85: bool = False) -> "EncodedWeights":
@@ -173,7 +183,9 @@ def encode_weights(
     w = np.asarray(weights)
     if w.ndim != 4:
         raise InvalidArgumentError(f"weights must be OHWI (4 dimensions), got shape {w.shape}")
-    zp = np.broadcast_to(np.asarray(zero_points, dtype=np.int64).reshape(-1), (w.shape[0],))
+    zp = np.asarray(zero_points, dtype=np.int64).reshape(-1)
+    if zp.size != w.shape[0]:  # one for all (np.broadcast_to costs more than the rest of this call)
+        zp = np.broadcast_to(zp, (w.shape[0],))
     # Weights go as they are (int8/uint8 as a model stores them): the core widens them.
     return EncodedWeights(_core.plan_operation_weights(
         w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),

@@ -1,6 +1,7 @@
 #include "cascader/proposal/proposal_layout.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -11,8 +12,37 @@
 
 namespace cascader {
 
+namespace {
+
+// `b` without its name: what a layout reads of it (proposal_sram's schedules are laid out once
+// and dropped; copying every buffer's name, and naming each rolling buffer, allocated for
+// nothing).
+ScheduledBuffer unnamed(const ScheduledBuffer& b) {
+  // Every field but the name is copied: a field added to ScheduledBuffer must be added here.
+  struct Fields {
+    std::string name;
+    BufferKind kind;
+    int64_t size, alignment;
+    bool persistent;
+    double access_bytes;
+    bool constant, cpu_visible;
+  };
+  static_assert(sizeof(Fields) == sizeof(ScheduledBuffer), "unnamed() copies every field of ScheduledBuffer");
+  ScheduledBuffer out;
+  out.kind = b.kind;
+  out.size = b.size;
+  out.alignment = b.alignment;
+  out.persistent = b.persistent;
+  out.access_bytes = b.access_bytes;
+  out.constant = b.constant;
+  out.cpu_visible = b.cpu_visible;
+  return out;
+}
+
+}  // namespace
+
 BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<CascadePlan>& cascades,
-                                 const BufferSchedule& uncascaded) {
+                                 const BufferSchedule& uncascaded, bool named) {
   const size_t n = uncascaded.buffers.size();
   if (uncascaded.steps.size() != graph.parts.size() + 2) {
     throw InvalidArgument("the uncascaded schedule has " + std::to_string(uncascaded.steps.size()) +
@@ -30,7 +60,7 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
   for (size_t b = 0; b < n; ++b) {
     if (position[b] < 0) continue;
     position[b] = int(out.buffers.size());
-    out.buffers.push_back(uncascaded.buffers[b]);
+    out.buffers.push_back(named ? uncascaded.buffers[b] : unnamed(uncascaded.buffers[b]));
   }
   // Tensors beyond the uncascaded buffers (a CPU part's empty output) and rolled ones drop out.
   const auto kept = [&](int t) { return t >= 0 && size_t(t) < n && position[size_t(t)] >= 0; };
@@ -72,15 +102,17 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
     Step step{renumbered(reads), renumbered(writes)};
     for (const RollingBuffer& b : c.buffers) {
       ScheduledBuffer rolling;
-      rolling.name = graph.tensors[size_t(b.tensor)].name + " (rolling, " + std::to_string(b.rows) + "x" +
-                     std::to_string(b.columns) + ")";
+      if (named) {
+        rolling.name = graph.tensors[size_t(b.tensor)].name + " (rolling, " + std::to_string(b.rows) + "x" +
+                       std::to_string(b.columns) + ")";
+      }
       rolling.size = b.bytes;
       step.writes.push_back(int(out.buffers.size()));
       out.buffers.push_back(std::move(rolling));
     }
     if (c.weight_buffer_bytes) {
       ScheduledBuffer weights;
-      weights.name = "cascade " + std::to_string(c.first) + ".." + std::to_string(c.last - 1) + " weights";
+      if (named) weights.name = "cascade " + std::to_string(c.first) + ".." + std::to_string(c.last - 1) + " weights";
       weights.kind = BufferKind::Weights;
       weights.size = c.weight_buffer_bytes;
       // The DMA fills it under the operation before (a Weights buffer starts a step early); a
@@ -141,7 +173,11 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
 
 int64_t proposal_sram(const PlanGraph& graph, const std::vector<CascadePlan>& cascades,
                       const BufferSchedule& uncascaded, const MemoryConfig& config) {
-  return layout_schedule(proposal_schedule(graph, cascades, uncascaded), config).arenas.fast_size;
+  try {
+    return layout_schedule(proposal_schedule(graph, cascades, uncascaded, false), config).arenas.fast_size;
+  } catch (const std::exception&) {  // again with the names its message may quote
+    return layout_schedule(proposal_schedule(graph, cascades, uncascaded), config).arenas.fast_size;
+  }
 }
 
 std::vector<int64_t> proposal_srams(const PlanGraph& graph, const std::vector<const Proposal*>& proposals,

@@ -28,8 +28,9 @@
 namespace cascader {
 
 // Throws InvalidArgument when `uncascaded` does not have the graph's parts as its steps.
+// Without `named`, its buffers have no names (a layout does not read them).
 BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<CascadePlan>& cascades,
-                                 const BufferSchedule& uncascaded);
+                                 const BufferSchedule& uncascaded, bool named = true);
 
 // The fast arena's size when that schedule is laid out under `config` (the SRAM: in a shared
 // memory the one scratch arena).
