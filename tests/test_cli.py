@@ -165,21 +165,27 @@ def test_ethos_u85_with_vela_option_names(tmp_path, kws, capsys):
 
 
 def test_inspect_takes_the_accelerator(capsys, tmp_path):
-    """An int16 ABS has no U85 operation emitted yet: inspect with the U85 says so, as the U85
-    compile leaves it, and with the U55 it is on the NPU."""
-    from cascader.operator_zoo import operator_model
-    from cascader.tflite import save_model
+    """An int16 LEAKY_RELU of one quantization (the U55's elementwise LRELU) has no U85
+    operation emitted yet: inspect with the U85 says so, as the U85 compile leaves it, and with
+    the U55 it is on the NPU."""
+    from cascader.tflite.builder import ModelBuilder, quantization
 
-    path = tmp_path / "abs16.tflite"
-    model = operator_model("ABS", "int16")
-    save_model(model, path)
+    b = ModelBuilder()
+    q = quantization(0.001, 0)
+    x = b.add_input("x", (1, 4, 4, 8), "int16", q)
+    y = b.add_tensor("y", (1, 4, 4, 8), "int16", q)
+    b.add_operator("LEAKY_RELU", [x], [y], {"alpha": 0.25})
+    b.mark_output(y)
+    model = b.build()
+    path = tmp_path / "leaky16.tflite"
+    cascader.save_model(model, path)
     assert main(["inspect", str(path), "--accelerator-config", "ethos-u85-256"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{path} on ethos-u85-256")
-    (line,) = [line for line in out.splitlines() if " ABS " in line]
+    (line,) = [line for line in out.splitlines() if " LEAKY_RELU " in line]
     assert " CPU " in line and "Ethos-U85" in line
     assert cascader.compile(model, accelerator="ethos-u85-256").summary().cpu_operators == 1
     assert main(["inspect", str(path), "--accelerator", "ethos-u55-128"]) == 0
-    assert all(" NPU " in line for line in capsys.readouterr().out.splitlines() if " ABS " in line)
+    assert all(" NPU " in line for line in capsys.readouterr().out.splitlines() if " LEAKY_RELU " in line)
     assert main(["inspect", str(path), "--accelerator", "ethos-u99-1"]) == 2
     assert "unknown accelerator" in capsys.readouterr().err
