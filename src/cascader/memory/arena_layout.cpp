@@ -134,37 +134,42 @@ Allocation tied_greedy(const std::vector<LiveRange>& ranges, const std::vector<T
         break;
       }
     }
-    // The topmost range and those sharing time with it, and, where one of those is in a chain,
-    // those sharing time with the chain's members: the topmost may sit on a chain that sits on
-    // a range it never meets (zoo ds_cnn_kws's cascades on U55-128: a rolling buffer on the
-    // staircase chain of the depthwise outputs, which sits on the first rolling buffer; placed
-    // first, 12,656 -> 12,640 B, as the planner's proposal layout has it). One candidate per
-    // chain, the chain's bytes its size.
-    std::vector<char> near(ranges.size(), 0);
+    // The topmost range and those sharing time with it, largest first; when none of those
+    // lowers the layout, those sharing time with a chain one of them is in, one per chain, the
+    // chain's bytes its size: the topmost may sit on a chain that sits on a range it never
+    // meets (zoo ds_cnn_kws's cascades on U55-128: a rolling buffer on the staircase chain of
+    // the depthwise outputs, which sits on the first rolling buffer; that one placed first,
+    // 12,656 -> 12,640 B, as the planner's proposal layout has it). Tried after the first
+    // kind, they only lower layouts where those did not.
+    std::vector<char> near(ranges.size(), 0), touched(chain_span.size(), 0);
+    std::vector<size_t> candidates;
     for (size_t i = 0; i < ranges.size(); ++i) {
       near[i] = ranges[i].size > 0 && (i == top || overlaps_in_time(ranges[i], ranges[top]));
-    }
-    std::vector<char> touched(chain_span.size(), 0), reached = near;
-    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (near[i] && std::find(first.begin(), first.end(), i) == first.end()) candidates.push_back(i);
       if (near[i] && chain_of[i] >= 0) touched[size_t(chain_of[i])] = 1;
     }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](size_t a, size_t b) { return ranges[a].size > ranges[b].size; });
+    if (candidates.size() > kPromotionCandidates) candidates.resize(kPromotionCandidates);
+    std::vector<char> reached(ranges.size(), 0);
     for (size_t m = 0; m < ranges.size(); ++m) {
       if (chain_of[m] < 0 || !touched[size_t(chain_of[m])]) continue;
       for (size_t j = 0; j < ranges.size(); ++j) {
-        if (ranges[j].size > 0 && overlaps_in_time(ranges[j], ranges[m])) reached[j] = 1;
+        if (!near[j] && ranges[j].size > 0 && overlaps_in_time(ranges[j], ranges[m])) reached[j] = 1;
       }
     }
-    std::vector<size_t> candidates;
+    std::vector<size_t> further;
     for (size_t i = 0; i < ranges.size(); ++i) {
-      if (!reached[i]) continue;
       const auto unit = [&](size_t j) { return same_unit(i, j); };
-      if (std::any_of(first.begin(), first.end(), unit) || std::any_of(candidates.begin(), candidates.end(), unit)) {
+      if (!reached[i] || std::any_of(first.begin(), first.end(), unit) ||
+          std::any_of(candidates.begin(), candidates.end(), unit) || std::any_of(further.begin(), further.end(), unit)) {
         continue;
       }
-      candidates.push_back(i);
+      further.push_back(i);
     }
-    std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
-    if (candidates.size() > kPromotionCandidates) candidates.resize(kPromotionCandidates);
+    std::stable_sort(further.begin(), further.end(), [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
+    if (further.size() > kPromotionCandidates) further.resize(kPromotionCandidates);
+    candidates.insert(candidates.end(), further.begin(), further.end());
     bool promoted = false;
     for (size_t c : candidates) {
       first.push_back(c);
