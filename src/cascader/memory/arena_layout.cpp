@@ -50,8 +50,9 @@ std::vector<Tie> member_ties(const std::vector<Tie>& ties, const std::vector<siz
 // per distinct offset, the empty one included), then, from the best, each tie dropped or
 // restored in turn while that lowers the layout; each subset placed largest first and earliest
 // first. Each try is two greedy layouts: a few ties make a few dozen. Last, while above the lower
-// bound, promotions: a buffer sharing time with the topmost one (itself included) placed before
-// the rest, kept when that lowers the layout, and again from there. Largest first puts a chain
+// bound, promotions: a buffer sharing time with the topmost one (itself included), else one
+// sharing time with a chain of ties one of those is in, placed before the rest, kept when that
+// lowers the layout, and again from there. Largest first puts a chain
 // of ties at the bottom and stacks a map that shares time with it on top: zoo ResNet-8's
 // cascades on U55-128 within 35,840 B laid out in 35,664 B, in 33,744 B (the bound) with one
 // promotion; Vela's Size SRAM layouts of MobileNetV2-224 on U55-128 357,184 -> 332,096 B.
