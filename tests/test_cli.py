@@ -164,12 +164,16 @@ def test_ethos_u85_with_vela_option_names(tmp_path, kws, capsys):
     assert call.split()[1] == "ethos-u" and call.endswith("operations for ethos-u85-256 (`cascader estimate` / `simulate` read it)")
 
 
-def test_inspect_takes_the_accelerator(capsys, tmp_path):
-    """An int16 LEAKY_RELU of one quantization (the U55's elementwise LRELU) has no U85
-    operation emitted yet: inspect with the U85 says so, as the U85 compile leaves it, and with
-    the U55 it is on the NPU."""
+def test_inspect_takes_the_accelerator(capsys, tmp_path, monkeypatch):
+    """An operator whose U85 operations the emitter refuses (made to refuse a MUL here: it
+    emits every operation the lowering makes today): inspect with the U85 says so, as the U85
+    compile leaves it, and with the U55 it is on the NPU."""
+    from cascader.emit import ethos_u85
     from cascader.tflite.builder import ModelBuilder, quantization
 
+    refusal = ethos_u85.refusal
+    monkeypatch.setattr(ethos_u85, "refusal", lambda op: "a MUL is not emitted for the Ethos-U85 (test)"
+                        if op.registers.get("sub_op") == "MUL" else refusal(op))
     b = ModelBuilder()
     q = quantization(0.001, 0)
     x = b.add_input("x", (1, 4, 4, 8), "int16", q)

@@ -110,25 +110,47 @@ def test_records_round_trip_through_the_u85_encoder(compiled: dict) -> None:
             cascader.emit.encode_command_stream([dict(conv, **change)], "ethos-u85-256")
 
 
-def test_refused_operators_go_to_the_cpu_with_the_reason() -> None:
-    """An operator whose operations the U85 emitter cannot express yet (an int16 LEAKY_RELU of
-    one quantization, the U55's elementwise LRELU, which has no U85 counterpart emitted) runs on
-    the CPU with the emitter's reason, on the U85 only: on the U55 it stays on the NPU."""
+def _leaky_relu_int16():
+    """An int16 LEAKY_RELU of one quantization: the U55's elementwise LRELU alone."""
     b = ModelBuilder()
     q = quantization(0.001, 0)
     x = b.add_input("x", (1, 4, 4, 8), "int16", q)
     y = b.add_tensor("y", (1, 4, 4, 8), "int16", q)
     b.add_operator("LEAKY_RELU", [x], [y], {"alpha": 0.25})
     b.mark_output(y)
-    model = b.build()
+    return b.build()
+
+
+def test_refused_operators_go_to_the_cpu_with_the_reason(monkeypatch) -> None:
+    """An operator whose operations the U85 emitter cannot express runs on the CPU with the
+    emitter's reason, on the U85 only: on the U55 it stays on the NPU. Every operator the
+    lowering makes is emitted for the U85 today, so the emitter is made to refuse a MUL."""
+    from cascader.emit import ethos_u85
+
+    refusal = ethos_u85.refusal
+    monkeypatch.setattr(ethos_u85, "refusal", lambda op: "a MUL is not emitted for the Ethos-U85 (test)"
+                        if op.registers.get("sub_op") == "MUL" else refusal(op))
+    model = _leaky_relu_int16()  # the U85's three operations, one of them a MUL
     u85 = cascader.compile(model, accelerator="ethos-u85-256").partition
     u55 = cascader.compile(model, accelerator="ethos-u55-128").partition
     refused = [i for i, op in enumerate(u85.graph.operators) if op.opcode == "LEAKY_RELU"]
     assert refused
     for i in refused:
         assert not u85.verdicts[i].npu and u85.verdicts[i].rule == "target"
-        assert "not emitted for the Ethos-U85" in u85.verdicts[i].reason
+        assert "not emitted for the Ethos-U85 (test)" in u85.verdicts[i].reason
         assert u55.verdicts[i].npu
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"])
+def test_int16_leaky_relu_of_one_quantization_runs_on_the_npu(accelerator: str, tmp_path) -> None:
+    """Vela runs it on the U85's NPU; ours takes PRELU's three operations there (the U55's one
+    LRELU has no U85 operation our simulator runs), bit-exact on 2 seeds."""
+    from test_u85_lowering import _bit_exact_on_the_npu
+
+    c = _bit_exact_on_the_npu(_leaky_relu_int16(), accelerator, tmp_path)
+    assert "LRELU" not in {op.lowered.registers.get("sub_op") for op in c.schedule.operations}
+    u55 = cascader.compile(_leaky_relu_int16(), accelerator="ethos-u55-128")
+    assert [op.lowered.registers.get("sub_op") for op in u55.schedule.operations] == ["LRELU"]
 
 
 def test_a_table_is_loaded_before_the_kernels_read_it(compiled: dict) -> None:

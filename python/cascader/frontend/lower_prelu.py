@@ -26,6 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from .lower_lut import lower_lut
 from .lower_movement import raw_copy
@@ -79,16 +80,17 @@ def lower_prelu(lw: LoweringContext, v: OperatorView) -> None:
 
 def lower_leaky_relu_int16(lw: LoweringContext, v: OperatorView) -> None:
     """int16 LEAKY_RELU (QuantizeLeakyRelu: the identity or the alpha rescale by sign). With
-    equal quantizations the NPU's LRELU does it alone (alpha is its output scale); otherwise,
-    or for a negative alpha, the same three operations as PRELU, alpha a MUL by the constant 1
-    scaled by alpha's multiplier."""
+    equal quantizations the U55/U65's LRELU does it alone (alpha is its output scale); otherwise,
+    for a negative alpha, or on the Ethos-U85 (whose LRELU our simulator does not run, so no
+    binary of it could be proven exact), the same three operations as PRELU, alpha a MUL by the
+    constant 1 scaled by alpha's multiplier."""
     x, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     if x.zero_point or out.zero_point:
         raise UnsupportedError(f"operator {v.index} (LEAKY_RELU): int16 with a non-zero zero point")
     alpha = float(v.options.get("alpha", 0.2))
     # LeakyReluPrepare forms both multipliers in float32.
     ops = OperationBuilder(lw, v.index, "LEAKY_RELU")
-    if x.scale == out.scale and alpha >= 0:
+    if x.scale == out.scale and alpha >= 0 and not Accelerator.is_u85(lw.accelerator):
         ops.elementwise("LRELU", x, None, out, ofm_scale=quantise_scale(float(
             np.float32(x.scale) * np.float32(alpha) / np.float32(out.scale))))
         return
