@@ -168,19 +168,10 @@ def test_inspect_takes_the_accelerator(capsys, tmp_path, monkeypatch):
     """An operator whose U85 operations the emitter refuses (made to refuse a MUL here: it
     emits every operation the lowering makes today): inspect with the U85 says so, as the U85
     compile leaves it, and with the U55 it is on the NPU."""
-    from cascader.emit import ethos_u85
-    from cascader.tflite.builder import ModelBuilder, quantization
+    from test_u85_compile import _leaky_relu_int16, refuse_mul
 
-    refusal = ethos_u85.refusal
-    monkeypatch.setattr(ethos_u85, "refusal", lambda op: "a MUL is not emitted for the Ethos-U85 (test)"
-                        if op.registers.get("sub_op") == "MUL" else refusal(op))
-    b = ModelBuilder()
-    q = quantization(0.001, 0)
-    x = b.add_input("x", (1, 4, 4, 8), "int16", q)
-    y = b.add_tensor("y", (1, 4, 4, 8), "int16", q)
-    b.add_operator("LEAKY_RELU", [x], [y], {"alpha": 0.25})
-    b.mark_output(y)
-    model = b.build()
+    refuse_mul(monkeypatch)
+    model = _leaky_relu_int16()  # the U85's three operations, one of them a MUL
     path = tmp_path / "leaky16.tflite"
     cascader.save_model(model, path)
     assert main(["inspect", str(path), "--accelerator-config", "ethos-u85-256"]) == 0

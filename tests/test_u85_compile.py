@@ -121,15 +121,20 @@ def _leaky_relu_int16():
     return b.build()
 
 
-def test_refused_operators_go_to_the_cpu_with_the_reason(monkeypatch) -> None:
-    """An operator whose operations the U85 emitter cannot express runs on the CPU with the
-    emitter's reason, on the U85 only: on the U55 it stays on the NPU. Every operator the
-    lowering makes is emitted for the U85 today, so the emitter is made to refuse a MUL."""
+def refuse_mul(monkeypatch) -> None:
+    """Make the U85 emitter refuse every MUL: it emits every operation the lowering makes today,
+    and the refusal mechanism still needs an operation it refuses."""
     from cascader.emit import ethos_u85
 
     refusal = ethos_u85.refusal
     monkeypatch.setattr(ethos_u85, "refusal", lambda op: "a MUL is not emitted for the Ethos-U85 (test)"
                         if op.registers.get("sub_op") == "MUL" else refusal(op))
+
+
+def test_refused_operators_go_to_the_cpu_with_the_reason(monkeypatch) -> None:
+    """An operator whose operations the U85 emitter cannot express runs on the CPU with the
+    emitter's reason, on the U85 only: on the U55 it stays on the NPU (`refuse_mul`)."""
+    refuse_mul(monkeypatch)
     model = _leaky_relu_int16()  # the U85's three operations, one of them a MUL
     u85 = cascader.compile(model, accelerator="ethos-u85-256").partition
     u55 = cascader.compile(model, accelerator="ethos-u55-128").partition

@@ -88,17 +88,10 @@ void bind_ethos_u85(py::module_& m) {
   m.def("u85_resize_description", &ethos_u85::resize_description, py::arg("op"), py::arg("accelerator"),
         py::arg("scale_n"), py::arg("scale_d"),
         "`op` (a resize's output-unit pass) as the Ethos-U85 runs a resize, with Vela's block for it.");
-  m.def(
-      "u85_chained",
-      [](const NpuOp& first, const NpuOp& next, bool ifm2_chained, const ArchConfig& arch) {
-        BlockConfigCache cache;
-        NpuOp d = ethos_u85::with_block_config(first, arch, cache);
-        ethos_u85::chain_into(d, next, ifm2_chained);
-        return d;
-      },
-      py::arg("first"), py::arg("next"), py::arg("ifm2_chained"), py::arg("arch"),
-      "`first` (with its block config) keeping its OFM in the chaining buffer for `next`, which reads\n"
-      "it as its IFM (or IFM2, `ifm2_chained`): the pair as the cycle model costs it, one operation.");
+  m.def("u85_chained", &ethos_u85::chained, py::arg("first"), py::arg("next"), py::arg("ifm2_chained"),
+        py::arg("arch"),
+        "`first` (with its block config) keeping its OFM in the chaining buffer for `next`, which reads\n"
+        "it as its IFM (or IFM2, `ifm2_chained`): the pair as the cycle model costs it, one operation.");
   m.def(
       "u85_try_block_config",
       [](const NpuOp& op, const AcceleratorConfig& a, const BlockShape& block) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "cascader/arch/ethos_u85/block_search.hpp"
 #include "cascader/common/error.hpp"
 
 namespace cascader::ethos_u85 {
@@ -486,6 +487,13 @@ void chain_into(NpuOp& first, const NpuOp& next, bool ifm2_chained) {
   first.u85->ofm_chained = true;
   first.u85->chain.push_back(chain_link(next, ifm2_chained, true, false, next.activation == Activation::Lut));
   first.ofm = next.ofm;
+}
+
+NpuOp chained(const NpuOp& first, const NpuOp& next, bool ifm2_chained, const ArchConfig& arch) {
+  BlockConfigCache cache;
+  NpuOp pair = with_block_config(first, arch, cache);
+  chain_into(pair, next, ifm2_chained);
+  return pair;
 }
 
 }  // namespace cascader::ethos_u85

@@ -42,4 +42,8 @@ U85Chained chain_link(const NpuOp& next, bool ifm2_chained, bool other_in_memory
 // OFM, as the estimator costs such a pair read from a command stream.
 void chain_into(NpuOp& first, const NpuOp& next, bool ifm2_chained);
 
+// `first` with the block config the U85 block search gives it, then `chain_into` `next`: the
+// pair as the cycle model costs it (the planner's question before it chains two operations).
+NpuOp chained(const NpuOp& first, const NpuOp& next, bool ifm2_chained, const ArchConfig& arch);
+
 }  // namespace cascader::ethos_u85
