@@ -50,8 +50,9 @@ def test_versus(tmp_path, capsys):
         assert row["bit_exact"] == "True" and row["cpu_ops"] == row["vela_cpu_ops"] == "0"
         assert 0.5 < float(row["cycles_ratio"]) <= 1.02 and int(row["vela_sram"]) > 0
     # Unlimited, ours buffers weights in SRAM for cycles; held to the SRAM of Vela's unlimited
-    # compile (vela-perf), it stays within it.
+    # compile (vela-perf), it stays within it, against that same Vela binary.
     assert int(held["budget_bytes"]) == int(free["vela_sram"]) and int(held["sram"]) <= int(held["budget_bytes"])
+    assert (held["vela_sram"], held["vela_cycles"]) == (free["vela_sram"], free["vela_cycles"])
 
 
 def test_compile(capsys):
