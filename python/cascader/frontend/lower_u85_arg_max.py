@@ -11,9 +11,10 @@ is the output tensor's own element order. Bands of at most 65535 rows and channe
 The position is 16 bits of the accumulator: at most 32768 elements along the axis in one
 pooling. A longer axis is split into parts of equal length (`axis_parts`), as Vela 5.2 splits
 it (Vela 5.2 then fails on most such models: "Non-passthrough operation (Add) could not run on
-NPU"; it compiles a 50000 x 3 over its first axis). Each part gives its index (ARGMAX_X) and its largest value (MAX pooling) per output
-element; the parts then combine in order, each replacing the best so far only where its value
-is strictly greater (CMP_GT), so that of equal maxima the lowest index wins, as TFLite's:
+NPU"; it compiles a 50000 x 3 over its first axis). Each part gives its index (ARGMAX_X) and
+its largest value (MAX pooling) per output element; the parts then combine in order, each
+replacing the best so far only where its value is strictly greater (CMP_GT), so that of equal
+maxima the lowest index wins, as TFLite's:
 
     m = (value_p > best) as an int32 mask     CMP_GT into int8, widened by an ADD (lower_u85_select)
     index = ((index_p + start_p) & m) | (index & ~m)

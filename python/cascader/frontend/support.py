@@ -787,7 +787,8 @@ def _batch_matmul_u85(v: OperatorView) -> str | None:
 # The Ethos-U85's rules where Vela 5.2's differ from the U55/U65's, by the name of the rule they
 # replace on the U85.
 U85_RULES: dict[str, Rule] = {
-    "arg_max": Rule("arg_max", "ARG_MAX over one constant axis (a longer axis than one pooling takes is split, its parts combined over at most 65535 rows and channels)",
+    "arg_max": Rule("arg_max", "ARG_MAX over one constant axis (one longer than a pooling takes is split, its "
+                    "parts combined over at most 65535 rows and channels)",
                     _u85_arg_max, ops=frozenset({"ARG_MAX"}), source="Vela ethos_u85_constraints"),
     "data_type": Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL, "
                       "PACK and CONCATENATION)", lambda v: None if _int32_copy(v) else _dtypes(v)),
