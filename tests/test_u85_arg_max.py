@@ -3,8 +3,9 @@
 Bit-exact against the reference interpreter on two seeds on U85-128/256/512: each axis of a
 4-D map (a non-last one as movenet's), a batch of two (Vela 5.2 takes it), ranks 2 and 3, int8 and uint8 in, int32 and int64 out,
 ties (TFLite picks the first maximum), more than the U55's 127 channels, more than one band of
-65535 rows, and the 32768 positions along the axis that the pooling holds (one more stays on
-the CPU with the reason). On the U55/U65 ARG_MAX keeps its tagged-score lowering.
+65535 rows, the 32768 positions along the axis that one pooling holds, and longer axes split into
+parts (Vela 5.2 fails to compile those): their edges, ties across the split, int32 and int64
+out. On the U55/U65 ARG_MAX keeps its tagged-score lowering.
 """
 
 from __future__ import annotations
@@ -90,16 +91,106 @@ def test_more_than_one_band_of_rows(tmp_path) -> None:
 
 
 def test_the_longest_axis_the_pooling_holds(tmp_path) -> None:
-    """32768 positions run on the NPU (the last one, 32767, comes out whole); 32769 stay on
-    the CPU."""
+    """32768 positions run in one pooling (the last one, 32767, comes out whole)."""
     model = _model((1, 2, 32768), 2)
     c = _bit_exact(model, "ethos-u85-256", tmp_path)
+    assert len(_argmax_pools(c)) == 1
     x = np.full((1, 2, 32768), -128, np.int8)
     x[0, 0, -1], x[0, 1, 0] = 127, 127
     assert cascader.simulate(c, [x])[0].tolist() == [[32767, 0]]
-    report = cascader.inspect(_model((1, 32769), 1), accelerator="ethos-u85-256")
+
+
+# A longer axis: split into parts, each pooled for its index and its maximum, then combined.
+SPLIT = {
+    "one_more_than_a_pooling_int8_int32": lambda: _model((1, 32769), 1),
+    "width_uint8_int64": lambda: _model((1, 3, 40000, 2), 2, "uint8", "int64", 128),
+    "longest_dimension_rank2_int64": lambda: _model((2, 65535), 1, out="int64"),
+    "first_axis_uint8_int32": lambda: _model((50000, 3), 0, "uint8", zero_point=0),
+    "channels_int8_int64": lambda: _model((1, 2, 1, 33000), 3, out="int64"),
+}
+
+
+def _split_ops(c: cascader.CompiledModel) -> list:
+    return [s.lowered.registers.get("sub_op") for s in c.schedule.operations]
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(SPLIT))
+def test_a_split_axis_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(SPLIT[case](), accelerator, tmp_path)
+    # Two parts: two poolings each, then one combination (the mask widened by an ADD, the part's
+    # start added, the indices selected).
+    assert _split_ops(c) == ["ARGMAX_X", "MAX", "ARGMAX_X", "MAX", "CMP_GT", "ADD", "ADD", "AND", "AND_NOT", "OR"]
+    assert all(op.registers["kernel"]["width"] <= 32768 for op in _argmax_pools(c))
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_an_axis_of_four_parts_bit_exact(accelerator: str, tmp_path) -> None:
+    """98305 elements (beyond a map's 65535: ARG_MAX's dimensions are bands and parts, so the U85
+    takes them) in four parts of 24577, combined three times; maxima placed in the third part
+    and at the very end, equal ones across parts."""
+    model = _model((2, 98305), 1, out="int64")
+    c = _bit_exact_on_the_npu(model, accelerator, tmp_path)
+    ops = _split_ops(c)
+    assert ops.count("ARGMAX_X") == 4 and ops.count("OR") == 3 and ops.count("MAX") == 4 + 2
+    x = np.full((2, 98305), -128, np.int8)
+    x[0, [24577 * 2 + 3, 70000]] = 5  # in the third part, then equal in the fourth
+    x[1, [32770, 98304]] = 9  # in the second part, then equal at the end
+    assert cascader.simulate(c, [x])[0].tolist() == [24577 * 2 + 3, 32770]
+    x[1, 98304] = 10
+    assert cascader.simulate(c, [x])[0].tolist() == [24577 * 2 + 3, 98304]
+
+
+def test_rows_beyond_one_map_around_a_short_axis(tmp_path) -> None:
+    """70000 rows ahead of the axis: two bands of one pooling (the dimension is no map's)."""
+    c = _bit_exact(_model((70000, 3), 1, "uint8", zero_point=128), "ethos-u85-256", tmp_path)
+    assert [op.ofm.shape[0] for op in _argmax_pools(c)] == [65535, 70000 - 65535]
+
+
+def test_axis_parts_are_of_equal_length() -> None:
+    from cascader.frontend.lower_u85_arg_max import MAX_AXIS, axis_parts
+
+    assert axis_parts(32768) == [(0, 32768)]
+    assert axis_parts(32769) == [(0, 16385), (16385, 16384)]
+    assert axis_parts(65535) == [(0, 32768), (32768, 32767)]
+    for n in (1, 5, 32767, 32769, 65536, 98304, 98305, 200001):
+        parts = axis_parts(n)
+        assert parts[0][0] == 0 and sum(length for _, length in parts) == n
+        assert all(s + length == t for (s, length), (t, _) in zip(parts, parts[1:]))
+        assert max(length for _, length in parts) <= MAX_AXIS and len(parts) == -(-n // MAX_AXIS)
+
+
+@pytest.mark.parametrize("dtype, out", [("int8", "int32"), ("uint8", "int64")])
+def test_a_split_axis_picks_the_first_maximum(dtype: str, out: str) -> None:
+    """Maxima placed at each part's edges: in the second part only (at its first and last
+    element), equal in both parts (the first part's wins), in one part among equal values, and
+    a map of one value (index 0)."""
+    pytest.importorskip("ai_edge_litert")
+    from cascader.reference import ReferenceInterpreter
+
+    n = 40000
+    model = _model((1, 6, n), 2, dtype, out, 128 if dtype == "uint8" else 3)
+    c = cascader.compile(model, accelerator="ethos-u85-256")
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    x = np.full((1, 6, n), lo, dtype)
+    start = 20000  # axis_parts(40000): (0, 20000), (20000, 20000)
+    x[0, 0, start] = hi  # the second part's first element
+    x[0, 1, n - 1] = hi  # the last element
+    x[0, 2, [start - 1, start]] = hi  # equal maxima either side of the split
+    x[0, 3, [7, n - 3]] = hi - 1  # equal in both parts, below the type's top
+    x[0, 4, start + 5:] = lo + 1  # the second part's maximum, many times
+    want = [start, n - 1, start - 1, 7, start + 5, 0]
+    ours, reference = cascader.simulate(c, [x])[0], ReferenceInterpreter(model).run([x])[0]
+    assert reference.tolist() == [want] and ours.dtype == reference.dtype
+    np.testing.assert_array_equal(ours, reference)
+
+
+def test_a_split_axis_with_too_many_outputs_stays_on_the_cpu() -> None:
+    """The combination is single elementwise operations over the A x B outputs: 90000 rows
+    ahead of a split axis stay on the CPU with the reason (one pooling's axis is banded)."""
+    report = cascader.inspect(_model((300, 300, 40000), 2), accelerator="ethos-u85-256")
     assert report.operators[0].target == "CPU" and report.operators[0].rule == "arg_max"
-    assert "32769 elements along the axis" in report.operators[0].reason
+    assert "40000 elements along the axis, split into parts, with 90000 x 1 outputs" in report.operators[0].reason
 
 
 def test_the_u55_and_u65_keep_the_tagged_scores() -> None:

@@ -7,8 +7,12 @@ interpreter on 2 seeds on U85-128/256/512:
   reproduced value by value, its undefined shifts included (a large divisor over a small
   dividend), as one depthwise convolution or tables; every code against many divisor values,
   scales and zero points.
-- What stays on the CPU, with the reason: a quantized divisor computed at run time, a constant
-  zero divisor, int16 (no reference kernel), an int32 DIV with a fused activation.
+- int16 (LiteRT's reference kernel, the uint8 one's arithmetic), a constant divisor: one 16x8
+  depthwise convolution where a 15-bit rescale gives every one of the 65536 quotients; every
+  code against divisors up to 30000 of both signs, a scalar divisor, a fused RELU.
+- What stays on the CPU, with the reason: a quantized divisor computed at run time (int8, uint8,
+  int16), a constant zero divisor, an int16 divisor no 16x8 rescale follows, int16 zero points
+  other than 0, an int32 DIV with a fused activation.
 """
 
 from __future__ import annotations
@@ -136,13 +140,45 @@ def test_a_scalar_divisor(dtype: str, tmp_path) -> None:
                           "ethos-u85-256", tmp_path)
 
 
+# int16 divisors of both signs up to 30000 whose quotients a 16x8 rescale follows at these scales
+# (at 0.05 each, the divisor 100 misses 2 codes: it stays on the CPU, in CPU below).
+INT16_DIVISORS = [1, 2, 3, 7, -5, 100, 1000, 30000]
+INT16_SCALES = ((1.0, 0), (0.0001, 0), (0.5, 0))
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_int16_div_by_a_constant_is_one_convolution(accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(_div("int16", (1, 4, 5, 8), (1, 1, 1, 8), INT16_DIVISORS, q=INT16_SCALES),
+                              accelerator, tmp_path)
+    assert _kinds(c) == {"depthwise": 1}
+
+
+@pytest.mark.parametrize("divisor, q, activation", [
+    (INT16_DIVISORS, INT16_SCALES, "NONE"),
+    ([1, -2, 3, -4, 5, -6, 7, 8], ((0.05, 0), (0.05, 0), (0.05, 0)), "RELU"),
+    ([3], ((0.001, 0), (0.01, 0), (0.002, 0)), "NONE"),
+], ids=["large_divisors", "small_divisors_relu", "scalar"])
+def test_int16_div_every_code(divisor, q, activation: str) -> None:
+    """Every int16 code (the extremes included) in each channel against the reference."""
+    channels = len(divisor)
+    model = _div("int16", (1, 256, 256, channels), (1, 1, 1, channels) if channels > 1 else (1,), divisor, q=q,
+                 activation=activation)
+    x = np.repeat(np.arange(-32768, 32768).reshape(1, 256, 256, 1), channels, axis=3).astype(np.int16)
+    _same_as_reference(model, [x])
+
+
 CPU = {
     "run_time_quantized_divisor": (lambda: _div("int8", (1, 4, 4, 8), (1, 4, 4, 8)), "computed at run time"),
+    "run_time_int16_divisor": (lambda: _div("int16", (1, 4, 4, 8), (1, 4, 4, 8)), "computed at run time"),
+    "int16_divisor_no_rescale_follows": (lambda: _div("int16", (1, 4, 4, 8), (1, 1, 1, 8), INT16_DIVISORS),
+                                         "no 16x8 rescale (an int8 weight, a 15-bit multiplier, one rounding) gives "
+                                         "TFLite's int16 quotients of every code by the divisor 100"),
+    "int16_zero_point": (lambda: _div("int16", (1, 4, 4, 8), (1, 1, 1, 8), np.arange(1, 9),
+                                      q=((0.05, 3), (0.05, 0), (0.05, 0))), "int16 zero points 3, 0, 0"),
     "zero_divisor_int32": (lambda: _div("int32", (1, 4, 4, 8), (1, 1, 1, 8), [1, 2, 0, 4, 5, 6, 7, 8]),
                            "divisor of 0"),
     "zero_divisor_int8": (lambda: _div("int8", (1, 4, 4, 8), (1, 1, 1, 8), [1, 2, 0, 4, 5, 6, 7, 8]),
                           "divisor of 0"),
-    "int16": (lambda: _div("int16", (1, 4, 4, 8), (1, 1, 1, 8), np.arange(1, 9)), "no reference kernel"),
     "int32_relu": (lambda: _div("int32", (1, 4, 4, 8), (1, 4, 4, 8), activation="RELU"), "fused RELU on a int32 output"),
     "divisor_per_pixel": (lambda: _div("int8", (1, 4, 4, 8), (1, 4, 4, 8), np.arange(1, 129)),
                           "varies along H or W"),

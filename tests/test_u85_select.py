@@ -1,8 +1,9 @@
 """SELECT and SELECT_V2 on the Ethos-U85 (#43, frontend/lower_u85_select): the condition's
 -1/0 mask (CMP_NE into int8, widened by an ADD for 16- and 32-bit values, as Vela 5.2), then
 AND, AND_NOT and OR of the raw codes; bit-exact against the reference interpreter on 2 seeds on
-U85-128/256/512, each operator and type on its own, SELECT_V2's broadcasts of each operand, and
-uint8 (which Vela 5.2 fails on; selected as the int8 codes of its bytes)."""
+U85-128/256/512, each operator and type on its own, SELECT_V2's broadcasts of each operand and
+of two or three operands at once (both operands of a step broadcast), and uint8 (which Vela 5.2
+fails on; selected as the int8 codes of its bytes)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ BROADCASTS = {
     "y_per_row": ((1, 6, 5, 16), (1, 6, 5, 16), (1, 6, 1, 16)),
     "y_scalar": ((1, 6, 5, 16), (1, 6, 5, 16), (1, 1, 1, 1)),
     "condition_and_x": ((1, 6, 1, 16), (1, 6, 1, 16), (1, 6, 5, 16)),
+    "x_and_y": ((1, 6, 5, 16), (1, 6, 1, 16), (1, 1, 5, 16)),
     "rank_3": ((5, 16), (6, 5, 16), (1, 5, 16)),
 }
 
@@ -88,8 +90,49 @@ def test_type_extremes_are_copied_as_they_are() -> None:
     np.testing.assert_array_equal(cascader.simulate(c.binary, inputs)[0], run(model, inputs)[0])
 
 
-def test_operands_that_both_broadcast_stay_on_the_cpu() -> None:
-    """x over W and the condition over H: their AND would broadcast both NPU operands."""
-    model = _select_v2("int8", (1, 6, 1, 16), (1, 1, 5, 16), (1, 6, 5, 16))
+# (condition, x, y) where a step's two operands both broadcast: the U85 broadcasts its IFM too
+# (IFM_BROADCAST), as Vela 5.2's binaries do, and no operand is copied out to the full shape.
+BOTH_BROADCAST = {
+    "pixel_condition_row_x": ((1, 6, 5, 1), (1, 1, 5, 16), (1, 6, 5, 16)),
+    "column_condition_row_x": ((1, 6, 1, 16), (1, 1, 5, 16), (1, 6, 5, 16)),
+    "x_and_y_both_broadcast_condition_per_pixel": ((1, 6, 5, 1), (1, 6, 1, 16), (1, 1, 5, 16)),
+    "every_operand_broadcasts": ((1, 6, 1, 1), (1, 1, 5, 1), (1, 1, 1, 16)),
+    "scalar_condition_x_and_y_broadcast": ((1,), (1, 6, 1, 16), (1, 1, 5, 1)),
+    "rank_3_every_operand": ((6, 1, 1), (5, 1), (16,)),
+}
+
+
+def _both_broadcast(case: str, dtype: str = "int8"):
+    condition, x, y = BOTH_BROADCAST[case]
+    return _select_v2(dtype, condition, x, y, tuple(int(d) for d in np.broadcast_shapes(condition, x, y)))
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("case", sorted(BOTH_BROADCAST))
+def test_steps_whose_operands_both_broadcast_bit_exact(case: str, accelerator: str, tmp_path) -> None:
+    c = _bit_exact_on_the_npu(_both_broadcast(case), accelerator, tmp_path)
+    assert _sub_ops(c) == {"CMP_NE": 1, "AND": 1, "AND_NOT": 1, "OR": 1}
+    both = [s.lowered for s in c.schedule.operations if s.lowered.registers.get("ifm_broadcast")]
+    assert both  # some step broadcasts its two operands (none is materialised)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int32"])
+def test_both_broadcast_in_wider_types(dtype: str, tmp_path) -> None:
+    """The widened mask keeps the condition's shape; the value steps broadcast both operands."""
+    for case in ("pixel_condition_row_x", "every_operand_broadcasts"):
+        _bit_exact_on_the_npu(_both_broadcast(case, dtype), "ethos-u85-256", tmp_path)
+
+
+def test_operands_that_do_not_broadcast_stay_on_the_cpu() -> None:
+    """A SELECT_V2 of shapes that do not broadcast is no TFLite model; the verdict says why."""
+    model = _select_v2("int8", (1, 6, 5, 16), (1, 6, 5, 16), (1, 6, 5, 16), out=(1, 6, 5, 16))
+    model.main.tensors[model.main.inputs[1]].shape = (1, 6, 4, 16)
     verdicts = cascader.compile(model, accelerator="ethos-u85-256").partition.verdicts
-    assert not verdicts[0].npu and "one NPU operand must have the result's shape" in verdicts[0].reason
+    assert not verdicts[0].npu and "do not broadcast" in verdicts[0].reason
+
+
+def test_the_u55_keeps_select_on_the_cpu() -> None:
+    model = _both_broadcast("pixel_condition_row_x")
+    for accelerator in ("ethos-u55-128", "ethos-u65-256"):
+        (verdict,) = cascader.compile(model, accelerator=accelerator).partition.verdicts
+        assert not verdict.npu and "Ethos-U85 only" in verdict.reason

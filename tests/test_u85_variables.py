@@ -106,7 +106,7 @@ def _delay_line(dtype: str = "int8", shape=(1, 4, 6, 16)):
     """Each inference outputs the input before (the start at first): READ_VARIABLE's output is
     a model output (copied out), and ASSIGN_VARIABLE assigns the model input (copied in)."""
     b = ModelBuilder(description="test_u85_variables delay line")
-    q = quantization(0.05, 3)
+    q = None if dtype == "int64" else quantization(0.05, 3)  # the converter's int64: plain integers
     x = b.add_input("input", shape, dtype, q)
     b.add_operator("CALL_ONCE", [], [], dict(init_subgraph_index=1))
     handle = b.add_tensor("handle", (), "resource")
@@ -116,13 +116,14 @@ def _delay_line(dtype: str = "int8", shape=(1, 4, 6, 16)):
     b.add_operator("READ_VARIABLE", [handle], [out])
     b.add_operator("ASSIGN_VARIABLE", [handle, x], [])
     model = b.build()
-    start = np.random.default_rng(7).integers(-50, 50, shape).astype(dtype)
+    span = 2**40 if dtype == "int64" else 50  # int64: values beyond the low words
+    start = np.random.default_rng(7).integers(-span, span, shape).astype(dtype)
     add_variable_initialiser(model, "last", start, dtype, q)
     return model
 
 
 @pytest.mark.parametrize("accelerator", SIZES)
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32"])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
 def test_a_delay_line_copies_out_then_in(dtype: str, accelerator: str):
     pytest.importorskip("ai_edge_litert")
     model = _delay_line(dtype)
@@ -130,7 +131,8 @@ def test_a_delay_line_copies_out_then_in(dtype: str, accelerator: str):
     _on_the_npu(compiled)
     (main,) = npu_calls(compiled.model)
     ops = main.decode().operations
-    assert [op["kind"] for op in ops] == ["pool", "pool"]  # read out, then assign in
+    # Read out, then assign in: a pooling of the bytes, or an ADD of 0 of int64's int32 words.
+    assert [op["kind"] for op in ops] == ["elementwise" if dtype == "int64" else "pool"] * 2
     for seed in (0, 1):
         runs = _runs(model, compiled.model, seed)
         for step, (got, want) in enumerate(runs):
@@ -270,3 +272,22 @@ def test_cycles_against_vela(dtype: str, accelerator: str):
     target = dict(system=system, memory_mode="Dedicated_Sram", accelerator=accelerator)
     ratio = total_cycles(ours, **target) / total_cycles(vela, **target)
     assert ratio <= CYCLE_GAPS.get((accelerator, dtype), 1.02), ratio
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_int64_delay_line_cycles_against_vela(accelerator: str):
+    """Vela 5.2 runs int64 variables on the U85's NPU too, as one pooling into an int64 map per
+    copy (which our judge does not find bit-exact); ours copies the int32 words, two ADDs of 0
+    (twice the elements of Vela's copies: 3,750 cycles against 3,546 on U85-128, 0.79x and 0.67x
+    on U85-256 and U85-512)."""
+    pytest.importorskip("ethosu.vela")
+    from cascader.sim.estimator import total_cycles
+
+    system = "Ethos_U85_SYS_DRAM_Mid"
+    model = _delay_line("int64")
+    vela = cascader.vela.compile(model, accelerator, system=system, memory_mode="Dedicated_Sram_384KB").model
+    assert [op.opcode for g in vela.subgraphs for op in g.operators] == ["CALL_ONCE", "CUSTOM", "CUSTOM"]
+    ours = cascader.compile(model, accelerator=accelerator, system=system, memory_mode="Dedicated_Sram").model
+    target = dict(system=system, memory_mode="Dedicated_Sram", accelerator=accelerator)
+    ratio = total_cycles(ours, **target) / total_cycles(vela, **target)
+    assert ratio <= (1.06 if accelerator == "ethos-u85-128" else 1.02), ratio

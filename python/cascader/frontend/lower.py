@@ -88,7 +88,7 @@ def map_dtype(dtype: str) -> str:
 def _quant(t: Tensor) -> tuple[float, int]:
     q = t.quantization
     if q is None or q.scale.size == 0:
-        if t.dtype in ("int32", "bool"):
+        if t.dtype in ("int32", "int64", "bool"):
             return 1.0, 0  # plain integers (indices, shapes) and truth values: their kernels ignore quantization
         raise UnsupportedError(f"tensor {t.name!r} is not quantized")
     return float(q.scale[0]), int(q.zero_point[0])
@@ -161,9 +161,9 @@ class _Lowering:
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
         dtype = map_dtype(tensor.dtype)
-        if dtype not in TYPE_RANGE and dtype != "int32":
+        if dtype not in TYPE_RANGE and dtype not in ("int32", "int64"):
             raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16 "
-                                   "(and int32 and bool where the operator's rule does)")
+                                   "(and int32, int64 and bool where the operator's rule does)")
         size = ELEMENT_SIZE[dtype]
         if tensor.is_constant:
             self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()

@@ -105,21 +105,25 @@ def single_window(runs: list[tuple[int, bool]]) -> tuple[int, int, int] | None:
     return math.prod(s for s, _ in runs[:i]), runs[i][0], math.prod(s for s, _ in runs[i + 1:])
 
 
-def _window(view: FeatureMapView, a0: int, rows: int, n: int, b0: int, depth: int, b: int) -> FeatureMapView:
-    """Rows a0.. and channels b0.. of the dense A x n x B map `view` starts."""
-    e = view.element_size
-    return replace(view, shape=(rows, n, depth), strides=(n * b * e, b * e, e), offset=view.offset + (a0 * n * b + b0) * e)
+def _window(view: FeatureMapView, a0: int, rows: int, n: int, b0: int, depth: int, b: int,
+            row: int | None = None) -> FeatureMapView:
+    """Rows a0.. and channels b0.. of the dense A x row x B map `view` starts (`row`: n), n
+    elements of each row."""
+    e, row = view.element_size, n if row is None else row
+    return replace(view, shape=(rows, n, depth), strides=(row * b * e, b * e, e),
+                   offset=view.offset + (a0 * row * b + b0) * e)
 
 
 def banded_pool(ops: OperationBuilder, mode: str, src: FeatureMapView, dst: FeatureMapView, a: int, n: int, b: int,
-                **registers) -> None:
-    """dst (A x 1 x B) = pool of the 1 x N windows of src (A x N x B), both dense from their
-    offsets, in bands of at most DIM_MAX rows and channels."""
+                row: int | None = None, **registers) -> None:
+    """dst (A x 1 x B) = pool of the 1 x N windows of src (A x N x B; or the first N of each row
+    of an A x `row` x B map), both dense from their offsets, in bands of at most DIM_MAX rows
+    and channels."""
     for a0 in range(0, a, DIM_MAX):
         for b0 in range(0, b, DIM_MAX):
             rows, depth = min(DIM_MAX, a - a0), min(DIM_MAX, b - b0)
-            ops.pool(mode, _window(src, a0, rows, n, b0, depth, b), _window(dst, a0, rows, 1, b0, depth, b), (1, n),
-                     **registers)
+            ops.pool(mode, _window(src, a0, rows, n, b0, depth, b, row), _window(dst, a0, rows, 1, b0, depth, b),
+                     (1, n), **registers)
 
 
 def _dense(view: FeatureMapView, shape: tuple[int, int, int]) -> FeatureMapView:

@@ -40,7 +40,8 @@ from dataclasses import replace
 
 from ..errors import UnsupportedError
 from ..tflite.model import Model, Operator, SubGraph, Tensor
-from .lowered import FeatureMapView, dense_strides
+from .lower_movement import raw_copy
+from .lowered import ELEMENT_SIZE, FeatureMapView, dense_strides
 from .lowering_context import LoweringContext
 from .operation_builder import pool_copy
 from .operator_view import BINARY_ELEMENTWISE_OPS, OperatorView
@@ -220,14 +221,28 @@ def _assign_in_place(ctx: LoweringContext, buffer: int, index: int) -> None:
     ctx.root[value] = buffer
 
 
-def _byte_view(view: FeatureMapView, what: str, index: int) -> FeatureMapView:
-    """`view` as the 8-bit map of its bytes (the 1x1 copy moves 8-bit elements on every target)."""
+def _byte_view(view: FeatureMapView, what: str, index: int, dtype: str = "int8") -> FeatureMapView:
+    """`view` as the map of its bytes in elements of `dtype` (the 1x1 copy moves 8-bit elements
+    on every target)."""
     h, w, c = view.shape
     e = view.element_size
     if view.strides != dense_strides(view.shape, e):
         raise UnsupportedError(f"operator {index}: {what} is not one dense map")
-    shape = (h, w, c * e)
-    return replace(view, shape=shape, dtype="int8", zero_point=0, scale=1.0, strides=dense_strides(shape, 1))
+    shape = (h, w, c * e // ELEMENT_SIZE[dtype])
+    return replace(view, shape=shape, dtype=dtype, zero_point=0, scale=1.0,
+                   strides=dense_strides(shape, ELEMENT_SIZE[dtype]))
+
+
+def _copy(ctx: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+          what: tuple[str, str]) -> None:
+    """dst = src, their bytes: int64 data as int32 words (`raw_copy`'s ADD of 0: the U85 moves
+    a 32-bit element a cycle where it moves an 8-bit one, so a quarter of the elements), other
+    types as bytes (one pooling)."""
+    if src.element_size == 8:
+        raw_copy(ctx, index, f"{index}:{name}", _byte_view(src, what[0], index, "int32"),
+                 _byte_view(dst, what[1], index, "int32"))
+        return
+    pool_copy(ctx, index, name, _byte_view(src, what[0], index), _byte_view(dst, what[1], index), requantize=False)
 
 
 def _assigns(ctx: LoweringContext, buffer: int) -> list[int]:
@@ -253,8 +268,7 @@ def lower_read_variable(ctx: LoweringContext, v: OperatorView) -> None:
     if in_place:
         ctx.root[out] = variable.buffer
         return
-    pool_copy(ctx, v.index, "read", _byte_view(variable, "the variable", v.index),
-              _byte_view(ctx.view(out), "its output", v.index), requantize=False)
+    _copy(ctx, v.index, "read", variable, ctx.view(out), ("the variable", "its output"))
 
 
 def lower_assign_variable(ctx: LoweringContext, v: OperatorView) -> None:
@@ -266,5 +280,4 @@ def lower_assign_variable(ctx: LoweringContext, v: OperatorView) -> None:
         raise UnsupportedError(f"operator {v.index} (ASSIGN_VARIABLE) assigns a constant")
     if ctx.buffer(value) == variable.buffer:
         return  # the value read from the variable, unchanged: nothing to copy
-    pool_copy(ctx, v.index, "assign", _byte_view(ctx.view(value), "the value", v.index),
-              _byte_view(variable, "the variable", v.index), requantize=False)
+    _copy(ctx, v.index, "assign", ctx.view(value), variable, ("the value", "the variable"))

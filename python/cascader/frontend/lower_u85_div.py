@@ -19,10 +19,20 @@
     convolution does the division (the common case: divisors and scales of a trained model);
   - otherwise a 256-entry table per run of channels of one divisor value (`lower_lut`'s
     lookup), which reproduces anything.
-  A divisor computed at run time stays on the CPU: the NPU's DIV divides the codes, without
-  the reciprocal's rounding or the scales (Vela 5.2 runs it so, and departs from TFLite).
-  int16 DIV has no reference kernel (LiteRT and TFLM take int8/uint8/int32) to judge it by, and
-  stays on the CPU.
+- int16 (a constant divisor): LiteRT's reference kernel divides int16 as it does uint8 (the
+  same reciprocal, leading-sign-bit shift, wrapped shifts past 31 and float32 output rescale:
+  `reference_quotients` reproduces it code for code), and the U85 runs it as one 16x8 depthwise
+  convolution, where, for every divisor value, a rescale of the 48-bit accumulators (an int8
+  weight, a 15-bit multiplier and one half-up rounding, TFLite's 16x8 output stage) gives all
+  65536 quotients (`_wide_rescale`, checked exhaustively at compile time). Otherwise (a large
+  divisor at some scales, whose wrapped shifts no rescale follows) it stays on the CPU, the
+  divisor named: no table holds 65536 arbitrary entries (the U85's int16 tables interpolate).
+- A divisor computed at run time stays on the CPU, whatever the type: TFLite's quotient is, per
+  element, the dividend normalized by its leading sign bits times a Q0.31 Newton-Raphson
+  reciprocal of that element's divisor, rescaled by a shift that depends on both (and wraps past
+  31); the NPU's DIV divides the codes, without the reciprocal's rounding or the scales (Vela
+  5.2 runs it so, and departs from TFLite), and a per-element reciprocal and variable shift in
+  the U85's 32-bit elementwise modes, rounding as gemmlowp's each step, is not built.
 """
 
 from __future__ import annotations
@@ -110,11 +120,11 @@ def _divisor_per_channel(v: OperatorView, b: FeatureMapView, out: FeatureMapView
     computed at run time or varies along H or W."""
     t = v.inputs[1]
     if t is None or not t.is_constant:
-        raise UnsupportedError(f"operator {v.index} (DIV): a {out.dtype} divisor computed at run time (TFLite divides "
+        raise UnsupportedError(f"operator {v.index} (DIV): an {out.dtype} divisor computed at run time (TFLite divides "
                                "through a rounded reciprocal of each divisor value, which the NPU's DIV of the codes "
                                "does not form)")
     if b.shape[:2] != (1, 1):
-        raise UnsupportedError(f"operator {v.index} (DIV): a {out.dtype} divisor that varies along H or W")
+        raise UnsupportedError(f"operator {v.index} (DIV): an {out.dtype} divisor that varies along H or W")
     return np.broadcast_to(np.asarray(t.data).astype(np.int64).reshape(-1), (out.shape[2],))
 
 
@@ -142,11 +152,11 @@ def _channel_rescale(values: np.ndarray, target: np.ndarray, real: float, sign: 
 
 
 def _output_rescale(dtype: str, s1: float, s2: float, s_out: float) -> float:
-    """s1 / (s2 s_out) as the judging kernel forms it: LiteRT's uint8 one in float32, TFLM's
-    int8 one in double (from the float scales); they differ in the last bits, which decide
+    """s1 / (s2 s_out) as the judging kernel forms it: LiteRT's uint8 and int16 ones in float32,
+    TFLM's int8 one in double (from the float scales); they differ in the last bits, which decide
     the quotients that are ties."""
     f32 = np.float32
-    if dtype == "uint8":
+    if dtype in ("uint8", "int16"):
         return float(f32(s1) / (f32(s2) * f32(s_out)))
     return float(f32(s1)) / (float(f32(s2)) * float(f32(s_out)))
 
@@ -229,6 +239,9 @@ def lower_div(lw: LoweringContext, v: OperatorView) -> None:
     if a.dtype in ("int8", "uint8"):
         _lower_quantized(lw, v, a, b, out)
         return
+    if a.dtype == "int16":
+        _lower_int16(lw, v, a, b, out)
+        return
     if a.dtype == "int32":
         a, b, out = raw(a), raw(b), raw(out)
         divisor = v.inputs[1]
@@ -239,4 +252,67 @@ def lower_div(lw: LoweringContext, v: OperatorView) -> None:
             raise UnsupportedError(f"operator {v.index} (DIV): an int32 DIV with {v.fused_activation} fused")
         OperationBuilder(lw, v.index, "DIV").elementwise("DIV", a, b, out)
         return
-    raise UnsupportedError(f"operator {v.index} (DIV): {a.dtype} has no reference kernel to be exact against")
+    raise UnsupportedError(f"operator {v.index} (DIV): {a.dtype} (no reference kernel divides it)")
+
+
+_WIDE_WEIGHTS = range(1, 128)  # int8 weights: the product's extra bits of precision
+_WIDE_MULTIPLIERS = 3  # 15-bit multipliers tried either side of the nearest one
+_WIDE_SAMPLE = 2048  # codes a candidate must reproduce before the check of all 65536
+
+
+def _wide_rescale(values: np.ndarray, target: np.ndarray, real: float, sign: int,
+                  clamp: tuple[int, int]) -> tuple[int, int, int] | None:
+    """(weight, multiplier, shift) of a 16x8 output stage, clamp((values * weight * multiplier
+    + 2^(shift-1)) >> shift) with a 15-bit multiplier, that gives `target` for every value;
+    None where none does. Candidates are tried on a spread sample of the values first."""
+    sample = np.linspace(0, len(values) - 1, _WIDE_SAMPLE).astype(np.int64)
+    for weight in _WIDE_WEIGHTS:
+        _, exponent = np.frexp(real / weight)  # the shift that puts the multiplier in 15 bits
+        shift = 15 - int(exponent)
+        if not 1 <= shift <= 62:
+            continue
+        m0 = int(round(real / weight * 2.0**shift))
+        for m in sorted(range(m0 - _WIDE_MULTIPLIERS, m0 + _WIDE_MULTIPLIERS + 1), key=lambda k: abs(k - m0)):
+            if not (1 << 14) <= m < (1 << 15):
+                continue
+            for codes in (sample, slice(None)):
+                got = np.clip((sign * weight * values[codes] * m + (1 << (shift - 1))) >> shift, *clamp)
+                if np.any(got != target[codes]):
+                    break
+            else:
+                return sign * weight, m, shift
+    return None
+
+
+def _lower_int16(lw: LoweringContext, v: OperatorView, x: FeatureMapView, b: FeatureMapView,
+                 out: FeatureMapView) -> None:
+    """int16 DIV by a constant divisor: one 16x8 depthwise convolution (module docstring)."""
+    if x.shape != out.shape:
+        raise UnsupportedError(f"operator {v.index} (DIV): the dividend {x.shape} is broadcast to {out.shape}")
+    if x.zero_point or b.zero_point or out.zero_point:
+        raise UnsupportedError(f"operator {v.index} (DIV): int16 zero points {x.zero_point}, {b.zero_point}, "
+                               f"{out.zero_point} (TFLite's int16 kernels take 0)")
+    codes = _divisor_per_channel(v, b, out)
+    if not codes.all():
+        raise UnsupportedError(f"operator {v.index} (DIV): a constant divisor of 0 (TFLite's kernel fails on it)")
+    real = _output_rescale(x.dtype, x.scale, b.scale, out.scale)
+    multiplier, exponent = fp.quantize_multiplier(real)
+    clamp = fused_clamp(v)
+    lo, hi = TYPE_RANGE["int16"]
+    values = np.arange(lo, hi + 1, dtype=np.int64)
+    rescales: dict[int, tuple[int, int, int]] = {}
+    for d in sorted(set(codes.tolist())):
+        target = np.clip(reference_quotients(values, d, multiplier, exponent), clamp["min"], clamp["max"])
+        found = _wide_rescale(values, target, real / abs(d), 1 if d > 0 else -1, (clamp["min"], clamp["max"]))
+        if found is None:
+            raise UnsupportedError(f"operator {v.index} (DIV): no 16x8 rescale (an int8 weight, a 15-bit multiplier, "
+                                   f"one rounding) gives TFLite's int16 quotients of every code by the divisor {d}")
+        rescales[d] = found
+    channels = len(codes)
+    rows = np.array([rescales[int(d)] for d in codes], np.int64)
+    zeros = np.zeros(channels, np.int64)
+    volume = WeightVolume(rows[:, 0].reshape(channels, 1, 1, 1), zeros, zeros, rows[:, 1:], True)
+    registers = dict(kernel=kernel_record(1, 1), padding=(0, 0, 0, 0), activation=clamp, rounding="NATURAL",
+                     global_scale=False, ofm_scale=(0, 0), acc_format=1)
+    lw.add(LoweredOperation("depthwise", "depthwise_conv2d", f"{v.index}:DIV", (v.index,), x, out,
+                            weights=volume, registers=registers))

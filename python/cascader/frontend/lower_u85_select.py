@@ -15,9 +15,10 @@ a comparison written straight into a 16- or 32-bit map, or unclamped into uint8,
 same bytes: the bitwise modes see bits, so the int8 mask needs no widening.
 
 SELECT_V2 broadcasts its three operands; each step's result takes the broadcast shape of its
-two operands, which must be one of theirs (the NPU broadcasts one operand of a pair, the U85
-either: AND_NOT with the broadcast operand first is the emitter's swapped AND_NOT). A step whose
-operands both broadcast stays on the CPU (`broadcast_step`).
+two operands (`broadcast_shape`). Where that is neither's (condition [1,H,W,1] and x [1,1,W,C],
+say), the U85 broadcasts both operands of the step (IFM_BROADCAST and IFM2_BROADCAST,
+`OperationBuilder.elementwise`), as Vela 5.2 does: no operand is copied out to the full shape
+first, so the operations and bytes read are those of a step with one broadcast operand.
 """
 
 from __future__ import annotations
@@ -55,14 +56,20 @@ def int8_codes(view: FeatureMapView) -> FeatureMapView:
     return replace(view, dtype=NPU_BOOLEAN_TYPE)
 
 
-def broadcast_step(v: OperatorView, a: FeatureMapView, b: FeatureMapView) -> tuple[int, int, int]:
-    """The shape of an elementwise result of `a` and `b`: the broadcast of theirs, which must be
-    one of theirs (UnsupportedError otherwise: the CPU's reason)."""
+def broadcast_shape(v: OperatorView, *views: FeatureMapView) -> tuple[int, int, int]:
+    """The shape of an elementwise result of `views`: the broadcast of theirs (UnsupportedError
+    where they do not broadcast: the CPU's reason)."""
     try:
-        shape = tuple(int(d) for d in np.broadcast_shapes(a.shape, b.shape))
+        return tuple(int(d) for d in np.broadcast_shapes(*(x.shape for x in views)))  # type: ignore[return-value]
     except ValueError:
-        raise UnsupportedError(f"operator {v.index} ({v.opcode}): shapes {a.shape} and {b.shape} do not "
-                               "broadcast") from None
+        raise UnsupportedError(f"operator {v.index} ({v.opcode}): shapes {', '.join(str(x.shape) for x in views)} "
+                               "do not broadcast") from None
+
+
+def broadcast_step(v: OperatorView, a: FeatureMapView, b: FeatureMapView) -> tuple[int, int, int]:
+    """`broadcast_shape` of `a` and `b`, which must be one of theirs (UnsupportedError otherwise:
+    the CPU's reason)."""
+    shape = broadcast_shape(v, a, b)
     if shape not in (a.shape, b.shape):
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {a.shape} and {b.shape} would both broadcast "
                                f"to {shape}; one NPU operand must have the result's shape")
@@ -75,9 +82,16 @@ def boolean_mask(lw: LoweringContext, ops: OperationBuilder, x: FeatureMapView, 
     `dtype` (a sign extension)."""
     mask = ops.scratch("mask", x.shape, NPU_BOOLEAN_TYPE)
     ops.elementwise("CMP_NE", x, lw.constant(np.array([0]), x.dtype), mask)
+    return widened_mask(lw, ops, mask, dtype)
+
+
+def widened_mask(lw: LoweringContext, ops: OperationBuilder, mask: FeatureMapView, dtype: str,
+                 name: str = "wide_mask") -> FeatureMapView:
+    """The U85's int8 boolean `mask` (-1/0) as a mask of `dtype`'s width: itself for 8 bits,
+    else Vela 5.2's ADD of 0 into `dtype` (a sign extension: all bits set, or none)."""
     if ELEMENT_SIZE[dtype] == ELEMENT_SIZE[NPU_BOOLEAN_TYPE]:
         return mask
-    wide = ops.scratch("wide_mask", x.shape, dtype)
+    wide = ops.scratch(name, mask.shape, dtype)
     ops.elementwise("ADD", mask, lw.constant(np.array([0]), NPU_BOOLEAN_TYPE), wide)
     return wide
 
@@ -99,11 +113,10 @@ def lower_select(lw: LoweringContext, v: OperatorView) -> None:
     if out.dtype == "uint8":  # the same bytes as int8 codes (module docstring)
         x, y, out = int8_codes(x), int8_codes(y), int8_codes(out)
     ops = OperationBuilder(lw, v.index, v.opcode)
-    true_shape, false_shape = broadcast_step(v, x, c), broadcast_step(v, y, c)
-    final = tuple(int(d) for d in np.broadcast_shapes(true_shape, false_shape))
-    if final != out.shape or final not in (true_shape, false_shape):
+    if broadcast_shape(v, c, x, y) != out.shape:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): the operands {c.shape}, {x.shape}, {y.shape} do not "
-                               f"broadcast to the output {out.shape} one pair at a time")
+                               f"broadcast to the output {out.shape}")
+    true_shape, false_shape = broadcast_shape(v, x, c), broadcast_shape(v, y, c)
     mask = boolean_mask(lw, ops, c, out.dtype)
     taken = ops.scratch("taken", true_shape, out.dtype)
     ops.elementwise("AND", x, mask, taken)

@@ -20,7 +20,7 @@ import numpy as np
 from .lower_indexed_dma import gather_axes
 from .lower_lstm import lstm_variant
 from .lower_resource_variables import RESOURCE_VARIABLE_OPS, variable_check
-from .lower_u85_arg_max import MAX_AXIS as U85_ARG_MAX_AXIS
+from .lower_u85_arg_max import split_refusal as u85_arg_max_refusal
 from .lowered import WEIGHT_SUM_MAX
 from .lower_u85_compare import (COMPARED_TYPES, COMPARISON, EQUALITY_TYPES, LOGICAL, MAX_SLICES, NPU_AXIS_MAX,
                                 RESCALED_TYPES, comparison_scale, sliced_shapes)
@@ -764,8 +764,8 @@ def _u85_arg_max(v: OperatorView) -> str | None:
     i, axis = v.ifm, v.inputs[1] if len(v.inputs) > 1 else None
     if i is None or axis is None or not axis.is_constant or np.asarray(axis.data).size != 1:
         return "the axis must be one constant"
-    length = i.shape[int(np.asarray(axis.data).reshape(-1)[0]) % max(len(i.shape), 1)] if i.shape else 1
-    return f"{length} elements along the axis" if length > U85_ARG_MAX_AXIS else None
+    shape = tuple(i.shape) or (1,)
+    return u85_arg_max_refusal(shape, int(np.asarray(axis.data).reshape(-1)[0]) % len(shape))
 
 
 # Vela 5.2 copies int32 maps on the Ethos-U85 (a pooling that moves 32-bit values); on the
@@ -787,7 +787,8 @@ def _batch_matmul_u85(v: OperatorView) -> str | None:
 # The Ethos-U85's rules where Vela 5.2's differ from the U55/U65's, by the name of the rule they
 # replace on the U85.
 U85_RULES: dict[str, Rule] = {
-    "arg_max": Rule("arg_max", f"ARG_MAX over one constant axis of at most {U85_ARG_MAX_AXIS} elements",
+    "arg_max": Rule("arg_max", "ARG_MAX over one constant axis (one longer than a pooling takes is split, its "
+                    "parts combined over at most 65535 rows and channels)",
                     _u85_arg_max, ops=frozenset({"ARG_MAX"}), source="Vela ethos_u85_constraints"),
     "data_type": Rule("data_type", f"feature maps must be {', '.join(ACTIVATION_DTYPES)} (int32 only for ADD/SUB/MUL, "
                       "PACK and CONCATENATION)", lambda v: None if _int32_copy(v) else _dtypes(v)),
@@ -796,9 +797,13 @@ U85_RULES: dict[str, Rule] = {
     # The U85 multiplies int16 matrices in its 48-bit accumulators (frontend/lower_batch_matmul).
     "batch_matmul_int8": Rule("batch_matmul_int8", "BATCH_MATMUL takes int8 or int16 operands and output, one type",
                               _batch_matmul_u85, ops=frozenset({"BATCH_MATMUL"}), source="Vela ethos_u85_constraints"),
-    # ARG_MAX views its input as A x N x B around the axis, whatever the batch.
+    # ARG_MAX views its input as A x N x B around the axis, whatever the batch, pooled in bands
+    # of A and B and parts of N (lower_u85_arg_max), so no dimension is one NPU map's.
     "batch_size": Rule("batch_size", "the IFM batch size must be 1 (but for ARG_MAX)",
                        lambda v: None if v.opcode == "ARG_MAX" else _batch(v)),
+    "dimension_range": Rule("dimension_range", f"every tensor dimension must be in [{TENSOR_DIM_RANGE[0]}, "
+                            f"{TENSOR_DIM_RANGE[1]}] (but for ARG_MAX)",
+                            lambda v: None if v.opcode == "ARG_MAX" else _dims(v)),
 }
 
 
