@@ -631,15 +631,20 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
 
 
 def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
-    """`schedule` with each operation replaced by `change(position, operation)`."""
+    """`schedule` with each operation replaced by `change(position, operation)`. On the
+    Ethos-U85 `change` sees each operation unchained, and the result is chained again: a new
+    weight buffer or block of a chain's first operation changes its chain's cost, and may
+    leave the chain no faster (u85_chaining)."""
+    from .u85_chaining import unchained, with_chains  # it builds on this module
+
     segments, k = [], 0
     for seg in schedule.segments:
         ops = []
         for sop in seg.operations:
-            ops.append(change(k, sop))
+            ops.append(change(k, unchained(sop)))
             k += 1
         segments.append(SegmentSchedule(seg.segment, ops))
-    return replace(schedule, segments=segments)
+    return with_chains(replace(schedule, segments=segments))
 
 
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,

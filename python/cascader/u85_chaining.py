@@ -13,8 +13,8 @@ block at a time through all its operations, with the first one's block config, a
 one operation (arch/ethos_u85/performance's `chained`, the estimator's reading of such a chain).
 Here a chain is formed where:
 
-- its first operation is a convolution, depthwise convolution, matrix product, pooling or
-  elementwise operation run whole (no stripes of a cascade), not sliced by depth (each slice
+- its first operation is a convolution, depthwise convolution, matrix product, pooling (not of
+  32-bit maps) or elementwise operation run whole (no stripes of a cascade), not sliced by depth (each slice
   would be an operation of its own), not writing its OFM transposed;
 - each later one is elementwise, run whole, with no table (its DMA would come between two
   operations of the chain) nor a constant operand copied in by a DMA, nor a transposed OFM;
@@ -92,8 +92,10 @@ def _memory_operands(op, chained: str = "") -> int:
 
 def _may_start(sop: ScheduledOperation) -> bool:
     lo = sop.lowered
-    return (lo.kind in _HEADS and not lo.registers.get("u85_dma") and sop.cascade is None and sop.stripe_of is None
-            and not sop.depth_step and not lo.registers.get("ofm_transpose"))
+    # Vela 5.2 starts no chain at a 32-bit pooling that only copies or rescales (its null pooling).
+    copy_32 = lo.kind == "pool" and lo.ifm.element_size == 4
+    return (lo.kind in _HEADS and not lo.registers.get("u85_dma") and not copy_32 and sop.cascade is None
+            and sop.stripe_of is None and not sop.depth_step and not lo.registers.get("ofm_transpose"))
 
 
 def _head_description(head: ScheduledOperation, target: _Target):
