@@ -174,7 +174,6 @@ def test_other_lowerings_chain_their_elementwise_pairs(case: str, accelerator: s
 # Chains of up to 4 operations and chains headed by other kinds of operation, built from model
 # operators: each TFLite operator below lowers to one NPU operation.
 SHAPE = (1, 16, 16, 32)
-_rng = np.random.default_rng(7)
 
 
 def _input(b: ModelBuilder, name: str, shape=SHAPE, scale: float = 0.05, zero_point: int = 3) -> int:
@@ -185,33 +184,26 @@ def _map(b: ModelBuilder, name: str, shape=SHAPE, scale: float = 0.1) -> int:
     return b.add_tensor(name, shape, "int8", quantization(scale, 0))
 
 
-def _elementwise_tail(b: ModelBuilder, t: int, ops: list[str]) -> int:
-    """`t` through `ops` ("ADD"/"MUL": with a fresh input; "ABS"), each into a model tensor."""
-    for i, opcode in enumerate(ops):
-        out = _map(b, f"t{i}_{opcode.lower()}", scale=0.1 * (i + 2))
-        operands = [t, _input(b, f"in{i}", scale=0.04, zero_point=-2)] if opcode in ("ADD", "MUL") else [t]
-        b.add_operator(opcode, operands, [out])
-        t = out
-    return t
-
-
 def _elementwise(ops: list[str], output_too: int | None = None) -> object:
-    """ABS(x) then `ops`; `output_too`: the index of an intermediate map also made a graph output."""
+    """ABS(x) then `ops` ("ADD"/"MUL": with an input of their own; "ABS"), each into a model
+    tensor; `output_too`: the index of an intermediate map (0: ABS(x)'s) also made a graph output."""
     b = ModelBuilder()
     t = _map(b, "abs")
     b.add_operator("ABS", [_input(b, "x")], [t])
     maps = [t]
     for i, opcode in enumerate(ops):
-        t = _elementwise_tail(b, t, [opcode]) if opcode != "ABS" else _elementwise_tail(b, t, ["ABS"])
-        maps.append(t)
+        out = _map(b, f"t{i}_{opcode.lower()}", scale=0.1 * (i + 2))
+        operands = [t, _input(b, f"in{i}", scale=0.04, zero_point=-2)] if opcode in ("ADD", "MUL") else [t]
+        b.add_operator(opcode, operands, [out])
+        maps.append(t := out)
     b.mark_output(t)
     if output_too is not None:
         b.mark_output(maps[output_too])
     return b.build()
 
 
-def _weights(shape, scale: float = 0.01):
-    return dict(data=_rng.integers(-60, 60, shape).astype(np.int8))
+def _weights(shape):
+    return dict(data=np.random.default_rng(7).integers(-60, 60, shape).astype(np.int8))
 
 
 def _headed(kind: str) -> object:
@@ -366,7 +358,8 @@ def test_the_judge_reads_the_chaining_buffer_a_map_names(monkeypatch, tmp_path):
     record = ethos_u85.record
 
     def misnumbered(r, whole, part_kernel_first, accelerator, chain=()):
-        return record(r, whole, part_kernel_first, accelerator, tuple((m, n + 1 if m != "ofm" else n) for m, n in chain))
+        moved = tuple((m, n if m == "ofm" else n + 1) for m, n in chain)  # read the next buffer
+        return record(r, whole, part_kernel_first, accelerator, moved)
 
     monkeypatch.setattr(ethos_u85, "record", misnumbered)
     model = _elementwise(["ADD", "MUL"])

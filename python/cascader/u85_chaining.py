@@ -14,8 +14,9 @@ one operation (arch/ethos_u85/performance's `chained`, the estimator's reading o
 Here a chain is formed where:
 
 - its first operation is a convolution, depthwise convolution, matrix product, pooling (not of
-  32-bit maps) or elementwise operation run whole (no stripes of a cascade), not sliced by depth (each slice
-  would be an operation of its own), not writing its OFM transposed;
+  32-bit maps) or elementwise operation (a table of its own is loaded before it) run whole (no
+  stripes of a cascade), not sliced by depth (each slice would be an operation of its own), not
+  writing its OFM transposed;
 - each later one is elementwise, run whole, with no table (its DMA would come between two
   operations of the chain) nor a constant operand copied in by a DMA, nor a transposed OFM;
 - each map between two of them is a map of the segment's own (a scratch map of the lowering's,
@@ -25,9 +26,10 @@ Here a chain is formed where:
   buffer's slots for a broadcast operand), and the cycle model finds the chain faster than its
   operations apart (of the chains from one first operation, the fastest against the rest apart).
 
-The maps between them then take no memory (the memory schedule gives them no bytes) and the emitter
-writes the storage and region fields (`ScheduledOperation.chain`). A schedule is re-chained as a
-whole (`with_chains`): a cascade that stripes an operation of a chain leaves the others unchained.
+The maps between them then take no memory (the memory schedule gives them no bytes) and the
+emitter writes the storage and region fields (`ScheduledOperation.chain`). A schedule is
+re-chained as a whole (`with_chains`): a cascade that stripes an operation of a chain leaves the
+others unchained, and so are the operations a later pass replaces (schedule._mapped).
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ from collections import Counter
 from dataclasses import replace
 
 from . import _core
-from .arch import Accelerator
+from .arch import MEMORIES, Accelerator
 from .emit import ethos_u85
-from .arch import MEMORIES
+from .frontend.lowered import LoweredOperation
 from .perf import OpCost, cost_from_core
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
 
@@ -79,11 +81,11 @@ def unchained(sop: ScheduledOperation) -> ScheduledOperation:
 
 
 def chained_buffers(schedule: NpuSchedule) -> set[int]:
-    """The scratch maps a schedule keeps in a chaining buffer (no memory of their own)."""
+    """The maps a schedule keeps in a chaining buffer (no memory of their own)."""
     return {sop.lowered.ofm.buffer for sop in schedule.operations if OFM in dict(sop.chain)}
 
 
-def _memory_operands(op, chained: str = "") -> int:
+def _memory_operands(op: LoweredOperation, chained: str = "") -> int:
     """How many of `op`'s IFM and IFM2 are read from memory, but its `chained` operand (a scalar
     IFM2 is a register)."""
     ifm2 = op.ifm2 is not None and op.registers.get("ifm2_scalar") is None
