@@ -186,7 +186,9 @@ def test_a_table_is_loaded_before_the_kernels_read_it(compiled: dict) -> None:
     assert tables
 
 
-@pytest.mark.parametrize("model_name,fraction", [("mobilenet_v2", 0.4), ("resnet8", 0.4), ("ds_cnn_kws", 0.4)])
+# ResNet8 at 0.4 of its unlimited SRAM runs faster uncascaded now that its convolutions chain
+# into their residual ADDs (89,400 cycles, some maps in DRAM, against 92,846 cascaded before).
+@pytest.mark.parametrize("model_name,fraction", [("mobilenet_v2", 0.4), ("resnet8", 0.5), ("ds_cnn_kws", 0.4)])
 def test_cascaded_u85_compiles_fit_and_are_bit_exact(model_name: str, fraction: float, compiled: dict,
                                                      tmp_path) -> None:
     """Under a budget below the uncascaded schedule's SRAM the planner's cascades run on the

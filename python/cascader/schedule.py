@@ -76,11 +76,12 @@ class ScheduledOperation:
     # see broadcast_constant); "" when the IFM2 is no constant.
     constant_ifm2: str = ""
     copy_cycles: float = 0.0
-    # Ethos-U85 chaining (u85_chaining): "ofm" when this operation's OFM stays in the chaining
-    # buffer for the next operation, "ifm"/"ifm2" for that operation's operand read from it; ""
-    # otherwise. A chained pair is costed as its first operation (the second's `cost` is none);
-    # `unchained_cost`: each one's cost apart.
-    chain: str = ""
+    # Ethos-U85 chaining (u85_chaining): this operation's maps in a chaining buffer, each with
+    # the buffer's number: ("ofm", n) when its OFM stays in buffer n for the next operation of
+    # the chain, ("ifm", n)/("ifm2", n) for the operand it reads from there; () otherwise. A chain
+    # is costed as its first operation (the later ones' `cost` is none); `unchained_cost`: each
+    # one's cost apart.
+    chain: tuple[tuple[str, int], ...] = ()
     unchained_cost: OpCost | None = None
 
     @property
@@ -630,15 +631,20 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
 
 
 def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
-    """`schedule` with each operation replaced by `change(position, operation)`."""
+    """`schedule` with each operation replaced by `change(position, operation)`. On the
+    Ethos-U85 `change` sees each operation unchained, and the result is chained again: a new
+    weight buffer or block of a chain's first operation changes its chain's cost, and may
+    leave the chain no faster (u85_chaining)."""
+    from .u85_chaining import unchained, with_chains  # it builds on this module
+
     segments, k = [], 0
     for seg in schedule.segments:
         ops = []
         for sop in seg.operations:
-            ops.append(change(k, sop))
+            ops.append(change(k, unchained(sop)))
             k += 1
         segments.append(SegmentSchedule(seg.segment, ops))
-    return replace(schedule, segments=segments)
+    return with_chains(replace(schedule, segments=segments))
 
 
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
@@ -1083,7 +1089,7 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
                                named: tuple) -> _FeatureMapSchedule:
     index, specs, kept = _feature_map_buffers(schedule, graph)
     # A map kept in the Ethos-U85's chaining buffer (u85_chaining) takes no memory.
-    chained = {index[sop.lowered.ofm.buffer] for _, sop in ops if sop.chain == "ofm"}
+    chained = {index[sop.lowered.ofm.buffer] for _, sop in ops if "ofm" in dict(sop.chain)}
     specs = [s._replace(size=0) if b in chained else s for b, s in enumerate(specs)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index) + kept,
                                       name="inputs")]

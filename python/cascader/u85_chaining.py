@@ -1,23 +1,35 @@
-"""Ethos-U85 chaining: an elementwise operation's OFM kept in the U85's chaining buffer for the
+"""Ethos-U85 chaining: an operation's OFM kept in one of the U85's chaining buffers for the
 elementwise operation right after it, which reads it as its IFM or IFM2 (OFM storage CHAINED on
-the first, IFM/IFM2 storage CHAINED on the second), instead of a scratch map in memory.
+the first, IFM/IFM2 storage CHAINED on the second, the map's REGION the buffer's number), and so
+on along a chain of up to 4 operations, instead of scratch maps in memory.
 
-Vela 5.2 chains so (a comparison's CMP into its AND with 1, a SELECT's AND_NOT into its OR):
-the pair runs one OFM block at a time through both operations, with the first one's block
-config, and is costed as one operation (arch/ethos_u85/performance's `chain_into`, the
-estimator's reading of such a pair). Here a pair is chained where:
+Vela 5.2 chains so (regor's EthosU85OpGroup and SchedulerPacking): a chain starts at any NPU
+operation but a resize, a DMA or a 32-bit null pooling, and each later operation is an
+elementwise one reading the OFM of the one just before it; at most 4 operations, at most 3
+operands read from memory (a constant scalar operand is none), no OFM written transposed or
+reversed, no stripes of a cascade; each map between two of them has a single writer and a
+single reader, is no graph output, and takes the next buffer (0, 1, 2). The chain runs one OFM
+block at a time through all its operations, with the first one's block config, and is costed as
+one operation (arch/ethos_u85/performance's `chained`, the estimator's reading of such a chain).
+Here a chain is formed where:
 
-- both operations are elementwise and run whole (no stripes of a cascade), neither with a table
-  (a LUT's, or the TANH/SIGMOID one: its DMA would come between them) nor the second with a
-  constant operand copied in by a DMA, neither writing its OFM transposed;
-- the first one's OFM is a scratch map of the lowering's that only these two operations touch,
-  read whole in the second's OFM shape, layout and type, and no CPU operator sees it;
-- the second accepts the first's OFM block (`u85_try_block_config`: the chaining buffer's
-  slots for a broadcast operand), and the cycle model finds the pair faster than the two apart.
+- its first operation is a convolution, depthwise convolution, matrix product, pooling (not of
+  32-bit maps) or elementwise operation (a table of its own is loaded before it) run whole (no
+  stripes of a cascade), not sliced by depth (each slice would be an operation of its own), not
+  writing its OFM transposed;
+- each later one is elementwise, run whole, with no table (its DMA would come between two
+  operations of the chain) nor a constant operand copied in by a DMA, nor a transposed OFM;
+- each map between two of them is a map of the segment's own (a scratch map of the lowering's,
+  or a model tensor between two of its operators) that only these two touch, read whole in the
+  reader's OFM shape, layout and type, and no CPU operator sees it (no graph output, no state);
+- each later one accepts the first one's OFM block (`u85_try_block_config`: the chaining
+  buffer's slots for a broadcast operand), and the cycle model finds the chain faster than its
+  operations apart (of the chains from one first operation, the fastest against the rest apart).
 
-The scratch map then takes no memory (the memory schedule gives it no bytes) and the emitter
-writes the storage fields (`ScheduledOperation.chain`). A schedule is re-chained as a whole
-(`with_chains`): a cascade that stripes one of a pair leaves the other unchained.
+The maps between them then take no memory (the memory schedule gives them no bytes) and the
+emitter writes the storage and region fields (`ScheduledOperation.chain`). A schedule is
+re-chained as a whole (`with_chains`): a cascade that stripes an operation of a chain leaves the
+others unchained, and so are the operations a later pass replaces (schedule._mapped).
 """
 
 from __future__ import annotations
@@ -26,19 +38,22 @@ from collections import Counter
 from dataclasses import replace
 
 from . import _core
-from .arch import Accelerator
+from .arch import MEMORIES, Accelerator
 from .emit import ethos_u85
-from .arch import MEMORIES
+from .frontend.lowered import LoweredOperation
 from .perf import OpCost, cost_from_core
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
 
-OFM, IFM, IFM2 = "ofm", "ifm", "ifm2"  # ScheduledOperation.chain: which map is in the chaining buffer
+OFM, IFM, IFM2 = "ofm", "ifm", "ifm2"  # the maps of ScheduledOperation.chain
+MAX_OPERATIONS = 4  # in one chain (Vela 5.2's)
+MAX_MEMORY_OPERANDS = 3  # a chain's operands read from memory (Vela 5.2's)
+_HEADS = ("conv", "depthwise", "pool", "elementwise")  # the kinds a chain may start at
 
 
 def with_chains(schedule: NpuSchedule, target: _Target | None = None) -> NpuSchedule:
-    """`schedule` with every pair of operations the U85 runs faster chained (see the module),
-    and every chain no longer valid (a stripe of it cascaded) undone; other targets' schedules
-    are returned as they are."""
+    """`schedule` with every chain of operations the U85 runs faster chained (see the module),
+    and every chain no longer valid (an operation of it cascaded) undone; other targets'
+    schedules are returned as they are."""
     if Accelerator(schedule.accelerator).product != ethos_u85.PRODUCT:
         return schedule
     target = target or _Target.of(schedule)
@@ -51,12 +66,10 @@ def with_chains(schedule: NpuSchedule, target: _Target | None = None) -> NpuSche
     for seg in schedule.segments:
         ops = [unchained(sop) for sop in seg.operations]
         k = 0
-        while k + 1 < len(ops):
-            pair = _chained_pair(ops[k], ops[k + 1], seg, touched, target)
-            if pair is not None:
-                ops[k], ops[k + 1] = pair
-                k += 1
-            k += 1
+        while k < len(ops):
+            chain = _fastest_chain(ops, k, seg, touched, target)
+            ops[k:k + len(chain)] = chain
+            k += max(len(chain), 1)
         changed |= any(a is not b for a, b in zip(ops, seg.operations))
         segments.append(SegmentSchedule(seg.segment, ops))
     return replace(schedule, segments=segments) if changed else schedule
@@ -64,33 +77,58 @@ def with_chains(schedule: NpuSchedule, target: _Target | None = None) -> NpuSche
 
 def unchained(sop: ScheduledOperation) -> ScheduledOperation:
     """`sop` as it was costed before it was chained."""
-    return replace(sop, chain="", cost=sop.unchained_cost, unchained_cost=None) if sop.chain else sop
+    return replace(sop, chain=(), cost=sop.unchained_cost, unchained_cost=None) if sop.chain else sop
 
 
 def chained_buffers(schedule: NpuSchedule) -> set[int]:
-    """The scratch maps a schedule keeps in the chaining buffer (no memory of their own)."""
-    return {sop.lowered.ofm.buffer for sop in schedule.operations if sop.chain == OFM}
+    """The maps a schedule keeps in a chaining buffer (no memory of their own)."""
+    return {sop.lowered.ofm.buffer for sop in schedule.operations if OFM in dict(sop.chain)}
+
+
+def _memory_operands(op: LoweredOperation, chained: str = "") -> int:
+    """How many of `op`'s IFM and IFM2 are read from memory, but its `chained` operand (a scalar
+    IFM2 is a register)."""
+    ifm2 = op.ifm2 is not None and op.registers.get("ifm2_scalar") is None
+    return (op.ifm is not None and chained != IFM) + (ifm2 and chained != IFM2)
+
+
+def _may_start(sop: ScheduledOperation) -> bool:
+    lo = sop.lowered
+    # Vela 5.2 starts no chain at a 32-bit pooling that only copies or rescales (its null pooling).
+    copy_32 = lo.kind == "pool" and lo.ifm.element_size == 4
+    return (lo.kind in _HEADS and not lo.registers.get("u85_dma") and not copy_32 and sop.cascade is None
+            and sop.stripe_of is None and not sop.depth_step and not lo.registers.get("ofm_transpose"))
+
+
+def _head_description(head: ScheduledOperation, target: _Target):
+    """The cycle model's description of a chain's first operation as it was costed (its weight
+    streams, buffering and DMA slack), or None where its cost kept none."""
+    if head.cost.described is not None:
+        return head.cost.described
+    if head.lowered.kind != "elementwise":
+        return None
+    return target.npu_op(head.lowered, block=tuple(head.block), ifm2_in_flash=head.constant_ifm2 == "flash")
 
 
 def _chained_operand(first: ScheduledOperation, second: ScheduledOperation, seg: SegmentSchedule,
                      touched: Counter, target: _Target) -> str | None:
-    """The operand of `second` ("ifm", "ifm2") that may read `first`'s OFM from the chaining
-    buffer, or None."""
+    """The operand of `second` ("ifm", "ifm2") that may read `first`'s OFM from a chaining
+    buffer, `second` joining a chain `first` ends, or None."""
     a, b = first.lowered, second.lowered
-    if any(o.kind != "elementwise" or ethos_u85.lut(o) is not None for o in (a, b)):
+    if b.kind != "elementwise" or ethos_u85.lut(b) is not None:
         return None
-    if any(s.cascade is not None or s.stripe_of is not None for s in (first, second)):
+    if second.cascade is not None or second.stripe_of is not None:
         return None
     # Vela 5.2 chains no operation that writes its OFM transposed or reversed (nor do we).
-    if second.constant_ifm2 == "copy" or any(o.registers.get("ofm_transpose") for o in (a, b)):
+    if second.constant_ifm2 == "copy" or b.registers.get("ofm_transpose"):
         return None
     if a.ofm.shape != b.ofm.shape:
         return None
     out = a.ofm
     lowered = seg.segment
     aliased = {t for t, r in lowered.aliases.items() if t != r} | {r for t, r in lowered.aliases.items() if t != r}
-    if (out.buffer not in lowered.scratch or out.buffer in aliased or out.buffer in target.in_arena
-            or touched[out.buffer] != 2 or out.offset):
+    if (out.buffer in lowered.constants or out.buffer in lowered.resident or out.buffer in aliased
+            or out.buffer in target.in_arena or touched[out.buffer] != 2 or out.offset):
         return None
     reads = [name for name, v in ((IFM, b.ifm), (IFM2, b.ifm2)) if v is not None and v.buffer == out.buffer]
     if len(reads) != 1:
@@ -101,28 +139,54 @@ def _chained_operand(first: ScheduledOperation, second: ScheduledOperation, seg:
     return reads[0]
 
 
-def _chained_pair(first: ScheduledOperation, second: ScheduledOperation, seg: SegmentSchedule, touched: Counter,
-                  target: _Target) -> tuple[ScheduledOperation, ScheduledOperation] | None:
-    """`first` and `second` chained, or None where they may not be or run no faster so."""
-    operand = _chained_operand(first, second, seg, touched, target)
-    if operand is None:
-        return None
-    block = tuple(first.block)
-    head = target.npu_op(first.lowered, block=block, ifm2_in_flash=first.constant_ifm2 == "flash")
-    tail = target.npu_op(second.lowered, ifm2_in_flash=second.constant_ifm2 == "flash")
-    if _core.u85_try_block_config(tail, target.arch.accelerator, _core.BlockShape(*block)) is None:
-        return None  # the second operation cannot run the first one's block
-    pair = _core.u85_chained(head, tail, operand == IFM2, target.arch)
-    cost = cost_from_core(_core.estimate(pair, target.arch), pair)
-    if cost.total_cycles >= first.cost.total_cycles + second.cost.total_cycles:
-        return None
-    return (replace(first, chain=OFM, cost=cost, unchained_cost=first.cost),
-            replace(second, chain=operand, block=block, cost=_within(cost), unchained_cost=second.cost))
+def _fastest_chain(ops: list[ScheduledOperation], k: int, seg: SegmentSchedule, touched: Counter,
+                   target: _Target) -> list[ScheduledOperation]:
+    """The operations from `ops[k]` on chained, the fastest chain starting at `ops[k]` against
+    the operations after it costed apart (up to the longest chain that may form), or [] where
+    none is faster."""
+    head = ops[k]
+    first = _head_description(head, target) if _may_start(head) else None
+    if first is None:
+        return []
+    block = tuple(head.block)
+    joiners, operands, described = [], [], []
+    memory_operands = _memory_operands(head.lowered)
+    while len(joiners) + 1 < MAX_OPERATIONS and k + len(joiners) + 1 < len(ops):
+        nxt = ops[k + len(joiners) + 1]
+        operand = _chained_operand(joiners[-1] if joiners else head, nxt, seg, touched, target)
+        if operand is None:
+            break
+        memory_operands += _memory_operands(nxt.lowered, operand)
+        if memory_operands > MAX_MEMORY_OPERANDS:
+            break
+        tail = target.npu_op(nxt.lowered, ifm2_in_flash=nxt.constant_ifm2 == "flash")
+        if _core.u85_try_block_config(tail, target.arch.accelerator, _core.BlockShape(*block)) is None:
+            break  # it cannot run the first operation's block
+        joiners.append(nxt)
+        operands.append(operand)
+        described.append(tail)
+    best, best_cycles = 0, sum(s.cost.total_cycles for s in ops[k:k + len(joiners) + 1])
+    costs = {}
+    for n in range(1, len(joiners) + 1):
+        chain = _core.u85_chained(first, described[:n], [o == IFM2 for o in operands[:n]], target.arch)
+        costs[n] = cost_from_core(_core.estimate(chain, target.arch), chain)
+        cycles = costs[n].total_cycles + sum(s.cost.total_cycles for s in joiners[n:])
+        if cycles < best_cycles:
+            best, best_cycles = n, cycles
+    if not best:
+        return []
+    cost = costs[best]
+    chain = [replace(head, chain=((OFM, 0),), cost=cost, unchained_cost=head.cost)]
+    for i, (sop, operand) in enumerate(zip(joiners[:best], operands)):
+        maps = ((operand, i),) + (((OFM, i + 1),) if i + 1 < best else ())
+        chain.append(replace(sop, chain=maps, block=block, cost=_within(cost), unchained_cost=sop.cost))
+    return chain
 
 
-def _within(pair: OpCost) -> OpCost:
-    """The second operation's own cost in a chain: none (the pair is costed as its first
-    operation, as the estimator costs it); the DMA slack it leaves the next operation is the pair's."""
+def _within(chain: OpCost) -> OpCost:
+    """A later operation's own cost in a chain: none (the chain is costed as its first
+    operation, as the estimator costs it); the DMA slack it leaves the next operation is the
+    chain's."""
     nothing = {m: 0.0 for m in MEMORIES}
-    return replace(pair, total_cycles=0.0, npu_cycles=0, dma_cycles=0, access_cycles=dict(nothing),
+    return replace(chain, total_cycles=0.0, npu_cycles=0, dma_cycles=0, access_cycles=dict(nothing),
                    read_bytes=dict(nothing), write_bytes=dict(nothing), macs=0, described=None, _evictions={})

@@ -243,10 +243,10 @@ def weight_ranges(streams: tuple, region: int, base: int) -> dict[str, Any]:
 
 
 def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: bool, accelerator: str,
-           chain: str = "") -> dict[str, Any]:
+           chain: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
     """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
-    it is a stripe of (or is); `chain`: its map in the chaining buffer ("ofm", "ifm", "ifm2":
-    u85_chaining), if any."""
+    it is a stripe of (or is); `chain`: its maps in a chaining buffer ("ofm", "ifm", "ifm2"),
+    each with the buffer's number (u85_chaining)."""
     stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
                           tuple(record.get("ofm_scale", (1, 0))), _rounding(whole, record.get("rounding", "TFL")),
                           _reference_scaled(whole.registers))
@@ -271,11 +271,11 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         "microblock": micro_block(whole, part_kernel_first, accelerator)[3],
         "ofm_round_mode": stage["ofm_round_mode"],
         "ofm_double_round": 0,
-        "storage": tuple(CHAINED if chain == m else 0 for m in ("ifm", "ifm2", "ofm")),
+        "storage": tuple(CHAINED if m in dict(chain) else 0 for m in ("ifm", "ifm2", "ofm")),
         "activation_table": table,
     }
-    if chain:  # the map's REGION is the chaining buffer's number: the first (Vela's for a pair)
-        out[chain] = dict(out[chain], region=0)
+    for m, number in chain:  # a chained map's REGION is its chaining buffer's number
+        out[m] = dict(out[m], region=number)
     if streams is not None:
         out["u85"]["weight_streams"] = streams
     if whole.registers.get("ofm_transpose"):

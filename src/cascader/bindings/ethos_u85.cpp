@@ -90,8 +90,9 @@ void bind_ethos_u85(py::module_& m) {
         "`op` (a resize's output-unit pass) as the Ethos-U85 runs a resize, with Vela's block for it.");
   m.def("u85_chained", &ethos_u85::chained, py::arg("first"), py::arg("next"), py::arg("ifm2_chained"),
         py::arg("arch"),
-        "`first` (with its block config) keeping its OFM in the chaining buffer for `next`, which reads\n"
-        "it as its IFM (or IFM2, `ifm2_chained`): the pair as the cycle model costs it, one operation.");
+        "`first` (with its block config) keeping its OFM in the chaining buffer for `next[0]`, which reads\n"
+        "it as its IFM (or IFM2, `ifm2_chained[0]`), and so on along `next`: the chain as the cycle model\n"
+        "costs it, one operation.");
   m.def(
       "u85_try_block_config",
       [](const NpuOp& op, const AcceleratorConfig& a, const BlockShape& block) {

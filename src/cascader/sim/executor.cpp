@@ -480,15 +480,22 @@ Dense Executor::read_input(const NpuOperation& op, const FeatureMap& fm, int sto
     d.v.assign(static_cast<size_t>(H) * W * C, static_cast<int32_t>(op.u85.op_scalar) - fm.zero_point);
     return d;
   }
-  if (!chained_.valid) fail(op, std::string(what) + " is chained, but no operation left its OFM in the chaining buffer");
-  if (chained_.h != H || chained_.w != W || chained_.c != C || chained_.dtype != fm.dtype || upscale) {
+  if (fm.region < 0 || fm.region >= int(chained_.size())) {
+    fail(op, std::string(what) + " is chained, in unknown chaining buffer " + std::to_string(fm.region));
+  }
+  const Chained& buffer = chained_[size_t(fm.region)];
+  if (!buffer.valid) {
+    fail(op, std::string(what) + " is chained, but no operation left its OFM in chaining buffer " +
+                 std::to_string(fm.region));
+  }
+  if (buffer.h != H || buffer.w != W || buffer.c != C || buffer.dtype != fm.dtype || upscale) {
     std::ostringstream s;
-    s << what << " reads " << H << "x" << W << "x" << C << " " << name(fm.dtype) << " from the chaining buffer, which holds "
-      << chained_.h << "x" << chained_.w << "x" << chained_.c << " " << name(chained_.dtype);
+    s << what << " reads " << H << "x" << W << "x" << C << " " << name(fm.dtype) << " from chaining buffer " << fm.region
+      << ", which holds " << buffer.h << "x" << buffer.w << "x" << buffer.c << " " << name(buffer.dtype);
     fail(op, s.str());
   }
-  d.v.resize(chained_.v.size());
-  for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = chained_.v[i] - fm.zero_point;
+  d.v.resize(buffer.v.size());
+  for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = buffer.v[i] - fm.zero_point;
   return d;
 }
 
@@ -699,8 +706,12 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
     const int OH = op.ofm.height, OW = op.ofm.width, OC = op.ofm.depth;
     const bool chain = op.u85.ofm_storage == ethos_u85::CHAINED;
     const ethos_u85::OfmOrder order(op);
+    if (chain && (op.ofm.region < 0 || op.ofm.region >= int(chained_.size()))) {
+      fail(op, "the OFM is chained, in unknown chaining buffer " + std::to_string(op.ofm.region));
+    }
+    Chained* buffer = chain ? &chained_[size_t(op.ofm.region)] : nullptr;
     if (chain) {
-      chained_ = {OH, OW, OC, op.ofm.dtype, std::vector<int64_t>(acc.size()), true};
+      *buffer = {OH, OW, OC, op.ofm.dtype, std::vector<int64_t>(acc.size()), true};
     } else {
       const std::array<int, 3> e = order.stored_extent();
       check_extent(op, op.ofm, regions_[static_cast<size_t>(op.ofm.region)], e[0], e[1], e[2], "OFM");
@@ -712,7 +723,7 @@ void Executor::write_output(const NpuOperation& op, const std::vector<int64_t>& 
           const size_t i = (static_cast<size_t>(y) * OW + x) * OC + c;
           const int64_t v = stage(acc[i], per_channel ? &channel_scale[static_cast<size_t>(c)] : nullptr);
           if (chain) {
-            chained_.v[i] = v;
+            buffer->v[i] = v;
           } else {
             const std::array<int, 3> at = order.stored(y, x, c);
             store(out + op.ofm.address(at[0], at[1], at[2]), op.ofm.dtype, v);

@@ -59,16 +59,18 @@ class Executor {
   std::array<RegionMemory, 8> regions_;
   std::vector<uint8_t> shram_;
   ExecutionStats stats_;
-  // Ethos-U85: the accelerator (its micro-blocks and weight decoders), and the chaining buffer,
-  // which holds the OFM of an operation whose OFM storage is CHAINED (values in its OFM type)
-  // until the next operation reads it as its IFM or IFM2.
+  // Ethos-U85: the accelerator (its micro-blocks and weight decoders), and the chaining
+  // buffers, numbered by the REGION field of the map in them: each holds the OFM of an
+  // operation whose OFM storage is CHAINED (values in its OFM type) until a later operation of
+  // the chain reads it as its IFM or IFM2 (a chain of up to 4 operations uses several).
   const AcceleratorConfig* accelerator_ = nullptr;
   struct Chained {
     int h = 0, w = 0, c = 0;
     DataType dtype = DataType::S8;
     std::vector<int64_t> v;
     bool valid = false;
-  } chained_;
+  };
+  std::array<Chained, 8> chained_;
   ethos_u85::AccumulatorRam accumulators_;  // kept between Ethos-U85 operations
   bool u85() const { return config_.product == static_cast<int>(Product::EthosU85); }
   Dense read_input(const NpuOperation& op, const FeatureMap& fm, int storage, int H, int W, int C, int upscale,

@@ -485,15 +485,20 @@ U85Chained chain_link(const NpuOp& next, bool ifm2_chained, bool other_in_memory
 void chain_into(NpuOp& first, const NpuOp& next, bool ifm2_chained) {
   if (!first.u85 || !first.block_config) throw InvalidArgument("chain_into: the first operation is not described");
   first.u85->ofm_chained = true;
+  if (!first.u85->chain.empty()) first.u85->chain.back().writes_chain = true;  // on to `next`
   first.u85->chain.push_back(chain_link(next, ifm2_chained, true, false, next.activation == Activation::Lut));
   first.ofm = next.ofm;
 }
 
-NpuOp chained(const NpuOp& first, const NpuOp& next, bool ifm2_chained, const ArchConfig& arch) {
+NpuOp chained(const NpuOp& first, const std::vector<NpuOp>& next, const std::vector<bool>& ifm2_chained,
+              const ArchConfig& arch) {
+  if (next.empty() || next.size() != ifm2_chained.size()) {
+    throw InvalidArgument("chained: one ifm2_chained flag per chained operation, at least one");
+  }
   BlockConfigCache cache;
-  NpuOp pair = with_block_config(first, arch, cache);
-  chain_into(pair, next, ifm2_chained);
-  return pair;
+  NpuOp chain = with_block_config(first, arch, cache);
+  for (size_t i = 0; i < next.size(); ++i) chain_into(chain, next[i], ifm2_chained[i]);
+  return chain;
 }
 
 }  // namespace cascader::ethos_u85

@@ -17,6 +17,8 @@
 // Complexity: O(sub-kernels) per operation.
 #pragma once
 
+#include <vector>
+
 #include "cascader/arch/arch_config.hpp"
 #include "cascader/perf/cycle_model.hpp"
 #include "cascader/perf/npu_op.hpp"
@@ -37,13 +39,16 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
 // writes the chaining buffer on (`writes_chain`) or memory; `lut`: a table activation.
 U85Chained chain_link(const NpuOp& next, bool ifm2_chained, bool other_in_memory, bool writes_chain, bool lut);
 
-// `first` (described: op.u85 and its block config set) with `next` chained after it: `first`'s
-// OFM stays in the chaining buffer, and the pair is costed as one operation ending in `next`'s
-// OFM, as the estimator costs such a pair read from a command stream.
+// `first` (described: op.u85 and its block config set, perhaps a chain already) with `next`
+// chained after it: the OFM of the chain's last operation stays in the chaining buffer, and the
+// chain is costed as one operation ending in `next`'s OFM, as the estimator costs such a chain
+// read from a command stream.
 void chain_into(NpuOp& first, const NpuOp& next, bool ifm2_chained);
 
-// `first` with the block config the U85 block search gives it, then `chain_into` `next`: the
-// pair as the cycle model costs it (the planner's question before it chains two operations).
-NpuOp chained(const NpuOp& first, const NpuOp& next, bool ifm2_chained, const ArchConfig& arch);
+// `first` with the block config the U85 block search gives it (or the one it has), then
+// `chain_into` each of `next` in turn (`ifm2_chained[i]`: `next[i]` reads the chaining buffer as
+// its IFM2): the chain as the cycle model costs it (the planner's question before it chains).
+NpuOp chained(const NpuOp& first, const std::vector<NpuOp>& next, const std::vector<bool>& ifm2_chained,
+              const ArchConfig& arch);
 
 }  // namespace cascader::ethos_u85
