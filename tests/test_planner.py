@@ -630,3 +630,45 @@ def test_a_part_starting_at_the_second_operand_has_one_input():
         bad.add_part(part)
         with pytest.raises(cascader.InvalidArgumentError, match="first_operand"):
             bad.validate()
+
+
+def test_proposals_their_bound_shows_dominated_are_not_laid_out():
+    """Shared_Sram: a proposal whose planner bound is above the score of one at most as slow is
+    not laid out (`planner._score_undominated`, `sram_bytes` None). Laid out, each comes out at
+    least its bound, above that one: the frontier is the one of every score."""
+    from cascader import memory as mem
+    from cascader.lowering import lower
+    from cascader.planner import plan_scheduled
+    from cascader.scheduling import schedule
+    from cascader.schedule import memory_schedule, without_weight_buffers
+
+    part, segments = lower(zoo.get("mobilenet_v2"))
+    buffered = schedule(part, segments, "ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram")
+    lean = without_weight_buffers(buffered)
+    frontier = plan_scheduled(part, buffered, lean=lean)
+    skipped = [p for p in frontier.candidates if p.sram_bytes is None]
+    laid = [p for p in frontier.candidates if p.sram_bytes is not None]
+    assert skipped and laid and "not laid out" in repr(skipped[0])
+    uncascaded = mem.core_schedule(memory_schedule(lean, part.graph)[0])
+    config = mem.MemoryConfig.for_target("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram")
+    scores = _core.proposal_srams(frontier.graph, [p.proposal for p in skipped], uncascaded, config.to_core())
+    for p, sram in zip(skipped, scores):
+        assert sram >= p.estimated_bytes - 15
+        assert any(d.cycles <= p.cycles and d.sram_bytes < sram for d in laid)
+    assert all(any(p is q for q in laid) for p in frontier.points)
+
+
+def test_scores_within_their_node_limit_keep_the_frontier(monkeypatch):
+    """A score's layout searches at most SCORE_NODE_LIMIT nodes: zoo lstm_kws on U65-256 (one
+    proposal's search found nothing below its greedy layout in 200,000 nodes) plans the same
+    frontier as with 200,000, every proposal scored (Dedicated_Sram: its bound is no bound)."""
+    from cascader import planner
+
+    model = zoo.get("lstm_kws")
+    frontier = plan(model, accelerator="ethos-u65-256")
+    assert all(p.sram_bytes is not None for p in frontier.candidates)
+    monkeypatch.setattr(planner, "SCORE_NODE_LIMIT", 200_000)
+    thorough = plan(model, accelerator="ethos-u65-256")
+    assert [(p.sram_bytes, p.cycles, p.evicting) for p in frontier.points] == \
+        [(p.sram_bytes, p.cycles, p.evicting) for p in thorough.points]
+    assert [p.sram_bytes for p in frontier.candidates] == [p.sram_bytes for p in thorough.candidates]

@@ -111,16 +111,17 @@ def _reads_every_element(lo: LoweredOperation, v: FeatureMapView) -> bool:
     return True
 
 
-def floor(part: Partition, sched: NpuSchedule, resident: bool = False) -> Floor:
+def floor(part: Partition, sched: NpuSchedule, resident: bool = False, memory: tuple | None = None) -> Floor:
     """The floor of `sched`, an uncascaded schedule of `part` (see the module docstring), on
     the schedule's target and memory mode: 0 on Dedicated_Sram, where every feature map may
     live in DRAM, unless `resident` (the floor of the schedules that keep every feature map
-    but TFLM's in SRAM)."""
+    but TFLM's in SRAM). `memory`: `memory_schedule` of `sched` without its weight buffers,
+    when the caller has it."""
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode)
     if not (config.shared_sram or resident):
         return Floor(0, "", ())
     lean = without_weight_buffers(sched)
-    msched, index, op_steps = memory_schedule(lean, part.graph)
+    msched, index, op_steps = memory or memory_schedule(lean, part.graph)
     buffers = msched.buffers
     shapes: dict[int, tuple[int, int, int]] = {}
     for seg in lean.segments:

@@ -58,6 +58,13 @@ UPSCALE_FACTOR = 2  # both modes double the rows and columns
 # search gives.
 LEAST_SCORED = 16
 LEAST_LAID_OUT = 3
+# A score's exact layout (`_layout_srams`) searches at most this many nodes, as the arena
+# layout's fit checks do: a score ranks proposals, and one search that does not settle within
+# them made a plan eight times slower (zoo lstm_kws on U65-256: one of its 35 proposals, 1,308
+# buffers between a 4,960 B bound and the 5,024 B its greedy layout takes, searched 200,000
+# nodes for 1.9 s and found nothing lower; nor do 1,000,000). Every score of the plans of the
+# shared models and of the zoo's on U55-128 and U65-256 is the same SRAM as with 200,000.
+SCORE_NODE_LIMIT = 10_000
 # Dedicated_Sram: the budgets, as shares of the fastest proposal's SRAM, under which that
 # proposal is laid out again with feature maps moved to DRAM (`evicting_points`), down to none
 # in SRAM. A greedy layout with eviction takes 2-120 ms on palm detection, one round per buffer
@@ -103,7 +110,7 @@ class PlanOptions:
 class PlanPoint:
     """One proposal: the SRAM its exact layout takes, its cycles, and the proposal itself."""
 
-    sram_bytes: int
+    sram_bytes: int | None  # None: not laid out (a `Frontier.candidates` point its bound shows dominated)
     cycles: float
     proposal: Any  # _core.Proposal
     estimated_bytes: int  # the planner's own peak (a lower bound of sram_bytes)
@@ -117,7 +124,8 @@ class PlanPoint:
         return sum(1 for c in self.proposal.cascades if is_striped(c))
 
     def __repr__(self) -> str:
-        return (f"PlanPoint(sram={self.sram_bytes:,} B, cycles={self.cycles:,.0f}, "
+        sram = "not laid out" if self.sram_bytes is None else f"{self.sram_bytes:,} B"
+        return (f"PlanPoint(sram={sram}, cycles={self.cycles:,.0f}, "
                 f"{self.cascades} cascades of {len(self.proposal.cascades)} groups"
                 f"{', feature maps in DRAM' if self.evicting else ''})")
 
@@ -153,8 +161,10 @@ class Frontier:
     seconds: float  # `plan`: the whole call, model reading, lowering and scheduling included
     accelerator: str
     notes: list[str] = field(default_factory=list)
-    # Every proposal scored, the dominated ones too: a proposal dominated by its planned bound
-    # may still lay out in less than the one dominating it (the compile's least SRAM looks).
+    # Every proposal, the dominated ones too: a proposal dominated by its planned bound may
+    # still lay out in less than the one dominating it (the compile's least SRAM looks). Those
+    # of `plan` are scored but the ones a scored one dominates by their bound (their
+    # `sram_bytes` None, `_score_undominated`).
     candidates: list[PlanPoint] = field(default_factory=list, repr=False)
     scored: bool = False  # the points' SRAM is their layout's (else the planner's own bound)
     # The planner's own part of `seconds`: from the uncascaded schedule to the frontier (the
@@ -468,9 +478,57 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
 
 def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> list[int]:
     """The SRAM the exact allocator lays out for each proposal, each cascade one step
-    (proposal/proposal_layout.hpp); `uncascaded` is the core's copy of the uncascaded schedule's
-    `memory_schedule` (`mem.core_schedule`)."""
-    return _core.proposal_srams(pg, proposals, uncascaded, config.to_core())
+    (proposal/proposal_layout.hpp), within SCORE_NODE_LIMIT search nodes; `uncascaded` is the
+    core's copy of the uncascaded schedule's `memory_schedule` (`mem.core_schedule`)."""
+    scoring = replace(config, node_limit=min(config.node_limit, SCORE_NODE_LIMIT))
+    return _core.proposal_srams(pg, proposals, uncascaded, scoring.to_core())
+
+
+def _score(pg, points: list[PlanPoint], uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> None:
+    """Each point's `sram_bytes` its proposal's score (`_layout_srams`)."""
+    for p, sram in zip(points, _layout_srams(pg, [p.proposal for p in points], uncascaded, config)):
+        p.sram_bytes = sram
+
+
+def _near_least(by_bound: list[PlanPoint]) -> list[PlanPoint]:
+    """Of points sorted by the planner's bound, those `lay_out_leanest` scores: the
+    LEAST_SCORED leanest, within a quarter of the least bound."""
+    return [p for p in by_bound[:LEAST_SCORED] if p.estimated_bytes <= 1.25 * by_bound[0].estimated_bytes]
+
+
+def _least_by_bound(points: list[PlanPoint]) -> list[PlanPoint]:
+    """The points whose scores `lay_out_leanest` reads or may keep: those it scores
+    (`_near_least`) and the LEAST_LAID_OUT leanest by bound, in `points`' order."""
+    by_bound = sorted(points, key=lambda p: (p.estimated_bytes, p.cycles))
+    chosen = {id(p) for p in _near_least(by_bound) + by_bound[:LEAST_LAID_OUT]}
+    return [p for p in points if id(p) in chosen]
+
+
+# Proposals scored at a time by `_score_undominated`: enough to keep the core's threads busy,
+# few enough that the points scored prune the next ones.
+SCORED_AT_ONCE = 8
+
+
+def _score_undominated(pg, points: list[PlanPoint], uncascaded: "_core.BufferSchedule",
+                       config: mem.MemoryConfig) -> None:
+    """Scores the points not scored yet (`sram_bytes` None), fastest first, but those that a
+    point already scored dominates by their bound: on Shared_Sram the planner's peak is a lower
+    bound of the score, within the 15 bytes of a 16-byte alignment, so a point whose bound is
+    above the SRAM of one at most as slow lays out above it too, and is on no frontier
+    (MobileNetV2-224 on U55-128: 30 of 76 proposals not laid out). Those keep `sram_bytes`
+    None. Elsewhere every point is scored: the peak leaves out the tensors TFLM places, and is
+    no bound (zoo lstm_kws on U65-256 scores a proposal of a 1,024 B peak at 964 B)."""
+    todo = sorted((p for p in points if p.sram_bytes is None), key=lambda p: (p.cycles, p.estimated_bytes))
+    if not config.shared_sram or config.fast_capacity is not None:
+        _score(pg, todo, uncascaded, config)
+        return
+    known = [p for p in points if p.sram_bytes is not None]
+    while todo:
+        batch, todo = todo[:SCORED_AT_ONCE], todo[SCORED_AT_ONCE:]
+        batch = [p for p in batch if not any(d.cycles <= p.cycles and d.sram_bytes < p.estimated_bytes - 15
+                                             for d in known)]
+        _score(pg, batch, uncascaded, config)
+        known += batch
 
 
 @paused_gc()
@@ -539,21 +597,36 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     options = options or PlanOptions()
     lean = lean or without_weight_buffers(buffered)
     target = _Target.of(buffered)
-    frontier = plan_schedule(lean, part.graph, target, options, buffered=buffered, stages=stages)
+    memory = memory_schedule(lean, part.graph)  # the score's uncascaded layout, and the floor's
+    config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
+    frontier = plan_schedule(lean, part.graph, target, options, score=False, buffered=buffered, stages=stages,
+                             memory=memory)
+    uncascaded = mem.core_schedule(memory[0])
+    # The leanest by bound are scored first: the leanest layouts start from their scores.
+    first = _least_by_bound(frontier.candidates)
+    chosen = {id(p) for p in first}
+    for p in frontier.candidates:
+        if id(p) not in chosen:
+            p.sram_bytes = None
+    _score(frontier.graph, first, uncascaded, config)
+    frontier.scored = True
+    stages.lap("proposals laid out (C++)")
     # The leanest points as the compile lays them out, stripe by stripe (the score takes each
     # cascade as one step: chained staircases and in-place operations come out otherwise).
-    config = mem.MemoryConfig.for_target(target.accelerator, target.system, target.memory_mode)
     leanest = lay_out_leanest(frontier, part.graph, lean, config)
     for sram, point, _, _ in leanest:
         point.sram_bytes = sram
     stages.lap("leanest laid out")
+    _score_undominated(frontier.graph, frontier.candidates, uncascaded, config)
+    stages.lap("proposals laid out (C++)")
     evicting = [] if config.shared_sram else evicting_points(frontier, part.graph, lean, config)
     stages.lap("evicting points")
-    frontier.resident = min(frontier.candidates, key=lambda p: (p.sram_bytes, p.cycles), default=None)
-    pool = frontier.candidates + evicting
+    laid = [p for p in frontier.candidates if p.sram_bytes is not None]
+    frontier.resident = min(laid, key=lambda p: (p.sram_bytes, p.cycles), default=None)
+    pool = laid + evicting
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
     frontier.points = [pool[k] for k in front]
-    least = floor(part, lean, resident=True)
+    least = floor(part, lean, resident=True, memory=memory)
     frontier.resident_floor_bytes = least.bytes
     if config.shared_sram:
         frontier.floor_bytes, frontier.floor_operator = least.bytes, least.operator
@@ -593,7 +666,7 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
                 return [out[-1][1:2] + (point,) + out[-1][2:]]
     # Scored only near the least bound (the rest cannot be the least), a few; `plan`'s points
     # are scored already.
-    near = [p for p in by_bound[:LEAST_SCORED] if p.estimated_bytes <= 1.25 * by_bound[0].estimated_bytes]
+    near = _near_least(by_bound)
     if frontier.scored:
         scores = {id(p): p.sram_bytes for p in near}
     else:
@@ -658,16 +731,18 @@ def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryC
 
 
 def plan_schedule(sched: NpuSchedule, graph, target: _Target, options: PlanOptions | None = None,
-                  score: bool = True, buffered: NpuSchedule | None = None, stages: Stages | None = None) -> Frontier:
+                  score: bool = True, buffered: NpuSchedule | None = None, stages: Stages | None = None,
+                  memory: tuple | None = None) -> Frontier:
     """The frontier of an uncascaded schedule whose weights are read in place (`plan`'s work
     after lowering and scheduling; `cascader.compile` calls it when a budget needs cascades),
     with `buffered` the same schedule's weight buffers (see `build_graph`). Without `score`,
     points keep the planner's own memory bound as `sram_bytes` (the compile lays out only the
-    proposals it tries). `stages`: a stopwatch to time the steps on."""
+    proposals it tries). `stages`: a stopwatch to time the steps on; `memory`:
+    `memory_schedule(sched, graph)`, when the caller has it."""
     start = time.perf_counter()
     stages = stages or Stages()
     options = options or PlanOptions()
-    memory = memory_schedule(sched, graph)  # the graph's tensors, and the score's uncascaded layout
+    memory = memory or memory_schedule(sched, graph)  # the graph's tensors, and the score's uncascaded layout
     pg = build_graph(sched, graph, target, buffered, memory)
     stages.lap("planner graph")
     proposals = _core.generate_proposals(pg, target.arch, options.to_core())

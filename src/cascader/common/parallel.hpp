@@ -38,7 +38,10 @@ inline size_t core_count() {
     }
     return size_t(n);
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  // Asked once: the library reads /sys for it, and a plan spreads work over the cores a few
+  // hundred times (each exact layout asks per worker it starts).
+  static const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return cores;
 }
 
 inline size_t worker_count(size_t count, size_t block) {
