@@ -17,9 +17,10 @@ import numpy as np
 from .emit.program import ARENA_REGIONS, Placement
 from .errors import BudgetError, InfeasibleError
 from .frontend.partition import Partition
+from .input_staging import staged_key
 from .memory import MemoryConfig, MemoryLayout, layout, sram_bytes
 from .schedule import (NpuSchedule, fit_weight_buffers, live_bytes, memory_schedule, second_slot_key,
-                       weight_buffers_peak, weights_key, without_weight_buffers)
+                       weight_buffers_peak, weights_key, without_staging, without_weight_buffers)
 
 
 class _Lean:
@@ -178,6 +179,12 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
             if evicted and not config.shared_sram:
                 candidate = without_weight_buffers(
                     candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})
+                continue
+            # So is a staged input's copy (input_staging): the operation reads its input in place.
+            evicted = {k for k, sop in enumerate(candidate.operations) if sop.staged_cycles
+                       and arenas[index[staged_key(k, sop.lowered.ifm.buffer)]] == "scratch"}
+            if evicted:
+                candidate = without_staging(candidate, evicted)
                 continue
             address = {b: (ARENA_REGIONS[arenas[i]], offsets[i]) for b, i in index.items()}
             cpu_offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()

@@ -33,6 +33,7 @@ from .frontend.lower_ofm_transpose import transposed_description
 from .frontend.lower_u85_resize import resize_description
 from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, stream_widths, with_copy_shape, SIGMOID_FUNCTION, TANH_FUNCTION, FeatureMapView, LoweredOperation,
                                LoweredSegment, position_reads_all, round16)
+from .input_staging import staged, staged_key, unstaged
 from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
 from .tflite.model import SubGraph
 
@@ -76,6 +77,10 @@ class ScheduledOperation:
     # see broadcast_constant); "" when the IFM2 is no constant.
     constant_ifm2: str = ""
     copy_cycles: float = 0.0
+    # The IFM, a map the CPU hands in (in the slow arena), copied by a DMA into the fast memory
+    # just before the operation, which reads it there: that DMA's cycles (0: read in place; see
+    # input_staging). `cost` (and `direct_cost`) cost the operation reading the copy.
+    staged_cycles: float = 0.0
     # Ethos-U85 chaining (u85_chaining): "ofm" when this operation's OFM stays in the chaining
     # buffer for the next operation, "ifm"/"ifm2" for that operation's operand read from it; ""
     # otherwise. A chained pair is costed as its first operation (the second's `cost` is none);
@@ -133,7 +138,7 @@ class NpuSchedule:
     @property
     def total_cycles(self) -> float:
         """The schedule's cycles as the cycle model predicts them (the binary's estimate agrees)."""
-        return float(sum(op.cost.total_cycles + op.copy_cycles for op in self.operations))
+        return float(sum(op.cost.total_cycles + op.copy_cycles + op.staged_cycles for op in self.operations))
 
 
 class _Target:
@@ -156,7 +161,9 @@ class _Target:
         self.in_arena = self.cpu_visible | {b for seg in segments for b in seg.persistent}
         # Constant maps (a PAD's border fills, say) are read where the constants are stored.
         self.constant_buffers = {b for seg in segments for b in seg.constants}
+        self.buffer_bytes = {b: n for seg in segments for b, n in seg.buffers.items()}
         self._accelerator = Accelerator(accelerator)
+        self.is_u85 = self._accelerator.product == ethos_u85.PRODUCT
         self._buffer_area = _memory(self.buffer_memory)
         self._described: dict[tuple[int, bool], tuple[LoweredOperation, "_core.NpuOp"]] = {}
         # The memory planner's feature-map schedules of this target's recent schedules
@@ -198,11 +205,12 @@ class _Target:
         described.block_config = record.block_config
         return cost_from_core(record, described)
 
-    def copy_cost(self, nbytes: int) -> float:
-        """Cycles of a DMA copying `nbytes` of constants into the fast memory."""
-        return float(_core.estimate(npu_op("dma", (1, 1, 1, nbytes), (1, 1, 1, nbytes), ifm_memory=self.weight_memory,
-                                           ofm_memory=self.buffer_memory, dma_bytes=nbytes,
-                                           accelerator=self.accelerator), self.arch).total_cycles)
+    def copy_cost(self, nbytes: int, source: str | None = None) -> float:
+        """Cycles of a DMA copying `nbytes` into the fast memory from `source` (a memory's
+        name; by default where the constants are)."""
+        return float(_core.estimate(npu_op("dma", (1, 1, 1, nbytes), (1, 1, 1, nbytes),
+                                           ifm_memory=source or self.weight_memory, ofm_memory=self.buffer_memory,
+                                           dma_bytes=nbytes, accelerator=self.accelerator), self.arch).total_cycles)
 
     def npu_op(self, op: LoweredOperation, weight_bytes: int = 0, scale_bytes: int = 0, block=None,
                part_kernel_first: bool | None = None, buffered: bool = False, slack: int = 0,
@@ -426,6 +434,14 @@ def _streamed_copy_shape(op: LoweredOperation, target: _Target, slack: int) -> L
 def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
                        encoded: Any = None, constants: dict[int, bytes] | None = None,
                        choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0) -> ScheduledOperation:
+    """`_schedule_operation`'s choice, its IFM staged in the fast memory where that pays
+    (`input_staging.staged`)."""
+    return staged(_schedule_operation(op, target, slack, buffering, encoded, constants, choice, busy), target)
+
+
+def _schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
+                        encoded: Any = None, constants: dict[int, bytes] | None = None,
+                        choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0) -> ScheduledOperation:
     """Block config and traversal from the cycle model; weights encoded for that block; the
     weights buffered in SRAM when the model says that is faster (and `buffering` allows); a
     broadcast constant operand copied into SRAM when that is faster than reading it in flash.
@@ -627,6 +643,13 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset()) 
                        direct_encoded=None)
 
     return _mapped(schedule, unbuffered)
+
+
+def without_staging(schedule: NpuSchedule, positions: Collection[int]) -> NpuSchedule:
+    """The same schedule with the operations at `positions` reading their IFMs in place, not
+    from a staged copy (`input_staging`)."""
+    arch = _Target.of(schedule).arch
+    return _mapped(schedule, lambda k, sop: unstaged(sop, arch) if k in positions else sop)
 
 
 def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
@@ -899,6 +922,15 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             specs.append((f"{lo.name} constant", "copy", size, False))
             # Copied in, then read once per OFM element (broadcast).
             access[copy] = size + math.prod(lo.ofm.shape) * ELEMENT_SIZE[v.dtype]
+        if sop.staged_cycles:
+            copy = index[staged_key(position, lo.ifm.buffer)] = len(specs)
+            extra.append(copy)
+            specs.append((f"{lo.name} staged input", "copy", round16(schedule.segments[i].segment.buffers[lo.ifm.buffer]),
+                          False))
+            # Evicted, the copy only moves the map from one slow memory to another: what the
+            # operation gains reading it in the fast memory, net of the DMA.
+            gain = max(unstaged(sop, arch).cost.total_cycles - sop.cost.total_cycles - sop.staged_cycles, 0.0)
+            access[copy] = gain / per_byte if per_byte > 0 else specs[copy][2]
         if extra:
             steps[step] = mem.Step(fm_reads + tuple(extra), steps[step].writes, lo.name)
     # The schedules of a family share most buffers as they are, access bytes and all: each is
