@@ -83,3 +83,20 @@ def test_a_copy_read_is_costed_after_a_later_dma_over_its_bytes(model_path):
 def test_u55_reads_its_input_in_place(model_path):
     compiled = cascader.compile(model_path, sram=None, accelerator="ethos-u55-128")
     assert not any(o["kind"] == "dma" and o["src"]["region"] == REGION_SCRATCH for o in _operations(compiled))
+
+
+def test_the_planner_and_the_least_sram_compile_do_not_stage(model_path):
+    """The copy is the allocator's extra, as a weight buffer: the lean schedule the planner,
+    the floors and the cascades work on reads its input in place, so the least SRAM is the
+    lean schedule's."""
+    from cascader.lowering import lower
+    from cascader.schedule import without_weight_buffers
+    from cascader.scheduling import schedule
+
+    acc = cascader.Accelerator(U65)
+    part, segments = lower(cascader.load_model(model_path), acc.name)
+    sched = schedule(part, segments, acc.name, acc.default_system, acc.default_memory_mode.value)
+    assert sched.operations[0].staged_cycles > 0
+    assert not any(op.staged_cycles for op in without_weight_buffers(sched).operations)
+    least = cascader.compile(model_path, accelerator=U65, optimise="size")
+    assert not _staging_copies(_operations(least))

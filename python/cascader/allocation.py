@@ -66,7 +66,11 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
     own peak, then none. The buffers under the peak and the re-sliced ones are made together,
     when every buffer did not fit."""
     if not any(op.weight_buffer and op.shared_weights is None for op in sched.operations):
-        yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
+        if not any(op.staged_cycles for op in sched.operations):
+            yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
+            return
+        yield sched, None  # its staged inputs (`allocate` drops those the layout evicts), then none
+        yield lean.schedule, lean.memory
         return
     budget = config.fast_capacity
     if config.shared_sram:
@@ -178,7 +182,8 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
                                for key in (weights_key(sop, k), second_slot_key(k)) if key in index)}
             if evicted and not config.shared_sram:
                 candidate = without_weight_buffers(
-                    candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})
+                    candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted},
+                    staged=True)
                 continue
             # So is a staged input's copy (input_staging): the operation reads its input in place.
             evicted = {k for k, sop in enumerate(candidate.operations) if sop.staged_cycles

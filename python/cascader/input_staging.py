@@ -11,8 +11,11 @@ the input in place.
 
 An operation run whole (not a cascade's stripe) is staged where the cycle model says the copy
 plus the operation from the fast memory is faster than the operation alone. The copy is a buffer
-of the fast arena live over that operation only; where the memory planner cannot keep it there
-(`allocation.allocate`), the operation reads its input in place again (`unstaged`).
+of the fast arena live over that operation only. Like a weight buffer it is an extra the
+allocator keeps where the budget holds it: the lean schedule the planner, the floors and the
+cascades work on reads the input in place (`schedule.without_weight_buffers`), and where the
+memory planner cannot keep the copy in the fast memory (`allocation.allocate`) the operation
+reads its input in place again (`unstaged`).
 """
 
 from __future__ import annotations
@@ -51,14 +54,16 @@ def staged(sop: Any, target: Any) -> Any:
     if sop.cascade is not None or sop.staged_cycles:
         return sop
     nbytes = stageable_bytes(sop.lowered, target)
-    if not nbytes:
+    if not nbytes or sop.cost.described is None:  # no description to cost it again with
         return sop
     fast = target.arch.region_memory(_core.Region.FastCache)
-    cost = _recosted(sop.cost, fast, target.arch)
+    cost, direct = _recosted(sop.cost, fast, target.arch), _recosted(sop.direct_cost, fast, target.arch)
+    # A weight-buffered operation may read its weights in place once staged (the caller's choice).
+    fastest = min(cost.total_cycles, direct.total_cycles if direct is not None else cost.total_cycles)
     copy = target.copy_cost(nbytes, target.arena_memory)
-    if cost is None or cost.total_cycles + copy >= sop.cost.total_cycles:
+    if fastest + copy >= sop.cost.total_cycles:
         return sop
-    return replace(sop, cost=cost, direct_cost=_recosted(sop.direct_cost, fast, target.arch), staged_cycles=copy)
+    return replace(sop, cost=cost, direct_cost=direct, staged_cycles=copy)
 
 
 def unstaged(sop: Any, arch: Any) -> Any:
