@@ -17,9 +17,10 @@ import numpy as np
 from .emit.program import ARENA_REGIONS, Placement
 from .errors import BudgetError, InfeasibleError
 from .frontend.partition import Partition
+from .input_staging import staged_key
 from .memory import MemoryConfig, MemoryLayout, layout, sram_bytes
 from .schedule import (NpuSchedule, fit_weight_buffers, live_bytes, memory_schedule, second_slot_key,
-                       weight_buffers_peak, weights_key, without_weight_buffers)
+                       weight_buffers_peak, weights_key, without_staging, without_weight_buffers)
 
 
 class _Lean:
@@ -65,7 +66,11 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
     own peak, then none. The buffers under the peak and the re-sliced ones are made together,
     when every buffer did not fit."""
     if not any(op.weight_buffer and op.shared_weights is None for op in sched.operations):
-        yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
+        if not any(op.staged_cycles for op in sched.operations):
+            yield sched, lean.memory  # nothing to drop: the schedule is its own lean one
+            return
+        yield sched, None  # its staged inputs (`allocate` drops those the layout evicts), then none
+        yield lean.schedule, lean.memory
         return
     budget = config.fast_capacity
     if config.shared_sram:
@@ -177,7 +182,14 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
                                for key in (weights_key(sop, k), second_slot_key(k)) if key in index)}
             if evicted and not config.shared_sram:
                 candidate = without_weight_buffers(
-                    candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted})
+                    candidate, {k for k, sop in enumerate(candidate.operations) if sop.weight_buffer and k not in evicted},
+                    staged=True)
+                continue
+            # So is a staged input's copy (input_staging): the operation reads its input in place.
+            evicted = {k for k, sop in enumerate(candidate.operations) if sop.staged_cycles
+                       and arenas[index[staged_key(k, sop.lowered.ifm.buffer)]] == "scratch"}
+            if evicted:
+                candidate = without_staging(candidate, evicted)
                 continue
             address = {b: (ARENA_REGIONS[arenas[i]], offsets[i]) for b, i in index.items()}
             cpu_offsets = {t: address[b][1] for s in candidate.segments for t, b in s.segment.aliases.items()

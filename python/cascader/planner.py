@@ -400,8 +400,8 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
             # Costed as the stripes will be emitted (see stripes._stripe).
             part.op = target.npu_op(lo, w, sc, part_kernel_first=sop.part_kernel_first if lo.kind == "conv" else None,
                                     block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash")
-            # As scheduled (a copy runs 16 channels wide; a constant's copy DMA'd in first).
-            part.whole_cycles = float(sop.cost.total_cycles + sop.copy_cycles)
+            # As scheduled (a copy runs 16 channels wide; a constant's copy, or a staged input, DMA'd in first).
+            part.whole_cycles = float(sop.cost.total_cycles + sop.copy_cycles + sop.staged_cycles)
             inputs, props = [], []
             transposed, box = transposes(lo), boxed(lo)
             for v, second in ((lo.ifm, False), (lo.ifm2, True)):

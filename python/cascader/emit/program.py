@@ -17,6 +17,7 @@ from .. import _core
 from ..arch import Accelerator
 from ..errors import CascaderError
 from ..frontend.lowered import ELEMENT_SIZE, FeatureMapView
+from ..input_staging import staged_key
 from ..schedule import (ScheduledOperation, SegmentSchedule, constant_key, copied_constants, second_slot_key,
                         weights_key)
 from ..tflite.ethos_u import REGION_FLASH, REGION_PERSISTENT, REGION_SCRATCH, REGION_SCRATCH_FAST
@@ -288,6 +289,13 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
             copies[v.buffer] = region, address = placement.address[constant_key(first + k, v)]
             records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[blob], length=len(blob)),
                                 dst=dict(region=region, address=address, length=len(blob))))
+        if sop.staged_cycles:  # its IFM, a map the CPU hands in, read from a copy (input_staging)
+            buffer = sop.lowered.ifm.buffer
+            size = segment.segment.buffers[buffer]
+            copies[buffer] = region, address = placement.address[staged_key(first + k, buffer)]
+            src_region, src_address = placement.address[buffer]
+            records.append(dict(kind="dma", src=dict(region=src_region, address=src_address, length=size),
+                                dst=dict(region=region, address=address, length=size)))
         record = operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies, templates)
         if sop.cascade is None and npu.product != ethos_u85.PRODUCT:
             _check_over_own_input(record)

@@ -1,6 +1,7 @@
 #include "cascader/sim/estimator.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -17,10 +18,13 @@ namespace cascader::sim {
 
 namespace {
 
-// A DMA not yet consumed: where it copies from and to.
+// A DMA not yet consumed: where it copies from and to; `read`: an operation has read a feature
+// map from what it wrote (a staged input, say), so a later DMA over the same bytes does not
+// make it moot.
 struct PendingDma {
   size_t index = 0;
   AddressRange src, dst;
+  bool read = false;
 };
 
 bool covers(const AddressRange& dst, const AddressRange& use) {
@@ -513,6 +517,7 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
   const bool u85 = stream.product == Product::EthosU85;
   StreamEstimate result;
   std::vector<PendingDma> pending;
+  std::vector<PendingDma> read_copies;  // replaced in `pending` after an operation read them
   // DMA slack as Vela counts it: a weight or LUT transfer runs under the operation before its
   // consumer, for that operation's CostRecord::buffering_slack_cycles (its compute as Vela's
   // scheduler saw it), not for the time that operation actually took. Rows of one operation
@@ -563,13 +568,22 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
       // A new DMA over the same bytes replaces an older, unconsumed one. (Not a strided or
       // indexed one: its range only bounds the rows it writes, as a scatter's over the zeros
       // it lands in.)
+      // A copy some operation read is costed whatever comes after it.
       if (!o.u85.dma.strided_or_indexed()) {
-        pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                     [&](const PendingDma& p) { return covers(o.dma_dst, p.dst); }),
-                      pending.end());
+        const auto replaced = std::stable_partition(pending.begin(), pending.end(),
+                                                    [&](const PendingDma& p) { return !covers(o.dma_dst, p.dst); });
+        std::copy_if(replaced, pending.end(), std::back_inserter(read_copies), [](const PendingDma& p) { return p.read; });
+        pending.erase(replaced, pending.end());
       }
       pending.push_back(PendingDma{i, o.dma_src, o.dma_dst});
       continue;
+    }
+    if (!pending.empty()) {
+      if (!accesses[i]) accesses[i] = accesses_of(o);
+      for (PendingDma& p : pending) {
+        const Span dst{p.dst.region, int64_t(p.dst.address), int64_t(p.dst.address + p.dst.length)};
+        for (const Span& r : accesses[i]->reads) p.read = p.read || (p.dst.length > 0 && r.overlaps(dst));
+      }
     }
     if (!prev || !same_operation(*prev, o)) slack = last_offered;
     prev = &o;
@@ -759,9 +773,11 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     e.merged.insert(e.merged.end(), chained.begin(), chained.end());
     for (size_t k : e.merged) done[k] = 1;
     for (size_t d : slice_dmas) done[d] = 1;
-    // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation.
+    // Weights (and scales) in a buffer some DMA filled: cost the DMA with the operation. (Not a
+    // copy an operation read as a feature map, whose bytes a weight buffer took over since.)
     if (reads_weights(o) && e.op.weight_bytes > 0) {
-      auto it = std::find_if(pending.rbegin(), pending.rend(), [&](const PendingDma& p) { return covers(p.dst, o.weights); });
+      auto it = std::find_if(pending.rbegin(), pending.rend(),
+                             [&](const PendingDma& p) { return !p.read && covers(p.dst, o.weights); });
       if (it != pending.rend()) {
         e.op.weight_memory = region_memory(it->src.region, arch);
         e.op.weight_buffer_memory = region_memory(it->dst.region, arch);
@@ -771,7 +787,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
         // Scales DMA'd separately into the buffer are part of the same transfer.
-        auto s = std::find_if(pending.begin(), pending.end(), [&](const PendingDma& p) { return covers(p.dst, o.scales); });
+        auto s = std::find_if(pending.begin(), pending.end(),
+                              [&](const PendingDma& p) { return !p.read && covers(p.dst, o.scales); });
         if (s != pending.end()) {
           e.dmas.push_back(s->index);
           pending.erase(s);
@@ -816,7 +833,9 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     add(std::move(e));
   }
 
-  // DMAs no operation consumed (feature-map copies, buffers read by no later operation).
+  // DMAs no operation consumed as weights or a LUT (feature-map copies, buffers read by no
+  // later operation).
+  pending.insert(pending.end(), read_copies.begin(), read_copies.end());
   for (const PendingDma& p : pending) {
     if (p.dst.region == kShramRegion) continue;  // a LUT no activation reads: nothing waits for it
     const NpuOperation& o = ops[p.index];
