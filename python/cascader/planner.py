@@ -662,16 +662,20 @@ def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: 
     after a dropped buffer hiding a weight DMA of its own under it), where the planner offers
     each operation one buffering, the scheduler's. Zoo fc_autoencoder on U65-256: the fastest
     proposal lays out in 35,040 B, and in 34,928 B at the same 42,640 cycles with its last
-    buffer re-sliced (Vela's Performance point: 34,928 B at 42,762); zoo lstm_kws: within 4,112 B
+    buffer re-sliced (Vela's Performance point: 34,928 B at 42,762); zoo lstm_kws: within 4,000 B
     at 526,293 cycles against the planner's fastest, 5,024 B at 559,066 (Vela: 4,704 B at
     638,159); tflm hello_world: 96 B at 1,738 cycles, its last FC's weights buffered under the
     one before (Vela: 112 B at 1,738).
 
+    The budget is the planner's bound of the fastest proposal (the least its layout with every
+    buffer can take: within it the allocator must re-slice or drop some), or just below its
+    SRAM where that is its bound, else the first of the two where no feature map moves to DRAM.
     A point is a promise that compiling within its SRAM gives its cycles, and an allocation
     within a smaller budget may choose thinner, slower buffers (lstm_kws within 3,216 B, the SRAM
-    it laid out in under 5,008 B: 705,904 cycles): the point is that layout's SRAM, or else the
-    budget halfway back, where the allocation there is as fast; else the budget itself. Each
-    allocation lays the schedule out once per weight-buffer choice it tries (lstm_kws: 1-2 s).
+    it laid out in within 4,000 B: 705,904 cycles): the point claims the budget, or the layout's
+    SRAM where the budget was just below the fastest point's and the allocation within the
+    layout's SRAM is as fast. An allocation lays the schedule out once per weight-buffer choice
+    it tries (lstm_kws: 1-2 s).
     Its cycles are the fastest point's with what the allocator's buffering changed (as
     `compiler._cascade` accounts them). An allocation that moves feature maps to DRAM is no
     such point (those are `evicting_points`', costed as the stripes of a proposal without its
@@ -694,18 +698,18 @@ def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: 
             return None
         return mem.sram_bytes(layout, config), fastest.cycles + sched.total_cycles - proposed.total_cycles
 
-    budget = (fastest.sram_bytes - 1) // 16 * 16
-    first = allocated(budget) if budget > 0 else None
-    if first is None:
+    below = (fastest.sram_bytes - 1) // 16 * 16
+    for budget in sorted({min(fastest.estimated_bytes, below), below}):
+        first = allocated(budget) if budget > 0 else None
+        if first is not None:
+            break
+    else:
         return []
     sram, cycles = budget, first[1]
-    for tighter in (first[0], (first[0] + budget) // 32 * 16):
-        if tighter >= budget:
-            break
-        again = allocated(tighter)
+    if budget == below and first[0] < budget:
+        again = allocated(first[0])
         if again is not None and again[1] <= cycles:
-            sram, cycles = tighter, again[1]
-            break
+            sram, cycles = first[0], again[1]
     return [PlanPoint(sram, cycles, fastest.proposal, min(sram, fastest.estimated_bytes), fastest.least_scratch)]
 
 
