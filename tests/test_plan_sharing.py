@@ -101,5 +101,5 @@ def test_plan_records_its_stages():
     frontier = cascader.plan(zoo.resnet8(), compiled=False)
     assert list(frontier.stages) == ["read", "lower", "schedule", "planner graph", "proposals (C++)",
                                      "proposals laid out (C++)", "leanest laid out", "evicting points",
-                                     "floor, frontier"]
+                                     "budgeted points", "floor, frontier"]
     assert all(wall >= 0 and cpu >= 0 for wall, cpu in frontier.stages.values())

@@ -404,13 +404,18 @@ def test_weight_buffers_are_a_plan_option():
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8", "ds_cnn_kws"])
 def test_fastest_proposal_is_the_uncascaded_compile(name):
     """The planner takes a lone operation's weight buffering (one copy or double-buffered depth
-    slices) from the scheduler: its fastest proposal is the unlimited compile, in both SRAM
-    and cycles, so plan and binary agree at that end of the frontier."""
+    slices) from the scheduler: its fastest proposal is as fast as the unlimited compile, so plan
+    and binary agree at that end of the frontier. Its SRAM is at most the unlimited compile's:
+    the allocator under a budget may lay it out tighter (`planner.budgeted_points`), and the
+    compile within that SRAM gives it."""
     model = zoo.get(name)
     fastest = plan(model).points[-1]
     compiled = cascader.compile(model)
     assert fastest.cycles == pytest.approx(compiled.schedule.total_cycles)
-    assert fastest.sram_bytes == compiled.sram_bytes
+    assert fastest.sram_bytes <= compiled.sram_bytes
+    within = cascader.compile(model, sram=fastest.sram_bytes)
+    assert within.sram_bytes <= fastest.sram_bytes
+    assert within.schedule.total_cycles == pytest.approx(fastest.cycles)
 
 
 @pytest.mark.skipif(not os.environ.get("CASCADER_MODELS"), reason="CASCADER_MODELS is not set")

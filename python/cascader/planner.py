@@ -32,6 +32,7 @@ from typing import Any, Union
 
 from . import _core
 from . import memory as mem
+from .allocation import allocate
 from .arch import Accelerator, MemoryMode
 from .errors import BudgetError, InfeasibleError
 from .floor import floor
@@ -42,7 +43,7 @@ from .lowering import lower
 from .schedule import (NpuSchedule, _Target, _buffer_size, eviction_cycles, memory_schedule, unflattened,
                        weight_buffer_bytes, with_overlapping_blocks, without_weight_buffers)
 from .scheduling import schedule
-from .stripes import cascaded_schedule, is_striped
+from .stripes import cascaded_schedule, is_striped, with_buffered_weights
 from .tflite import ModelLike, as_model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
@@ -625,6 +626,9 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     frontier.resident = min(laid, key=lambda p: (p.sram_bytes, p.cycles), default=None)
     pool = laid + evicting
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
+    pool += budgeted_points([pool[k] for k in front], part, buffered, lean, frontier.graph, config)
+    stages.lap("budgeted points")
+    front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
     frontier.points = [pool[k] for k in front]
     least = floor(part, lean, resident=True, memory=memory)
     frontier.resident_floor_bytes = least.bytes
@@ -720,6 +724,66 @@ def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
         out.append(PlanPoint(sram, striped.total_cycles + eviction_cycles(striped, graph, msched, evicted),
                              fastest.proposal, sram, fastest.least_scratch, evicting=bool(evicted)))
     return out
+
+
+def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: NpuSchedule, pg,
+                    config: mem.MemoryConfig) -> list[PlanPoint]:
+    """The point `cascader.compile` reaches below the fastest uncascaded point of `points`: the
+    uncascaded schedule allocated within a budget just below that point's SRAM, as
+    `compiler._uncascaded` allocates it (`allocation.allocate` with `reslice`: the weight buffers
+    that fit, re-sliced thinner or into one slot where that makes them fit, and an operation
+    after a dropped buffer hiding a weight DMA of its own under it), where the planner offers
+    each operation one buffering, the scheduler's. Zoo fc_autoencoder on U65-256: the fastest
+    proposal lays out in 35,040 B, and in 34,928 B at the same 42,640 cycles with its last
+    buffer re-sliced (Vela's Performance point: 34,928 B at 42,762); zoo lstm_kws: within 4,000 B
+    at 526,293 cycles against the planner's fastest, 5,024 B at 559,066 (Vela: 4,704 B at
+    638,159); tflm hello_world: 96 B at 1,738 cycles, its last FC's weights buffered under the
+    one before (Vela: 112 B at 1,738).
+
+    The budget is the planner's bound of the fastest proposal (the least its layout with every
+    buffer can take: within it the allocator must re-slice or drop some), or just below its
+    SRAM where that is its bound, else the first of the two where no feature map moves to DRAM.
+    A point is a promise that compiling within its SRAM gives its cycles, and an allocation
+    within a smaller budget may choose thinner, slower buffers (lstm_kws within 3,216 B, the SRAM
+    it laid out in within 4,000 B: 705,904 cycles): the point claims the budget, or the layout's
+    SRAM where the budget was just below the fastest point's and the allocation within the
+    layout's SRAM is as fast. An allocation lays the schedule out once per weight-buffer choice
+    it tries (lstm_kws: 1-2 s).
+    Its cycles are the fastest point's with what the allocator's buffering changed (as
+    `compiler._cascade` accounts them). An allocation that moves feature maps to DRAM is no
+    such point (those are `evicting_points`', costed as the stripes of a proposal without its
+    weight buffers)."""
+    uncascaded = [p for p in points if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)]
+    if not uncascaded or not any(op.weight_buffer for op in buffered.operations):
+        return []
+    fastest = min(uncascaded, key=lambda p: (p.cycles, p.sram_bytes))
+    striped = cascaded_schedule(lean, pg, fastest.proposal, _Target.of(lean))
+    proposed = with_buffered_weights(striped, lean, pg, fastest.proposal, buffered)
+
+    def allocated(budget: int) -> tuple[int, float] | None:
+        """(SRAM, cycles) of the allocation within `budget` with every feature map in SRAM,
+        None if none fits so."""
+        try:
+            sched, layout = allocate(buffered, part, budget, reslice=True)[:2]
+        except InfeasibleError:
+            return None
+        if layout.eviction_cycles > 0:
+            return None
+        return mem.sram_bytes(layout, config), fastest.cycles + sched.total_cycles - proposed.total_cycles
+
+    below = (fastest.sram_bytes - 1) // 16 * 16
+    for budget in sorted({min(fastest.estimated_bytes, below), below}):
+        first = allocated(budget) if budget > 0 else None
+        if first is not None:
+            break
+    else:
+        return []
+    sram, cycles = budget, first[1]
+    if budget == below and first[0] < budget:
+        again = allocated(first[0])
+        if again is not None and again[1] <= cycles:
+            sram, cycles = first[0], again[1]
+    return [PlanPoint(sram, cycles, fastest.proposal, min(sram, fastest.estimated_bytes), fastest.least_scratch)]
 
 
 def laid_out(point: PlanPoint, graph, lean: NpuSchedule, pg, config: mem.MemoryConfig) -> tuple:
