@@ -156,6 +156,8 @@ int reapportion(int value, int most, int& avail, int required) {
 // row's width and depth granules, or, with an operand broadcast in C or H, the chaining
 // buffer's slot of bricks between the width and the micro-block's rows (C only) or 16-channel
 // bricks (H). Looser than fits_elementwise's area rule where more than one axis broadcasts.
+// Its height and depth stay within the OFM (rounded to the granule), its width does not: the
+// buffer's width, up to the largest block (a 1x1x1 OFM runs in a 1x128x16 block on U85-256).
 BlockShape vela_elementwise_block(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ub) {
   const BlockShape granule{ub.height, ub.width, 16};
   const Shape4& o = op.ofm.shape;
@@ -187,18 +189,42 @@ BlockShape vela_elementwise_block(const NpuOp& op, const AcceleratorConfig& a, c
       c = reapportion(16, limit.depth, w, w_required);
     }
   }
-  // Within the OFM (rounded to the granule) and the largest block, as Vela's blocks are.
   return {std::min(round_up(h, granule.height), limit.height),
-          std::min(round_up(std::max(w, 1), granule.width), limit.width),
+          std::min(round_up(std::max(w, 1), granule.width), a.ofm_block_max.width / granule.width * granule.width),
           std::min(round_up(c, granule.depth), limit.depth)};
+}
+
+// `b` a multiple of the micro-block `ub` in H and W and of its depth granule (or the
+// operation's fixed block depth), within the largest block.
+bool granular(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ub, const BlockShape& b) {
+  const BlockShape& most = a.ofm_block_max;
+  const bool depth_ok = b.depth % std::max(16, ub.depth) == 0 || b.depth == op.block_depth;
+  return b.height % ub.height == 0 && b.width % ub.width == 0 && depth_ok && b.height <= most.height &&
+         b.width <= most.width && b.depth <= most.depth && b.height >= 1 && b.width >= 1 && b.depth >= 1;
+}
+
+// An elementwise block the U85 runs: one fits_elementwise allows, or one within Vela's block.
+bool fits_elementwise_block(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b, const BlockShape& ub) {
+  const BlockShape v = vela_elementwise_block(op, a, ub);
+  return fits_elementwise(op, a, b, ub) || (b.height <= v.height && b.width <= v.width && b.depth <= v.depth);
+}
+
+// The widest elementwise block of `height` and `depth` that the U85 runs (a multiple of the
+// micro-block's width, at most the largest block's, wider than the OFM where the buffers allow:
+// the cycle model spreads each block's memory latency over the block's whole volume, so the
+// widest is the fastest); nullopt where not even the micro-block's width fits.
+std::optional<BlockShape> widest_elementwise_block(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ub,
+                                                   int height, int depth) {
+  for (int w = a.ofm_block_max.width / ub.width * ub.width; w >= ub.width; w -= ub.width) {
+    const BlockShape b{height, w, depth};
+    if (fits_elementwise_block(op, a, b, ub)) return b;
+  }
+  return std::nullopt;
 }
 
 bool fits(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b, const U85Op& u) {
   const InternalRam& ram = a.internal_ram;
-  if (elementwise_unit(op.type)) {
-    const BlockShape v = vela_elementwise_block(op, a, u.ofm_ublock);
-    return fits_elementwise(op, a, b, u.ofm_ublock) || (b.height <= v.height && b.width <= v.width && b.depth <= v.depth);
-  }
+  if (elementwise_unit(op.type)) return fits_elementwise_block(op, a, b, u.ofm_ublock);
   const int acc_bytes = u.acc48 ? 8 : 4;
   if (b.elements() * acc_bytes > ram.acc_bytes) return false;
   const int64_t ifm_bytes = u.ifm_block.elements() * (op.ifm.bits / 8);
@@ -219,15 +245,16 @@ NpuOp described(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& b
 }
 
 // Costs each of `blocks` that fits `op` (traversal part-kernel-first or not) and keeps the
-// fastest in `best` (the larger block on a tie).
+// fastest in `best` (the larger block on a tie, unless `only_faster`).
 void cost_blocks(const NpuOp& op, const ArchConfig& arch, const std::vector<BlockShape>& blocks, bool pkf,
-                 std::optional<BlockConfig>& best, double& best_cycles) {
+                 std::optional<BlockConfig>& best, double& best_cycles, bool only_faster = false) {
   const AcceleratorConfig& a = arch.accelerator();
   for (const BlockShape& block : blocks) {
     const NpuOp candidate = described(op, a, block, pkf);
     if (!fits(op, a, block, *candidate.u85)) continue;
     const double cycles = ethos_u85::estimate(candidate, arch).total_cycles;
-    if (cycles < best_cycles || (cycles == best_cycles && block.elements() > best->ofm_block.elements())) {
+    if (cycles < best_cycles ||
+        (!only_faster && cycles == best_cycles && block.elements() > best->ofm_block.elements())) {
       best_cycles = cycles;
       best = *candidate.block_config;
     }
@@ -315,19 +342,37 @@ BlockConfig search(const NpuOp& op, const ArchConfig& arch) {
     const std::vector<int> depths = op.block_depth > 0 ? std::vector<int>{op.block_depth}
                                                        : tilings(op.ofm.shape.c, depth_granule, most.depth);
     std::vector<BlockShape> blocks;
-    for (const int h : tilings(op.ofm.shape.h, ub.height, most.height)) {
+    const std::vector<int> heights = tilings(op.ofm.shape.h, ub.height, most.height);
+    for (const int h : heights) {
       for (const int w : tilings(op.ofm.shape.w, ub.width, most.width)) {
         for (const int d : depths) blocks.push_back({h, w, d});
       }
     }
+    std::vector<BlockShape> wider;  // elementwise blocks wider than the OFM
     if (elementwise_unit(op.type)) {
       // Vela's own block: the grid may miss it (a long axis's tilings stop before a narrow
-      // chaining-buffer block).
+      // chaining-buffer block). Within the OFM's width here, as it is...
+      const int ofm_width = std::min(round_up(op.ofm.shape.w, ub.width), most.width / ub.width * ub.width);
       BlockShape v = vela_elementwise_block(op, a, ub);
       if (op.block_depth > 0) v.depth = op.block_depth;
-      if (std::find(blocks.begin(), blocks.end(), v) == blocks.end()) blocks.push_back(v);
+      const BlockShape within{v.height, std::min(v.width, ofm_width), v.depth};
+      if (std::find(blocks.begin(), blocks.end(), within) == blocks.end()) blocks.push_back(within);
+      // ...and as wide as Vela's and as each height and depth of the grid allows (the grid's
+      // widths end at the OFM's).
+      // Vela's depth granule is 16 channels; ours that of a deeper micro-block (U85-1024's
+      // 2x2x32), which its block may miss.
+      if (v.width > ofm_width && granular(op, a, ub, v)) wider.push_back(v);
+      for (const int h : heights) {
+        for (const int d : depths) {
+          const std::optional<BlockShape> wide = widest_elementwise_block(op, a, ub, h, d);
+          if (wide && wide->width > ofm_width) wider.push_back(*wide);
+        }
+      }
     }
     cost_blocks(op, arch, blocks, pkf, best, best_cycles);
+    // A block wider than the OFM only where it is faster: a tie keeps the block within the OFM
+    // (the block the next operation must accept to chain it; no binary changes for nothing).
+    cost_blocks(op, arch, wider, pkf, best, best_cycles, true);
   }
   if (!best) {
     // The grid's blocks are all too big (a long map whose IFM block outgrows the IFM buffer in
@@ -376,15 +421,7 @@ BlockShape micro_block(const AcceleratorConfig& a, NpuOpType type, int ifm_bits,
 std::optional<BlockConfig> try_block_config(const NpuOp& op, const AcceleratorConfig& a, const BlockShape& ofm_block) {
   const bool pkf = op.traversal == cascader::Traversal::PartKernelFirst;
   const NpuOp d = described(op, a, ofm_block, pkf);
-  const BlockShape& ub = d.u85->ofm_ublock;
-  const BlockShape& most = a.ofm_block_max;
-  const int depth_granule = std::max(16, ub.depth);
-  const bool depth_ok = ofm_block.depth % depth_granule == 0 || ofm_block.depth == op.block_depth;
-  if (ofm_block.height % ub.height || ofm_block.width % ub.width || !depth_ok || ofm_block.height > most.height ||
-      ofm_block.width > most.width || ofm_block.depth > most.depth || ofm_block.height < 1 || ofm_block.width < 1 ||
-      ofm_block.depth < 1 || !fits(op, a, ofm_block, *d.u85)) {
-    return std::nullopt;
-  }
+  if (!granular(op, a, d.u85->ofm_ublock, ofm_block) || !fits(op, a, ofm_block, *d.u85)) return std::nullopt;
   return d.block_config;
 }
 

@@ -15,7 +15,11 @@
 // The search costs every such block on a grid of tilings of each axis (the axis cut into
 // 1, 2, 3... nearly equal parts, rounded up to the granule; for an elementwise operation Vela
 // 5.2's own block too) and both traversals of a convolution, and keeps the fastest (the larger
-// block on a tie); where none of them fits, blocks doubling from the granule.
+// block on a tie); where none of them fits, blocks doubling from the granule. An elementwise
+// block may be wider than the OFM (Vela's is, up to the output buffer's row): the search also
+// costs Vela's block at its own width and each grid height and depth at the widest width the
+// buffers hold, and takes one of those only where it is faster (the cycle model spreads a
+// block's memory latency over its whole volume), a tie keeping the block within the OFM.
 // Complexity: O(tilings^3 x estimate), cached by the caller per operation and target.
 #pragma once
 
