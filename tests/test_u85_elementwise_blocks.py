@@ -73,5 +73,5 @@ def test_a_tie_keeps_the_block_within_the_ofm(accelerator: str) -> None:
     broadcast operand's bricks fill a chaining-buffer slot), so the pair stays chained."""
     c = cascader.compile(operator_model("PRELU", "int8"), accelerator=accelerator)
     ops = [s for s in c.schedule.operations if s.lowered.kind == "elementwise"]
-    assert [s.chain for s in ops[:2]] == ["ofm", "ifm"]
+    assert [s.chain for s in ops[:2]] == [(("ofm", 0),), (("ifm", 0),)]
     assert all(s.block[1] <= s.lowered.ofm.shape[1] for s in ops)

@@ -988,9 +988,25 @@ def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, msched: mem.Schedule
     per_byte = _core.access_cycles_per_byte(arch, slow_memory) - _core.access_cycles_per_byte(arch, fast)
     total = sum(msched.buffers[b].access_bytes * per_byte for b in slow if b >= len(fms.specs))
     gains: dict[tuple, float] = {}  # an operation's stripes share their cost: costed once per move
-    for (_, sop), (_, _, operands) in zip(_operations_in_order(schedule), fms.ops):
-        moved = tuple(name for name, b, _ in operands if b in slow)
-        if not moved:
+    ordered = [(sop, operands) for (_, sop), (_, _, operands) in zip(_operations_in_order(schedule), fms.ops)]
+    for k, (sop, operands) in enumerate(ordered):
+        # A map in a U85 chaining buffer (`chain`) is in no memory; a chain is costed as a
+        # whole at its first operation, with its joiners' operands moved too.
+        in_chain = dict(sop.chain)
+        moved = tuple(name for name, b, _ in operands if b in slow and name not in in_chain)
+        joins = bool({"ifm", "ifm2"} & in_chain.keys())
+        if "ofm" in in_chain and not joins:
+            n = 1
+            while k + n < len(ordered) and {"ifm", "ifm2"} & dict(ordered[k + n][0].chain).keys():
+                n += 1
+            members = ordered[k:k + n]
+            every = [tuple(name for name, b, _ in ops if b in slow and name not in dict(s.chain)) for s, ops in members]
+            if any(every):
+                from .u85_chaining import chain_cycles  # it builds on this module
+                total += max(chain_cycles([s for s, _ in members], every, schedule.target or _Target.of(schedule),
+                                          slow_memory) - sop.cost.total_cycles, 0.0)
+            continue
+        if joins or not moved:
             continue
         op = sop.cost.described
         if op is None:  # a cost not from a schedule: bytes at the planner's rate, as the layout

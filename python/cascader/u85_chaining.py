@@ -183,6 +183,34 @@ def _fastest_chain(ops: list[ScheduledOperation], k: int, seg: SegmentSchedule, 
     return chain
 
 
+def chain_cycles(chain: list[ScheduledOperation], moved: list[tuple[str, ...]], target: _Target, memory) -> float:
+    """A chain's cycles (`chain`: its first operation and its joiners, as `with_chains` made
+    them) with each operation's operands named in `moved` read or written in `memory`; what the
+    estimator finds for the binary, where a joiner's operands are the chain's to cost (the
+    planner's evictions, `schedule.eviction_cycles`)."""
+    head = unchained(chain[0])
+    first = _head_description(head, target)
+    described, ifm2 = [], []
+    for sop in chain[1:]:
+        described.append(target.npu_op(sop.lowered, ifm2_in_flash=sop.constant_ifm2 == "flash"))
+        ifm2.append(IFM2 in dict(sop.chain))
+    homes = []  # the first operation's description is the schedule's own: each field set back
+    for op, names in zip([first, *described], moved):
+        for name in names:
+            fm = getattr(op, name)
+            if fm is not None:
+                homes.append((op, name, fm.memory))
+                fm.memory = memory
+                setattr(op, name, fm)
+    try:
+        return _core.estimate(_core.u85_chained(first, described, ifm2, target.arch), target.arch).total_cycles
+    finally:
+        for op, name, home in homes:
+            fm = getattr(op, name)
+            fm.memory = home
+            setattr(op, name, fm)
+
+
 def _within(chain: OpCost) -> OpCost:
     """A later operation's own cost in a chain: none (the chain is costed as its first
     operation, as the estimator costs it); the DMA slack it leaves the next operation is the
