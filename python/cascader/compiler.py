@@ -31,8 +31,7 @@ from .frontend.partition import Partition
 from .gc_pause import paused_gc
 from .lowering import lower
 from .memory import MemoryConfig, sram_bytes
-from .planner import (EVICTING_CANDIDATES, EVICTING_WORK, Frontier, PlanOptions, lay_out_leanest, plan_schedule,
-                      plan_scheduled, unscored)
+from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled, unscored
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
 from .schedule import NpuSchedule, _Target, with_overlapping_blocks, without_weight_buffers
@@ -43,6 +42,13 @@ from .tflite import Model, ModelLike, as_model
 from .tflite.ethos_u import driver_payload
 
 __all__ = ["compile", "plan", "CompiledPoint", "ModelLike", "parse_size"]
+
+# Dedicated_Sram: proposals that fit a budget only with feature maps in DRAM are compiled beside
+# the fastest that fits without: at most this many, and only while their stripe operations
+# together stay within EVICTING_WORK (a layout, an emission and an estimate cost about 25 us per
+# operation: MobileNetV2-224's proposals have 460 to 1,740, palm detection's up to 9,000).
+EVICTING_CANDIDATES = 6
+EVICTING_WORK = 6000
 
 
 def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None, budget: int | None

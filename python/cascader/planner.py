@@ -78,16 +78,16 @@ EVICTING_SHARES = (3 / 4, 1 / 2, 1 / 4, 1 / 8, 1 / 16, 0.0)
 EVICTING_LEAST_BUDGET = 2048
 # The proposals but the fastest are laid out under the first this many shares only: the least
 # SRAM is the fastest's (a slower one's smaller budgets took 40-140 ms each on coral movenet,
-# of 1,670 stripe operations; on the coral MobileNets they reached 16-40% of a Vela Size SRAM
-# the larger shares dominate already).
+# of 1,670 stripe operations).
 EVICTING_SLOWER_SHARES = 3
-# Dedicated_Sram: the proposals laid out so (`evicting_points`), and those `cascader.compile`
-# compiles so beside the fastest that fits a budget (`compiler._evicting_cascades`): the
-# fastest, at most this many, and only while their stripe operations together stay within
-# EVICTING_WORK (a layout, an emission and an estimate cost about 25 us per operation:
-# MobileNetV2-224's proposals have 460 to 1,740, palm detection's up to 9,000).
-EVICTING_CANDIDATES = 6
-EVICTING_WORK = 6000
+# The proposals laid out so: the fastest, and the next while the allocations' stripe operations
+# together stay within EVICTING_LAYOUT_WORK (coral movenet's fastest proposal has 1,670, its 12
+# allocations took 700 ms: the fastest only). `cascader.compile` tries the 6 fastest
+# (`compiler.EVICTING_CANDIDATES`). Zoo MobileNetV2-224 on U65-256: the evicting points of 6
+# proposals took 118 ms of its plan's 233, of 4 77 ms, of the fastest alone 27 ms; tf2
+# MobileNetV2-224's frontier has 13 points with 6, 8 with the fastest alone.
+EVICTING_PROPOSALS = 6
+EVICTING_LAYOUT_WORK = 20_000
 
 
 @dataclass(frozen=True)
@@ -715,14 +715,14 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
     (`allocation.eviction_cost`: each operation costed again by the cycle model with its
     evicted operands in DRAM, the model the estimator runs).
 
-    The EVICTING_CANDIDATES fastest proposals of the frontier by the planner's bound (those the
-    compile tries, within EVICTING_WORK stripe operations), each under EVICTING_SHARES of its
+    The fastest proposals of the frontier by the planner's bound (as the compile tries them,
+    within EVICTING_PROPOSALS and EVICTING_LAYOUT_WORK), each under EVICTING_SHARES of its
     laid-out SRAM; only the fastest down to none in SRAM (the slower DRAM traffic costs less
     than a deep cascade's stripes: MobileNetV2-224 on U65-256 with no feature map in SRAM,
     about 3.6M cycles from the fastest proposal, 7.2M from the leanest). A faster cascade with
-    a few maps in DRAM can beat a leaner one with all in SRAM (coral MobileNetV1-0.75 192 on
-    U65-256: the fifth fastest proposal within 221,184 B at 1,767,403 cycles, where Vela's
-    Performance binary at 0.7x its Size SRAM takes 236,752 B and 1,767,659 cycles). Costed
+    a few maps in DRAM can beat a leaner one with all in SRAM (coral tf2 MobileNetV2-224 on
+    U65-256: the third fastest, 2 cascades, within 602,112 B at 3,190,192 cycles, where with
+    every map in SRAM 689,344 B took 3,227,491). Costed
     without the weight buffers the allocation keeps, as the fastest alone was before, such
     points were 78k cycles slower on coral tf2 MobileNetV2-224 (its fastest proposal within
     376,320 B: 3,285,004 cycles, now 3,206,781; Vela's Size binary, 389,184 B at 3,270,918)."""
@@ -730,11 +730,10 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
     by_bound = [pool[k] for k in _core.pareto_frontier([(p.estimated_bytes, p.cycles) for p in pool])]
     pg, target, graph = frontier.graph, _Target.of(lean), part.graph
     out, work = [], 0
-    for rank, point in enumerate(sorted(by_bound, key=lambda p: (p.cycles, p.sram_bytes))[:EVICTING_CANDIDATES]):
-        striped, proposed = proposal_schedules(lean, pg, point.proposal, target, buffered)
-        work += len(striped.operations)
-        if work > EVICTING_WORK:
+    for rank, point in enumerate(sorted(by_bound, key=lambda p: (p.cycles, p.sram_bytes))[:EVICTING_PROPOSALS]):
+        if rank > 0 and work > EVICTING_LAYOUT_WORK:
             break
+        striped, proposed = proposal_schedules(lean, pg, point.proposal, target, buffered)
         # `striped` is `proposed` without its weight buffers: their memory schedules serve every budget.
         lean_memory, memory = memory_schedule(striped, graph), memory_schedule(proposed, graph)
         seen = set()
@@ -744,13 +743,21 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
                 continue
             try:
                 allocated = allocate(proposed, part, budget, lean_memory, solver="greedy", memory=memory)
+                work += len(striped.operations)
+                sram = mem.sram_bytes(allocated[1], config)
+                if allocated[1].eviction_cycles == 0 or sram in seen:
+                    continue  # it fitted without DRAM (the budgeted points'), or as under a larger budget
+                seen.add(sram)
+                if sram < budget:
+                    # The compile within the point's SRAM allocates anew, and a tighter budget
+                    # may evict other maps (coral tf2 MobileNetV2-224's fastest proposal within
+                    # 188,160 B lays out in 163,072 B, planned 3,244,029 cycles; within that,
+                    # 3,246,537): the point is that allocation's.
+                    allocated = allocate(proposed, part, sram, lean_memory, solver="greedy", memory=memory)
+                    work += len(striped.operations)
             except InfeasibleError:  # a buffer that may not leave SRAM: no point under this budget
                 continue
             sched, layout = allocated[:2]
-            sram = mem.sram_bytes(layout, config)
-            if layout.eviction_cycles == 0 or sram in seen:
-                continue  # it fitted without DRAM (the budgeted points'), or as under a larger budget
-            seen.add(sram)
             cycles = sched.total_cycles + eviction_cost(allocated, graph)
             # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
             out.append(PlanPoint(sram, cycles, point.proposal, sram, point.least_scratch, evicting=True))
