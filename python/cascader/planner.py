@@ -11,8 +11,9 @@ cannot stripe. `_core.generate_proposals` returns the Pareto set of proposals un
 planner's memory model (rolling buffers plus the whole tensors live across each cascade); each
 surviving proposal is then laid out by the exact allocator, and that layout's SRAM is the
 point's `sram_bytes`. On Dedicated_Sram, where every feature map may live in DRAM, the frontier
-also holds the fastest proposal laid out under smaller budgets with feature maps moved to DRAM,
-down to none in SRAM (`evicting_points`), each costed with that slower traffic.
+also holds the fastest proposals allocated under smaller budgets with feature maps moved to
+DRAM as the compile moves them, the fastest down to none in SRAM (`evicting_points`), each
+costed with that slower traffic.
 
 `cascader.compile(model, sram=...)` turns the selected point into a binary: `stripes.py` builds
 its stripe-level operations and rolling buffers from the proposal. The compiled binary carries
@@ -32,18 +33,18 @@ from typing import Any, Union
 
 from . import _core
 from . import memory as mem
-from .allocation import allocate
+from .allocation import allocate, eviction_cost
 from .arch import Accelerator, MemoryMode
-from .errors import BudgetError, InfeasibleError
+from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
                                follows_ofm)
 from .lowering import lower
-from .schedule import (NpuSchedule, _Target, _buffer_size, eviction_cycles, memory_schedule, unflattened,
+from .schedule import (NpuSchedule, _Target, _buffer_size, memory_schedule, unflattened,
                        weight_buffer_bytes, with_overlapping_blocks, without_weight_buffers)
 from .scheduling import schedule
-from .stripes import cascaded_schedule, is_striped, with_buffered_weights
+from .stripes import cascaded_schedule, is_striped, proposal_schedules, with_buffered_weights
 from .tflite import ModelLike, as_model
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
@@ -66,15 +67,27 @@ LEAST_LAID_OUT = 3
 # nodes for 1.9 s and found nothing lower; nor do 1,000,000). Every score of the plans of the
 # shared models and of the zoo's on U55-128 and U65-256 is the same SRAM as with 200,000.
 SCORE_NODE_LIMIT = 10_000
-# Dedicated_Sram: the budgets, as shares of the fastest proposal's SRAM, under which that
-# proposal is laid out again with feature maps moved to DRAM (`evicting_points`), down to none
-# in SRAM. A greedy layout with eviction takes 2-120 ms on palm detection, one round per buffer
-# evicted (none under a budget of 0: every buffer goes at once).
+# Dedicated_Sram: the budgets, as shares of a fast proposal's SRAM, under which that proposal
+# is laid out again with feature maps moved to DRAM (`evicting_points`), the fastest down to
+# none in SRAM. A greedy allocation with eviction takes 2-6 ms on MobileNetV2-224 (one round
+# per buffer evicted; none under a budget of 0: every buffer goes at once).
 EVICTING_SHARES = (3 / 4, 1 / 2, 1 / 4, 1 / 8, 1 / 16, 0.0)
 # Budgets below this (but 0) are not laid out: a few hundred bytes of SRAM are not worth a
 # layout's time (zoo lstm_kws's fastest proposal takes 1,024 B; its 767 buffers took 280 ms to
 # lay out under shares of that).
 EVICTING_LEAST_BUDGET = 2048
+# The proposals but the fastest are laid out under the first this many shares only: the least
+# SRAM is the fastest's (a slower one's smaller budgets took 40-140 ms each on coral movenet,
+# of 1,670 stripe operations).
+EVICTING_SLOWER_SHARES = 3
+# The proposals laid out so: the fastest, and the next while the allocations' stripe operations
+# together stay within EVICTING_LAYOUT_WORK (coral movenet's fastest proposal has 1,670, its 12
+# allocations took 700 ms: the fastest only). `cascader.compile` tries the 6 fastest
+# (`compiler.EVICTING_CANDIDATES`). Zoo MobileNetV2-224 on U65-256: the evicting points of 6
+# proposals took 118 ms of its plan's 233, of 4 77 ms, of the fastest alone 27 ms; tf2
+# MobileNetV2-224's frontier has 13 points with 6, 8 with the fastest alone.
+EVICTING_PROPOSALS = 6
+EVICTING_LAYOUT_WORK = 20_000
 
 
 @dataclass(frozen=True)
@@ -567,7 +580,9 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
     if frugal_sched is not buffered:
         # Its points join the frontier (`cascader.compile` takes that variant where the budget
         # needs it); its proposals are of its own graph, kept apart.
-        frugal = plan_scheduled(frugal_part, frugal_sched, options)
+        # Without feature maps in DRAM: a compile within a budget takes the variant only where
+        # the model's own lowering does not fit it, which moving maps to DRAM makes it do.
+        frugal = plan_scheduled(frugal_part, frugal_sched, options, evict=False)
         for p in frugal.points + ([frugal.resident] if frugal.resident is not None else []):
             p.least_scratch = True
         both = frontier.points + frugal.points
@@ -587,11 +602,12 @@ def plan(model: ModelLike, accelerator: str = "ethos-u55-128", system: str | Non
 
 def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = None,
                    start: float | None = None, lean: NpuSchedule | None = None,
-                   stages: Stages | None = None) -> Frontier:
+                   stages: Stages | None = None, evict: bool = True) -> Frontier:
     """`plan`'s work after the lower and schedule stages: the frontier of the uncascaded
     schedule `buffered` (with its weight buffers) of partition `part`. `start`: when the whole
     call began (`Frontier.seconds`), if before this; `lean`: `without_weight_buffers(buffered)`,
-    when the caller has it; `stages`: the stopwatch of the stages before."""
+    when the caller has it; `stages`: the stopwatch of the stages before; `evict`: on
+    Dedicated_Sram, with points that move feature maps to DRAM (`evicting_points`)."""
     scheduled = time.perf_counter()
     start = scheduled if start is None else start
     stages = stages or Stages()
@@ -620,7 +636,7 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     stages.lap("leanest laid out")
     _score_undominated(frontier.graph, frontier.candidates, uncascaded, config)
     stages.lap("proposals laid out (C++)")
-    evicting = [] if config.shared_sram else evicting_points(frontier, part.graph, lean, config)
+    evicting = [] if config.shared_sram or not evict else evicting_points(frontier, part, buffered, lean, config)
     stages.lap("evicting points")
     laid = [p for p in frontier.candidates if p.sram_bytes is not None]
     frontier.resident = min(laid, key=lambda p: (p.sram_bytes, p.cycles), default=None)
@@ -686,43 +702,65 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
     return [(sram, point, striped, memory) for point, sram, striped, memory in out]
 
 
-def evicting_points(frontier: Frontier, graph, lean: NpuSchedule, config: mem.MemoryConfig) -> list[PlanPoint]:
-    """Dedicated_Sram: points with feature maps in DRAM. The fastest proposal of `frontier` (of
-    `lean`, an uncascaded schedule without weight buffers, and `graph`) is laid out under each
-    of EVICTING_SHARES of its planned SRAM by the memory planner, which moves feature maps to
-    DRAM until the rest fit, the cheapest per byte first (`memory.layout`). A point's cycles
-    are its stripes' (without the weight buffers of operations run alone: they would take SRAM,
-    so those read their weights where they are stored) plus what the eviction costs: each
-    operation costed again by the cycle model with its evicted operands in DRAM
-    (`schedule.memory_schedule`'s access bytes), the model the estimator runs. Laid out by the greedy planner, as `cascader.compile` lays out
-    the fastest proposals under a budget they do not fit (`compiler._evicting_cascades`; the
-    one it keeps is laid out again exactly, which evicts no more).
+def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSchedule,
+                    config: mem.MemoryConfig) -> list[PlanPoint]:
+    """Dedicated_Sram: points with feature maps in DRAM, as `cascader.compile` makes them under
+    a budget a proposal does not fit (`compiler._evicting_cascades`): the proposal with the
+    weight buffers of its operations run alone (`stripes.proposal_schedules` of `lean`, an
+    uncascaded schedule without weight buffers, and `buffered`, the same with them) allocated
+    within the budget by the greedy planner (`allocation.allocate`), which moves feature maps
+    to DRAM until the rest fit, the cheapest per byte first, and drops the weight buffers it
+    evicts. A point's SRAM is that layout's; its cycles are the allocated schedule's (the
+    stripes as run, the buffering the allocation kept) plus what the eviction costs
+    (`allocation.eviction_cost`: each operation costed again by the cycle model with its
+    evicted operands in DRAM, the model the estimator runs).
 
-    The fastest proposal, not the leanest: the slower DRAM traffic costs less than a deep
-    cascade's stripes (MobileNetV2-224 on U65-256 with no feature map in SRAM: about 3.6M
-    cycles from the fastest proposal, 7.2M from the leanest; 3.5M and 5.6M within 125,000 B)."""
-    pool = frontier.candidates or frontier.points
-    if not pool:
-        return []
-    fastest = min(pool, key=lambda p: (p.cycles, p.sram_bytes))
-    striped = cascaded_schedule(lean, frontier.graph, fastest.proposal, _Target.of(lean))
-    msched = memory_schedule(striped, graph)[0]
-    core = mem.core_schedule(msched)  # copied to the core once
-    slow = int(_core.Arena.slow)
-    out = []
-    budgets = [int(fastest.estimated_bytes * share) // 16 * 16 for share in EVICTING_SHARES]
-    for budget in (b for b in budgets if b == 0 or b >= EVICTING_LEAST_BUDGET):
-        capped = replace(config, fast_capacity=budget, solver="greedy")
-        try:
-            laid = _core.layout_schedule(core, capped.to_core())
-        except BudgetError:  # a buffer that may not leave SRAM: no point under this budget
-            continue
-        evicted = {b for b, arena in enumerate(laid.buffer_arena) if int(arena) == slow
-                   and not msched.buffers[b].cpu_visible}
-        # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
-        sram = int(laid.arenas.fast_size)
-        out.append(PlanPoint(sram, striped.total_cycles + eviction_cycles(striped, graph, msched, evicted),
-                             fastest.proposal, sram, fastest.least_scratch, evicting=bool(evicted)))
+    The fastest proposals of the frontier by the planner's bound (as the compile tries them,
+    within EVICTING_PROPOSALS and EVICTING_LAYOUT_WORK), each under EVICTING_SHARES of its
+    laid-out SRAM; only the fastest down to none in SRAM (the slower DRAM traffic costs less
+    than a deep cascade's stripes: MobileNetV2-224 on U65-256 with no feature map in SRAM,
+    about 3.6M cycles from the fastest proposal, 7.2M from the leanest). A faster cascade with
+    a few maps in DRAM can beat a leaner one with all in SRAM (coral tf2 MobileNetV2-224 on
+    U65-256: the third fastest, 2 cascades, within 602,112 B at 3,190,192 cycles, where with
+    every map in SRAM 689,344 B took 3,227,491). Costed
+    without the weight buffers the allocation keeps, as the fastest alone was before, such
+    points were 78k cycles slower on coral tf2 MobileNetV2-224 (its fastest proposal within
+    376,320 B: 3,285,004 cycles, now 3,206,781; Vela's Size binary, 389,184 B at 3,270,918)."""
+    pool = [p for p in frontier.candidates or frontier.points if p.sram_bytes is not None]
+    by_bound = [pool[k] for k in _core.pareto_frontier([(p.estimated_bytes, p.cycles) for p in pool])]
+    pg, target, graph = frontier.graph, _Target.of(lean), part.graph
+    out, work = [], 0
+    for rank, point in enumerate(sorted(by_bound, key=lambda p: (p.cycles, p.sram_bytes))[:EVICTING_PROPOSALS]):
+        if rank > 0 and work > EVICTING_LAYOUT_WORK:
+            break
+        striped, proposed = proposal_schedules(lean, pg, point.proposal, target, buffered)
+        # `striped` is `proposed` without its weight buffers: their memory schedules serve every budget.
+        lean_memory, memory = memory_schedule(striped, graph), memory_schedule(proposed, graph)
+        seen = set()
+        for share in EVICTING_SHARES if rank == 0 else EVICTING_SHARES[:EVICTING_SLOWER_SHARES]:
+            budget = int(point.sram_bytes * share) // 16 * 16
+            if 0 < budget < EVICTING_LEAST_BUDGET:
+                continue
+            try:
+                allocated = allocate(proposed, part, budget, lean_memory, solver="greedy", memory=memory)
+                work += len(striped.operations)
+                sram = mem.sram_bytes(allocated[1], config)
+                if allocated[1].eviction_cycles == 0 or sram in seen:
+                    continue  # it fitted without DRAM (the budgeted points'), or as under a larger budget
+                seen.add(sram)
+                if sram < budget:
+                    # The compile within the point's SRAM allocates anew, and a tighter budget
+                    # may evict other maps (coral tf2 MobileNetV2-224's fastest proposal within
+                    # 188,160 B lays out in 163,072 B, planned 3,244,029 cycles; within that,
+                    # 3,246,537): the point is that allocation's.
+                    allocated = allocate(proposed, part, sram, lean_memory, solver="greedy", memory=memory)
+                    work += len(striped.operations)
+            except InfeasibleError:  # a buffer that may not leave SRAM: no point under this budget
+                continue
+            sched, layout = allocated[:2]
+            cycles = sched.total_cycles + eviction_cost(allocated, graph)
+            # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
+            out.append(PlanPoint(sram, cycles, point.proposal, sram, point.least_scratch, evicting=True))
     return out
 
 

@@ -971,9 +971,10 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     return mem.Schedule(buffers, steps, list(fms.aliases)), index, [step for step, _, _ in fms.ops]
 
 
-def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, msched: mem.Schedule, slow: set[int]) -> float:
-    """The cycles `schedule` gains with the buffers `slow` (indices of its `memory_schedule`
-    `msched`) moved to the slow memory: each operation with feature maps among them costed
+def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, buffers: list[mem.ScheduledBuffer], slow: set[int]
+                    ) -> float:
+    """The cycles `schedule` gains with the buffers `slow` (indices of `buffers`, its
+    `memory_schedule`'s) moved to the slow memory: each operation with feature maps among them costed
     again by the cycle model with exactly those operands moved. The layout ranks evictions by
     each operand's share of its operation's gain (`memory_schedule`), and those shares add up
     to the gain only where every operand of an operation moves: one moved alone can make the
@@ -986,7 +987,7 @@ def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, msched: mem.Schedule
     fast = arch.region_memory(_core.Region.FastCache)
     slow_memory = arch.region_memory(_core.Region.Arena)
     per_byte = _core.access_cycles_per_byte(arch, slow_memory) - _core.access_cycles_per_byte(arch, fast)
-    total = sum(msched.buffers[b].access_bytes * per_byte for b in slow if b >= len(fms.specs))
+    total = sum(buffers[b].access_bytes * per_byte for b in slow if b >= len(fms.specs))
     gains: dict[tuple, float] = {}  # an operation's stripes share their cost: costed once per move
     ordered = [(sop, operands) for (_, sop), (_, _, operands) in zip(_operations_in_order(schedule), fms.ops)]
     for k, (sop, operands) in enumerate(ordered):

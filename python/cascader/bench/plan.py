@@ -28,7 +28,7 @@ cascades of Vela's Size schedule (its --verbose-schedule report); "dominated" co
 that some frontier point matches or beats in both SRAM and cycles.
 
 On Dedicated_Sram (the U65's and U85's default) every feature map may live in DRAM: the
-frontier's least points are the fastest proposal with feature maps moved there
+frontier's least points are the fastest proposals with feature maps moved there
 (`planner.evicting_points`), down to none in SRAM, and the floor is 0 (no schedule needs any
 SRAM; "/floor" is then nan). "in SRAM" is the least SRAM of the proposals that keep every feature
 map but TFLM's in SRAM (`Frontier.resident`), and "cyc" its cycles: the frontier's least
