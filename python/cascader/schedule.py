@@ -690,7 +690,7 @@ def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
                        above_peak_gain: float | None = None, budgeted: bool = False,
                        lean_live: np.ndarray | None = None, capacity: int | None = None,
-                       capacity_only: bool = False) -> NpuSchedule:
+                       capacity_only: bool = False, sliced: dict | None = None) -> NpuSchedule:
     """Keep the weight buffers that fit under the feature maps' own peak.
 
     Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
@@ -714,7 +714,9 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     a budget between the two keeps the buffers that fit it, the most cycles per byte first, a
     buffer over it re-sliced thinner where that makes it fit: `_thinner_buffer`).
     `capacity_only`: a buffer must fit `capacity`, even one under the peak (a peak above the
-    budget, as a cascade's can count, is no room for more).
+    budget, as a cascade's can count, is no room for more). `sliced`: the thinner buffers
+    `_thinner_buffer` made for this `schedule` before, to share with it (a dict the caller keeps
+    while `schedule` lives: the allocator fits one schedule to several capacities).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
     live = live_bytes(msched) if lean_live is None else lean_live.copy()
@@ -728,12 +730,12 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     def top_of(sop: ScheduledOperation, k: int) -> tuple[int, list]:
         # The spans overlap (a depth-sliced buffer's two slots under its own operation): the
         # top is where their sum is highest, not the highest of each alone.
+        # A span is two steps at most: summed step by step, not as arrays (a re-sliced fit
+        # tries thousands: zoo lstm_kws on U65-256).
         spans = _buffer_spans(sop, op_steps[k], exact=budgeted)
         lo, hi = min(s.start for s, _ in spans), max(s.stop for s, _ in spans)
-        added = np.zeros(hi - lo, dtype=live.dtype)
-        for steps, size in spans:
-            added[steps.start - lo:steps.stop - lo] += size
-        return int((live[lo:hi] + added).max()), spans
+        return max(int(live[i]) + sum(size for steps, size in spans if steps.start <= i < steps.stop)
+                   for i in range(lo, hi)), spans
 
     def allowed(top: int, gain: float) -> bool:
         """Under the peak, paying for what it raises the peak by, or within `capacity`."""
@@ -754,7 +756,7 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
         if not allowed(top, saved[k]):
             if capacity is None:
                 continue
-            option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity)
+            option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity, sliced)
             if option is None:
                 continue
             replaced[k] = option
@@ -782,20 +784,30 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     return without_weight_buffers(schedule, keep, staged=True)
 
 
-def _thinner_buffer(schedule: NpuSchedule, k: int, fits) -> ScheduledOperation | None:
+def _thinner_buffer(schedule: NpuSchedule, k: int, fits, sliced: dict | None = None) -> ScheduledOperation | None:
     """Operation `k` with its weights double-buffered in thinner depth slices than it has, the
     thickest that `fits` and still beats reading them from flash, or None. Vela slices to fit
-    the SRAM it is given the same way (its half-buffer limit)."""
+    the SRAM it is given the same way (its half-buffer limit). `sliced`: the options made
+    before for `schedule` (see fit_weight_buffers), kept there too."""
     sop = schedule.operations[k]
     depth = sop.lowered.ofm.shape[2]
     encoded = sop.direct_encoded if sop.depth_step else sop.encoded
     target, slack = _Target.of(schedule), _slack_before(schedule, k)
+    sliced = {} if sliced is None else sliced
+
+    def option(step: int, single_slot: bool = False) -> ScheduledOperation:
+        # Keyed by the operation itself (held with the option, so that its id names no other).
+        key = (id(sop), slack, step, single_slot)
+        if key not in sliced:
+            sliced[key] = sop, depth_sliced(sop, target, slack, step, sop.direct_cost, encoded, single_slot)
+        return sliced[key][1]
+
     # Zoo fc_autoencoder on U65-512 within 32,512 B: of its 640 channels, 112 per slice fits
     # where 128 does not, and 96 or 80 are slower (as Vela slices it).
     for step in (s for s in slice_steps(depth) if s < (sop.depth_step or depth)):
-        option = depth_sliced(sop, target, slack, step, sop.direct_cost, encoded)
-        if option.cost.total_cycles < sop.direct_cost.total_cycles and fits(option):
-            return option
+        thinner = option(step)
+        if thinner.cost.total_cycles < sop.direct_cost.total_cycles and fits(thinner):
+            return thinner
     # No double buffer fits: one slot the slices take turns in, the thickest that fits (see
     # ScheduledOperation.single_slot). Its DMAs no longer overlap its kernels, so it must
     # still beat reading the weights in place.
@@ -805,9 +817,9 @@ def _thinner_buffer(schedule: NpuSchedule, k: int, fits) -> ScheduledOperation |
     best, lo, hi = None, 0, len(steps)
     while lo < hi:
         mid = (lo + hi) // 2
-        option = depth_sliced(sop, target, slack, steps[mid], sop.direct_cost, encoded, single_slot=True)
-        if fits(option):
-            best, lo = option, mid + 1
+        slot = option(steps[mid], single_slot=True)
+        if fits(slot):
+            best, lo = slot, mid + 1
         else:
             hi = mid
     return best if best is not None and best.cost.total_cycles < sop.direct_cost.total_cycles else None
