@@ -350,6 +350,24 @@ def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first
     )
 
 
+def encoding_key(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
+                 depth_step: int = 0) -> tuple | None:
+    """A key equal for two `_encode` calls that make equal streams: all the encoder reads of
+    the operation, its weights by where they are stored (an LSTM unrolled over time steps
+    reads the same weight tensor at each: zoo lstm_kws's 393 weighted operations encode 9
+    volumes). What keeps an encoding by it must hold the operation too (no other array then
+    takes the weights' place in memory). None on the Ethos-U85, whose encoder reads more of
+    the operation."""
+    if Accelerator(accelerator).product == ethos_u85.PRODUCT:
+        return None
+    v = op.weights
+    where = v.values.__array_interface__
+    constants = tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, (v.zero_points, v.bias, v.scales)))
+    return (where["data"][0], where["shape"], where["strides"], where["typestr"], constants, v.depthwise,
+            part_kernel_first, block[2], op.ifm.element_size, tuple(op.registers["kernel"]["dilation"]), accelerator,
+            depth_step)
+
+
 MAX_COPIED_CONSTANT = 16 * 1024  # larger constants are read where they are
 
 
@@ -434,13 +452,14 @@ def _streamed_copy_shape(op: LoweredOperation, target: _Target, slack: int) -> L
 
 def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
                        encoded: Any = None, constants: dict[int, bytes] | None = None,
-                       choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0) -> ScheduledOperation:
+                       choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0,
+                       shared: dict | None = None) -> ScheduledOperation:
     """`_schedule_operation`'s choice, its IFM staged in the fast memory where that pays
     (`input_staging.staged`). Staged, an operation may be faster reading its weights in place:
     a weight buffer's DMA waits for the operation's cost with its maps in their home (Vela's
     accounting, the estimator's too), and the IFM's home is the slow memory (zoo MobileNetV1's
     first convolution on U65-256: 21,037 cycles buffered, 8,955 not)."""
-    sop = staged(_schedule_operation(op, target, slack, buffering, encoded, constants, choice, busy), target)
+    sop = staged(_schedule_operation(op, target, slack, buffering, encoded, constants, choice, busy, shared), target)
     if sop.staged_cycles and sop.weight_buffer and sop.direct_cost.total_cycles <= sop.cost.total_cycles:
         sop = _weights_in_place(sop)
     return sop
@@ -448,13 +467,15 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
 
 def _schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
                         encoded: Any = None, constants: dict[int, bytes] | None = None,
-                        choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0) -> ScheduledOperation:
+                        choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0,
+                        shared: dict | None = None) -> ScheduledOperation:
     """Block config and traversal from the cycle model; weights encoded for that block; the
     weights buffered in SRAM when the model says that is faster (and `buffering` allows); a
     broadcast constant operand copied into SRAM when that is faster than reading it in flash.
     `encoded` may bring the streams for `block_choice`'s block, encoded ahead, and `choice`
     that block and traversal. `busy`: the cycles the previous operation itself reads the
-    weights' memory for (its DMA slack is `slack`)."""
+    weights' memory for (its DMA slack is `slack`). `shared`: depth-sliced streams other
+    operations of the same weights made (`_sliced_streams`)."""
     if op.kind == "dma":  # a gather or scatter: no block, its constant indices read in flash
         cost = target.cost(op)
         return ScheduledOperation(op, (1, 1, 1), False, cost, constant_ifm2="flash" if op.ifm2 is not None
@@ -540,7 +561,7 @@ def _schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffe
         for divides, (step, _) in best_of.items():
             if not step:
                 continue
-            sliced = depth_sliced(best, target, chosen_slack, step, direct, encoded)
+            sliced = depth_sliced(best, target, chosen_slack, step, direct, encoded, shared=shared)
             # A step that does not divide the depth and needs more SRAM than the choice so far
             # must save a share of its cycles: a cascade under a budget inherits the buffer
             # and drops it when it does not fit (MLPerf Tiny's ResNet on U55-128 within
@@ -576,18 +597,32 @@ def last_slice(depth: int, step: int) -> int:
 
 
 def depth_sliced(sop: ScheduledOperation, target: _Target, slack: int, step: int, direct: OpCost,
-                 encoded: Any, single_slot: bool = False) -> ScheduledOperation:
+                 encoded: Any, single_slot: bool = False, shared: dict | None = None) -> ScheduledOperation:
     """`sop`'s operation with its weights double-buffered in slices of `step` OFM channels:
     encoded so and costed exactly. `direct` and `encoded`: its cost and streams reading the
     weights from flash. `single_slot`: the slices take turns in one slot, so no slice's DMA
     runs under another slice's kernel: costed as one copy of the whole streams before the
     operation with no slack (the first slice's DMA may in fact run under the previous
-    operation: at most that much too slow)."""
+    operation: at most that much too slow). `shared`: see `_sliced_streams`."""
     op, block, pkf = sop.lowered, sop.block, sop.part_kernel_first
-    sliced = _encode(op, block, pkf, target.accelerator, depth_step=step, whole=encoded)
+    sliced = _sliced_streams(op, block, pkf, target.accelerator, step, encoded, shared)
     cost = _sliced_cost(op, block, pkf, sliced, step, target, None if single_slot else slack)
     return ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct, depth_step=step,
                               single_slot=single_slot, direct_encoded=encoded)
+
+
+def _sliced_streams(op: LoweredOperation, block: tuple[int, int, int], pkf: bool, accelerator: str, step: int,
+                    whole: Any, shared: dict | None) -> Any:
+    """`op`'s streams in depth slices of `step` channels (`whole`: unsliced, see `_encode`),
+    from `shared` where an operation of the same weights made them (`encoding_key`), else
+    encoded and kept there (with the operation, which holds its weights)."""
+    key = encoding_key(op, block, pkf, accelerator, step) if shared is not None else None
+    if key is not None and ("streams", key) in shared:
+        return shared[("streams", key)][1]
+    sliced = _encode(op, block, pkf, accelerator, depth_step=step, whole=whole)
+    if key is not None:
+        shared[("streams", key)] = op, sliced
+    return sliced
 
 
 def _sliced_cost(op: LoweredOperation, block, pkf: bool, sliced: Any, step: int, target: _Target,
@@ -613,15 +648,24 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
     with ThreadPoolExecutor(max_workers=_core.core_count()) as pool:
         choices, futures = {}, {}
+        submitted = {}  # by `encoding_key`: operations with the same weights share their streams
+        shared: dict = {}  # and their depth slices (`_sliced_streams`)
         for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
-            futures[id(op)] = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
+            key = encoding_key(op, *choices[id(op)], target.accelerator)
+            future = submitted.get(key) if key is not None else None
+            if future is None:
+                future = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
+                if key is not None:
+                    submitted[key] = future
+            futures[id(op)] = future
         out = []
         for seg in segments:
             ops, slack, busy = [], 0, 0
             for op in seg.operations:
                 encoded = futures[id(op)].result() if op.weights is not None else None
-                sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)), busy)
+                sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)), busy,
+                                         shared)
                 slack = sop.cost.buffering_slack_cycles
                 busy = sop.cost.access_cycles.get(target.weight_memory, 0)
                 ops.append(sop)
@@ -796,10 +840,11 @@ def _thinner_buffer(schedule: NpuSchedule, k: int, fits, sliced: dict | None = N
     sliced = {} if sliced is None else sliced
 
     def option(step: int, single_slot: bool = False) -> ScheduledOperation:
-        # Keyed by the operation itself (held with the option, so that its id names no other).
-        key = (id(sop), slack, step, single_slot)
+        # Keyed by the operation itself (held with the option, so that its id names no other);
+        # its streams are shared by the operations of the same weights (`_sliced_streams`).
+        key = ("option", id(sop), slack, step, single_slot)
         if key not in sliced:
-            sliced[key] = sop, depth_sliced(sop, target, slack, step, sop.direct_cost, encoded, single_slot)
+            sliced[key] = sop, depth_sliced(sop, target, slack, step, sop.direct_cost, encoded, single_slot, sliced)
         return sliced[key][1]
 
     # Zoo fc_autoencoder on U65-512 within 32,512 B: of its 640 channels, 112 per slice fits
