@@ -15,6 +15,8 @@ when a binary emits it (`EncodedWeights.data`).
 
 from __future__ import annotations
 
+import collections
+import functools
 import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -358,7 +360,7 @@ def encoding_key(op: LoweredOperation, block: tuple[int, int, int], part_kernel_
     volumes). What keeps an encoding by it must hold the operation too (no other array then
     takes the weights' place in memory). None on the Ethos-U85, whose encoder reads more of
     the operation."""
-    if Accelerator(accelerator).product == ethos_u85.PRODUCT:
+    if _is_u85(accelerator):
         return None
     v = op.weights
     where = v.values.__array_interface__
@@ -366,6 +368,19 @@ def encoding_key(op: LoweredOperation, block: tuple[int, int, int], part_kernel_
     return (where["data"][0], where["shape"], where["strides"], where["typestr"], constants, v.depthwise,
             part_kernel_first, block[2], op.ifm.element_size, tuple(op.registers["kernel"]["dilation"]), accelerator,
             depth_step)
+
+
+@functools.lru_cache(maxsize=None)
+def _is_u85(accelerator: str) -> bool:
+    return Accelerator(accelerator).product == ethos_u85.PRODUCT
+
+
+def _shared_weights(weighted: list[LoweredOperation]) -> set[int]:
+    """The ids of the operations whose weights another of `weighted` reads too (in the same
+    memory): only those can share streams (`encoding_key`, whose making the others skip)."""
+    where = [op.weights.values.__array_interface__["data"][0] for op in weighted]
+    seen = collections.Counter(where)
+    return {id(op) for op, at in zip(weighted, where) if seen[at] > 1}
 
 
 MAX_COPIED_CONSTANT = 16 * 1024  # larger constants are read where they are
@@ -650,9 +665,10 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
         choices, futures = {}, {}
         submitted = {}  # by `encoding_key`: operations with the same weights share their streams
         shared: dict = {}  # and their depth slices (`_sliced_streams`)
+        sharing = _shared_weights(weighted)
         for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
-            key = encoding_key(op, *choices[id(op)], target.accelerator)
+            key = encoding_key(op, *choices[id(op)], target.accelerator) if id(op) in sharing else None
             future = submitted.get(key) if key is not None else None
             if future is None:
                 future = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
@@ -665,7 +681,7 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
             for op in seg.operations:
                 encoded = futures[id(op)].result() if op.weights is not None else None
                 sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)), busy,
-                                         shared)
+                                         shared if id(op) in sharing else None)
                 slack = sop.cost.buffering_slack_cycles
                 busy = sop.cost.access_cycles.get(target.weight_memory, 0)
                 ops.append(sop)
