@@ -23,19 +23,23 @@ from .schedule import (NpuSchedule, eviction_cycles, fit_weight_buffers, live_by
                        second_slot_key, weight_buffers_peak, weights_key, without_staging, without_weight_buffers)
 
 
-class _Lean:
+class Lean:
     """A schedule without the weight buffers of operations run alone
     (`without_weight_buffers`), and its `memory_schedule`: each made once, when first asked
-    for. `memory` may be given by a caller that has it already."""
+    for, either may be given by a caller that has it already. It keeps the weight-buffer
+    choices made for `sched` too (`fit`), so that allocations of the same schedule within
+    other budgets share them (`allocate`'s `lean`)."""
 
-    def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None):
-        self._sched, self.graph, self._memory = sched, graph, memory
-        self._schedule: NpuSchedule | None = None
+    def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None, schedule: NpuSchedule | None = None):
+        self.sched, self.graph, self._memory = sched, graph, memory
+        self._schedule: NpuSchedule | None = schedule
+        self._fitted: dict[tuple, NpuSchedule] = {}
+        self._sliced: dict = {}  # `fit_weight_buffers`' thinner buffers of `sched`
 
     @property
     def schedule(self) -> NpuSchedule:
         if self._schedule is None:
-            self._schedule = without_weight_buffers(self._sched)
+            self._schedule = without_weight_buffers(self.sched)
         return self._schedule
 
     @property
@@ -49,6 +53,19 @@ class _Lean:
         """Bytes live at each step of `memory` (`live_bytes`)."""
         return live_bytes(self.memory[0])
 
+    @cached_property
+    def peak(self) -> int:
+        """`weight_buffers_peak` of `sched`."""
+        return weight_buffers_peak(self.sched, self.memory)
+
+    def fit(self, **options) -> NpuSchedule:
+        """`fit_weight_buffers` of `sched` with these options, made once."""
+        key = tuple(sorted(options.items()))
+        if key not in self._fitted:
+            self._fitted[key] = fit_weight_buffers(self.sched, self.graph, self.memory, lean_live=self.live,
+                                                   sliced=self._sliced, **options)
+        return self._fitted[key]
+
 
 # Shares of a budget the weight buffers re-sliced to fit it may fill (bytes live at once).
 RESLICED_SHARES = (1.0, 0.9, 0.8)
@@ -58,7 +75,7 @@ RESLICED_SHARES = (1.0, 0.9, 0.8)
 GAIN_PER_BYTE = 0.05
 
 
-def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig, reslice: bool = False
+def _weight_buffer_choices(sched: NpuSchedule, lean: Lean, config: MemoryConfig, reslice: bool = False
                            ) -> Iterator[tuple[NpuSchedule, tuple | None]]:
     """The schedules `allocate` tries, fastest first, with their memory schedules where known:
     every weight buffer that pays, then (`reslice`, under a budget) those that fit the budget,
@@ -75,13 +92,13 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
     budget = config.fast_capacity
     if config.shared_sram:
         # Every buffer kept: laid out only when the bytes live at once can fit the budget.
-        if budget is None or weight_buffers_peak(sched, lean.memory) <= budget:
+        if budget is None or lean.peak <= budget:
             yield sched, None
-        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, lean_live=lean.live)
+        fitted = lean.fit()
         faster = []
     else:
         budgeted = budget is not None
-        fitted = fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=budgeted, lean_live=lean.live)
+        fitted = lean.fit(budgeted=budgeted)
         # Dedicated_Sram: SRAM is a cache beside DRAM. When the buffers that fit under the
         # feature maps' peak are within 5% as fast, the SRAM the rest would take is not worth
         # it (on the shared models this keeps SRAM within Vela's on every U65 row), except for
@@ -93,8 +110,7 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
         worth_it = fitted.total_cycles > 1.05 * sched.total_cycles
         if worth_it:
             yield sched, None
-        faster = [fit_weight_buffers(sched, lean.graph, lean.memory, above_peak_gain=GAIN_PER_BYTE,
-                                     budgeted=budgeted, lean_live=lean.live)]
+        faster = [lean.fit(above_peak_gain=GAIN_PER_BYTE, budgeted=budgeted)]
     if reslice and budget is not None and (config.shared_sram or worth_it):
         # A budget above the feature maps' peak, when every buffer is wanted but does not fit:
         # the buffers that fit within it, re-sliced thinner where that makes them fit, not only
@@ -104,8 +120,7 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
         # five times the SRAM.
         # The layout may need more than the bytes live at once (zoo fc_autoencoder on U65-512:
         # buffers live within 32,512 B laid out in 35,120), so a little less is tried too.
-        faster += [fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=True, lean_live=lean.live,
-                                      capacity=int(budget * share)) for share in RESLICED_SHARES]
+        faster += [lean.fit(budgeted=True, capacity=int(budget * share)) for share in RESLICED_SHARES]
     seen = set()
 
     def unseen(candidate: NpuSchedule) -> bool:
@@ -125,8 +140,7 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
         # those that fit the budget, sliced thinner or into one slot where that makes them
         # fit (MobileNetV1-0.75 at 353 x 481 on U55-128 at Vela's Size SRAM: its last 768 x
         # 768 pointwise beside its 547 KB IFM and OFM, 16 channels at a time).
-        within = [fit_weight_buffers(sched, lean.graph, lean.memory, budgeted=True, lean_live=lean.live,
-                                     capacity=int(budget * share), capacity_only=True) for share in RESLICED_SHARES]
+        within = [lean.fit(budgeted=True, capacity=int(budget * share), capacity_only=True) for share in RESLICED_SHARES]
         lean_cycles = lean.schedule.total_cycles
         for candidate in sorted((c for c in within if c.total_cycles < lean_cycles), key=lambda c: c.total_cycles):
             if unseen(candidate):
@@ -135,7 +149,8 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: _Lean, config: MemoryConfig
 
 
 def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory: tuple | None = None,
-             solver: str = "exact", reslice: bool = False, memory: tuple | None = None
+             solver: str = "exact", reslice: bool = False, memory: tuple | None = None,
+             lean: Lean | None = None
              ) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
     """Lay out every buffer under the SRAM budget.
 
@@ -151,7 +166,9 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
     the buffers the layout evicted, the later choices too, keeping the fastest. Only for the
     uncascaded schedule: a cascade's planned cycles, which rank the choices, are Vela's
     accounting only roughly, and a faster-planned choice compiled slower (MLPerf Tiny's ResNet
-    on U55-128 within 95,180 B: 1,250,028 -> 1,313,436 cycles).
+    on U55-128 within 95,180 B: 1,250,028 -> 1,313,436 cycles). `lean`: a `Lean(sched, ...)`
+    the caller keeps to allocate `sched` within more budgets (its memory schedule then serves,
+    not `lean_memory`).
 
     Raises
     ------
@@ -160,7 +177,8 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
         `minimum_sram` give the smallest budget that works.
     """
     config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram, solver=solver)
-    lean = _Lean(sched, part.graph, lean_memory)
+    if lean is None or lean.sched is not sched or lean.graph is not part.graph:
+        lean = Lean(sched, part.graph, lean_memory)
     fallback = None  # the fastest choice that fitted only without some of its weight buffers
     for candidate, known in _weight_buffer_choices(sched, lean, config, reslice):
         if fallback is not None and candidate.total_cycles >= fallback[0].total_cycles:

@@ -33,7 +33,7 @@ from typing import Any, Union
 
 from . import _core
 from . import memory as mem
-from .allocation import allocate, eviction_cost
+from .allocation import Lean, allocate, eviction_cost
 from .arch import Accelerator, MemoryMode
 from .errors import InfeasibleError
 from .floor import floor
@@ -644,7 +644,7 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     frontier.resident = min(laid, key=lambda p: (p.sram_bytes, p.cycles), default=None)
     pool = laid + evicting
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
-    pool += budgeted_points([pool[k] for k in front], part, buffered, lean, frontier.graph, config)
+    pool += budgeted_points([pool[k] for k in front], part, buffered, lean, frontier.graph, config, memory)
     stages.lap("budgeted points")
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
     frontier.points = [pool[k] for k in front]
@@ -767,7 +767,7 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
 
 
 def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: NpuSchedule, pg,
-                    config: mem.MemoryConfig) -> list[PlanPoint]:
+                    config: mem.MemoryConfig, memory: tuple | None = None) -> list[PlanPoint]:
     """The point `cascader.compile` reaches below the fastest uncascaded point of `points`: the
     uncascaded schedule allocated within a budget just below that point's SRAM, as
     `compiler._uncascaded` allocates it (`allocation.allocate` with `reslice`: the weight buffers
@@ -788,7 +788,8 @@ def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: 
     it laid out in within 4,000 B: 705,904 cycles): the point claims the budget, or the layout's
     SRAM where the budget was just below the fastest point's and the allocation within the
     layout's SRAM is as fast. An allocation lays the schedule out once per weight-buffer choice
-    it tries (lstm_kws: 1-2 s).
+    it tries; the two share `lean` (`memory`: its `memory_schedule`, when the caller has it) and
+    the choices they both make (`allocation.Lean`).
     Its cycles are the fastest point's with what the allocator's buffering changed (as
     `compiler._cascade` accounts them). An allocation that moves feature maps to DRAM is no
     such point (those are `evicting_points`', costed as the stripes of a proposal without its
@@ -799,12 +800,13 @@ def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: 
     fastest = min(uncascaded, key=lambda p: (p.cycles, p.sram_bytes))
     striped = cascaded_schedule(lean, pg, fastest.proposal, _Target.of(lean))
     proposed = with_buffered_weights(striped, lean, pg, fastest.proposal, buffered)
+    shared = Lean(buffered, part.graph, memory, lean)
 
     def allocated(budget: int) -> tuple[int, float] | None:
         """(SRAM, cycles) of the allocation within `budget` with every feature map in SRAM,
         None if none fits so."""
         try:
-            sched, layout = allocate(buffered, part, budget, reslice=True)[:2]
+            sched, layout = allocate(buffered, part, budget, reslice=True, lean=shared)[:2]
         except InfeasibleError:
             return None
         if layout.eviction_cycles > 0:

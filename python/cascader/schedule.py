@@ -15,6 +15,8 @@ when a binary emits it (`EncodedWeights.data`).
 
 from __future__ import annotations
 
+import collections
+import functools
 import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -350,6 +352,37 @@ def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first
     )
 
 
+def encoding_key(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
+                 depth_step: int = 0) -> tuple | None:
+    """A key equal for two `_encode` calls that make equal streams: all the encoder reads of
+    the operation, its weights by where they are stored (an LSTM unrolled over time steps
+    reads the same weight tensor at each: zoo lstm_kws's 393 weighted operations encode 9
+    volumes). What keeps an encoding by it must hold the operation too (no other array then
+    takes the weights' place in memory). None on the Ethos-U85, whose encoder reads more of
+    the operation."""
+    if _is_u85(accelerator):
+        return None
+    v = op.weights
+    where = v.values.__array_interface__
+    constants = tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, (v.zero_points, v.bias, v.scales)))
+    return (where["data"][0], where["shape"], where["strides"], where["typestr"], constants, v.depthwise,
+            part_kernel_first, block[2], op.ifm.element_size, tuple(op.registers["kernel"]["dilation"]), accelerator,
+            depth_step)
+
+
+@functools.lru_cache(maxsize=None)
+def _is_u85(accelerator: str) -> bool:
+    return Accelerator(accelerator).product == ethos_u85.PRODUCT
+
+
+def _shared_weights(weighted: list[LoweredOperation]) -> set[int]:
+    """The ids of the operations whose weights another of `weighted` reads too (in the same
+    memory): only those can share streams (`encoding_key`, whose making the others skip)."""
+    where = [op.weights.values.__array_interface__["data"][0] for op in weighted]
+    seen = collections.Counter(where)
+    return {id(op) for op, at in zip(weighted, where) if seen[at] > 1}
+
+
 MAX_COPIED_CONSTANT = 16 * 1024  # larger constants are read where they are
 
 
@@ -434,13 +467,14 @@ def _streamed_copy_shape(op: LoweredOperation, target: _Target, slack: int) -> L
 
 def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
                        encoded: Any = None, constants: dict[int, bytes] | None = None,
-                       choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0) -> ScheduledOperation:
+                       choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0,
+                       shared: dict | None = None) -> ScheduledOperation:
     """`_schedule_operation`'s choice, its IFM staged in the fast memory where that pays
     (`input_staging.staged`). Staged, an operation may be faster reading its weights in place:
     a weight buffer's DMA waits for the operation's cost with its maps in their home (Vela's
     accounting, the estimator's too), and the IFM's home is the slow memory (zoo MobileNetV1's
     first convolution on U65-256: 21,037 cycles buffered, 8,955 not)."""
-    sop = staged(_schedule_operation(op, target, slack, buffering, encoded, constants, choice, busy), target)
+    sop = staged(_schedule_operation(op, target, slack, buffering, encoded, constants, choice, busy, shared), target)
     if sop.staged_cycles and sop.weight_buffer and sop.direct_cost.total_cycles <= sop.cost.total_cycles:
         sop = _weights_in_place(sop)
     return sop
@@ -448,13 +482,15 @@ def schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffer
 
 def _schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffering: bool,
                         encoded: Any = None, constants: dict[int, bytes] | None = None,
-                        choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0) -> ScheduledOperation:
+                        choice: tuple[tuple[int, int, int], bool] | None = None, busy: float = 0,
+                        shared: dict | None = None) -> ScheduledOperation:
     """Block config and traversal from the cycle model; weights encoded for that block; the
     weights buffered in SRAM when the model says that is faster (and `buffering` allows); a
     broadcast constant operand copied into SRAM when that is faster than reading it in flash.
     `encoded` may bring the streams for `block_choice`'s block, encoded ahead, and `choice`
     that block and traversal. `busy`: the cycles the previous operation itself reads the
-    weights' memory for (its DMA slack is `slack`)."""
+    weights' memory for (its DMA slack is `slack`). `shared`: depth-sliced streams other
+    operations of the same weights made (`_sliced_streams`)."""
     if op.kind == "dma":  # a gather or scatter: no block, its constant indices read in flash
         cost = target.cost(op)
         return ScheduledOperation(op, (1, 1, 1), False, cost, constant_ifm2="flash" if op.ifm2 is not None
@@ -540,7 +576,7 @@ def _schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffe
         for divides, (step, _) in best_of.items():
             if not step:
                 continue
-            sliced = depth_sliced(best, target, chosen_slack, step, direct, encoded)
+            sliced = depth_sliced(best, target, chosen_slack, step, direct, encoded, shared=shared)
             # A step that does not divide the depth and needs more SRAM than the choice so far
             # must save a share of its cycles: a cascade under a budget inherits the buffer
             # and drops it when it does not fit (MLPerf Tiny's ResNet on U55-128 within
@@ -576,18 +612,32 @@ def last_slice(depth: int, step: int) -> int:
 
 
 def depth_sliced(sop: ScheduledOperation, target: _Target, slack: int, step: int, direct: OpCost,
-                 encoded: Any, single_slot: bool = False) -> ScheduledOperation:
+                 encoded: Any, single_slot: bool = False, shared: dict | None = None) -> ScheduledOperation:
     """`sop`'s operation with its weights double-buffered in slices of `step` OFM channels:
     encoded so and costed exactly. `direct` and `encoded`: its cost and streams reading the
     weights from flash. `single_slot`: the slices take turns in one slot, so no slice's DMA
     runs under another slice's kernel: costed as one copy of the whole streams before the
     operation with no slack (the first slice's DMA may in fact run under the previous
-    operation: at most that much too slow)."""
+    operation: at most that much too slow). `shared`: see `_sliced_streams`."""
     op, block, pkf = sop.lowered, sop.block, sop.part_kernel_first
-    sliced = _encode(op, block, pkf, target.accelerator, depth_step=step, whole=encoded)
+    sliced = _sliced_streams(op, block, pkf, target.accelerator, step, encoded, shared)
     cost = _sliced_cost(op, block, pkf, sliced, step, target, None if single_slot else slack)
     return ScheduledOperation(op, block, pkf, cost, sliced, weight_buffer=True, direct_cost=direct, depth_step=step,
                               single_slot=single_slot, direct_encoded=encoded)
+
+
+def _sliced_streams(op: LoweredOperation, block: tuple[int, int, int], pkf: bool, accelerator: str, step: int,
+                    whole: Any, shared: dict | None) -> Any:
+    """`op`'s streams in depth slices of `step` channels (`whole`: unsliced, see `_encode`),
+    from `shared` where an operation of the same weights made them (`encoding_key`), else
+    encoded and kept there (with the operation, which holds its weights)."""
+    key = encoding_key(op, block, pkf, accelerator, step) if shared is not None else None
+    if key is not None and ("streams", key) in shared:
+        return shared[("streams", key)][1]
+    sliced = _encode(op, block, pkf, accelerator, depth_step=step, whole=whole)
+    if key is not None:
+        shared[("streams", key)] = op, sliced
+    return sliced
 
 
 def _sliced_cost(op: LoweredOperation, block, pkf: bool, sliced: Any, step: int, target: _Target,
@@ -613,15 +663,25 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
     with ThreadPoolExecutor(max_workers=_core.core_count()) as pool:
         choices, futures = {}, {}
+        submitted = {}  # by `encoding_key`: operations with the same weights share their streams
+        shared: dict = {}  # and their depth slices (`_sliced_streams`)
+        sharing = _shared_weights(weighted)
         for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
-            futures[id(op)] = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
+            key = encoding_key(op, *choices[id(op)], target.accelerator) if id(op) in sharing else None
+            future = submitted.get(key) if key is not None else None
+            if future is None:
+                future = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
+                if key is not None:
+                    submitted[key] = future
+            futures[id(op)] = future
         out = []
         for seg in segments:
             ops, slack, busy = [], 0, 0
             for op in seg.operations:
                 encoded = futures[id(op)].result() if op.weights is not None else None
-                sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)), busy)
+                sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)), busy,
+                                         shared if id(op) in sharing else None)
                 slack = sop.cost.buffering_slack_cycles
                 busy = sop.cost.access_cycles.get(target.weight_memory, 0)
                 ops.append(sop)
@@ -690,7 +750,7 @@ def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
                        above_peak_gain: float | None = None, budgeted: bool = False,
                        lean_live: np.ndarray | None = None, capacity: int | None = None,
-                       capacity_only: bool = False) -> NpuSchedule:
+                       capacity_only: bool = False, sliced: dict | None = None) -> NpuSchedule:
     """Keep the weight buffers that fit under the feature maps' own peak.
 
     Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
@@ -714,7 +774,9 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     a budget between the two keeps the buffers that fit it, the most cycles per byte first, a
     buffer over it re-sliced thinner where that makes it fit: `_thinner_buffer`).
     `capacity_only`: a buffer must fit `capacity`, even one under the peak (a peak above the
-    budget, as a cascade's can count, is no room for more).
+    budget, as a cascade's can count, is no room for more). `sliced`: the thinner buffers
+    `_thinner_buffer` made for this `schedule` before, to share with it (a dict the caller keeps
+    while `schedule` lives: the allocator fits one schedule to several capacities).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
     live = live_bytes(msched) if lean_live is None else lean_live.copy()
@@ -728,12 +790,12 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     def top_of(sop: ScheduledOperation, k: int) -> tuple[int, list]:
         # The spans overlap (a depth-sliced buffer's two slots under its own operation): the
         # top is where their sum is highest, not the highest of each alone.
+        # A span is two steps at most: summed step by step, not as arrays (a re-sliced fit
+        # tries thousands: zoo lstm_kws on U65-256).
         spans = _buffer_spans(sop, op_steps[k], exact=budgeted)
         lo, hi = min(s.start for s, _ in spans), max(s.stop for s, _ in spans)
-        added = np.zeros(hi - lo, dtype=live.dtype)
-        for steps, size in spans:
-            added[steps.start - lo:steps.stop - lo] += size
-        return int((live[lo:hi] + added).max()), spans
+        return max(int(live[i]) + sum(size for steps, size in spans if steps.start <= i < steps.stop)
+                   for i in range(lo, hi)), spans
 
     def allowed(top: int, gain: float) -> bool:
         """Under the peak, paying for what it raises the peak by, or within `capacity`."""
@@ -754,7 +816,7 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
         if not allowed(top, saved[k]):
             if capacity is None:
                 continue
-            option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity)
+            option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity, sliced)
             if option is None:
                 continue
             replaced[k] = option
@@ -782,20 +844,31 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     return without_weight_buffers(schedule, keep, staged=True)
 
 
-def _thinner_buffer(schedule: NpuSchedule, k: int, fits) -> ScheduledOperation | None:
+def _thinner_buffer(schedule: NpuSchedule, k: int, fits, sliced: dict | None = None) -> ScheduledOperation | None:
     """Operation `k` with its weights double-buffered in thinner depth slices than it has, the
     thickest that `fits` and still beats reading them from flash, or None. Vela slices to fit
-    the SRAM it is given the same way (its half-buffer limit)."""
+    the SRAM it is given the same way (its half-buffer limit). `sliced`: the options made
+    before for `schedule` (see fit_weight_buffers), kept there too."""
     sop = schedule.operations[k]
     depth = sop.lowered.ofm.shape[2]
     encoded = sop.direct_encoded if sop.depth_step else sop.encoded
     target, slack = _Target.of(schedule), _slack_before(schedule, k)
+    sliced = {} if sliced is None else sliced
+
+    def option(step: int, single_slot: bool = False) -> ScheduledOperation:
+        # Keyed by the operation itself (held with the option, so that its id names no other);
+        # its streams are shared by the operations of the same weights (`_sliced_streams`).
+        key = ("option", id(sop), slack, step, single_slot)
+        if key not in sliced:
+            sliced[key] = sop, depth_sliced(sop, target, slack, step, sop.direct_cost, encoded, single_slot, sliced)
+        return sliced[key][1]
+
     # Zoo fc_autoencoder on U65-512 within 32,512 B: of its 640 channels, 112 per slice fits
     # where 128 does not, and 96 or 80 are slower (as Vela slices it).
     for step in (s for s in slice_steps(depth) if s < (sop.depth_step or depth)):
-        option = depth_sliced(sop, target, slack, step, sop.direct_cost, encoded)
-        if option.cost.total_cycles < sop.direct_cost.total_cycles and fits(option):
-            return option
+        thinner = option(step)
+        if thinner.cost.total_cycles < sop.direct_cost.total_cycles and fits(thinner):
+            return thinner
     # No double buffer fits: one slot the slices take turns in, the thickest that fits (see
     # ScheduledOperation.single_slot). Its DMAs no longer overlap its kernels, so it must
     # still beat reading the weights in place.
@@ -805,9 +878,9 @@ def _thinner_buffer(schedule: NpuSchedule, k: int, fits) -> ScheduledOperation |
     best, lo, hi = None, 0, len(steps)
     while lo < hi:
         mid = (lo + hi) // 2
-        option = depth_sliced(sop, target, slack, steps[mid], sop.direct_cost, encoded, single_slot=True)
-        if fits(option):
-            best, lo = option, mid + 1
+        slot = option(steps[mid], single_slot=True)
+        if fits(slot):
+            best, lo = slot, mid + 1
         else:
             hi = mid
     return best if best is not None and best.cost.total_cycles < sop.direct_cost.total_cycles else None
