@@ -38,6 +38,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import InvalidArgumentError, UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import hwc_axis, raw_copy
@@ -223,11 +224,11 @@ def _reverse_order(ops: OperationBuilder, lw: LoweringContext, src: FeatureMapVi
 
 
 def _pooled_extremes(ops: OperationBuilder, mode: str, src: FeatureMapView, out: FeatureMapView | None, reduced: set[int],
-                     name: str) -> FeatureMapView:
-    """`mode` (MAX, or the U85's MIN) pools of `src` over the `reduced` axes: one window, else one
-    axis at a time (each at most DIM_MAX long), channels first, through scratch maps `name` of
-    its type; the last writes `out` (None: a scratch map, returned)."""
-    one_window = single_window(blocks(src.shape, reduced)) is not None
+                     name: str, per_axis: bool = False) -> FeatureMapView:
+    """`mode` (MAX, or the U85's MIN) pools of `src` over the `reduced` axes: one window (unless
+    `per_axis`), else one axis at a time (each at most DIM_MAX long), channels first, through
+    scratch maps `name` of its type; the last writes `out` (None: a scratch map, returned)."""
+    one_window = not per_axis and single_window(blocks(src.shape, reduced)) is not None
     steps = [reduced] if one_window else [{a} for a in sorted(reduced, reverse=True) if src.shape[a] > 1]
     shape = src.shape
     for i, axes in enumerate(steps):
@@ -243,11 +244,16 @@ def _pooled_extremes(ops: OperationBuilder, mode: str, src: FeatureMapView, out:
 
 
 def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
-    """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time."""
+    """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time. On
+    the Ethos-U85, MIN pools for the minimum (no order-reversing copies), in the fastest of the
+    forms `_fastest_extremes` weighs."""
     _require_types(v, MIN_MAX_DTYPES)
     reduced = reduced_axes(v)
     src = replace(lw.view(v.op.inputs[0]), zero_point=0)
     out = replace(lw.view(v.op.outputs[0]), zero_point=0)
+    if Accelerator.is_u85(lw.accelerator):
+        _fastest_extremes(lw, v, "MAX" if v.opcode == "REDUCE_MAX" else "MIN", src, out, reduced, v.opcode.lower())
+        return
     ops = OperationBuilder(lw, v.index, v.opcode)
     if v.opcode == "REDUCE_MIN":
         flipped = ops.scratch("reversed", src.shape, src.dtype)
@@ -273,33 +279,46 @@ def lower_reduce_all_any(lw: LoweringContext, v: OperatorView) -> None:
     if v.ifm.dtype != "bool" or v.ofm.dtype != "bool":
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; it takes bool in "
                                "and out")
-    reduced = reduced_axes(v)
-    src, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    mode = "MAX" if v.opcode == "REDUCE_ANY" else "MIN"
-    name = v.opcode.lower()
+    _fastest_extremes(lw, v, "MAX" if v.opcode == "REDUCE_ANY" else "MIN", lw.view(v.op.inputs[0]),
+                      lw.view(v.op.outputs[0]), reduced_axes(v), v.opcode.lower())
+
+
+def _fastest_extremes(lw: LoweringContext, v: OperatorView, mode: str, src: FeatureMapView, out: FeatureMapView,
+                      reduced: set[int], name: str) -> None:
+    """`mode` pools (the U85's MAX or MIN) of `src` over the `reduced` axes into `out`, in the
+    form the cycle model finds fastest: one window where there is one (`_pooled_extremes`);
+    one axis at a time (Vela 5.2's: a 16-bit map's 8x8 window read from DRAM costs more than
+    its rows' and columns' passes); over H and W of a map the CPU hands in (in DRAM on the
+    default Dedicated_Sram system, where a pool reads a window's rows slowly), an elementwise
+    copy into the fast memory and a pool per axis (Vela's shape for REDUCE_ANY/ALL: its CMP_NE
+    to -1/0 booleans is that copy). Ties keep the earlier form."""
+    forms = [lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name)]
+    if single_window(blocks(src.shape, reduced)) is not None and sum(src.shape[a] > 1 for a in reduced) > 1:
+        forms.append(lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name, per_axis=True))
     h, w, _ = src.shape
-    staged = (reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible())
-    if staged:
-        direct, copied = Trial(lw), Trial(lw)
-        _pooled_extremes(OperationBuilder(direct, v.index, v.opcode), mode, src, out, reduced, name)
-        _staged_pools(OperationBuilder(copied, v.index, v.opcode), mode, src, out, name)
+    if reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible():
+        forms.append(lambda ops: _staged_pools(ops, mode, src, out, name))
+    best, fastest = forms[0], math.inf
+    for form in forms if len(forms) > 1 else []:  # one form: nothing to weigh
+        trial = Trial(lw)
         try:
-            staged = (lw.cycles(direct.ops) or 0) > (lw.cycles(copied.ops) or math.inf)
-        except InvalidArgumentError:  # no block of the target holds one of them: the pools alone
-            staged = False
-    ops = OperationBuilder(lw, v.index, v.opcode)
-    if staged:
-        _staged_pools(ops, mode, src, out, name)
-    else:
-        _pooled_extremes(ops, mode, src, out, reduced, name)
+            form(OperationBuilder(trial, v.index, v.opcode))
+            cycles = lw.cycles(trial.ops)
+        except InvalidArgumentError:  # no block of the target holds one of its operations
+            continue
+        if cycles is None:  # no cycle model to choose by: the first form
+            break
+        if cycles < fastest:
+            best, fastest = form, cycles
+    best(OperationBuilder(lw, v.index, v.opcode))
 
 
 def _staged_pools(ops: OperationBuilder, mode: str, src: FeatureMapView, out: FeatureMapView, name: str) -> None:
-    """`mode` pools of `src` over H and W: an elementwise copy (MAX with 0, the identity on 0/1)
-    into a scratch map, a pool over H, then one over W."""
+    """`mode` pools of `src` over H and W: an elementwise copy (MAX with the type's minimum, the
+    identity) into a scratch map, a pool over H, then one over W."""
     h, w, c = src.shape
     copy = ops.scratch(f"{name}_staged", src.shape, src.dtype)
-    ops.elementwise("MAX", src, ops.lw.constant(np.array([0]), src.dtype), copy)
+    ops.elementwise("MAX", src, ops.lw.constant(np.array([TYPE_RANGE[src.dtype][0]]), src.dtype), copy)
     rows = ops.scratch(name, (1, w, c), src.dtype)
     ops.pool(mode, copy, rows, (h, 1), rounding="NATURAL")
     ops.pool(mode, rows, _dense(out, (1, 1, c)), (1, w), rounding="NATURAL")
