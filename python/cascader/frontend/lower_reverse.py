@@ -65,7 +65,7 @@ def lower_reverse(lw: LoweringContext, v: OperatorView) -> None:
     current = src
     for i, axis in enumerate(axes):
         out = dst if i == len(axes) - 1 else lw.scratch(v.index, f"reversed{i}", dst.shape, dst.dtype)
-        if _reversed_on_write(lw, v.index, f"{name}(axis {axis})", current, out, axis):
+        if mirrored_copy(lw, v.index, f"{name}(axis {axis})", current, out, axis):
             pass  # the U85's one copy
         elif axis == 2 and src.shape[2] <= PERMUTATION_MAX_CHANNELS:
             _reverse_channels(lw, v.index, f"{name}(channels)", current, out)
@@ -78,7 +78,7 @@ def lower_reverse(lw: LoweringContext, v: OperatorView) -> None:
 OFM_REVERSE_MODES = {0: 1, 1: 2, 2: 3}
 
 
-def _reversed_on_write(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+def mirrored_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
                        axis: int) -> bool:
     """dst = src reversed along `axis` in one U85 copy that writes its OFM mirrored; False (and
     nothing added) where the target is no U85 or the map is int32 (our pools move no 32-bit
