@@ -23,9 +23,9 @@ On the Ethos-U85, with one quantization in and out (the positive branch is then 
 every alpha at most 1 (after its multiplier's rounding: k M 2^-s <= 1 for every slope k), the
 product lies on the far side of x from zp for both signs of x - zp (alpha <= 0 or between 0
 and 1), so out = MAX(x, MUL(x, alpha)): two operations, the MUL chained into the MAX, as Vela
-5.2's U85 PRELU (zoo 8x8x16 on U85-256: 2,074 -> about Vela's 775 cycles). Otherwise the
-positive branch is a MUL by 1 scaled by m1 instead of the rescaling pool, which the U85 runs
-at a third of the speed of an elementwise operation.
+5.2's U85 PRELU (zoo 8x8x16 on U85-256: 2,074 -> 774 cycles; Vela's 775). Otherwise an
+8-bit positive branch is a MUL by 1 scaled by m1 instead of the rescaling pool, which the U85
+runs at under half an elementwise operation's speed.
 """
 
 from __future__ import annotations

@@ -39,10 +39,10 @@ from dataclasses import replace
 import numpy as np
 
 from ..arch import Accelerator
-from ..errors import InvalidArgumentError, UnsupportedError
+from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import hwc_axis, raw_copy
-from .lower_ofm_transpose import Trial
+from .lower_ofm_transpose import trial_cycles
 from .lowered import TYPE_RANGE, FeatureMapView, dense_strides
 from .lower_u85_select import require_u85
 from .lowering_context import LoweringContext
@@ -298,18 +298,11 @@ def _fastest_extremes(lw: LoweringContext, v: OperatorView, mode: str, src: Feat
     h, w, _ = src.shape
     if reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible():
         forms.append(lambda ops: _staged_pools(ops, mode, src, out, name))
-    best, fastest = forms[0], math.inf
-    for form in forms if len(forms) > 1 else []:  # one form: nothing to weigh
-        trial = Trial(lw)
-        try:
-            form(OperationBuilder(trial, v.index, v.opcode))
-            cycles = lw.cycles(trial.ops)
-        except InvalidArgumentError:  # no block of the target holds one of its operations
-            continue
-        if cycles is None:  # no cycle model to choose by: the first form
-            break
-        if cycles < fastest:
-            best, fastest = form, cycles
+    costs = [trial_cycles(lw, lambda context, f=form: f(OperationBuilder(context, v.index, v.opcode)))
+             for form in forms] if len(forms) > 1 else [None]
+    # None: no cycle model, or no block of the target holds one of the form's operations.
+    known = [(c, k) for k, c in enumerate(costs) if c is not None]
+    best = forms[min(known)[1]] if known else forms[0]
     best(OperationBuilder(lw, v.index, v.opcode))
 
 

@@ -13,7 +13,7 @@ itself; reversing nothing is one copy.
 
 The Ethos-U85 writes an OFM mirrored along H, W or C (OFM_PRECISION's reverse field), as
 Vela 5.2's U85 REVERSE_V2 does: each axis is one copy reversed on write instead (zoo 8x8x16
-along H on U85-256: 8 copies, 6,928 cycles -> 1, 1,688). Its registers carry the identity
+along H on U85-256: 8 copies, 6,928 cycles -> 1, 1,414; Vela's 1,688). Its registers carry the identity
 transpose too (`ofm_transpose` 0), the mark by which the planner, the layout and the chaining
 keep an OFM written out of order whole, in NHWC and out of chains.
 

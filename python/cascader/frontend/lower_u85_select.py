@@ -92,7 +92,8 @@ def _flat_if_shallow(x: FeatureMapView, mask: FeatureMapView, zero: FeatureMapVi
     NPU works through channels 16 at a time: 6 x 5 x 1 on U85-128, 146 cycles -> 73); every
     element is compared alone, so any shape of the same order gives the same mask."""
     n = math.prod(x.shape)
-    if x.layout != "NHWC" or x.shape[2] >= 16 or n > TENSOR_DIM_MAX or x.strides != dense_strides(x.shape, x.element_size):
+    dense = x.layout == "NHWC" and x.strides == dense_strides(x.shape, x.element_size)
+    if not dense or x.shape[2] >= 16 or n > TENSOR_DIM_MAX:
         return x, zero, mask
     flat = (1, 1, n)
     return (replace(x, shape=flat, strides=dense_strides(flat, x.element_size)), zero,
