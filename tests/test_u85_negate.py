@@ -13,7 +13,7 @@ import pytest
 import cascader
 from cascader.operator_zoo import operator_model
 from cascader.reference import random_inputs
-from cascader.sim import simulate
+from cascader.sim import npu_calls, simulate
 from cascader.tflite.builder import quantization
 
 from test_lower_unary import (RANGE, SEEDS, _all_codes_shape, _compile_and_compare, _every_code, _model,
@@ -25,6 +25,9 @@ SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
 def _one_wrapping_sub(c: cascader.CompiledModel) -> None:
     (op,) = [s.lowered for s in c.schedule.operations]
     assert op.registers["sub_op"] == "SUB" and op.registers.get("wrap_ofm")
+    # 0 - x: the one-element constant is the U85's IFM, broadcast (IFM_BROADCAST), clip range NONE.
+    (r,) = [r for call in npu_calls(c.model) for r in call.decode().operations if r["kind"] != "dma"]
+    assert r["u85"]["ifm_broadcast_mode"] and r["ifm"]["shape"] == (1, 1, 1) and r["activation"]["clip_range"] == 1
 
 
 @pytest.mark.parametrize("accelerator", SIZES)
