@@ -251,17 +251,26 @@ def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
     reduced = reduced_axes(v)
     src = replace(lw.view(v.op.inputs[0]), zero_point=0)
     out = replace(lw.view(v.op.outputs[0]), zero_point=0)
+    minimum = v.opcode == "REDUCE_MIN"
     if Accelerator.is_u85(lw.accelerator):
-        _fastest_extremes(lw, v, "MAX" if v.opcode == "REDUCE_MAX" else "MIN", src, out, reduced, v.opcode.lower())
+        # The U55's reversed maximum stays a candidate: its first SUB is an elementwise copy into
+        # the fast memory too (an int8 8x8x16 minimum on U85-256: 799 cycles, 950 in MIN pools).
+        reversed_max = [lambda ops: _reversed_maximum(ops, src, out, reduced)] if minimum else []
+        _fastest_extremes(lw, v, "MIN" if minimum else "MAX", src, out, reduced, v.opcode.lower(), reversed_max)
         return
     ops = OperationBuilder(lw, v.index, v.opcode)
-    if v.opcode == "REDUCE_MIN":
-        flipped = ops.scratch("reversed", src.shape, src.dtype)
-        _reverse_order(ops, lw, src, flipped)
-        top = _pooled_extremes(ops, "MAX", flipped, None, reduced, "reversed_max")
-        _reverse_order(ops, lw, top, _dense(out, top.shape))
+    if minimum:
+        _reversed_maximum(ops, src, out, reduced)
     else:
         _pooled_extremes(ops, "MAX", src, out, reduced, "max")
+
+
+def _reversed_maximum(ops: OperationBuilder, src: FeatureMapView, out: FeatureMapView, reduced: set[int]) -> None:
+    """The minimum as NOT (the MAX pools of NOT src) (module docstring)."""
+    flipped = ops.scratch("reversed", src.shape, src.dtype)
+    _reverse_order(ops, ops.lw, src, flipped)
+    top = _pooled_extremes(ops, "MAX", flipped, None, reduced, "reversed_max")
+    _reverse_order(ops, ops.lw, top, _dense(out, top.shape))
 
 
 # --- REDUCE_ALL and REDUCE_ANY (Ethos-U85) --------------------------------------------------
@@ -284,20 +293,22 @@ def lower_reduce_all_any(lw: LoweringContext, v: OperatorView) -> None:
 
 
 def _fastest_extremes(lw: LoweringContext, v: OperatorView, mode: str, src: FeatureMapView, out: FeatureMapView,
-                      reduced: set[int], name: str) -> None:
+                      reduced: set[int], name: str, others: list | None = None) -> None:
     """`mode` pools (the U85's MAX or MIN) of `src` over the `reduced` axes into `out`, in the
     form the cycle model finds fastest: one window where there is one (`_pooled_extremes`);
     one axis at a time (Vela 5.2's: a 16-bit map's 8x8 window read from DRAM costs more than
     its rows' and columns' passes); over H and W of a map the CPU hands in (in DRAM on the
     default Dedicated_Sram system, where a pool reads a window's rows slowly), an elementwise
     copy into the fast memory and a pool per axis (Vela's shape for REDUCE_ANY/ALL: its CMP_NE
-    to -1/0 booleans is that copy). Ties keep the earlier form."""
+    to -1/0 booleans is that copy); and the `others` (callables of an OperationBuilder) the
+    caller has. Ties keep the earlier form."""
     forms = [lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name)]
     if single_window(blocks(src.shape, reduced)) is not None and sum(src.shape[a] > 1 for a in reduced) > 1:
         forms.append(lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name, per_axis=True))
     h, w, _ = src.shape
     if reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible():
         forms.append(lambda ops: _staged_pools(ops, mode, src, out, name))
+    forms += others or []
     costs = [trial_cycles(lw, lambda context, f=form: f(OperationBuilder(context, v.index, v.opcode)))
              for form in forms] if len(forms) > 1 else [None]
     # None: no cycle model, or no block of the target holds one of the form's operations.
