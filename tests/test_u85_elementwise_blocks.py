@@ -13,11 +13,11 @@ is faster than every block within the OFM."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import cascader
 from cascader import zoo
-from cascader.operator_zoo import operator_model
 
 from test_u85_lowering import _bit_exact_on_the_npu, _shared_model_on_the_npu
 from test_u85_select import _both_broadcast
@@ -68,10 +68,18 @@ def test_blocks_wider_than_the_ofm_where_faster(accelerator: str, tmp_path) -> N
 
 @pytest.mark.parametrize("accelerator", SIZES)
 def test_a_tie_keeps_the_block_within_the_ofm(accelerator: str) -> None:
-    """PRELU's MINIMUM is as fast in a block within its 8x8x16 OFM as in a wider one, and keeps
-    the one within: the MULTIPLY it is chained into accepts that block (not a wider one, its
-    broadcast operand's bricks fill a chaining-buffer slot), so the pair stays chained."""
-    c = cascader.compile(operator_model("PRELU", "int8"), accelerator=accelerator)
+    """A requantizing PRELU's MINIMUM (mixed-sign alphas; with one quantization in and out the
+    U85 takes MAX(x, MUL(x, alpha)) instead, tests/test_u85_prelu) is as fast in a block within
+    its 8x8x16 OFM as in a wider one, and keeps the one within: the MULTIPLY it is chained into
+    accepts that block (not a wider one, its broadcast operand's bricks fill a chaining-buffer
+    slot), so the pair stays chained."""
+    from test_u85_prelu import _prelu
+
+    model = _prelu([int(a) for a in np.random.default_rng(0).integers(-100, 100, 16)], "int8", (1, 8, 8, 16),
+                   same=False)
+    c = cascader.compile(model, accelerator=accelerator)
     ops = [s for s in c.schedule.operations if s.lowered.kind == "elementwise"]
-    assert [s.chain for s in ops[:2]] == [(("ofm", 0),), (("ifm", 0),)]
+    k = [s.lowered.registers["sub_op"] for s in ops].index("MIN")
+    assert [s.lowered.registers["sub_op"] for s in ops[k:k + 2]] == ["MIN", "MUL"]
+    assert [s.chain for s in ops[k:k + 2]] == [(("ofm", 0),), (("ifm", 0),)]
     assert all(s.block[1] <= s.lowered.ofm.shape[1] for s in ops)

@@ -55,6 +55,15 @@ CASES = {
     "bilinear_4x_half_pixel_int16": (BILINEAR, (1, 4, 3, 16), (16, 12), False, True, "int16"),
     "bilinear_4x_half_pixel_uint8": (BILINEAR, (1, 4, 3, 16), (16, 12), False, True, "uint8"),
     "bilinear_one_row_8x": (BILINEAR, (1, 1, 4, 8), (8, 32), False, True),
+    # 2x, which the U55/U65 lowering upscales through a pool: the resize operation too, as Vela's.
+    "nearest_2x": (NEAREST, (1, 4, 4, 16), (8, 8)),
+    "nearest_2x_half_pixel_int16": (NEAREST, (1, 5, 3, 8), (10, 6), False, True, "int16"),
+    "nearest_2x_align_corners_uint8": (NEAREST, (1, 5, 3, 8), (10, 6), True, False, "uint8"),
+    "bilinear_2x": (BILINEAR, (1, 4, 4, 16), (8, 8)),
+    "bilinear_2x_half_pixel": (BILINEAR, (1, 5, 7, 8), (10, 14), False, True),
+    "bilinear_2x_half_pixel_int16": (BILINEAR, (1, 5, 7, 8), (10, 14), False, True, "int16"),
+    "bilinear_2x_uint8": (BILINEAR, (1, 5, 7, 8), (10, 14), False, False, "uint8"),
+    "bilinear_2x_rows_only_uint8": (BILINEAR, (1, 5, 7, 8), (10, 7), False, True, "uint8"),
 }
 
 
@@ -83,7 +92,7 @@ def test_inexact_resizes_stay_on_the_cpu(case: str) -> None:
 
 def test_u55_and_u65_keep_their_lowering() -> None:
     """The U55/U65 have no resize operation: a resize by 3 stays on their CPU, by 2 keeps the
-    upscaled copy."""
+    upscaled copy (the U85 resizes it in one resize operation, `test_resize_bit_exact`)."""
     for accelerator in ("ethos-u55-128", "ethos-u65-256"):
         assert not all(v.npu for v in cascader.compile(_resize(*CASES["nearest_3x"]),
                                                        accelerator=accelerator).partition.verdicts)
@@ -91,7 +100,7 @@ def test_u55_and_u65_keep_their_lowering() -> None:
         assert [s.lowered.kind for s in c.schedule.operations] == ["pool"]
 
 
-@pytest.mark.parametrize("case", ["nearest_3x", "bilinear_4x_half_pixel"])
+@pytest.mark.parametrize("case", ["nearest_3x", "bilinear_4x_half_pixel", "nearest_2x", "bilinear_2x"])
 def test_resize_no_slower_than_velas(case: str) -> None:
     """The estimator's cycles on our binary against Vela's (the same operation and block)."""
     from cascader import vela

@@ -97,7 +97,7 @@ def _may_start(sop: ScheduledOperation) -> bool:
     # Vela 5.2 starts no chain at a 32-bit pooling that only copies or rescales (its null pooling).
     copy_32 = lo.kind == "pool" and lo.ifm.element_size == 4
     return (lo.kind in _HEADS and not lo.registers.get("u85_dma") and not copy_32 and sop.cascade is None
-            and sop.stripe_of is None and not sop.depth_step and not lo.registers.get("ofm_transpose"))
+            and sop.stripe_of is None and not sop.depth_step and "ofm_transpose" not in lo.registers)
 
 
 def _head_description(head: ScheduledOperation, target: _Target):
@@ -120,7 +120,7 @@ def _chained_operand(first: ScheduledOperation, second: ScheduledOperation, seg:
     if second.cascade is not None or second.stripe_of is not None:
         return None
     # Vela 5.2 chains no operation that writes its OFM transposed or reversed (nor do we).
-    if second.constant_ifm2 == "copy" or b.registers.get("ofm_transpose"):
+    if second.constant_ifm2 == "copy" or "ofm_transpose" in b.registers:
         return None
     if a.ofm.shape != b.ofm.shape:
         return None

@@ -280,6 +280,8 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         out["u85"]["weight_streams"] = streams
     if whole.registers.get("ofm_transpose"):
         _store_transposed(out, whole.registers["ofm_transpose"])
+    if whole.registers.get("ofm_reverse"):  # frontend/lower_reverse: mirrored along H, W or C
+        out["u85"]["ofm_reverse"] = whole.registers["ofm_reverse"]
     if record["kind"] == "resize":  # frontend/lower_u85_resize: its registers are the U85's already
         out["u85"].update({k: whole.registers[k] for k in ("resize_mode", "resize", "ofm_round_mode")})
     if whole.registers.get("weights_ifm2"):  # a matrix product: the weights are the IFM2 map

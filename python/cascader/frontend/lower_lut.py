@@ -42,6 +42,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import raw_copy
@@ -330,7 +331,8 @@ def _lower_int16_table(lw: LoweringContext, v: OperatorView) -> None:
     finite ones to -32768), the reference's base + delta leaves int16 and its cast wraps, while
     the NPU's lookup saturates (4 of 2,048 values off by up to 58,112 in the operator zoo's
     case; Vela's too). Then the base and the delta are two lookups, summed exactly in int32,
-    and the output is the low half of each sum: the same wrap."""
+    and the output is the low half of each sum: the same wrap. The Ethos-U85 writes that low
+    half itself (the ADD's OFM int16, unclamped: `operation_builder.WRAP_OFM`)."""
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     ifm, ofm = (src.scale, src.zero_point), (dst.scale, dst.zero_point)
     if v.opcode == "LOG":
@@ -348,6 +350,9 @@ def _lower_int16_table(lw: LoweringContext, v: OperatorView) -> None:
     delta = ops.scratch("table_delta", src.shape, "int16")
     lw.add(_int16_lookup(src, base, lut_words(table, slopes=False), f"{v.index}:{v.opcode}(base)", v.index))
     lw.add(_int16_lookup(src, delta, lut_words(table, bases=False), f"{v.index}:{v.opcode}(delta)", v.index))
+    if Accelerator.is_u85(lw.accelerator):
+        ops.elementwise("ADD", base, delta, dst, rounding="NATURAL", wrap=True)
+        return
     total = ops.scratch("unwrapped", src.shape, "int32")
     ops.elementwise("ADD", base, delta, total, rounding="NATURAL")
     _low_halves(lw, ops, total, dst)

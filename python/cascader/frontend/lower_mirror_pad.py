@@ -12,6 +12,11 @@ the stored codes as they are. An NPU view cannot step backwards, so each mirrore
 row is its own copy: the interior first, then each padded column of the interior rows (from
 the input), then each padded row, whole width, from the output row it mirrors, which by then
 holds its own padded columns. 1 + top + bottom + left + right raw copies (1x1 pools).
+
+On the Ethos-U85 each padded side is one copy of the block of input columns (output rows) it
+mirrors, written mirrored along its axis (`lower_reverse.mirrored_copy`, OFM_PRECISION's
+reverse field): at most 5 copies, as Vela 5.2's (zoo 8x8x16 padded (1, 2) x (2, 1) on U85-256:
+7 copies, 7,174 cycles -> 5).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .lower_movement import raw_copy
+from .lower_reverse import mirrored_copy
 from .lowered import FeatureMapView
 from .lowering_context import LoweringContext
 from .operator_view import OperatorView
@@ -62,9 +68,21 @@ def lower_mirror_pad(lw: LoweringContext, v: OperatorView) -> None:
                                f"{h}x{w} input ({'REFLECT' if offset else 'SYMMETRIC'})")
     name = f"{v.index}:MIRROR_PAD"
     raw_copy(lw, v.index, f"{name}(interior)", src, _box(dst, top, left, h, w))
-    for x in [*range(left), *range(left + w, left + w + right)]:
-        column = mirror_source(x, left, w, offset)
-        raw_copy(lw, v.index, f"{name}(column {x})", _box(src, 0, column, h, 1), _box(dst, top, x, h, 1))
-    for y in [*range(top), *range(top + h, top + h + bottom)]:
-        row = top + mirror_source(y, top, h, offset)
-        raw_copy(lw, v.index, f"{name}(row {y})", _box(dst, row, 0, 1, dst.shape[1]), _box(dst, y, 0, 1, dst.shape[1]))
+    for first, n in ((0, left), (left + w, right)):  # each side's columns, from the input
+        # Its columns mirror the input's `n` from the one output column `first + n - 1` reads.
+        start = mirror_source(first + n - 1, left, w, offset)
+        if n > 1 and mirrored_copy(lw, v.index, f"{name}(columns {first}+{n})", _box(src, 0, start, h, n),
+                                   _box(dst, top, first, h, n), 1):
+            continue
+        for x in range(first, first + n):
+            column = mirror_source(x, left, w, offset)
+            raw_copy(lw, v.index, f"{name}(column {x})", _box(src, 0, column, h, 1), _box(dst, top, x, h, 1))
+    width = dst.shape[1]
+    for first, n in ((0, top), (top + h, bottom)):  # each side's rows, whole width, from the output
+        start = top + mirror_source(first + n - 1, top, h, offset)
+        if n > 1 and mirrored_copy(lw, v.index, f"{name}(rows {first}+{n})", _box(dst, start, 0, n, width),
+                                   _box(dst, first, 0, n, width), 0):
+            continue
+        for y in range(first, first + n):
+            row = top + mirror_source(y, top, h, offset)
+            raw_copy(lw, v.index, f"{name}(row {y})", _box(dst, row, 0, 1, width), _box(dst, y, 0, 1, width))

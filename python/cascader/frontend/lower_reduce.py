@@ -38,10 +38,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, UnsupportedError
+from ..arch import Accelerator
+from ..errors import UnsupportedError
 from . import fixed_point as fp
 from .lower_movement import hwc_axis, raw_copy
-from .lower_ofm_transpose import Trial
+from .lower_ofm_transpose import trial_cycles
 from .lowered import TYPE_RANGE, FeatureMapView, dense_strides
 from .lower_u85_select import require_u85
 from .lowering_context import LoweringContext
@@ -223,11 +224,11 @@ def _reverse_order(ops: OperationBuilder, lw: LoweringContext, src: FeatureMapVi
 
 
 def _pooled_extremes(ops: OperationBuilder, mode: str, src: FeatureMapView, out: FeatureMapView | None, reduced: set[int],
-                     name: str) -> FeatureMapView:
-    """`mode` (MAX, or the U85's MIN) pools of `src` over the `reduced` axes: one window, else one
-    axis at a time (each at most DIM_MAX long), channels first, through scratch maps `name` of
-    its type; the last writes `out` (None: a scratch map, returned)."""
-    one_window = single_window(blocks(src.shape, reduced)) is not None
+                     name: str, per_axis: bool = False) -> FeatureMapView:
+    """`mode` (MAX, or the U85's MIN) pools of `src` over the `reduced` axes: one window (unless
+    `per_axis`), else one axis at a time (each at most DIM_MAX long), channels first, through
+    scratch maps `name` of its type; the last writes `out` (None: a scratch map, returned)."""
+    one_window = not per_axis and single_window(blocks(src.shape, reduced)) is not None
     steps = [reduced] if one_window else [{a} for a in sorted(reduced, reverse=True) if src.shape[a] > 1]
     shape = src.shape
     for i, axes in enumerate(steps):
@@ -243,19 +244,33 @@ def _pooled_extremes(ops: OperationBuilder, mode: str, src: FeatureMapView, out:
 
 
 def lower_reduce_min_max(lw: LoweringContext, v: OperatorView) -> None:
-    """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time."""
+    """REDUCE_MAX, REDUCE_MIN: MAX pools of the raw codes, one window or one axis at a time. On
+    the Ethos-U85, MIN pools for the minimum (no order-reversing copies), in the fastest of the
+    forms `_fastest_extremes` weighs."""
     _require_types(v, MIN_MAX_DTYPES)
     reduced = reduced_axes(v)
     src = replace(lw.view(v.op.inputs[0]), zero_point=0)
     out = replace(lw.view(v.op.outputs[0]), zero_point=0)
+    minimum = v.opcode == "REDUCE_MIN"
+    if Accelerator.is_u85(lw.accelerator):
+        # The U55's reversed maximum stays a candidate: its first SUB is an elementwise copy into
+        # the fast memory too (an int8 8x8x16 minimum on U85-256: 799 cycles, 950 in MIN pools).
+        reversed_max = [lambda ops: _reversed_maximum(ops, src, out, reduced)] if minimum else []
+        _fastest_extremes(lw, v, "MIN" if minimum else "MAX", src, out, reduced, v.opcode.lower(), reversed_max)
+        return
     ops = OperationBuilder(lw, v.index, v.opcode)
-    if v.opcode == "REDUCE_MIN":
-        flipped = ops.scratch("reversed", src.shape, src.dtype)
-        _reverse_order(ops, lw, src, flipped)
-        top = _pooled_extremes(ops, "MAX", flipped, None, reduced, "reversed_max")
-        _reverse_order(ops, lw, top, _dense(out, top.shape))
+    if minimum:
+        _reversed_maximum(ops, src, out, reduced)
     else:
         _pooled_extremes(ops, "MAX", src, out, reduced, "max")
+
+
+def _reversed_maximum(ops: OperationBuilder, src: FeatureMapView, out: FeatureMapView, reduced: set[int]) -> None:
+    """The minimum as NOT (the MAX pools of NOT src) (module docstring)."""
+    flipped = ops.scratch("reversed", src.shape, src.dtype)
+    _reverse_order(ops, ops.lw, src, flipped)
+    top = _pooled_extremes(ops, "MAX", flipped, None, reduced, "reversed_max")
+    _reverse_order(ops, ops.lw, top, _dense(out, top.shape))
 
 
 # --- REDUCE_ALL and REDUCE_ANY (Ethos-U85) --------------------------------------------------
@@ -273,33 +288,41 @@ def lower_reduce_all_any(lw: LoweringContext, v: OperatorView) -> None:
     if v.ifm.dtype != "bool" or v.ofm.dtype != "bool":
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): {v.ifm.dtype} -> {v.ofm.dtype}; it takes bool in "
                                "and out")
-    reduced = reduced_axes(v)
-    src, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
-    mode = "MAX" if v.opcode == "REDUCE_ANY" else "MIN"
-    name = v.opcode.lower()
+    _fastest_extremes(lw, v, "MAX" if v.opcode == "REDUCE_ANY" else "MIN", lw.view(v.op.inputs[0]),
+                      lw.view(v.op.outputs[0]), reduced_axes(v), v.opcode.lower())
+
+
+def _fastest_extremes(lw: LoweringContext, v: OperatorView, mode: str, src: FeatureMapView, out: FeatureMapView,
+                      reduced: set[int], name: str, others: list | None = None) -> None:
+    """`mode` pools (the U85's MAX or MIN) of `src` over the `reduced` axes into `out`, in the
+    form the cycle model finds fastest: one window where there is one (`_pooled_extremes`);
+    one axis at a time (Vela 5.2's: a 16-bit map's 8x8 window read from DRAM costs more than
+    its rows' and columns' passes); over H and W of a map the CPU hands in (in DRAM on the
+    default Dedicated_Sram system, where a pool reads a window's rows slowly), an elementwise
+    copy into the fast memory and a pool per axis (Vela's shape for REDUCE_ANY/ALL: its CMP_NE
+    to -1/0 booleans is that copy); and the `others` (callables of an OperationBuilder) the
+    caller has. Ties keep the earlier form."""
+    forms = [lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name)]
+    if single_window(blocks(src.shape, reduced)) is not None and sum(src.shape[a] > 1 for a in reduced) > 1:
+        forms.append(lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name, per_axis=True))
     h, w, _ = src.shape
-    staged = (reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible())
-    if staged:
-        direct, copied = Trial(lw), Trial(lw)
-        _pooled_extremes(OperationBuilder(direct, v.index, v.opcode), mode, src, out, reduced, name)
-        _staged_pools(OperationBuilder(copied, v.index, v.opcode), mode, src, out, name)
-        try:
-            staged = (lw.cycles(direct.ops) or 0) > (lw.cycles(copied.ops) or math.inf)
-        except InvalidArgumentError:  # no block of the target holds one of them: the pools alone
-            staged = False
-    ops = OperationBuilder(lw, v.index, v.opcode)
-    if staged:
-        _staged_pools(ops, mode, src, out, name)
-    else:
-        _pooled_extremes(ops, mode, src, out, reduced, name)
+    if reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible():
+        forms.append(lambda ops: _staged_pools(ops, mode, src, out, name))
+    forms += others or []
+    costs = [trial_cycles(lw, lambda context, f=form: f(OperationBuilder(context, v.index, v.opcode)))
+             for form in forms] if len(forms) > 1 else [None]
+    # None: no cycle model, or no block of the target holds one of the form's operations.
+    known = [(c, k) for k, c in enumerate(costs) if c is not None]
+    best = forms[min(known)[1]] if known else forms[0]
+    best(OperationBuilder(lw, v.index, v.opcode))
 
 
 def _staged_pools(ops: OperationBuilder, mode: str, src: FeatureMapView, out: FeatureMapView, name: str) -> None:
-    """`mode` pools of `src` over H and W: an elementwise copy (MAX with 0, the identity on 0/1)
-    into a scratch map, a pool over H, then one over W."""
+    """`mode` pools of `src` over H and W: an elementwise copy (MAX with the type's minimum, the
+    identity) into a scratch map, a pool over H, then one over W."""
     h, w, c = src.shape
     copy = ops.scratch(f"{name}_staged", src.shape, src.dtype)
-    ops.elementwise("MAX", src, ops.lw.constant(np.array([0]), src.dtype), copy)
+    ops.elementwise("MAX", src, ops.lw.constant(np.array([TYPE_RANGE[src.dtype][0]]), src.dtype), copy)
     rows = ops.scratch(name, (1, w, c), src.dtype)
     ops.pool(mode, copy, rows, (h, 1), rounding="NATURAL")
     ops.pool(mode, rows, _dense(out, (1, 1, c)), (1, w), rounding="NATURAL")

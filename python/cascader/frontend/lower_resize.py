@@ -23,8 +23,9 @@
   the edge sum alone, which is the repeated edge's sum (the x 8 makes every such division
   exact); and a 1x1 rescale of that (2x the 1/16ths sum) by 2^-5, the one rounding, as the
   phases'. int16 maps would overflow the int16 sums and keep the phases.
-- On the Ethos-U85, a scale other than 2 or align_corners: one resize operation, where its
-  registers give TFLite's result (`lower_u85_resize`).
+- On the Ethos-U85, any resize (2x included, where it is a third to a quarter of the
+  upscaled pool's cycles): one resize operation, where its registers give TFLite's result
+  (`lower_u85_resize`); elsewhere the forms above, or the CPU.
 """
 
 from __future__ import annotations
@@ -80,16 +81,13 @@ def _two_x(v: OperatorView, src: FeatureMapView, dst: FeatureMapView) -> bool:
 
 def _other_scale(lw: LoweringContext, v: OperatorView, src: FeatureMapView, dst: FeatureMapView,
                  bilinear: bool) -> bool:
-    """A resize by other than 2 (or with align_corners), which the U55/U65 lowering refuses: one
-    resize operation where the target is an Ethos-U85 that runs it exactly (`lower_u85_resize`);
-    True if it did."""
-    try:
-        _two_x(v, src, dst)
-        return False
-    except UnsupportedError:
-        if lower_u85_resize(lw, v, src, dst, bilinear):
-            return True
-        raise
+    """A resize the U85's resize operation runs exactly (`lower_u85_resize`; at 2x too, as
+    Vela's: one pass over the OFM, no upscaled kernel), else one by other than 2 (or with
+    align_corners), which the U55/U65 lowering refuses; True if it lowered it."""
+    if src.shape[:2] != dst.shape[:2] and lower_u85_resize(lw, v, src, dst, bilinear):
+        return True
+    _two_x(v, src, dst)  # raises for a scale the forms below do not take
+    return False
 
 
 def lower_resize_nearest(lw: LoweringContext, v: OperatorView) -> None:

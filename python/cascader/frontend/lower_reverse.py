@@ -11,18 +11,27 @@ Several reversed axes (TFLite takes a contiguous run of them) go one after the o
 scratch maps, sum(n) operations rather than the product. An axis of size 1 reverses to
 itself; reversing nothing is one copy.
 
+The Ethos-U85 writes an OFM mirrored along H, W or C (OFM_PRECISION's reverse field), as
+Vela 5.2's U85 REVERSE_V2 does: each axis is one copy reversed on write instead (zoo 8x8x16
+along H on U85-256: 8 copies, 6,928 cycles -> 1, 1,414; Vela's 1,688). Its registers carry the identity
+transpose too (`ofm_transpose` 0), the mark by which the planner, the layout and the chaining
+keep an OFM written out of order whole, in NHWC and out of chains.
+
 TFLite's kernel moves codes as they are, so every operation is raw (zero points 0).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from ..arch import Accelerator
 from ..errors import UnsupportedError
 from .lower_movement import hwc_axis, raw_copy
 from .lowered import FeatureMapView
 from .lowering_context import LoweringContext
-from .operation_builder import channel_selection
+from .operation_builder import channel_selection, pool_copy
 from .operator_view import OperatorView
 
 # Past this depth the permutation's C x C weights (1 MiB at 1024) are more than the
@@ -56,11 +65,29 @@ def lower_reverse(lw: LoweringContext, v: OperatorView) -> None:
     current = src
     for i, axis in enumerate(axes):
         out = dst if i == len(axes) - 1 else lw.scratch(v.index, f"reversed{i}", dst.shape, dst.dtype)
-        if axis == 2 and src.shape[2] <= PERMUTATION_MAX_CHANNELS:
+        if mirrored_copy(lw, v.index, f"{name}(axis {axis})", current, out, axis):
+            pass  # the U85's one copy
+        elif axis == 2 and src.shape[2] <= PERMUTATION_MAX_CHANNELS:
             _reverse_channels(lw, v.index, f"{name}(channels)", current, out)
         else:
             _reverse_slices(lw, v.index, f"{name}(axis {axis})", current, out, axis)
         current = out
+
+
+# OFM_PRECISION's reverse field by reversed axis (H, W, C).
+OFM_REVERSE_MODES = {0: 1, 1: 2, 2: 3}
+
+
+def mirrored_copy(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,
+                       axis: int) -> bool:
+    """dst = src reversed along `axis` in one U85 copy that writes its OFM mirrored; False (and
+    nothing added) where the target is no U85 or the map is int32 (our pools move no 32-bit
+    values: `raw_copy`)."""
+    if not Accelerator.is_u85(lw.accelerator) or src.dtype == "int32":
+        return False
+    pool_copy(lw, index, name, replace(src, zero_point=0), replace(dst, zero_point=0), requantize=False,
+              tags={"ofm_transpose": 0, "ofm_reverse": OFM_REVERSE_MODES[axis]})
+    return True
 
 
 def _reverse_slices(lw: LoweringContext, index: int, name: str, src: FeatureMapView, dst: FeatureMapView,

@@ -170,10 +170,12 @@ STREAM_MAX_WIDTH = 64
 def is_dense_copy(op: LoweredOperation) -> bool:
     """A 1x1 average pool between dense NHWC maps of one shape: a per-element copy (a
     requantization, a table lookup) whose elements any shape of the same size holds in the same
-    order, so it may run in whichever shape streams best."""
+    order, so it may run in whichever shape streams best. Not a U85 copy that writes its OFM
+    transposed or reversed (`ofm_transpose`): its order is its shape's."""
     r = op.registers
     a, b = op.ifm, op.ofm
     return (op.kind == "pool" and r.get("sub_op") == "AVERAGE" and not r.get("ifm_upscale") and op.ifm2 is None
+            and "ofm_transpose" not in r
             and (r["kernel"]["height"], r["kernel"]["width"]) == (1, 1) and not any(r.get("padding", (0,) * 4))
             and (a.layout, b.layout) == ("NHWC", "NHWC") and a.shape == b.shape
             and a.strides == dense_strides(a.shape, a.element_size) and b.strides == dense_strides(b.shape, b.element_size))

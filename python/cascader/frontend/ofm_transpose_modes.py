@@ -4,5 +4,6 @@ tiles and strides (`emit.ethos_u85`); a module of its own so that neither import
 
 # Mode by stored order: stored axis k is computed axis order[k].
 TRANSPOSE_MODES = {(1, 0, 2): 1, (0, 2, 1): 2, (1, 2, 0): 3, (2, 0, 1): 6, (2, 1, 0): 7}
-# Stored order by mode.
-STORED_ORDER = {mode: order for order, mode in TRANSPOSE_MODES.items()}
+# Stored order by mode; 0, no transpose, is the mode of an OFM written reversed instead
+# (`lower_reverse`), which keeps the field in its registers as the mark of an OFM written out of order.
+STORED_ORDER = {0: (0, 1, 2), **{mode: order for order, mode in TRANSPOSE_MODES.items()}}

@@ -1,0 +1,51 @@
+"""int16 EXP on the Ethos-U85 (#43, `lower_lut`): where TFLite's interpolated table wraps, the
+base and delta lookups are summed by one ADD written unclamped to int16 (the U85's clip range
+NONE keeps the low half, the reference's wrap), where the U55/U65 sum in int32 and pick the
+low halves with a convolution. Every int16 code, bit-exact against the reference interpreter,
+on U85-128/256/512, at the cases of tests/test_lower_type_variants (one and two wrapping
+intervals, past exp's float range, none); an output written into a concatenation and rows
+wider than one feature map on 2 seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cascader
+from cascader.frontend.lower_lut import int16_samples, wrapping_intervals
+from cascader.reference import ReferenceInterpreter
+
+from cascader.tflite.builder import ModelBuilder, quantization
+from test_lower_type_variants import INT16_CODES, _exact, _exp16
+
+SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+@pytest.mark.parametrize("in_scale, out_scale, wrapping", [
+    (0.02, 0.06, 1), (0.01, 0.001, 2), (0.003, 0.1, 2), (0.001, 0.0001, 0)])
+def test_int16_exp_on_every_code(tmp_path, accelerator: str, in_scale: float, out_scale: float, wrapping: int) -> None:
+    assert wrapping_intervals(int16_samples(np.exp, (in_scale, 0), (out_scale, 0))).size == wrapping
+    model = _exp16(INT16_CODES.shape, in_scale, out_scale)
+    compiled = _exact(tmp_path, model, accelerator, operations=3 if wrapping else 1)
+    if wrapping:
+        add = compiled.schedule.operations[-1].lowered
+        assert add.registers["sub_op"] == "ADD" and add.registers.get("wrap_ofm") and add.ofm.dtype == "int16"
+    ours = cascader.simulate(compiled, [INT16_CODES])[0]
+    assert np.array_equal(ours, ReferenceInterpreter(model).run([INT16_CODES])[0])
+
+
+@pytest.mark.parametrize("accelerator", SIZES)
+def test_wrapping_exp_into_a_concatenation_and_a_wide_map(tmp_path, accelerator: str) -> None:
+    """The wrapping ADD writing in place into a concatenation (a strided OFM), and rows too
+    wide for one feature map (w x c > 65535)."""
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 3, 4, 8), "int16", quantization(0.02, 0))
+    e = b.add_tensor("e", (1, 3, 4, 8), "int16", quantization(0.06, 0))
+    b.add_operator("EXP", [x], [e], version=2)
+    other = b.add_input("other", (1, 3, 4, 8), "int16", quantization(0.06, 0))
+    y = b.add_tensor("y", (1, 3, 4, 16), "int16", quantization(0.06, 0))
+    b.add_operator("CONCATENATION", [e, other], [y], {"axis": 3})
+    b.mark_output(y)
+    _exact(tmp_path, b.build(), accelerator)
+    _exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)
