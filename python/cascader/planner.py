@@ -792,8 +792,7 @@ def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: 
     the choices they both make (`allocation.Lean`).
     Its cycles are the fastest point's with what the allocator's buffering changed (as
     `compiler._cascade` accounts them). An allocation that moves feature maps to DRAM is no
-    such point (those are `evicting_points`', costed as the stripes of a proposal without its
-    weight buffers)."""
+    such point (those are `evicting_points`')."""
     uncascaded = [p for p in points if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)]
     if not uncascaded or not any(op.weight_buffer for op in buffered.operations):
         return []
