@@ -171,7 +171,7 @@ def test_inspect_takes_the_accelerator(capsys, tmp_path, monkeypatch):
     from test_u85_compile import _leaky_relu_int16, refuse_mul
 
     refuse_mul(monkeypatch)
-    model = _leaky_relu_int16()  # the U85's three operations, one of them a MUL
+    model = _leaky_relu_int16(-0.25)  # three operations, one of them a MUL
     path = tmp_path / "leaky16.tflite"
     cascader.save_model(model, path)
     assert main(["inspect", str(path), "--accelerator-config", "ethos-u85-256"]) == 0

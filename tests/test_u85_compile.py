@@ -110,13 +110,14 @@ def test_records_round_trip_through_the_u85_encoder(compiled: dict) -> None:
             cascader.emit.encode_command_stream([dict(conv, **change)], "ethos-u85-256")
 
 
-def _leaky_relu_int16():
-    """An int16 LEAKY_RELU of one quantization: the U55's elementwise LRELU alone."""
+def _leaky_relu_int16(alpha: float = 0.25):
+    """An int16 LEAKY_RELU of one quantization: one LRELU for alpha >= 0 (the U55's and the
+    U85's), otherwise three operations, one of them a MUL."""
     b = ModelBuilder()
     q = quantization(0.001, 0)
     x = b.add_input("x", (1, 4, 4, 8), "int16", q)
     y = b.add_tensor("y", (1, 4, 4, 8), "int16", q)
-    b.add_operator("LEAKY_RELU", [x], [y], {"alpha": 0.25})
+    b.add_operator("LEAKY_RELU", [x], [y], {"alpha": alpha})
     b.mark_output(y)
     return b.build()
 
@@ -135,7 +136,7 @@ def test_refused_operators_go_to_the_cpu_with_the_reason(monkeypatch) -> None:
     """An operator whose operations the U85 emitter cannot express runs on the CPU with the
     emitter's reason, on the U85 only: on the U55 it stays on the NPU (`refuse_mul`)."""
     refuse_mul(monkeypatch)
-    model = _leaky_relu_int16()  # the U85's three operations, one of them a MUL
+    model = _leaky_relu_int16(-0.25)  # three operations, one of them a MUL
     u85 = cascader.compile(model, accelerator="ethos-u85-256").partition
     u55 = cascader.compile(model, accelerator="ethos-u55-128").partition
     refused = [i for i, op in enumerate(u85.graph.operators) if op.opcode == "LEAKY_RELU"]
@@ -148,12 +149,12 @@ def test_refused_operators_go_to_the_cpu_with_the_reason(monkeypatch) -> None:
 
 @pytest.mark.parametrize("accelerator", ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"])
 def test_int16_leaky_relu_of_one_quantization_runs_on_the_npu(accelerator: str, tmp_path) -> None:
-    """Vela runs it on the U85's NPU; ours takes PRELU's three operations there (the U55's one
-    LRELU has no U85 operation our simulator runs), bit-exact on 2 seeds."""
+    """One LRELU on the U85 (its operand scales, tests/test_u85_leaky_relu.py) as on the U55
+    (alpha in OFM_SCALE), bit-exact on 2 seeds."""
     from test_u85_lowering import _bit_exact_on_the_npu
 
     c = _bit_exact_on_the_npu(_leaky_relu_int16(), accelerator, tmp_path)
-    assert "LRELU" not in {op.lowered.registers.get("sub_op") for op in c.schedule.operations}
+    assert [op.lowered.registers.get("sub_op") for op in c.schedule.operations] == ["LRELU"]
     u55 = cascader.compile(_leaky_relu_int16(), accelerator="ethos-u55-128")
     assert [op.lowered.registers.get("sub_op") for op in u55.schedule.operations] == ["LRELU"]
 

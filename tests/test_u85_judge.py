@@ -347,25 +347,16 @@ def test_velas_u85_binaries_on_another_system_are_bit_exact(model_name: str, acc
 
 
 SINGLE_OPS = dict(zoo.single_op_cases()) | dict(zoo.activation_op_cases())
-# Operations of these cases are refused with the reason, not simulated (see the report of #42).
-NOT_SIMULATED = {
-    "leaky_relu_int16": "elementwise mode LRELU is not simulated",
-    "leaky_relu_int16_alpha1.5": "elementwise mode LRELU is not simulated",
-    "leaky_relu_int16_rescaled": "elementwise mode LRELU is not simulated",
-}
 
 
 @pytest.mark.parametrize("name", sorted(SINGLE_OPS))
 def test_velas_u85_single_operator_binaries(name: str, tmp_path) -> None:
-    """Each single-operator zoo case on U85-256: bit-exact, or refused with a clear reason."""
+    """Each single-operator zoo case on U85-256 is bit-exact (int16 LEAKY_RELU's U85 LRELU
+    included: tests/test_u85_leaky_relu.py)."""
     from cascader.vela import VelaConfig
 
     pytest.importorskip("ethosu.vela")
-    result = _validate(SINGLE_OPS[name], VelaConfig("ethos-u85-256"), tmp_path, name)
-    if name in NOT_SIMULATED:
-        assert result.bit_exact is None and NOT_SIMULATED[name] in (result.error or ""), result.error
-    else:
-        _check_bit_exact(result, name)
+    _check_bit_exact(_validate(SINGLE_OPS[name], VelaConfig("ethos-u85-256"), tmp_path, name), name)
 
 
 # Zoo models whose U85 binaries use the U85 mechanisms of tests/test_u85_mechanisms.py: an OFM

@@ -39,8 +39,8 @@ CHAINED = 2  # IFM/IFM2/OFM_PRECISION's storage: the chaining buffer (arch/ethos
 
 # The U55 elementwise operations with a U85 counterpart of the same name, and the U85's own
 # comparisons, bitwise modes and DIV (frontend/lower_u85_*: comparisons write -1/0; their
-# operand scales are the lowering's `operand_scales`).
-_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "ABS", "SHR", "SHL", "CLZ",
+# operand scales are the lowering's `operand_scales`, as LRELU's two rescales by sign are).
+_ELEMENTWISE = ("ADD", "SUB", "MUL", "MIN", "MAX", "ABS", "SHR", "SHL", "CLZ", "LRELU",
                 "CMP_EQ", "CMP_NE", "CMP_GE", "CMP_GT", "AND", "OR", "XOR", "AND_NOT", "DIV")
 _ORDERED = ("SUB", "SHR", "SHL", "CMP_GE", "CMP_GT", "AND_NOT", "DIV")  # the others' operands commute
 

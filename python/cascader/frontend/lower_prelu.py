@@ -92,27 +92,35 @@ def lower_prelu(lw: LoweringContext, v: OperatorView) -> None:
 
 
 def lower_leaky_relu_int16(lw: LoweringContext, v: OperatorView) -> None:
-    """int16 LEAKY_RELU (QuantizeLeakyRelu: the identity or the alpha rescale by sign). With
-    equal quantizations the U55/U65's LRELU does it alone (alpha is its output scale); otherwise,
-    for a negative alpha, or on the Ethos-U85 (whose LRELU our simulator does not run, so no
-    binary of it could be proven exact), the same three operations as PRELU, alpha a MUL by the
-    constant 1 scaled by alpha's multiplier."""
+    """int16 LEAKY_RELU (QuantizeLeakyRelu: the identity or the alpha rescale by sign), for
+    alpha >= 0 one LRELU: on the U55/U65 with equal quantizations (alpha is its output scale),
+    on the Ethos-U85 with any (its LRELU rescales the operand by IFM_SCALE, the identity
+    multiplier, at or above zero and by IFM2_SCALE, alpha's, below; both TFLite's double
+    rounding, which is MultiplyByQuantizedMultiplier: arch/ethos_u85/elementwise.hpp).
+    Otherwise the same three operations as PRELU, alpha a MUL by the constant 1 scaled by
+    alpha's multiplier."""
     x, out = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     if x.zero_point or out.zero_point:
         raise UnsupportedError(f"operator {v.index} (LEAKY_RELU): int16 with a non-zero zero point")
     alpha = float(v.options.get("alpha", 0.2))
     # LeakyReluPrepare forms both multipliers in float32.
+    alpha_scale = float(np.float32(x.scale) * np.float32(alpha) / np.float32(out.scale))
     ops = OperationBuilder(lw, v.index, "LEAKY_RELU")
-    if x.scale == out.scale and alpha >= 0 and not Accelerator.is_u85(lw.accelerator):
-        ops.elementwise("LRELU", x, None, out, ofm_scale=quantise_scale(float(
-            np.float32(x.scale) * np.float32(alpha) / np.float32(out.scale))))
+    if alpha >= 0 and Accelerator.is_u85(lw.accelerator):
+        identity_scale = float(np.float32(x.scale) / np.float32(out.scale))
+        # (multiplier, shift, round mode 0: DOUBLE_SYMMETRIC, DBL_RND 0: rounded at bit 31 first)
+        ops.elementwise("LRELU", x, None, out, operand_scales=tuple(
+            (*quantise_scale(s), 0, 0) for s in (identity_scale, alpha_scale)))
+        return
+    if x.scale == out.scale and alpha >= 0:
+        ops.elementwise("LRELU", x, None, out, ofm_scale=quantise_scale(alpha_scale))
         return
     positive = _positive_part(ops, x, out)
     negative = ops.scratch("negative", out.shape, out.dtype, out.zero_point, out.scale)
     # x * -1 scaled by |m| is the very product x * m the reference rounds (m < 0 for alpha < 0).
     sign = lw.constant(np.array([1 if alpha >= 0 else -1]), "int16")
-    ops.elementwise("MUL", x, sign, negative, ofm_scale=quantise_scale(abs(float(
-        np.float32(x.scale) * np.float32(alpha) / np.float32(out.scale)))), activation=_below(out, alpha >= 0))
+    ops.elementwise("MUL", x, sign, negative, ofm_scale=quantise_scale(abs(alpha_scale)),
+                    activation=_below(out, alpha >= 0))
     ops.elementwise("ADD", positive, negative, out, activation=full_range(out.dtype))
 
 

@@ -271,7 +271,14 @@ void encode_block_operation(Writer& w, const NpuOperation& op, const ArchConfig&
     w.reg1(IFM_SCALE, scale_register(w, u.ifm_scale, u.ifm_shift, u.ifm_double_round, u.ifm_round_mode, 1, "IFM scale"),
            "IFM scale");
   }
-  if (op.has_ifm2() || u.weights_ifm2) operand_registers(w, op);  // a matrix product's weights: IFM2
+  if (op.has_ifm2() || u.weights_ifm2) {
+    operand_registers(w, op);  // a matrix product's weights: IFM2
+  } else if (elementwise && static_cast<sim::ElementwiseMode>(op.sub_op) == sim::ElementwiseMode::LRelu) {
+    // LRELU has one operand; IFM2_SCALE is its rescale below zero (alpha's, elementwise.hpp).
+    w.reg1(IFM2_SCALE,
+           scale_register(w, u.ifm2_scale, u.ifm2_shift, u.ifm2_double_round, u.ifm2_round_mode, 1, "IFM2 scale"),
+           "IFM2 scale");
+  }
 
   w.reg0(BLOCKDEP, 0, "block dependency", 0, 3);
   w.command(command, param, "operation");

@@ -24,7 +24,7 @@ void require_simulated_elementwise(const sim::NpuOperation& op) {
     case ElementwiseMode::Max: case ElementwiseMode::Abs: case ElementwiseMode::Clz: case ElementwiseMode::Shl:
     case ElementwiseMode::Shr: case ElementwiseMode::Div: case ElementwiseMode::CmpEq: case ElementwiseMode::CmpNe:
     case ElementwiseMode::CmpGe: case ElementwiseMode::CmpGt: case ElementwiseMode::And: case ElementwiseMode::Or:
-    case ElementwiseMode::Xor: case ElementwiseMode::Not: case ElementwiseMode::AndNot:
+    case ElementwiseMode::Xor: case ElementwiseMode::Not: case ElementwiseMode::AndNot: case ElementwiseMode::LRelu:
       return;
     default:
       sim::command_stream_error(op.word_offset, std::string("Ethos-U85 elementwise mode ") +
@@ -47,6 +47,10 @@ int64_t elementwise_value(const sim::NpuOperation& op, int64_t a, int64_t b) {
     case ElementwiseMode::Mul: return scaled_a() * scaled_b();
     case ElementwiseMode::Min: return std::min(scaled_a(), scaled_b());
     case ElementwiseMode::Max: return std::max(scaled_a(), scaled_b());
+    case ElementwiseMode::LRelu:  // the operand's own rescale by its sign (IFM2_SCALE holds alpha's)
+      return a < 0 ? rescale_operand(a, u.ifm2_scale, u.ifm2_shift, u.ifm2_double_round, u.ifm2_round_mode,
+                                     op.word_offset)
+                   : scaled_a();
     case ElementwiseMode::Abs: return sim::abs_value(a);
     case ElementwiseMode::Clz: return sim::count_leading_zeros32(a);
     case ElementwiseMode::Shl: return sim::shift_left32(a, b);

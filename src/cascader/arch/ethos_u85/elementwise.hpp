@@ -8,7 +8,12 @@
 //    emits them for logical operators on those booleans and for SELECT (a & c | b & ~c).
 //  - DIV is integer division of the raw operands, truncated toward zero (TOSA's INTDIV, which
 //    Vela maps to it); a zero divisor has no defined result and is refused.
-// LRELU is refused rather than guessed.
+//  - LRELU (Vela 5.2 emits it for int16 LEAKY_RELU with alpha > 0, any input and output
+//    quantizations) selects a rescale of the single operand by its sign: IFM_SCALE (the
+//    identity, s_in / s_out) for a >= 0, IFM2_SCALE (alpha s_in / s_out) below, each rounded by
+//    its own round mode, as TFLite's QuantizeLeakyRelu picks one of two multipliers. There is
+//    no IFM2 feature map; OFM_SCALE is the unit. The rescale by sign (not a MAX of the two) is
+//    what makes Vela's alpha > 1 binaries exact.
 // Complexity: O(1) per element.
 #pragma once
 
