@@ -730,13 +730,30 @@ def without_staging(schedule: NpuSchedule, positions: Collection[int]) -> NpuSch
     return _mapped(schedule, lambda k, sop: unstaged(sop, arch) if k in positions else sop)
 
 
+def unchained(sop: ScheduledOperation) -> ScheduledOperation:
+    """`sop` as it was costed before it was chained (`ScheduledOperation.chain`)."""
+    return replace(sop, chain=(), cost=sop.unchained_cost, unchained_cost=None) if sop.chain else sop
+
+
+@dataclass
+class ChainingPasses:
+    """What this module asks of the Ethos-U85's chaining, which builds on it (`u85_chaining`
+    registers itself in CHAINING when imported; unset, schedules are left unchained): `rechain`
+    chains a schedule again after its operations changed (`_mapped`), `cycles` costs a chain
+    with some operands moved to another memory (`eviction_cycles`)."""
+
+    rechain: Any = None  # (schedule) -> schedule
+    cycles: Any = None  # (chain operations, moved operand names per operation, target, memory) -> cycles
+
+
+CHAINING = ChainingPasses()
+
+
 def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
     """`schedule` with each operation replaced by `change(position, operation)`. On the
     Ethos-U85 `change` sees each operation unchained, and the result is chained again: a new
     weight buffer or block of a chain's first operation changes its chain's cost, and may
-    leave the chain no faster (u85_chaining)."""
-    from .u85_chaining import unchained, with_chains  # it builds on this module
-
+    leave the chain no faster (`CHAINING.rechain`)."""
     segments, k = [], 0
     for seg in schedule.segments:
         ops = []
@@ -744,7 +761,8 @@ def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
             ops.append(change(k, unchained(sop)))
             k += 1
         segments.append(SegmentSchedule(seg.segment, ops))
-    return with_chains(replace(schedule, segments=segments))
+    mapped = replace(schedule, segments=segments)
+    return CHAINING.rechain(mapped) if CHAINING.rechain is not None else mapped
 
 
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
@@ -1076,9 +1094,8 @@ def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, buffers: list[mem.Sc
             members = ordered[k:k + n]
             every = [tuple(name for name, b, _ in ops if b in slow and name not in dict(s.chain)) for s, ops in members]
             if any(every):
-                from .u85_chaining import chain_cycles  # it builds on this module
-                total += max(chain_cycles([s for s, _ in members], every, schedule.target or _Target.of(schedule),
-                                          slow_memory) - sop.cost.total_cycles, 0.0)
+                total += max(CHAINING.cycles([s for s, _ in members], every, schedule.target or _Target.of(schedule),
+                                             slow_memory) - sop.cost.total_cycles, 0.0)
             continue
         if joins or not moved:
             continue

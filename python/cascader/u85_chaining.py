@@ -42,7 +42,7 @@ from .arch import MEMORIES, Accelerator
 from .emit import ethos_u85
 from .frontend.lowered import LoweredOperation
 from .perf import OpCost, cost_from_core
-from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _Target
+from .schedule import CHAINING, NpuSchedule, ScheduledOperation, SegmentSchedule, _Target, unchained
 
 OFM, IFM, IFM2 = "ofm", "ifm", "ifm2"  # the maps of ScheduledOperation.chain
 MAX_OPERATIONS = 4  # in one chain (Vela 5.2's)
@@ -73,11 +73,6 @@ def with_chains(schedule: NpuSchedule, target: _Target | None = None) -> NpuSche
         changed |= any(a is not b for a, b in zip(ops, seg.operations))
         segments.append(SegmentSchedule(seg.segment, ops))
     return replace(schedule, segments=segments) if changed else schedule
-
-
-def unchained(sop: ScheduledOperation) -> ScheduledOperation:
-    """`sop` as it was costed before it was chained."""
-    return replace(sop, chain=(), cost=sop.unchained_cost, unchained_cost=None) if sop.chain else sop
 
 
 def chained_buffers(schedule: NpuSchedule) -> set[int]:
@@ -218,3 +213,8 @@ def _within(chain: OpCost) -> OpCost:
     nothing = {m: 0.0 for m in MEMORIES}
     return replace(chain, total_cycles=0.0, npu_cycles=0, dma_cycles=0, access_cycles=dict(nothing),
                    read_bytes=dict(nothing), write_bytes=dict(nothing), macs=0, described=None, _evictions={})
+
+
+# The schedule module asks for these through CHAINING (it may not import this module, which
+# builds on it): re-chaining after operations change, and a chain's cycles with operands moved.
+CHAINING.rechain, CHAINING.cycles = with_chains, chain_cycles
