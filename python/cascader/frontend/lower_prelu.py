@@ -117,11 +117,13 @@ def lower_leaky_relu_int16(lw: LoweringContext, v: OperatorView) -> None:
         return
     positive = _positive_part(ops, x, out)
     negative = ops.scratch("negative", out.shape, out.dtype, out.zero_point, out.scale)
-    # x * -1 scaled by |m| is the very product x * m the reference rounds (m < 0 for alpha < 0).
-    sign = lw.constant(np.array([1 if alpha >= 0 else -1]), "int16")
-    ops.elementwise("MUL", x, sign, negative, ofm_scale=quantise_scale(abs(alpha_scale)),
-                    activation=_below(out, alpha >= 0))
-    ops.elementwise("ADD", positive, negative, out, activation=full_range(out.dtype))
+    # For alpha < 0 the branch is x * |m| (x < 0: at most zero), taken away from the positive
+    # part: the reference's x * m rounds a half towards zero as the NPU rounds the negative
+    # x * |m| (s_in 0.0125, s_out 0.001, alpha -0.3 at x = -8734: 32752.5 is 32752), where
+    # x * -1 scaled by |m| rounded it away from zero (32753).
+    one = lw.constant(np.array([1]), "int16")
+    ops.elementwise("MUL", x, one, negative, ofm_scale=quantise_scale(abs(alpha_scale)), activation=_below(out, True))
+    ops.elementwise("ADD" if alpha >= 0 else "SUB", positive, negative, out, activation=full_range(out.dtype))
 
 
 def lower_leaky_relu(lw: LoweringContext, v: OperatorView) -> None:
