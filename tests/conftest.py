@@ -25,6 +25,17 @@ def compile_on_npu(tmp_path: Path, model, accelerator: str, operations: int | No
     return path, compiled
 
 
+def cycles_against_vela(model, accelerator: str) -> tuple[float, float]:
+    """The estimator's cycles of our binary of `model` and of Vela 5.2's (its default system for
+    `accelerator`), the same yardstick for both; skips where Vela is not installed."""
+    pytest.importorskip("ethosu.vela")
+    import cascader
+    from cascader import vela
+
+    ours = cascader.compile(model, accelerator=accelerator).estimate().total_cycles
+    return ours, vela.compile(model, accelerator).estimate().total_cycles
+
+
 def shared_models_dir() -> Path | None:
     folder = os.environ.get("CASCADER_MODELS")
     return Path(folder) if folder and Path(folder).is_dir() else None

@@ -188,19 +188,24 @@ def test_int16_exp_on_every_code(tmp_path, accelerator, in_scale, out_scale, wra
     assert np.array_equal(ours, ReferenceInterpreter(model).run([INT16_CODES])[0])
 
 
-def test_wrapping_exp_into_a_concatenation_and_a_wide_map(tmp_path):
-    """An output the NPU writes in place into a concatenation (not dense: the low halves go
-    through a scratch map), and rows too wide for one feature map (w x c > 65535)."""
-    q = quantization(0.02, 0)
+def exp_into_a_concatenation():
+    """A wrapping int16 EXP whose output is one input of a channel concatenation (written in
+    place there: a strided OFM)."""
     b = ModelBuilder()
-    x = b.add_input("x", (1, 3, 4, 8), "int16", q)
+    x = b.add_input("x", (1, 3, 4, 8), "int16", quantization(0.02, 0))
     e = b.add_tensor("e", (1, 3, 4, 8), "int16", quantization(0.06, 0))
     b.add_operator("EXP", [x], [e], version=2)
     other = b.add_input("other", (1, 3, 4, 8), "int16", quantization(0.06, 0))
     y = b.add_tensor("y", (1, 3, 4, 16), "int16", quantization(0.06, 0))
     b.add_operator("CONCATENATION", [e, other], [y], {"axis": 3})
     b.mark_output(y)
-    concat = b.build()
+    return b.build()
+
+
+def test_wrapping_exp_into_a_concatenation_and_a_wide_map(tmp_path):
+    """An output the NPU writes in place into a concatenation (not dense: the low halves go
+    through a scratch map), and rows too wide for one feature map (w x c > 65535)."""
+    concat = exp_into_a_concatenation()
     for accelerator in ACCELERATORS:
         _exact(tmp_path, concat, accelerator)
         _exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)

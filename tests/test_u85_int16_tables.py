@@ -15,8 +15,7 @@ import cascader
 from cascader.frontend.lower_lut import int16_samples, wrapping_intervals
 from cascader.reference import ReferenceInterpreter
 
-from cascader.tflite.builder import ModelBuilder, quantization
-from test_lower_type_variants import INT16_CODES, _exact, _exp16
+from test_lower_type_variants import INT16_CODES, _exact, _exp16, exp_into_a_concatenation
 
 SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
 
@@ -39,13 +38,5 @@ def test_int16_exp_on_every_code(tmp_path, accelerator: str, in_scale: float, ou
 def test_wrapping_exp_into_a_concatenation_and_a_wide_map(tmp_path, accelerator: str) -> None:
     """The wrapping ADD writing in place into a concatenation (a strided OFM), and rows too
     wide for one feature map (w x c > 65535)."""
-    b = ModelBuilder()
-    x = b.add_input("x", (1, 3, 4, 8), "int16", quantization(0.02, 0))
-    e = b.add_tensor("e", (1, 3, 4, 8), "int16", quantization(0.06, 0))
-    b.add_operator("EXP", [x], [e], version=2)
-    other = b.add_input("other", (1, 3, 4, 8), "int16", quantization(0.06, 0))
-    y = b.add_tensor("y", (1, 3, 4, 16), "int16", quantization(0.06, 0))
-    b.add_operator("CONCATENATION", [e, other], [y], {"axis": 3})
-    b.mark_output(y)
-    _exact(tmp_path, b.build(), accelerator)
+    _exact(tmp_path, exp_into_a_concatenation(), accelerator)
     _exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)

@@ -10,6 +10,7 @@ import pytest
 
 import cascader
 from cascader.operator_zoo import operator_model
+from conftest import cycles_against_vela
 
 from test_lower_mirror_pad import mirror_pad
 from test_u85_lowering import _bit_exact_on_the_npu
@@ -50,9 +51,5 @@ def test_u55_and_u65_keep_their_copies() -> None:
 @pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
 def test_mirror_pad_no_slower_than_velas(dtype: str, accelerator: str) -> None:
-    from cascader import vela
-
-    model = operator_model("MIRROR_PAD", dtype)
-    ours = cascader.compile(model, accelerator=accelerator).estimate().total_cycles
-    theirs = vela.compile(model, accelerator).estimate().total_cycles
+    ours, theirs = cycles_against_vela(operator_model("MIRROR_PAD", dtype), accelerator)
     assert ours <= theirs, (ours, theirs)

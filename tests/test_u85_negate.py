@@ -15,6 +15,7 @@ from cascader.operator_zoo import operator_model
 from cascader.reference import random_inputs
 from cascader.sim import npu_calls, simulate
 from cascader.tflite.builder import quantization
+from conftest import cycles_against_vela
 
 from test_lower_unary import (RANGE, SEEDS, _all_codes_shape, _compile_and_compare, _every_code, _model,
                               _quantizations, _saturating)
@@ -75,9 +76,5 @@ def test_u55_and_u65_keep_the_table() -> None:
 @pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
 def test_neg_no_slower_than_velas(dtype: str, accelerator: str) -> None:
-    from cascader import vela
-
-    model = operator_model("NEG", dtype)
-    ours = cascader.compile(model, accelerator=accelerator).estimate().total_cycles
-    theirs = vela.compile(model, accelerator).estimate().total_cycles
+    ours, theirs = cycles_against_vela(operator_model("NEG", dtype), accelerator)
     assert ours <= theirs, (ours, theirs)

@@ -15,6 +15,7 @@ import cascader
 from cascader import zoo
 from cascader.operator_zoo import operator_model
 from cascader.tflite.builder import ModelBuilder, quantization
+from conftest import cycles_against_vela
 
 from test_u85_lowering import _bit_exact_on_the_npu
 
@@ -103,9 +104,5 @@ def test_u55_and_u65_keep_their_operations() -> None:
 @pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 def test_prelu_no_slower_than_velas(dtype: str, accelerator: str) -> None:
-    from cascader import vela
-
-    model = operator_model("PRELU", dtype)
-    ours = cascader.compile(model, accelerator=accelerator).estimate().total_cycles
-    theirs = vela.compile(model, accelerator).estimate().total_cycles
+    ours, theirs = cycles_against_vela(operator_model("PRELU", dtype), accelerator)
     assert ours <= 1.02 * theirs, (ours, theirs)

@@ -11,6 +11,7 @@ import pytest
 
 import cascader
 from cascader.operator_zoo import operator_model
+from conftest import cycles_against_vela
 
 from test_lower_reduce_minmax_sum import AXIS_CASES, QUANTIZATION, _check
 
@@ -49,9 +50,5 @@ def test_u55_and_u65_keep_the_reversed_maximum() -> None:
 @pytest.mark.parametrize("op", ["REDUCE_MAX", "REDUCE_MIN"])
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
 def test_no_slower_than_velas(op: str, dtype: str, accelerator: str) -> None:
-    from cascader import vela
-
-    model = operator_model(op, dtype)
-    ours = cascader.compile(model, accelerator=accelerator).estimate().total_cycles
-    theirs = vela.compile(model, accelerator).estimate().total_cycles
+    ours, theirs = cycles_against_vela(operator_model(op, dtype), accelerator)
     assert ours <= 1.02 * theirs, (ours, theirs)

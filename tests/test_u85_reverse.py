@@ -12,6 +12,7 @@ import pytest
 import cascader
 from cascader import zoo
 from cascader.operator_zoo import operator_model
+from conftest import cycles_against_vela
 
 from test_lower_padv2_reverse_tile import REVERSE_CASES, one_op
 from test_u85_lowering import _bit_exact_on_the_npu
@@ -64,9 +65,5 @@ def test_u55_and_u65_keep_their_copies() -> None:
 
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
 def test_reverse_no_slower_than_velas(dtype: str) -> None:
-    from cascader import vela
-
-    model = operator_model("REVERSE_V2", dtype)
-    ours = cascader.compile(model, accelerator="ethos-u85-256").estimate().total_cycles
-    theirs = vela.compile(model, "ethos-u85-256").estimate().total_cycles
+    ours, theirs = cycles_against_vela(operator_model("REVERSE_V2", dtype), "ethos-u85-256")
     assert ours <= theirs, (ours, theirs)

@@ -12,6 +12,7 @@ import pytest
 import cascader
 from cascader import zoo
 from cascader.operator_zoo import operator_model
+from conftest import cycles_against_vela
 
 from test_lower_padv2_reverse_tile import TILE_CASES, one_op
 from test_u85_lowering import _bit_exact_on_the_npu
@@ -41,9 +42,5 @@ def test_the_staged_order_where_the_output_is_a_model_output() -> None:
 @pytest.mark.parametrize("accelerator", SIZES)
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
 def test_tile_no_slower_than_velas(dtype: str, accelerator: str) -> None:
-    from cascader import vela
-
-    model = operator_model("TILE", dtype)
-    ours = cascader.compile(model, accelerator=accelerator).estimate().total_cycles
-    theirs = vela.compile(model, accelerator).estimate().total_cycles
+    ours, theirs = cycles_against_vela(operator_model("TILE", dtype), accelerator)
     assert ours <= theirs, (ours, theirs)
