@@ -26,12 +26,13 @@ from .schedule import (NpuSchedule, eviction_cycles, fit_weight_buffers, live_by
 class Lean:
     """A schedule without the weight buffers of operations run alone
     (`without_weight_buffers`), and its `memory_schedule`: each made once, when first asked
-    for, either may be given by a caller that has it already. It keeps the weight-buffer
-    choices made for `sched` too (`fit`), so that allocations of the same schedule within
-    other budgets share them (`allocate`'s `lean`)."""
+    for, either may be given by a caller that has it already (`own_memory`: that of `sched`
+    itself, likewise). It keeps the weight-buffer choices made for `sched` too (`fit`), so that
+    allocations of the same schedule within other budgets share them (`allocate`'s `lean`)."""
 
-    def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None, schedule: NpuSchedule | None = None):
-        self.sched, self.graph, self._memory = sched, graph, memory
+    def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None, schedule: NpuSchedule | None = None,
+                 own_memory: tuple | None = None):
+        self.sched, self.graph, self._memory, self.own_memory = sched, graph, memory, own_memory
         self._schedule: NpuSchedule | None = schedule
         self._fitted: dict[tuple, NpuSchedule] = {}
         self._sliced: dict = {}  # `fit_weight_buffers`' thinner buffers of `sched`
@@ -149,8 +150,7 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: Lean, config: MemoryConfig,
 
 
 def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory: tuple | None = None,
-             solver: str = "exact", reslice: bool = False, memory: tuple | None = None,
-             lean: Lean | None = None
+             solver: str = "exact", reslice: bool = False, lean: Lean | None = None
              ) -> tuple[NpuSchedule, MemoryLayout, Placement, dict[int, int]]:
     """Lay out every buffer under the SRAM budget.
 
@@ -158,8 +158,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
     from flash) is tried before giving up. Returns the schedule that fits, the layout, each
     buffer's (region, address), and the TFLM arena offset of every tensor the CPU sees (the
     NPU subgraphs' IFMs and OFMs). `lean_memory`: the `memory_schedule` of
-    `without_weight_buffers(sched)`, and `memory` that of `sched`, when the caller has them
-    (they are not made again: the planner allocates one schedule under several budgets). `solver`:
+    `without_weight_buffers(sched)`, when the caller has it (it is not made again). `solver`:
     the memory planner's ("greedy" for a quick layout that is valid but may evict more).
     `reslice`: also try the weight buffers that fit the budget, re-sliced thinner where that
     makes them fit (`fit_weight_buffers`' `capacity`), and when a choice fits only by dropping
@@ -167,8 +166,8 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
     uncascaded schedule: a cascade's planned cycles, which rank the choices, are Vela's
     accounting only roughly, and a faster-planned choice compiled slower (MLPerf Tiny's ResNet
     on U55-128 within 95,180 B: 1,250,028 -> 1,313,436 cycles). `lean`: a `Lean(sched, ...)`
-    the caller keeps to allocate `sched` within more budgets (its memory schedule then serves,
-    not `lean_memory`).
+    the caller keeps to allocate `sched` within more budgets (the planner does: its memory
+    schedules then serve, not `lean_memory`).
 
     Raises
     ------
@@ -186,7 +185,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
         chosen = candidate
         while True:
             if known is None and candidate is sched:
-                known = memory
+                known = lean.own_memory
             msched, index, _ = known or memory_schedule(candidate, part.graph)
             known = None  # a candidate changed below is scheduled again
             try:

@@ -26,7 +26,6 @@ zoo ResNet-8).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
@@ -736,15 +735,16 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
         if rank > 0 and work > EVICTING_LAYOUT_WORK:
             break
         striped, proposed = proposal_schedules(lean, pg, point.proposal, target, buffered)
-        # `striped` is `proposed` without its weight buffers: their memory schedules serve every budget.
-        lean_memory, memory = memory_schedule(striped, graph), memory_schedule(proposed, graph)
+        # `striped` is `proposed` without its weight buffers: their memory schedules and the
+        # weight-buffer choices serve every budget.
+        shared = Lean(proposed, graph, memory_schedule(striped, graph), striped, memory_schedule(proposed, graph))
         seen = set()
         for share in EVICTING_SHARES if rank == 0 else EVICTING_SHARES[:EVICTING_SLOWER_SHARES]:
             budget = int(point.sram_bytes * share) // 16 * 16
             if 0 < budget < EVICTING_LEAST_BUDGET:
                 continue
             try:
-                allocated = allocate(proposed, part, budget, lean_memory, solver="greedy", memory=memory)
+                allocated = allocate(proposed, part, budget, solver="greedy", lean=shared)
                 work += len(striped.operations)
                 sram = mem.sram_bytes(allocated[1], config)
                 if allocated[1].eviction_cycles == 0 or sram in seen:
@@ -755,7 +755,7 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
                     # may evict other maps (coral tf2 MobileNetV2-224's fastest proposal within
                     # 188,160 B lays out in 163,072 B, planned 3,244,029 cycles; within that,
                     # 3,246,537): the point is that allocation's.
-                    allocated = allocate(proposed, part, sram, lean_memory, solver="greedy", memory=memory)
+                    allocated = allocate(proposed, part, sram, solver="greedy", lean=shared)
                     work += len(striped.operations)
             except InfeasibleError:  # a buffer that may not leave SRAM: no point under this budget
                 continue

@@ -16,7 +16,6 @@ when a binary emits it (`EncodedWeights.data`).
 from __future__ import annotations
 
 import collections
-import functools
 import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -166,7 +165,7 @@ class _Target:
         self.constant_buffers = {b for seg in segments for b in seg.constants}
         self.buffer_bytes = {b: n for seg in segments for b, n in seg.buffers.items()}
         self._accelerator = Accelerator(accelerator)
-        self.is_u85 = self._accelerator.product == ethos_u85.PRODUCT
+        self.is_u85 = Accelerator.is_u85(self._accelerator)
         self._buffer_area = _memory(self.buffer_memory)
         self._described: dict[tuple[int, bool], tuple[LoweredOperation, "_core.NpuOp"]] = {}
         # The memory planner's feature-map schedules of this target's recent schedules
@@ -360,7 +359,7 @@ def encoding_key(op: LoweredOperation, block: tuple[int, int, int], part_kernel_
     volumes). What keeps an encoding by it must hold the operation too (no other array then
     takes the weights' place in memory). None on the Ethos-U85, whose encoder reads more of
     the operation."""
-    if _is_u85(accelerator):
+    if Accelerator.is_u85(accelerator):
         return None
     v = op.weights
     where = v.values.__array_interface__
@@ -368,11 +367,6 @@ def encoding_key(op: LoweredOperation, block: tuple[int, int, int], part_kernel_
     return (where["data"][0], where["shape"], where["strides"], where["typestr"], constants, v.depthwise,
             part_kernel_first, block[2], op.ifm.element_size, tuple(op.registers["kernel"]["dilation"]), accelerator,
             depth_step)
-
-
-@functools.lru_cache(maxsize=None)
-def _is_u85(accelerator: str) -> bool:
-    return Accelerator(accelerator).product == ethos_u85.PRODUCT
 
 
 def _shared_weights(weighted: list[LoweredOperation]) -> set[int]:
