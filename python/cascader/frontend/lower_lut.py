@@ -145,8 +145,8 @@ def lookup_offset(table: np.ndarray) -> int | None:
     hi agrees unless 32767 + c is one of lo..hi-1 (mod 2^16); a line spans at most 32,512, so
     the lines of a table rarely cover every c (an EXP past float's range wraps at the jump from
     its last finite entries, -32768 or 32767, to its 0s; none of 3,000 random EXP and LOG
-    quantizations lacked a c). The smallest |c| is taken if it passes the check on all 65,536
-    codes that decides (else None)."""
+    quantizations lacked a c). The free c nearest 0 is returned once the lookup it gives is
+    checked against the reference's on all 65,536 codes (None if that check fails)."""
     lines = interpolation_lines(table)
     lo, hi = lines.min(axis=1), lines.max(axis=1)
     # Lines that cut c cover the residues k = c + 32768 from lo + 1 to hi (mod 2^16).
