@@ -126,12 +126,41 @@ def lut_words(table: np.ndarray, bases: bool = True, slopes: bool = True) -> byt
     return ((slope << 16) | base).astype("<u4").tobytes()
 
 
-def wrapping_intervals(table: np.ndarray) -> np.ndarray:
-    """The intervals whose neighbouring entries differ by more than int16 holds: there the
-    reference's interpolation base + delta leaves int16 and its cast wraps it, where the NPU's
-    lookup saturates."""
-    difference = table[1:] - table[:-1]
-    return np.nonzero((difference < -32768) | (difference > 32767))[0]
+def interpolation_lines(table: np.ndarray) -> np.ndarray:
+    """The reference's base + delta of every int16 code before its cast to int16: row i holds
+    interval i's 128 codes (offsets r = 0..127), base table[i], delta (slope * r + 64) >> 7 with
+    the slope to the next entry narrowed to int16."""
+    slope = fp.wrap16(table[1:] - table[:-1])
+    return table[:-1, None] + ((slope[:, None] * np.arange(128) + 64) >> 7)
+
+
+def lookup_offset(table: np.ndarray) -> int | None:
+    """An offset c for which one NPU lookup of the table less c (wrapped to int16), plus c
+    wrapped to int16, is the reference's lookup on every int16 code; 0 where the plain lookup
+    is exact; None where no c is.
+
+    The reference casts each line of `interpolation_lines` to int16 (it wraps), the NPU's
+    lookup saturates: they agree on a line that stays within int16. Less c, the cast's cut
+    (between 32767 and -32768) moves to between 32767 + c and 32768 + c, so a line from lo to
+    hi agrees unless 32767 + c is one of lo..hi-1 (mod 2^16); a line spans at most 32,512, so
+    the lines of a table rarely cover every c (an EXP past float's range wraps at the jump from
+    its last finite entries, -32768 or 32767, to its 0s; none of 3,000 random EXP and LOG
+    quantizations lacked a c). The free c nearest 0 is returned once the lookup it gives is
+    checked against the reference's on all 65,536 codes (None if that check fails)."""
+    lines = interpolation_lines(table)
+    lo, hi = lines.min(axis=1), lines.max(axis=1)
+    # Lines that cut c cover the residues k = c + 32768 from lo + 1 to hi (mod 2^16).
+    cover = np.zeros(2 * 65536 + 1, np.int64)
+    start = (lo + 1) % 65536
+    np.add.at(cover, start, 1)
+    np.add.at(cover, start + (hi - lo), -1)
+    cut = np.cumsum(cover)[:2 * 65536]
+    free = np.nonzero(cut[:65536] + cut[65536:] == 0)[0] - 32768
+    if not free.size:
+        return None
+    c = int(free[np.argmin(np.abs(free))])
+    npu = np.clip(fp.wrap16(table[:-1] - c)[:, None] + (lines - table[:-1, None]), -32768, 32767)
+    return c if np.array_equal(fp.wrap16(npu + c), fp.wrap16(lines)) else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -326,13 +355,15 @@ def _lower_builtin(lw: LoweringContext, v: OperatorView) -> None:
 def _lower_int16_table(lw: LoweringContext, v: OperatorView) -> None:
     """int16 EXP and LOG: a 1x1 pool over raw values through a 16-bit interpolating table.
 
-    Where two neighbouring entries differ by more than int16 holds (an EXP whose input range
-    overflows float: the entries past the overflow are 0, and the bias term drives the last
-    finite ones to -32768), the reference's base + delta leaves int16 and its cast wraps, while
-    the NPU's lookup saturates (4 of 2,048 values off by up to 58,112 in the operator zoo's
-    case; Vela's too). Then the base and the delta are two lookups, summed exactly in int32,
-    and the output is the low half of each sum: the same wrap. The Ethos-U85 writes that low
-    half itself (the ADD's OFM int16, unclamped: `operation_builder.WRAP_OFM`)."""
+    Where the reference's base + delta leaves int16 (an EXP whose input range overflows float:
+    the entries past the overflow are 0, and the bias term drives the last finite ones to
+    -32768), its cast wraps, while the NPU's lookup saturates (4 of 2,048 values off by up to
+    58,112 in the operator zoo's case; Vela's too). Then the lookup is of the table less an
+    offset c that moves the wrap off every interval (`lookup_offset`), and an ADD of c written
+    unwrapped to int16 puts it back: the Ethos-U85 writes that low half itself (the ADD's OFM
+    int16, unclamped: `operation_builder.WRAP_OFM`), the U55/U65 sum into int32 and pick the
+    low halves (`_low_halves`). Where no c exists, the base and the delta are two lookups
+    summed the same way."""
     src, dst = lw.view(v.op.inputs[0]), lw.view(v.op.outputs[0])
     ifm, ofm = (src.scale, src.zero_point), (dst.scale, dst.zero_point)
     if v.opcode == "LOG":
@@ -342,19 +373,32 @@ def _lower_int16_table(lw: LoweringContext, v: OperatorView) -> None:
     else:
         table = int16_samples(np.exp, ifm, ofm)
     src, dst = replace(src, zero_point=0), replace(dst, zero_point=0)
-    if not wrapping_intervals(table).size:
+    offset = lookup_offset(table)
+    if offset == 0:
         lw.add(_int16_lookup(src, dst, lut_words(table), f"{v.index}:{v.opcode}", v.index))
         return
     ops = OperationBuilder(lw, v.index, v.opcode)
+    if offset is not None:
+        shifted = ops.scratch("table_less_offset", src.shape, "int16")
+        lw.add(_int16_lookup(src, shifted, lut_words(fp.wrap16(table - offset)), f"{v.index}:{v.opcode}(less {offset})",
+                             v.index))
+        _wrapping_sum(lw, ops, shifted, lw.constant(np.array([offset]), "int16"), dst)
+        return
     base = ops.scratch("table_base", src.shape, "int16")
     delta = ops.scratch("table_delta", src.shape, "int16")
     lw.add(_int16_lookup(src, base, lut_words(table, slopes=False), f"{v.index}:{v.opcode}(base)", v.index))
     lw.add(_int16_lookup(src, delta, lut_words(table, bases=False), f"{v.index}:{v.opcode}(delta)", v.index))
+    _wrapping_sum(lw, ops, base, delta, dst)
+
+
+def _wrapping_sum(lw: LoweringContext, ops: OperationBuilder, a: FeatureMapView, b: FeatureMapView,
+                  dst: FeatureMapView) -> None:
+    """dst = a + b (int16 operands) wrapped to int16, as a C++ narrowing cast."""
     if Accelerator.is_u85(lw.accelerator):
-        ops.elementwise("ADD", base, delta, dst, rounding="NATURAL", wrap=True)
+        ops.elementwise("ADD", a, b, dst, rounding="NATURAL", wrap=True)
         return
-    total = ops.scratch("unwrapped", src.shape, "int32")
-    ops.elementwise("ADD", base, delta, total, rounding="NATURAL")
+    total = ops.scratch("unwrapped", dst.shape, "int32")
+    ops.elementwise("ADD", a, b, total, rounding="NATURAL")
     _low_halves(lw, ops, total, dst)
 
 

@@ -20,7 +20,8 @@ that are both reduced or both kept, most reductions are one window: A x N x B (N
 before it, B after it), one pool of a 1 x N window over that view, in bands of at most 65535
 rows and channels. A sum over trailing elements (B = 1) is a REDUCE_SUM over the channels of
 A x 1 x N instead: the same arithmetic, twenty times fewer cycles than a depth-1 window on
-U55. The rest take several passes:
+U55. On the Ethos-U85 a sum over H and W may instead be one H x W window, where the cycle
+model finds it faster (`_plane_window`). The rest take several passes:
 
 - the maximum and minimum reduce one axis at a time through scratch maps of their own type
   (a maximum of maxima is the maximum);
@@ -56,6 +57,7 @@ SUM_MIN, SUM_MAX = -(2**31), 2**31 - 1
 SUM_DTYPES = ("int8", "uint8", "int16")  # MEAN and SUM alike: one QuantizedMeanOrSum
 MIN_MAX_DTYPES = ("int8", "uint8", "int16")
 POOL_HEIGHT_MAX = 256  # a pool kernel's rows
+POOL_AREA_MAX = 65536  # and its elements (support.py's pool_filter)
 
 
 def mean_scale(input_scale: float, output_scale: float, elements: int) -> tuple[int, int]:
@@ -170,6 +172,16 @@ def _channel_sums(ops: OperationBuilder, src: FeatureMapView, dst: FeatureMapVie
         ops.pool("REDUCE_SUM", piece, out, **registers)
 
 
+def _plane_window(shape: tuple[int, int, int], reduced: set[int]) -> bool:
+    """H and W reduced around kept channels, as one H x W pool window (a pool kernel's height
+    and area limits). The 1 x HW window over the same elements reads its rows in 8-wide
+    sub-kernels, each with a block's overlap: on the Ethos-U85, an int16 8x8x16 MEAN took 3,750
+    cycles (U85-256) that way, 2,723 as an 8x8 window."""
+    h, w, c = shape
+    return reduced == {0, 1} and h > 1 and w > 1 and 1 < c <= DIM_MAX and h <= POOL_HEIGHT_MAX \
+        and h * w <= POOL_AREA_MAX
+
+
 def _require_types(v: OperatorView, dtypes) -> None:
     """The lowering takes one of `dtypes` in and the same out; else the operator stays on the CPU."""
     assert v.ifm is not None and v.ofm is not None
@@ -195,7 +207,11 @@ def lower_reduce(lw: LoweringContext, v: OperatorView) -> None:
     window = single_window(runs)
     if window is not None and (window[2] > 1 or window[1] == 1):
         a, n, b = window
-        banded_pool(ops, "AVERAGE", src, out, a, n, b, ofm_scale=scale)
+        forms = [lambda ops: banded_pool(ops, "AVERAGE", src, out, a, n, b, ofm_scale=scale)]
+        if Accelerator.is_u85(lw.accelerator) and _plane_window(src.shape, reduced):
+            forms.append(lambda ops: ops.pool("AVERAGE", src, _dense(out, (1, 1, src.shape[2])), src.shape[:2],
+                                              ofm_scale=scale))
+        _fastest(lw, v, forms)
         return
     rows, k, n = _reduced_last(lw, ops, src, runs)
     total = replace(out, shape=(k, 1, 1), strides=dense_strides((k, 1, 1), out.element_size))
@@ -301,14 +317,19 @@ def _fastest_extremes(lw: LoweringContext, v: OperatorView, mode: str, src: Feat
     default Dedicated_Sram system, where a pool reads a window's rows slowly), an elementwise
     copy into the fast memory and a pool per axis (Vela's shape for REDUCE_ANY/ALL: its CMP_NE
     to -1/0 booleans is that copy); and the `others` (callables of an OperationBuilder) the
-    caller has. Ties keep the earlier form."""
+    caller has (`_fastest`)."""
     forms = [lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name)]
     if single_window(blocks(src.shape, reduced)) is not None and sum(src.shape[a] > 1 for a in reduced) > 1:
         forms.append(lambda ops: _pooled_extremes(ops, mode, src, out, reduced, name, per_axis=True))
     h, w, _ = src.shape
     if reduced == {0, 1} and h > 1 and w > 1 and h <= POOL_HEIGHT_MAX and src.buffer in lw.cpu_visible():
         forms.append(lambda ops: _staged_pools(ops, mode, src, out, name))
-    forms += others or []
+    _fastest(lw, v, forms + (others or []))
+
+
+def _fastest(lw: LoweringContext, v: OperatorView, forms: list) -> None:
+    """Lowers `v` in the form (a callable of an OperationBuilder) the cycle model finds fastest;
+    ties keep the earlier form, and so does a lowering without a cycle model."""
     costs = [trial_cycles(lw, lambda context, f=form: f(OperationBuilder(context, v.index, v.opcode)))
              for form in forms] if len(forms) > 1 else [None]
     # None: no cycle model, or no block of the target holds one of the form's operations.
