@@ -34,20 +34,24 @@ def _own_binary_cycles(model, accelerator: str, frontier, point) -> float:
     """The estimator's cycles (stripes as run) of `point`'s own proposal allocated within its
     SRAM as the compile allocates a proposal that fits only with feature maps in DRAM
     (`compiler._evicting_cascades`): with the weight buffers of its operations run alone, by
-    the greedy planner."""
+    the greedy planner. A point of the schedule with padded maps bricked for DRAM
+    (`PlanPoint.evicted_bricks`) is that schedule's proposal, of its own graph."""
     from cascader.allocation import allocate
     from cascader.emit.binary import emit
     from cascader.lowering import lower
     from cascader.packaging import package_binary
     from cascader.schedule import _Target, without_weight_buffers
-    from cascader.scheduling import schedule
+    from cascader.scheduling import evicted_bricks, schedule
     from cascader.stripes import proposal_schedules
 
     acc = cascader.Accelerator(accelerator)
     part, segments = lower(model, acc.name)
     buffered = schedule(part, segments, acc.name, acc.default_system, acc.default_memory_mode.value)
+    graph = frontier.graph
+    if point.evicted_bricks:
+        buffered, graph = evicted_bricks(part, buffered), point.graph
     lean = without_weight_buffers(buffered)
-    proposed = proposal_schedules(lean, frontier.graph, point.proposal, _Target.of(lean), buffered)[1]
+    proposed = proposal_schedules(lean, graph, point.proposal, _Target.of(lean), buffered)[1]
     allocated = allocate(proposed, part, point.sram_bytes, solver="greedy")
     binary = package_binary(model, allocated, emit(allocated, acc.name), acc.name)[0]
     return cascader.estimate(binary, accelerator=acc.name, stripes="as_run").total_cycles

@@ -13,7 +13,8 @@ surviving proposal is then laid out by the exact allocator, and that layout's SR
 point's `sram_bytes`. On Dedicated_Sram, where every feature map may live in DRAM, the frontier
 also holds the fastest proposals allocated under smaller budgets with feature maps moved to
 DRAM as the compile moves them, the fastest down to none in SRAM (`evicting_points`), each
-costed with that slower traffic.
+costed with that slower traffic, and so does the schedule with the padded maps that pay as
+bricks in DRAM stored so, which the compile tries too (`evicted_bricks_points`).
 
 `cascader.compile(model, sram=...)` turns the selected point into a binary: `stripes.py` builds
 its stripe-level operations and rolling buffers from the proposal. The compiled binary carries
@@ -134,8 +135,9 @@ class PlanPoint:
     # add what their slower traffic costs, `evicting_points`); else every one is in SRAM.
     evicting: bool = False
     # Of the schedule with the padded maps bricked for DRAM (`evicted_bricks_points`): its
-    # proposal is of that schedule's graph, not the frontier's.
+    # proposal is of that schedule's planner graph, `graph`, not the frontier's.
     evicted_bricks: bool = False
+    graph: Any = field(default=None, repr=False)  # _core.PlanGraph, where not the frontier's
 
     @property
     def cascades(self) -> int:
@@ -145,7 +147,8 @@ class PlanPoint:
         sram = "not laid out" if self.sram_bytes is None else f"{self.sram_bytes:,} B"
         return (f"PlanPoint(sram={sram}, cycles={self.cycles:,.0f}, "
                 f"{self.cascades} cascades of {len(self.proposal.cascades)} groups"
-                f"{', feature maps in DRAM' if self.evicting else ''}{', padded maps as bricks' if self.evicted_bricks else ''})")
+                f"{', feature maps in DRAM' if self.evicting else ''}"
+                f"{', padded maps as bricks' if self.evicted_bricks else ''})")
 
 
 class Stages:
@@ -466,7 +469,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 # where the budget holds them: its weight buffer, and its input staged in the fast
                 # memory (`input_staging`). A plan that buffers the part takes both, as
                 # `stripes.with_buffered_weights` compiles it. Costed with its input read in
-                # place, zoo-like MobileNetV1-0.75 at 192 on U65-256 was planned 92k cycles (5.4%)
+                # place, coral MobileNetV1-0.75 at 192 on U65-256 was planned 92k cycles (5.4%)
                 # slower than it compiled, uncascaded, and every proposal running its first
                 # convolution alone with it (its 192 x 192 x 3 input: 185,984 cycles read in
                 # place from DRAM, 84,223 + a 9,716-cycle copy staged).
@@ -800,7 +803,7 @@ def evicted_bricks_points(part, buffered: NpuSchedule, options: PlanOptions, con
     frontier = plan_schedule(lean, part.graph, _Target.of(bricks), options, score=False, buffered=bricks)
     points = evicting_points(frontier, part, bricks, lean, config)
     for p in points:
-        p.evicted_bricks = True
+        p.evicted_bricks, p.graph = True, frontier.graph
     return points
 
 
