@@ -139,17 +139,20 @@ def test_shared_models_dram_points(name):
     _check_points(path, "ethos-u65-256", frontier, [evicting[0], evicting[len(evicting) // 2]])
 
 
-@pytest.mark.parametrize("name", ["coral_tf2_mobilenet_v2_1.0_224_ptq", "coral_mobilenet_v1_0.75_192_quant"])
-def test_shared_models_dram_points_of_cascades(name):
-    """Every DRAM point of the coral MobileNets on U65-256, cascades' too, compiles within its
-    SRAM, bit-exact, at its cycles (tf2 MobileNetV2-224: 10 points from 4 proposals;
-    MobileNetV1-0.75 192: 9 from 4)."""
+@pytest.mark.parametrize("name, cascaded", [("coral_tf2_mobilenet_v2_1.0_224_ptq", True),
+                                            ("coral_mobilenet_v1_0.75_192_quant", False)])
+def test_shared_models_dram_points_of_cascades(name, cascaded):
+    """Every DRAM point of the coral MobileNets on U65-256, cascades' and bricked schedules'
+    too, compiles within its SRAM, bit-exact, at its cycles (tf2 MobileNetV2-224: 10 points
+    from 4 proposals, every one a cascade's, 5 with padded maps as bricks; MobileNetV1-0.75
+    192: 7 from its 2 fastest proposals, both uncascaded, 6 with padded maps as bricks)."""
     path = _shared(name)
     if path is None:
         pytest.skip("CASCADER_MODELS is not set")
     frontier = plan(path, accelerator="ethos-u65-256")
     evicting = [p for p in frontier.points if p.evicting]
-    assert any(p.cascades for p in evicting)
+    assert any(p.cascades for p in evicting) == cascaded
+    assert any(p.evicted_bricks for p in evicting)
     _check_points(path, "ethos-u65-256", frontier, evicting)
 
 
