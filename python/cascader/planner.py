@@ -470,9 +470,9 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 # memory (`input_staging`). A plan that buffers the part takes both, as
                 # `stripes.with_buffered_weights` compiles it. Costed with its input read in
                 # place, coral MobileNetV1-0.75 at 192 on U65-256 was planned 92k cycles (5.4%)
-                # slower than it compiled, uncascaded, and every proposal running its first
-                # convolution alone with it (its 192 x 192 x 3 input: 185,984 cycles read in
-                # place from DRAM, 84,223 + a 9,716-cycle copy staged).
+                # slower uncascaded than it compiled, and so was every proposal that runs its
+                # first convolution alone (its 192 x 192 x 3 input: 185,984 cycles read in place
+                # from DRAM, 84,223 + a 9,716-cycle copy staged).
                 own = own_operations[step_op[s]]
                 part.bufferable = own.weight_buffer or own.staged_cycles > 0
                 if part.bufferable:
