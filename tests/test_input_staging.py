@@ -87,8 +87,8 @@ def test_u55_reads_its_input_in_place(model_path):
 
 def test_the_planner_and_the_least_sram_compile_do_not_stage(model_path):
     """The copy is the allocator's extra, as a weight buffer: the lean schedule the planner,
-    the floors and the cascades work on reads its input in place, so the least SRAM is the
-    lean schedule's."""
+    the floors and the cascades work on reads its input in place (the planner offers the copy
+    only as a part's buffering), so the least SRAM is the lean schedule's."""
     from cascader.lowering import lower
     from cascader.schedule import without_weight_buffers
     from cascader.scheduling import schedule

@@ -166,8 +166,8 @@ _DOCS = {
         connected layer): it then runs whole, outside cascades.
     bufferable, buffered_cycles, buffered_bytes, buffered_second_slot_bytes, whole_cycles
         Costs the compiler's scheduler fixes for a part run alone (negative: the cycle
-        model's; ``buffered_second_slot_bytes``, a double buffer's second slot, live only while
-        the part runs); leave them for a graph built by hand.""",
+        model's; ``buffered_second_slot_bytes``, a double buffer's second slot and a staged
+        input's copy, live only while the part runs); leave them for a graph built by hand.""",
     PlanGraph: """Parts in execution order over tensors: what the planner searches.
 
     ``add_tensor(t)`` and ``add_part(p)`` return the new index; set ``inputs`` and ``outputs``

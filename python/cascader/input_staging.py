@@ -15,7 +15,8 @@ of the fast arena live over that operation only. Like a weight buffer it is an e
 allocator keeps where the budget holds it: the lean schedule the planner, the floors and the
 cascades work on reads the input in place (`schedule.without_weight_buffers`), and where the
 memory planner cannot keep the copy in the fast memory (`allocation.allocate`) the operation
-reads its input in place again (`unstaged`).
+reads its input in place again (`unstaged`). The planner offers the staged operation, as it
+offers a weight buffer, as the buffering of the part run alone (`planner.build_graph`).
 """
 
 from __future__ import annotations

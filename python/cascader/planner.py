@@ -13,7 +13,8 @@ surviving proposal is then laid out by the exact allocator, and that layout's SR
 point's `sram_bytes`. On Dedicated_Sram, where every feature map may live in DRAM, the frontier
 also holds the fastest proposals allocated under smaller budgets with feature maps moved to
 DRAM as the compile moves them, the fastest down to none in SRAM (`evicting_points`), each
-costed with that slower traffic.
+costed with that slower traffic, and so does the schedule with the padded maps that pay as
+bricks in DRAM stored so, which the compile tries too (`evicted_bricks_points`).
 
 `cascader.compile(model, sram=...)` turns the selected point into a binary: `stripes.py` builds
 its stripe-level operations and rolling buffers from the proposal. The compiled binary carries
@@ -38,11 +39,11 @@ from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
-                               follows_ofm)
+                               follows_ofm, round16)
 from .lowering import lower
 from .schedule import (NpuSchedule, _Target, _buffer_size, memory_schedule, unflattened,
                        weight_buffer_bytes, with_overlapping_blocks, without_weight_buffers)
-from .scheduling import schedule
+from .scheduling import evicted_bricks, schedule
 from .stripes import cascaded_schedule, is_striped, proposal_schedules, with_buffered_weights
 from .tflite import ModelLike, as_model
 
@@ -133,6 +134,10 @@ class PlanPoint:
     # Dedicated_Sram: laid out with some feature maps in DRAM to fit `sram_bytes` (its cycles
     # add what their slower traffic costs, `evicting_points`); else every one is in SRAM.
     evicting: bool = False
+    # Of the schedule with the padded maps bricked for DRAM (`evicted_bricks_points`): its
+    # proposal is of that schedule's planner graph, `graph`, not the frontier's.
+    evicted_bricks: bool = False
+    graph: Any = field(default=None, repr=False)  # _core.PlanGraph, where not the frontier's
 
     @property
     def cascades(self) -> int:
@@ -142,7 +147,8 @@ class PlanPoint:
         sram = "not laid out" if self.sram_bytes is None else f"{self.sram_bytes:,} B"
         return (f"PlanPoint(sram={sram}, cycles={self.cycles:,.0f}, "
                 f"{self.cascades} cascades of {len(self.proposal.cascades)} groups"
-                f"{', feature maps in DRAM' if self.evicting else ''})")
+                f"{', feature maps in DRAM' if self.evicting else ''}"
+                f"{', padded maps as bricks' if self.evicted_bricks else ''})")
 
 
 class Stages:
@@ -459,13 +465,24 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
                 # row and column (one alone may see only inserted zeros: no IFM to stripe).
                 part.alignment = 2
             if buffered is not None:
+                # The scheduler's extras for the operation run alone, which the allocator keeps
+                # where the budget holds them: its weight buffer, and its input staged in the fast
+                # memory (`input_staging`). A plan that buffers the part takes both, as
+                # `stripes.with_buffered_weights` compiles it. Costed with its input read in
+                # place, coral MobileNetV1-0.75 at 192 on U65-256 was planned 92k cycles (5.4%)
+                # slower uncascaded than it compiled, and so was every proposal that runs its
+                # first convolution alone (its 192 x 192 x 3 input: 185,984 cycles read in place
+                # from DRAM, 84,223 + a 9,716-cycle copy staged).
                 own = own_operations[step_op[s]]
-                part.bufferable = own.weight_buffer
-                if own.weight_buffer:
-                    part.buffered_cycles = float(own.cost.total_cycles)
-                    part.buffered_bytes = (weight_buffer_bytes(own) + 15) // 16 * 16
-                    # A double buffer of depth slices holds a second slot while it runs.
-                    part.buffered_second_slot_bytes = _buffer_size(own) - part.buffered_bytes
+                part.bufferable = own.weight_buffer or own.staged_cycles > 0
+                if part.bufferable:
+                    part.buffered_cycles = float(own.cost.total_cycles + own.copy_cycles + own.staged_cycles)
+                    part.buffered_bytes = (weight_buffer_bytes(own) + 15) // 16 * 16 if own.weight_buffer else 0
+                    # A double buffer of depth slices holds a second slot while it runs, and a
+                    # staged input its copy (`memory_schedule`: live over the operation alone).
+                    second_slot = _buffer_size(own) - part.buffered_bytes if own.weight_buffer else 0
+                    staged_copy = round16(target.buffer_bytes[own.lowered.ifm.buffer]) if own.staged_cycles else 0
+                    part.buffered_second_slot_bytes = second_slot + staged_copy
         else:
             # A CPU operator: it reads and writes whole tensors, in no time the NPU sees.
             part.op = _core.NpuOp()
@@ -637,7 +654,10 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     stages.lap("leanest laid out")
     _score_undominated(frontier.graph, frontier.candidates, uncascaded, config)
     stages.lap("proposals laid out (C++)")
-    evicting = [] if config.shared_sram or not evict else evicting_points(frontier, part, buffered, lean, config)
+    evicting = []
+    if evict and not config.shared_sram:
+        evicting = (evicting_points(frontier, part, buffered, lean, config)
+                    + evicted_bricks_points(part, buffered, options, config))
     stages.lap("evicting points")
     laid = [p for p in frontier.candidates if p.sram_bytes is not None]
     frontier.resident = min(laid, key=lambda p: (p.sram_bytes, p.cycles), default=None)
@@ -764,6 +784,27 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
             # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
             out.append(PlanPoint(sram, cycles, point.proposal, sram, point.least_scratch, evicting=True))
     return out
+
+
+def evicted_bricks_points(part, buffered: NpuSchedule, options: PlanOptions, config: mem.MemoryConfig
+                          ) -> list[PlanPoint]:
+    """Dedicated_Sram: `evicting_points` of the schedule with the padded maps that run faster as
+    bricks in DRAM stored so (`scheduling.evicted_bricks`), which `cascader.compile` tries
+    beside the dense one under a budget that moves maps to DRAM (its uncascaded schedule and
+    its proposals' frontier, `compiler._evicting_cascades`); none where no map pays as bricks
+    there. Such points are marked `evicted_bricks`: their proposals are of that schedule's own
+    graph. Coral MobileNetV1-0.75 at 192 on U65-256: its 96 x 96 x 24 maps written to DRAM as
+    NHWC in 16-byte bursts made the dense schedule's points within Vela's Perf@0.7x SRAM
+    (236,752 B) 1.80M cycles, where the compile there takes 1.62M with them as bricks."""
+    bricks = evicted_bricks(part, buffered)
+    if bricks is None:
+        return []
+    lean = without_weight_buffers(bricks)
+    frontier = plan_schedule(lean, part.graph, _Target.of(bricks), options, score=False, buffered=bricks)
+    points = evicting_points(frontier, part, bricks, lean, config)
+    for p in points:
+        p.evicted_bricks, p.graph = True, frontier.graph
+    return points
 
 
 def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: NpuSchedule, pg,

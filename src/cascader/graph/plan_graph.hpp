@@ -69,9 +69,11 @@ struct Part {
   double whole_cycles = -1;
   int64_t buffered_bytes = 0;
   // A double buffer of depth slices: `buffered_bytes` is its first slot (filled while the
-  // operation before runs), this its second, live only while the part runs. The proposal
-  // layout counts it; the DP's memory bound does not (the allocator may shrink the buffer to
-  // one slot, allocation.fit_weight_buffers: the bound stays a lower bound of any layout).
+  // operation before runs), this its second, live only while the part runs, with the copy of
+  // an input staged in SRAM (cascader.input_staging, which a buffered part takes too). The
+  // proposal layout counts it; the DP's memory bound does not (the allocator may shrink the
+  // buffer to one slot, allocation.fit_weight_buffers, or read the input in place: the bound
+  // stays a lower bound of any layout).
   int64_t buffered_second_slot_bytes = 0;
   int64_t weight_stream_bytes() const { return op.weight_bytes + op.scale_bytes; }
   std::string repr() const;
