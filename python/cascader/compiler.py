@@ -23,6 +23,7 @@ from .allocation import allocate
 from .arch import Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
 from .emit.binary import Emission, emit
+from .evicted_blocks import evicted_maps, reblocked
 from .packaging import package_binary
 from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
@@ -210,6 +211,25 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
             break
         try:
             out.append(allocate(buffered, part, budget, solver="greedy"))
+        except InfeasibleError:
+            continue
+    return out
+
+
+def _reblocked(options: list[tuple], part: Partition, budget: int) -> list[tuple]:
+    """Dedicated_Sram: of (allocated, planned cycles) options whose layouts moved feature maps to
+    DRAM, each with the operations on those maps given the blocks that run fastest there
+    (`evicted_blocks.reblocked`), laid out within `budget` again by the greedy planner (the
+    blocks change the eviction shares and may change the weight streams' sizes)."""
+    out = []
+    for allocated, _ in options:
+        if allocated[1].eviction_cycles == 0:
+            continue
+        sched = reblocked(allocated[0], evicted_maps(allocated, _Target.of(allocated[0])))
+        if sched is None:
+            continue
+        try:
+            out.append(allocate(sched, part, budget, solver="greedy"))
         except InfeasibleError:
             continue
     return out
@@ -504,6 +524,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         # SRAM on U65-256, the three it ranks first miss the estimate's best by 0.8%. The
         # planner's prediction does not cover evicted buffers: none is claimed for these.
         evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting, prepared)
+        evicting += _reblocked(options + bricked_options + [(a, None) for a in evicting], part, budget)
         # Ranked by the estimate of their command streams: only the one kept is packaged, from
         # the emission it was ranked on.
         best, chosen, planned, emission = _fastest(options + bricked_options + [(a, None) for a in evicting],
@@ -524,6 +545,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
                 pass
             bricked_evicting = _evicting_cascades(part, bricks, budget, prepared.frontier(bricks), fastest_fitting,
                                                   prepared)
+            bricked_evicting += _reblocked(whole + [(a, None) for a in bricked_evicting], part, budget)
             faster = _fastest(whole + [(a, None) for a in bricked_evicting], acc, system, mode, templates)
             if faster[0] < best:
                 best, chosen, planned, emission = faster
