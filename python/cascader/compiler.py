@@ -23,7 +23,7 @@ from .allocation import allocate
 from .arch import Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
 from .emit.binary import Emission, emit
-from .evicted_blocks import evicted_maps, reblocked
+from .evicted_blocks import reblocked_allocations
 from .packaging import package_binary
 from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
@@ -217,22 +217,10 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
 
 
 def _reblocked(options: list[tuple], part: Partition, budget: int) -> list[tuple]:
-    """Dedicated_Sram: of (allocated, planned cycles) options whose layouts moved feature maps to
-    DRAM, each with the operations on those maps given the blocks that run fastest there
-    (`evicted_blocks.reblocked`), laid out within `budget` again by the greedy planner (the
-    blocks change the eviction shares and may change the weight streams' sizes)."""
-    out = []
-    for allocated, _ in options:
-        if allocated[1].eviction_cycles == 0:
-            continue
-        sched = reblocked(allocated[0], evicted_maps(allocated, _Target.of(allocated[0])))
-        if sched is None:
-            continue
-        try:
-            out.append(allocate(sched, part, budget, solver="greedy"))
-        except InfeasibleError:
-            continue
-    return out
+    """Dedicated_Sram: of (allocated, planned cycles) options, those whose layouts moved feature
+    maps to DRAM with the operations on those maps given the blocks that run fastest there,
+    laid out again (`evicted_blocks.reblocked_allocations`)."""
+    return [a for allocated, _ in options for a in reblocked_allocations(allocated, part, budget)]
 
 
 def _stream_cycles(emission: Emission, accelerator: str, system, memory_mode: str) -> float:
