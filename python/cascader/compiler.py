@@ -8,7 +8,8 @@ The stages are functions of values, each in its own module, and none imports thi
 `compile` runs them once in that order. What it decides: the uncascaded schedule when it fits
 (Vela's Performance choice), else the fastest cascaded proposal that fits; the bricked variant
 of a schedule where that is faster; on Dedicated_Sram under a budget, proposals that fit by
-moving feature maps to DRAM, ranked by the estimator on their command streams.
+moving feature maps to DRAM (and the same with the operations on those maps given blocks for
+DRAM, `evicted_blocks`), ranked by the estimator on their command streams.
 """
 
 from __future__ import annotations

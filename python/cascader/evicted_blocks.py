@@ -11,8 +11,12 @@ with their operands where the layout put them, the weights encoded for it; `casc
 lays the result out again and ranks it with the other options on the estimator.
 
 An operation keeps its block where it is a stripe of a cascade (its stripes share one weight
-stream), shares its weights, joins a U85 chain (the chain runs its first operation's block),
-stages its IFM, or reads a constant IFM2 (chosen apart).
+stream, encoded for one block depth; a cascade reading or writing a map in DRAM keeps the
+blocks chosen for it), shares its weights, joins a U85 chain (the chain runs its first
+operation's block), stages its IFM, or reads a constant IFM2 (chosen apart).
+
+The planner's DRAM points (`planner.evicting_points`) are costed reblocked too, as the compile
+makes them.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Collection
 
 from .allocation import allocate
 from .errors import InfeasibleError, InvalidArgumentError
-from .schedule import (NpuSchedule, ScheduledOperation, _mapped, _operations_in_order, _schedule_operation, _stream_bytes,
-                       _Target, block_choice, unchained)
+from .schedule import (NpuSchedule, ScheduledOperation, _mapped, _operations_in_order, _schedule_operation,
+                       _stream_bytes, _Target, block_choice, unchained)
 from .tflite.ethos_u import REGION_SCRATCH
 
 # Rounds of `reblocked_allocations`: a layout of the reblocked schedule may move other maps
@@ -61,15 +65,17 @@ def reblocked(sched: NpuSchedule, slow: Collection[int]) -> NpuSchedule | None:
     choices: dict[int, tuple] = {}
     for k, (_, sop) in enumerate(ordered):
         sop, lo = unchained(sop), sop.lowered
-        if (k in kept or sop.stripe_of is not None or sop.shared_weights is not None or sop.staged_cycles or sop.constant_ifm2 or lo.kind == "dma"
+        if (k in kept or sop.stripe_of is not None or sop.shared_weights is not None or sop.staged_cycles
+                or sop.constant_ifm2 or lo.kind == "dma" or sop.cost.described is None
                 or not any(v is not None and v.buffer in slow for v in (lo.ifm, lo.ifm2, lo.ofm))):
             continue
         w, s = _stream_bytes(sop.encoded) if lo.weights is not None else (0, 0)
-        traversal = (lambda p: p if lo.kind == "conv" else None)
+        conv = lo.kind == "conv"  # the only kind with a traversal to choose
         try:
             # An operation whose cost the target does not make again (a description of its
             # own, a block the search does not offer) keeps its block.
-            again = target.cost(lo, w, s, sop.block, traversal(sop.part_kernel_first), slack=sop.cost.described.dma_slack_cycles)
+            again = target.cost(lo, w, s, sop.block, sop.part_kernel_first if conv else None,
+                                slack=sop.cost.described.dma_slack_cycles)
         except InvalidArgumentError:
             continue
         if again.npu_cycles != sop.cost.npu_cycles:
@@ -78,8 +84,8 @@ def reblocked(sched: NpuSchedule, slow: Collection[int]) -> NpuSchedule | None:
             block, pkf = tuple(moved.cost(lo).block_config.ofm_block), False
         else:
             block, pkf = block_choice(lo, moved)  # ranked with the raw weight bytes, as for the schedule
-        old = moved.cost(lo, w, s, sop.block, traversal(sop.part_kernel_first)).total_cycles
-        new = moved.cost(lo, w, s, block, traversal(pkf)).total_cycles
+        old = moved.cost(lo, w, s, sop.block, sop.part_kernel_first if conv else None).total_cycles
+        new = moved.cost(lo, w, s, block, pkf if conv else None).total_cycles
         if tuple(block) != tuple(sop.block) and new < (1 - MIN_SAVING) * old:
             choices[k] = (tuple(block), pkf)
     if not choices:
