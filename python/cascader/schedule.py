@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections
 import itertools
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Collection, Iterator, NamedTuple, Sequence
 
@@ -37,6 +36,7 @@ from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, strea
 from .input_staging import staged, staged_key, unstaged
 from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
 from .tflite.model import SubGraph
+from .workers import shared_pool
 
 
 @dataclass
@@ -655,11 +655,12 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     # every core (the encoder releases the GIL) while this thread schedules the operations in
     # order, each as soon as its own weights are encoded.
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
-    with ThreadPoolExecutor(max_workers=_core.core_count()) as pool:
-        choices, futures = {}, {}
-        submitted = {}  # by `encoding_key`: operations with the same weights share their streams
-        shared: dict = {}  # and their depth slices (`_sliced_streams`)
-        sharing = _shared_weights(weighted)
+    pool = shared_pool()
+    choices, futures = {}, {}
+    submitted = {}  # by `encoding_key`: operations with the same weights share their streams
+    shared: dict = {}  # and their depth slices (`_sliced_streams`)
+    sharing = _shared_weights(weighted)
+    try:
         for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
             key = encoding_key(op, *choices[id(op)], target.accelerator) if id(op) in sharing else None
@@ -680,6 +681,9 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
                 busy = sop.cost.access_cycles.get(target.weight_memory, 0)
                 ops.append(sop)
             out.append(SegmentSchedule(seg, ops))
+    finally:
+        for future in futures.values():  # after an error, the encodings not started yet (the pool is shared)
+            future.cancel()
     return NpuSchedule(out, order, target.accelerator, system, memory_mode, target=target)
 
 
