@@ -1007,6 +1007,8 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 access[b] = access.get(b, 0.0) + nbytes
         extra = []  # the buffers it reads besides feature maps
         own = sop.shared_weights is None
+        if own and not sop.weight_buffer and sop.constant_ifm2 != "copy" and not sop.staged_cycles:
+            continue  # it reads feature maps only (its own weights' key is its position: no other made it)
         key = ("weights", position if own else sop.shared_weights)  # weights_key
         second = None  # the second slot of its own depth-sliced buffer (second_slot_key)
         if sop.weight_buffer and key not in index:
@@ -1164,7 +1166,7 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
     key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping,
-           tuple((id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops))
+           tuple([(id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops]))
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
     if found is None:
@@ -1243,8 +1245,9 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
                                named: tuple) -> _FeatureMapSchedule:
     index, specs, kept = _feature_map_buffers(schedule, graph)
     # A map kept in the Ethos-U85's chaining buffer (u85_chaining) takes no memory.
-    chained = {index[sop.lowered.ofm.buffer] for _, sop in ops if "ofm" in dict(sop.chain)}
-    specs = [s._replace(size=0) if b in chained else s for b, s in enumerate(specs)]
+    chained = {index[sop.lowered.ofm.buffer] for _, sop in ops if sop.chain and "ofm" in dict(sop.chain)}
+    if chained:
+        specs = [s._replace(size=0) if b in chained else s for b, s in enumerate(specs)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index) + kept,
                                       name="inputs")]
     op_rows = []
@@ -1283,17 +1286,18 @@ class _StepUses:
     """Per buffer, the first and last steps that use it and the first that writes it."""
 
     def __init__(self, steps: list[mem.Step]) -> None:
-        self.last: dict[int, int] = {}
-        self.first: dict[int, int] = {}
-        self.first_write: dict[int, int] = {}
+        last: dict[int, int] = {}
+        first: dict[int, int] = {}
+        first_write: dict[int, int] = {}
         for k, step in enumerate(steps):
             for b in step.reads:
-                self.last[b] = k
-                self.first.setdefault(b, k)
+                last[b] = k
+                first.setdefault(b, k)
             for b in step.writes:
-                self.last[b] = k
-                self.first.setdefault(b, k)
-                self.first_write.setdefault(b, k)
+                last[b] = k
+                first.setdefault(b, k)
+                first_write.setdefault(b, k)
+        self.last, self.first, self.first_write = last, first, first_write
 
 
 def _row_bytes(view: FeatureMapView) -> tuple[int, int]:
