@@ -653,28 +653,39 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     target = _Target(Accelerator(accelerator).name, system, memory_mode, segments)
     # Encoding the weights is most of a compile and independent per operation: it runs on
     # every core (the encoder releases the GIL) while this thread schedules the operations in
-    # order, each as soon as its own weights are encoded.
+    # order, each as soon as its own weights are encoded. An encoding no thread of the pool has
+    # started when this one needs it is made here instead (on a busy host the pool's threads
+    # may wait for a core while this one has it).
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
     pool = shared_pool()
     choices, futures = {}, {}
     submitted = {}  # by `encoding_key`: operations with the same weights share their streams
+    made: dict[int, Any] = {}  # by the future's id: the streams, once this thread has them
     shared: dict = {}  # and their depth slices (`_sliced_streams`)
     sharing = _shared_weights(weighted)
+
+    def encoded_for(op: LoweredOperation) -> Any:
+        future, args = futures[id(op)]
+        if id(future) not in made:
+            made[id(future)] = _encode(*args) if future.cancel() else future.result()
+        return made[id(future)]
+
     try:
         for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
             key = encoding_key(op, *choices[id(op)], target.accelerator) if id(op) in sharing else None
-            future = submitted.get(key) if key is not None else None
-            if future is None:
-                future = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
+            found = submitted.get(key) if key is not None else None
+            if found is None:
+                args = (op, *choices[id(op)], target.accelerator)
+                found = (pool.submit(_encode, *args), args)
                 if key is not None:
-                    submitted[key] = future
-            futures[id(op)] = future
+                    submitted[key] = found
+            futures[id(op)] = found
         out = []
         for seg in segments:
             ops, slack, busy = [], 0, 0
             for op in seg.operations:
-                encoded = futures[id(op)].result() if op.weights is not None else None
+                encoded = encoded_for(op) if op.weights is not None else None
                 sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)), busy,
                                          shared if id(op) in sharing else None)
                 slack = sop.cost.buffering_slack_cycles
@@ -682,7 +693,7 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
                 ops.append(sop)
             out.append(SegmentSchedule(seg, ops))
     finally:
-        for future in futures.values():  # after an error, the encodings not started yet (the pool is shared)
+        for future, _ in futures.values():  # after an error, the encodings not started yet (the pool is shared)
             future.cancel()
     return NpuSchedule(out, order, target.accelerator, system, memory_mode, target=target)
 
