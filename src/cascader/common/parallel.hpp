@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include "cascader/common/error.hpp"
@@ -77,11 +78,20 @@ class WorkerPool {
     size_t started = 0, finished = 0;
   };
 
+  static std::mutex& made_lock() {
+    static std::mutex lock;
+    return lock;
+  }
+
   static WorkerPool& instance() {
-    static std::mutex made_lock;
+    // A fork while another thread held this lock would leave the child's copy held for good:
+    // every fork takes it first and both sides release it.
+    static const int at_fork = pthread_atfork([] { made_lock().lock(); }, [] { made_lock().unlock(); },
+                                              [] { made_lock().unlock(); });
+    (void)at_fork;
     static WorkerPool* pool = nullptr;
     static pid_t owner = 0;
-    std::lock_guard<std::mutex> guard(made_lock);
+    std::lock_guard<std::mutex> guard(made_lock());
     if (pool == nullptr || owner != getpid()) {  // the parent's pool is left as it is: its threads are not here
       pool = new WorkerPool();
       owner = getpid();
