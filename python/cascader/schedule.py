@@ -300,7 +300,13 @@ class _Target:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout,
                         ifm2_memory=self.weight_memory if ifm2_in_flash else self.feature_map_memory(op.ifm2))
         if op.lut is not None:
-            args.update(activation="LUT", lut_bytes=len(op.lut))
+            # On the U85 Vela costs a table's DMA only for a lookup of its own; a table fused into
+            # a binary elementwise operation is a sub-operation's, which it leaves out (as the
+            # estimator reads binaries), so that such an operation costs alike apart and chained.
+            # (Fused into a convolution it is still costed here: left so, the weight buffering
+            # choices the table's DMA weighs in stay as they are.)
+            fused = self.is_u85 and op.ifm2 is not None
+            args.update(activation="LUT", lut_bytes=0 if fused else len(op.lut))
         elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
             args.update(activation="TANH")
         # An upscaled IFM (the NPU repeats its elements, or inserts zeros for a transposed
