@@ -357,9 +357,9 @@ def test_the_judge_reads_the_chaining_buffer_a_map_names(monkeypatch, tmp_path):
 
     record = ethos_u85.record
 
-    def misnumbered(r, whole, part_kernel_first, accelerator, chain=()):
+    def misnumbered(r, whole, part_kernel_first, accelerator, chain=(), table_at=0):
         moved = tuple((m, n if m == "ofm" else n + 1) for m, n in chain)  # read the next buffer
-        return record(r, whole, part_kernel_first, accelerator, moved)
+        return record(r, whole, part_kernel_first, accelerator, moved, table_at)
 
     monkeypatch.setattr(ethos_u85, "record", misnumbered)
     model = _elementwise(["ADD", "MUL"])

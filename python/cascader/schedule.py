@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections
 import itertools
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Collection, Iterator, NamedTuple, Sequence
 
@@ -37,6 +36,7 @@ from .frontend.lowered import (ELEMENT_SIZE, dense_strides, is_dense_copy, strea
 from .input_staging import staged, staged_key, unstaged
 from .perf import OpCost, _memory, cost_from_core, npu_op, set_block_config
 from .tflite.model import SubGraph
+from .workers import shared_pool
 
 
 @dataclass
@@ -300,7 +300,13 @@ class _Target:
             args.update(ifm2_shape=(1, *op.ifm2.shape), ifm2_dtype=op.ifm2.dtype, ifm2_format=op.ifm2.layout,
                         ifm2_memory=self.weight_memory if ifm2_in_flash else self.feature_map_memory(op.ifm2))
         if op.lut is not None:
-            args.update(activation="LUT", lut_bytes=len(op.lut))
+            # On the U85 Vela costs a table's DMA only for a lookup of its own; a table fused into
+            # a binary elementwise operation is a sub-operation's, which it leaves out (as the
+            # estimator reads binaries), so that such an operation costs alike apart and chained.
+            # (Fused into a convolution it is still costed here: left so, the weight buffering
+            # choices the table's DMA weighs in stay as they are.)
+            fused = self.is_u85 and op.ifm2 is not None
+            args.update(activation="LUT", lut_bytes=0 if fused else len(op.lut))
         elif op.registers.get("activation", {}).get("function") in (TANH_FUNCTION, SIGMOID_FUNCTION):
             args.update(activation="TANH")
         # An upscaled IFM (the NPU repeats its elements, or inserts zeros for a transposed
@@ -653,33 +659,48 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
     target = _Target(Accelerator(accelerator).name, system, memory_mode, segments)
     # Encoding the weights is most of a compile and independent per operation: it runs on
     # every core (the encoder releases the GIL) while this thread schedules the operations in
-    # order, each as soon as its own weights are encoded.
+    # order, each as soon as its own weights are encoded. An encoding no thread of the pool has
+    # started when this one needs it is made here instead (on a busy host the pool's threads
+    # may wait for a core while this one has it).
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
-    with ThreadPoolExecutor(max_workers=_core.core_count()) as pool:
-        choices, futures = {}, {}
-        submitted = {}  # by `encoding_key`: operations with the same weights share their streams
-        shared: dict = {}  # and their depth slices (`_sliced_streams`)
-        sharing = _shared_weights(weighted)
+    pool = shared_pool()
+    choices, futures = {}, {}
+    submitted = {}  # by `encoding_key`: operations with the same weights share their streams
+    made: dict[int, Any] = {}  # by the future's id: the streams, once this thread has them
+    shared: dict = {}  # and their depth slices (`_sliced_streams`)
+    sharing = _shared_weights(weighted)
+
+    def encoded_for(op: LoweredOperation) -> Any:
+        future, args = futures[id(op)]
+        if id(future) not in made:
+            made[id(future)] = _encode(*args) if future.cancel() else future.result()
+        return made[id(future)]
+
+    try:
         for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
             key = encoding_key(op, *choices[id(op)], target.accelerator) if id(op) in sharing else None
-            future = submitted.get(key) if key is not None else None
-            if future is None:
-                future = pool.submit(_encode, op, *choices[id(op)], target.accelerator)
+            found = submitted.get(key) if key is not None else None
+            if found is None:
+                args = (op, *choices[id(op)], target.accelerator)
+                found = (pool.submit(_encode, *args), args)
                 if key is not None:
-                    submitted[key] = future
-            futures[id(op)] = future
+                    submitted[key] = found
+            futures[id(op)] = found
         out = []
         for seg in segments:
             ops, slack, busy = [], 0, 0
             for op in seg.operations:
-                encoded = futures[id(op)].result() if op.weights is not None else None
+                encoded = encoded_for(op) if op.weights is not None else None
                 sop = schedule_operation(op, target, slack, buffering, encoded, seg.constants, choices.get(id(op)), busy,
                                          shared if id(op) in sharing else None)
                 slack = sop.cost.buffering_slack_cycles
                 busy = sop.cost.access_cycles.get(target.weight_memory, 0)
                 ops.append(sop)
             out.append(SegmentSchedule(seg, ops))
+    finally:
+        for future, _ in futures.values():  # after an error, the encodings not started yet (the pool is shared)
+            future.cancel()
     return NpuSchedule(out, order, target.accelerator, system, memory_mode, target=target)
 
 
@@ -1003,6 +1024,8 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
                 access[b] = access.get(b, 0.0) + nbytes
         extra = []  # the buffers it reads besides feature maps
         own = sop.shared_weights is None
+        if own and not sop.weight_buffer and sop.constant_ifm2 != "copy" and not sop.staged_cycles:
+            continue  # it reads feature maps only (its own weights' key is its position: no other made it)
         key = ("weights", position if own else sop.shared_weights)  # weights_key
         second = None  # the second slot of its own depth-sliced buffer (second_slot_key)
         if sop.weight_buffer and key not in index:
@@ -1160,7 +1183,7 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
     key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping,
-           tuple((id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops))
+           tuple([(id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops]))
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
     if found is None:
@@ -1239,8 +1262,9 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
                                named: tuple) -> _FeatureMapSchedule:
     index, specs, kept = _feature_map_buffers(schedule, graph)
     # A map kept in the Ethos-U85's chaining buffer (u85_chaining) takes no memory.
-    chained = {index[sop.lowered.ofm.buffer] for _, sop in ops if "ofm" in dict(sop.chain)}
-    specs = [s._replace(size=0) if b in chained else s for b, s in enumerate(specs)]
+    chained = {index[sop.lowered.ofm.buffer] for _, sop in ops if sop.chain and "ofm" in dict(sop.chain)}
+    if chained:
+        specs = [s._replace(size=0) if b in chained else s for b, s in enumerate(specs)]
     steps: list[mem.Step] = [mem.Step(writes=tuple(index[t] for t in graph.inputs if t in index) + kept,
                                       name="inputs")]
     op_rows = []
@@ -1279,17 +1303,18 @@ class _StepUses:
     """Per buffer, the first and last steps that use it and the first that writes it."""
 
     def __init__(self, steps: list[mem.Step]) -> None:
-        self.last: dict[int, int] = {}
-        self.first: dict[int, int] = {}
-        self.first_write: dict[int, int] = {}
+        last: dict[int, int] = {}
+        first: dict[int, int] = {}
+        first_write: dict[int, int] = {}
         for k, step in enumerate(steps):
             for b in step.reads:
-                self.last[b] = k
-                self.first.setdefault(b, k)
+                last[b] = k
+                first.setdefault(b, k)
             for b in step.writes:
-                self.last[b] = k
-                self.first.setdefault(b, k)
-                self.first_write.setdefault(b, k)
+                last[b] = k
+                first.setdefault(b, k)
+                first_write.setdefault(b, k)
+        self.last, self.first, self.first_write = last, first, first_write
 
 
 def _row_bytes(view: FeatureMapView) -> tuple[int, int]:

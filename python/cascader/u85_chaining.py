@@ -17,8 +17,12 @@ Here a chain is formed where:
   32-bit maps) or elementwise operation (a table of its own is loaded before it) run whole (no
   stripes of a cascade), not sliced by depth (each slice would be an operation of its own), not
   writing its OFM transposed;
-- each later one is elementwise, run whole, with no table (its DMA would come between two
-  operations of the chain) nor a constant operand copied in by a DMA, nor a transposed OFM;
+- each later one is elementwise, run whole, with no constant operand copied in by a DMA, nor a
+  transposed OFM; it may read a table (a lookup fused into it, `lut_fusion`, or a softmax's),
+  as Vela's fused table activations chain: the tables of a chain are all loaded before its first
+  operation, each into LUT RAM bytes of its own (`ethos_u85.table_offsets`), so a chain ends
+  before an operation whose table does not fit beside the others' (two 2 KiB int16 tables; Vela
+  would load both over the same bytes);
 - each map between two of them is a map of the segment's own (a scratch map of the lowering's,
   or a model tensor between two of its operators) that only these two touch, read whole in the
   reader's OFM shape, layout and type, and no CPU operator sees it (no graph output, no state);
@@ -110,7 +114,7 @@ def _chained_operand(first: ScheduledOperation, second: ScheduledOperation, seg:
     """The operand of `second` ("ifm", "ifm2") that may read `first`'s OFM from a chaining
     buffer, `second` joining a chain `first` ends, or None."""
     a, b = first.lowered, second.lowered
-    if b.kind != "elementwise" or ethos_u85.lut(b) is not None:
+    if b.kind != "elementwise":
         return None
     if second.cascade is not None or second.stripe_of is not None:
         return None
@@ -146,6 +150,7 @@ def _fastest_chain(ops: list[ScheduledOperation], k: int, seg: SegmentSchedule, 
     block = tuple(head.block)
     joiners, operands, described = [], [], []
     memory_operands = _memory_operands(head.lowered)
+    tables = [t for t in (ethos_u85.lut(head.lowered),) if t is not None]
     while len(joiners) + 1 < MAX_OPERATIONS and k + len(joiners) + 1 < len(ops):
         nxt = ops[k + len(joiners) + 1]
         operand = _chained_operand(joiners[-1] if joiners else head, nxt, seg, touched, target)
@@ -154,6 +159,11 @@ def _fastest_chain(ops: list[ScheduledOperation], k: int, seg: SegmentSchedule, 
         memory_operands += _memory_operands(nxt.lowered, operand)
         if memory_operands > MAX_MEMORY_OPERANDS:
             break
+        table = ethos_u85.lut(nxt.lowered)
+        if table is not None:
+            if ethos_u85.table_offsets(tables + [table]) is None:
+                break  # its table and the chain's do not fit in the LUT RAM together
+            tables.append(table)
         tail = target.npu_op(nxt.lowered, ifm2_in_flash=nxt.constant_ifm2 == "flash")
         if _core.u85_try_block_config(tail, target.arch.accelerator, _core.BlockShape(*block)) is None:
             break  # it cannot run the first operation's block

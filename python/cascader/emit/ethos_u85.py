@@ -243,10 +243,11 @@ def weight_ranges(streams: tuple, region: int, base: int) -> dict[str, Any]:
 
 
 def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: bool, accelerator: str,
-           chain: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
+           chain: tuple[tuple[str, int], ...] = (), table_at: int = 0) -> dict[str, Any]:
     """`record` (in the U55/U65's terms, emit/program.py) in the U85's; `whole`: the operation
     it is a stripe of (or is); `chain`: its maps in a chaining buffer ("ofm", "ifm", "ifm2"),
-    each with the buffer's number (u85_chaining)."""
+    each with the buffer's number (u85_chaining); `table_at`: where in the LUT RAM its table
+    is (`table_offsets`)."""
     stage = _output_stage(record["kind"], record.get("sub_op"), record["kernel"], tuple(record["padding"]),
                           tuple(record.get("ofm_scale", (1, 0))), _rounding(whole, record.get("rounding", "TFL")),
                           _reference_scaled(whole.registers))
@@ -255,7 +256,9 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
     out = dict(record, rounding="TFL", ifm_rounding="TFL", ifm_scale_mode=0, ofm_scale=stage["ofm_scale"])
     if stage["sub_op"] is not None:
         out["sub_op"] = stage["sub_op"]
-    out["activation"], table = _activation(record["activation"], record["ofm"]["dtype"])
+    out["activation"] = _activation(record["activation"], record["ofm"]["dtype"])
+    table = lut(whole)
+    index = table_at // len(table) if table is not None else 0
     if whole.registers.get(WRAP_OFM):  # the U85's clip range NONE keeps the low bits
         out["activation"]["clip_range"] = 1
     streams = out.pop("u85_weight_streams", None)
@@ -272,7 +275,7 @@ def record(record: dict[str, Any], whole: LoweredOperation, part_kernel_first: b
         "ofm_round_mode": stage["ofm_round_mode"],
         "ofm_double_round": 0,
         "storage": tuple(CHAINED if m in dict(chain) else 0 for m in ("ifm", "ifm2", "ofm")),
-        "activation_table": table,
+        "activation_table": index,
     }
     for m, number in chain:  # a chained map's REGION is its chaining buffer's number
         out[m] = dict(out[m], region=number)
@@ -340,9 +343,34 @@ _TABLES = {(256, 1), (1024, 4), (2048, 2)}  # (table bytes, OFM element size)
 # the U85's LUT_TANH (10) and LUT_SIGMOID (11) read too, from a table in the LUT RAM
 # (`lut`; arch/ethos_u85/activation_table).
 _BUILTIN_TABLES = {3: 10, 4: 11}
-# The table the emitter loads: the first of the LUT RAM (emit/program.py copies a table in before
-# the first operation that uses it).
+# The LUT RAM: 2 KiB of 256-byte slots; a table of N bytes sits at a multiple of N and its
+# operation names it by that multiple (ACTIVATION's table index), as in Vela 5.2's
+# EthosU85RCSGenerator. An operation's table goes to the first byte; a chain's tables each to
+# bytes of their own (`table_offsets`), all loaded before the chain's first operation
+# (emit/program.py), since the chain runs its operations block by block together.
 LUT_ADDRESS = 0
+LUT_RAM_BYTES = 2048
+
+
+def table_offsets(tables: list[bytes]) -> dict[bytes, int] | None:
+    """Where in the LUT RAM each of the distinct `tables` of one chain goes (its byte offset, a
+    multiple of its size), or None where they do not all fit at once.
+
+    Largest first, each at the lowest free multiple of its size: the sizes are powers of two,
+    so they fit whenever their total does. Vela 5.2 places a group's tables in its least
+    recently used slots and, where they do not fit (two 2 KiB tables), loads both over the same
+    bytes, so that one operation reads the other's table: such a chain is not formed here."""
+    offsets: dict[bytes, int] = {}
+    used: list[tuple[int, int]] = []
+    for table in sorted(dict.fromkeys(tables), key=len, reverse=True):
+        size = len(table)
+        at = next((a for a in range(0, LUT_RAM_BYTES - size + 1, size)
+                   if all(a + size <= b or e <= a for b, e in used)), None)
+        if at is None:
+            return None
+        offsets[table] = at
+        used.append((at, at + size))
+    return offsets
 
 
 def lut(op: LoweredOperation) -> bytes | None:
@@ -357,22 +385,21 @@ def _builtin_table(function: int) -> bytes:
     return _core.u85_tanh_sigmoid_table(function)
 
 
-def _activation(activation: dict[str, int], ofm_dtype: str) -> tuple[dict[str, int], int]:
-    """The U85's ACTIVATION fields for the U55's (a table in LUT slot `function - 16`, or none)
-    and the table index."""
+def _activation(activation: dict[str, int], ofm_dtype: str) -> dict[str, int]:
+    """The U85's ACTIVATION fields for the U55's (a table in LUT slot `function - 16`, or none)."""
     lo, hi = activation["min"], activation["max"]
     if ofm_dtype in ("int32", "int64") and activation.get("clip_range", 0) == 0:
         # The U55 clamps a 32-bit OFM to its type only (ACTIVATION_MIN/MAX are 16-bit); the
         # U85 clamps to ACTIVATION_MIN/MAX unless the clip range is NONE (1). (int64: the U85's
         # ARGMAX indices.)
-        return {"function": activation["function"], "clip_range": 1, "min": lo, "max": hi}, LUT_ADDRESS // 256
+        return {"function": activation["function"], "clip_range": 1, "min": lo, "max": hi}
     bounds = _CLIP_RANGES[activation.get("clip_range", 0)]
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
     function = _BUILTIN_TABLES.get(activation["function"], activation["function"])
     if function >= 16:
         function = _TABLE_FUNCTION[ofm_dtype]
-    return {"function": function, "clip_range": 0, "min": lo, "max": hi}, LUT_ADDRESS // 256
+    return {"function": function, "clip_range": 0, "min": lo, "max": hi}
 
 
 # MUL (and an unscaled ADD/SUB/MIN/MAX, `_unit_operands`) takes the operands as they are

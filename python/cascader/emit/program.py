@@ -224,13 +224,54 @@ def _depth_slices(sop: ScheduledOperation, first_slot: tuple[int, int], second_s
     return out
 
 
-def _for_target(records: list[dict[str, Any]], sop: ScheduledOperation, npu: Accelerator) -> list[dict[str, Any]]:
-    """`sop`'s records in the terms of `npu`'s registers: the lowering's are the U55/U65's."""
+def _for_target(records: list[dict[str, Any]], sop: ScheduledOperation, npu: Accelerator,
+                table_at: int) -> list[dict[str, Any]]:
+    """`sop`'s records in the terms of `npu`'s registers: the lowering's are the U55/U65's
+    (`table_at`: where its table is in the U85's LUT RAM)."""
     if npu.product != ethos_u85.PRODUCT:
         return records
     whole = sop.stripe_of or sop.lowered
-    return [r if r["kind"] == "dma" else ethos_u85.record(r, whole, sop.part_kernel_first, npu.name, sop.chain)
+    return [r if r["kind"] == "dma" else ethos_u85.record(r, whole, sop.part_kernel_first, npu.name, sop.chain, table_at)
             for r in records]
+
+
+def _chain_length(operations: list[ScheduledOperation], k: int) -> int:
+    """How many operations from `operations[k]` on run as one chain (1: it runs on its own)."""
+    n = 1
+    while "ofm" in dict(operations[k + n - 1].chain) and k + n < len(operations):
+        n += 1
+    return n
+
+
+def _table_loads(operations: list[ScheduledOperation], npu: Accelerator) -> list[tuple[list[tuple[bytes, int]], int]]:
+    """Per operation: the tables to copy into the LUT memory before it (each with the byte it
+    goes to) and where the table it reads is.
+
+    A table stays valid only from one operation reading a table to the next: every operation
+    without one may use the whole SHRAM for its buffers on the U55/U65, where the table goes to
+    the LUT slot at the SHRAM's end. On the U85 a table goes to the LUT RAM's first byte, and
+    the tables of a chain each to bytes of their own (`ethos_u85.table_offsets`), all copied in
+    before its first operation: its operations run block by block together, so a table loaded
+    after the first would be loaded under it (Vela 5.2 loads a group's tables so too)."""
+    u85 = npu.product == ethos_u85.PRODUCT
+    slot = ethos_u85.LUT_ADDRESS if u85 else npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
+    lut = (lambda sop: ethos_u85.lut(sop.lowered)) if u85 else (lambda sop: sop.lowered.lut)
+    plan: list[tuple[list[tuple[bytes, int]], int]] = []
+    resident: dict[int, bytes] = {}  # byte -> the valid table there
+    k = 0
+    while k < len(operations):
+        group = operations[k:k + (_chain_length(operations, k) if u85 else 1)]
+        tables = [t for t in map(lut, group) if t is not None]
+        offsets = ethos_u85.table_offsets(tables) if u85 else {t: slot for t in tables}
+        if offsets is None:
+            raise CascaderError("internal error: a chain's tables do not fit in the LUT RAM together")
+        loads = [(t, at) for t, at in offsets.items() if resident.get(at) != t]
+        resident = {at: t for t, at in offsets.items()}
+        for i, sop in enumerate(group):
+            table = lut(sop)
+            plan.append((loads if i == 0 else [], slot if table is None else offsets[table]))
+        k += len(group)
+    return plan
 
 
 def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, flash: FlashImage, accelerator: str,
@@ -243,24 +284,18 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
     """
     records: list[dict[str, Any]] = []
     npu = Accelerator(accelerator)
-    lut_slot = ethos_u85.LUT_ADDRESS if npu.product == ethos_u85.PRODUCT else npu.shram_banks * npu.shram_bank_bytes - LUT_AREA_BYTES
-    loaded_lut: bytes | None = None  # the table in the LUT slot, while nothing else used the SHRAM
     stored: dict[int, int] = {}  # id of an operation's encoded weights -> their flash address
     templates = templates or RecordTemplates()
-    for k, sop in enumerate(segment.operations):
-        lut = ethos_u85.lut(sop.lowered) if npu.product == ethos_u85.PRODUCT else sop.lowered.lut
-        if lut is not None and lut != loaded_lut:
-            # Every operation without a LUT may use the whole SHRAM for its buffers: a table
-            # stays valid only from one LUT operation to the next.
+    for k, (sop, (loads, table_at)) in enumerate(zip(segment.operations, _table_loads(segment.operations, npu))):
+        for lut, at in loads:
             if lut not in flash.constants:
                 flash.constants[lut] = flash.append(lut)
             records.append(dict(kind="dma", src=dict(region=REGION_FLASH, address=flash.constants[lut], length=len(lut)),
-                                dst=dict(region=REGION_SHRAM, address=lut_slot, length=len(lut))))
-        loaded_lut = lut
+                                dst=dict(region=REGION_SHRAM, address=at, length=len(lut))))
         if sop.depth_step:
             records += _for_target(_depth_slices(sop, placement.address[weights_key(sop, first + k)],
                                                  placement.address.get(second_slot_key(first + k)), placement, flash,
-                                                 segment.segment.constants), sop, npu)
+                                                 segment.segment.constants), sop, npu, table_at)
             continue
         weights_at = (REGION_FLASH, 0)
         if sop.encoded is not None:
@@ -299,7 +334,7 @@ def emit_segment(segment: SegmentSchedule, first: int, placement: Placement, fla
         record = operation_record(sop, placement, flash, segment.segment.constants, weights_at, copies, templates)
         if sop.cascade is None and npu.product != ethos_u85.PRODUCT:
             _check_over_own_input(record)
-        records += _for_target([record], sop, npu)
+        records += _for_target([record], sop, npu, table_at)
     return records, encode_command_stream(records, accelerator=accelerator)
 
 

@@ -5,7 +5,6 @@ The encoder is in C++ (`emit/weight_encoder`); this module only shapes the argum
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -15,6 +14,7 @@ import numpy as np
 from .. import _core
 from ..arch import Accelerator
 from ..errors import InvalidArgumentError
+from ..workers import shared_pool
 
 
 @dataclass(frozen=True)
@@ -132,9 +132,8 @@ def write_all(encodings: Iterable[EncodedWeights]) -> None:
         for e in pending:
             e.data
         return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(lambda e: e.data, pending):
-            pass
+    for _ in shared_pool().map(lambda e: e.data, pending):
+        pass
 
 
 def encode_weights(

@@ -8,17 +8,30 @@
 // stopped. Results must not depend on which worker ran a block: the callers write each block's
 // results to its own slots and read them back in order, so the outcome is the same on any
 // number of cores.
+//
+// The helper threads are kept for the process (WorkerPool): a plan spreads work some 25 times,
+// and a thread started per call cost its start and a join that waited until the new thread had
+// run, on a busy host several milliseconds each. A caller never waits for a helper that has not
+// started: it runs the blocks left itself, so a call made from a helper (a layout inside a
+// scored proposal) or in a forked child, where the pool's threads are gone, still ends.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
+#include <deque>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
+#include <unistd.h>
 
 #include "cascader/common/error.hpp"
 
@@ -49,6 +62,87 @@ inline size_t worker_count(size_t count, size_t block) {
   return std::max<size_t>(1, std::min({core_count(), blocks, size_t{8}}));
 }
 
+// The process's helper threads: each takes a ticket (one worker of one parallel_blocks call)
+// from a queue and runs it unless its call has already ended. Made on first use and never
+// destroyed (the threads wait on the queue until the process exits); grown to as many helpers
+// as a call asks for. A forked child makes a new one.
+class WorkerPool {
+ public:
+  // One parallel_blocks call's shared state: the tickets hold it, so it outlives a call that
+  // ended before a helper took its ticket.
+  struct Job {
+    std::function<void(size_t)> run;  // valid while !closed or while a started ticket runs
+    std::mutex lock;
+    std::condition_variable done;
+    bool closed = false;
+    size_t started = 0, finished = 0;
+  };
+
+  static std::mutex& made_lock() {
+    static std::mutex lock;
+    return lock;
+  }
+
+  static WorkerPool& instance() {
+    // A fork while another thread held this lock would leave the child's copy held for good:
+    // every fork takes it first and both sides release it.
+    static const int at_fork = pthread_atfork([] { made_lock().lock(); }, [] { made_lock().unlock(); },
+                                              [] { made_lock().unlock(); });
+    (void)at_fork;
+    static WorkerPool* pool = nullptr;
+    static pid_t owner = 0;
+    std::lock_guard<std::mutex> guard(made_lock());
+    if (pool == nullptr || owner != getpid()) {  // the parent's pool is left as it is: its threads are not here
+      pool = new WorkerPool();
+      owner = getpid();
+    }
+    return *pool;
+  }
+
+  // Queues tickets for workers 1 .. workers - 1 of `job`, starting helpers up to that many.
+  void post(const std::shared_ptr<Job>& job, size_t workers) {
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      for (size_t w = 1; w < workers; ++w) tickets_.emplace_back(job, w);
+      while (threads_ < workers - 1) {
+        std::thread([this] { serve(); }).detach();
+        ++threads_;
+      }
+    }
+    wake_.notify_all();
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      std::pair<std::shared_ptr<Job>, size_t> ticket;
+      {
+        std::unique_lock<std::mutex> guard(lock_);
+        wake_.wait(guard, [this] { return !tickets_.empty(); });
+        ticket = std::move(tickets_.front());
+        tickets_.pop_front();
+      }
+      Job& job = *ticket.first;
+      {
+        std::lock_guard<std::mutex> guard(job.lock);
+        if (job.closed) continue;
+        ++job.started;
+      }
+      job.run(ticket.second);
+      {
+        std::lock_guard<std::mutex> guard(job.lock);
+        ++job.finished;
+      }
+      job.done.notify_all();
+    }
+  }
+
+  std::mutex lock_;
+  std::condition_variable wake_;
+  std::deque<std::pair<std::shared_ptr<Job>, size_t>> tickets_;
+  size_t threads_ = 0;
+};
+
 template <typename Body>
 void parallel_blocks(size_t count, size_t block, Body body) {
   block = std::max<size_t>(block, 1);
@@ -71,10 +165,16 @@ void parallel_blocks(size_t count, size_t block, Body body) {
       next.store(count);  // the others stop at their next block
     }
   };
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w) threads.emplace_back(run, w);
+  auto job = std::make_shared<WorkerPool::Job>();
+  job->run = run;
+  WorkerPool::instance().post(job, workers);
   run(0);
-  for (std::thread& t : threads) t.join();
+  {
+    // No block is left: a helper yet to start has nothing to do, and must not start now.
+    std::unique_lock<std::mutex> guard(job->lock);
+    job->closed = true;
+    job->done.wait(guard, [&] { return job->finished == job->started; });
+  }
   if (error) std::rethrow_exception(error);
 }
 

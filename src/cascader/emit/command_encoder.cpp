@@ -7,6 +7,7 @@
 
 #include "cascader/arch/block_config.hpp"
 #include "cascader/arch/ethos_u85/command_encoder.hpp"
+#include "cascader/arch/ethos_u85/registers.hpp"
 #include "cascader/arch/npu_registers.hpp"
 #include "cascader/common/error.hpp"
 #include "cascader/emit/register_writer.hpp"
@@ -245,11 +246,13 @@ Access accesses(const NpuOperation& op, const ArchConfig& arch) {
     }
     return a;
   }
-  // The IFM extent the operation may read: the tiles as programmed cover it.
+  // The IFM extent the operation may read: the tiles as programmed cover it. An Ethos-U85 map
+  // in a chaining buffer (its REGION the buffer's number) is in no memory.
+  const auto in_memory = [](int storage) { return storage < ethos_u85::CHAINED; };
   const int ih = std::max(op.ifm.height0, op.ifm.height1), iw = op.ifm.width0;
   auto add = [](std::vector<Span>& to, const std::vector<Span>& from) { to.insert(to.end(), from.begin(), from.end()); };
-  add(a.reads, map_spans(op.ifm, ih, iw, op.ifm.depth));
-  if (op.has_ifm2() && !op.ifm2_is_scalar) {
+  if (in_memory(op.u85.ifm_storage)) add(a.reads, map_spans(op.ifm, ih, iw, op.ifm.depth));
+  if (op.has_ifm2() && !op.ifm2_is_scalar && in_memory(op.u85.ifm2_storage)) {
     add(a.reads, map_spans(op.ifm2, std::max(op.ifm2.height0, op.ifm2.height1), op.ifm2.width0,
                            op.broadcast_c ? 1 : op.ofm.depth));
   }
@@ -259,7 +262,7 @@ Access accesses(const NpuOperation& op, const ArchConfig& arch) {
     }
   }
   if (const auto lut = lut_span(op, arch)) a.reads.push_back(*lut);
-  add(a.writes, map_spans(op.ofm, op.ofm.height, op.ofm.width, op.ofm.depth));
+  if (in_memory(op.u85.ofm_storage)) add(a.writes, map_spans(op.ofm, op.ofm.height, op.ofm.width, op.ofm.depth));
   return a;
 }
 

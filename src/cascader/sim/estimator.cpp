@@ -8,6 +8,7 @@
 #include <utility>
 #include <string>
 
+#include "cascader/arch/ethos_u85/command_encoder.hpp"
 #include "cascader/arch/ethos_u85/performance.hpp"
 #include "cascader/arch/ethos_u85/registers.hpp"
 #include "cascader/arch/ethos_u85/weight_order.hpp"
@@ -802,11 +803,30 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
     // table) is a sub-operation whose DMA its cost leaves out.
     const bool lut_costed = !u85 || (!reads_weights(o) && !o.has_ifm2());
     if (e.op.activation == cascader::Activation::Lut) {
-      auto it = std::find_if(pending.rbegin(), pending.rend(), [](const PendingDma& p) { return p.dst.region == kShramRegion; });
+      // The newest DMA into the LUT memory; on the Ethos-U85 the newest into this table's bytes
+      // (a chain's tables are all loaded before its first operation, each in bytes of its own).
+      const auto table = u85 ? ethos_u85::lut_bytes(o) : std::nullopt;
+      auto it = std::find_if(pending.rbegin(), pending.rend(), [&](const PendingDma& p) {
+        return p.dst.region == kShramRegion &&
+               (!table || (p.dst.address < table->second && table->first < p.dst.address + p.dst.length));
+      });
       if (it != pending.rend()) {
         if (lut_costed) e.op.lut_bytes = int64_t(it->dst.length);
         e.op.lut_memory = region_memory(it->src.region, arch);
         if (lut_costed && !e.op.weight_buffer_memory) e.op.dma_slack_cycles = slack;
+        e.dmas.push_back(it->index);
+        pending.erase(std::next(it).base());
+      }
+    }
+    // The tables of a chain's later operations, loaded before its first: sub-operations' tables,
+    // whose DMAs Vela leaves out of the chain's cost (as a fused table's above).
+    for (size_t k : chained) {
+      const auto table = ethos_u85::lut_bytes(ops[k]);
+      if (!table) continue;
+      auto it = std::find_if(pending.rbegin(), pending.rend(), [&](const PendingDma& p) {
+        return p.dst.region == kShramRegion && p.dst.address < table->second && table->first < p.dst.address + p.dst.length;
+      });
+      if (it != pending.rend()) {
         e.dmas.push_back(it->index);
         pending.erase(std::next(it).base());
       }

@@ -9,6 +9,7 @@
 #include "cascader/arch/ethos_u85/argmax_pool.hpp"
 #include "cascader/arch/ethos_u85/bilinear_resize.hpp"
 #include "cascader/arch/ethos_u85/broadcast.hpp"
+#include "cascader/arch/ethos_u85/command_encoder.hpp"
 #include "cascader/arch/ethos_u85/dma.hpp"
 #include "cascader/arch/ethos_u85/elementwise.hpp"
 #include "cascader/arch/ethos_u85/matmul.hpp"
@@ -226,6 +227,18 @@ void Executor::dma(const NpuOperation& op) {
     return;
   }
   const uint64_t n = op.dma_src.length;
+  if (u85() && op.dma_dst.region == kShramRegion) {
+    const uint64_t begin = op.dma_dst.address, end = begin + n;
+    for (const auto& [a, b] : chain_tables_) {
+      if (begin < b && a < end) {
+        std::ostringstream s;
+        s << "a DMA writes LUT RAM bytes [" << begin << ", " << end << ") while an operation of the unfinished chain "
+          << "reads its table from [" << a << ", " << b << "): the chain's operations run block by block together, "
+          << "so the tables they read must be in place before the chain starts and stay until it ends";
+        fail(op, s.str());
+      }
+    }
+  }
   const uint8_t* src = bytes(op, op.dma_src.region, op.dma_src.address, n, "DMA source");
   uint8_t* dst = bytes(op, op.dma_dst.region, op.dma_dst.address, n, "DMA destination");
   std::memmove(dst, src, n);
@@ -585,6 +598,15 @@ void Executor::block(const NpuOperation& op) {
   if (op.acc_format == 2) fail(op, "the FP S5.10 accumulator format is not supported by the simulator");
   const Geometry g = geometry(op, u85());
   const bool convolution = op.kind == OpKind::Conv || op.kind == OpKind::Depthwise;
+  if (u85()) {  // the tables the chain this operation starts or continues reads, while it lasts
+    const bool continues = op.u85.ifm_storage == ethos_u85::CHAINED || op.u85.ifm2_storage == ethos_u85::CHAINED;
+    if (!continues) chain_tables_.clear();
+    if (op.u85.ofm_storage != ethos_u85::CHAINED) {
+      chain_tables_.clear();
+    } else if (const auto table = ethos_u85::lut_bytes(op)) {
+      chain_tables_.push_back(*table);
+    }
+  }
 
   // Bound the work before doing any, then read, compute and write.
   const RegionMemory& out_mem = regions_[static_cast<size_t>(op.ofm.region)];

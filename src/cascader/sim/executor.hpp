@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cascader/arch/ethos_u85/accumulators.hpp"
@@ -71,6 +72,10 @@ class Executor {
     bool valid = false;
   };
   std::array<Chained, 8> chained_;
+  // The LUT RAM bytes [begin, end) the operations of the chain not yet ended read their tables
+  // from: the chain runs its operations block by block together, so until its last operation
+  // those bytes must hold the tables (a DMA over them is refused).
+  std::vector<std::pair<uint64_t, uint64_t>> chain_tables_;
   ethos_u85::AccumulatorRam accumulators_;  // kept between Ethos-U85 operations
   bool u85() const { return config_.product == static_cast<int>(Product::EthosU85); }
   Dense read_input(const NpuOperation& op, const FeatureMap& fm, int storage, int H, int W, int C, int upscale,

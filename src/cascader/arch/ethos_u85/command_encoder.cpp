@@ -136,7 +136,8 @@ std::optional<std::pair<uint64_t, uint64_t>> lut_bytes(const NpuOperation& op) {
     case 5: size = 512; break;          // LUT_S8_S16
     case 7: size = 1024; break;         // LUT_S8_S32
     case 8: case 9: size = 2048; break; // the 16-bit input tables
-    default: return std::nullopt;       // no table (none, or the built-in TANH/SIGMOID)
+    case 10: case 11: size = 2048; break;  // TANH, SIGMOID: interpolated tables too (activation_table.hpp)
+    default: return std::nullopt;       // no table
   }
   const uint64_t at = uint64_t(op.u85.activation_table) * size;
   return std::make_pair(at, at + size);

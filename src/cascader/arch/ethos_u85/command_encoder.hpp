@@ -24,7 +24,7 @@ namespace cascader::ethos_u85 {
 // The LUT RAM bytes [begin, end) an operation's table activation reads (a DMA fills them through
 // region 0x103, the internal-memory bit and region 3), or nullopt without a table: table index x
 // table size, 256 bytes for 8-bit entries, 512 for 16-bit, 1 KiB for 32-bit, 2 KiB for the
-// 16-bit input tables.
+// 16-bit input tables and the TANH/SIGMOID ones.
 std::optional<std::pair<uint64_t, uint64_t>> lut_bytes(const sim::NpuOperation& op);
 
 // Writes the registers of a strided or indexed DMA (`op.u85.dma`, as ethos_u85/dma.hpp reads
