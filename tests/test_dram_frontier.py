@@ -34,9 +34,12 @@ def _own_binary_cycles(model, accelerator: str, frontier, point) -> float:
     """The estimator's cycles (stripes as run) of `point`'s own proposal allocated within its
     SRAM as the compile allocates a proposal that fits only with feature maps in DRAM
     (`compiler._evicting_cascades`): with the weight buffers of its operations run alone, by
-    the greedy planner. A point of the schedule with padded maps bricked for DRAM
+    the greedy planner, and reblocked for the maps in DRAM where the planner found that faster.
+    A point of the schedule with padded maps bricked for DRAM
     (`PlanPoint.evicted_bricks`) is that schedule's proposal, of its own graph."""
-    from cascader.allocation import allocate
+    from cascader.allocation import allocate, eviction_cost
+    from cascader.evicted_blocks import reblocked_allocations
+    from cascader.memory import MemoryConfig, sram_bytes
     from cascader.emit.binary import emit
     from cascader.lowering import lower
     from cascader.packaging import package_binary
@@ -53,6 +56,13 @@ def _own_binary_cycles(model, accelerator: str, frontier, point) -> float:
     lean = without_weight_buffers(buffered)
     proposed = proposal_schedules(lean, graph, point.proposal, _Target.of(lean), buffered)[1]
     allocated = allocate(proposed, part, point.sram_bytes, solver="greedy")
+    # Reblocked for the maps moved to DRAM where that is planned faster, as the planner and the
+    # compile do (`evicted_blocks.reblocked_allocations`).
+    options = [allocated] + [a for a in reblocked_allocations(allocated, part, point.sram_bytes)
+                             if sram_bytes(a[1], MemoryConfig.for_target(acc.name, acc.default_system,
+                                                                         acc.default_memory_mode.value))
+                             <= point.sram_bytes]
+    allocated = min(options, key=lambda a: a[0].total_cycles + eviction_cost(a, part.graph))
     binary = package_binary(model, allocated, emit(allocated, acc.name), acc.name)[0]
     return cascader.estimate(binary, accelerator=acc.name, stripes="as_run").total_cycles
 

@@ -188,8 +188,12 @@ def test_a_table_is_loaded_before_the_kernels_read_it(compiled: dict) -> None:
 
 
 # ResNet8 at 0.4 of its unlimited SRAM runs faster uncascaded now that its convolutions chain
-# into their residual ADDs (89,400 cycles, some maps in DRAM, against 92,846 cascaded before).
-@pytest.mark.parametrize("model_name,fraction", [("mobilenet_v2", 0.4), ("resnet8", 0.5), ("ds_cnn_kws", 0.4)])
+# into their residual ADDs (89,400 cycles, some maps in DRAM, against 92,846 cascaded before);
+# at 0.5 too, and DS-CNN at 0.4, since the operations on maps in DRAM take blocks for DRAM
+# (`evicted_blocks`: ResNet8 74,147 cycles against 79,448 cascaded; DS-CNN 59,063). BlazeFace's
+# residual blocks cascade and chain.
+@pytest.mark.parametrize("model_name,fraction", [("mobilenet_v2", 0.4), ("blazeface_blocks", 0.5),
+                                                 ("mobilenet_v1", 0.4)])
 def test_cascaded_u85_compiles_fit_and_are_bit_exact(model_name: str, fraction: float, compiled: dict,
                                                      tmp_path) -> None:
     """Under a budget below the uncascaded schedule's SRAM the planner's cascades run on the

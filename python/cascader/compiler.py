@@ -8,7 +8,8 @@ The stages are functions of values, each in its own module, and none imports thi
 `compile` runs them once in that order. What it decides: the uncascaded schedule when it fits
 (Vela's Performance choice), else the fastest cascaded proposal that fits; the bricked variant
 of a schedule where that is faster; on Dedicated_Sram under a budget, proposals that fit by
-moving feature maps to DRAM, ranked by the estimator on their command streams.
+moving feature maps to DRAM (and the same with the operations on those maps given blocks for
+DRAM, `evicted_blocks`), ranked by the estimator on their command streams.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .allocation import allocate
 from .arch import Accelerator, MemoryMode, arch_config
 from .compiled import CompiledModel
 from .emit.binary import Emission, emit
+from .evicted_blocks import reblocked_allocations
 from .packaging import package_binary
 from .emit.program import RecordTemplates
 from .errors import InfeasibleError, InvalidArgumentError
@@ -213,6 +215,13 @@ def _evicting_cascades(part: Partition, sched: NpuSchedule, budget: int, frontie
         except InfeasibleError:
             continue
     return out
+
+
+def _reblocked(options: list[tuple], part: Partition, budget: int) -> list[tuple]:
+    """Dedicated_Sram: of (allocated, planned cycles) options, those whose layouts moved feature
+    maps to DRAM with the operations on those maps given the blocks that run fastest there,
+    laid out again (`evicted_blocks.reblocked_allocations`)."""
+    return [a for allocated, _ in options for a in reblocked_allocations(allocated, part, budget)]
 
 
 def _stream_cycles(emission: Emission, accelerator: str, system, memory_mode: str) -> float:
@@ -504,6 +513,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         # SRAM on U65-256, the three it ranks first miss the estimate's best by 0.8%. The
         # planner's prediction does not cover evicted buffers: none is claimed for these.
         evicting = _evicting_cascades(part, sched, budget, frontier, fastest_fitting, prepared)
+        evicting += _reblocked(options + bricked_options + [(a, None) for a in evicting], part, budget)
         # Ranked by the estimate of their command streams: only the one kept is packaged, from
         # the emission it was ranked on.
         best, chosen, planned, emission = _fastest(options + bricked_options + [(a, None) for a in evicting],
@@ -524,6 +534,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
                 pass
             bricked_evicting = _evicting_cascades(part, bricks, budget, prepared.frontier(bricks), fastest_fitting,
                                                   prepared)
+            bricked_evicting += _reblocked(whole + [(a, None) for a in bricked_evicting], part, budget)
             faster = _fastest(whole + [(a, None) for a in bricked_evicting], acc, system, mode, templates)
             if faster[0] < best:
                 best, chosen, planned, emission = faster

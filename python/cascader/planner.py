@@ -36,6 +36,7 @@ from . import memory as mem
 from .allocation import Lean, allocate, eviction_cost
 from .arch import Accelerator, MemoryMode
 from .errors import InfeasibleError
+from .evicted_blocks import reblocked_allocations
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
@@ -779,8 +780,13 @@ def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSc
                     work += len(striped.operations)
             except InfeasibleError:  # a buffer that may not leave SRAM: no point under this budget
                 continue
-            sched, layout = allocated[:2]
-            cycles = sched.total_cycles + eviction_cost(allocated, graph)
+            cycles = allocated[0].total_cycles + eviction_cost(allocated, graph)
+            # As the compile does, the operations on the maps moved to DRAM may take the blocks
+            # that run fastest there (`evicted_blocks.reblocked`), laid out anew within the SRAM.
+            for again in reblocked_allocations(allocated, part, sram):
+                work += len(striped.operations)
+                if mem.sram_bytes(again[1], config) <= sram:
+                    cycles = min(cycles, again[0].total_cycles + eviction_cost(again, graph))
             # Its bound is its layout (the planner's own peak counts every feature map in SRAM).
             out.append(PlanPoint(sram, cycles, point.proposal, sram, point.least_scratch, evicting=True))
     return out
