@@ -328,12 +328,23 @@ class _Target:
 _PART_KERNEL_FIRST, _DEPTH_FIRST = _core.Traversal.PartKernelFirst, _core.Traversal.DepthFirst
 
 
-def operation_cycles(accelerator: str, cpu_visible: set[int], ops: list[LoweredOperation]) -> float:
+def operation_cycles(accelerator: str, cpu_visible: set[int], ops: list[LoweredOperation],
+                     weights: bool = False) -> float:
     """The cycle model's total for `ops` run uncascaded on the target's default system, the
     `cpu_visible` buffers in the arena and the other maps in the fast memory: the cost a
-    lowering chooses by (`frontend.lower.lower_segment`'s `cost`, `lower_ofm_transpose`)."""
+    lowering chooses by (`frontend.lower.lower_segment`'s `cost`, `lower_ofm_transpose`).
+    `weights`: with the weights' raw sizes read in place (as `block_choice` ranks blocks),
+    else without weight traffic."""
     target = _Target(accelerator, None, None, cpu_visible=cpu_visible)
-    return sum(_core.estimate(target.npu_op(op), target.arch).total_cycles for op in ops)
+    return sum(_core.estimate(target.npu_op(op, *(_raw_stream_bytes(op) if weights else ())), target.arch).total_cycles
+               for op in ops)
+
+
+def _raw_stream_bytes(op: LoweredOperation) -> tuple[int, int]:
+    """An operation's weight and scale bytes before encoding (none without weights)."""
+    if op.weights is None:
+        return 0, 0
+    return int(op.weights.values.size), 10 * int(op.weights.values.shape[0])
 
 
 def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
@@ -434,7 +445,7 @@ def block_choice(op: LoweredOperation, target: _Target) -> tuple[tuple[int, int,
     """The OFM block and traversal (part-kernel-first) the cycle model picks for a weighted
     operation. The choice needs a size before the encoder has run: the raw weight bytes rank
     the configs; the encoded size then costs the chosen one."""
-    raw = target.cost(op, int(op.weights.values.size), 10 * int(op.weights.values.shape[0]))
+    raw = target.cost(op, *_raw_stream_bytes(op))
     return raw.block_config.ofm_block, raw.block_config.part_kernel_first if op.kind == "conv" else False
 
 
@@ -1575,7 +1586,7 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
         ofm_bytes, ifm_bytes = _view_bytes(lo.ofm), _view_bytes(lo.ifm)
         if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes):
             return sop
-        raw = (int(lo.weights.values.size), 10 * int(lo.weights.values.shape[0])) if lo.weights is not None else (0, 0)
+        raw = _raw_stream_bytes(lo)
         best = (max(ofm_bytes, shift + ifm_bytes), -1.0, sop.block, sop.part_kernel_first)
         for config in _core.enumerate_block_configs(accelerator, _core.block_query(target.npu_op(lo))):
             block = (config.ofm_block.height, config.ofm_block.width, config.ofm_block.depth)
