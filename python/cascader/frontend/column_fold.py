@@ -20,13 +20,14 @@ The fold is applied only where the cycle model says the folded convolution is fa
 input where the schedule may read it (in the arena, or staged in the fast memory: never slower
 in either, faster in one), with the raw weight sizes (the folded kernel is larger, with zeros).
 It applies to a map the CPU hands in (nothing in the segment writes it, so no cascade produces
-it in rows of the other shape) that this convolution alone reads whole, dense NHWC: the
+it in rows of the other shape) that this convolution alone reads, all of it, dense NHWC: the
 segment then records the folded shape as the buffer's own (`LoweringContext.reshaped`), so the
 planner stripes it like any whole map.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -65,13 +66,14 @@ def fold_columns(lw: LoweringContext) -> None:
 
 
 def _foldable(lw: LoweringContext, op: LoweredOperation) -> bool:
-    """A convolution reading a whole dense NHWC buffer, stepping over columns, undilated along W."""
+    """A convolution reading all of a dense NHWC buffer, stepping over columns, undilated along W."""
     if op.kind != "conv" or op.weights is None or op.weights.depthwise or op.ifm2 is not None:
         return False
     kernel, v = op.registers["kernel"], op.ifm
+    # All of the buffer, in any shape (a RESHAPE's output reads its input's bytes).
     shape, _ = lw.natural(v.buffer)
     return (kernel["stride"][1] > 1 and kernel["dilation"][1] == 1 and not op.registers.get("ifm_upscale")
-            and v.layout == "NHWC" and v.offset == 0 and not v.wrap_rows and v.shape == shape
+            and v.layout == "NHWC" and v.offset == 0 and not v.wrap_rows and math.prod(v.shape) == math.prod(shape)
             and v.strides == dense_strides(v.shape, v.element_size))
 
 

@@ -622,6 +622,20 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   return estimate(op, arch, cache);
 }
 
+BlockConfig fastest_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
+  CostRecord best = estimate(op, arch, cache);
+  if (arch.accelerator().product == Product::EthosU85 || op.type == NpuOpType::Dma || op.transpose != Transpose::None) {
+    return best.block_config;
+  }
+  NpuOp trial = op;
+  for (const BlockConfig& cfg : enumerate_block_configs(arch.accelerator(), block_query(op))) {
+    trial.block_config = cfg;
+    CostRecord r = estimate(trial, arch, cache);
+    if (r.total_cycles < best.total_cycles) best = std::move(r);
+  }
+  return best.block_config;
+}
+
 CostRecord estimate_matmul(const NpuOp& mul, const NpuOp& sum, int columns, const ArchConfig& arch,
                            BlockConfigCache& cache) {
   if (columns < 1) throw InvalidArgument("a matrix product has at least one column");
