@@ -623,23 +623,41 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
 }
 
 BlockConfig fastest_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
-  CostRecord best = estimate(op, arch, cache);
+  const CostRecord first = estimate(op, arch, cache);
   if (arch.accelerator().product == Product::EthosU85 || op.type == NpuOpType::Dma || op.transpose != Transpose::None) {
-    return best.block_config;
+    return first.block_config;
   }
-  // A block that reads the weights more often keeps their memory busy for longer, and the next
-  // operation's weight DMA waits for that memory: no block reads it more than the first.
-  // (A 3x3 depthwise in four blocks instead of one read its weights from flash four times, and
-  // the pointwise after it could no longer hide its weight DMA: coral MobileNetV1-0.25 on
-  // U55-128, 625,376 -> 634,318 cycles.)
+  // What the next operation's weight DMA runs under: this one's compute with its maps in their
+  // home memory (buffering_slack_cycles), less the time this one keeps the weights' memory
+  // busy itself (the schedule's `busy`). A block that is faster but leaves the next DMA less
+  // than it saves may cost the next operation more than it gains: on U65 the slack is counted
+  // with the maps in DRAM, where a block can lose far more than it gains in SRAM (zoo
+  // transformer_block's 2 x 16 x 16 average pool in 2 x 2 blocks: 96 cycles faster, its next
+  // convolution's weight DMA exposed). And a faster block is no slower with its maps in their
+  // home memory (on U65 the layout may move them to DRAM under a small budget).
   const int weights = int(op.weight_buffer_memory ? *op.weight_buffer_memory : op.weight_memory);
-  const double weight_access = best.access_cycles[weights];
   const bool weighted = op.weight_bytes > 0 || op.scale_bytes > 0;
+  const auto cover = [&](const CostRecord& r) {
+    return double(r.buffering_slack_cycles) - (weighted ? r.access_cycles[weights] : 0.0);
+  };
+  const MemoryArea home = arch.region_memory(Region::Arena);
+  NpuOp at_home = op;
+  at_home.ifm.memory = at_home.ofm.memory = home;
+  if (at_home.ifm2) at_home.ifm2->memory = home;
+  const bool elsewhere = op.ifm.memory != home || op.ofm.memory != home || (op.ifm2 && op.ifm2->memory != home);
+  at_home.block_config = first.block_config;
+  const double home_cycles = elsewhere ? estimate(at_home, arch, cache).total_cycles : 0.0;
+  CostRecord best = first;
   NpuOp trial = op;
   for (const BlockConfig& cfg : enumerate_block_configs(arch.accelerator(), block_query(op))) {
     trial.block_config = cfg;
     CostRecord r = estimate(trial, arch, cache);
-    if (r.total_cycles < best.total_cycles && !(weighted && r.access_cycles[weights] > weight_access)) best = std::move(r);
+    if (!(r.total_cycles < best.total_cycles) || cover(r) < cover(first) - (first.total_cycles - r.total_cycles)) continue;
+    if (elsewhere) {
+      at_home.block_config = cfg;
+      if (estimate(at_home, arch, cache).total_cycles > home_cycles) continue;
+    }
+    best = std::move(r);
   }
   return best.block_config;
 }

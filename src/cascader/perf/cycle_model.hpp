@@ -79,9 +79,10 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
 // heuristic, choose_block_config), which is kept unless another is strictly faster. The
 // heuristic ranks blocks by IFM and weight fetch per OFM element; the cycle model also counts
 // the micro-blocks an edge block wastes, the accumulator latency of small blocks and where
-// each map lives. A weighted op's block reads its weights' memory no more than the first one
-// (the next op's weight DMA waits for that memory). The Ethos-U85 has a search of its own: its
-// op's choice is returned.
+// each map lives. A block is taken only where it leaves the next op's weight DMA (this op's
+// compute with its maps in their home memory, less the time it reads its own weights) short by
+// no more than it saves, and is no slower with the maps in their home memory. The Ethos-U85
+// has a search of its own: its op's choice is returned.
 // Complexity: one estimate per valid config (see enumerate_block_configs).
 BlockConfig fastest_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache);
 
