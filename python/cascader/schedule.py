@@ -610,9 +610,9 @@ def _schedule_operation(op: LoweredOperation, target: _Target, slack: int, buffe
     if not best.weight_buffer:
         # Read in place: the block of the weights' depth the cycle model costs least (the
         # heuristic's block ranks fetches only: DS-CNN's 25 x 5 x 64 3x3 depthwise on U55-128
-        # takes 8,124 cycles in its 14 x 6 x 16 blocks, 7,584 in 5 x 6 x 16 ones, which waste
-        # no micro-blocks at the edge). A buffered operation keeps its block: the choices
-        # above were made for it.
+        # takes 8,124 cycles in its 14 x 6 x 16 blocks, 8,064 in 13 x 6 x 16 ones, which leave
+        # fewer micro-blocks empty in the second block). A buffered operation keeps its block:
+        # the choices above were made for it.
         fastest = target.fastest_cost(op, w, s, block, traversal)
         if fastest.total_cycles < best.cost.total_cycles:
             best = replace(best, block=tuple(fastest.block_config.ofm_block), cost=fastest)
