@@ -1,5 +1,6 @@
 """A convolution reading its input's columns in groups as channels (`frontend.column_fold`):
-bit-exact against the reference interpreter on two seeds on ethos-u55-128 and ethos-u65-256,
+bit-exact against the reference interpreter on two seeds on ethos-u55-128, ethos-u65-256 and
+ethos-u85-256,
 at the edges of the rewrite (strides 2 and 3 with groups of 2 and 3, a kernel one group wide; SAME padding whose
 first window starts inside a group; VALID; kernels narrower and wider than a group; 1, 2 and 3
 input channels; a dilation along H; an int16 input; a depthwise with a channel multiplier,
@@ -23,6 +24,7 @@ from conftest import compile_on_npu  # noqa: E402
 from cascader.bench.simulate import validate  # noqa: E402
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
+EXACT_ON = (*ACCELERATORS, "ethos-u85-256")
 
 
 def _folded(model, accelerator) -> list:
@@ -57,7 +59,7 @@ def _single_conv(shape, filters, kernel, stride, padding="SAME", dilation=(1, 1)
     return net.build()
 
 
-@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("accelerator", EXACT_ON)
 @pytest.mark.parametrize("name", ["ds_cnn_kws", "kws_mean"])
 def test_ds_cnn_first_convolution_folds_exactly(tmp_path, accelerator, name):
     # DS-CNN's 10x4 stride-2 convolution over 49 x 10 x 1: a 10x3 one over 49 x 5 x 2 column pairs.
@@ -123,7 +125,7 @@ EDGES = {
 }
 
 
-@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("accelerator", EXACT_ON)
 @pytest.mark.parametrize("edge", list(EDGES))
 def test_edges_bit_exact(tmp_path, always_fold, accelerator, edge):
     shape, filters, kernel, stride, padding, dilation, dtype, multiplier = EDGES[edge]
