@@ -47,7 +47,7 @@ def fold_columns(lw: LoweringContext) -> None:
         if b not in visible or not _foldable(lw, op):
             continue
         readers = [o for o in lw.ops for v in (o.ifm, o.ifm2) if v is not None and v.buffer == b]
-        if readers != [op] or any(o.ofm.buffer == b for o in lw.ops):
+        if len(readers) != 1 or readers[0] is not op or any(o.ofm.buffer == b for o in lw.ops):
             continue
         best, best_cycles = op, _cycles(lw, op)
         if best_cycles is None:
@@ -58,7 +58,7 @@ def fold_columns(lw: LoweringContext) -> None:
                 continue
             folded = folded_convolution(op, f)
             cycles = _cycles(lw, folded)
-            if all(c <= b for c, b in zip(cycles, best_cycles)) and cycles != best_cycles:
+            if all(new <= old for new, old in zip(cycles, best_cycles)) and cycles != best_cycles:
                 best, best_cycles = folded, cycles
         if best is not op:
             lw.ops[k] = best
