@@ -51,6 +51,7 @@ from .lowered import (
 from .lowering_context import Box
 from .self_product_fusion import lower_self_product, plan_self_products
 from .lowering_rules import LOWERING_RULES
+from .column_fold import fold_columns
 from .lut_fusion import fuse_table_lookups
 from .operation_builder import MAX_PADDING
 from .operator_view import ALIAS_OPS, OperatorView
@@ -100,7 +101,7 @@ class _Lowering:
 
     def __init__(self, graph: SubGraph, operators: tuple[int, ...], removed: frozenset[int] = frozenset(),
                  least_scratch: bool = False, accelerator: str | None = None, channel_planes: bool = False,
-                 cost: Callable[[str, set[int], list], float] | None = None) -> None:
+                 cost: Callable[[str, set[int], list, bool], float] | None = None) -> None:
         self.graph = graph
         self.cost = cost
         self.least_scratch = least_scratch
@@ -136,6 +137,8 @@ class _Lowering:
         self.resident_buffers: dict[int, str] = {}  # buffers at one arena offset across inferences -> variable key
         # Slicing outputs read in place: tensor -> its box of the sliced tensor.
         self.subviews: dict[int, Box] = {}
+        # Buffers every operation views in another shape than their tensor's (`fold_columns`).
+        self.reshaped: dict[int, tuple[int, int, int]] = {}
 
     # --- buffers ----------------------------------------------------------------------------
 
@@ -273,6 +276,7 @@ class _Lowering:
                 e.operator = i  # the compiler sends this operator to the CPU and tries again
                 raise
         self.fused_away |= fuse_table_lookups(self)
+        fold_columns(self)
         return self._segment()
 
     def _fold_pads(self) -> None:
@@ -463,10 +467,10 @@ class _Lowering:
         ifms, ofms = self._boundary()
         return {self.buffer(t) for t in (*ifms, *ofms)}
 
-    def cycles(self, operations: list) -> float | None:
+    def cycles(self, operations: list, weights: bool = False, staged: bool = False) -> float | None:
         if self.cost is None or self.accelerator is None:
             return None
-        return self.cost(self.accelerator, self.cpu_visible(), operations)
+        return self.cost(self.accelerator, set() if staged else self.cpu_visible(), operations, weights)
 
     def _boundary(self) -> tuple[list[int], list[int]]:
         """The segment's IFMs (read, produced outside it) and OFMs (read outside it, or model
@@ -516,13 +520,13 @@ class _Lowering:
         self._flatten_copies()
         return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants,
                               {b: name for b, (name, _, _) in self.scratch_buffers.items()},
-                              {b: self.natural(b)[0] for b in buffers}, frozenset(self.persistent),
+                              {b: self.reshaped.get(b) or self.natural(b)[0] for b in buffers}, frozenset(self.persistent),
                               dict(self.resident_buffers))
 
 
 def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collection[int] = (),
                   least_scratch: bool = False, accelerator: str | None = None,
-                  channel_planes: bool = False, cost: Callable[[str, set[int], list], float] | None = None
+                  channel_planes: bool = False, cost: Callable[[str, set[int], list, bool], float] | None = None
                   ) -> LoweredSegment:
     """Lower the operators of one NPU segment (in execution order). `removed`: the
     partition's operators that do not run (`Partition.removed`): what they read is not read.
@@ -531,7 +535,7 @@ def lower_segment(graph: SubGraph, operators: tuple[int, ...], removed: Collecti
     otherwise where it has a mechanism of its own (`LoweringContext.accelerator`).
     `channel_planes`: transposes as per-channel planes where they can be
     (`LoweringContext.channel_planes`). `cost`: the cycle model, (accelerator, CPU-visible
-    buffers, operations) -> cycles, for the rules that choose between lowerings by it
+    buffers, operations, with raw weight sizes) -> cycles, for the rules that choose between lowerings by it
     (`LoweringContext.cycles`; `schedule.operation_cycles`, which the frontend cannot import).
 
     Raises

@@ -70,6 +70,9 @@ class LoweringContext(Protocol):
     # The target multiplies two feature maps as matrices (the Ethos-U85's convolution that takes
     # its weights from IFM2): a BATCH_MATMUL of two computed operands is then one operation.
     matmul_from_ifm2: bool
+    # Buffers every operation views in another shape than their tensor's: buffer -> that shape,
+    # which the segment records as the buffer's own (a CPU input read as column groups, `column_fold`).
+    reshaped: dict[int, tuple[int, int, int]]
 
     def buffer(self, t: int) -> int:
         """The tensor owning `t`'s bytes: through reshapes, folded pads and concatenation slices."""
@@ -80,11 +83,17 @@ class LoweringContext(Protocol):
         which is not the fast memory on a Dedicated_Sram system (`schedule._Target`)."""
         ...
 
-    def cycles(self, operations: list) -> float | None:
+    def cycles(self, operations: list, weights: bool = False, staged: bool = False) -> float | None:
         """The cycle model's total for `operations` run uncascaded on the target (its default
-        system), the `cpu_visible` buffers in the arena and the other maps in the fast memory;
-        None where the lowering was given no cycle model (`lower_segment`'s `cost`). Raises
-        InvalidArgumentError where no block of the target holds an operation."""
+        system), the `cpu_visible` buffers in the arena (`staged`: in the fast memory too, as
+        input staging may copy them) and the other maps in the fast memory; `weights`: with the
+        weights' raw sizes read in place (else no weight traffic). None where the lowering was
+        given no cycle model (`lower_segment`'s `cost`). Raises InvalidArgumentError where no
+        block of the target holds an operation."""
+        ...
+
+    def natural(self, b: int) -> tuple[tuple[int, int, int], str]:
+        """Buffer `b`'s own shape and element type: its tensor's, or a scratch buffer's."""
         ...
 
     def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:

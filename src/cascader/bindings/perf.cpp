@@ -100,6 +100,14 @@ void bind_perf(py::module_& m) {
   m.def("access_cycles_per_byte", &access_cycles_per_byte, py::arg("arch"), py::arg("memory"));
   m.def("estimate", py::overload_cast<const NpuOp&, const ArchConfig&>(&estimate), py::arg("op"), py::arg("arch"),
         "Cost of one NPU op (block config chosen and cached when the op does not fix one).");
+  m.def(
+      "fastest_block_config",
+      [](const NpuOp& op, const ArchConfig& arch) {
+        thread_local BlockConfigCache cache;
+        return fastest_block_config(op, arch, cache);
+      },
+      py::arg("op"), py::arg("arch"),
+      "The block config the cycle model costs the op least with (its own, or the shape-only choice, on ties).");
   m.def("eviction_shares", &eviction_shares, py::arg("op"), py::arg("arch"), py::arg("home"), py::arg("slow"),
         py::arg("base_cycles"),
         "(ifm, ifm2, ofm): each operand's Shapley share of the cycles the op gains with its operands in "

@@ -622,6 +622,57 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch) {
   return estimate(op, arch, cache);
 }
 
+BlockConfig fastest_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache) {
+  const CostRecord first = estimate(op, arch, cache);
+  if (arch.accelerator().product == Product::EthosU85 || op.type == NpuOpType::Dma || op.transpose != Transpose::None) {
+    return first.block_config;
+  }
+  // What the next operation's weight DMA runs under: this one's compute with its maps in their
+  // home memory (buffering_slack_cycles), less the time this one keeps the weights' memory
+  // busy itself (the schedule's `busy`). A block that is faster but leaves the next DMA less
+  // than it saves may cost the next operation more than it gains: on U65 the slack is counted
+  // with the maps in DRAM, where a block can lose far more than it gains in SRAM (zoo
+  // transformer_block's 2 x 16 x 16 average pool in 2 x 2 blocks: 96 cycles faster, its next
+  // convolution's weight DMA exposed).
+  const int weights = int(op.weight_buffer_memory ? *op.weight_buffer_memory : op.weight_memory);
+  const bool weighted = op.weight_bytes > 0 || op.scale_bytes > 0;
+  const auto cover = [&](const CostRecord& r) {
+    return double(r.buffering_slack_cycles) - (weighted ? r.access_cycles[weights] : 0.0);
+  };
+  // Each placement of the maps the layout may move home (on U65, DRAM under a small budget; an
+  // eviction moves one map, not all): the first block's cycles there, which a faster block may
+  // not exceed (palm
+  // detection's 48 x 48 x 32 max pool on U65-256 with its input evicted to DRAM: 37,853 cycles
+  // in its 4 x 4 x 32 blocks, 83,389 in 2 x 4 x 16 ones).
+  const MemoryArea home = arch.region_memory(Region::Arena);
+  std::vector<FeatureMap*> movable;
+  std::vector<MemoryArea> where;
+  NpuOp moved = op;
+  for (FeatureMap* fm : {&moved.ifm, moved.ifm2 ? &*moved.ifm2 : nullptr, &moved.ofm}) {
+    if (fm && fm->memory != home) movable.push_back(fm), where.push_back(fm->memory);
+  }
+  const auto placed = [&](unsigned mask, const BlockConfig& cfg) {
+    for (size_t k = 0; k < movable.size(); ++k) movable[k]->memory = (mask >> k) & 1 ? home : where[k];
+    moved.block_config = cfg;
+    return estimate(moved, arch, cache).total_cycles;
+  };
+  std::vector<double> first_placed;
+  for (unsigned mask = 1; mask < (1u << movable.size()); ++mask) first_placed.push_back(placed(mask, first.block_config));
+  CostRecord best = first;
+  NpuOp trial = op;
+  for (const BlockConfig& cfg : enumerate_block_configs(arch.accelerator(), block_query(op))) {
+    trial.block_config = cfg;
+    CostRecord r = estimate(trial, arch, cache);
+    if (!(r.total_cycles < best.total_cycles) || cover(r) < cover(first) - (first.total_cycles - r.total_cycles)) continue;
+    bool slower = false;
+    for (unsigned mask = 1; mask < (1u << movable.size()) && !slower; ++mask) {
+      slower = placed(mask, cfg) > first_placed[mask - 1];
+    }
+    if (!slower) best = std::move(r);
+  }
+  return best.block_config;
+}
+
 CostRecord estimate_matmul(const NpuOp& mul, const NpuOp& sum, int columns, const ArchConfig& arch,
                            BlockConfigCache& cache) {
   if (columns < 1) throw InvalidArgument("a matrix product has at least one column");

@@ -73,6 +73,19 @@ CostRecord estimate(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& c
 // Convenience form with a private, thread-local cache.
 CostRecord estimate(const NpuOp& op, const ArchConfig& arch);
 
+// The block config under which `estimate` costs `op` least: every config the hardware accepts
+// for the op's block query (enumerate_block_configs: its traversal and any fixed block depth
+// hold), against the op's own block config if set, else the shape-only choice (Vela's
+// heuristic, choose_block_config), which is kept unless another is strictly faster. The
+// heuristic ranks blocks by IFM and weight fetch per OFM element; the cycle model also counts
+// the micro-blocks an edge block wastes, the accumulator latency of small blocks and where
+// each map lives. A block is taken only where it leaves the next op's weight DMA (this op's
+// compute with its maps in their home memory, less the time it reads its own weights) short by
+// no more than it saves, and is no slower with the maps in their home memory. The Ethos-U85
+// has a search of its own: its op's choice is returned.
+// Complexity: one estimate per valid config (see enumerate_block_configs).
+BlockConfig fastest_block_config(const NpuOp& op, const ArchConfig& arch, BlockConfigCache& cache);
+
 // Vela's accounting of a matrix product it runs column by column (its MatMul, Vela 5.2): for
 // each of `columns` columns of the second operand, an elementwise MUL of the first operand by
 // that column into 32-bit products (`mul`: IFM the first operand, IFM2 the column broadcast
