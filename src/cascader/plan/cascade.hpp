@@ -109,10 +109,9 @@ struct CascadePlan {
 // Costs a part on a band of its output rows, cached. Not thread-safe.
 class StripeCoster {
  public:
-  // `blocks`: a block-config cache shared with other costers of the same planning (none: its
-  // own).
-  StripeCoster(const PlanGraph& graph, const ArchConfig& arch, BlockConfigCache* blocks = nullptr)
-      : graph_(graph), arch_(arch), blocks_(blocks != nullptr ? *blocks : own_blocks_) {}
+  // Its block configs are the graph's (PlanGraph::block_configs), shared with the graph's other costers.
+  StripeCoster(const PlanGraph& graph, const ArchConfig& arch)
+      : graph_(graph), arch_(arch), blocks_(*graph.block_configs) {}
   // Where part `k` reads its weights on one run: where they live, copied into the buffer
   // first (the DMA is costed), or already in the buffer.
   enum class Weights { InPlace, CopiedIn, Buffered };
@@ -128,7 +127,6 @@ class StripeCoster {
  private:
   const PlanGraph& graph_;
   const ArchConfig& arch_;
-  BlockConfigCache own_blocks_;
   BlockConfigCache& blocks_;
   // part, rows, columns, top/bottom/left/right padding, weights
   using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
