@@ -1,5 +1,6 @@
 #include "cascader/arch/block_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -162,21 +163,26 @@ void search(const AcceleratorConfig& arch, const BlockQuery& q, const Fixed& f, 
   int depth = std::max(u.depth, std::min(max_d, kSplitDepth));
   if (depth < q.ofm.c) depth = round_up(depth, kSplitDepth);
   if (q.block_depth > 0) depth = q.block_depth;  // that depth only: the loop below runs once
-  // An H x W that did not fit at one depth does not fit at a larger one: a flag per H x W in
-  // micro-blocks (a tree set here was a tenth of the planner's time, in allocations).
+  // A block that does not fit SHRAM fits no block at least as high, wide and deep (its IFM
+  // block and accumulators only grow): a flag per H x W in micro-blocks carries a failure to
+  // the larger depths (a tree set here was a tenth of the planner's time, in allocations), and
+  // the rest of a row, or of the rows, is skipped at once. Only blocks that fit are visited,
+  // so the visits and their order are those of trying every block.
   const int columns = max_w / u.width;
   std::vector<char> wont_fit(size_t(std::max(max_h / u.height, 0)) * size_t(std::max(columns, 0)), 0);
   while (depth <= max_d) {
     for (int h = u.height; h <= max_h; h += u.height) {
+      char* row = wont_fit.data() + size_t(h / u.height - 1) * size_t(columns);
+      if (row[0]) break;  // nor does any higher row
       for (int w = u.width; w <= max_w; w += u.width) {
-        char& known = wont_fit[size_t(h / u.height - 1) * size_t(columns) + size_t(w / u.width - 1)];
-        if (known) continue;
+        char* known = row + size_t(w / u.width - 1);
+        if (*known) break;  // nor does any wider block
         auto cfg = fit(arch, q, f, BlockShape{h, w, depth});
-        if (cfg) {
-          visit(*cfg);
-        } else {
-          known = 1;
+        if (!cfg) {
+          std::fill(known, row + columns, char{1});
+          break;
         }
+        visit(*cfg);
       }
     }
     if (q.block_depth > 0) break;

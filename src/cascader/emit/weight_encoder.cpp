@@ -324,14 +324,25 @@ CASCADER_AVX2_CLONE Plan choose_plan(const std::array<int64_t, kCodes>& all, con
         sizes.push_back(k);
       }
     }
+    // What every palette size reads alike, made once: the codes' counts in rank order, their
+    // total, and the least and greatest code from each rank on (the codes outside a palette of
+    // that many).
+    std::array<int32_t, kCodes> counts;
+    std::array<int, kCodes + 1> lowest_from, highest_from;
+    int64_t n = 0;
+    lowest_from[static_cast<size_t>(distinct)] = kCodes;
+    highest_from[static_cast<size_t>(distinct)] = -1;
+    for (int j = distinct - 1; j >= 0; --j) {
+      const int c = order[static_cast<size_t>(j)];
+      counts[static_cast<size_t>(j)] = static_cast<int32_t>(hist[static_cast<size_t>(c)]);
+      n += hist[static_cast<size_t>(c)];
+      lowest_from[static_cast<size_t>(j)] = std::min(lowest_from[static_cast<size_t>(j) + 1], c);
+      highest_from[static_cast<size_t>(j)] = std::max(highest_from[static_cast<size_t>(j) + 1], c);
+    }
     for (int k : sizes) {
       // Only the codes that occur matter (order lists them): a palette code's index is its rank,
       // any other's its distance above the direct offset plus k, so no two share an index.
-      int lowest = kCodes, highest = -1;
-      for (int j = k; j < distinct; ++j) {
-        lowest = std::min(lowest, order[static_cast<size_t>(j)]);
-        highest = std::max(highest, order[static_cast<size_t>(j)]);
-      }
+      const int lowest = lowest_from[static_cast<size_t>(k)], highest = highest_from[static_cast<size_t>(k)];
       const int direct_offset = highest < 0 ? 0 : std::min(lowest, kMaxDirectOffset);
       if (highest >= 0 && highest - direct_offset + k >= kCodes) continue;  // an index beyond 9 bits
       int palbits = 2;
@@ -354,17 +365,12 @@ CASCADER_AVX2_CLONE Plan choose_plan(const std::array<int64_t, kCodes>& all, con
       // inside one over the codes was a sixth of the encoder's time). 32 bits hold every sum:
       // a slice codes at most 2^15 values, each index below 2^9.
       constexpr int kDivisors = 6;
-      std::array<int32_t, kCodes> indices, counts;
-      int max_index = 0;
-      int64_t n = 0;
-      for (int j = 0; j < distinct; ++j) {
-        const int c = order[static_cast<size_t>(j)];
-        const int i = j < k ? j : c - direct_offset + k;
-        indices[static_cast<size_t>(j)] = i;
-        counts[static_cast<size_t>(j)] = static_cast<int32_t>(hist[static_cast<size_t>(c)]);
-        max_index = std::max(max_index, i);
-        n += hist[static_cast<size_t>(c)];
-      }
+      std::array<int32_t, kCodes> indices;
+      // The palette's ranks, then each other code's place above the direct offset (the
+      // greatest index that of the greatest code outside the palette, else the last rank).
+      for (int j = 0; j < k; ++j) indices[static_cast<size_t>(j)] = j;
+      for (int j = k; j < distinct; ++j) indices[static_cast<size_t>(j)] = order[static_cast<size_t>(j)] - direct_offset + k;
+      const int max_index = std::max({0, k - 1, highest < 0 ? 0 : highest - direct_offset + k});
       std::array<int64_t, kDivisors> plain{}, truncated{};
       for (int wdiv = 0; wdiv < kDivisors; ++wdiv) {
         int32_t quotients = 0, at_least = 0;

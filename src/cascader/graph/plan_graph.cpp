@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cascader/common/error.hpp"
+#include "cascader/perf/cycle_model.hpp"
 
 namespace cascader {
 
@@ -24,6 +25,8 @@ std::string Part::repr() const {
   s << ")";
   return s.str();
 }
+
+PlanGraph::PlanGraph() : block_configs(std::make_shared<BlockConfigCache>()) {}
 
 int PlanGraph::add_tensor(PlanTensor t) {
   if (std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 1; }) || t.bytes < 0) {

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@
 #include "cascader/perf/npu_op.hpp"
 
 namespace cascader {
+
+class BlockConfigCache;
 
 struct PlanTensor {
   std::string name;
@@ -86,7 +89,13 @@ struct PlanGraph {
   std::vector<PlanTensor> tensors;
   std::vector<Part> parts;                 // execution order
   std::vector<int> inputs, outputs;        // live from the start / to the end
+  // The block configs chosen for the stripes of its parts, shared by every StripeCoster of the
+  // graph (the proposal search's workers, the lean proposals, each cascade striped again for a
+  // layout): each stripe shape's block is a search of thousands of blocks, made once per graph.
+  // Thread-safe; a copy of the graph shares it (a choice depends on the query and target alone).
+  std::shared_ptr<BlockConfigCache> block_configs;
 
+  PlanGraph();
   int add_tensor(PlanTensor t);
   int add_part(Part p);
   // Checks indices and shapes; throws InvalidArgument naming the first problem.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -41,27 +42,44 @@ struct QueryHash {
 }  // namespace
 
 struct BlockConfigCache::Impl {
+  // Node-based maps: a returned reference stays valid while other threads insert.
   std::unordered_map<QueryKey, BlockConfig, QueryHash> map;
   std::unordered_map<std::string, BlockConfig> searched;  // by the search's complete key
+  // Held to look up and to insert, not while choosing: two threads may choose the same block
+  // at once, and the second keeps the first's (the choice depends on the key alone).
+  std::mutex lock;
 };
 
 BlockConfigCache::BlockConfigCache() : impl_(std::make_unique<Impl>()) {}
 BlockConfigCache::~BlockConfigCache() = default;
 BlockConfigCache::BlockConfigCache(BlockConfigCache&&) noexcept = default;
 BlockConfigCache& BlockConfigCache::operator=(BlockConfigCache&&) noexcept = default;
-size_t BlockConfigCache::size() const { return impl_->map.size() + impl_->searched.size(); }
+size_t BlockConfigCache::size() const {
+  std::lock_guard<std::mutex> hold(impl_->lock);
+  return impl_->map.size() + impl_->searched.size();
+}
 
 const BlockConfig& BlockConfigCache::get(const AcceleratorConfig& arch, const BlockQuery& q) {
   QueryKey key{arch.id, q};
-  auto it = impl_->map.find(key);
-  if (it != impl_->map.end()) return it->second;
-  return impl_->map.emplace(key, choose_block_config(arch, q)).first->second;
+  {
+    std::lock_guard<std::mutex> hold(impl_->lock);
+    auto it = impl_->map.find(key);
+    if (it != impl_->map.end()) return it->second;
+  }
+  BlockConfig chosen = choose_block_config(arch, q);
+  std::lock_guard<std::mutex> hold(impl_->lock);
+  return impl_->map.emplace(key, std::move(chosen)).first->second;
 }
 
 const BlockConfig& BlockConfigCache::get(const std::string& key, const std::function<BlockConfig()>& choose) {
-  auto it = impl_->searched.find(key);
-  if (it != impl_->searched.end()) return it->second;
-  return impl_->searched.emplace(key, choose()).first->second;
+  {
+    std::lock_guard<std::mutex> hold(impl_->lock);
+    auto it = impl_->searched.find(key);
+    if (it != impl_->searched.end()) return it->second;
+  }
+  BlockConfig chosen = choose();
+  std::lock_guard<std::mutex> hold(impl_->lock);
+  return impl_->searched.emplace(key, std::move(chosen)).first->second;
 }
 
 BlockQuery block_query(const NpuOp& op) {

@@ -45,7 +45,9 @@ struct CostRecord {
   BlockConfig block_config;  // the one used
 };
 
-// Caches block-config choices by op shape. Not thread-safe: use one per thread.
+// Caches block-config choices by op shape. Thread-safe: the workers of one planning share one
+// (each choice is a search of thousands of blocks; a cache per worker made each choose again
+// what the others had).
 class BlockConfigCache {
  public:
   BlockConfigCache();

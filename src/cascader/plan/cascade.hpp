@@ -109,7 +109,9 @@ struct CascadePlan {
 // Costs a part on a band of its output rows, cached. Not thread-safe.
 class StripeCoster {
  public:
-  StripeCoster(const PlanGraph& graph, const ArchConfig& arch) : graph_(graph), arch_(arch) {}
+  // Its block configs are the graph's (PlanGraph::block_configs), shared with the graph's other costers.
+  StripeCoster(const PlanGraph& graph, const ArchConfig& arch)
+      : graph_(graph), arch_(arch), blocks_(*graph.block_configs) {}
   // Where part `k` reads its weights on one run: where they live, copied into the buffer
   // first (the DMA is costed), or already in the buffer.
   enum class Weights { InPlace, CopiedIn, Buffered };
@@ -125,7 +127,7 @@ class StripeCoster {
  private:
   const PlanGraph& graph_;
   const ArchConfig& arch_;
-  BlockConfigCache blocks_;
+  BlockConfigCache& blocks_;
   // part, rows, columns, top/bottom/left/right padding, weights
   using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
   struct KeyHash {

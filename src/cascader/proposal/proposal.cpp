@@ -222,6 +222,7 @@ std::vector<Proposal> generate_proposals(const PlanGraph& graph, const ArchConfi
   // MobileNetV2-224: 8.1-9.0 ms; blocks of an eighth, 10.1 ms; blocks of 64 single cascades,
   // before groups, had every worker's cache see every part).
   const size_t block = std::max<size_t>(8, groups.size() / 6);
+  // (Their block configs are the graph's: a stripe shape's block is chosen once, not per worker.)
   std::vector<std::unique_ptr<StripeCoster>> costers;
   for (size_t w = 0; w < worker_count(groups.size(), block); ++w) {
     costers.push_back(std::make_unique<StripeCoster>(graph, arch));
