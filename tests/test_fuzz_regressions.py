@@ -40,3 +40,50 @@ def test_mean_of_a_strided_slice_is_bit_exact(accelerator: str, dtype: str, chan
     compiled = cascader.compile(_sliced_mean(dtype, channels), accelerator=accelerator)
     verdict = compiled.check(seeds=(0, 1))
     assert verdict.bit_exact, verdict.details
+
+
+def _reshaped_convolution(rows: int, columns: int) -> cascader.Model:
+    """A 16x8 RESHAPE of a rows x columns map into one row, a 1x4 SAME convolution to 64
+    channels and a 1x1 depthwise (random network int16 seed 566's second branch)."""
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+    q = quantization(0.05, 0)
+    width = rows * columns
+    x = b.add_input("x", (1, rows, columns, 8), "int16", q)
+    flat = b.add_tensor("flat", (1, 1, width, 8), "int16", q)
+    b.add_operator("RESHAPE", [x, b.add_constant("shape", np.array([1, 1, width, 8], np.int32))], [flat],
+                   {"new_shape": [1, 1, width, 8]})
+
+    def weights(name, shape):
+        return b.add_constant(name, rng.integers(-127, 128, shape).astype(np.int8), "int8", quantization(0.01, 0))
+
+    def bias(name, n, scale):
+        return b.add_constant(name, rng.integers(-100, 100, n).astype(np.int64), "int64", quantization(scale, 0))
+
+    y = b.add_tensor("y", (1, 1, width, 64), "int16", quantization(0.08, 0))
+    b.add_operator("CONV_2D", [flat, weights("w", (64, 1, 4, 8)), bias("b", 64, 0.0005)], [y],
+                   {"padding": "SAME", "stride_h": 1, "stride_w": 1, "fused_activation_function": "RELU"}, version=3)
+    z = b.add_tensor("z", (1, 1, width, 64), "int16", quantization(0.1, 0))
+    b.add_operator("DEPTHWISE_CONV_2D", [y, weights("dw", (1, 1, 1, 64)), bias("db", 64, 0.0008)], [z],
+                   {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}, version=3)
+    b.mark_output(z)
+    return b.build()
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("rows, columns", [(8, 16), (30, 46)])
+def test_a_reshaped_convolution_in_a_cascade_reads_its_whole_view(accelerator: str, rows: int, columns: int):
+    """The convolution reads its input buffer re-viewed as one row, so it runs whole (in depth
+    slices) inside the cascade. Its stripes took the planner's region of the buffer's own rows
+    and columns: 16 columns of the 128-wide view, padded right by 113 (max error 31,981), or a
+    padding of 1,336 the encoder refused (InvalidArgumentError from `cascader.plan`). Every
+    point of the planned frontier compiles bit-exact within its budget."""
+    model = _reshaped_convolution(rows, columns)
+    mode = "Shared_Sram"  # the feature maps in SRAM: the cascades save it
+    points = cascader.plan(model, accelerator=accelerator, memory_mode=mode, compiled=False).points
+    assert any(p.cascades for p in points)
+    for point in points:
+        compiled = cascader.compile(model, accelerator=accelerator, memory_mode=mode, sram=point.sram_bytes)
+        assert compiled.sram_bytes <= point.sram_bytes
+        verdict = compiled.check(seeds=(0,))
+        assert verdict.bit_exact, (point, verdict.details)
