@@ -87,3 +87,17 @@ def test_a_reshaped_convolution_in_a_cascade_reads_its_whole_view(accelerator: s
         assert compiled.sram_bytes <= point.sram_bytes
         verdict = compiled.check(seeds=(0,))
         assert verdict.bit_exact, (point, verdict.details)
+
+
+def test_the_reference_keeps_a_map_a_dead_operator_reads():
+    """Random network uint8 seed 916: a TRANSPOSE, two RESHAPEs, a MUL by a broadcast constant
+    that nothing reads (the partition drops it) and a TANH of the same map. LiteRT's arena let
+    the dead MUL write over the map the TANH read next, so the reference itself was wrong
+    (28,035 of 28,160 outputs, on every target); the reference interpreter now gives every
+    tensor a buffer of its own."""
+    from cascader.random_networks import random_network
+
+    network = random_network(916, "uint8")
+    assert "mul_scalar" in network.layers and "tanh" in network.layers
+    verdict = cascader.compile(network.model, accelerator="ethos-u55-128").check(seeds=(0,))
+    assert verdict.bit_exact, verdict.details
