@@ -101,3 +101,25 @@ def test_the_reference_keeps_a_map_a_dead_operator_reads():
     assert "mul_scalar" in network.layers and "tanh" in network.layers
     verdict = cascader.compile(network.model, accelerator="ethos-u55-128").check(seeds=(0,))
     assert verdict.bit_exact, verdict.details
+
+
+@pytest.mark.parametrize("seed, accelerator, mode, judged_apart", [
+    # conv, LEAKY_RELU, MUL, conv, FULLY_CONNECTED: TFLM's int16 MUL and LEAKY_RELU round one off
+    # LiteRT's (which the lowering follows) on 2 of 1,440 values, but the FULLY_CONNECTED put the
+    # whole model on TFLM.
+    (944, "ethos-u85-256", None, "MUL"),
+    # LOGISTIC, EXP, two FULLY_CONNECTEDs: TFLM has no int16 EXP, so the whole model fell back to
+    # LiteRT, whose 16x8 FULLY_CONNECTED rescales otherwise than TFLM's (and the lowering's).
+    (497, "ethos-u65-256", "Shared_Sram", "EXP"),
+])
+def test_each_operator_is_judged_by_its_own_engine(seed: int, accelerator: str, mode: str | None, judged_apart: str):
+    from cascader.random_networks import random_network
+    from cascader.reference import engine_runs
+
+    model = random_network(seed, "int16").model
+    runs = engine_runs(model)
+    assert runs is not None
+    engines = {model.main.operators[i].opcode: engine for engine, indices in runs for i in indices}
+    assert (engines["FULLY_CONNECTED"], engines[judged_apart]) == ("micro", "reference")
+    verdict = cascader.compile(model, accelerator=accelerator, memory_mode=mode).check(seeds=(0, 1))
+    assert verdict.bit_exact, verdict.details
