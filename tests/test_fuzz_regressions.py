@@ -123,3 +123,38 @@ def test_each_operator_is_judged_by_its_own_engine(seed: int, accelerator: str, 
     assert (engines["FULLY_CONNECTED"], engines[judged_apart]) == ("micro", "reference")
     verdict = cascader.compile(model, accelerator=accelerator, memory_mode=mode).check(seeds=(0, 1))
     assert verdict.bit_exact, verdict.details
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+def test_a_square_transpose_of_an_npu_map_swaps_rows_and_columns(accelerator: str):
+    """QUANTIZE then a TRANSPOSE swapping H and W of its square 20 x 20 x 48 output (random
+    network int8 seed 1647). The transpose reads the map through a permuted view of the map's
+    own shape, which the lowering took for the map viewed whole: it stored the map as bricks
+    and rebuilt the view's strides from the shape, so the transpose copied without swapping
+    (16,814 of 19,200 values wrong)."""
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 20, 20, 48), "int8", quantization(0.027, -61))
+    y = b.add_tensor("y", (1, 20, 20, 48), "int8", quantization(0.018, -128))
+    b.add_operator("QUANTIZE", [x], [y])
+    z = b.add_tensor("z", (1, 20, 20, 48), "int8", quantization(0.018, -128))
+    b.add_operator("TRANSPOSE", [y, b.add_constant("perm", np.array([0, 2, 1, 3], np.int32))], [z])
+    b.mark_output(z)
+    verdict = cascader.compile(b.build(), accelerator=accelerator).check(seeds=(0,))
+    assert verdict.bit_exact, verdict.details
+
+
+def test_a_lone_operations_overlap_and_a_cascades_staircase_tie_different_ranges():
+    """Random network uint8 seed 1594 on U55-128 (PRELU, TRANSPOSE, TANH, a 1x1 convolution,
+    ...): the least-SRAM variant writes the PRELU's OFM over the model input (a tie), and a
+    proposal's cascade staircase tied the same input again, which the layout refuses ("range 0
+    is the lower or the upper of two ties"): `cascader.plan` raised InvalidArgumentError. The
+    proposal's staircases now count the ties it keeps."""
+    from cascader.random_networks import random_network
+
+    model = random_network(1594, "uint8").model
+    frontier = cascader.plan(model, accelerator="ethos-u55-128")
+    least = frontier.points[0]
+    compiled = cascader.compile(model, accelerator="ethos-u55-128", sram=least.sram_bytes)
+    assert compiled.sram_bytes <= least.sram_bytes
+    verdict = compiled.check(seeds=(0,))
+    assert verdict.bit_exact, verdict.details

@@ -125,6 +125,14 @@ def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, 
     return (w * c * element_size, c * element_size, element_size)
 
 
+def views_whole_nhwc(v: FeatureMapView, natural: tuple[int, int, int] | None) -> bool:
+    """Whether `v` is its NHWC buffer of shape `natural` whole, in the buffer's own order: not
+    a permuted view of the same shape (a square TRANSPOSE's read of H and W swapped), whose
+    addresses a change of layout would lose."""
+    return (v.layout == "NHWC" and v.offset == 0 and v.shape == natural
+            and v.strides == dense_strides(v.shape, v.element_size))
+
+
 def brick_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
     """(y, x, c) strides of NHCWB16: x steps within a 16-channel brick, c from brick to brick."""
     h, w, c = shape
