@@ -158,3 +158,31 @@ def test_a_lone_operations_overlap_and_a_cascades_staircase_tie_different_ranges
     assert compiled.sram_bytes <= least.sram_bytes
     verdict = compiled.check(seeds=(0,))
     assert verdict.bit_exact, verdict.details
+
+
+def test_feature_maps_in_dram_at_no_cost_are_a_frontier_point():
+    """Random network uint8 seed 1204 (SPLIT_V, a strided depthwise) on U85-256: with every
+    feature map in DRAM the binary takes 0 B of SRAM at the same cycles as all in SRAM (13,068 B),
+    but the planner took an eviction costing 0 cycles for none, so the frontier's least was
+    13,068 B while `compile` fitted 6,143 B."""
+    from cascader.random_networks import random_network
+
+    model = random_network(1204, "uint8").model
+    least = cascader.plan(model, accelerator="ethos-u85-256").points[0]
+    assert least.sram_bytes == 0
+    assert cascader.compile(model, accelerator="ethos-u85-256", sram=0).check(seeds=(0,)).bit_exact
+
+
+def test_a_planned_size_no_binary_reaches_moves_to_the_minimum_the_compile_names():
+    """Random network uint8 seed 1081 on U85-512 Sram_Only: every cascaded size the planner
+    predicts (31,280 to 36,800 B) fails to compile, the compile names 42,688 B and lays out
+    41,760 B there; the compiled frontier now holds that point, not only 51,520 B."""
+    from cascader.random_networks import random_network
+
+    model = random_network(1081, "uint8").model
+    points = cascader.plan(model, accelerator="ethos-u85-512", memory_mode="Sram_Only").points
+    least = points[0]
+    assert least.sram_bytes < 51_520 and least.cascades
+    compiled = cascader.compile(model, accelerator="ethos-u85-512", memory_mode="Sram_Only", sram=least.sram_bytes)
+    assert compiled.sram_bytes == least.sram_bytes
+    assert compiled.check(seeds=(0,)).bit_exact
