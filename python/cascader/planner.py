@@ -38,7 +38,7 @@ from .errors import InfeasibleError
 from .floor import floor
 from .gc_pause import paused_gc
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, channel_slice, dense_strides,
-                               follows_ofm)
+                               follows_ofm, views_whole)
 from .lowering import lower
 from .schedule import (NpuSchedule, _Target, _buffer_size, memory_schedule, unflattened,
                        weight_buffer_bytes, with_overlapping_blocks, without_weight_buffers)
@@ -322,7 +322,7 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     natural: dict[int, tuple[int, int, int]] = {index[b]: shape for b, shape in shapes.items() if b in index}
 
     def whole(v: FeatureMapView | None) -> bool:
-        return v is None or v.buffer not in index or (v.offset == 0 and v.shape == natural.get(index[v.buffer]))
+        return v is None or v.buffer not in index or views_whole(v, natural.get(index[v.buffer]))
 
     def sliced(v: FeatureMapView | None) -> bool:
         """Whether a view is its buffer whole or a slice of its channels (every row and column):

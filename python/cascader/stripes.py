@@ -29,7 +29,7 @@ from typing import Any, Callable, NamedTuple
 from . import _core
 from .evolve import evolve
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, brick_strides, channel_slice,
-                               dense_strides, follows_ofm, round16)
+                               dense_strides, follows_ofm, round16, views_whole)
 from .frontend.quantization import average_pool_scale
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _encode, _Target, keep_recent, unflattened
 from .u85_chaining import with_chains
@@ -371,7 +371,7 @@ def _reviewed(v: FeatureMapView | None, shapes: dict) -> bool:
     """Whether `v` views a feature-map buffer other than as its rows and columns: not the buffer
     whole, a slice of its channels or a box of it read in place."""
     natural = None if v is None else shapes.get(v.buffer)
-    if natural is None or (v.shape == natural and v.offset == 0):
+    if natural is None or views_whole(v, natural):
         return False
     return channel_slice(v, natural) is None and box_origin(v, natural) is None
 
