@@ -1371,6 +1371,10 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
         members.setdefault(group(b), []).append(b)
     first = {g: min(uses.first[b] for b in bs) for g, bs in members.items()}
     last = {g: max(uses.last[b] for b in bs) for g, bs in members.items()}
+
+    def kept(g: int, attribute: str) -> bool:  # a member of range `g` is persistent, CPU-visible
+        return any(getattr(buffers[b], attribute) for b in members[g])
+
     cascades: dict[Any, list[tuple[ScheduledOperation, int]]] = {}
     for sop, k in zip(schedule.operations, op_steps):
         if sop.cascade is not None:
@@ -1399,10 +1403,6 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
                 if b is not None and not v.wrap_rows:
                     at = place(b)
                     reads.setdefault(group(b), []).append((k, *(e + at for e in extent(v))))
-
-        def kept(g: int, attribute: str) -> bool:
-            return any(getattr(buffers[b], attribute) for b in members[g])
-
         for sink, written in writes.items():
             if sink in sinks or first[sink] < begin:
                 continue
