@@ -238,3 +238,16 @@ def test_a_frontier_point_whose_own_sram_does_not_compile_keeps_its_budget():
     for point in cascader.plan(model, accelerator="ethos-u55-128").points:
         compiled = cascader.compile(model, accelerator="ethos-u55-128", sram=point.budget)
         assert (compiled.sram_bytes, compiled.estimate().total_cycles) == (point.sram_bytes, point.cycles)
+
+
+def test_the_u85_least_sram_variant_keeps_its_scheduled_blocks():
+    """Random network uint8 seed 4189 on U85-256 (MIRROR_PAD, ARG_MAXes, PACK): the
+    least-SRAM variant's search for leaner blocks enumerated the U85's block configs, which
+    are not modelled, and `cascader.plan` raised InvalidArgumentError."""
+    from cascader.random_networks import random_network
+
+    model = random_network(4189, "uint8").model
+    for point in cascader.plan(model, accelerator="ethos-u85-256").points:
+        compiled = cascader.compile(model, accelerator="ethos-u85-256", sram=point.budget)
+        assert compiled.sram_bytes == point.sram_bytes
+        assert compiled.check(seeds=(0,)).bit_exact

@@ -1599,7 +1599,11 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
             return sop
         paired = True
         ofm_bytes, ifm_bytes = _view_bytes(lo.ofm), _view_bytes(lo.ifm)
-        if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes):
+        if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes) or target.is_u85:
+            # Lean enough; or the U85's, whose block configs (and the traversal the shift
+            # follows) are not modelled: an operator run's staircase there (a MIRROR_PAD's
+            # copies) keeps its scheduled blocks (random network uint8 seed 4189 on U85-256:
+            # `cascader.plan` raised InvalidArgumentError from the block enumeration).
             return sop
         raw = (int(lo.weights.values.size), 10 * int(lo.weights.values.shape[0])) if lo.weights is not None else (0, 0)
         best = (max(ofm_bytes, shift + ifm_bytes), -1.0, sop.block, sop.part_kernel_first)
