@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from . import _core
-from .frontend.lowered import LoweredOperation, LoweredSegment, brick_strides, round16
+from .frontend.lowered import LoweredOperation, LoweredSegment, brick_strides, round16, views_whole_nhwc
 from .perf import _memory
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def _padded_candidates(seg: LoweredSegment, cpu_visible: set[int]) -> dict[int, 
             if k not in users.setdefault(v.buffer, []):
                 users[v.buffer].append(k)
             element_size[v.buffer] = v.element_size
-            ok = v.layout == "NHWC" and v.offset == 0 and v.shape == seg.shapes.get(v.buffer) and op.kind != "dma"
+            ok = views_whole_nhwc(v, seg.shapes.get(v.buffer)) and op.kind != "dma"
             whole[v.buffer] = whole.get(v.buffer, True) and ok
     return {b: (ops, element_size[b]) for b, ops in users.items()
             if whole[b] and b not in cpu_visible and round16(seg.shapes[b][2]) != seg.shapes[b][2]}

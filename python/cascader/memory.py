@@ -432,6 +432,14 @@ class MemoryLayout:
                 in zip(scheduled, self.arenas, self.offsets, starts, ends, sizes)]
 
     @property
+    def evicted(self) -> bool:
+        """Whether a buffer the fast arena holds otherwise went to the slow one (Dedicated_Sram:
+        a feature map moved to DRAM to fit the budget). Its `eviction_cycles` may still be 0,
+        where the cycle model finds the slower traffic hidden under the compute."""
+        return "scratch_fast" in self.sizes and any(
+            arena == "scratch" and not b.cpu_visible for b, arena in zip(self.spans[0], self.arenas))
+
+    @property
     def persistent_size(self) -> int:
         return self.sizes.get("persistent", 0)
 

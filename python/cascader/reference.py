@@ -3,16 +3,18 @@
 LiteRT (`ai-edge-litert`, a test extra) is run with `OpResolverType.BUILTIN_REF`. The default
 resolver uses XNNPACK and optimised kernels, which may round differently from the reference
 kernels that TFLM and the Ethos-U semantics follow. LiteRT registers no reference kernel for the
-operators in `BUILTIN_ONLY_OPERATORS`; a model holding one runs on the builtin kernels (XNNPACK
-off), its other operators included.
+operators in `BUILTIN_ONLY_OPERATORS`; those run on the builtin kernels (XNNPACK off).
 
-Where LiteRT's reference kernel departs from TFLM's (`MICRO_OPERATORS`), the model runs on TFLM
-itself (`tflite-micro`, a test extra), the runtime an Ethos-U binary's CPU operators run on:
-its kernels are the reference ones there, and the NPU lowering follows them. A model TFLM
-cannot prepare falls back to LiteRT whole, and can then depart where the lowering follows
-TFLM: a 16x8 network holding a FULLY_CONNECTED and an int16 EXP (TFLM's EXP is float only) is
-judged with LiteRT's FULLY_CONNECTED rounding (random_network int16 seeds 84, 90, 216, 233, 257
-of 0-299; 84 still checks exact; none the tests draw).
+Where LiteRT's reference kernel departs from TFLM's (`MICRO_OPERATORS`), the operator runs on
+TFLM itself (`tflite-micro`, a test extra), the runtime an Ethos-U binary's CPU operators run
+on: its kernels are the reference ones there, and the NPU lowering follows them. A model that
+mixes such operators with others runs in runs of one engine each (`engine_runs`), so every
+operator meets its own kernels: a 16x8 network holding a FULLY_CONNECTED and an int16 EXP
+(TFLM's EXP is float only), judged on LiteRT whole before, took LiteRT's FULLY_CONNECTED
+rounding (random_network int16 seeds 84, 90, 216, 233, 257 of 0-299), and one holding a
+FULLY_CONNECTED and an int16 MUL, judged on TFLM whole, took TFLM's MUL rounding (seed 944).
+A model with state or more subgraphs still runs whole on one engine: TFLM where it holds a
+`MICRO_OPERATORS` operator and TFLM can prepare it, else LiteRT.
 """
 
 from __future__ import annotations
@@ -141,18 +143,50 @@ def _call(*message):
             raise
 
 
+def _operator_engine(op, graph: SubGraph) -> str:
+    """The kernels that judge one operator: "micro" (TFLM) for one of `MICRO_OPERATORS`,
+    "builtin" for one only the builtin resolver runs, else "reference"."""
+    if (op.opcode in MICRO_OPERATORS and op.inputs and op.inputs[0] >= 0
+            and graph.tensors[op.inputs[0]].dtype in MICRO_OPERATORS[op.opcode]):
+        return "micro"
+    return "builtin" if op.opcode in BUILTIN_ONLY_OPERATORS else "reference"
+
+
 def _engine(data: bytes) -> tuple[str, tuple]:
-    """Which kernels judge the model: ("micro", (input tensors, output tensors)) for TFLM where
-    an operator of `MICRO_OPERATORS` is in it, ("builtin", ()) for one only the builtin resolver
-    runs, else ("reference", ())."""
+    """Which kernels judge the model whole: ("micro", (input tensors, output tensors)) for TFLM
+    where an operator of `MICRO_OPERATORS` is in it, ("builtin", ()) for one only the builtin
+    resolver runs, else ("reference", ())."""
     model = load_model(data)
-    ops = [(op, graph) for graph in model.subgraphs for op in graph.operators]
-    if any(op.opcode in MICRO_OPERATORS and op.inputs and op.inputs[0] >= 0
-           and graph.tensors[op.inputs[0]].dtype in MICRO_OPERATORS[op.opcode] for op, graph in ops):
-        return "micro", (tuple(model.main.inputs), tuple(model.main.outputs))
-    if any(op.opcode in BUILTIN_ONLY_OPERATORS for op, _ in ops):
-        return "builtin", ()
-    return "reference", ()
+    engines = {_operator_engine(op, graph) for graph in model.subgraphs for op in graph.operators}
+    if "micro" in engines:
+        return "micro", _io(data)
+    return ("builtin" if "builtin" in engines else "reference"), ()
+
+
+def engine_runs(model: Model) -> list[tuple[str, list[int]]] | None:
+    """The main subgraph's operators in runs of one engine each (`_operator_engine`, in the
+    model's order) where a model mixes operators whose engines differ, so each is judged by its
+    own kernels: a 16x8 FULLY_CONNECTED on TFLM's, the int16 MUL and LEAKY_RELU before it on
+    LiteRT's (TFLM's round one off on some values; random network int16 seed 944), an int16
+    EXP (TFLM has none) on LiteRT's. None where one engine runs it whole: a single engine, or
+    state or more subgraphs, which only a whole run keeps."""
+    sg = model.main
+    if len(model.subgraphs) > 1 or any(t.is_variable for t in sg.tensors):
+        return None
+    runs: list[tuple[str, list[int]]] = []
+    for i, op in enumerate(sg.operators):
+        engine = _operator_engine(op, sg)
+        if runs and runs[-1][0] == engine:
+            runs[-1][1].append(i)
+        else:
+            runs.append((engine, [i]))
+    return runs if len({engine for engine, _ in runs}) > 1 else None
+
+
+def _io(data: bytes) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The main subgraph's input and output tensors (TFLM's interpreter is told them)."""
+    main = load_model(data).main
+    return tuple(main.inputs), tuple(main.outputs)
 
 
 def _crash_error(data: bytes) -> ReferenceCrashed:
@@ -165,7 +199,7 @@ def _crash_error(data: bytes) -> ReferenceCrashed:
             sub, _, _ = single_operator_model(model, model.main, index)
             sub_data = save_model(sub)
             key = next(_keys)
-            _call("load", key, sub_data, False, *_engine(sub_data))
+            _call("load", key, sub_data, True, *_engine(sub_data))
             _call("run", key, random_inputs(sub_data), {})
             _dropped.append(key)
         except _Died:
@@ -186,17 +220,54 @@ class ReferenceInterpreter:
     models, and a crash then raises ReferenceCrashed (naming the operator) here instead of
     ending the caller. `engine` "reference" forces LiteRT's reference kernels (to show where
     they depart from TFLM's); by default the model's operators choose.
+
+    `preserve_all_tensors` (the default) gives every tensor a buffer of its own, as TFLM's
+    interpreter here does too: LiteRT's arena otherwise lets an operator write its output over
+    an input that a later operator still reads (random network uint8 seed 916: a dead MUL by
+    a broadcast constant ran in place over a RESHAPE's output that a TANH read next, and 28,035
+    of 28,160 TANH outputs came out wrong).
     """
 
-    def __init__(self, model: ModelLike, preserve_all_tensors: bool = False, engine: str | None = None) -> None:
+    def __init__(self, model: ModelLike, preserve_all_tensors: bool = True, engine: str | None = None) -> None:
         self.model_bytes = _litert_compatible(_model_bytes(model))
         self._key = next(_keys)
-        chosen = _engine(self.model_bytes) if engine is None else (engine, ())
+        self._runs: list[tuple[ReferenceInterpreter, tuple[int, ...], tuple[int, ...]]] | None = None
+        runs = engine_runs(load_model(self.model_bytes)) if engine is None else None
+        if runs is not None:
+            self._load_runs(runs, preserve_all_tensors)
+            return
+        if engine is None:
+            chosen = _engine(self.model_bytes)
+        else:
+            chosen = (engine, _io(self.model_bytes) if engine == "micro" else ())
         try:
             self.input_details, self.output_details = _call("load", self._key, self.model_bytes, preserve_all_tensors,
                                                             *chosen)
         except _Died:
             raise _crash_error(self.model_bytes) from None
+
+    def _load_runs(self, runs: list[tuple[str, list[int]]], preserve_all_tensors: bool) -> None:
+        """One interpreter per run of `engine_runs`, each reading the tensors earlier runs (or
+        the model's inputs) give and giving those later runs (or the model's outputs) read."""
+        model = load_model(self.model_bytes)
+        sg = model.main
+        later_reads = [set(sg.outputs)]
+        for _, indices in reversed(runs[1:]):
+            later_reads.insert(0, later_reads[0] | {t for i in indices for t in sg.operators[i].inputs if t >= 0})
+        self._runs = []
+        for (engine, indices), later in zip(runs, later_reads):
+            made = {t for i in indices for t in sg.operators[i].outputs}
+            reads = tuple(dict.fromkeys(t for i in indices for t in sg.operators[i].inputs
+                                        if t >= 0 and t not in made and sg.tensors[t].data is None))
+            gives = tuple(t for t in dict.fromkeys(t for i in indices for t in sg.operators[i].outputs) if t in later)
+            part = operators_model(model, sg, indices, reads, gives)
+            self._runs.append((ReferenceInterpreter(part, preserve_all_tensors, engine), reads, gives))
+
+        def details(tensors: Sequence[int]) -> list[dict]:
+            return [{"index": t, "name": sg.tensors[t].name, "dtype": sg.tensors[t].numpy_dtype,
+                     "shape": np.array(sg.tensors[t].shape, np.int32)} for t in tensors]
+        self.input_details, self.output_details = details(sg.inputs), details(sg.outputs)
+        self._values: dict[int, np.ndarray] = {}
 
     def run(self, inputs: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarray]:
         """Run one inference; returns the subgraph outputs in order. Variable tensors keep their
@@ -220,13 +291,23 @@ class ReferenceInterpreter:
                     f"got {value.dtype.name}{list(value.shape)}"
                 )
             values.append(value)
+        if self._runs is not None:  # no state: `engine_runs` leaves a stateful model whole
+            self._values = dict(zip((d["index"] for d in self.input_details), values))
+            for interpreter, reads, gives in self._runs:
+                self._values.update(zip(gives, interpreter.run([self._values[t] for t in reads])))
+            return [self._values[d["index"]] for d in self.output_details], {}
         try:
             return _call("run", self._key, values, dict(variables))
         except _Died:
             raise _crash_error(self.model_bytes) from None
 
     def tensor(self, index: int) -> np.ndarray:
-        """Any tensor by subgraph-0 index (intermediates need preserve_all_tensors=True)."""
+        """Any tensor by subgraph-0 index (intermediates need preserve_all_tensors; of a model
+        judged in runs of one engine each, the tensors that pass between runs)."""
+        if self._runs is not None:
+            if index not in self._values:
+                raise CascaderError(f"tensor {index} is inside one run of the reference's engines, not kept")
+            return self._values[index]
         try:
             return _call("tensor", self._key, index)
         except _Died:

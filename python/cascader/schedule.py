@@ -1325,7 +1325,7 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
     uses = _StepUses(steps)
     aliases = _in_place_elementwise(schedule, uses, index, op_steps, buffers,
                                     {index[t] for t in (*graph.inputs, *graph.outputs) if t in index} | set(kept))
-    aliases += _staircases(schedule, uses, index, op_steps, buffers, {a.buffer: a.target for a in aliases})
+    aliases += _staircases(schedule, uses, index, op_steps, buffers, aliases)
     if schedule.overlapping:
         aliases += _overlapping_operations(schedule, uses, steps, index, op_steps, buffers, aliases)
     aliases = [a for a in aliases if a.buffer not in chained and a.target not in chained]
@@ -1388,15 +1388,19 @@ def _operator_runs(schedule: NpuSchedule, op_steps: list[int]) -> list[list[tupl
 
 
 def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int], op_steps: list[int],
-                buffers: list[_BufferSpec], in_place: dict[int, int]) -> list[mem.Alias]:
+                buffers: list[_BufferSpec], partners: list[mem.Alias]) -> list[mem.Alias]:
     """Each cascade's output written over an input it consumes, where that saves bytes
     (memory/staircase.hpp; the planner counts the same). The input must be a feature map
     read for the last time in the cascade; input and output are not both tensors the CPU
     sees (TFLM would see two of its tensors share bytes). The shift comes from the stripes' own
     byte accesses, whole rows each (partial widths, from column bands, count as their whole
-    rows: safe, and no gain). `in_place`: the in-place aliases (buffer -> target); a buffer
-    and its in-place partners are one range, which is the sink of one staircase and the source
-    of one at most.
+    rows: safe, and no gain). `partners`: the in-place, slice and reshape aliases made so far; a
+    buffer and its partners are one range, which is the sink of one staircase and the source of
+    one at most, and whose bytes and steps are all its members' (each at its place in the
+    range): a PRELU's OFM written in place over its positive part, which the PRELU writes first,
+    was tied over the PRELU's input by the OFM's own writes alone, and the positive part then
+    overwrote the input its next operation read (random network uint8 seed 2530 on U55-128 at
+    its least SRAM, every output wrong).
 
     With `schedule.overlapping` (the least-SRAM variant), a run of one operator's lone
     operations (`_operator_runs`) counts as a cascade too, each operation's accesses the span
@@ -1404,12 +1408,31 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
     of the model input into a scratch copy, each later step writes one output row from it)
     writes its NHWC output one row (288 B) below the model input, which only its first step
     reads. The planner does not count these (its bound stays a lower bound)."""
+    parent = {a.buffer: a for a in partners}
+
     def group(b: int) -> int:
-        while b in in_place:
-            b = in_place[b]
+        while b in parent:
+            b = parent[b].target
         return b
 
-    last, first = uses.last, uses.first
+    def place(b: int) -> int:
+        """Bytes from its range's root to `b` (in place: `shift` below its target; a slice or
+        reshape: `offset` into it)."""
+        at = 0
+        while b in parent:
+            at += parent[b].offset - parent[b].shift
+            b = parent[b].target
+        return at
+
+    members: dict[int, list[int]] = {}
+    for b in set(uses.first) | set(uses.last):
+        members.setdefault(group(b), []).append(b)
+    first = {g: min(uses.first[b] for b in bs) for g, bs in members.items()}
+    last = {g: max(uses.last[b] for b in bs) for g, bs in members.items()}
+
+    def kept(g: int, attribute: str) -> bool:  # a member of range `g` is persistent, CPU-visible
+        return any(getattr(buffers[b], attribute) for b in members[g])
+
     cascades: dict[Any, list[tuple[ScheduledOperation, int]]] = {}
     for sop, k in zip(schedule.operations, op_steps):
         if sop.cascade is not None:
@@ -1431,20 +1454,23 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
             lo = sop.lowered
             out = index.get(lo.ofm.buffer)
             if out is not None and not lo.ofm.wrap_rows:
-                writes.setdefault(out, []).append((k, *extent(lo.ofm)))
+                at = place(out)
+                writes.setdefault(group(out), []).append((k, *(e + at for e in extent(lo.ofm))))
             for v in (lo.ifm, lo.ifm2):
                 b = index.get(v.buffer) if v is not None else None
                 if b is not None and not v.wrap_rows:
-                    reads.setdefault(b, []).append((k, *extent(v)))
+                    at = place(b)
+                    reads.setdefault(group(b), []).append((k, *(e + at for e in extent(v))))
         for sink, written in writes.items():
-            if group(sink) in sinks or first[sink] < begin:
+            if sink in sinks or first[sink] < begin:
                 continue
             best = None
             for source, read in reads.items():
-                if (group(source) in sources or group(source) == group(sink) or source in writes
-                        or buffers[source].kind != "feature_map" or first[source] >= begin or last[source] > end
-                        or buffers[source].persistent or buffers[sink].persistent
-                        or (buffers[sink].cpu_visible and buffers[source].cpu_visible)):
+                if (source in sources or source == sink or source in writes
+                        or any(buffers[b].kind != "feature_map" for b in members[source])
+                        or first[source] >= begin or last[source] > end
+                        or kept(source, "persistent") or kept(sink, "persistent")
+                        or (kept(sink, "cpu_visible") and kept(source, "cpu_visible"))):
                     continue
                 shift = mem.staircase_shift(written, read)
                 shared = min(buffers[sink].size - shift, buffers[source].size)
@@ -1452,8 +1478,8 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
                     best = (shared, source, shift)
             if best is not None:
                 aliases.append(mem.Alias(sink, best[1], kind="staircase", shift=best[2]))
-                sinks.add(group(sink))
-                sources.add(group(best[1]))
+                sinks.add(sink)
+                sources.add(best[1])
     return aliases
 
 
@@ -1631,7 +1657,11 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
             return sop
         paired = True
         ofm_bytes, ifm_bytes = _view_bytes(lo.ofm), _view_bytes(lo.ifm)
-        if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes):
+        if max(ofm_bytes, shift + ifm_bytes) <= max(above, ofm_bytes, ifm_bytes) or target.is_u85:
+            # Lean enough; or the U85's, whose block configs (and the traversal the shift
+            # follows) are not modelled: an operator run's staircase there (a MIRROR_PAD's
+            # copies) keeps its scheduled blocks (random network uint8 seed 4189 on U85-256:
+            # `cascader.plan` raised InvalidArgumentError from the block enumeration).
             return sop
         raw = _raw_stream_bytes(lo)
         best = (max(ofm_bytes, shift + ifm_bytes), -1.0, sop.block, sop.part_kernel_first)

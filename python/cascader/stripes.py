@@ -29,7 +29,7 @@ from typing import Any, Callable, NamedTuple
 from . import _core
 from .evolve import evolve
 from .frontend.lowered import (FeatureMapView, LoweredOperation, box_origin, brick_strides, channel_slice,
-                               dense_strides, follows_ofm, round16)
+                               dense_strides, follows_ofm, round16, views_whole)
 from .frontend.quantization import average_pool_scale
 from .schedule import NpuSchedule, ScheduledOperation, SegmentSchedule, _encode, _Target, keep_recent, unflattened
 from .u85_chaining import with_chains
@@ -347,6 +347,10 @@ class _Source(NamedTuple):
     # buffer's region a stripe reads holds (extent - 1) / step + 1 of the box's rows.
     stepped: tuple | None
     first_operand: int = 0  # the operand (0 IFM, 1 IFM2) of `inputs[0]` (`_core.Part.first_operand`)
+    # Its IFM, IFM2 and OFM views that are no rows and columns of their buffers (a RESHAPE's
+    # reader viewing a 30 x 46 map as 1 x 1380, `_reviewed`): the planner's regions, in the
+    # buffer's rows and columns, say nothing of them, and the part runs whole (not stripable).
+    reviewed: tuple[bool, bool, bool] = (False, False, False)
 
 
 def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any, shapes: dict) -> _Source:
@@ -356,8 +360,20 @@ def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: A
         ifm = evolve(ifm, offset=ifm.offset - box[0][0] * ifm.strides[0] - box[0][1] * ifm.strides[1])
     elif box is not None:
         stepped = box
+    # A transpose's channel plane views its whole input permuted: `_stripe` maps its regions.
+    reviewed = (False,) * 3 if "transpose" in lo.registers else tuple(
+        _reviewed(v, shapes) for v in (lo.ifm, lo.ifm2, lo.ofm))
     return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]), ifm, stepped,
-                   part.first_operand)
+                   part.first_operand, reviewed)
+
+
+def _reviewed(v: FeatureMapView | None, shapes: dict) -> bool:
+    """Whether `v` views a feature-map buffer other than as its rows and columns: not the buffer
+    whole, a slice of its channels or a box of it read in place."""
+    natural = None if v is None else shapes.get(v.buffer)
+    if natural is None or views_whole(v, natural):
+        return False
+    return channel_slice(v, natural) is None and box_origin(v, natural) is None
 
 
 def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
@@ -369,7 +385,11 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
     of the scheduled operation's fields to set."""
     r0, r1, c0, c1 = region
     sop, lo = src.sop, src.lowered
-    ofm = band(lo.ofm, src.output, region, channels)
+    whole = any(src.reviewed)
+    if whole and (r0, c0, c1) != (0, 0, src.output_width):
+        raise ValueError(f"{lo.name}: a part that re-views a map striped to {region}")
+    ofm = _channels(lo.ofm, channels) if src.reviewed[2] and channels is not None else (
+        lo.ofm if src.reviewed[2] else band(lo.ofm, src.output, region, channels))
     views = {}
     padding = lo.registers.get("padding")  # top, left, bottom, right
     padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
@@ -379,7 +399,10 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         # the cascade makes is in a rolling buffer, and its whole buffer is gone.
         v = lo.ifm if i == 0 else lo.ifm2
         sliced = channels if channels is not None and _reads_channel_slice(lo, v) else None
-        views[i] = band(src.ifm if i == 0 else v, t, read, sliced)
+        if src.reviewed[i]:  # read whole, in its own view
+            views[i] = v if sliced is None else _channels(v, sliced)
+        else:
+            views[i] = band(src.ifm if i == 0 else v, t, read, sliced)
     if "transpose" in lo.registers and src.inputs:
         # A transpose's plane views its (whole) input in its output's shape: the stripe's
         # region of it is the output's (planner._transpose_propagator).
@@ -395,9 +418,10 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         if (i not in views and v is not None and v.shape[:2] == lo.ofm.shape[:2] and v.shape[:2] != (1, 1)
                 and follows_ofm(lo, v)):
             views[i] = _region(v, region)
-    if padded:
+    if padded and not whole:
         # Padding only where the region reaches past the tensor's edge; the NPU reads the
-        # bottom and right padding only as far as the windows reach.
+        # bottom and right padding only as far as the windows reach. (A part run whole pads as
+        # its operation does: the planner's padding is of the buffer's rows and columns.)
         padding = run_padding
     registers = {**lo.registers, "padding": padding} if padded else lo.registers
     if padded and lo.kind == "pool" and registers.get("sub_op") == "AVERAGE" and any(lo.registers["padding"]):

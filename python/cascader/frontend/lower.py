@@ -46,6 +46,7 @@ from .lowered import (
     is_dense_copy,
     round16,
     stream_widths,
+    views_whole_nhwc,
     with_copy_shape,
 )
 from .lowering_context import Box
@@ -384,7 +385,7 @@ class _Lowering:
                 # the map's own shape too where the permutation keeps it (a square transpose);
                 # a DMA's rows are bytes of the dense layout (lower_indexed_dma).
                 transposed = v is op.ofm and "ofm_transpose" in op.registers
-                whole[v.buffer] = (whole.get(v.buffer, True) and v.offset == 0 and v.shape == natural
+                whole[v.buffer] = (whole.get(v.buffer, True) and views_whole_nhwc(v, natural)
                                    and not transposed and op.kind != "dma")
         # Bricks of a depth that is not a multiple of 16 carry padding the NPU reads and writes
         # too. Up to a third of padding (24 as 32) they were once kept for the faster

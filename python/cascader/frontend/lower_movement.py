@@ -41,11 +41,12 @@ from .operator_view import OperatorView
 
 SLICE_OPS = frozenset({"STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "UNPACK"})
 # Readers that take their IFM through `view()` as it is, so a strided box works. Readers that
-# re-view their input densely (FULLY_CONNECTED, SOFTMAX, reshapes) need a real copy.
+# re-view their input densely (FULLY_CONNECTED, SOFTMAX, reshapes, MEAN and SUM, whose pools
+# walk the map as dense rows) need a real copy.
 VIEW_READERS = frozenset({
     "CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "CONCATENATION", "PAD",
     "QUANTIZE", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "EXP", "HARD_SWISH", "LEAKY_RELU",
-    "PRELU", "TRANSPOSE", "MIRROR_PAD", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "MEAN", "MINIMUM", "MAXIMUM", "ABS",
+    "PRELU", "TRANSPOSE", "MIRROR_PAD", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "MINIMUM", "MAXIMUM", "ABS",
     "RSQRT", "PADV2", "TILE", "REVERSE_V2", *SLICE_OPS,
 })
 

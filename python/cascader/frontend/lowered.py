@@ -125,6 +125,20 @@ def dense_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, 
     return (w * c * element_size, c * element_size, element_size)
 
 
+def views_whole(v: FeatureMapView, natural: tuple[int, int, int] | None) -> bool:
+    """Whether `v` is its buffer of shape `natural` whole, in the buffer's own order and
+    layout: not a permuted view of the same shape (a square TRANSPOSE's read of H and W
+    swapped), whose rows are no rows of the buffer (random network int8 seed 1647: striped as
+    rows, and stored as bricks, such a transpose copied without swapping)."""
+    return (natural is not None and v.offset == 0 and v.shape == natural
+            and v.strides == (dense_strides if v.layout == "NHWC" else brick_strides)(natural, v.element_size))
+
+
+def views_whole_nhwc(v: FeatureMapView, natural: tuple[int, int, int] | None) -> bool:
+    """`views_whole`, in NHWC: a map whose views are all so may change its layout."""
+    return v.layout == "NHWC" and views_whole(v, natural)
+
+
 def brick_strides(shape: tuple[int, int, int], element_size: int) -> tuple[int, int, int]:
     """(y, x, c) strides of NHCWB16: x steps within a 16-channel brick, c from brick to brick."""
     h, w, c = shape

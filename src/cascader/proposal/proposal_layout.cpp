@@ -138,7 +138,8 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
   }
   std::unordered_map<int, int> writer;  // tensor -> the last part writing it
   for (size_t k = 0; k < graph.parts.size(); ++k) writer[graph.parts[k].output] = int(k);
-  std::unordered_map<int, int> joined;  // renumbered buffer -> the buffer its alias uses
+  std::unordered_map<int, int> joined;  // renumbered buffer -> the buffer its in-place alias uses
+  std::vector<Alias> kept_staircases;   // a lone operation's OFM written over its IFM (a tie, no join)
   for (const Alias& a : uncascaded.aliases) {
     if (!kept(a.buffer) || !kept(a.target)) continue;
     const auto w = writer.find(a.buffer);
@@ -147,13 +148,24 @@ BufferSchedule proposal_schedule(const PlanGraph& graph, const std::vector<Casca
     renamed.buffer = position[size_t(a.buffer)];
     renamed.target = position[size_t(a.target)];
     out.aliases.push_back(renamed);
-    joined[renamed.buffer] = renamed.target;
+    if (renamed.kind == AliasKind::Staircase) {
+      kept_staircases.push_back(renamed);
+    } else {
+      joined[renamed.buffer] = renamed.target;
+    }
   }
   const auto group = [&](int b) {
     for (auto it = joined.find(b); it != joined.end(); it = joined.find(b)) b = it->second;
     return b;
   };
-  std::unordered_set<int> lowers, uppers;  // a range is the sink of one staircase and the source of one
+  // A range is the sink of one staircase and the source of one: the kept ones count too (a
+  // cascade's output written over the model input that a lone PRELU's OFM is also written
+  // over tied that input twice, random network uint8 seed 1594 on U55-128).
+  std::unordered_set<int> lowers, uppers;
+  for (const Alias& a : kept_staircases) {
+    lowers.insert(group(a.buffer));
+    uppers.insert(group(a.target));
+  }
   for (const CascadePlan& c : cascades) {
     const int sink = graph.parts[size_t(c.last - 1)].output, source = c.staircase_tensor;
     if (source < 0 || !kept(sink) || !kept(source)) continue;
