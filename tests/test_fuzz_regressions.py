@@ -251,3 +251,17 @@ def test_the_u85_least_sram_variant_keeps_its_scheduled_blocks():
         compiled = cascader.compile(model, accelerator="ethos-u85-256", sram=point.budget)
         assert compiled.sram_bytes == point.sram_bytes
         assert compiled.check(seeds=(0,)).bit_exact
+
+
+@pytest.mark.parametrize("accelerator", ["ethos-u55-128", "ethos-u65-256", "ethos-u85-256"])
+def test_a_per_tensor_int8_fully_connected_rounds_a_tie_as_litert(tmp_path, accelerator: str):
+    """Operator zoo int8 FULLY_CONNECTED seed 2: an accumulator of 3,900 at 0.05 x 0.02 / 0.2.
+    LiteRT forms the scale product in double (19.4999996: 19); in float32 it was 19.5000006,
+    which rounded to 20 and output 23 where the reference gives 22 (Vela's binary too)."""
+    from cascader.bench.simulate import validate
+    from cascader.operator_zoo import operator_model
+
+    path = tmp_path / "fc.tflite"
+    cascader.save_model(operator_model("FULLY_CONNECTED", "int8", 2), path)
+    result = validate(path, cascader.compile(path, accelerator=accelerator).model, (0, 1))
+    assert result.bit_exact, result.details
