@@ -265,3 +265,18 @@ def test_a_per_tensor_int8_fully_connected_rounds_a_tie_as_litert(tmp_path, acce
     cascader.save_model(operator_model("FULLY_CONNECTED", "int8", 2), path)
     result = validate(path, cascader.compile(path, accelerator=accelerator).model, (0, 1))
     assert result.bit_exact, result.details
+
+
+def test_a_u85_resize_binary_is_ranked_by_the_estimator():
+    """Random network uint8 seed 7036 on U85-128 (a nearest-neighbour RESIZE after a
+    squeeze-and-excite): ranking a budgeted option's command streams merged as Vela merges them
+    asked the resize for a U55/U65 block traversal, and `plan` raised. The resize's accesses are
+    its IFM extent (in its kernel registers) and its OFM."""
+    from cascader.random_networks import random_network
+
+    model = random_network(7036, "uint8").model
+    frontier = cascader.plan(model, accelerator="ethos-u85-128")
+    for point in frontier.points:
+        compiled = cascader.compile(model, sram=point.sram_bytes, accelerator="ethos-u85-128")
+        assert compiled.sram_bytes <= point.sram_bytes
+        assert compiled.check(seeds=1).bit_exact

@@ -314,6 +314,11 @@ Accesses accesses_of(const NpuOperation& o) {
     a.written = Span{o.dma_dst.region, int64_t(o.dma_dst.address), int64_t(o.dma_dst.address + o.dma_dst.length)};
     return a;
   }
+  if (o.kind == OpKind::Resize) {  // no block traversal; the kernel registers hold the IFM extent it reads
+    a.reads.push_back(hull(o.ifm, o.kernel.height, o.kernel.width, o.ofm.depth));
+    a.written = hull(o.ofm, o.ofm.height, o.ofm.width, o.ofm.depth);
+    return a;
+  }
   const TraversalShape s = traversal_shape(o);
   const auto source = [&s](int extent) { return s.upscale == 2 ? (extent + 1) / 2 : extent; };
   a.reads.push_back(hull(o.ifm, source(s.ifm_height), source(s.ifm_width), s.ifm_depth));
