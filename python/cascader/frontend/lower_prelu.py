@@ -62,6 +62,7 @@ from .quantization import multiply_real, quantise_scale
 INT16_ALPHA_DTYPE = "int8"
 SIGNED_DTYPE = "int16"  # the sign-select form's intermediate maps
 UNIT_SCALE = quantise_scale(1.0)
+CHECKED_PER_RUN = 1 << 20  # input code and slope pairs the compile-time checks hold at once
 
 
 def lower_prelu(lw: LoweringContext, v: OperatorView) -> None:
@@ -181,20 +182,25 @@ class _Branches:
         return cls(x.dtype, x.zero_point, out.zero_point, bool(same), quantise_scale(real1), quantise_scale(real2),
                    fp.quantize_multiplier(real1), fp.quantize_multiplier(real2))
 
-    def _inputs(self, slopes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(x - zp over the type's codes, one row; the distinct slopes, one column)."""
+    def _inputs(self, slopes: np.ndarray):
+        """(x - zp over the type's codes, one row; a run of the distinct slopes, one column), per
+        run: an int16 map's 65,536 codes are checked a few slopes at a time."""
         lo, hi = TYPE_RANGE[self.dtype]
-        return np.arange(lo, hi + 1, dtype=np.int64)[None, :] - self.zero_point, np.unique(slopes)[:, None]
+        d = np.arange(lo, hi + 1, dtype=np.int64)[None, :] - self.zero_point
+        k = np.unique(slopes)
+        step = max(1, CHECKED_PER_RUN // d.size)
+        for start in range(0, k.size, step):
+            yield d, k[start:start + step, None]
 
     def _reference(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
         positive = fp.multiply_by_quantized_multiplier(d, *self.reference_m1)
         negative = fp.multiply_by_quantized_multiplier(d * k, *self.reference_m2)
         return self._out(np.where(d >= 0, positive, negative))
 
-    def _out(self, value: np.ndarray, dtype: str | None = None, zero_point: int | None = None) -> np.ndarray:
-        """`value` stored: the zero point added (zp_out unless given), saturated to the type."""
-        lo, hi = TYPE_RANGE[dtype or self.dtype]
-        return np.clip(value + (self.out_zero_point if zero_point is None else zero_point), lo, hi)
+    def _out(self, value: np.ndarray) -> np.ndarray:
+        """`value` stored in the output: zp_out added, saturated to the type."""
+        lo, hi = TYPE_RANGE[self.dtype]
+        return np.clip(value + self.out_zero_point, lo, hi)
 
     @staticmethod
     def _scaled(value: np.ndarray, scale: tuple[int, int]) -> np.ndarray:
@@ -209,32 +215,35 @@ class _Branches:
         (alpha at most 1, of either sign), the MIN when every k s2 >= s1. Both roundings are
         monotone, and the saturation too, but two rounded lines may tie or cross by one step
         near zp: the exhaustive check decides."""
-        d, k = self._inputs(slopes)
-        want = self._reference(d, k)
-        positive = d + self.out_zero_point if self.same else self._out(self._scaled(d, self.m1))
-        product = self._out(self._scaled(d * k, self.m2))
-        for mode, pick in (("MAX", np.maximum), ("MIN", np.minimum)):
-            if (pick(positive, product) == want).all():
-                return mode
-        return None
+        modes = {"MAX": np.maximum, "MIN": np.minimum}
+        for d, k in self._inputs(slopes):
+            want = self._reference(d, k)
+            positive = d + self.out_zero_point if self.same else self._out(self._scaled(d, self.m1))
+            product = self._out(self._scaled(d * k, self.m2))
+            modes = {mode: pick for mode, pick in modes.items() if (pick(positive, product) == want).all()}
+            if not modes:
+                return None
+        return next(iter(modes))
 
     def signs(self, slopes: np.ndarray) -> np.ndarray | None:
         """Per slope value (alpha's shape), the sign s (+1 or -1) for which the sign-select
         form (`_sign_select`) gives the reference for every input code, or None where some
         slope has neither. Its operands are 16-bit: nothing saturates before the last MUL."""
-        d, k = self._inputs(slopes)
-        want = self._reference(d, k)
         lo, hi = TYPE_RANGE[SIGNED_DTYPE]
-        choice = np.zeros(k.shape[0], dtype=np.int64)
-        for sign in (-1, 1):
-            positive = np.clip(self._scaled(d * sign, self.m1), lo, hi)
-            product = np.clip(self._scaled(d * k * sign, self.m2), lo, hi)
-            got = self._out(self._scaled(np.maximum(positive, product) * sign, UNIT_SCALE))
-            choice = np.where((got == want).all(axis=1), sign, choice)
-        signs = choice[np.searchsorted(k[:, 0], slopes)]
+        chosen = {}
+        for d, k in self._inputs(slopes):
+            want = self._reference(d, k)
+            choice = np.zeros(k.shape[0], dtype=np.int64)
+            for sign in (-1, 1):
+                positive = np.clip(self._scaled(d * sign, self.m1), lo, hi)
+                product = np.clip(self._scaled(d * k * sign, self.m2), lo, hi)
+                got = self._out(self._scaled(np.maximum(positive, product) * sign, UNIT_SCALE))
+                choice = np.where((got == want).all(axis=1), sign, choice)
+            chosen.update(zip(k[:, 0].tolist(), choice.tolist()))
+        signs = np.vectorize(chosen.get, otypes=[np.int64])(slopes)
         lo, hi = TYPE_RANGE[self.dtype]
         zero = _sign_zero_point(self.dtype)
-        if not choice.all() or not lo <= (signs * slopes).min() + zero <= (signs * slopes).max() + zero <= hi:
+        if not signs.all() or not lo <= (signs * slopes).min() + zero <= (signs * slopes).max() + zero <= hi:
             return None  # a slope neither sign selects, or a signed alpha the type cannot hold
         return signs
 
