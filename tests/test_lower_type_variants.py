@@ -147,13 +147,14 @@ def _prelu16(shape, alpha_shape, alpha_range, seed=0, out_scale=0.06):
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 @pytest.mark.parametrize("shape, alpha_shape, alpha_range, out_scale, operations", [
-    ((1, 8, 8, 16), (1, 1, 16), (-100, 100), 0.06, 5),   # mixed signs: the MIN(x, 0) pass
-    ((1, 5, 7, 33), (1, 1, 33), (1, 128), 0.05, 4),      # one-signed: the MUL's clamp does it
+    ((1, 8, 8, 16), (1, 1, 16), (-100, 100), 0.06, 4),   # mixed signs, alpha below 1: MAX of the branches
+    ((1, 5, 7, 33), (1, 1, 33), (1, 128), 0.05, 3),      # one quantization: MAX(x, product)
     ((1, 5, 7, 33), (1, 1, 33), (-128, 0), 0.002, 4),
-    ((1, 4, 6, 3), (4, 6, 3), (-128, 128), 0.3, 5),      # an alpha per element
+    ((1, 4, 6, 3), (4, 6, 3), (-128, 128), 0.3, 4),      # an alpha per element
 ])
 def test_int16_prelu(tmp_path, accelerator, shape, alpha_shape, alpha_range, out_scale, operations):
-    """alpha widened to int16 (one copy), then PRELU's three or four operations."""
+    """alpha widened to int16 (one copy), then the rescaled x, the product and their MAX (every
+    alpha here is at most 1; alphas on both sides of 1: test_lower_prelu)."""
     _exact(tmp_path, _prelu16(shape, alpha_shape, alpha_range, out_scale=out_scale), accelerator, operations)
 
 
