@@ -36,9 +36,9 @@ from cascader.sim.simulate import decode
 from cascader.tflite.builder import ModelBuilder, quantization
 from cascader.zoo import softmax
 from conftest import cycles_against_vela
+from test_u85_chaining import chain_positions as _chains
 from test_u85_lowering import SIZES, _bit_exact_on_the_npu
 
-CHAINED = 2  # IFM/IFM2/OFM_PRECISION's storage field
 LUT_REGION = 0x103  # a DMA destination in the LUT RAM
 SHAPE = (1, 16, 16, 32)
 
@@ -100,20 +100,6 @@ INT16 = ("softmax_int16", lambda: softmax((1, 2, 16, 16), dtype="int16"))
 def _stream(binary) -> list[dict]:
     (stream,) = decode(binary)
     return stream.operations
-
-
-def _chains(ops: list[dict]) -> list[list[int]]:
-    """The positions in `ops` of each chain's operations."""
-    chains: list[list[int]] = []
-    for i, o in enumerate(ops):
-        if o["kind"] == "dma":
-            continue
-        ifm, ifm2, ofm = o["u85"]["storage"]
-        if CHAINED in (ifm, ifm2):
-            chains[-1].append(i)
-        elif ofm == CHAINED:
-            chains.append([i])
-    return chains
 
 
 def _name(o: dict) -> str:

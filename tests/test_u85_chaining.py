@@ -238,17 +238,24 @@ def _headed(kind: str) -> object:
     return b.build()
 
 
+def chain_positions(ops: list[dict]) -> list[list[int]]:
+    """The positions in `ops` (decoded operations) of each chain's operations."""
+    chains: list[list[int]] = []
+    for i, o in enumerate(ops):
+        if o["kind"] == "dma":
+            continue
+        ifm, ifm2, ofm = o["u85"]["storage"]
+        if CHAINED in (ifm, ifm2):
+            chains[-1].append(i)
+        elif ofm == CHAINED:
+            chains.append([i])
+    return chains
+
+
 def _stream_chains(c: cascader.CompiledModel) -> list[list[dict]]:
     """The decoded operations of each chain."""
     (stream,) = decode(c.binary)
-    chains: list[list[dict]] = []
-    for o in (o for o in stream.operations if o["kind"] != "dma"):
-        ifm, ifm2, ofm = o["u85"]["storage"]
-        if CHAINED in (ifm, ifm2):
-            chains[-1].append(o)
-        elif ofm == CHAINED:
-            chains.append([o])
-    return chains
+    return [[stream.operations[i] for i in chain] for chain in chain_positions(stream.operations)]
 
 
 def _chain_in_buffers(chain: list[dict]) -> None:
