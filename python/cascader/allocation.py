@@ -16,6 +16,7 @@ import numpy as np
 
 from .emit.program import ARENA_REGIONS, Placement
 from .errors import BudgetError, InfeasibleError
+from .floor import ALIGNMENT
 from .frontend.partition import Partition
 from .input_staging import staged_key
 from .memory import MemoryConfig, MemoryLayout, layout, sram_bytes
@@ -97,7 +98,7 @@ def _weight_buffer_choices(sched: NpuSchedule, lean: Lean, config: MemoryConfig,
         # layout need not pad (random network uint8 seed 928 on U65-256 Shared_Sram: a peak of
         # 816 B laid out in 812 B, so within 812 B the weight buffer was never tried, 1,103
         # cycles in 220 B where unlimited gave 1,088 in 812 B).
-        if budget is None or lean.peak - 15 <= budget:
+        if budget is None or lean.peak - (ALIGNMENT - 1) <= budget:
             yield sched, None
         fitted = lean.fit()
         faster = []
