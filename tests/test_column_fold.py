@@ -44,7 +44,7 @@ def _exact(tmp_path, model, accelerator):
 def always_fold(monkeypatch):
     """Fold wherever the rewrite applies, whatever the cycle model says: the arithmetic is
     checked on shapes the model would leave unfolded too."""
-    monkeypatch.setattr(column_fold, "_cycles",
+    monkeypatch.setattr(column_fold, "placement_cycles",
                         lambda lw, op: (0.0, 0.0) if "columns in groups" in op.name else (1.0, 1.0))
 
 

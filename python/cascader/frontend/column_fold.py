@@ -33,7 +33,7 @@ from dataclasses import replace
 import numpy as np
 
 from .lowered import LoweredOperation, WeightVolume, dense_strides, kernel_record
-from .lowering_context import LoweringContext
+from .lowering_context import LoweringContext, placement_cycles
 
 
 def fold_columns(lw: LoweringContext) -> None:
@@ -49,7 +49,7 @@ def fold_columns(lw: LoweringContext) -> None:
         readers = [o for o in lw.ops for v in (o.ifm, o.ifm2) if v is not None and v.buffer == b]
         if len(readers) != 1 or readers[0] is not op or any(o.ofm.buffer == b for o in lw.ops):
             continue
-        best, best_cycles = op, _cycles(lw, op)
+        best, best_cycles = op, placement_cycles(lw, op)
         if best_cycles is None:
             return
         stride = op.registers["kernel"]["stride"][1]
@@ -57,7 +57,7 @@ def fold_columns(lw: LoweringContext) -> None:
             if stride % f or op.ifm.shape[1] % f:
                 continue
             folded = folded_convolution(op, f)
-            cycles = _cycles(lw, folded)
+            cycles = placement_cycles(lw, folded)
             if all(new <= old for new, old in zip(cycles, best_cycles)) and cycles != best_cycles:
                 best, best_cycles = folded, cycles
         if best is not op:
@@ -75,12 +75,6 @@ def _foldable(lw: LoweringContext, op: LoweredOperation) -> bool:
     return (kernel["stride"][1] > 1 and kernel["dilation"][1] == 1 and not op.registers.get("ifm_upscale")
             and v.layout == "NHWC" and v.offset == 0 and not v.wrap_rows and math.prod(v.shape) == math.prod(shape)
             and v.strides == dense_strides(v.shape, v.element_size))
-
-
-def _cycles(lw: LoweringContext, op: LoweredOperation) -> tuple[float, float] | None:
-    """The operation's cycles with its input in the arena, and staged in the fast memory."""
-    arena, staged = lw.cycles([op], weights=True), lw.cycles([op], weights=True, staged=True)
-    return None if arena is None or staged is None else (arena, staged)
 
 
 def folded_convolution(op: LoweredOperation, f: int) -> LoweredOperation:

@@ -53,6 +53,7 @@ from .lowering_context import Box
 from .self_product_fusion import lower_self_product, plan_self_products
 from .lowering_rules import LOWERING_RULES
 from .column_fold import fold_columns
+from .depthwise_copies import convert_copies
 from .lut_fusion import fuse_table_lookups
 from .operation_builder import MAX_PADDING
 from .operator_view import ALIAS_OPS, OperatorView
@@ -519,6 +520,7 @@ class _Lowering:
         # A variable stays dense, as the CPU sees maps: its copies in and out view its bytes.
         self._choose_layouts({aliases[t] for t in (*ifms, *ofms)} | set(self.resident_buffers), buffers)
         self._flatten_copies()
+        convert_copies(self)
         return LoweredSegment(self.operators, self.ops, buffers, aliases, tuple(ifms), tuple(ofms), self.constants,
                               {b: name for b, (name, _, _) in self.scratch_buffers.items()},
                               {b: self.reshaped.get(b) or self.natural(b)[0] for b in buffers}, frozenset(self.persistent),

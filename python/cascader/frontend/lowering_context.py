@@ -1,4 +1,5 @@
-"""What a lowering rule may use of the segment being lowered: `LoweringContext`, and `Box`.
+"""What a lowering rule may use of the segment being lowered: `LoweringContext`, `Box`, and
+`placement_cycles`, the yardstick of the rewrites that keep the faster of two forms.
 
 The lowering core (`lower`) walks a segment's operators and owns what they share: the views
 of tensors as feature maps (through reshapes, folded pads, concatenation slices and slices
@@ -95,6 +96,14 @@ class LoweringContext(Protocol):
     def natural(self, b: int) -> tuple[tuple[int, int, int], str]:
         """Buffer `b`'s own shape and element type: its tensor's, or a scratch buffer's."""
         ...
+
+
+def placement_cycles(lw: LoweringContext, op: LoweredOperation) -> tuple[float, float] | None:
+    """A rewrite's yardstick: `op`'s cycles with its weights, its input where the schedule may
+    read it: in the arena, and staged in the fast memory (`LoweringContext.cycles`). None
+    without a cycle model."""
+    arena, staged = lw.cycles([op], weights=True), lw.cycles([op], weights=True, staged=True)
+    return None if arena is None or staged is None else (arena, staged)
 
     def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
         """Tensor `t` as a feature map (in `shape`, if given), in the buffer that owns its bytes."""
