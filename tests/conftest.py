@@ -25,6 +25,17 @@ def compile_on_npu(tmp_path: Path, model, accelerator: str, operations: int | No
     return path, compiled
 
 
+def compile_exact(tmp_path: Path, model, accelerator: str, operations: int | None = None):
+    """`compile_on_npu`, then the binary bit-exact against the reference interpreter on seeds
+    0 and 1. Returns the compiled model."""
+    from cascader.bench.simulate import validate
+
+    path, compiled = compile_on_npu(tmp_path, model, accelerator, operations)
+    result = validate(path, compiled.model, (0, 1))
+    assert result.bit_exact, result.details
+    return compiled
+
+
 def cycles_against_vela(model, accelerator: str) -> tuple[float, float]:
     """The estimator's cycles of our binary of `model` and of Vela 5.2's (its default system for
     `accelerator`), the same yardstick for both; skips where Vela is not installed."""

@@ -20,8 +20,7 @@ from cascader.lowering import lower
 from cascader.schedule import operation_cycles
 
 pytest.importorskip("ai_edge_litert")
-from conftest import compile_on_npu  # noqa: E402
-from cascader.bench.simulate import validate  # noqa: E402
+from conftest import compile_exact  # noqa: E402
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 EXACT_ON = (*ACCELERATORS, "ethos-u85-256")
@@ -31,13 +30,6 @@ def _folded(model, accelerator) -> list:
     """The folded convolutions of the model's lowering."""
     _, segments = lower(model, accelerator)
     return [op for seg in segments for op in seg.operations if "columns in groups" in op.name]
-
-
-def _exact(tmp_path, model, accelerator):
-    path, compiled = compile_on_npu(tmp_path, model, accelerator)
-    result = validate(path, compiled.model, (0, 1))
-    assert result.bit_exact, result.details
-    return compiled
 
 
 @pytest.fixture
@@ -67,7 +59,7 @@ def test_ds_cnn_first_convolution_folds_exactly(tmp_path, accelerator, name):
     folded = _folded(model, accelerator)
     assert [(op.ifm.shape, op.registers["kernel"]["width"], op.registers["kernel"]["stride"]) for op in folded] == [
         ((49, 5, 2), 3, (2, 1))]
-    _exact(tmp_path, model, accelerator)
+    compile_exact(tmp_path, model, accelerator)
 
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
@@ -127,14 +119,14 @@ EDGES = {
 
 @pytest.mark.parametrize("accelerator", EXACT_ON)
 @pytest.mark.parametrize("edge", list(EDGES))
-def test_edges_bit_exact(tmp_path, always_fold, accelerator, edge):
+def test_edges_bitcompile_exact(tmp_path, always_fold, accelerator, edge):
     shape, filters, kernel, stride, padding, dilation, dtype, multiplier = EDGES[edge]
     model = _single_conv(shape, filters, kernel, stride, padding, dilation, dtype, multiplier)
     folded = _folded(model, accelerator)
     assert len(folded) == 1
     op = folded[0]
     assert op.ifm.shape[1] * op.ifm.shape[2] == shape[2] * shape[3]
-    _exact(tmp_path, model, accelerator)
+    compile_exact(tmp_path, model, accelerator)
 
 
 def test_width_not_a_multiple_is_not_folded(always_fold):

@@ -20,8 +20,7 @@ from cascader.lowering import lower
 from cascader.tflite.builder import ModelBuilder, quantization
 
 pytest.importorskip("ai_edge_litert")
-from conftest import compile_on_npu  # noqa: E402
-from cascader.bench.simulate import validate  # noqa: E402
+from conftest import compile_exact  # noqa: E402
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
 
@@ -33,13 +32,6 @@ def _copies(model, accelerator) -> dict[str, list[str]]:
     return {"depthwise": [op.name for op in ops if op.kind == "depthwise" and np.all(op.weights.values == 1)
                           and op.weights.values.shape[1:3] == (1, 1)],
             "pool": [op.name for op in ops if op.kind == "pool" and op.registers.get("sub_op") == "AVERAGE"]}
-
-
-def _exact(tmp_path, model, accelerator):
-    path, compiled = compile_on_npu(tmp_path, model, accelerator)
-    result = validate(path, compiled.model, (0, 1))
-    assert result.bit_exact, result.details
-    return compiled
 
 
 @pytest.fixture
@@ -129,7 +121,7 @@ FORMS = {
 def test_each_copy_form_is_bit_exact_as_a_depthwise_convolution(tmp_path, always_convert, form, accelerator):
     model = FORMS[form]()
     assert _copies(model, accelerator)["depthwise"], "no copy converted"
-    _exact(tmp_path, model, accelerator)
+    compile_exact(tmp_path, model, accelerator)
 
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
@@ -139,7 +131,7 @@ def test_unet_copies_convert_where_faster_and_cost_fewer_cycles(tmp_path, monkey
     model = zoo.unet()
     copies = _copies(model, accelerator)
     assert any("QUANTIZE" in n for n in copies["depthwise"]) and any("RESIZE" in n for n in copies["depthwise"])
-    converted = _exact(tmp_path, model, accelerator)
+    converted = compile_exact(tmp_path, model, accelerator)
     monkeypatch.setattr(depthwise_copies, "convert_copies", lambda lw: None)
     from cascader.frontend import lower as lower_module
     monkeypatch.setattr(lower_module, "convert_copies", lambda lw: None)

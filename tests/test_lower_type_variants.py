@@ -20,10 +20,9 @@ import pytest
 import cascader
 from cascader.frontend.lower_lut import int16_samples, lookup_offset
 from cascader.tflite.builder import ModelBuilder, quantization
-from conftest import compile_on_npu
+from conftest import compile_exact
 
 pytest.importorskip("ai_edge_litert")
-from cascader.bench.simulate import validate  # noqa: E402
 from cascader.reference import ReferenceInterpreter  # noqa: E402
 
 ACCELERATORS = ("ethos-u55-128", "ethos-u65-256")
@@ -44,14 +43,6 @@ def _single(opcode: str, dtype: str, in_shape, out_shape, qi, qo, extra=(), opti
     b.add_operator(opcode, inputs, [y], options or {}, version=version)
     b.mark_output(y)
     return b.build()
-
-
-def _exact(tmp_path, model, accelerator, operations=None):
-    """Compile on `accelerator`, all on the NPU, bit-exact on seeds 0 and 1."""
-    path, compiled = compile_on_npu(tmp_path, model, accelerator, operations)
-    result = validate(path, compiled.model, (0, 1))
-    assert result.bit_exact, result.details
-    return compiled
 
 
 def _cpu_reason(model) -> str:
@@ -79,7 +70,7 @@ def _mean(dtype, shape, axes, keep, qi, qo):
     ((1, 10, 20), [2], False),
 ])
 def test_mean(tmp_path, accelerator, dtype, shape, axes, keep):
-    _exact(tmp_path, _mean(dtype, shape, axes, keep, (0.05, 3), (0.03, -7)), accelerator)
+    compile_exact(tmp_path, _mean(dtype, shape, axes, keep, (0.05, 3), (0.03, -7)), accelerator)
 
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
@@ -87,7 +78,7 @@ def test_int16_mean_of_65536_elements_reaches_int32_minimum(tmp_path, accelerato
     """2^16 codes of -32768 sum to -2^31, which int32 holds: Vela's int16 limit, on the NPU
     (partial sums of two runs, then their rescaled sum), exact at both ends of the range."""
     model = _mean("int16", (1, 256, 256, 1), [1, 2], True, (0.05, 0), (0.04, 0))
-    compiled = _exact(tmp_path, model, accelerator)
+    compiled = compile_exact(tmp_path, model, accelerator)
     for code in (-32768, 32767):
         x = np.full((1, 256, 256, 1), code, np.int16)
         assert np.array_equal(cascader.simulate(compiled, [x])[0], ReferenceInterpreter(model).run([x])[0])
@@ -112,7 +103,7 @@ def test_int16_resize_bilinear_2x(tmp_path, accelerator, half_pixel, shape):
                     version=3 if half_pixel else 2)
     # half-pixel centres: 5 edge copies and 4 phases; without, one upscaled average; a 1x1
     # input is one broadcast
-    _exact(tmp_path, model, accelerator, operations=9 if half_pixel and (h, w) != (1, 1) else 1)
+    compile_exact(tmp_path, model, accelerator, operations=9 if half_pixel and (h, w) != (1, 1) else 1)
 
 
 # --- AVERAGE_POOL_2D across quantizations ---------------------------------------------------
@@ -133,7 +124,7 @@ def test_average_pool_across_quantizations(tmp_path, accelerator, dtype, shape, 
     model = _single("AVERAGE_POOL_2D", dtype, shape, (1, *out, c), _q(dtype, 0.05, 1), _q(dtype, 0.013, -9),
                     options=dict(padding=padding, stride_h=stride[0], stride_w=stride[1], filter_height=kernel[0],
                                  filter_width=kernel[1], fused_activation_function=activation))
-    _exact(tmp_path, model, accelerator, operations=1)
+    compile_exact(tmp_path, model, accelerator, operations=1)
 
 
 # --- PRELU int16 --------------------------------------------------------------------------
@@ -155,7 +146,7 @@ def _prelu16(shape, alpha_shape, alpha_range, seed=0, out_scale=0.06):
 def test_int16_prelu(tmp_path, accelerator, shape, alpha_shape, alpha_range, out_scale, operations):
     """alpha widened to int16 (one copy), then the rescaled x, the product and their MAX (every
     alpha here is at most 1; alphas on both sides of 1: test_lower_prelu)."""
-    _exact(tmp_path, _prelu16(shape, alpha_shape, alpha_range, out_scale=out_scale), accelerator, operations)
+    compile_exact(tmp_path, _prelu16(shape, alpha_shape, alpha_range, out_scale=out_scale), accelerator, operations)
 
 
 def test_int16_prelu_with_an_int16_alpha_stays_on_the_cpu():
@@ -186,7 +177,7 @@ def test_int16_exp_on_every_code(tmp_path, accelerator, in_scale, out_scale, wra
     and the low halves."""
     assert (lookup_offset(int16_samples(np.exp, (in_scale, 0), (out_scale, 0))) != 0) == wrapping
     model = _exp16(INT16_CODES.shape, in_scale, out_scale)
-    compiled = _exact(tmp_path, model, accelerator, operations=3 if wrapping else 1)
+    compiled = compile_exact(tmp_path, model, accelerator, operations=3 if wrapping else 1)
     ours = cascader.simulate(compiled, [INT16_CODES])[0]
     assert np.array_equal(ours, ReferenceInterpreter(model).run([INT16_CODES])[0])
 
@@ -210,8 +201,8 @@ def test_wrapping_exp_into_a_concatenation_and_a_wide_map(tmp_path):
     through a scratch map), and rows too wide for one feature map (w x c > 65535)."""
     concat = exp_into_a_concatenation()
     for accelerator in ACCELERATORS:
-        _exact(tmp_path, concat, accelerator)
-        _exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)
+        compile_exact(tmp_path, concat, accelerator)
+        compile_exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)
 
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
