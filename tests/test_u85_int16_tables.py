@@ -15,7 +15,8 @@ import cascader
 from cascader.frontend.lower_lut import int16_samples, lookup_offset
 from cascader.reference import ReferenceInterpreter
 
-from test_lower_type_variants import INT16_CODES, _exact, _exp16, exp_into_a_concatenation
+from conftest import compile_exact
+from test_lower_type_variants import INT16_CODES, _exp16, exp_into_a_concatenation
 
 SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
 
@@ -26,7 +27,7 @@ SIZES = ["ethos-u85-128", "ethos-u85-256", "ethos-u85-512"]
 def test_int16_exp_on_every_code(tmp_path, accelerator: str, in_scale: float, out_scale: float, wrapping: bool) -> None:
     assert (lookup_offset(int16_samples(np.exp, (in_scale, 0), (out_scale, 0))) != 0) == wrapping
     model = _exp16(INT16_CODES.shape, in_scale, out_scale)
-    compiled = _exact(tmp_path, model, accelerator, operations=2 if wrapping else 1)
+    compiled = compile_exact(tmp_path, model, accelerator, operations=2 if wrapping else 1)
     if wrapping:
         add = compiled.schedule.operations[-1].lowered
         assert add.registers["sub_op"] == "ADD" and add.registers.get("wrap_ofm") and add.ofm.dtype == "int16"
@@ -38,5 +39,5 @@ def test_int16_exp_on_every_code(tmp_path, accelerator: str, in_scale: float, ou
 def test_wrapping_exp_into_a_concatenation_and_a_wide_map(tmp_path, accelerator: str) -> None:
     """The wrapping ADD writing in place into a concatenation (a strided OFM), and rows too
     wide for one feature map (w x c > 65535)."""
-    _exact(tmp_path, exp_into_a_concatenation(), accelerator)
-    _exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)
+    compile_exact(tmp_path, exp_into_a_concatenation(), accelerator)
+    compile_exact(tmp_path, _exp16((1, 2, 300, 256), 0.02, 0.06), accelerator)
