@@ -36,7 +36,8 @@ from .memory import MemoryConfig, sram_bytes
 from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled, unscored
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
-from .schedule import NpuSchedule, _Target, with_overlapping_blocks, without_weight_buffers
+from .schedule import (NpuSchedule, _Target, weight_buffer_bytes, with_overlapping_blocks, with_weight_room,
+                       without_weight_buffers)
 from .scheduling import evicted_bricks, schedules
 from .sizes import parse_size
 from .stripes import proposal_schedules, with_buffered_weights
@@ -51,6 +52,8 @@ __all__ = ["compile", "plan", "CompiledPoint", "ModelLike", "parse_size"]
 # operation: MobileNetV2-224's proposals have 460 to 1,740, palm detection's up to 9,000).
 EVICTING_CANDIDATES = 6
 EVICTING_WORK = 6000
+# Schedules `_weight_room_options` lays out at most: each leaves one more weight buffer out.
+WEIGHT_ROOM_TRIES = 4
 
 
 def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None, budget: int | None
@@ -74,6 +77,39 @@ def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None
         except InfeasibleError:
             pass
     return allocate(sched, part, budget, reslice=True), options
+
+
+def _weight_room_options(prepared: "_Prepared", chosen: tuple, budget: int | None) -> list[tuple]:
+    """Where the uncascaded schedule laid out within `budget` (`chosen`) lost weight buffers:
+    the same schedule with its lone operations written over their IFMs on the blocks that make
+    room for the buffers (`schedule.with_weight_room`), laid out within it, as an option to
+    rank (no planned cycles) when the layout keeps more of them. Chained maps drift down by
+    their shifts, so a layout may hold fewer buffers than the bytes live at once suggest: the
+    buffers saving the fewest cycles per byte (of equals the latest) are left out one at a time,
+    each operation left without one back on the blocks that suit reading its weights in place,
+    up to WEIGHT_ROOM_TRIES schedules (zoo DS-CNN on U55-128 at Vela's Size SRAM, 16,000 B:
+    all four 1x1 convolutions' buffers lay out in 17,488 B, the first two within 16,000 B:
+    114,892 -> 96,956 cycles, Vela's 122,001). The planner's frontier leaves these schedules
+    out: its memory bound counts an operation's maps apart, and stays a lower bound of its own
+    proposals."""
+    sched = prepared.sched
+    if budget is None or chosen[0].total_cycles <= sched.total_cycles:
+        return []
+    ops = sched.operations
+    worth = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(weight_buffer_bytes(ops[k]), 1)
+             for k, sop in enumerate(ops) if sop.weight_buffer and sop.shared_weights is None}
+    order = sorted(worth, key=lambda k: (worth[k], -k))
+    for dropped in range(min(len(order), WEIGHT_ROOM_TRIES)):
+        room = prepared.weight_room(frozenset(order[dropped:]))
+        if room is None:
+            continue
+        try:
+            allocated = allocate(room, prepared.part, budget, reslice=True)
+        except InfeasibleError:
+            continue
+        if allocated[0].total_cycles < chosen[0].total_cycles:
+            return [(allocated, None)]
+    return []
 
 
 def _fastest(options: list[tuple], accelerator: str, system, memory_mode: str, templates: RecordTemplates
@@ -322,6 +358,7 @@ class _Prepared:
         self.optimise, self.is_least_scratch = optimise, least_scratch
         self._least_scratch: _Prepared | None = None
         self._overlapped: _Prepared | None = None
+        self._weight_rooms: dict[frozenset, NpuSchedule | None] = {}  # by the weight buffers kept
         self._leans: dict[int, NpuSchedule] = {}
         self._evicted_bricks: NpuSchedule | None | bool = False  # False: not made yet
         # By (schedule id, proposal id): the proposals are held by the frontiers above.
@@ -367,6 +404,13 @@ class _Prepared:
         """The leaner variants compiled where this one does not fit, or for the least SRAM:
         `least_scratch` and `overlapped`, those that exist."""
         return [v for v in (self.least_scratch(), self.overlapped()) if v is not None]
+
+    def weight_room(self, keep: frozenset) -> NpuSchedule | None:
+        """`schedule.with_weight_room` of the dense schedule with only the weight buffers at
+        positions `keep`, made when first asked for."""
+        if keep not in self._weight_rooms:
+            self._weight_rooms[keep] = with_weight_room(without_weight_buffers(self.sched, keep, staged=True))
+        return self._weight_rooms[keep]
 
     def evicted_bricks(self) -> NpuSchedule | None:
         """`scheduling.evicted_bricks` of the dense schedule, made when first asked for."""
@@ -472,6 +516,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         uncascaded_minimum = None
         try:
             chosen, bricked_options = _uncascaded(part, sched, bricked, budget)
+            bricked_options += _weight_room_options(prepared, chosen, budget)
         except InfeasibleError as uncascaded:
             uncascaded_minimum = uncascaded.minimum_sram
         if uncascaded_minimum is not None:  # out of the handler: one error, not a chain of two
