@@ -86,3 +86,19 @@ def test_no_variant_without_weight_buffers():
     """A schedule none of whose lone operations buffers its weights needs no room."""
     p = _prepare(zoo.get("ds_cnn_kws"), "ethos-u55-128", None, None, "performance", progress(total=2, enabled=False))
     assert with_weight_room(without_weight_buffers(p.sched)) is None
+
+
+def test_a_cascaded_compile_makes_room_for_its_lone_operations_buffers():
+    """Zoo ResNet-8 on U55-128 within Vela's Size SRAM (35,840 B) cascades its first stage; the
+    second stage's 3x3 convolution on 16x16x32, run alone, read its 9 KB of weights from flash
+    (233,802 cycles). Written over its input, it buffers them (222,874), bit-exact on 2 seeds."""
+    budget = 35_840
+    r = cascader.compile(zoo.get("resnet8"), sram=budget, accelerator="ethos-u55-128")
+    assert r.sram_bytes <= budget
+    assert any(sop.cascade is not None for sop in r.schedule.operations)
+    assert r.schedule.overlap_chains
+    conv = next(sop for sop in r.schedule.operations if sop.lowered.name == "5:CONV_2D")
+    assert conv.cascade is None and conv.weight_buffer
+    assert r.estimate().total_cycles <= 223_000
+    check = r.check(seeds=(0, 1))
+    assert check.checked and check.bit_exact
