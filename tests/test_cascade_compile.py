@@ -46,7 +46,10 @@ def test_the_planners_cycles_are_the_binarys_stripes_as_run():
     point = plan(model).points[0]  # the planner's own frontier
     compiled = cascader.compile(model, sram=point.sram_bytes)
     as_run = compiled.estimate(stripes="as_run").total_cycles
-    assert compiled.schedule.total_cycles == pytest.approx(point.cycles)
+    # At most the point's: a proposal planned faster whose weight buffers did not all fit may fit
+    # more of them with its lone operations written over their IFMs (`compiler._weight_room_options`;
+    # zoo MobileNetV2 within 31,488 B: 887,132 planned, 881,276 so).
+    assert compiled.schedule.total_cycles <= point.cycles
     assert compiled.schedule.total_cycles == pytest.approx(as_run, rel=0.01)
     assert compiled.estimate().total_cycles < as_run
     assert not hasattr(compiled, "planned_cycles")  # one figure per binary: the estimator's

@@ -52,8 +52,9 @@ class Lean:
 
     @cached_property
     def live(self) -> np.ndarray:
-        """Bytes live at each step of `memory` (`live_bytes`)."""
-        return live_bytes(self.memory[0])
+        """Bytes live at each step of `memory` (`live_bytes`; an `overlap_chains` schedule's
+        ties counted once)."""
+        return live_bytes(self.memory[0], ties=bool(self.sched.overlap_chains))
 
     @cached_property
     def peak(self) -> int:

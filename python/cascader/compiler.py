@@ -36,7 +36,8 @@ from .memory import MemoryConfig, sram_bytes
 from .planner import Frontier, PlanOptions, lay_out_leanest, plan_schedule, plan_scheduled, unscored
 from .planner import plan as planner_plan
 from .progress import progress as stage_bar
-from .schedule import NpuSchedule, _Target, with_overlapping_blocks, without_weight_buffers
+from .schedule import (NpuSchedule, _Target, keep_recent, weight_buffer_bytes, with_overlapping_blocks,
+                       with_weight_room, without_weight_buffers)
 from .scheduling import evicted_bricks, schedules
 from .sizes import parse_size
 from .stripes import proposal_schedules, with_buffered_weights
@@ -51,6 +52,11 @@ __all__ = ["compile", "plan", "CompiledPoint", "ModelLike", "parse_size"]
 # operation: MobileNetV2-224's proposals have 460 to 1,740, palm detection's up to 9,000).
 EVICTING_CANDIDATES = 6
 EVICTING_WORK = 6000
+# Schedules `_weight_room_options` lays out at most: each leaves one more weight buffer out.
+WEIGHT_ROOM_TRIES = 4
+# `_Prepared.weight_room`'s variants kept: a compile tries a few schedules' (the uncascaded
+# one's, those of the proposals it compiles), each with WEIGHT_ROOM_TRIES sets of buffers.
+WEIGHT_ROOMS_KEPT = 16
 
 
 def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None, budget: int | None
@@ -74,6 +80,40 @@ def _uncascaded(part: Partition, sched: NpuSchedule, bricked: NpuSchedule | None
         except InfeasibleError:
             pass
     return allocate(sched, part, budget, reslice=True), options
+
+
+def _weight_room_options(prepared: "_Prepared", buffered: NpuSchedule, chosen: tuple, budget: int | None
+                         ) -> list[tuple]:
+    """Where a schedule of `prepared`'s (`buffered`: the uncascaded one, or a proposal's with
+    the weight buffers of its operations run alone) laid out within `budget` (`chosen`) lost
+    weight buffers: the same schedule with its lone operations written over their IFMs on the
+    blocks that make room for the buffers (`schedule.with_weight_room`), laid out within it,
+    as an option to rank (no planned cycles) when the layout keeps more of them. Chained maps drift down by
+    their shifts, so a layout may hold fewer buffers than the bytes live at once suggest: the
+    buffers saving the fewest cycles per byte (of equals the latest) are left out one at a time,
+    each operation left without one back on the blocks that suit reading its weights in place,
+    up to WEIGHT_ROOM_TRIES schedules (zoo DS-CNN on U55-128 at Vela's Size SRAM, 16,000 B:
+    all four 1x1 convolutions' buffers lay out in 17,488 B, the first two within 16,000 B:
+    114,892 -> 96,956 cycles, Vela's 122,001). The planner's frontier leaves these schedules
+    out: its memory bound counts an operation's maps apart, and stays a lower bound of its own
+    proposals."""
+    if budget is None or chosen[0].total_cycles <= buffered.total_cycles:
+        return []
+    ops = buffered.operations
+    worth = {k: (ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles) / max(weight_buffer_bytes(ops[k]), 1)
+             for k, sop in enumerate(ops) if sop.weight_buffer and sop.shared_weights is None}
+    order = sorted(worth, key=lambda k: (worth[k], -k))
+    for dropped in range(min(len(order), WEIGHT_ROOM_TRIES)):
+        room = prepared.weight_room(buffered, frozenset(order[dropped:]))
+        if room is None:
+            continue
+        try:
+            allocated = allocate(room, prepared.part, budget, reslice=True)
+        except InfeasibleError:
+            continue
+        if allocated[0].total_cycles < chosen[0].total_cycles:
+            return [(allocated, None)]
+    return []
 
 
 def _fastest(options: list[tuple], accelerator: str, system, memory_mode: str, templates: RecordTemplates
@@ -151,6 +191,12 @@ def _cascade(part: Partition, sched: NpuSchedule, budget: int | None, smallest: 
                         allocated = resliced
                 except InfeasibleError:
                     pass
+            if prepared is not None and not exact:
+                # Its lone operations written over their IFMs may make room for more of them
+                # (zoo ResNet-8 on U55-128 within 35,840 B: its second stage's 3x3 convolution
+                # on 16x16x32 then buffers its 9 KB of weights, 233,802 -> 222,874 cycles).
+                for room, _ in _weight_room_options(prepared, every, allocated, budget):
+                    allocated = room
         if exact:
             return allocated, planned(allocated, buffered, point)
         # Its weight buffers did not all fit the exact layout: a faster point may still
@@ -322,6 +368,9 @@ class _Prepared:
         self.optimise, self.is_least_scratch = optimise, least_scratch
         self._least_scratch: _Prepared | None = None
         self._overlapped: _Prepared | None = None
+        # By (schedule id, the weight buffers kept): (the schedule, held so that its id names
+        # no other, and its variant), the WEIGHT_ROOMS_KEPT made last.
+        self._weight_rooms: dict[tuple[int, frozenset], tuple] = {}
         self._leans: dict[int, NpuSchedule] = {}
         self._evicted_bricks: NpuSchedule | None | bool = False  # False: not made yet
         # By (schedule id, proposal id): the proposals are held by the frontiers above.
@@ -367,6 +416,16 @@ class _Prepared:
         """The leaner variants compiled where this one does not fit, or for the least SRAM:
         `least_scratch` and `overlapped`, those that exist."""
         return [v for v in (self.least_scratch(), self.overlapped()) if v is not None]
+
+    def weight_room(self, sched: NpuSchedule, keep: frozenset) -> NpuSchedule | None:
+        """`schedule.with_weight_room` of `sched` (the dense schedule, or a proposal's with the
+        weight buffers of its lone operations) with only the weight buffers at positions `keep`,
+        made when first asked for."""
+        key = (id(sched), keep)
+        if key not in self._weight_rooms:
+            room = with_weight_room(without_weight_buffers(sched, keep, staged=True))
+            keep_recent(self._weight_rooms, key, (sched, room), WEIGHT_ROOMS_KEPT)
+        return self._weight_rooms[key][1]
 
     def evicted_bricks(self) -> NpuSchedule | None:
         """`scheduling.evicted_bricks` of the dense schedule, made when first asked for."""
@@ -472,6 +531,7 @@ def _compile_within(prepared: _Prepared, budget: int | None, optimise: str, bar,
         uncascaded_minimum = None
         try:
             chosen, bricked_options = _uncascaded(part, sched, bricked, budget)
+            bricked_options += _weight_room_options(prepared, sched, chosen, budget)
         except InfeasibleError as uncascaded:
             uncascaded_minimum = uncascaded.minimum_sram
         if uncascaded_minimum is not None:  # out of the handler: one error, not a chain of two

@@ -124,6 +124,13 @@ class NpuSchedule:
     # elsewhere: the planner's memory bound counts such a pair apart, and a layout below that
     # bound would break the frontier's promise and its lower-bound pruning.
     overlapping: bool = False
+    # With `overlapping`: the positions (in `operations`) of the operations offered to the
+    # layout written over their IFMs, chained (an OFM written over an IFM that was itself
+    # written over its own), each tie the layout's to keep or break, not only those at the
+    # feature maps' peak; empty: those `_overlapping_operations` picks. The variant a budgeted
+    # compile makes room for weight buffers with (`with_weight_room`): a buffer's DMA runs
+    # beside the operation before its own, not where the maps peak.
+    overlap_chains: frozenset[int] = frozenset()
     # The cycle model's target the scheduler costed these operations with, and its
     # descriptions of them (see `_Target.of`): the planner and the budgeted compile cost the
     # same operations again.
@@ -845,7 +852,7 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     while `schedule` lives: the allocator fits one schedule to several capacities).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
-    live = live_bytes(msched) if lean_live is None else lean_live.copy()
+    live = live_bytes(msched, ties=bool(schedule.overlap_chains)) if lean_live is None else lean_live.copy()
     peak = int(live.max(initial=0))
     ops = schedule.operations
     wanted = _own_weight_buffers(schedule)
@@ -970,7 +977,7 @@ def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
     alone (`lean_memory`, as `fit_weight_buffers` takes it) and each such buffer over the two
     steps it is live. A budget below it cannot fit, and the layout need not be tried."""
     msched, _, op_steps = lean_memory
-    live = live_bytes(msched, arena_only=True)
+    live = live_bytes(msched, arena_only=True, ties=bool(schedule.overlap_chains))
     ops = schedule.operations
     for k in _own_weight_buffers(schedule):
         for steps, size in _buffer_spans(ops[k], op_steps[k]):
@@ -978,10 +985,12 @@ def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
     return int(live.max(initial=0))
 
 
-def live_bytes(msched: mem.Schedule, arena_only: bool = False) -> np.ndarray:
+def live_bytes(msched: mem.Schedule, arena_only: bool = False, ties: bool = False) -> np.ndarray:
     """Bytes live at each step of a memory schedule (each live range's size, aligned);
     `arena_only`: only the ranges the scratch arenas hold (not LUTs, persistent state or
-    constants, which the layout puts in arenas of their own)."""
+    constants, which the layout puts in arenas of their own). `ties`: a staircase's shared
+    bytes (`mem.Alias`) count once while both its ranges live, as the layout's lower bound
+    counts them (the ties may all be kept: a layout need not reach it)."""
     r = mem.live_ranges(msched)
     live = np.zeros(len(msched.steps) + 1, dtype=np.int64)
     buffers = msched.buffers
@@ -990,6 +999,11 @@ def live_bytes(msched: mem.Schedule, arena_only: bool = False) -> np.ndarray:
         if arena_only and (buffers[b].persistent or buffers[b].kind == "lut" or buffers[b].constant):
             continue
         live[start:end] += (size + align - 1) // align * align
+    if ties:
+        for lower, upper, offset in r.ties:
+            begin, end = max(r.start[lower], r.start[upper]), min(r.end[lower], r.end[upper])
+            if begin < end:
+                live[begin:end] -= max(0, min(int(r.size[lower]) - offset, int(r.size[upper])))
     return live
 
 
@@ -1215,7 +1229,7 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     schedules share one target) when a schedule of the same stripes was laid out lately."""
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
-    key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping,
+    key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping, schedule.overlap_chains,
            tuple([(id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops]))
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
@@ -1524,6 +1538,13 @@ def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: lis
     in-place and staircase aliases made so far: their buffers are left alone, but for a
     staircase's output, which may be written over here, and its input, which may be written
     over its own input (a chain of ties).
+
+    With `overlap_chains`, of the operations at those positions, every candidate is taken, and
+    an operation's IFM may be written over its own IFM by the operation before (a chain of
+    ties, as a staircase's are: the layout places a chain as one unit, or cuts it where that is
+    lower). A chain puts an OFM over an
+    input two steps back, which the operation before read: ours emit BLOCKDEP 0, so that
+    operation has finished (the one-step margin kept is the pair's own).
     """
     if Accelerator(schedule.accelerator).product == ethos_u85.PRODUCT:
         return []
@@ -1532,14 +1553,15 @@ def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: lis
     aliased = {b for a in others if a.kind != "staircase" for b in (a.buffer, a.target)}
     lowers = {a.buffer for a in others if a.kind == "staircase"}
     uppers = {a.target for a in others if a.kind == "staircase"}
+    chained = schedule.overlap_chains
     writers: dict[int, int] = {}
     for step in steps:
         for b in step.writes:
             writers[b] = writers.get(b, 0) + 1
     candidates = []  # (step, bytes shared, alias)
-    for sop, k in zip(schedule.operations, op_steps):
+    for position, (sop, k) in enumerate(zip(schedule.operations, op_steps)):
         lo = sop.lowered
-        if not _may_overlap(sop):
+        if not _may_overlap(sop) or (chained and position not in chained):
             continue
         out, source = index.get(lo.ofm.buffer), index.get(lo.ifm.buffer)
         if (out is None or source is None or out == source or out in aliased or source in aliased
@@ -1554,9 +1576,13 @@ def _overlapping_operations(schedule: NpuSchedule, uses: "_StepUses", steps: lis
         shared = min(buffers[out].size - shift, buffers[source].size)
         if shared > 0:
             candidates.append((k, shared, mem.Alias(out, source, kind="staircase", shift=shift)))
-            aliased.update((out, source))
-    if not candidates:
-        return []
+            if chained:
+                lowers.add(out)
+                uppers.add(source)
+            else:
+                aliased.update((out, source))
+    if chained or not candidates:
+        return [alias for _, _, alias in candidates]
     live = _live_bytes(uses, len(steps), buffers, others)
     aliases = []
     while candidates:
@@ -1688,6 +1714,100 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
 
     leanest = _mapped(variant, leaner)
     return leanest if paired else schedule
+
+
+# Of the blocks that would let an operation start its OFM fewer bytes below its IFM, the
+# leanest this many whose cost on the raw weight bytes is no slower are encoded and costed
+# exactly (`_leanest_block`): each encoding is a pass over the weights.
+LEANEST_BLOCKS_ENCODED = 4
+
+
+def with_weight_room(schedule: NpuSchedule) -> NpuSchedule | None:
+    """`schedule` with lone operations written over their IFMs, chained, every tie the
+    layout's to keep or break (`overlapping`, `overlap_chains`), each such operation on the
+    block config of the least shift (`_overlap_shift`) among those the cycle model costs no
+    slower than its own, with its weights as scheduled (a weight buffer stays, its streams
+    re-encoded for the block): the variant a budgeted compile tries where weight buffers do not
+    fit beside whole feature maps. A buffer's DMA runs under the operation before, so it needs
+    room beside that operation's IFM and OFM as well as beside its own: zoo DS-CNN's 25x5x64
+    maps fill Vela's Size SRAM (16,000 B) on U55-128, and its 1x1 convolutions then read their
+    4.7 KB of weights from flash once per OFM block (14.2k cycles each, 5.9k buffered). Its
+    depthwise on 5x6x16 blocks needs a 1,600 B shift (3,840 B on the scheduled 13x6x16, and
+    7,584 cycles against 8,064), its 1x1 convolutions on 4x6x64 none (a job may write over its
+    own input): the chain of maps then leaves room for the buffers of the first two of four.
+
+    Only the operations a buffer is live beside are offered, each buffered operation and the
+    one before it: a chain drifts down by its shifts, and one through the whole network cost
+    the layout's search the room it makes (zoo kws_mean at 16,000 B: the first two buffers
+    laid out in 17,120 B with every operation chained, within 16,000 B so).
+
+    None on the U85 (its traversal is not modelled) or where no operation run alone has a
+    weight buffer of its own."""
+    target = _Target.of(schedule)
+    own = _own_weight_buffers(schedule)
+    if target.is_u85 or schedule.overlapping or not own:
+        return None
+    beside = frozenset(j for k in own for j in (k - 1, k) if j >= 0)
+    segments, position = [], 0
+    for seg in schedule.segments:
+        ops: list[ScheduledOperation] = []
+        for sop in seg.operations:
+            slack = ops[-1].cost.buffering_slack_cycles if ops else 0
+            moved = bool(ops) and ops[-1] is not seg.operations[len(ops) - 1]
+            ops.append(_leanest_block(sop, target, slack, moved, position in beside))
+            position += 1
+        segments.append(SegmentSchedule(seg.segment, ops))
+    return replace(schedule, segments=segments, overlapping=True, overlap_chains=beside)
+
+
+def _leanest_block(sop: ScheduledOperation, target: _Target, slack: int, moved: bool, offered: bool
+                   ) -> ScheduledOperation:
+    """`with_weight_room`'s block for one operation: its own, or, where it is `offered` to be
+    written over its IFM, the one of the least shift the cycle model costs no slower (`slack`:
+    the operation before's, as that one now runs). `moved`: the operation before changed, so
+    a buffered operation is costed again with it."""
+    lo = sop.lowered
+    traversal = (lambda pkf: pkf) if lo.kind == "conv" else (lambda pkf: None)
+    buffered = sop.weight_buffer and sop.shared_weights is None
+
+    def costed(block, pkf: bool, streams: tuple[int, int]) -> OpCost:
+        return target.cost(lo, *streams, block, traversal(pkf), buffered=buffered, slack=slack)
+
+    if moved and buffered:  # the slack its DMA hides under changed
+        sop = replace(sop, cost=_sliced_cost(lo, sop.block, sop.part_kernel_first, sop.encoded, sop.depth_step, target,
+                                             None if sop.single_slot else slack)
+                      if sop.depth_step else costed(sop.block, sop.part_kernel_first, _stream_bytes(sop.encoded)))
+    if not offered or not _may_overlap(sop) or sop.staged_cycles or sop.shared_weights is not None:
+        return sop
+    shift = _overlap_shift(sop, target)
+    if shift == 0:
+        return sop
+    raw = _raw_stream_bytes(lo) if lo.weights is not None else (0, 0)
+    bar = costed(sop.block, sop.part_kernel_first, raw).total_cycles
+    leaner = []  # (shift, raw cycles, block, part-kernel-first)
+    for config in _core.enumerate_block_configs(target._accelerator._config, _core.block_query(target.npu_op(lo))):
+        block = (config.ofm_block.height, config.ofm_block.width, config.ofm_block.depth)
+        pkf = config.part_kernel_first if lo.kind == "conv" else False
+        if block == tuple(sop.block) and pkf == sop.part_kernel_first:
+            continue
+        cycles = costed(block, pkf, raw).total_cycles
+        if cycles <= bar:
+            need = _overlap_shift(replace(sop, block=block, part_kernel_first=pkf), target)
+            if need < shift:
+                leaner.append((need, cycles, block, pkf))
+    for _, _, block, pkf in sorted(leaner)[:LEANEST_BLOCKS_ENCODED]:
+        if lo.weights is None:
+            cost = costed(block, pkf, (0, 0))
+            if cost.total_cycles <= sop.cost.total_cycles:
+                return replace(sop, block=block, part_kernel_first=pkf, cost=cost)
+            continue
+        encoded = _encode(lo, block, pkf, target.accelerator)
+        streams = _stream_bytes(encoded)
+        cost = costed(block, pkf, streams)
+        if cost.total_cycles <= sop.cost.total_cycles:
+            direct = target.cost(lo, *streams, block, traversal(pkf)) if buffered else None
+            return replace(sop, block=block, part_kernel_first=pkf, cost=cost, encoded=encoded, direct_cost=direct)
+    return sop
 
 
 def _view_bytes(view: FeatureMapView) -> int:
