@@ -715,6 +715,14 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         } else if (!same_operation(ops[last], ops[k])) {
           break;
         }
+        // Vela's slices each copy their weights into a buffer; operations alike that read
+        // their weights where they are stored, each with no DMA of its own before it (two
+        // copies into one concatenation, each a 1x1 depthwise by a weight of 1), are
+        // operations of their own.
+        if (ops[k].weights.region == 0 &&
+            std::none_of(between.begin(), between.end(), [&](size_t d) { return covers(ops[d].dma_dst, ops[k].weights); })) {
+          break;
+        }
         for (size_t d : between) {
           if (covers(ops[d].dma_dst, ops[k].weights) || covers(ops[d].dma_dst, ops[k].scales)) slice_dmas.push_back(d);
         }
