@@ -28,6 +28,7 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit import ethos_u85
 from .emit.weights import encode_weights
+from .evolve import evolve
 from .frontend.lower_indexed_dma import dma_spans
 from .frontend.lower_ofm_transpose import transposed_description
 from .frontend.lower_u85_resize import resize_description
@@ -767,8 +768,8 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset(), 
 
 def _weights_in_place(sop: ScheduledOperation) -> ScheduledOperation:
     """A weight-buffered operation (of its own buffer) reading its weights where they are stored."""
-    return replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0, single_slot=False,
-                   encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
+    return evolve(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0, single_slot=False,
+                  encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
 
 
 def without_staging(schedule: NpuSchedule, positions: Collection[int]) -> NpuSchedule:
@@ -1471,12 +1472,14 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
             out = index.get(lo.ofm.buffer)
             if out is not None and not lo.ofm.wrap_rows:
                 at = place(out)
-                writes.setdefault(group(out), []).append((k, *(e + at for e in extent(lo.ofm))))
+                lowest, highest = extent(lo.ofm)
+                writes.setdefault(group(out), []).append((k, lowest + at, highest + at))
             for v in (lo.ifm, lo.ifm2):
                 b = index.get(v.buffer) if v is not None else None
                 if b is not None and not v.wrap_rows:
                     at = place(b)
-                    reads.setdefault(group(b), []).append((k, *(e + at for e in extent(v))))
+                    lowest, highest = extent(v)
+                    reads.setdefault(group(b), []).append((k, lowest + at, highest + at))
         for sink, written in writes.items():
             if sink in sinks or first[sink] < begin:
                 continue
