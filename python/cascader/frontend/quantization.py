@@ -88,7 +88,9 @@ def convolution_scales(ifm_scale: float, weight_scales: np.ndarray, ofm_scale: f
     bad = shift < 0  # a zeroed scale's shift is 0
     if bad.any():
         quantise_scale(float(real[np.argmax(bad)]))  # raises with the message for that scale
-    return np.stack([multiplier, shift], axis=1)
+    out = np.empty((len(real), 2), dtype=np.int64)  # np.stack's result, without its Python-level checks
+    out[:, 0], out[:, 1] = multiplier, shift
+    return out
 
 
 def pooling_scale(kernel_elements: int, rescale_bits: int = 0) -> tuple[int, int]:
