@@ -9,6 +9,7 @@ where that makes them fit), then those under the feature maps' own peak, then no
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import Iterator
 
@@ -28,15 +29,20 @@ class Lean:
     """A schedule without the weight buffers of operations run alone
     (`without_weight_buffers`), and its `memory_schedule`: each made once, when first asked
     for, either may be given by a caller that has it already (`own_memory`: that of `sched`
-    itself, likewise). It keeps the weight-buffer choices made for `sched` too (`fit`), so that
-    allocations of the same schedule within other budgets share them (`allocate`'s `lean`)."""
+    itself, likewise). It keeps the weight-buffer choices made for `sched` too (`fit`), and
+    their memory schedules (`memory_of`), so that allocations of the same schedule within other
+    budgets share them (`allocate`'s `lean`)."""
 
     def __init__(self, sched: NpuSchedule, graph, memory: tuple | None = None, schedule: NpuSchedule | None = None,
                  own_memory: tuple | None = None):
         self.sched, self.graph, self._memory, self.own_memory = sched, graph, memory, own_memory
         self._schedule: NpuSchedule | None = schedule
         self._fitted: dict[tuple, NpuSchedule] = {}
+        # Fits to a capacity, by their other options: (low, high, fit) each, the fit the same for
+        # every capacity in [low, high) (`fit_weight_buffers`' `bounds`).
+        self._fitted_within: dict[tuple, list[tuple[float, float, NpuSchedule]]] = {}
         self._sliced: dict = {}  # `fit_weight_buffers`' thinner buffers of `sched`
+        self._memories: dict[int, tuple[NpuSchedule, tuple]] = {}  # `memory_of`, by schedule id
 
     @property
     def schedule(self) -> NpuSchedule:
@@ -62,12 +68,36 @@ class Lean:
         return weight_buffers_peak(self.sched, self.memory)
 
     def fit(self, **options) -> NpuSchedule:
-        """`fit_weight_buffers` of `sched` with these options, made once."""
+        """`fit_weight_buffers` of `sched` with these options, made once; with a `capacity`,
+        made once for every capacity that fits alike (the planner's budgeted points allocate
+        within two budgets a few bytes apart, each at three shares of it)."""
+        capacity = options.get("capacity")
         key = tuple(sorted(options.items()))
-        if key not in self._fitted:
-            self._fitted[key] = fit_weight_buffers(self.sched, self.graph, self.memory, lean_live=self.live,
-                                                   sliced=self._sliced, **options)
-        return self._fitted[key]
+        if capacity is None:
+            if key not in self._fitted:
+                self._fitted[key] = fit_weight_buffers(self.sched, self.graph, self.memory, lean_live=self.live,
+                                                       sliced=self._sliced, **options)
+            return self._fitted[key]
+        alike = self._fitted_within.setdefault(tuple(item for item in key if item[0] != "capacity"), [])
+        for low, high, fitted in alike:
+            if low <= capacity < high:
+                return fitted
+        bounds = [-math.inf, math.inf]
+        fitted = fit_weight_buffers(self.sched, self.graph, self.memory, lean_live=self.live, sliced=self._sliced,
+                                    bounds=bounds, **options)
+        alike.append((bounds[0], bounds[1], fitted))
+        return fitted
+
+    def memory_of(self, candidate: NpuSchedule) -> tuple:
+        """`memory_schedule` of a schedule `allocate` lays out (`sched`, one of its fits, or one
+        of those with buffers dropped), made once while this lives: a fit that serves several
+        budgets is laid out within each."""
+        if candidate is self.sched and self.own_memory is not None:
+            return self.own_memory
+        found = self._memories.get(id(candidate))
+        if found is None:  # held with its schedule, so that its id names no other
+            found = self._memories[id(candidate)] = (candidate, memory_schedule(candidate, self.graph))
+        return found[1]
 
 
 # Shares of a budget the weight buffers re-sliced to fit it may fill (bytes live at once).
@@ -190,9 +220,10 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
             break
         chosen = candidate
         while True:
-            if known is None and candidate is sched:
-                known = lean.own_memory
-            msched, index, _ = known or memory_schedule(candidate, part.graph)
+            # A choice's own memory schedule is kept (another budget may lay it out too); one
+            # changed below (buffers dropped) is made anew.
+            msched, index, _ = known or (lean.memory_of(candidate) if candidate is chosen
+                                         else memory_schedule(candidate, part.graph))
             known = None  # a candidate changed below is scheduled again
             try:
                 result = layout(msched, config)

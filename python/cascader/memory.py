@@ -224,6 +224,18 @@ class Step:
     name: str = ""
 
 
+def step(reads: tuple[int, ...], writes: tuple[int, ...], name: str) -> Step:
+    """`Step(reads, writes, name)` without the frozen dataclass's `__init__` (which sets each
+    field through `object.__setattr__`): a memory schedule makes one per stripe. The same
+    object (`Step` has no `__post_init__`)."""
+    s = _new(Step)
+    s.__dict__.update(reads=reads, writes=writes, name=name)
+    return s
+
+
+_new = object.__new__
+
+
 @dataclass(frozen=True)
 class Alias:
     """`buffer` gets no memory of its own: it uses `target`'s.

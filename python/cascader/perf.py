@@ -124,6 +124,8 @@ def _shape4(shape: Optional[Shape], what: str) -> "_core.Shape4":
 
 
 def _pair(v: Union[int, Sequence[int]], what: str) -> Tuple[int, int]:
+    if type(v) is tuple and len(v) == 2:  # the usual form, without a generator (hundreds per plan)
+        return int(v[0]), int(v[1])
     t = (int(v), int(v)) if isinstance(v, int) else tuple(int(x) for x in v)
     if len(t) != 2:
         raise InvalidArgumentError(f"{what} must be an int or a (height, width) pair, got {v!r}")

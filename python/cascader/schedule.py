@@ -28,6 +28,7 @@ from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit import ethos_u85
 from .emit.weights import encode_weights
+from .evolve import evolve
 from .frontend.lower_indexed_dma import dma_spans
 from .frontend.lower_ofm_transpose import transposed_description
 from .frontend.lower_u85_resize import resize_description
@@ -774,8 +775,8 @@ def without_weight_buffers(schedule: NpuSchedule, keep: set[int] = frozenset(), 
 
 def _weights_in_place(sop: ScheduledOperation) -> ScheduledOperation:
     """A weight-buffered operation (of its own buffer) reading its weights where they are stored."""
-    return replace(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0, single_slot=False,
-                   encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
+    return evolve(sop, weight_buffer=False, cost=sop.direct_cost, direct_cost=None, depth_step=0, single_slot=False,
+                  encoded=sop.direct_encoded if sop.depth_step else sop.encoded, direct_encoded=None)
 
 
 def without_staging(schedule: NpuSchedule, positions: Collection[int]) -> NpuSchedule:
@@ -823,7 +824,8 @@ def _mapped(schedule: NpuSchedule, change) -> NpuSchedule:
 def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tuple | None = None,
                        above_peak_gain: float | None = None, budgeted: bool = False,
                        lean_live: np.ndarray | None = None, capacity: int | None = None,
-                       capacity_only: bool = False, sliced: dict | None = None) -> NpuSchedule:
+                       capacity_only: bool = False, sliced: dict | None = None,
+                       bounds: list | None = None) -> NpuSchedule:
     """Keep the weight buffers that fit under the feature maps' own peak.
 
     Copying weights into SRAM saves cycles but costs SRAM. Uncascaded, the feature maps fix a
@@ -849,7 +851,10 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     `capacity_only`: a buffer must fit `capacity`, even one under the peak (a peak above the
     budget, as a cascade's can count, is no room for more). `sliced`: the thinner buffers
     `_thinner_buffer` made for this `schedule` before, to share with it (a dict the caller keeps
-    while `schedule` lives: the allocator fits one schedule to several capacities).
+    while `schedule` lives: the allocator fits one schedule to several capacities). `bounds`:
+    [low, high], narrowed here to the capacities every comparison with `capacity` comes out
+    the same for (low <= capacity < high): the fit is the same for each of them (the allocator
+    fits a schedule to budgets a few bytes apart, `allocation.Lean.fit`).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
     live = live_bytes(msched, ties=bool(schedule.overlap_chains)) if lean_live is None else lean_live.copy()
@@ -870,12 +875,22 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
         return max(int(live[i]) + sum(size for steps, size in spans if steps.start <= i < steps.stop)
                    for i in range(lo, hi)), spans
 
+    def within(top: int) -> bool:
+        """`top <= capacity`, `bounds` narrowed to the capacities that compare alike."""
+        fits = top <= capacity
+        if bounds is not None:
+            if fits:
+                bounds[0] = max(bounds[0], top)
+            else:
+                bounds[1] = min(bounds[1], top)
+        return fits
+
     def allowed(top: int, gain: float) -> bool:
         """Under the peak, paying for what it raises the peak by, or within `capacity`."""
         if capacity_only:
-            return top <= capacity
+            return within(top)
         return top <= peak or (above_peak_gain is not None and gain >= above_peak_gain * (top - peak)) or (
-            capacity is not None and top <= capacity)
+            capacity is not None and within(top))
 
     def take(k: int, spans: list, top: int) -> None:
         nonlocal peak
@@ -889,7 +904,7 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
         if not allowed(top, saved[k]):
             if capacity is None:
                 continue
-            option = _thinner_buffer(schedule, k, lambda sop: top_of(sop, k)[0] <= capacity, sliced)
+            option = _thinner_buffer(schedule, k, lambda sop: within(top_of(sop, k)[0]), sliced)
             if option is None:
                 continue
             replaced[k] = option
@@ -1110,7 +1125,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
             gain = max(unstaged(sop, arch).cost.total_cycles - sop.cost.total_cycles - sop.staged_cycles, 0.0)
             access[copy] = gain / per_byte if per_byte > 0 else specs[copy][2]
         if extra:
-            steps[step] = mem.Step(fm_reads + tuple(extra), steps[step].writes, lo.name)
+            steps[step] = mem.step(fm_reads + tuple(extra), steps[step].writes, lo.name)
     # The schedules of a family share most buffers as they are, access bytes and all: each is
     # made once (a compile makes thousands, most of them equal to one made before).
     made = fms.buffers
@@ -1316,6 +1331,7 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
                                       name="inputs")]
     op_rows = []
     npu = iter(ops)
+    at = index.get
     for kind, i in schedule.order:
         if kind == "cpu":
             op = graph.operators[i]
@@ -1326,13 +1342,14 @@ def _make_feature_map_schedule(schedule: NpuSchedule, graph: SubGraph, ops: list
             lo = next(npu)[1].lowered
             reads, operands = [], []
             for name, v in (("ifm", lo.ifm), ("ifm2", lo.ifm2), ("ofm", lo.ofm)):
-                b = index.get(v.buffer) if v is not None else None
+                b = at(v.buffer) if v is not None else None
                 if b is not None:
                     operands.append((name, b, math.prod(v.shape) * ELEMENT_SIZE[v.dtype]))
                     if v is not lo.ofm:
                         reads.append(b)
-            op_rows.append((len(steps), tuple(reads), tuple(operands)))
-            steps.append(mem.Step(tuple(reads), (index[lo.ofm.buffer],), lo.name))
+            reads = tuple(reads)
+            op_rows.append((len(steps), reads, tuple(operands)))
+            steps.append(mem.step(reads, (index[lo.ofm.buffer],), lo.name))
     steps.append(mem.Step(tuple(index[t] for t in graph.outputs if t in index) + kept, name="outputs"))
     buffers = specs  # what the alias rules read of a buffer: its kind, size and visibility
     op_steps = [step for step, _, _ in op_rows]
@@ -1469,12 +1486,14 @@ def _staircases(schedule: NpuSchedule, uses: "_StepUses", index: dict[Any, int],
             out = index.get(lo.ofm.buffer)
             if out is not None and not lo.ofm.wrap_rows:
                 at = place(out)
-                writes.setdefault(group(out), []).append((k, *(e + at for e in extent(lo.ofm))))
+                lowest, highest = extent(lo.ofm)
+                writes.setdefault(group(out), []).append((k, lowest + at, highest + at))
             for v in (lo.ifm, lo.ifm2):
                 b = index.get(v.buffer) if v is not None else None
                 if b is not None and not v.wrap_rows:
                     at = place(b)
-                    reads.setdefault(group(b), []).append((k, *(e + at for e in extent(v))))
+                    lowest, highest = extent(v)
+                    reads.setdefault(group(b), []).append((k, lowest + at, highest + at))
         for sink, written in writes.items():
             if sink in sinks or first[sink] < begin:
                 continue

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection
-from dataclasses import replace
 
 import numpy as np
 
 from ..arch import Accelerator
 from ..errors import UnsupportedError
+from ..evolve import evolve
 from ..tflite.model import SubGraph, Tensor
 from .lower_movement import SLICE_OPS, box_view, hwc_axis, plan_slice_views
 from .lowered import (
@@ -161,7 +161,7 @@ class _Lowering:
             out, axis, start = self.slices[t]
             parent = self.view(out)
             hwc = shape or _hwc(self.graph.tensors[t])
-            return replace(parent, shape=hwc, offset=parent.offset + start * parent.strides[axis])
+            return evolve(parent, shape=hwc, offset=parent.offset + start * parent.strides[axis])
         tensor = self.graph.tensors[t]
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
@@ -412,7 +412,7 @@ class _Lowering:
         def convert(v: FeatureMapView | None) -> FeatureMapView | None:
             if v is None or v.buffer not in brick:
                 return v
-            return replace(v, layout="NHCWB16", strides=brick_strides(v.shape, v.element_size))
+            return evolve(v, layout="NHCWB16", strides=brick_strides(v.shape, v.element_size))
 
         for op in self.ops:
             op.ifm, op.ifm2, op.ofm = convert(op.ifm), convert(op.ifm2), convert(op.ofm)
