@@ -1690,7 +1690,6 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
     overlaps = {(a.buffer, a.target): a.shift for a in fms.aliases if a.kind == "staircase"}
     target = schedule.target or _Target(schedule.accelerator, schedule.system, schedule.memory_mode,
                                         [s.segment for s in schedule.segments])
-    accelerator = target._accelerator._config
     paired = False  # a pair of whole maps written over its input
 
     def leaner(_: int, sop: ScheduledOperation) -> ScheduledOperation:
@@ -1710,11 +1709,9 @@ def with_overlapping_blocks(schedule: NpuSchedule, graph: SubGraph, above: int =
             return sop
         raw = _raw_stream_bytes(lo)
         best = (max(ofm_bytes, shift + ifm_bytes), -1.0, sop.block, sop.part_kernel_first)
-        for config in _core.enumerate_block_configs(accelerator, _core.block_query(target.npu_op(lo))):
-            block = (config.ofm_block.height, config.ofm_block.width, config.ofm_block.depth)
+        for block, pkf in _block_options(target, lo):
             if not ((block[1:] == tuple(sop.block[1:]) and block[0] < sop.block[0]) or block[1] >= lo.ofm.shape[1]):
                 continue
-            pkf = config.part_kernel_first if lo.kind == "conv" else False
             candidate = replace(sop, block=block, part_kernel_first=pkf)
             need = max(ofm_bytes, _overlap_shift(candidate, target) + ifm_bytes)
             if need < best[0] or (need == best[0] and best[1] >= 0):
@@ -1801,12 +1798,10 @@ def _leanest_block(sop: ScheduledOperation, target: _Target, slack: int, moved: 
     shift = _overlap_shift(sop, target)
     if shift == 0:
         return sop
-    raw = _raw_stream_bytes(lo) if lo.weights is not None else (0, 0)
+    raw = _raw_stream_bytes(lo)
     bar = costed(sop.block, sop.part_kernel_first, raw).total_cycles
     leaner = []  # (shift, raw cycles, block, part-kernel-first)
-    for config in _core.enumerate_block_configs(target._accelerator._config, _core.block_query(target.npu_op(lo))):
-        block = (config.ofm_block.height, config.ofm_block.width, config.ofm_block.depth)
-        pkf = config.part_kernel_first if lo.kind == "conv" else False
+    for block, pkf in _block_options(target, lo):
         if block == tuple(sop.block) and pkf == sop.part_kernel_first:
             continue
         cycles = costed(block, pkf, raw).total_cycles
@@ -1827,6 +1822,14 @@ def _leanest_block(sop: ScheduledOperation, target: _Target, slack: int, moved: 
             direct = target.cost(lo, *streams, block, traversal(pkf)) if buffered else None
             return replace(sop, block=block, part_kernel_first=pkf, cost=cost, encoded=encoded, direct_cost=direct)
     return sop
+
+
+def _block_options(target: _Target, lo: LoweredOperation) -> Iterator[tuple[tuple[int, int, int], bool]]:
+    """Every (OFM block, part-kernel-first) of the target's block configs for `lo` (the
+    traversal only for a convolution)."""
+    for config in _core.enumerate_block_configs(target._accelerator._config, _core.block_query(target.npu_op(lo))):
+        block = config.ofm_block
+        yield (block.height, block.width, block.depth), config.part_kernel_first if lo.kind == "conv" else False
 
 
 def _view_bytes(view: FeatureMapView) -> int:

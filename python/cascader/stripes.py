@@ -430,15 +430,10 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         k = registers["kernel"]
         registers["ofm_scale"] = average_pool_scale(k["height"] * k["width"], padding)
     whole_width = (c0, c1) == (0, src.output_width)
-    # `evolve(lo, ...)` and `evolve(sop, ...)` without their checks of the field names (fixed
-    # here): a cascaded schedule of MobileNetV2-224 makes some 500 stripes.
-    stripe_lo = _new(type(lo))
-    state = stripe_lo.__dict__
-    state.update(lo.__dict__)
-    state.update(ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None, ofm=ofm,
-                 registers=registers,
-                 name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}"
-                      f"{'' if channels is None else f', channels {channels[0]}:{channels[1]}'}]")
+    stripe_lo = evolve(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
+                       ofm=ofm, registers=registers,
+                       name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}"
+                            f"{'' if channels is None else f', channels {channels[0]}:{channels[1]}'}]")
     # The block for this stripe as the planner costed it. Most stripes of an operation have the
     # same shapes and padding: the cost is computed once for each (`costs`, per cascade).
     key = (id(lo), stripe_lo.ifm.shape, stripe_lo.ifm2.shape if stripe_lo.ifm2 is not None else None,
@@ -452,12 +447,4 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
                            block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash",
                            stripe_of=lo)
         found = costs[key] = (cost, tuple(cost.block_config.ofm_block))
-    striped = _new(type(sop))
-    state = striped.__dict__
-    state.update(sop.__dict__)
-    state.update(fields)
-    state.update(lowered=stripe_lo, block=found[1], cost=found[0])
-    return striped
-
-
-_new = object.__new__
+    return evolve(sop, lowered=stripe_lo, block=found[1], cost=found[0], **fields)
