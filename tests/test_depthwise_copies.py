@@ -1,8 +1,9 @@
 """Copies run as 1x1 depthwise convolutions by a weight of 1 (`frontend.depthwise_copies`):
 each copy form bit-exact against the reference interpreter on two seeds on ethos-u55-128 and
 ethos-u65-256 (a QUANTIZE into a concatenation's slice, a standalone RELU / RELU6 that
-rescales, a uint8 concatenation that rescales an input, a 2x nearest-neighbour upscale, a
-channel PAD's interior copy), int8 and uint8, taken only where the cycle model says it is
+rescales, each RELU, a uint8 concatenation that rescales an input, a concatenation's plain
+copy of an input it reads twice, a SLICE's copy, a 2x nearest-neighbour upscale, a channel
+PAD's interior copy), int8 and uint8, taken only where the cycle model says it is
 faster, with fewer cycles where it is; int16 copies, transposes' pieces and the U85 keep their
 pools.
 """
@@ -16,6 +17,7 @@ import cascader
 from cascader import zoo
 from cascader._zoo_layers import CalibratedNet
 from cascader.frontend import depthwise_copies
+from cascader.frontend import lower as lower_module
 from cascader.lowering import lower
 from cascader.tflite.builder import ModelBuilder, quantization
 
@@ -79,6 +81,35 @@ def _relu(kind: str) -> cascader.Model:
     return net.build()
 
 
+def _concatenated_twice() -> cascader.Model:
+    """A CONCATENATION of one map with itself: no producer can write both slices, so each is a
+    plain copy (one quantization, no rescale)."""
+    b = ModelBuilder()
+    q = quantization(0.031, -3)
+    x = b.add_input("x", (1, 7, 9, 16), "int8", q)
+    m = b.add_tensor("m", (1, 7, 9, 16), "int8", q)
+    b.add_operator("MAXIMUM", [x, x], [m], version=2)
+    out = b.add_tensor("out", (1, 7, 9, 32), "int8", q)
+    b.add_operator("CONCATENATION", [m, m], [out], {"axis": 3, "fused_activation_function": "NONE"})
+    b.mark_output(out)
+    return b.build()
+
+
+def _slice(dtype: str) -> cascader.Model:
+    """A SLICE of a map the NPU makes, to a model output: copied out of its box."""
+    b = ModelBuilder()
+    q = quantization(0.027, -11 if dtype == "int8" else 117)
+    x = b.add_input("x", (1, 12, 10, 16), dtype, q)
+    m = b.add_tensor("m", (1, 12, 10, 16), dtype, q)
+    b.add_operator("MAXIMUM", [x, x], [m], version=2)
+    begin = b.add_constant("begin", np.array([0, 2, 1, 0], np.int32))
+    size = b.add_constant("size", np.array([1, 8, 6, 16], np.int32))
+    y = b.add_tensor("y", (1, 8, 6, 16), dtype, q)
+    b.add_operator("SLICE", [m, begin, size], [y])
+    b.mark_output(y)
+    return b.build()
+
+
 def _upscale(dtype: str) -> cascader.Model:
     """A 2x RESIZE_NEAREST_NEIGHBOR of a map the NPU makes (a MAXIMUM: a lone resize stays on
     the CPU)."""
@@ -110,6 +141,11 @@ FORMS = {
     "uint8 concatenation rescaled": _uint8_concat_rescaled,
     "RELU": lambda: _relu("RELU"),
     "RELU6": lambda: _relu("RELU6"),
+    "RELU_N1_TO_1": lambda: _relu("RELU_N1_TO_1"),
+    "RELU_0_TO_1": lambda: _relu("RELU_0_TO_1"),
+    "concatenation plain copies": _concatenated_twice,
+    "slice int8": lambda: _slice("int8"),
+    "slice uint8": lambda: _slice("uint8"),
     "nearest upscale int8": lambda: _upscale("int8"),
     "nearest upscale uint8": lambda: _upscale("uint8"),
     "channel pad": _channel_pad,
@@ -127,13 +163,11 @@ def test_each_copy_form_is_bit_exact_as_a_depthwise_convolution(tmp_path, always
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 def test_unet_copies_convert_where_faster_and_cost_fewer_cycles(tmp_path, monkeypatch, accelerator):
     """zoo unet's requantizing copies into its concatenations and its 2x upscale run as
-    depthwise convolutions (U55-128 unlimited: 138,595 -> 121,667 cycles), bit-exact."""
+    depthwise convolutions (U55-128 unlimited: 138,595 -> 123,971 cycles), bit-exact."""
     model = zoo.unet()
     copies = _copies(model, accelerator)
     assert any("QUANTIZE" in n for n in copies["depthwise"]) and any("RESIZE" in n for n in copies["depthwise"])
     converted = compile_exact(tmp_path, model, accelerator)
-    monkeypatch.setattr(depthwise_copies, "convert_copies", lambda lw: None)
-    from cascader.frontend import lower as lower_module
     monkeypatch.setattr(lower_module, "convert_copies", lambda lw: None)
     pools = cascader.compile(model, accelerator=accelerator)
     assert cascader.estimate(converted).total_cycles < 0.95 * cascader.estimate(pools).total_cycles
@@ -150,7 +184,7 @@ def test_copies_the_cycle_model_prefers_as_pools_stay_pools(monkeypatch):
 def test_int16_transposes_and_the_u85_keep_their_pools(always_convert):
     net = CalibratedNet(4)
     x = net.input((1, 8, 8, 16), dtype="int16")
-    net.output(net.requantize(net.conv2d(x, 16, (3, 3)), cascader.tflite.builder.quantization(0.002, 0)))
+    net.output(net.requantize(net.conv2d(x, 16, (3, 3)), quantization(0.002, 0)))
     assert not _copies(net.build(), "ethos-u55-128")["depthwise"]
     b = ModelBuilder()
     x = b.add_input("x", (1, 6, 10, 16), "int8", quantization(0.02, 3))
