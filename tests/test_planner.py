@@ -639,7 +639,7 @@ def test_a_part_starting_at_the_second_operand_has_one_input():
 
 def test_proposals_their_bound_shows_dominated_are_not_laid_out():
     """Shared_Sram: a proposal whose planner bound is above the score of one at most as slow is
-    not laid out (`planner._score_undominated`, `sram_bytes` None). Laid out, each comes out at
+    not laid out (`_core.undominated_srams`, `sram_bytes` None). Laid out, each comes out at
     least its bound, above that one: the frontier is the one of every score."""
     from cascader import memory as mem
     from cascader.lowering import lower
@@ -661,6 +661,46 @@ def test_proposals_their_bound_shows_dominated_are_not_laid_out():
         assert sram >= p.estimated_bytes - 15
         assert any(d.cycles <= p.cycles and d.sram_bytes < sram for d in laid)
     assert all(any(p is q for q in laid) for p in frontier.points)
+
+
+def test_undominated_srams_score_what_no_scored_point_dominates_by_bound():
+    """`_core.undominated_srams` scores fastest first, 8 at a time, and skips (-1) a proposal
+    whose bound is above the SRAM of one at most as slow by more than 15 bytes, of the settled
+    ones or of those scored before it: the rule, replayed in Python over every score. Run in
+    the background it gives the same; its result is taken once; an error in it is raised by
+    `result()`."""
+    from cascader import memory as mem
+    from cascader.lowering import lower
+    from cascader.planner import plan_schedule
+    from cascader.scheduling import schedule
+    from cascader.schedule import _Target, memory_schedule, without_weight_buffers
+
+    part, segments = lower(zoo.get("mobilenet_v2"))
+    lean = without_weight_buffers(schedule(part, segments, "ethos-u55-128"))
+    frontier = plan_schedule(lean, part.graph, _Target.of(lean), score=False)
+    proposals = [p.proposal for p in frontier.candidates]
+    uncascaded = mem.core_schedule(memory_schedule(lean, part.graph)[0])
+    config = mem.MemoryConfig.for_target("ethos-u55-128", None, None).to_core()
+    every = _core.proposal_srams(frontier.graph, proposals, uncascaded, config)
+    settled = [(proposals[-1].cycles, every[-1])]
+    got = _core.undominated_srams(frontier.graph, proposals, settled, True, uncascaded, config)
+    known, want = list(settled), [-1] * len(proposals)
+    order = sorted(range(len(proposals)), key=lambda k: (proposals[k].cycles, proposals[k].memory))
+    for begin in range(0, len(order), 8):
+        batch = [k for k in order[begin:begin + 8]
+                 if not any(c <= proposals[k].cycles and s < proposals[k].memory - 15 for c, s in known)]
+        for k in batch:
+            want[k] = every[k]
+        known += [(proposals[k].cycles, every[k]) for k in batch]
+    assert got == want and 0 < got.count(-1) < len(got)
+    assert _core.undominated_srams(frontier.graph, proposals, settled, False, uncascaded, config) == every
+    work = _core.undominated_srams_in_background(frontier.graph, proposals, settled, True, uncascaded, config)
+    assert work.result() == want
+    with pytest.raises(cascader.InvalidArgumentError, match="taken already"):
+        work.result()
+    broken = _core.undominated_srams_in_background(frontier.graph, [None], [], True, uncascaded, config)
+    with pytest.raises(cascader.InvalidArgumentError, match="missing"):
+        broken.result()
 
 
 def test_scores_within_their_node_limit_keep_the_frontier(monkeypatch):

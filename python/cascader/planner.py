@@ -186,7 +186,7 @@ class Frontier:
     # Every proposal, the dominated ones too: a proposal dominated by its planned bound may
     # still lay out in less than the one dominating it (the compile's least SRAM looks). Those
     # of `plan` are scored but the ones a scored one dominates by their bound (their
-    # `sram_bytes` None, `_score_undominated`).
+    # `sram_bytes` None, `_core.undominated_srams`).
     candidates: list[PlanPoint] = field(default_factory=list, repr=False)
     scored: bool = False  # the points' SRAM is their layout's (else the planner's own bound)
     # The planner's own part of `seconds`: from the uncascaded schedule to the frontier (the
@@ -509,18 +509,26 @@ def build_graph(schedule: NpuSchedule, graph, target: _Target, buffered: NpuSche
     return pg
 
 
+def _scoring(config: mem.MemoryConfig) -> "_core.MemoryConfig":
+    """The core's `config` for a score: its exact layout searches at most SCORE_NODE_LIMIT nodes."""
+    return replace(config, node_limit=min(config.node_limit, SCORE_NODE_LIMIT)).to_core()
+
+
 def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> list[int]:
     """The SRAM the exact allocator lays out for each proposal, each cascade one step
     (proposal/proposal_layout.hpp), within SCORE_NODE_LIMIT search nodes; `uncascaded` is the
     core's copy of the uncascaded schedule's `memory_schedule` (`mem.core_schedule`)."""
-    scoring = replace(config, node_limit=min(config.node_limit, SCORE_NODE_LIMIT))
-    return _core.proposal_srams(pg, proposals, uncascaded, scoring.to_core())
+    return _core.proposal_srams(pg, proposals, uncascaded, _scoring(config))
 
 
-def _score(pg, points: list[PlanPoint], uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig) -> None:
-    """Each point's `sram_bytes` its proposal's score (`_layout_srams`)."""
-    for p, sram in zip(points, _layout_srams(pg, [p.proposal for p in points], uncascaded, config)):
-        p.sram_bytes = sram
+def _bounded(config: mem.MemoryConfig) -> bool:
+    """Whether a proposal's bound (the planner's peak) is a lower bound of its score, within the
+    15 bytes of a 16-byte alignment: on Shared_Sram, where a point whose bound is above the SRAM
+    of one at most as slow lays out above it too, and is on no frontier (MobileNetV2-224 on
+    U55-128: 30 of 76 proposals need no score). Elsewhere the peak leaves out the tensors TFLM
+    places, and is no bound (zoo lstm_kws on U65-256 scores a proposal of a 1,024 B peak at
+    964 B)."""
+    return config.shared_sram and config.fast_capacity is None
 
 
 def _near_least(by_bound: list[PlanPoint]) -> list[PlanPoint]:
@@ -535,33 +543,6 @@ def _least_by_bound(points: list[PlanPoint]) -> list[PlanPoint]:
     by_bound = sorted(points, key=lambda p: (p.estimated_bytes, p.cycles))
     chosen = {id(p) for p in _near_least(by_bound) + by_bound[:LEAST_LAID_OUT]}
     return [p for p in points if id(p) in chosen]
-
-
-# Proposals scored at a time by `_score_undominated`: enough to keep the core's threads busy,
-# few enough that the points scored prune the next ones.
-SCORED_AT_ONCE = 8
-
-
-def _score_undominated(pg, points: list[PlanPoint], uncascaded: "_core.BufferSchedule",
-                       config: mem.MemoryConfig) -> None:
-    """Scores the points not scored yet (`sram_bytes` None), fastest first, but those that a
-    point already scored dominates by their bound: on Shared_Sram the planner's peak is a lower
-    bound of the score, within the 15 bytes of a 16-byte alignment, so a point whose bound is
-    above the SRAM of one at most as slow lays out above it too, and is on no frontier
-    (MobileNetV2-224 on U55-128: 30 of 76 proposals not laid out). Those keep `sram_bytes`
-    None. Elsewhere every point is scored: the peak leaves out the tensors TFLM places, and is
-    no bound (zoo lstm_kws on U65-256 scores a proposal of a 1,024 B peak at 964 B)."""
-    todo = sorted((p for p in points if p.sram_bytes is None), key=lambda p: (p.cycles, p.estimated_bytes))
-    if not config.shared_sram or config.fast_capacity is not None:
-        _score(pg, todo, uncascaded, config)
-        return
-    known = [p for p in points if p.sram_bytes is not None]
-    while todo:
-        batch, todo = todo[:SCORED_AT_ONCE], todo[SCORED_AT_ONCE:]
-        batch = [p for p in batch if not any(d.cycles <= p.cycles and d.sram_bytes < p.estimated_bytes - 15
-                                             for d in known)]
-        _score(pg, batch, uncascaded, config)
-        known += batch
 
 
 @paused_gc()
@@ -640,20 +621,27 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     uncascaded = mem.core_schedule(memory[0])
     # The leanest by bound are scored first: the leanest layouts start from their scores.
     first = _least_by_bound(frontier.candidates)
-    chosen = {id(p) for p in first}
+    scores = dict(zip(map(id, first), _layout_srams(frontier.graph, [p.proposal for p in first], uncascaded, config)))
     for p in frontier.candidates:
-        if id(p) not in chosen:
-            p.sram_bytes = None
-    _score(frontier.graph, first, uncascaded, config)
+        p.sram_bytes = scores.get(id(p))
     frontier.scored = True
     stages.lap("proposals laid out (C++)")
-    # The leanest points as the compile lays them out, stripe by stripe (the score takes each
-    # cascade as one step: chained staircases and in-place operations come out otherwise).
+    # The points that may be on the frontier are scored on another thread (in the core) while
+    # this one lays out the leanest stripe by stripe (the score takes each cascade as one step:
+    # chained staircases and in-place operations come out otherwise). The points that layout
+    # may change prune no others (`_core.undominated_srams`): their SRAM is not final yet.
+    by_bound = sorted(frontier.candidates, key=lambda p: (p.estimated_bytes, p.cycles))
+    tries = {id(p) for p in _leanest_tries(by_bound, scores)}
+    settled = [(p.cycles, scores[id(p)]) for p in first if id(p) not in tries]
+    todo = [p for p in frontier.candidates if id(p) not in scores]
+    scoring = _core.undominated_srams_in_background(frontier.graph, [p.proposal for p in todo], settled,
+                                                    _bounded(config), uncascaded, _scoring(config))
     leanest = lay_out_leanest(frontier, part.graph, lean, config)
+    stages.lap("leanest laid out")
+    for p, sram in zip(todo, scoring.result()):
+        p.sram_bytes = sram if sram >= 0 else None
     for sram, point, _, _ in leanest:
         point.sram_bytes = sram
-    stages.lap("leanest laid out")
-    _score_undominated(frontier.graph, frontier.candidates, uncascaded, config)
     stages.lap("proposals laid out (C++)")
     evicting = []
     if evict and not config.shared_sram:
@@ -700,12 +688,17 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
     pool = frontier.candidates or frontier.points
     by_bound = sorted(pool, key=lambda p: (p.estimated_bytes, p.cycles))
     out, tried = [], set()
+
+    def lay_out(point: PlanPoint) -> None:
+        tried.add(id(point))
+        sram, striped, memory = laid_out(point, graph, lean, frontier.graph, config)
+        out.append((sram, point, striped, memory))
+
     if fits is not None:
         for point in by_bound[:LEAST_LAID_OUT]:
-            tried.add(id(point))
-            out.append((point, *laid_out(point, graph, lean, frontier.graph, config)))
-            if out[-1][1] <= fits:
-                return [out[-1][1:2] + (point,) + out[-1][2:]]
+            lay_out(point)
+            if out[-1][0] <= fits:
+                return out[-1:]
     # Scored only near the least bound (the rest cannot be the least), a few; `plan`'s points
     # are scored already.
     near = _near_least(by_bound)
@@ -715,13 +708,18 @@ def lay_out_leanest(frontier: Frontier, graph, lean: NpuSchedule, config: mem.Me
         lean_memory = mem.core_schedule(memory_schedule(lean, graph)[0])
         srams = _layout_srams(frontier.graph, [p.proposal for p in near], lean_memory, config)
         scores = {id(p): sram for p, sram in zip(near, srams)}
-    by_score = sorted(near, key=lambda p: (scores[id(p)], p.cycles))
-    for point in by_score[:LEAST_LAID_OUT] + by_bound[:LEAST_LAID_OUT]:
-        if id(point) in tried or (out and point.estimated_bytes - 15 >= min(o[1] for o in out)):
-            continue
-        tried.add(id(point))
-        out.append((point, *laid_out(point, graph, lean, frontier.graph, config)))
-    return [(sram, point, striped, memory) for point, sram, striped, memory in out]
+    for point in _leanest_tries(by_bound, scores):
+        if id(point) not in tried and not (out and point.estimated_bytes - 15 >= min(o[0] for o in out)):
+            lay_out(point)
+    return out
+
+
+def _leanest_tries(by_bound: list[PlanPoint], scores: dict[int, int]) -> list[PlanPoint]:
+    """The points `lay_out_leanest` lays out, in order, unless laid out already or skipped:
+    of `by_bound` (the points by the planner's bound), the LEAST_LAID_OUT leanest near the
+    least bound (`_near_least`) by their `scores` (by id), and the LEAST_LAID_OUT first."""
+    by_score = sorted(_near_least(by_bound), key=lambda p: (scores[id(p)], p.cycles))
+    return by_score[:LEAST_LAID_OUT] + by_bound[:LEAST_LAID_OUT]
 
 
 def evicting_points(frontier: Frontier, part, buffered: NpuSchedule, lean: NpuSchedule,

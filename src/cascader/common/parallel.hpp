@@ -57,9 +57,17 @@ inline size_t core_count() {
   return cores;
 }
 
+// The most workers this thread's parallel_blocks calls take (0: no cap): work run beside
+// another busy thread (background.hpp) leaves that thread its core.
+inline size_t& worker_cap() {
+  thread_local size_t cap = 0;
+  return cap;
+}
+
 inline size_t worker_count(size_t count, size_t block) {
   const size_t blocks = (count + block - 1) / std::max<size_t>(block, 1);
-  return std::max<size_t>(1, std::min({core_count(), blocks, size_t{8}}));
+  const size_t cores = worker_cap() > 0 ? std::min(core_count(), worker_cap()) : core_count();
+  return std::max<size_t>(1, std::min({cores, blocks, size_t{8}}));
 }
 
 // The process's helper threads: each takes a ticket (one worker of one parallel_blocks call)

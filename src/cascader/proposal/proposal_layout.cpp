@@ -204,4 +204,49 @@ std::vector<int64_t> proposal_srams(const PlanGraph& graph, const std::vector<co
   return out;
 }
 
+std::vector<int64_t> undominated_srams(const PlanGraph& graph, const std::vector<const Proposal*>& proposals,
+                                       std::vector<std::pair<double, int64_t>> settled, bool bounded,
+                                       const BufferSchedule& uncascaded, const MemoryConfig& config) {
+  if (!bounded) return proposal_srams(graph, proposals, uncascaded, config);
+  for (const Proposal* p : proposals) {
+    if (p == nullptr) throw InvalidArgument("undominated_srams: a proposal is missing (None)");
+  }
+  std::vector<size_t> order(proposals.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Proposal &x = *proposals[a], &y = *proposals[b];
+    return x.cycles != y.cycles ? x.cycles < y.cycles : x.memory < y.memory;
+  });
+  std::vector<int64_t> out(proposals.size(), -1);
+  for (size_t begin = 0; begin < order.size(); begin += kScoredAtOnce) {
+    std::vector<size_t> batch;
+    std::vector<const Proposal*> scored;
+    for (size_t k = begin; k < std::min(order.size(), begin + kScoredAtOnce); ++k) {
+      const Proposal& p = *proposals[order[k]];
+      const bool dominated = std::any_of(settled.begin(), settled.end(), [&](const std::pair<double, int64_t>& d) {
+        return d.first <= p.cycles && d.second < p.memory - 15;
+      });
+      if (!dominated) {
+        batch.push_back(order[k]);
+        scored.push_back(&p);
+      }
+    }
+    const std::vector<int64_t> srams = proposal_srams(graph, scored, uncascaded, config);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      out[batch[i]] = srams[i];
+      settled.emplace_back(proposals[batch[i]]->cycles, srams[i]);
+    }
+  }
+  return out;
+}
+
+Background<std::vector<int64_t>> undominated_srams_in_background(
+    const PlanGraph& graph, std::vector<const Proposal*> proposals, std::vector<std::pair<double, int64_t>> settled,
+    bool bounded, const BufferSchedule& uncascaded, const MemoryConfig& config) {
+  return Background<std::vector<int64_t>>(
+      [&graph, proposals = std::move(proposals), settled = std::move(settled), bounded, &uncascaded, config] {
+        return undominated_srams(graph, proposals, settled, bounded, uncascaded, config);
+      });
+}
+
 }  // namespace cascader

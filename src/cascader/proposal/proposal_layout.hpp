@@ -17,8 +17,10 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "cascader/common/background.hpp"
 #include "cascader/graph/plan_graph.hpp"
 #include "cascader/memory/arena_layout.hpp"
 #include "cascader/memory/buffer_schedule.hpp"
@@ -40,5 +42,26 @@ int64_t proposal_sram(const PlanGraph& graph, const std::vector<CascadePlan>& ca
 // proposal_sram of each proposal, laid out on every core.
 std::vector<int64_t> proposal_srams(const PlanGraph& graph, const std::vector<const Proposal*>& proposals,
                                     const BufferSchedule& uncascaded, const MemoryConfig& config);
+
+// Proposals scored at a time by undominated_srams: enough to keep the cores busy, few enough
+// that the ones scored prune the next.
+constexpr size_t kScoredAtOnce = 8;
+
+// proposal_sram of the proposals that may be on the SRAM-versus-cycles frontier, -1 for the
+// others. With `bounded` (each proposal's `memory` is a lower bound of its SRAM within the 15
+// bytes of a 16-byte alignment, as on Shared_Sram), a proposal is not scored when one at most
+// as slow takes less SRAM than its bound less 15 bytes (it would lay out above that one): one
+// of `settled`, the (cycles, SRAM) of proposals scored already, or one scored here. They are
+// scored fastest first (by cycles, then bound), kScoredAtOnce at a time. Without `bounded`
+// every proposal is scored.
+std::vector<int64_t> undominated_srams(const PlanGraph& graph, const std::vector<const Proposal*>& proposals,
+                                       std::vector<std::pair<double, int64_t>> settled, bool bounded,
+                                       const BufferSchedule& uncascaded, const MemoryConfig& config);
+
+// undominated_srams on a thread of its own (Background), while the caller goes on: `graph`,
+// the proposals and `uncascaded` must outlive the returned work.
+Background<std::vector<int64_t>> undominated_srams_in_background(
+    const PlanGraph& graph, std::vector<const Proposal*> proposals, std::vector<std::pair<double, int64_t>> settled,
+    bool bounded, const BufferSchedule& uncascaded, const MemoryConfig& config);
 
 }  // namespace cascader
