@@ -624,3 +624,26 @@ def test_depth_sliced_weights_fill_their_second_slot_only_while_they_run(tmp_pat
     big = max(unlimited.schedule.operations, key=lambda op: op.lowered.weights.values.size if op.lowered.weights else 0)
     assert big.weight_buffer and unlimited.sram_bytes <= 74_480
     assert unlimited.estimate().total_cycles <= compiled.estimate().total_cycles
+
+
+def test_capped_workers_change_no_encoding():
+    """`workers.capped_workers` caps this thread's core work (the scheduler encodes its depth
+    slices on its own thread while the pool's threads encode the other operations): the streams
+    are the same bytes on one thread as on every core, and the cap is restored after the block,
+    nested or not."""
+    from cascader.emit.weights import encode_weights
+    from cascader.workers import capped_workers
+
+    rng = np.random.default_rng(7)
+    weights = rng.integers(-128, 128, size=(96, 3, 3, 32), dtype=np.int8)
+    args = dict(depthwise=False, part_kernel_first=False, ofm_block_depth=16, depth_step=32)
+    channels = (rng.integers(-1000, 1000, 96), rng.integers(1 << 29, 1 << 30, 96), np.full(96, 35))
+    spread = encode_weights(weights, 0, *channels, **args)
+    assert cascader._core.set_worker_cap(0) == 0
+    with capped_workers(1):
+        with capped_workers(2):
+            assert cascader._core.set_worker_cap(2) == 2
+        capped = encode_weights(weights, 0, *channels, **args)
+        assert cascader._core.set_worker_cap(1) == 1
+    assert cascader._core.set_worker_cap(0) == 0
+    assert capped.data == spread.data and len(capped.slices) == 3

@@ -47,6 +47,7 @@ from .schedule import (NpuSchedule, _Target, _buffer_size, memory_schedule, unfl
 from .scheduling import evicted_bricks, schedule
 from .stripes import cascaded_schedule, is_striped, proposal_schedules, with_buffered_weights
 from .tflite import ModelLike, as_model
+from .workers import capped_workers
 
 STRIPABLE_KINDS = ("conv", "depthwise", "pool", "elementwise")
 # The IFM upscale register's modes: nearest neighbour (a 2x RESIZE_NEAREST_NEIGHBOR: each IFM
@@ -636,7 +637,8 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     todo = [p for p in frontier.candidates if id(p) not in scores]
     scoring = _core.undominated_srams_in_background(frontier.graph, [p.proposal for p in todo], settled,
                                                     _bounded(config), uncascaded, _scoring(config))
-    leanest = lay_out_leanest(frontier, part.graph, lean, config)
+    with capped_workers(1):  # the scores' thread holds the other cores (common/background.hpp)
+        leanest = lay_out_leanest(frontier, part.graph, lean, config)
     stages.lap("leanest laid out")
     for p, sram in zip(todo, scoring.result()):
         p.sram_bytes = sram if sram >= 0 else None

@@ -1,4 +1,5 @@
 #include <exception>
+#include <utility>
 
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/common/error.hpp"
@@ -37,6 +38,8 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("core_count", &cascader::core_count,
         "The cores a compile uses: $CASCADER_NUM_THREADS when set, else every core (common/parallel.hpp).");
+  m.def("set_worker_cap", [](size_t cap) { return std::exchange(cascader::worker_cap(), cap); }, py::arg("cap"),
+        "Caps the workers of this thread's parallel work (0: none); returns the cap it replaces.");
 
   cascader::bindings::bind_memory(m);
   cascader::bindings::bind_arch(m);
