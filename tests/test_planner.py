@@ -418,6 +418,31 @@ def test_fastest_proposal_is_the_uncascaded_compile(name):
     assert within.schedule.total_cycles == pytest.approx(fastest.cycles)
 
 
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8"])
+def test_budgeted_point_of_a_wrong_guess_is_made_again(monkeypatch, name):
+    """`plan` budgets its guess of the fastest uncascaded point while the leanest are scored;
+    where the frontier's is another point, the budgeted point is made again from that one: a
+    guess forced wrong (the slowest uncascaded proposal) gives the same frontier."""
+    from cascader import planner
+
+    model = zoo.get(name)
+    right = [(p.sram_bytes, p.cycles) for p in plan(model).points]
+    fastest = planner._fastest_uncascaded
+    made = []
+
+    def slowest_guess(points, key=None):
+        if key is not None:  # the guess, by the planner's bound
+            return fastest(points, key=lambda p: (-p.cycles, p.estimated_bytes))
+        return fastest(points)
+
+    monkeypatch.setattr(planner, "_fastest_uncascaded", slowest_guess)
+    budgeted = planner.budgeted_points
+    monkeypatch.setattr(planner, "budgeted_points", lambda fastest, *a, **k: made.append(fastest) or budgeted(
+        fastest, *a, **k))
+    assert [(p.sram_bytes, p.cycles) for p in plan(model).points] == right
+    assert len(made) == 2 and made[0] is not made[1]
+
+
 @pytest.mark.skipif(not os.environ.get("CASCADER_MODELS"), reason="CASCADER_MODELS is not set")
 def test_fastest_proposal_is_the_uncascaded_compile_with_a_flattened_copy():
     """MobileNetV2-224 starts with a uint8 -> int8 QUANTIZE that runs whole 16 channels wide

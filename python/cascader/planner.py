@@ -522,6 +522,17 @@ def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", confi
     return _core.proposal_srams(pg, proposals, uncascaded, _scoring(config))
 
 
+def _scores_in_background(pg, points: list[PlanPoint], uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig,
+                          settled: list[tuple[float, int]] | None = None) -> "_core.BackgroundSrams":
+    """`_layout_srams` of `points`, made on a thread of the core's own while this one goes on
+    (`result()` waits for them): with `settled`, the (cycles, SRAM) of points scored already,
+    only of the points that no point dominates by its bound where it is one (`_bounded`), -1
+    for the others (`_core.undominated_srams`); without, of every point."""
+    bounded = settled is not None and _bounded(config)
+    return _core.undominated_srams_in_background(pg, [p.proposal for p in points], settled or [], bounded, uncascaded,
+                                                 _scoring(config))
+
+
 def _bounded(config: mem.MemoryConfig) -> bool:
     """Whether a proposal's bound (the planner's peak) is a lower bound of its score, within the
     15 bytes of a 16-byte alignment: on Shared_Sram, where a point whose bound is above the SRAM
@@ -620,9 +631,20 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     frontier = plan_schedule(lean, part.graph, target, options, score=False, buffered=buffered, stages=stages,
                              memory=memory)
     uncascaded = mem.core_schedule(memory[0])
-    # The leanest by bound are scored first: the leanest layouts start from their scores.
+    # The point `budgeted_points` starts from is nearly always the fastest proposal that
+    # cascades nothing (cascades cost cycles): scored first, it is budgeted while the leanest by
+    # bound are scored on another thread (the leanest layouts start from their scores), and
+    # budgeted again below in the rare case the frontier's is another.
+    guess = _fastest_uncascaded(frontier.candidates, key=lambda p: (p.cycles, p.estimated_bytes))
+    if guess is not None:
+        guess.sram_bytes = _layout_srams(frontier.graph, [guess.proposal], uncascaded, config)[0]
     first = _least_by_bound(frontier.candidates)
-    scores = dict(zip(map(id, first), _layout_srams(frontier.graph, [p.proposal for p in first], uncascaded, config)))
+    leanest_scores = _scores_in_background(frontier.graph, first, uncascaded, config)
+    with capped_workers(1):  # the scores' thread holds the other cores (common/background.hpp)
+        guessed = None if guess is None else (guess, guess.sram_bytes, budgeted_points(
+            guess, part, buffered, lean, frontier.graph, config, memory))
+    stages.lap("budgeted points")
+    scores = dict(zip(map(id, first), leanest_scores.result()))
     for p in frontier.candidates:
         p.sram_bytes = scores.get(id(p))
     frontier.scored = True
@@ -635,8 +657,7 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     tries = {id(p) for p in _leanest_tries(by_bound, scores)}
     settled = [(p.cycles, scores[id(p)]) for p in first if id(p) not in tries]
     todo = [p for p in frontier.candidates if id(p) not in scores]
-    scoring = _core.undominated_srams_in_background(frontier.graph, [p.proposal for p in todo], settled,
-                                                    _bounded(config), uncascaded, _scoring(config))
+    scoring = _scores_in_background(frontier.graph, todo, uncascaded, config, settled)
     with capped_workers(1):  # the scores' thread holds the other cores (common/background.hpp)
         leanest = lay_out_leanest(frontier, part.graph, lean, config)
     stages.lap("leanest laid out")
@@ -654,7 +675,11 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     frontier.resident = min(laid, key=lambda p: (p.sram_bytes, p.cycles), default=None)
     pool = laid + evicting
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
-    pool += budgeted_points([pool[k] for k in front], part, buffered, lean, frontier.graph, config, memory)
+    fastest = _fastest_uncascaded([pool[k] for k in front])
+    if guessed is not None and fastest is guessed[0] and fastest.sram_bytes == guessed[1]:
+        pool += guessed[2]
+    elif fastest is not None:
+        pool += budgeted_points(fastest, part, buffered, lean, frontier.graph, config, memory)
     stages.lap("budgeted points")
     front = _core.pareto_frontier([(p.sram_bytes, p.cycles) for p in pool])
     frontier.points = [pool[k] for k in front]
@@ -816,11 +841,18 @@ def evicted_bricks_points(part, buffered: NpuSchedule, options: PlanOptions, con
     return points
 
 
-def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: NpuSchedule, pg,
+def _fastest_uncascaded(points: list[PlanPoint], key=lambda p: (p.cycles, p.sram_bytes)) -> PlanPoint | None:
+    """Of `points`, the first by `key` (the fastest, then the leanest) that cascades nothing and
+    keeps every feature map in SRAM: the point `budgeted_points` starts from."""
+    return min((p for p in points if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)),
+               key=key, default=None)
+
+
+def budgeted_points(fastest: PlanPoint, part, buffered: NpuSchedule, lean: NpuSchedule, pg,
                     config: mem.MemoryConfig, memory: tuple | None = None) -> list[PlanPoint]:
-    """The point `cascader.compile` reaches below the fastest uncascaded point of `points`: the
-    uncascaded schedule allocated within a budget just below that point's SRAM, as
-    `compiler._uncascaded` allocates it (`allocation.allocate` with `reslice`: the weight buffers
+    """The point `cascader.compile` reaches below `fastest`, the fastest uncascaded point of a
+    frontier (`_fastest_uncascaded`): the uncascaded schedule allocated within a budget just
+    below that point's SRAM, as `compiler._uncascaded` allocates it (`allocation.allocate` with `reslice`: the weight buffers
     that fit, re-sliced thinner or into one slot where that makes them fit, and an operation
     after a dropped buffer hiding a weight DMA of its own under it), where the planner offers
     each operation one buffering, the scheduler's. Zoo fc_autoencoder on U65-256: the fastest
@@ -843,10 +875,8 @@ def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: 
     Its cycles are the fastest point's with what the allocator's buffering changed (as
     `compiler._cascade` accounts them). An allocation that moves feature maps to DRAM is no
     such point (those are `evicting_points`')."""
-    uncascaded = [p for p in points if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)]
-    if not uncascaded or not any(op.weight_buffer for op in buffered.operations):
+    if not any(op.weight_buffer for op in buffered.operations):
         return []
-    fastest = min(uncascaded, key=lambda p: (p.cycles, p.sram_bytes))
     striped = cascaded_schedule(lean, pg, fastest.proposal, _Target.of(lean))
     proposed = with_buffered_weights(striped, lean, pg, fastest.proposal, buffered)
     shared = Lean(buffered, part.graph, memory, lean)
