@@ -52,7 +52,7 @@ from .compile import model_paths
 from .simulate import vela_cascades
 
 PLAN_RUNS = 3
-STAGE_RUNS = 7
+STAGE_RUNS = 25
 COMPILED_RUNS = 3
 
 
