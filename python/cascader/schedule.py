@@ -27,7 +27,7 @@ from . import _core
 from . import memory as mem
 from .arch import Accelerator, arch_config
 from .emit import ethos_u85
-from .emit.weights import encode_weights
+from .emit.weights import encode_weights, queue_weights
 from .evolve import evolve
 from .frontend.lower_indexed_dma import dma_spans
 from .frontend.lower_ofm_transpose import transposed_description
@@ -380,13 +380,48 @@ def _encode(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first
     streams for the same block without slices, if at hand (`encode_weights` may cut from them)."""
     if Accelerator(accelerator).product == ethos_u85.PRODUCT:
         return ethos_u85.encode_weights(op, block, part_kernel_first, accelerator, depth_step)
+    return encode_weights(*_encoder_arguments(op), **_encoder_options(op, block, part_kernel_first, accelerator),
+                          depth_step=depth_step or None, whole=whole)
+
+
+def _encoder_arguments(op: LoweredOperation) -> tuple:
+    """`encode_weights`' positional arguments for `op`: its weights, zero points, bias and scales."""
     v = op.weights
-    k = op.registers["kernel"]
-    return encode_weights(
-        v.values, v.zero_points, v.bias, v.scales[:, 0], v.scales[:, 1], depthwise=v.depthwise,
-        part_kernel_first=part_kernel_first, ofm_block_depth=block[2], ifm_bits=8 * op.ifm.element_size,
-        dilation=tuple(k["dilation"]), accelerator=accelerator, depth_step=depth_step or None, whole=whole,
-    )
+    return v.values, v.zero_points, v.bias, v.scales[:, 0], v.scales[:, 1]
+
+
+def _encoder_options(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool,
+                     accelerator: str) -> dict:
+    """`encode_weights`' layout options for `op` run in `block`."""
+    return dict(depthwise=op.weights.depthwise, part_kernel_first=part_kernel_first, ofm_block_depth=block[2],
+                ifm_bits=8 * op.ifm.element_size, dilation=tuple(op.registers["kernel"]["dilation"]),
+                accelerator=accelerator)
+
+
+def _queued_encoding(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool,
+                     accelerator: str) -> Any:
+    """`_encode(op, block, part_kernel_first, accelerator)` started in the background: its
+    `take()` gives the streams (made on the calling thread if no background thread has started
+    them), `drop()` forgets them. The core's threads encode the Ethos-U55/U65's (no Python
+    object touched: `emit.weights.queue_weights`); the Ethos-U85's encoder is called from
+    Python, on the pool's threads."""
+    if Accelerator(accelerator).product != ethos_u85.PRODUCT:
+        return queue_weights(*_encoder_arguments(op), **_encoder_options(op, block, part_kernel_first, accelerator))
+    return _PoolEncoding(shared_pool().submit(_encode, op, block, part_kernel_first, accelerator),
+                         (op, block, part_kernel_first, accelerator))
+
+
+class _PoolEncoding(NamedTuple):
+    """An `_encode` submitted to the pool (`_queued_encoding`)."""
+
+    future: Any
+    args: tuple
+
+    def take(self) -> Any:
+        return _encode(*self.args) if self.future.cancel() else self.future.result()
+
+    def drop(self) -> None:
+        self.future.cancel()
 
 
 def encoding_key(op: LoweredOperation, block: tuple[int, int, int], part_kernel_first: bool, accelerator: str,
@@ -698,36 +733,34 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
                         system=None, memory_mode=None, buffering: bool = True) -> NpuSchedule:
     """Every lowered operation as its own whole-tensor stripe, in the order given."""
     target = _Target(Accelerator(accelerator).name, system, memory_mode, segments)
-    # Encoding the weights is most of a compile and independent per operation: it runs on
-    # every core (the encoder releases the GIL) while this thread schedules the operations in
-    # order, each as soon as its own weights are encoded. An encoding no thread of the pool has
-    # started when this one needs it is made here instead (on a busy host the pool's threads
+    # Encoding the weights is most of a compile and independent per operation: it runs on the
+    # core's background threads (`_queued_encoding`) while this thread schedules the operations
+    # in order, each as soon as its own weights are encoded. An encoding no background thread
+    # has started when this one needs it is made here instead (on a busy host those threads
     # may wait for a core while this one has it).
     weighted = [op for seg in segments for op in seg.operations if op.weights is not None]
-    pool = shared_pool()
-    choices, futures = {}, {}
+    choices, started = {}, {}
     submitted = {}  # by `encoding_key`: operations with the same weights share their streams
-    made: dict[int, Any] = {}  # by the future's id: the streams, once this thread has them
+    made: dict[int, Any] = {}  # by the encoding's id: the streams, once this thread has them
     shared: dict = {}  # and their depth slices (`_sliced_streams`)
     sharing = _shared_weights(weighted)
 
     def encoded_for(op: LoweredOperation) -> Any:
-        future, args = futures[id(op)]
-        if id(future) not in made:
-            made[id(future)] = _encode(*args) if future.cancel() else future.result()
-        return made[id(future)]
+        encoding = started[id(op)]
+        if id(encoding) not in made:
+            made[id(encoding)] = encoding.take()
+        return made[id(encoding)]
 
     try:
-        for op in _encoding_order(weighted):  # each submitted as soon as its block is chosen
+        for op in _encoding_order(weighted):  # each started as soon as its block is chosen
             choices[id(op)] = block_choice(op, target)
             key = encoding_key(op, *choices[id(op)], target.accelerator) if id(op) in sharing else None
             found = submitted.get(key) if key is not None else None
             if found is None:
-                args = (op, *choices[id(op)], target.accelerator)
-                found = (pool.submit(_encode, *args), args)
+                found = _queued_encoding(op, *choices[id(op)], target.accelerator)
                 if key is not None:
                     submitted[key] = found
-            futures[id(op)] = found
+            started[id(op)] = found
         out = []
         # This thread's own encodings (depth slices, and those no pool thread has started) run
         # on it alone: spread, they waited for helper threads that waited for the cores the
@@ -745,8 +778,8 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
                     ops.append(sop)
                 out.append(SegmentSchedule(seg, ops))
     finally:
-        for future, _ in futures.values():  # after an error, the encodings not started yet (the pool is shared)
-            future.cancel()
+        for encoding in started.values():  # after an error, the encodings not started yet (the threads are shared)
+            encoding.drop()
     return NpuSchedule(out, order, target.accelerator, system, memory_mode, target=target)
 
 

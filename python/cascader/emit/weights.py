@@ -178,6 +178,43 @@ def encode_weights(
     InvalidArgumentError
         Inconsistent sizes, a weight minus zero point outside -255..255, a bias beyond 40 bits.
     """
+    return EncodedWeights(_core.plan_operation_weights(
+        *_planning_arguments(weights, zero_points, bias, scale, shift, depthwise, part_kernel_first, ofm_block_depth,
+                             ifm_bits, dilation, accelerator, depth_step),
+        whole._planned if whole is not None else None,  # None once written: its codes are dropped
+    ))
+
+
+def queue_weights(weights: np.ndarray, zero_points: np.ndarray | int, bias: Sequence[int], scale: Sequence[int],
+                  shift: Sequence[int], *, depthwise: bool, part_kernel_first: bool, ofm_block_depth: int,
+                  ifm_bits: int = 8, dilation: tuple[int, int] = (1, 1),
+                  accelerator: str | Accelerator = "ethos-u55-128") -> "QueuedWeights":
+    """`encode_weights` of a whole operation (no depth step), queued for the core's background
+    threads (common/pending.hpp): `take()` the result when needed. The weights must not change
+    until then."""
+    return QueuedWeights(_core.queue_operation_weights(
+        *_planning_arguments(weights, zero_points, bias, scale, shift, depthwise, part_kernel_first, ofm_block_depth,
+                             ifm_bits, dilation, accelerator, None)))
+
+
+class QueuedWeights:
+    """An encoding `queue_weights` queued: `take()` gives its `EncodedWeights`, once (encoded on
+    the calling thread if no background thread has started it, else waited for)."""
+
+    def __init__(self, pending: "_core.PendingWeights") -> None:
+        self._pending = pending
+
+    def take(self) -> EncodedWeights:
+        return EncodedWeights(self._pending.take())
+
+    def drop(self) -> None:
+        """Forgets the encoding: dropped if no thread has started it, else waited for."""
+        self._pending = None
+
+
+def _planning_arguments(weights, zero_points, bias, scale, shift, depthwise, part_kernel_first, ofm_block_depth,
+                        ifm_bits, dilation, accelerator, depth_step) -> tuple:
+    """`_core.plan_operation_weights`' arguments but `whole`, checked and converted."""
     acc = Accelerator(accelerator)
     w = np.asarray(weights)
     if w.ndim != 4:
@@ -186,9 +223,6 @@ def encode_weights(
     if zp.size != w.shape[0]:  # one for all (np.broadcast_to costs more than the rest of this call)
         zp = np.broadcast_to(zp, (w.shape[0],))
     # Weights go as they are (int8/uint8 as a model stores them): the core widens them.
-    return EncodedWeights(_core.plan_operation_weights(
-        w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),
-        int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]), int(dilation[1]),
-        acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores, int(depth_step or 0),
-        whole._planned if whole is not None else None,  # None once written: its codes are dropped
-    ))
+    return (w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),
+            int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]),
+            int(dilation[1]), acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores, int(depth_step or 0))

@@ -1,6 +1,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -9,6 +10,7 @@
 
 #include "cascader/bindings/bindings.hpp"
 #include "cascader/common/error.hpp"
+#include "cascader/common/pending.hpp"
 #include "cascader/arch/ethos_u85/weight_encoder.hpp"
 #include "cascader/arch/ethos_u85/weight_order.hpp"
 #include "cascader/emit/weight_encoder.hpp"
@@ -63,6 +65,31 @@ std::vector<emit::BiasScale> channels_of(const Int64s& bias, const Int64s& scale
   return channels;
 }
 
+// plan_operation_weights queued (Pending) with what it reads: the weights' array, held while
+// the job may read it and released with the GIL held (by Python, which owns this object).
+struct PendingWeights {
+  PendingWeights(HeldWeights w, std::vector<int32_t> z, std::vector<emit::BiasScale> c, const emit::WeightLayout& l,
+                 int cores, int depth_step)
+      : weights(std::move(w)), zps(std::move(z)), channels(std::move(c)), layout(l),
+        planned([this, cores, depth_step] {
+          return emit::plan_operation_weights(weights.raw, zps, channels, layout, cores, depth_step, nullptr);
+        }) {}
+  HeldWeights weights;
+  std::vector<int32_t> zps;
+  std::vector<emit::BiasScale> channels;
+  emit::WeightLayout layout;
+  Pending<emit::PlannedWeights> planned;  // last: dropped (or waited for) before what it reads
+};
+
+emit::WeightLayout layout_of(const py::array& ohwi, int ofm_block_depth, bool depthwise, bool part_kernel_first,
+                             int ifm_bits, int dilation_y, int dilation_x, int ifm_ublock_depth, int ofm_ublock_depth) {
+  if (ohwi.ndim() != 4) throw InvalidArgument("weights must be OHWI (4 dimensions)");
+  return emit::WeightLayout{static_cast<int>(ohwi.shape(0)), static_cast<int>(ohwi.shape(1)),
+                            static_cast<int>(ohwi.shape(2)), static_cast<int>(ohwi.shape(3)),
+                            ofm_block_depth, depthwise, part_kernel_first, ifm_bits, dilation_x,
+                            dilation_y, ifm_ublock_depth, ofm_ublock_depth};
+}
+
 }  // namespace
 
 void bind_weight_encoder(py::module_& m) {
@@ -110,12 +137,9 @@ void bind_weight_encoder(py::module_& m) {
          const Int64s& bias, const Int64s& scale, const Int64s& shift, int ofm_block_depth,
          bool depthwise, bool part_kernel_first, int ifm_bits, int dilation_y, int dilation_x, int ifm_ublock_depth,
          int ofm_ublock_depth, int cores, int depth_step, const emit::PlannedWeights* whole) {
-        if (ohwi.ndim() != 4) throw InvalidArgument("weights must be OHWI (4 dimensions)");
+        const emit::WeightLayout layout = layout_of(ohwi, ofm_block_depth, depthwise, part_kernel_first, ifm_bits,
+                                                    dilation_y, dilation_x, ifm_ublock_depth, ofm_ublock_depth);
         const std::vector<emit::BiasScale> channels = channels_of(bias, scale, shift);
-        const emit::WeightLayout layout{static_cast<int>(ohwi.shape(0)), static_cast<int>(ohwi.shape(1)),
-                                        static_cast<int>(ohwi.shape(2)), static_cast<int>(ohwi.shape(3)),
-                                        ofm_block_depth, depthwise, part_kernel_first, ifm_bits, dilation_x,
-                                        dilation_y, ifm_ublock_depth, ofm_ublock_depth};
         const HeldWeights weights = weight_values(ohwi);
         const std::vector<int32_t> zps = as_vector(zero_points);
         // The encoder touches no Python object (the array is held above, and a model's
@@ -129,6 +153,28 @@ void bind_weight_encoder(py::module_& m) {
       py::arg("cores"), py::arg("depth_step"), py::arg("whole") = nullptr,
       "An operation's weights encoded up to their bits (PlannedWeights); `whole`: the same weights planned\n"
       "as one stream, which a depth slicing cuts its codes from (emit::plan_operation_weights).");
+
+  py::class_<PendingWeights>(m, "PendingWeights", "plan_operation_weights queued for the process's threads.")
+      .def(
+          "take", [](PendingWeights& p) { return p.planned.take(); }, py::call_guard<py::gil_scoped_release>(),
+          "The planned weights, once: planned here if no thread has started them, else waited for.");
+  m.def(
+      "queue_operation_weights",
+      [](const py::array& ohwi, const py::array_t<int32_t, py::array::c_style | py::array::forcecast>& zero_points,
+         const Int64s& bias, const Int64s& scale, const Int64s& shift, int ofm_block_depth,
+         bool depthwise, bool part_kernel_first, int ifm_bits, int dilation_y, int dilation_x, int ifm_ublock_depth,
+         int ofm_ublock_depth, int cores, int depth_step) {
+        const emit::WeightLayout layout = layout_of(ohwi, ofm_block_depth, depthwise, part_kernel_first, ifm_bits,
+                                                    dilation_y, dilation_x, ifm_ublock_depth, ofm_ublock_depth);
+        return std::make_unique<PendingWeights>(weight_values(ohwi), as_vector(zero_points),
+                                                channels_of(bias, scale, shift), layout, cores, depth_step);
+      },
+      py::arg("ohwi"), py::arg("zero_points"), py::arg("bias"), py::arg("scale"), py::arg("shift"),
+      py::arg("ofm_block_depth"), py::arg("depthwise"), py::arg("part_kernel_first"), py::arg("ifm_bits"),
+      py::arg("dilation_y"), py::arg("dilation_x"), py::arg("ifm_ublock_depth"), py::arg("ofm_ublock_depth"),
+      py::arg("cores"), py::arg("depth_step"),
+      "plan_operation_weights (without `whole`) queued for the process's threads (common/pending.hpp): take()\n"
+      "the result when needed.");
 
   m.def(
       "plan_u85_operation_weights",
