@@ -841,10 +841,13 @@ def budgeted_points(points: list[PlanPoint], part, buffered: NpuSchedule, lean: 
     Its cycles are the fastest point's with what the allocator's buffering changed (as
     `compiler._cascade` accounts them). An allocation that moves feature maps to DRAM is no
     such point (those are `evicting_points`')."""
-    uncascaded = [p for p in points if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)]
-    if not uncascaded or not any(op.weight_buffer for op in buffered.operations):
+    if not any(op.weight_buffer for op in buffered.operations):
         return []
-    fastest = min(uncascaded, key=lambda p: (p.cycles, p.sram_bytes))
+    # The fastest first: each read of a proposal's cascades copies them out of the core.
+    fastest = next((p for p in sorted(points, key=lambda p: (p.cycles, p.sram_bytes))
+                    if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)), None)
+    if fastest is None:
+        return []
     striped = cascaded_schedule(lean, pg, fastest.proposal, _Target.of(lean))
     proposed = with_buffered_weights(striped, lean, pg, fastest.proposal, buffered)
     shared = Lean(buffered, part.graph, memory, lean)

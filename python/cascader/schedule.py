@@ -1244,8 +1244,15 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     schedules share one target) when a schedule of the same stripes was laid out lately."""
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
+    # Blocks and depth slices count only where operations overlap (`_overlapping_operations`,
+    # `_operator_runs`): elsewhere a schedule with weight buffers shares its lean one's (the
+    # planner's budgeted points lay out both).
+    if schedule.overlapping:
+        operations = tuple([(id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops])
+    else:
+        operations = tuple([(id(sop.lowered), sop.cascade, sop.chain) for _, sop in ops])
     key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping, schedule.overlap_chains,
-           tuple([(id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops]))
+           operations)
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
     if found is None:
