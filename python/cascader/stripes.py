@@ -282,9 +282,10 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
              ) -> FeatureMapView:
         """`region` of `view` (of plan tensor `t`), where the cascade keeps it; `channels`: only
         those of a depth slice."""
-        if t not in rolling:
+        held = rolling.get(t)
+        if held is None:
             return _region(view if channels is None else _channels(view, channels), region)
-        b, rows, columns, depth = rolling[t]
+        b, rows, columns, depth = held
         r0, r1, c0, c1 = region
         first = first_column[t]
         key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0, channels)
@@ -309,13 +310,12 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
     else:
         runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
     stripes = []
-    costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
-    registers: dict = {}  # stripe registers by operation and padding (see _stripe)
-    # The scheduled operation's fields every stripe of a part shares, by source and weights.
-    shared: dict[tuple[int, str | None], dict] = {}
+    # What the stripes of a part share, by source and weights (`_stripe`'s `part`).
+    shared: dict[tuple[int, str | None], tuple[dict, dict, dict]] = {}
     copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
     sources = {k: _source(ops[k], lowered[k], parts[k], tensors, shapes) for k in range(c.first, c.last)}
     sliced_sources: dict[tuple[int, int], _Source] = {}  # (part, first channel) -> its slice's weights
+    buffered = c.buffered_weights  # a binding's property: read once, not per run
     for k, region, reads, padding, (d0, d1) in (r.fields() for r in runs):  # one call per run, not six
         src = sources[k]
         channels = None if d1 < 0 else (d0, d1)
@@ -325,16 +325,15 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
             src = sliced_sources[(k, d0)]
         first_column[src.output] = region[2]
         weights = None
-        if c.buffered_weights and src.sop.encoded is not None:
+        if buffered and src.sop.encoded is not None:
             weights = "resident" if k in copied else "copy"
             copied.add(k)
-        fields = shared.get((id(src), weights))
-        if fields is None:  # `src` is held by `sources` or `sliced_sources`: its id names no other
-            fields = shared[(id(src), weights)] = vars(evolve(
+        part = shared.get((id(src), weights))
+        if part is None:  # `src` is held by `sources` or `sliced_sources`: its id names no other
+            part = shared[(id(src), weights)] = (vars(evolve(
                 src.sop, cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
-                shared_weights=None if weights is None else ("cascade", c.first, k)))
-        stripes.append(_stripe(src, region, reads, padding, band, target, costs, registers, fields, weights,
-                               channels))
+                shared_weights=None if weights is None else ("cascade", c.first, k))), {}, {})
+        stripes.append(_stripe(src, region, reads, padding, band, target, part, weights, channels))
     return _CascadeStripes(stripes, new_buffers, gone, ())
 
 
@@ -399,16 +398,17 @@ def _reviewed(v: FeatureMapView | None, shapes: dict) -> bool:
     return channel_slice(v, natural) is None and box_origin(v, natural) is None
 
 
-def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
-            registers_by_padding: dict, fields: dict, weights: str | None = None,
+def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target,
+            part: tuple[dict, dict, dict], weights: str | None = None,
             channels: tuple[int, int] | None = None) -> ScheduledOperation:
     """A part's operation on one run of the planner (`StripeRun.fields`: a region of rows and
     columns of its output, the regions it reads and its padding). `weights`: None (read where
     they are stored), "copy" (copied into the cascade's weight buffer first) or "resident"
-    (already there). `channels`: the OFM channels of a depth slice (None: all). `fields`: the
-    scheduled operation's fields but its lowered operation, block and cost (the part's, with
-    the fields every stripe of it sets). `costs`, `registers_by_padding`: the cascade's, shared
-    by its stripes."""
+    (already there). `channels`: the OFM channels of a depth slice (None: all). `part`: what
+    the stripes of this source with these weights share: the scheduled operation's fields but
+    its lowered operation, block and cost (the source's, with those every stripe of it sets),
+    and their costs by shapes and padding and registers by padding, each made once."""
+    fields, costs, registers_by_padding = part
     r0, r1, c0, c1 = region
     sop, lo = src.sop, src.lowered
     reviewed = src.reviewed
@@ -451,9 +451,9 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
             # pads as its operation does: the planner's padding is of the buffer's rows and
             # columns.)
             padding = run_padding
-        registers = registers_by_padding.get((id(lo), padding))
-        if registers is None:  # `lo` is held by its source: its id names no other
-            registers = registers_by_padding[(id(lo), padding)] = _padded_registers(lo, padding)
+        registers = registers_by_padding.get(padding)
+        if registers is None:
+            registers = registers_by_padding[padding] = _padded_registers(lo, padding)
     ifm = views.get(0, lo.ifm)
     ifm2 = views.get(1, lo.ifm2) if lo.ifm2 is not None else None
     name = (f"{lo.name}[rows {r0}:{r1}{'' if (c0, c1) == (0, src.output_width) else f', columns {c0}:{c1}'}"
@@ -463,8 +463,8 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
     state.update(lo.__dict__)
     state["ifm"], state["ifm2"], state["ofm"], state["registers"], state["name"] = ifm, ifm2, ofm, registers, name
     # The block for this stripe as the planner costed it. Most stripes of an operation have the
-    # same shapes and padding: the cost is computed once for each (`costs`, per cascade).
-    key = (id(lo), ifm.shape, ifm2.shape if ifm2 is not None else None, ofm.shape, padding, weights, id(sop.encoded))
+    # same shapes and padding: the cost is computed once for each.
+    key = (ifm.shape, ifm2.shape if ifm2 is not None else None, ofm.shape, padding)
     found = costs.get(key)
     if found is None:
         w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
