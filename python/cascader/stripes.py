@@ -306,9 +306,9 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
 
     # The planner's own run of the cascade: which region each part computes, in order.
     if c.depth_slices > 1:
-        runs = _core.plan_depth_cascade(pg, c.first, c.last, c.depth_slices, target.arch).runs
+        planned = _core.plan_depth_cascade(pg, c.first, c.last, c.depth_slices, target.arch)
     else:
-        runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
+        planned = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands)
     stripes = []
     # What the stripes of a part share, by source and weights (`_stripe`'s `part`).
     shared: dict[tuple[int, str | None], tuple[dict, dict, dict]] = {}
@@ -316,7 +316,7 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
     sources = {k: _source(ops[k], lowered[k], parts[k], tensors, shapes) for k in range(c.first, c.last)}
     sliced_sources: dict[tuple[int, int], _Source] = {}  # (part, first channel) -> its slice's weights
     buffered = c.buffered_weights  # a binding's property: read once, not per run
-    for k, region, reads, padding, (d0, d1) in (r.fields() for r in runs):  # one call per run, not six
+    for k, region, reads, padding, (d0, d1) in planned.run_fields():  # one call, not six per run
         src = sources[k]
         channels = None if d1 < 0 else (d0, d1)
         if channels is not None and src.sop.encoded is not None:
