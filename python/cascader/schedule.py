@@ -1149,8 +1149,10 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
 
 def arch_of(schedule: NpuSchedule) -> "_core.ArchConfig":
     """The cycle model's target of `schedule`: its scheduler's, resolved once, else resolved now."""
-    if schedule.target is not None:
-        return schedule.target.arch
+    kept = schedule.target
+    if kept is not None and (kept.accelerator, kept.system, kept.memory_mode) == (
+            schedule.accelerator, schedule.system, schedule.memory_mode):
+        return kept.arch
     return arch_config(schedule.accelerator, schedule.system, schedule.memory_mode)
 
 

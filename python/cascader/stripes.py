@@ -412,7 +412,7 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
     r0, r1, c0, c1 = region
     sop, lo = src.sop, src.lowered
     reviewed = src.reviewed
-    whole = reviewed != (False, False, False)
+    whole = any(reviewed)
     if whole and (r0, c0, c1) != (0, 0, src.output_width):
         raise ValueError(f"{lo.name}: a part that re-views a map striped to {region}")
     ofm = _channels(lo.ofm, channels) if reviewed[2] and channels is not None else (
@@ -452,7 +452,7 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
             # columns.)
             padding = run_padding
         registers = registers_by_padding.get(padding)
-        if registers is None:
+        if registers is None:  # one dict for the stripes of one padding (registers are values)
             registers = registers_by_padding[padding] = _padded_registers(lo, padding)
     ifm = views.get(0, lo.ifm)
     ifm2 = views.get(1, lo.ifm2) if lo.ifm2 is not None else None
