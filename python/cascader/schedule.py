@@ -872,6 +872,9 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
         # A span is two steps at most: summed step by step, not as arrays (a re-sliced fit
         # tries thousands: zoo lstm_kws on U65-256).
         spans = _buffer_spans(sop, op_steps[k], exact=budgeted)
+        if len(spans) == 1:  # most buffers: the highest of its steps, plus its bytes
+            steps, size = spans[0]
+            return max(live[steps]) + size, spans
         lo, hi = min(s.start for s, _ in spans), max(s.stop for s, _ in spans)
         return max(live[i] + sum(size for steps, size in spans if steps.start <= i < steps.stop)
                    for i in range(lo, hi)), spans
