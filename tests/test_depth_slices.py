@@ -114,6 +114,7 @@ def test_a_wide_tail_holds_one_slice_of_the_widened_map():
     runs = [(r.part, r.channel_begin, r.channel_end, r.begin, r.end) for r in plan8.runs]
     assert runs == [(k, 32 * s, 32 * s + 32, 0, pg.tensors[pg.parts[k].output].shape[1])
                     for s in range(8) for k in (conv, pool)]
+    assert plan8.run_fields() == [r.fields() for r in plan8.runs]  # the stripes read them so
     assert plan8.operations == 16 and plan8.cycles > 0
     assert _core.plan_depth_cascade(pg, conv, pool + 1, 8, target.arch, runs=False).cycles == plan8.cycles
     # Not every count of slices makes 16-channel multiples (5 slices of 64 are 4), and the dense

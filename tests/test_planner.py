@@ -209,6 +209,8 @@ def test_runs_carry_the_regions_they_read_and_their_edge_padding():
                               (r.channel_begin, r.channel_end))
         assert (r.channel_begin, r.channel_end) == (0, -1)  # every channel: no depth slices
     assert {r.padding for r in cascade.runs} >= {(1, 1, 0, 0), (0, 0, 1, 1), (0, 1, 0, 0), (0, 0, 0, 1)}
+    # Or every run's in one call, in run order.
+    assert cascade.run_fields() == [r.fields() for r in cascade.runs]
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet8", "unet"])

@@ -21,7 +21,7 @@ from .floor import ALIGNMENT
 from .frontend.partition import Partition
 from .input_staging import staged_key
 from .memory import MemoryConfig, MemoryLayout, layout, sram_bytes
-from .schedule import (NpuSchedule, eviction_cycles, fit_weight_buffers, live_bytes, memory_schedule,
+from .schedule import (NpuSchedule, arch_of, eviction_cycles, fit_weight_buffers, live_bytes, memory_schedule,
                        second_slot_key, weight_buffers_peak, weights_key, without_staging, without_weight_buffers)
 
 
@@ -211,7 +211,7 @@ def allocate(sched: NpuSchedule, part: Partition, sram: int | None, lean_memory:
         The budget is below what even the leanest schedule needs; the message and
         `minimum_sram` give the smallest budget that works.
     """
-    config = MemoryConfig.for_target(sched.accelerator, sched.system, sched.memory_mode, sram_size=sram, solver=solver)
+    config = MemoryConfig.for_arch(arch_of(sched), sram_size=sram, solver=solver)
     if lean is None or lean.sched is not sched or lean.graph is not part.graph:
         lean = Lean(sched, part.graph, lean_memory)
     fallback = None  # the fastest choice that fitted only without some of its weight buffers

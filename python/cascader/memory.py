@@ -380,7 +380,12 @@ class MemoryConfig:
         """
         from .arch import arch_config
 
-        arch = arch_config(accelerator, system, memory_mode)
+        return cls.for_arch(arch_config(accelerator, system, memory_mode), sram_size, **options)
+
+    @classmethod
+    def for_arch(cls, arch: "_core.ArchConfig", sram_size: int | None = None, **options: Any) -> "MemoryConfig":
+        """`for_target` of a target resolved already (`arch.arch_config`; a schedule's target
+        holds it: resolving it anew builds the core's system and memory specs again)."""
         fast = arch.region_memory(_core.Region.FastCache)
         slow = arch.region_memory(_core.Region.Arena)
         return cls(

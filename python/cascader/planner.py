@@ -844,8 +844,9 @@ def evicted_bricks_points(part, buffered: NpuSchedule, options: PlanOptions, con
 def _fastest_uncascaded(points: list[PlanPoint], key=lambda p: (p.cycles, p.sram_bytes)) -> PlanPoint | None:
     """Of `points`, the first by `key` (the fastest, then the leanest) that cascades nothing and
     keeps every feature map in SRAM: the point `budgeted_points` starts from."""
-    return min((p for p in points if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)),
-               key=key, default=None)
+    # The fastest first: each read of a proposal's cascades copies them out of the core.
+    return next((p for p in sorted(points, key=key)
+                 if not p.evicting and not any(is_striped(c) for c in p.proposal.cascades)), None)
 
 
 def budgeted_points(fastest: PlanPoint, part, buffered: NpuSchedule, lean: NpuSchedule, pg,

@@ -895,8 +895,9 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     fits a schedule to budgets a few bytes apart, `allocation.Lean.fit`).
     """
     msched, _, op_steps = lean_memory or memory_schedule(without_weight_buffers(schedule), graph)
-    live = live_bytes(msched, ties=bool(schedule.overlap_chains)) if lean_live is None else lean_live.copy()
-    peak = int(live.max(initial=0))
+    # Python ints, not the array: each buffer reads and adds a step or two of it at a time.
+    live = (live_bytes(msched, ties=bool(schedule.overlap_chains)) if lean_live is None else lean_live).tolist()
+    peak = max([0, *live])
     ops = schedule.operations
     wanted = _own_weight_buffers(schedule)
     saved = {k: ops[k].direct_cost.total_cycles - ops[k].cost.total_cycles for k in wanted}
@@ -909,8 +910,11 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
         # A span is two steps at most: summed step by step, not as arrays (a re-sliced fit
         # tries thousands: zoo lstm_kws on U65-256).
         spans = _buffer_spans(sop, op_steps[k], exact=budgeted)
+        if len(spans) == 1:  # most buffers: the highest of its steps, plus its bytes
+            steps, size = spans[0]
+            return max(live[steps]) + size, spans
         lo, hi = min(s.start for s, _ in spans), max(s.stop for s, _ in spans)
-        return max(int(live[i]) + sum(size for steps, size in spans if steps.start <= i < steps.stop)
+        return max(live[i] + sum(size for steps, size in spans if steps.start <= i < steps.stop)
                    for i in range(lo, hi)), spans
 
     def within(top: int) -> bool:
@@ -933,7 +937,8 @@ def fit_weight_buffers(schedule: NpuSchedule, graph: SubGraph, lean_memory: tupl
     def take(k: int, spans: list, top: int) -> None:
         nonlocal peak
         for steps, size in spans:
-            live[steps] += size
+            for i in range(steps.start, steps.stop):
+                live[i] += size
         peak = max(peak, top)
         keep.add(k)
 
@@ -1030,12 +1035,13 @@ def weight_buffers_peak(schedule: NpuSchedule, lean_memory: tuple) -> int:
     alone (`lean_memory`, as `fit_weight_buffers` takes it) and each such buffer over the two
     steps it is live. A budget below it cannot fit, and the layout need not be tried."""
     msched, _, op_steps = lean_memory
-    live = live_bytes(msched, arena_only=True, ties=bool(schedule.overlap_chains))
+    live = live_bytes(msched, arena_only=True, ties=bool(schedule.overlap_chains)).tolist()  # a step or two a buffer
     ops = schedule.operations
     for k in _own_weight_buffers(schedule):
         for steps, size in _buffer_spans(ops[k], op_steps[k]):
-            live[steps] += size
-    return int(live.max(initial=0))
+            for i in range(steps.start, steps.stop):
+                live[i] += size
+    return max([0, *live])
 
 
 def live_bytes(msched: mem.Schedule, arena_only: bool = False, ties: bool = False) -> np.ndarray:
@@ -1045,13 +1051,17 @@ def live_bytes(msched: mem.Schedule, arena_only: bool = False, ties: bool = Fals
     bytes (`mem.Alias`) count once while both its ranges live, as the layout's lower bound
     counts them (the ties may all be kept: a layout need not reach it)."""
     r = mem.live_ranges(msched)
-    live = np.zeros(len(msched.steps) + 1, dtype=np.int64)
-    buffers = msched.buffers
-    for start, end, size, align, b in zip(r.start.tolist(), r.end.tolist(), r.size.tolist(), r.alignment.tolist(),
-                                          r.range_buffer.tolist()):
-        if arena_only and (buffers[b].persistent or buffers[b].kind == "lut" or buffers[b].constant):
-            continue
-        live[start:end] += (size + align - 1) // align * align
+    sizes = (r.size + r.alignment - 1) // r.alignment * r.alignment
+    if arena_only:
+        buffers = msched.buffers
+        sizes[np.array([buffers[b].persistent or buffers[b].kind == "lut" or buffers[b].constant
+                        for b in r.range_buffer.tolist()], dtype=bool)] = 0
+    # Each range adds its bytes where it starts and takes them off where it ends (within the
+    # steps and one past them: `build_live_ranges`), summed up step by step.
+    change = np.zeros(len(msched.steps) + 2, dtype=np.int64)
+    np.add.at(change, r.start, sizes)
+    np.add.at(change, r.end, -sizes)
+    live = np.cumsum(change[:-1])
     if ties:
         for lower, upper, offset in r.ties:
             begin, end = max(r.start[lower], r.start[upper]), min(r.end[lower], r.end[upper])
@@ -1100,8 +1110,7 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     # evictions on U65-256 at 55k cycles; the binary ran 420k slower). An operation's weight
     # buffer: the cycles it gains reading its weights in place. Constant copies: their bytes.
     access: dict[int, float] = {}
-    arch = schedule.target.arch if schedule.target is not None else arch_config(
-        schedule.accelerator, schedule.system, schedule.memory_mode)
+    arch = arch_of(schedule)
     fast = arch.region_memory(_core.Region.FastCache)
     slow = arch.region_memory(_core.Region.Arena)
     per_byte = _core.access_cycles_per_byte(arch, slow) - _core.access_cycles_per_byte(arch, fast)
@@ -1179,6 +1188,15 @@ def memory_schedule(schedule: NpuSchedule, graph: SubGraph) -> tuple[mem.Schedul
     return mem.Schedule(buffers, steps, list(fms.aliases)), index, [step for step, _, _ in fms.ops]
 
 
+def arch_of(schedule: NpuSchedule) -> "_core.ArchConfig":
+    """The cycle model's target of `schedule`: its scheduler's, resolved once, else resolved now."""
+    kept = schedule.target
+    if kept is not None and (kept.accelerator, kept.system, kept.memory_mode) == (
+            schedule.accelerator, schedule.system, schedule.memory_mode):
+        return kept.arch
+    return arch_config(schedule.accelerator, schedule.system, schedule.memory_mode)
+
+
 def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, buffers: list[mem.ScheduledBuffer], slow: set[int]
                     ) -> float:
     """The cycles `schedule` gains with the buffers `slow` (indices of `buffers`, its
@@ -1190,8 +1208,7 @@ def eviction_cycles(schedule: NpuSchedule, graph: SubGraph, buffers: list[mem.Sc
     shares 5.46M cycles, the binary 6.25M, this 6.25M). Other buffers (weight buffers, copies)
     count as the layout counts them."""
     fms = _feature_map_schedule(schedule, graph)
-    arch = schedule.target.arch if schedule.target is not None else arch_config(
-        schedule.accelerator, schedule.system, schedule.memory_mode)
+    arch = arch_of(schedule)
     fast = arch.region_memory(_core.Region.FastCache)
     slow_memory = arch.region_memory(_core.Region.Arena)
     per_byte = _core.access_cycles_per_byte(arch, slow_memory) - _core.access_cycles_per_byte(arch, fast)
@@ -1282,8 +1299,15 @@ def _feature_map_schedule(schedule: NpuSchedule, graph: SubGraph) -> _FeatureMap
     schedules share one target) when a schedule of the same stripes was laid out lately."""
     ops = list(_operations_in_order(schedule))
     segments = tuple(s.segment for s in schedule.segments)
+    # Blocks and depth slices count only where operations overlap (`_overlapping_operations`,
+    # `_operator_runs`): elsewhere a schedule with weight buffers shares its lean one's (the
+    # planner's budgeted points lay out both).
+    if schedule.overlapping:
+        operations = tuple([(id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops])
+    else:
+        operations = tuple([(id(sop.lowered), sop.cascade, sop.chain) for _, sop in ops])
     key = (id(graph), tuple(schedule.order), tuple(map(id, segments)), schedule.overlapping, schedule.overlap_chains,
-           tuple([(id(sop.lowered), sop.cascade, sop.block, sop.depth_step, sop.chain) for _, sop in ops]))
+           operations)
     cache = schedule.target.feature_map_schedules if schedule.target is not None else {}
     found = cache.get(key)
     if found is None:

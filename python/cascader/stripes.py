@@ -40,11 +40,22 @@ ROLLING_BASE = 1 << 40  # ids of rolling buffers: apart from tensor, scratch and
 Region = tuple[int, int, int, int]  # rows [begin, end), columns [begin, end)
 
 
+# A cascaded schedule makes a lowered and a scheduled operation per stripe (MobileNetV2-224's
+# leanest proposal, about 490), and a view per stripe of the maps it reads or writes whole:
+# built here from a copy of the instance dictionary as `evolve` builds them, without its
+# keyword arguments and field check (0.9 of the 5.4 ms its schedule took).
+_new = object.__new__
+
+
 def _region(view: FeatureMapView, region: Region) -> FeatureMapView:
     """A region of a view of a whole buffer."""
     r0, r1, c0, c1 = region
-    return evolve(view, shape=(r1 - r0, c1 - c0, view.shape[2]),
-                   offset=view.offset + r0 * view.strides[0] + c0 * view.strides[1])
+    new = _new(FeatureMapView)  # `evolve(view, shape=..., offset=...)` (see `_new`)
+    state = new.__dict__
+    state.update(view.__dict__)
+    state["shape"] = (r1 - r0, c1 - c0, view.shape[2])
+    state["offset"] = view.offset + r0 * view.strides[0] + c0 * view.strides[1]
+    return new
 
 
 def _channels(view: FeatureMapView, channels: tuple[int, int]) -> FeatureMapView:
@@ -271,9 +282,10 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
              ) -> FeatureMapView:
         """`region` of `view` (of plan tensor `t`), where the cascade keeps it; `channels`: only
         those of a depth slice."""
-        if t not in rolling:
+        held = rolling.get(t)
+        if held is None:
             return _region(view if channels is None else _channels(view, channels), region)
-        b, rows, columns, depth = rolling[t]
+        b, rows, columns, depth = held
         r0, r1, c0, c1 = region
         first = first_column[t]
         key = (id(view), r0 % rows, r1 - r0, c0 - first, c1 - c0, channels)
@@ -294,15 +306,17 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
 
     # The planner's own run of the cascade: which region each part computes, in order.
     if c.depth_slices > 1:
-        runs = _core.plan_depth_cascade(pg, c.first, c.last, c.depth_slices, target.arch).runs
+        planned = _core.plan_depth_cascade(pg, c.first, c.last, c.depth_slices, target.arch)
     else:
-        runs = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands).runs
+        planned = _core.plan_cascade(pg, c.first, c.last, c.stripe_height, target.arch, column_bands=c.column_bands)
     stripes = []
-    costs: dict = {}  # stripe costs by operation, shapes, padding and weights (see _stripe)
+    # What the stripes of a part share, by source and weights (`_stripe`'s `part`).
+    shared: dict[tuple[int, str | None], tuple[dict, dict, dict]] = {}
     copied: set[int] = set()  # parts whose weights a buffered cascade has copied in
     sources = {k: _source(ops[k], lowered[k], parts[k], tensors, shapes) for k in range(c.first, c.last)}
     sliced_sources: dict[tuple[int, int], _Source] = {}  # (part, first channel) -> its slice's weights
-    for k, region, reads, padding, (d0, d1) in (r.fields() for r in runs):  # one call per run, not six
+    buffered = c.buffered_weights  # a binding's property: read once, not per run
+    for k, region, reads, padding, (d0, d1) in planned.run_fields():  # one call, not six per run
         src = sources[k]
         channels = None if d1 < 0 else (d0, d1)
         if channels is not None and src.sop.encoded is not None:
@@ -311,12 +325,15 @@ def _make_cascade_stripes(sched: NpuSchedule, pg: Any, c: Any, target: _Target, 
             src = sliced_sources[(k, d0)]
         first_column[src.output] = region[2]
         weights = None
-        if c.buffered_weights and src.sop.encoded is not None:
+        if buffered and src.sop.encoded is not None:
             weights = "resident" if k in copied else "copy"
             copied.add(k)
-        stripes.append(_stripe(src, region, reads, padding, band, target, costs, weights, channels,
-                               cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
-                               shared_weights=None if weights is None else ("cascade", c.first, k)))
+        part = shared.get((id(src), weights))
+        if part is None:  # `src` is held by `sources` or `sliced_sources`: its id names no other
+            part = shared[(id(src), weights)] = (vars(evolve(
+                src.sop, cascade=cascade, stripe_of=src.sop.lowered, weight_buffer=weights == "copy",
+                shared_weights=None if weights is None else ("cascade", c.first, k))), {}, {})
+        stripes.append(_stripe(src, region, reads, padding, band, target, part, weights, channels))
     return _CascadeStripes(stripes, new_buffers, gone, ())
 
 
@@ -351,6 +368,9 @@ class _Source(NamedTuple):
     # reader viewing a 30 x 46 map as 1 x 1380, `_reviewed`): the planner's regions, in the
     # buffer's rows and columns, say nothing of them, and the part runs whole (not stripable).
     reviewed: tuple[bool, bool, bool] = (False, False, False)
+    # Its constant operands read element for element with the OFM ((operand, view) each,
+    # `frontend.lowered.follows_ofm`): a stripe reads its region of them.
+    follows: tuple[tuple[int, FeatureMapView], ...] = ()
 
 
 def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: Any, shapes: dict) -> _Source:
@@ -363,8 +383,10 @@ def _source(sop: ScheduledOperation, lo: LoweredOperation, part: Any, tensors: A
     # A transpose's channel plane views its whole input permuted: `_stripe` maps its regions.
     reviewed = (False,) * 3 if "transpose" in lo.registers else tuple(
         _reviewed(v, shapes) for v in (lo.ifm, lo.ifm2, lo.ofm))
+    follows = tuple((i, v) for i, v in enumerate((lo.ifm, lo.ifm2)) if v is not None and v.shape[:2] == lo.ofm.shape[:2]
+                    and v.shape[:2] != (1, 1) and follows_ofm(lo, v))
     return _Source(sop, lo, part.output, tensors[part.output].shape[2], tuple(part.inputs[:2]), ifm, stepped,
-                   part.first_operand, reviewed)
+                   part.first_operand, reviewed, follows)
 
 
 def _reviewed(v: FeatureMapView | None, shapes: dict) -> bool:
@@ -376,34 +398,37 @@ def _reviewed(v: FeatureMapView | None, shapes: dict) -> bool:
     return channel_slice(v, natural) is None and box_origin(v, natural) is None
 
 
-def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target, costs: dict,
-            weights: str | None = None, channels: tuple[int, int] | None = None, **fields) -> ScheduledOperation:
+def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band, target: _Target,
+            part: tuple[dict, dict, dict], weights: str | None = None,
+            channels: tuple[int, int] | None = None) -> ScheduledOperation:
     """A part's operation on one run of the planner (`StripeRun.fields`: a region of rows and
     columns of its output, the regions it reads and its padding). `weights`: None (read where
     they are stored), "copy" (copied into the cascade's weight buffer first) or "resident"
-    (already there). `channels`: the OFM channels of a depth slice (None: all). `fields`: more
-    of the scheduled operation's fields to set."""
+    (already there). `channels`: the OFM channels of a depth slice (None: all). `part`: what
+    the stripes of this source with these weights share: the scheduled operation's fields but
+    its lowered operation, block and cost (the source's, with those every stripe of it sets),
+    and their costs by shapes and padding and registers by padding, each made once."""
+    fields, costs, registers_by_padding = part
     r0, r1, c0, c1 = region
     sop, lo = src.sop, src.lowered
-    whole = any(src.reviewed)
+    reviewed = src.reviewed
+    whole = any(reviewed)
     if whole and (r0, c0, c1) != (0, 0, src.output_width):
         raise ValueError(f"{lo.name}: a part that re-views a map striped to {region}")
-    ofm = _channels(lo.ofm, channels) if src.reviewed[2] and channels is not None else (
-        lo.ofm if src.reviewed[2] else band(lo.ofm, src.output, region, channels))
+    ofm = _channels(lo.ofm, channels) if reviewed[2] and channels is not None else (
+        lo.ofm if reviewed[2] else band(lo.ofm, src.output, region, channels))
     views = {}
-    padding = lo.registers.get("padding")  # top, left, bottom, right
-    padded = padding is not None and lo.kind in ("conv", "depthwise", "pool")
     for i, (t, read) in enumerate(zip(src.inputs, reads), start=src.first_operand):
         # The region the stripe reads, where the cascade keeps it. An operand read whole by
         # every stripe (broadcast along H and W) too: a squeeze-and-excite gate that a part of
         # the cascade makes is in a rolling buffer, and its whole buffer is gone.
         v = lo.ifm if i == 0 else lo.ifm2
         sliced = channels if channels is not None and _reads_channel_slice(lo, v) else None
-        if src.reviewed[i]:  # read whole, in its own view
+        if reviewed[i]:  # read whole, in its own view
             views[i] = v if sliced is None else _channels(v, sliced)
         else:
             views[i] = band(src.ifm if i == 0 else v, t, read, sliced)
-    if "transpose" in lo.registers and src.inputs:
+    if src.inputs and "transpose" in lo.registers:
         # A transpose's plane views its (whole) input in its output's shape: the stripe's
         # region of it is the output's (planner._transpose_propagator).
         views[0] = _region(lo.ifm, region)
@@ -412,32 +437,34 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
         ((y, x, _), (sy, sx)), (q0, q1, p0, p1) = src.stepped, reads[0]
         first = lo.ifm.offset + (q0 - y) // sy * lo.ifm.strides[0] + (p0 - x) // sx * lo.ifm.strides[1]
         views[0] = evolve(lo.ifm, shape=((q1 - q0 - 1) // sy + 1, (p1 - p0 - 1) // sx + 1, lo.ifm.shape[2]), offset=first)
-    for i, v in enumerate((lo.ifm, lo.ifm2)):
+    for i, v in src.follows:
         # A constant read element for element with the OFM (a channel pad's border, a 1x1
-        # resize's zeros): the stripe's region of it (frontend.lowered.follows_ofm).
-        if (i not in views and v is not None and v.shape[:2] == lo.ofm.shape[:2] and v.shape[:2] != (1, 1)
-                and follows_ofm(lo, v)):
+        # resize's zeros): the stripe's region of it.
+        if i not in views:
             views[i] = _region(v, region)
-    if padded and not whole:
-        # Padding only where the region reaches past the tensor's edge; the NPU reads the
-        # bottom and right padding only as far as the windows reach. (A part run whole pads as
-        # its operation does: the planner's padding is of the buffer's rows and columns.)
-        padding = run_padding
-    registers = {**lo.registers, "padding": padding} if padded else lo.registers
-    if padded and lo.kind == "pool" and registers.get("sub_op") == "AVERAGE" and any(lo.registers["padding"]):
-        # The NPU divides a padded window itself and an unpadded one not at all: a stripe
-        # that pads nothing divides through its scale (a SAME average pool's inner stripes).
-        k = registers["kernel"]
-        registers["ofm_scale"] = average_pool_scale(k["height"] * k["width"], padding)
-    whole_width = (c0, c1) == (0, src.output_width)
-    stripe_lo = evolve(lo, ifm=views.get(0, lo.ifm), ifm2=views.get(1, lo.ifm2) if lo.ifm2 is not None else None,
-                       ofm=ofm, registers=registers,
-                       name=f"{lo.name}[rows {r0}:{r1}{'' if whole_width else f', columns {c0}:{c1}'}"
-                            f"{'' if channels is None else f', channels {channels[0]}:{channels[1]}'}]")
+    padding = lo.registers.get("padding")  # top, left, bottom, right
+    registers = lo.registers
+    if padding is not None and lo.kind in ("conv", "depthwise", "pool"):
+        if not whole:
+            # Padding only where the region reaches past the tensor's edge; the NPU reads the
+            # bottom and right padding only as far as the windows reach. (A part run whole
+            # pads as its operation does: the planner's padding is of the buffer's rows and
+            # columns.)
+            padding = run_padding
+        registers = registers_by_padding.get(padding)
+        if registers is None:  # one dict for the stripes of one padding (registers are values)
+            registers = registers_by_padding[padding] = _padded_registers(lo, padding)
+    ifm = views.get(0, lo.ifm)
+    ifm2 = views.get(1, lo.ifm2) if lo.ifm2 is not None else None
+    name = (f"{lo.name}[rows {r0}:{r1}{'' if (c0, c1) == (0, src.output_width) else f', columns {c0}:{c1}'}"
+            f"{'' if channels is None else f', channels {channels[0]}:{channels[1]}'}]")
+    stripe_lo = _new(LoweredOperation)  # `evolve(lo, ifm=..., ...)` (see `_new`)
+    state = stripe_lo.__dict__
+    state.update(lo.__dict__)
+    state["ifm"], state["ifm2"], state["ofm"], state["registers"], state["name"] = ifm, ifm2, ofm, registers, name
     # The block for this stripe as the planner costed it. Most stripes of an operation have the
-    # same shapes and padding: the cost is computed once for each (`costs`, per cascade).
-    key = (id(lo), stripe_lo.ifm.shape, stripe_lo.ifm2.shape if stripe_lo.ifm2 is not None else None,
-           stripe_lo.ofm.shape, padding, weights, id(sop.encoded))
+    # same shapes and padding: the cost is computed once for each.
+    key = (ifm.shape, ifm2.shape if ifm2 is not None else None, ofm.shape, padding)
     found = costs.get(key)
     if found is None:
         w = sum(r.weight_length for streams in sop.encoded.slices for r in streams) if sop.encoded else 0
@@ -447,4 +474,19 @@ def _stripe(src: _Source, region: Region, reads: tuple, run_padding: tuple, band
                            block_depth=sop.stripe_block_depth, ifm2_in_flash=sop.constant_ifm2 == "flash",
                            stripe_of=lo)
         found = costs[key] = (cost, tuple(cost.block_config.ofm_block))
-    return evolve(sop, lowered=stripe_lo, block=found[1], cost=found[0], **fields)
+    stripe = _new(ScheduledOperation)  # `evolve(sop, lowered=..., ...)` (see `_new`)
+    state = stripe.__dict__
+    state.update(fields)
+    state["lowered"], state["block"], state["cost"] = stripe_lo, found[1], found[0]
+    return stripe
+
+
+def _padded_registers(lo: LoweredOperation, padding: tuple) -> dict:
+    """The registers of a stripe of `lo` (a convolution, depthwise or pooling) that pads `padding`."""
+    registers = {**lo.registers, "padding": padding}
+    if lo.kind == "pool" and registers.get("sub_op") == "AVERAGE" and any(lo.registers["padding"]):
+        # The NPU divides a padded window itself and an unpadded one not at all: a stripe
+        # that pads nothing divides through its scale (a SAME average pool's inner stripes).
+        k = registers["kernel"]
+        registers["ofm_scale"] = average_pool_scale(k["height"] * k["width"], padding)
+    return registers

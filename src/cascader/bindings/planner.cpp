@@ -29,6 +29,11 @@ py::tuple run_padding(const StripeRun& r) {
   return py::make_tuple(p.top, p.left, p.bottom, p.right);
 }
 
+py::tuple run_fields(const StripeRun& r) {
+  return py::make_tuple(r.part, py::make_tuple(r.begin, r.end, r.column_begin, r.column_end), run_inputs(r),
+                        run_padding(r), py::make_tuple(r.channel_begin, r.channel_end));
+}
+
 }  // namespace
 
 void bind_planner(py::module_& m) {
@@ -113,14 +118,9 @@ void bind_planner(py::module_& m) {
       .def_readonly("channel_end", &StripeRun::channel_end)
       .def_property_readonly("inputs", &run_inputs)
       .def_property_readonly("padding", &run_padding)
-      .def(
-          "fields",
-          [](const StripeRun& r) {
-            return py::make_tuple(r.part, py::make_tuple(r.begin, r.end, r.column_begin, r.column_end), run_inputs(r),
-                                  run_padding(r), py::make_tuple(r.channel_begin, r.channel_end));
-          },
-          "(part, (begin, end, column_begin, column_end), inputs, padding, (channel_begin, channel_end)) in one "
-          "call");
+      .def("fields", &run_fields,
+           "(part, (begin, end, column_begin, column_end), inputs, padding, (channel_begin, channel_end)) in one "
+           "call");
   py::class_<RollingBuffer>(m, "RollingBuffer")
       .def_readonly("tensor", &RollingBuffer::tensor)
       .def_readonly("rows", &RollingBuffer::rows)
@@ -145,6 +145,14 @@ void bind_planner(py::module_& m) {
       .def_readonly("cycles", &CascadePlan::cycles)
       .def_readonly("operations", &CascadePlan::operations)
       .def_readonly("runs", &CascadePlan::runs)
+      .def(
+          "run_fields",
+          [](const CascadePlan& c) {
+            py::list out(c.runs.size());
+            for (size_t i = 0; i < c.runs.size(); ++i) out[i] = run_fields(c.runs[i]);
+            return out;
+          },
+          "`StripeRun.fields` of every run, in one call (`runs` copies each run into an object first)")
       .def("__repr__", &CascadePlan::repr);
   py::class_<StripeConfig>(m, "StripeConfig")
       .def_readonly("shape", &StripeConfig::shape)
