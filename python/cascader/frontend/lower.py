@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection
+from functools import cached_property
 
 import numpy as np
 
@@ -141,6 +142,8 @@ class _Lowering:
         self.subviews: dict[int, Box] = {}
         # Buffers every operation views in another shape than their tensor's (`fold_columns`).
         self.reshaped: dict[int, tuple[int, int, int]] = {}
+        # `natural` of the tensors' buffers: the layout choice asks some five times per operation.
+        self.tensor_naturals: dict[int, tuple[tuple[int, int, int], str]] = {}
 
     # --- buffers ----------------------------------------------------------------------------
 
@@ -234,8 +237,11 @@ class _Lowering:
         if b in self.scratch_buffers:
             _, shape, dtype = self.scratch_buffers[b]
             return shape, dtype
-        t = self.graph.tensors[b]
-        return _hwc(t, fold_batch=True), map_dtype(t.dtype)
+        natural = self.tensor_naturals.get(b)
+        if natural is None:
+            t = self.graph.tensors[b]
+            natural = self.tensor_naturals[b] = _hwc(t, fold_batch=True), map_dtype(t.dtype)
+        return natural
 
     # --- operations -------------------------------------------------------------------------
 
@@ -318,8 +324,10 @@ class _Lowering:
         buffer, when nothing else reads the input and nothing would need rescaling."""
         producer = {t: i for i in self.operators for t in self.graph.operators[i].outputs}
         for i in self.operators:
+            if self.graph.operators[i].opcode != "CONCATENATION":
+                continue
             v = OperatorView(self.graph, i)
-            if v.opcode != "CONCATENATION" or v.fused_activation != "NONE":
+            if v.fused_activation != "NONE":
                 continue
             out = v.op.outputs[0]
             rank = len(v.ofm.shape)
@@ -466,7 +474,7 @@ class _Lowering:
 
     def cpu_visible(self) -> set[int]:
         """The buffers of the tensors the CPU hands in and reads back (`_boundary`)."""
-        ifms, ofms = self._boundary()
+        ifms, ofms = self._boundary
         return {self.buffer(t) for t in (*ifms, *ofms)}
 
     def cycles(self, operations: list, weights: bool = False, staged: bool = False) -> float | None:
@@ -474,9 +482,11 @@ class _Lowering:
             return None
         return self.cost(self.accelerator, set() if staged else self.cpu_visible(), operations, weights)
 
+    @cached_property
     def _boundary(self) -> tuple[list[int], list[int]]:
         """The segment's IFMs (read, produced outside it) and OFMs (read outside it, or model
-        outputs), in order of first use."""
+        outputs), in order of first use. Made once: the segment's operators and their readers
+        are fixed, and the cycle model (`cycles`) asks for them at each rewrite it weighs."""
         tensors = self.graph.tensors
         produced: set[int] = set()
         ifms: list[int] = []
@@ -502,7 +512,7 @@ class _Lowering:
     def _segment(self) -> LoweredSegment:
         buffers: dict[int, int] = {}
         aliases: dict[int, int] = {}
-        ifms, ofms = self._boundary()
+        ifms, ofms = self._boundary
         produced = {t for i in self.operators for t in self.graph.operators[i].outputs}
         tensors = self.graph.tensors
         for t in {*ifms, *produced}:

@@ -44,6 +44,7 @@ BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BAT
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
 INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG", "GATHER", "SCATTER_ND"})
+INT32_MAP_OPS = INT32_OPS | ALIAS_OPS  # both, as the type rules ask for every operator
 # The Ethos-U85's operators on bool (TFLite's 0/1 byte) and int32 maps, with the types their
 # lowerings take beyond ACTIVATION_DTYPES (Vela 5.2: tflite_supported_operators_u85).
 U85_DTYPES = {"SELECT": ("bool", "int32"), "SELECT_V2": ("bool", "int32"), "CAST": ("bool", "int32"),
@@ -139,7 +140,7 @@ def _dtypes(v: OperatorView) -> str | None:
         if i is not None and o is not None and (i.dtype not in ("int8", "uint8") or o.dtype not in ("int32", "int64")):
             return f"ARG_MAX takes int8 or uint8 to int32 or int64, not {i.dtype} to {o.dtype}"
         return None
-    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS | ALIAS_OPS else ()) + U85_DTYPES.get(v.opcode, ())
+    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_MAP_OPS else ()) + U85_DTYPES.get(v.opcode, ())
     bad = [f"{t.name!r} is {t.dtype}" for t in v.activation_tensors if t.dtype not in allowed]
     return "; ".join(bad) or None
 
@@ -148,7 +149,7 @@ def _quantized(v: OperatorView) -> str | None:
     tensors = v.activation_tensors + ([v.weights] if v.weights is not None else [])
     if v.opcode == "ARG_MAX":
         tensors = [v.ifm] if v.ifm is not None else []  # its output is an index, not quantized
-    if v.opcode in INT32_OPS | ALIAS_OPS or v.opcode in U85_DTYPES:
+    if v.opcode in INT32_MAP_OPS or v.opcode in U85_DTYPES:
         # TFLite's int32 arithmetic ignores quantization, a reshape only renames bytes, and a
         # bool is a truth value.
         tensors = [t for t in tensors if t.dtype not in ("int32", "bool")]
@@ -156,9 +157,10 @@ def _quantized(v: OperatorView) -> str | None:
         q = t.quantization
         if q is None or q.scale.size == 0:
             return f"{t.name!r} has no quantization parameters"
-        # Two reductions (one element read directly): a NaN fails `lo > 0` as zero and negatives do.
+        # Two reductions (one element read directly; the ufuncs' own, without ndarray.min's
+        # Python wrapper): a NaN fails `lo > 0` as zero and negatives do.
         s = q.scale
-        lo, hi = (s[0], s[0]) if s.size == 1 else (s.min(), s.max())
+        lo, hi = (s[0], s[0]) if s.size == 1 else (np.minimum.reduce(s, axis=None), np.maximum.reduce(s, axis=None))
         if not (lo > 0 and hi < math.inf):
             return f"{t.name!r} has a non-finite or non-positive scale"
     return None
