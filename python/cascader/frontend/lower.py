@@ -144,6 +144,9 @@ class _Lowering:
         self.reshaped: dict[int, tuple[int, int, int]] = {}
         # `natural` of the tensors' buffers: the layout choice asks some five times per operation.
         self.tensor_naturals: dict[int, tuple[tuple[int, int, int], str]] = {}
+        # `_tensor_map` of the tensors viewed in their own shape: each is viewed by its producer
+        # and by every reader.
+        self.tensor_maps: dict[int, tuple] = {}
 
     # --- buffers ----------------------------------------------------------------------------
 
@@ -165,6 +168,20 @@ class _Lowering:
             parent = self.view(out)
             hwc = shape or _hwc(self.graph.tensors[t])
             return evolve(parent, shape=hwc, offset=parent.offset + start * parent.strides[axis])
+        if shape is None:
+            known = self.tensor_maps.get(t)
+            if known is None:
+                known = self.tensor_maps[t] = self._tensor_map(t, None)
+        else:
+            known = self._tensor_map(t, shape)
+        hwc, dtype, zp, scale, strides = known
+        tensor = self.graph.tensors[t]
+        if tensor.is_constant:
+            self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
+        return FeatureMapView(self.buffer(t), hwc, dtype, zp, scale, strides)
+
+    def _tensor_map(self, t: int, shape: tuple[int, int, int] | None) -> tuple:
+        """Tensor `t` as a dense map: (H x W x C, or `shape`; type; zero point; scale; strides)."""
         tensor = self.graph.tensors[t]
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
@@ -172,10 +189,7 @@ class _Lowering:
         if dtype not in TYPE_RANGE and dtype not in ("int32", "int64"):
             raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16 "
                                    "(and int32, int64 and bool where the operator's rule does)")
-        size = ELEMENT_SIZE[dtype]
-        if tensor.is_constant:
-            self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
-        return FeatureMapView(self.buffer(t), hwc, dtype, zp, scale, dense_strides(hwc, size))
+        return hwc, dtype, zp, scale, dense_strides(hwc, ELEMENT_SIZE[dtype])
 
     def scratch(self, index: int, name: str, shape: tuple[int, int, int], dtype: str,
                 zero_point: int = 0, scale: float = 1.0) -> FeatureMapView:
@@ -387,15 +401,14 @@ class _Lowering:
         whole: dict[int, bool] = {}
         for op in self.ops:
             for v in (op.ifm, op.ifm2, op.ofm):
-                if v is None or v.buffer in self.constants:
-                    continue
+                if v is None or v.buffer in self.constants or not whole.get(v.buffer, True):
+                    continue  # a constant, or a buffer some view already keeps NHWC
                 natural, _ = self.natural(v.buffer)
                 # An OFM the U85 writes transposed is addressed through its NHWC strides, in
                 # the map's own shape too where the permutation keeps it (a square transpose);
                 # a DMA's rows are bytes of the dense layout (lower_indexed_dma).
                 transposed = v is op.ofm and "ofm_transpose" in op.registers
-                whole[v.buffer] = (whole.get(v.buffer, True) and views_whole_nhwc(v, natural)
-                                   and not transposed and op.kind != "dma")
+                whole[v.buffer] = views_whole_nhwc(v, natural) and not transposed and op.kind != "dma"
         # Bricks of a depth that is not a multiple of 16 carry padding the NPU reads and writes
         # too. Up to a third of padding (24 as 32) they were once kept for the faster
         # depthwise, but over the shared models (u55-128, u65-256) the cycles came out the same

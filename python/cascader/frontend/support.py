@@ -173,7 +173,8 @@ def _rank(v: OperatorView) -> str | None:
 
 def _dims(v: OperatorView) -> str | None:
     lo, hi = TENSOR_DIM_RANGE
-    bad = [f"{t.name!r} has shape {list(t.shape)}" for t in v.activation_tensors if not all(lo <= d <= hi for d in t.shape)]
+    bad = [f"{t.name!r} has shape {list(t.shape)}" for t in v.activation_tensors
+           if t.shape and not lo <= min(t.shape) <= max(t.shape) <= hi]
     return "; ".join(bad) or None
 
 
@@ -825,24 +826,24 @@ def check_operator(view: OperatorView, u85: bool = False) -> Verdict:
     if opcode in RESOURCE_VARIABLE_OPS:  # byte copies of a variable: Vela's variable constraints alone
         detail = variable_check(view)
         return Verdict(True) if detail is None else Verdict(False, "resource_variable", detail)
-    for rule in _rules_for(opcode):
-        if u85:
-            rule = U85_RULES.get(rule.name, rule)
+    for rule in _rules_for(opcode, u85):
         detail = rule.check(view)
         if detail is not None:
             return Verdict(False, rule.name, f"{rule.reason} ({detail})")
     return Verdict(True)
 
 
-# The rules that apply to each operator type, in RULES's order: a partition checks every
-# operator, and asking each of the rules whether it applies was a third of that.
-_RULES_BY_OPCODE: dict[str, tuple[Rule, ...]] = {}
+# The rules that apply to each operator type, in RULES's order, by (type, for the Ethos-U85:
+# its `U85_RULES` in place): a partition checks every operator, and asking each of the rules
+# whether it applies was a third of that.
+_RULES_BY_OPCODE: dict[tuple[str, bool], tuple[Rule, ...]] = {}
 
 
-def _rules_for(opcode: str) -> tuple[Rule, ...]:
-    rules = _RULES_BY_OPCODE.get(opcode)
+def _rules_for(opcode: str, u85: bool) -> tuple[Rule, ...]:
+    rules = _RULES_BY_OPCODE.get((opcode, u85))
     if rules is None:
-        rules = _RULES_BY_OPCODE[opcode] = tuple(rule for rule in RULES if rule.applies_to(opcode))
+        rules = _RULES_BY_OPCODE[opcode, u85] = tuple(U85_RULES.get(rule.name, rule) if u85 else rule
+                                                      for rule in RULES if rule.applies_to(opcode))
     return rules
 
 
