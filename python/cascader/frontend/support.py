@@ -90,6 +90,9 @@ class Verdict:
         return "NPU" if self.npu else f"CPU: {self.reason}"
 
 
+ON_NPU = Verdict(True)  # every operator the rules accept shares it (a Verdict is immutable)
+
+
 # --- checks -----------------------------------------------------------------------------
 
 
@@ -830,7 +833,7 @@ def check_operator(view: OperatorView, u85: bool = False) -> Verdict:
         detail = rule.check(view)
         if detail is not None:
             return Verdict(False, rule.name, f"{rule.reason} ({detail})")
-    return Verdict(True)
+    return ON_NPU
 
 
 # The rules that apply to each operator type, in RULES's order, by (type, for the Ethos-U85:
