@@ -3,7 +3,9 @@ segments as register-level operations (`frontend.lower`)."""
 
 from __future__ import annotations
 
-from .arch import Accelerator
+from functools import partial
+
+from .arch import Accelerator, arch_config
 from .emit import ethos_u85
 from .errors import InvalidArgumentError, ModelError, UnsupportedError
 from .frontend.lower import lower_segment
@@ -34,6 +36,9 @@ def lower(model: Model, accelerator: str | None = None,
     """
     forced: dict[int, Verdict] = {}
     u85 = Accelerator.is_u85(accelerator)
+    # The target resolved once: the rules weigh a few rewrites by the cycle model, two
+    # placements each (`lowering_context.placement_cycles`).
+    cost = None if accelerator is None else partial(operation_cycles, arch=arch_config(accelerator))
     while True:
         part = partition(model, forced, u85)
         malformed = [(i, v) for i, v in enumerate(part.verdicts) if v.rule == "operand_count"]
@@ -44,7 +49,7 @@ def lower(model: Model, accelerator: str | None = None,
             # Transposes as planes: the least scratch, and the Ethos-U85's faster choice
             # (`lower_movement._takes_planes`).
             segments = [lower_segment(part.graph, s.operators, part.removed, least_scratch, accelerator,
-                                      channel_planes=least_scratch or u85, cost=operation_cycles)
+                                      channel_planes=least_scratch or u85, cost=cost)
                         for s in part.segments if s.target == NPU]
         except UnsupportedError as e:
             op = getattr(e, "operator", None)

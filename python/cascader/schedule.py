@@ -153,8 +153,9 @@ class NpuSchedule:
 
 class _Target:
     def __init__(self, accelerator: str, system: Any, memory_mode: Any, segments: Sequence[LoweredSegment] = (),
-                 cpu_visible: Collection[int] = ()) -> None:
-        arch = arch_config(accelerator, system, memory_mode)
+                 cpu_visible: Collection[int] = (), arch: Any = None) -> None:
+        # `arch`: `arch_config` of the same three, if at hand (`operation_cycles`).
+        arch = arch_config(accelerator, system, memory_mode) if arch is None else arch
         self.arch = arch  # resolved once: the cycle model is called a few times per operation
         self.accelerator, self.system, self.memory_mode = accelerator, system, memory_mode
         self.segments = tuple(segments)
@@ -356,13 +357,14 @@ _PART_KERNEL_FIRST, _DEPTH_FIRST = _core.Traversal.PartKernelFirst, _core.Traver
 
 
 def operation_cycles(accelerator: str, cpu_visible: set[int], ops: list[LoweredOperation],
-                     weights: bool = False) -> float:
+                     weights: bool = False, arch: Any = None) -> float:
     """The cycle model's total for `ops` run uncascaded on the target's default system, the
     `cpu_visible` buffers in the arena and the other maps in the fast memory: the cost a
     lowering chooses by (`frontend.lower.lower_segment`'s `cost`, `lower_ofm_transpose`).
     `weights`: with the weights' raw sizes read in place (as `block_choice` ranks blocks),
-    else without weight traffic."""
-    target = _Target(accelerator, None, None, cpu_visible=cpu_visible)
+    else without weight traffic. `arch`: `arch_config(accelerator)`, if at hand (a lowering
+    resolves it once for the few questions it asks)."""
+    target = _Target(accelerator, None, None, cpu_visible=cpu_visible, arch=arch)
     return sum(_core.estimate(target.npu_op(op, *(_raw_stream_bytes(op) if weights else ())), target.arch).total_cycles
                for op in ops)
 

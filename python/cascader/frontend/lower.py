@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection
+from functools import cached_property
 
 import numpy as np
 
@@ -141,6 +142,11 @@ class _Lowering:
         self.subviews: dict[int, Box] = {}
         # Buffers every operation views in another shape than their tensor's (`fold_columns`).
         self.reshaped: dict[int, tuple[int, int, int]] = {}
+        # `natural` of the tensors' buffers: the layout choice asks some five times per operation.
+        self.tensor_naturals: dict[int, tuple[tuple[int, int, int], str]] = {}
+        # `_tensor_map` of the tensors viewed in their own shape: each is viewed by its producer
+        # and by every reader.
+        self.tensor_maps: dict[int, tuple] = {}
 
     # --- buffers ----------------------------------------------------------------------------
 
@@ -162,6 +168,20 @@ class _Lowering:
             parent = self.view(out)
             hwc = shape or _hwc(self.graph.tensors[t])
             return evolve(parent, shape=hwc, offset=parent.offset + start * parent.strides[axis])
+        if shape is None:
+            known = self.tensor_maps.get(t)
+            if known is None:
+                known = self.tensor_maps[t] = self._tensor_map(t, None)
+        else:
+            known = self._tensor_map(t, shape)
+        hwc, dtype, zp, scale, strides = known
+        tensor = self.graph.tensors[t]
+        if tensor.is_constant:
+            self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
+        return FeatureMapView(self.buffer(t), hwc, dtype, zp, scale, strides)
+
+    def _tensor_map(self, t: int, shape: tuple[int, int, int] | None) -> tuple:
+        """Tensor `t` as a dense map: (H x W x C, or `shape`; type; zero point; scale; strides)."""
         tensor = self.graph.tensors[t]
         scale, zp = _quant(tensor)
         hwc = shape or _hwc(tensor)
@@ -169,10 +189,7 @@ class _Lowering:
         if dtype not in TYPE_RANGE and dtype not in ("int32", "int64"):
             raise UnsupportedError(f"tensor {tensor.name!r} is {tensor.dtype}; the NPU path takes int8, uint8, int16 "
                                    "(and int32, int64 and bool where the operator's rule does)")
-        size = ELEMENT_SIZE[dtype]
-        if tensor.is_constant:
-            self.constants[t] = np.ascontiguousarray(tensor.data).tobytes()
-        return FeatureMapView(self.buffer(t), hwc, dtype, zp, scale, dense_strides(hwc, size))
+        return hwc, dtype, zp, scale, dense_strides(hwc, ELEMENT_SIZE[dtype])
 
     def scratch(self, index: int, name: str, shape: tuple[int, int, int], dtype: str,
                 zero_point: int = 0, scale: float = 1.0) -> FeatureMapView:
@@ -234,8 +251,11 @@ class _Lowering:
         if b in self.scratch_buffers:
             _, shape, dtype = self.scratch_buffers[b]
             return shape, dtype
-        t = self.graph.tensors[b]
-        return _hwc(t, fold_batch=True), map_dtype(t.dtype)
+        natural = self.tensor_naturals.get(b)
+        if natural is None:
+            t = self.graph.tensors[b]
+            natural = self.tensor_naturals[b] = _hwc(t, fold_batch=True), map_dtype(t.dtype)
+        return natural
 
     # --- operations -------------------------------------------------------------------------
 
@@ -318,8 +338,10 @@ class _Lowering:
         buffer, when nothing else reads the input and nothing would need rescaling."""
         producer = {t: i for i in self.operators for t in self.graph.operators[i].outputs}
         for i in self.operators:
+            if self.graph.operators[i].opcode != "CONCATENATION":
+                continue
             v = OperatorView(self.graph, i)
-            if v.opcode != "CONCATENATION" or v.fused_activation != "NONE":
+            if v.fused_activation != "NONE":
                 continue
             out = v.op.outputs[0]
             rank = len(v.ofm.shape)
@@ -379,15 +401,14 @@ class _Lowering:
         whole: dict[int, bool] = {}
         for op in self.ops:
             for v in (op.ifm, op.ifm2, op.ofm):
-                if v is None or v.buffer in self.constants:
-                    continue
+                if v is None or v.buffer in self.constants or not whole.get(v.buffer, True):
+                    continue  # a constant, or a buffer some view already keeps NHWC
                 natural, _ = self.natural(v.buffer)
                 # An OFM the U85 writes transposed is addressed through its NHWC strides, in
                 # the map's own shape too where the permutation keeps it (a square transpose);
                 # a DMA's rows are bytes of the dense layout (lower_indexed_dma).
                 transposed = v is op.ofm and "ofm_transpose" in op.registers
-                whole[v.buffer] = (whole.get(v.buffer, True) and views_whole_nhwc(v, natural)
-                                   and not transposed and op.kind != "dma")
+                whole[v.buffer] = views_whole_nhwc(v, natural) and not transposed and op.kind != "dma"
         # Bricks of a depth that is not a multiple of 16 carry padding the NPU reads and writes
         # too. Up to a third of padding (24 as 32) they were once kept for the faster
         # depthwise, but over the shared models (u55-128, u65-256) the cycles came out the same
@@ -466,7 +487,7 @@ class _Lowering:
 
     def cpu_visible(self) -> set[int]:
         """The buffers of the tensors the CPU hands in and reads back (`_boundary`)."""
-        ifms, ofms = self._boundary()
+        ifms, ofms = self._boundary
         return {self.buffer(t) for t in (*ifms, *ofms)}
 
     def cycles(self, operations: list, weights: bool = False, staged: bool = False) -> float | None:
@@ -474,9 +495,11 @@ class _Lowering:
             return None
         return self.cost(self.accelerator, set() if staged else self.cpu_visible(), operations, weights)
 
+    @cached_property
     def _boundary(self) -> tuple[list[int], list[int]]:
         """The segment's IFMs (read, produced outside it) and OFMs (read outside it, or model
-        outputs), in order of first use."""
+        outputs), in order of first use. Made once: the segment's operators and their readers
+        are fixed, and the cycle model (`cycles`) asks for them at each rewrite it weighs."""
         tensors = self.graph.tensors
         produced: set[int] = set()
         ifms: list[int] = []
@@ -502,7 +525,7 @@ class _Lowering:
     def _segment(self) -> LoweredSegment:
         buffers: dict[int, int] = {}
         aliases: dict[int, int] = {}
-        ifms, ofms = self._boundary()
+        ifms, ofms = self._boundary
         produced = {t for i in self.operators for t in self.graph.operators[i].outputs}
         tensors = self.graph.tensors
         for t in {*ifms, *produced}:

@@ -30,7 +30,6 @@ def lower_convolution(lw: LoweringContext, v: OperatorView) -> None:
     if wq is None:
         raise UnsupportedError(f"operator {v.index} ({v.opcode}): weights are not quantized")
     w = np.asarray(w_t.data)  # as stored (int8/uint8): the encoder widens them, one operation at a time
-    wzp = np.asarray(wq.zero_point, dtype=np.int64).reshape(-1)
     fc = v.opcode == "FULLY_CONNECTED"
     # A folded PAD: the operation reads the PAD's input and pads it itself.
     ifm_view = lw.view(lw.folded_input.get(v.index, v.op.inputs[0]))
@@ -60,7 +59,7 @@ def lower_convolution(lw: LoweringContext, v: OperatorView) -> None:
             else:
                 # Outside each output channel's own input channel the weight is zero in
                 # real terms: that channel's zero point.
-                zp = np.broadcast_to(wzp, (out_channels,))
+                zp = np.broadcast_to(np.asarray(wq.zero_point, dtype=np.int64).reshape(-1), (out_channels,))
                 ohwi = np.repeat(zp[:, None, None, None], channels, axis=3)
                 ohwi = np.repeat(np.repeat(ohwi, w.shape[1], axis=1), w.shape[2], axis=2).copy()
                 for o in range(out_channels):

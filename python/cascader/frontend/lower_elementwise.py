@@ -78,9 +78,10 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
         multiplier, exponent = fp.quantize_multiplier(multiply_real(a.scale, b.scale, ofm.scale))
         constants = [lw.graph.tensors[t].data if lw.graph.tensors[t].is_constant else None for t in v.op.inputs[:2]]
         values = [operand_values(x.dtype, x.zero_point, c) for x, c in zip((a, b), constants)]
+        clamp = fused_clamp(v)
         if not product_fits(largest_product(*values), exponent):
             broadcast_order(v, a, b, ofm)  # one operand has the output's shape, the other broadcasts
-            wrapping_multiply(lw, v.index, a, b, ofm, multiplier, exponent, fused_clamp(v))
+            wrapping_multiply(lw, v.index, a, b, ofm, multiplier, exponent, clamp)
             return
         ofm_scale = multiply_registers(multiplier, exponent)
     if ofm.shape not in (a.shape, b.shape):
@@ -93,7 +94,7 @@ def lower_elementwise(lw: LoweringContext, v: OperatorView) -> None:
     broadcast = tuple(bd != od for bd, od in zip(b.shape, ofm.shape))
     registers: dict[str, Any] = dict(
         sub_op=mode, kernel=kernel_record(1, 1, (1, 1), (1, 1)), padding=(0, 0, 0, 0),
-        activation=fused_clamp(v), rounding="TFL", global_scale=True, broadcast=broadcast,
+        activation=clamp, rounding="TFL", global_scale=True, broadcast=broadcast,
         reversed_operands=reversed_operands, ifm2_scalar=None,
     )
     if mode == "MUL":

@@ -156,9 +156,9 @@ def plan_slice_views(lw: LoweringContext) -> None:
     slicing operator then needs no operation for it."""
     g = lw.graph
     for i in lw.operators:
-        v = OperatorView(g, i)
-        if v.opcode not in SLICE_OPS:
+        if g.operators[i].opcode not in SLICE_OPS:
             continue
+        v = OperatorView(g, i)
         try:
             boxes = slice_boxes(v)
         except UnsupportedError:

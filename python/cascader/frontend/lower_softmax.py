@@ -100,8 +100,9 @@ def _row_max(ops: OperationBuilder, x: FeatureMapView, rows: int, depth: int) ->
         for grid in dict.fromkeys((x.shape[:2], (1, rows))):
             if grid[1] <= TENSOR_DIM_MAX:
                 ways.append(functools.partial(_transposed_row_max, ops, x, peak, grid))
-    costs = [trial_cycles(ops.lw, way) for way in ways]
-    if costs[0] is None:  # no cycle model to choose by: the pool any target runs
+    # One way needs no costing; without a cycle model to choose by, the pool any target runs.
+    costs = [trial_cycles(ops.lw, way) for way in ways] if len(ways) > 1 else [None]
+    if costs[0] is None:
         depth_one(ops.lw)
     else:
         ways[min((c, k) for k, c in enumerate(costs) if c is not None)[1]](ops.lw)

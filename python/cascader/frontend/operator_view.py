@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from ..tflite.model import Operator, SubGraph, Tensor
 
@@ -36,6 +35,21 @@ class Kernel:
         return (self.width - 1) * self.dilation_w + 1
 
 
+class _once:
+    """`functools.cached_property` without its lock, which Python 3.11 takes at each first read:
+    a partition and a lowering make some four views per operator, and the support rules and the
+    lowering read the operands of each several times."""
+
+    def __init__(self, compute) -> None:
+        self.compute, self.name, self.__doc__ = compute, compute.__name__, compute.__doc__
+
+    def __get__(self, view, owner=None):
+        if view is None:
+            return self
+        value = view.__dict__[self.name] = self.compute(view)
+        return value
+
+
 class OperatorView:
     """Read-only accessors over one operator of a subgraph, in NPU terms."""
 
@@ -54,15 +68,15 @@ class OperatorView:
     def _tensor(self, i: int) -> Tensor | None:
         return self.graph.tensors[i] if i >= 0 else None
 
-    @cached_property
+    @_once
     def inputs(self) -> list[Tensor | None]:
         return [self._tensor(i) for i in self.op.inputs]
 
-    @cached_property
+    @_once
     def outputs(self) -> list[Tensor]:
         return [self.graph.tensors[i] for i in self.op.outputs]
 
-    @property
+    @_once
     def ifm(self) -> Tensor | None:
         if self.opcode == "SPLIT":  # inputs: axis, data
             return self.inputs[1] if len(self.inputs) > 1 else None
@@ -70,13 +84,13 @@ class OperatorView:
             return self.inputs[2] if len(self.inputs) > 2 else None
         return self.inputs[0] if self.inputs else None
 
-    @property
+    @_once
     def ifm2(self) -> Tensor | None:
         if (self.opcode in BINARY_ELEMENTWISE_OPS or self.opcode == "BATCH_MATMUL") and len(self.inputs) > 1:
             return self.inputs[1]
         return None
 
-    @property
+    @_once
     def weights(self) -> Tensor | None:
         if self.opcode == "TRANSPOSE_CONV":
             return self.inputs[1] if len(self.inputs) > 1 else None
@@ -84,7 +98,7 @@ class OperatorView:
             return self.inputs[1]
         return None
 
-    @property
+    @_once
     def bias(self) -> Tensor | None:
         if self.opcode == "TRANSPOSE_CONV":
             return self.inputs[3] if len(self.inputs) > 3 else None
@@ -92,11 +106,11 @@ class OperatorView:
             return self.inputs[2]
         return None
 
-    @property
+    @_once
     def ofm(self) -> Tensor | None:
         return self.outputs[0] if self.outputs else None
 
-    @cached_property
+    @_once
     def activation_tensors(self) -> list[Tensor]:
         """The feature maps the NPU reads and writes (constants and weights excluded). Made once,
         as `inputs` and `outputs` are: a dozen support rules ask for them."""
@@ -107,7 +121,7 @@ class OperatorView:
             candidates = [self.ifm, *self.outputs]
         return [t for t in candidates if t is not None and not t.is_constant]
 
-    @cached_property
+    @_once
     def kernel(self) -> Kernel | None:
         o = self.options
         if self.opcode in POOL_OPS:

@@ -17,6 +17,9 @@ import numpy as np
 from ..errors import UnsupportedError
 
 TFLITE_MAX_SHIFT = 62  # TFLite's QuantizeMultiplier zeroes smaller multipliers (exponent < -31)
+# Scales whose (multiplier, shift) needs no correction but a carry (`convolution_scales`): from
+# 2**-32 (exponent -31, a shift of 62) up to 2**30 (a shift of 1, or 0 after a carry).
+PLAIN_SCALES = (2.0 ** -32, 2.0 ** 30)
 
 
 def round_half_away(x: float) -> int:
@@ -66,28 +69,35 @@ def convolution_scales(ifm_scale: float, weight_scales: np.ndarray, ofm_scale: f
     if float32_product:
         real = (np.float32(ifm_scale) * w).astype(np.float64) / np.float64(np.float32(ofm_scale))
     else:
-        real = np.float64(np.float32(ifm_scale)) * w.astype(np.float64) / np.float64(np.float32(ofm_scale))
+        real = np.multiply(np.float64(np.float32(ifm_scale)), w, dtype=np.float64) / np.float64(np.float32(ofm_scale))
     if reduced:
         return np.array([reduced_quantise_scale(float(x)) for x in real], dtype=np.int64).reshape(-1, 2)
     # quantise_scale over the whole array: frexp, the significand rounded half away from zero.
     # Each step costs about a microsecond per call, whatever the length (a model lowers one such
-    # array per convolution): the rare corrections (a significand rounded up to 1.0, a zero or
-    # too small a scale, a left shift) are applied only where some element needs them.
+    # array per convolution): the rare corrections (a significand rounded up to 1.0, a zero,
+    # negative or too small a scale, a left shift) are applied only where some element needs them.
     significand, exponent = np.frexp(real)
-    multiplier = np.floor(np.abs(significand) * (1 << 31) + 0.5).astype(np.int64)
-    if not (significand > 0).all():  # a zero, a negative (or NaN) scale: the significand's sign
-        multiplier *= np.sign(significand).astype(np.int64)
-    shift = 31 - exponent.astype(np.int64)
-    carry = multiplier == (1 << 31)
-    if carry.any():
-        multiplier[carry] >>= 1
+    # Scales in [2**-32, 2**30) (a real model's) are positive and shift right by 0 to 62, one
+    # less after a carry: two reductions tell, and spare the checks for the others (a NaN fails them).
+    plain = len(real) > 0 and PLAIN_SCALES[0] <= np.minimum.reduce(real) and np.maximum.reduce(real) < PLAIN_SCALES[1]
+    if plain:  # whole numbers up to 2**31, exact as floats
+        multiplier = np.floor(significand * (1 << 31) + 0.5)
+    else:
+        multiplier = np.floor(np.abs(significand) * (1 << 31) + 0.5).astype(np.int64)
+        if not (significand > 0).all():  # a zero, a negative (or NaN) scale: the significand's sign
+            multiplier *= np.sign(significand).astype(np.int64)
+    shift = 31 - exponent
+    if np.maximum.reduce(multiplier, initial=0) == 1 << 31:  # a significand rounded up to 1.0
+        carry = multiplier == (1 << 31)
+        multiplier[carry] = 1 << 30
         shift[carry] -= 1
-    zero = (real == 0.0) | (shift > TFLITE_MAX_SHIFT)
-    if zero.any():
-        multiplier[zero], shift[zero] = 0, 0
-    bad = shift < 0  # a zeroed scale's shift is 0
-    if bad.any():
-        quantise_scale(float(real[np.argmax(bad)]))  # raises with the message for that scale
+    if not plain:
+        zero = (real == 0.0) | (shift > TFLITE_MAX_SHIFT)
+        if zero.any():
+            multiplier[zero], shift[zero] = 0, 0
+        bad = shift < 0  # a zeroed scale's shift is 0
+        if bad.any():
+            quantise_scale(float(real[np.argmax(bad)]))  # raises with the message for that scale
     out = np.empty((len(real), 2), dtype=np.int64)  # np.stack's result, without its Python-level checks
     out[:, 0], out[:, 1] = multiplier, shift
     return out

@@ -44,6 +44,7 @@ BATCH_FREE = frozenset({"FULLY_CONNECTED", "RESHAPE", "SQUEEZE", "SOFTMAX", "BAT
 # int32 feature maps are only legal for these (Vela: supported_int32_tensor_ops), and for the
 # reshapes that only rename their bytes.
 INT32_OPS = frozenset({"ADD", "SUB", "MUL", "NEG", "GATHER", "SCATTER_ND"})
+INT32_MAP_OPS = INT32_OPS | ALIAS_OPS  # both, as the type rules ask for every operator
 # The Ethos-U85's operators on bool (TFLite's 0/1 byte) and int32 maps, with the types their
 # lowerings take beyond ACTIVATION_DTYPES (Vela 5.2: tflite_supported_operators_u85).
 U85_DTYPES = {"SELECT": ("bool", "int32"), "SELECT_V2": ("bool", "int32"), "CAST": ("bool", "int32"),
@@ -87,6 +88,9 @@ class Verdict:
 
     def __str__(self) -> str:
         return "NPU" if self.npu else f"CPU: {self.reason}"
+
+
+ON_NPU = Verdict(True)  # every operator the rules accept shares it (a Verdict is immutable)
 
 
 # --- checks -----------------------------------------------------------------------------
@@ -139,7 +143,7 @@ def _dtypes(v: OperatorView) -> str | None:
         if i is not None and o is not None and (i.dtype not in ("int8", "uint8") or o.dtype not in ("int32", "int64")):
             return f"ARG_MAX takes int8 or uint8 to int32 or int64, not {i.dtype} to {o.dtype}"
         return None
-    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_OPS | ALIAS_OPS else ()) + U85_DTYPES.get(v.opcode, ())
+    allowed = ACTIVATION_DTYPES + (("int32",) if v.opcode in INT32_MAP_OPS else ()) + U85_DTYPES.get(v.opcode, ())
     bad = [f"{t.name!r} is {t.dtype}" for t in v.activation_tensors if t.dtype not in allowed]
     return "; ".join(bad) or None
 
@@ -148,7 +152,7 @@ def _quantized(v: OperatorView) -> str | None:
     tensors = v.activation_tensors + ([v.weights] if v.weights is not None else [])
     if v.opcode == "ARG_MAX":
         tensors = [v.ifm] if v.ifm is not None else []  # its output is an index, not quantized
-    if v.opcode in INT32_OPS | ALIAS_OPS or v.opcode in U85_DTYPES:
+    if v.opcode in INT32_MAP_OPS or v.opcode in U85_DTYPES:
         # TFLite's int32 arithmetic ignores quantization, a reshape only renames bytes, and a
         # bool is a truth value.
         tensors = [t for t in tensors if t.dtype not in ("int32", "bool")]
@@ -156,9 +160,10 @@ def _quantized(v: OperatorView) -> str | None:
         q = t.quantization
         if q is None or q.scale.size == 0:
             return f"{t.name!r} has no quantization parameters"
-        # Two reductions (one element read directly): a NaN fails `lo > 0` as zero and negatives do.
+        # Two reductions (one element read directly; the ufuncs' own, without ndarray.min's
+        # Python wrapper): a NaN fails `lo > 0` as zero and negatives do.
         s = q.scale
-        lo, hi = (s[0], s[0]) if s.size == 1 else (s.min(), s.max())
+        lo, hi = (s[0], s[0]) if s.size == 1 else (np.minimum.reduce(s, axis=None), np.maximum.reduce(s, axis=None))
         if not (lo > 0 and hi < math.inf):
             return f"{t.name!r} has a non-finite or non-positive scale"
     return None
@@ -171,7 +176,8 @@ def _rank(v: OperatorView) -> str | None:
 
 def _dims(v: OperatorView) -> str | None:
     lo, hi = TENSOR_DIM_RANGE
-    bad = [f"{t.name!r} has shape {list(t.shape)}" for t in v.activation_tensors if not all(lo <= d <= hi for d in t.shape)]
+    bad = [f"{t.name!r} has shape {list(t.shape)}" for t in v.activation_tensors
+           if t.shape and not lo <= min(t.shape) <= max(t.shape) <= hi]
     return "; ".join(bad) or None
 
 
@@ -823,24 +829,24 @@ def check_operator(view: OperatorView, u85: bool = False) -> Verdict:
     if opcode in RESOURCE_VARIABLE_OPS:  # byte copies of a variable: Vela's variable constraints alone
         detail = variable_check(view)
         return Verdict(True) if detail is None else Verdict(False, "resource_variable", detail)
-    for rule in _rules_for(opcode):
-        if u85:
-            rule = U85_RULES.get(rule.name, rule)
+    for rule in _rules_for(opcode, u85):
         detail = rule.check(view)
         if detail is not None:
             return Verdict(False, rule.name, f"{rule.reason} ({detail})")
-    return Verdict(True)
+    return ON_NPU
 
 
-# The rules that apply to each operator type, in RULES's order: a partition checks every
-# operator, and asking each of the rules whether it applies was a third of that.
-_RULES_BY_OPCODE: dict[str, tuple[Rule, ...]] = {}
+# The rules that apply to each operator type, in RULES's order, by (type, for the Ethos-U85:
+# its `U85_RULES` in place): a partition checks every operator, and asking each of the rules
+# whether it applies was a third of that.
+_RULES_BY_OPCODE: dict[tuple[str, bool], tuple[Rule, ...]] = {}
 
 
-def _rules_for(opcode: str) -> tuple[Rule, ...]:
-    rules = _RULES_BY_OPCODE.get(opcode)
+def _rules_for(opcode: str, u85: bool) -> tuple[Rule, ...]:
+    rules = _RULES_BY_OPCODE.get((opcode, u85))
     if rules is None:
-        rules = _RULES_BY_OPCODE[opcode] = tuple(rule for rule in RULES if rule.applies_to(opcode))
+        rules = _RULES_BY_OPCODE[opcode, u85] = tuple(U85_RULES.get(rule.name, rule) if u85 else rule
+                                                      for rule in RULES if rule.applies_to(opcode))
     return rules
 
 
