@@ -97,14 +97,6 @@ class LoweringContext(Protocol):
         """Buffer `b`'s own shape and element type: its tensor's, or a scratch buffer's."""
         ...
 
-
-def placement_cycles(lw: LoweringContext, op: LoweredOperation) -> tuple[float, float] | None:
-    """A rewrite's yardstick: `op`'s cycles with its weights, its input where the schedule may
-    read it: in the arena, and staged in the fast memory (`LoweringContext.cycles`). None
-    without a cycle model."""
-    arena, staged = lw.cycles([op], weights=True), lw.cycles([op], weights=True, staged=True)
-    return None if arena is None or staged is None else (arena, staged)
-
     def view(self, t: int, shape: tuple[int, int, int] | None = None) -> FeatureMapView:
         """Tensor `t` as a feature map (in `shape`, if given), in the buffer that owns its bytes."""
         ...
@@ -135,6 +127,14 @@ def placement_cycles(lw: LoweringContext, op: LoweredOperation) -> tuple[float, 
     def add(self, op: LoweredOperation) -> None:
         """Append an operation to the segment."""
         ...
+
+
+def placement_cycles(lw: LoweringContext, op: LoweredOperation) -> tuple[float, float] | None:
+    """A rewrite's yardstick: `op`'s cycles with its weights, its input where the schedule may
+    read it: in the arena, and staged in the fast memory (`LoweringContext.cycles`). None
+    without a cycle model."""
+    arena, staged = lw.cycles([op], weights=True), lw.cycles([op], weights=True, staged=True)
+    return None if arena is None or staged is None else (arena, staged)
 
 
 # A lowering rule: appends operator `v`'s NPU operations through the context, or raises
