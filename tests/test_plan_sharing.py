@@ -100,6 +100,6 @@ def test_plan_records_its_stages():
     benchmark, not checked here)."""
     frontier = cascader.plan(zoo.resnet8(), compiled=False)
     assert list(frontier.stages) == ["read", "lower", "schedule", "planner graph", "proposals (C++)",
-                                     "proposals laid out (C++)", "leanest laid out", "evicting points",
-                                     "budgeted points", "floor, frontier"]
+                                     "budgeted points", "proposals laid out (C++)", "leanest laid out",
+                                     "evicting points", "floor, frontier"]
     assert all(wall >= 0 and cpu >= 0 for wall, cpu in frontier.stages.values())
