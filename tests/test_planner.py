@@ -695,7 +695,7 @@ def test_undominated_srams_score_what_no_scored_point_dominates_by_bound():
     whose bound is above the SRAM of one at most as slow by more than 15 bytes, of the settled
     ones or of those scored before it: the rule, replayed in Python over every score. Run in
     the background it gives the same; its result is taken once; an error in it is raised by
-    `result()`."""
+    `take()`."""
     from cascader import memory as mem
     from cascader.lowering import lower
     from cascader.planner import plan_schedule
@@ -721,13 +721,13 @@ def test_undominated_srams_score_what_no_scored_point_dominates_by_bound():
         known += [(proposals[k].cycles, every[k]) for k in batch]
     assert got == want and 0 < got.count(-1) < len(got)
     assert _core.undominated_srams(frontier.graph, proposals, settled, False, uncascaded, config) == every
-    work = _core.undominated_srams_in_background(frontier.graph, proposals, settled, True, uncascaded, config)
-    assert work.result() == want
+    work = _core.queue_undominated_srams(frontier.graph, proposals, settled, True, uncascaded, config)
+    assert work.take() == want
     with pytest.raises(cascader.InvalidArgumentError, match="taken already"):
-        work.result()
-    broken = _core.undominated_srams_in_background(frontier.graph, [None], [], True, uncascaded, config)
+        work.take()
+    broken = _core.queue_undominated_srams(frontier.graph, [None], [], True, uncascaded, config)
     with pytest.raises(cascader.InvalidArgumentError, match="missing"):
-        broken.result()
+        broken.take()
 
 
 def test_scores_within_their_node_limit_keep_the_frontier(monkeypatch):

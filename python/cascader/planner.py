@@ -523,14 +523,14 @@ def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", confi
 
 
 def _scores_in_background(pg, points: list[PlanPoint], uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig,
-                          settled: list[tuple[float, int]] | None = None) -> "_core.BackgroundSrams":
-    """`_layout_srams` of `points`, made on a thread of the core's own while this one goes on
-    (`result()` waits for them): with `settled`, the (cycles, SRAM) of points scored already,
+                          settled: list[tuple[float, int]] | None = None) -> "_core.PendingSrams":
+    """`_layout_srams` of `points`, made by the core's background threads while this one goes on
+    (`take()` gives them, made here if no thread has started them): with `settled`, the (cycles, SRAM) of points scored already,
     only of the points that no point dominates by its bound where it is one (`_bounded`), -1
     for the others (`_core.undominated_srams`); without, of every point."""
     bounded = settled is not None and _bounded(config)
-    return _core.undominated_srams_in_background(pg, [p.proposal for p in points], settled or [], bounded, uncascaded,
-                                                 _scoring(config))
+    return _core.queue_undominated_srams(pg, [p.proposal for p in points], settled or [], bounded, uncascaded,
+                                         _scoring(config))
 
 
 def _bounded(config: mem.MemoryConfig) -> bool:
@@ -640,11 +640,11 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
         guess.sram_bytes = _layout_srams(frontier.graph, [guess.proposal], uncascaded, config)[0]
     first = _least_by_bound(frontier.candidates)
     leanest_scores = _scores_in_background(frontier.graph, first, uncascaded, config)
-    with capped_workers(1):  # the scores' thread holds the other cores (common/background.hpp)
+    with capped_workers(1):  # the scores' thread holds the other cores (common/pending.hpp)
         guessed = None if guess is None else (guess, guess.sram_bytes, budgeted_points(
             guess, part, buffered, lean, frontier.graph, config, memory))
     stages.lap("budgeted points")
-    scores = dict(zip(map(id, first), leanest_scores.result()))
+    scores = dict(zip(map(id, first), leanest_scores.take()))
     for p in frontier.candidates:
         p.sram_bytes = scores.get(id(p))
     frontier.scored = True
@@ -658,10 +658,10 @@ def plan_scheduled(part, buffered: NpuSchedule, options: PlanOptions | None = No
     settled = [(p.cycles, scores[id(p)]) for p in first if id(p) not in tries]
     todo = [p for p in frontier.candidates if id(p) not in scores]
     scoring = _scores_in_background(frontier.graph, todo, uncascaded, config, settled)
-    with capped_workers(1):  # the scores' thread holds the other cores (common/background.hpp)
+    with capped_workers(1):  # the scores' thread holds the other cores (common/pending.hpp)
         leanest = lay_out_leanest(frontier, part.graph, lean, config)
     stages.lap("leanest laid out")
-    for p, sram in zip(todo, scoring.result()):
+    for p, sram in zip(todo, scoring.take()):
         p.sram_bytes = sram if sram >= 0 else None
     for sram, point, _, _ in leanest:
         point.sram_bytes = sram

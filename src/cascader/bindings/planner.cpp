@@ -226,10 +226,10 @@ void bind_planner(py::module_& m) {
         py::arg("config"), py::call_guard<py::gil_scoped_release>());
   m.def("undominated_srams", &undominated_srams, py::arg("graph"), py::arg("proposals"), py::arg("settled"),
         py::arg("bounded"), py::arg("uncascaded"), py::arg("config"), py::call_guard<py::gil_scoped_release>());
-  py::class_<Background<std::vector<int64_t>>>(m, "BackgroundSrams")
-      .def("result", &Background<std::vector<int64_t>>::result, py::call_guard<py::gil_scoped_release>());
+  py::class_<Pending<std::vector<int64_t>>>(m, "PendingSrams")
+      .def("take", &Pending<std::vector<int64_t>>::take, py::call_guard<py::gil_scoped_release>());
   // The work reads the graph, the proposals (held by their list) and the schedule: kept alive with it.
-  m.def("undominated_srams_in_background", &undominated_srams_in_background, py::arg("graph"), py::arg("proposals"),
+  m.def("queue_undominated_srams", &queue_undominated_srams, py::arg("graph"), py::arg("proposals"),
         py::arg("settled"), py::arg("bounded"), py::arg("uncascaded"), py::arg("config"), py::keep_alive<0, 1>(),
         py::keep_alive<0, 2>(), py::keep_alive<0, 5>());
   m.def("proposal_schedule", [](const PlanGraph& g, const Proposal& p, const BufferSchedule& uncascaded) {

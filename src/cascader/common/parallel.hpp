@@ -58,7 +58,7 @@ inline size_t core_count() {
 }
 
 // The most workers this thread's parallel_blocks calls take (0: no cap): work run beside
-// another busy thread (background.hpp) leaves that thread its core.
+// another busy thread (pending.hpp) leaves that thread its core.
 inline size_t& worker_cap() {
   thread_local size_t cap = 0;
   return cap;

@@ -1,16 +1,17 @@
 // Work queued for the process's background threads while the caller goes on, taken when the
 // caller needs it (Pending<T>::take): the scheduler's weight encodings, one job per operation,
-// taken in schedule order.
+// taken in schedule order, and the planner's proposal scores, made while its Python thread lays
+// out the leanest proposal.
 //
-// A pool of Python threads ran them before: each of its threads needed the interpreter lock to
-// start a job and to hand back its result, and waited for it while the scheduling thread held it
-// (up to the interpreter's switch interval, 5 ms). These threads touch no Python object.
+// Python threads would not do: each needs the interpreter lock to start a job and to hand back
+// its result, and waits for it while the caller's thread holds it (up to the interpreter's
+// switch interval, 5 ms, measured so for the scores). These threads touch no Python object.
 //
 // A job no thread has started when the caller takes it runs on the caller, so the caller never
 // waits for work queued behind other work; one that is running is waited for. The queue has
-// max(cores - 1, 1) threads, which leave the caller its core (the caller schedules while they
-// encode), and runs jobs in the order they were queued. A job's parallel_blocks calls stay on
-// its thread (worker_cap 1): the other threads are busy with jobs of their own.
+// max(cores - 1, 1) threads, which leave the caller its core (the caller schedules or lays out
+// while they work), and runs jobs in the order they were queued. A job's parallel_blocks calls
+// stay on its thread (worker_cap 1): the other threads are busy with jobs of their own.
 //
 // The threads are made on first use and kept for the process, as WorkerPool's; a forked child
 // makes new ones. A Pending dropped before its job started drops the job; one dropped while its

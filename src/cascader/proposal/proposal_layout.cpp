@@ -240,10 +240,10 @@ std::vector<int64_t> undominated_srams(const PlanGraph& graph, const std::vector
   return out;
 }
 
-Background<std::vector<int64_t>> undominated_srams_in_background(
+std::unique_ptr<Pending<std::vector<int64_t>>> queue_undominated_srams(
     const PlanGraph& graph, std::vector<const Proposal*> proposals, std::vector<std::pair<double, int64_t>> settled,
     bool bounded, const BufferSchedule& uncascaded, const MemoryConfig& config) {
-  return Background<std::vector<int64_t>>(
+  return std::make_unique<Pending<std::vector<int64_t>>>(
       [&graph, proposals = std::move(proposals), settled = std::move(settled), bounded, &uncascaded, config] {
         return undominated_srams(graph, proposals, settled, bounded, uncascaded, config);
       });

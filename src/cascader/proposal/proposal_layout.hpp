@@ -17,10 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
-#include "cascader/common/background.hpp"
+#include "cascader/common/pending.hpp"
 #include "cascader/graph/plan_graph.hpp"
 #include "cascader/memory/arena_layout.hpp"
 #include "cascader/memory/buffer_schedule.hpp"
@@ -58,9 +59,9 @@ std::vector<int64_t> undominated_srams(const PlanGraph& graph, const std::vector
                                        std::vector<std::pair<double, int64_t>> settled, bool bounded,
                                        const BufferSchedule& uncascaded, const MemoryConfig& config);
 
-// undominated_srams on a thread of its own (Background), while the caller goes on: `graph`,
-// the proposals and `uncascaded` must outlive the returned work.
-Background<std::vector<int64_t>> undominated_srams_in_background(
+// undominated_srams queued for the process's background threads (Pending), while the caller
+// goes on: `graph`, the proposals and `uncascaded` must outlive the returned work.
+std::unique_ptr<Pending<std::vector<int64_t>>> queue_undominated_srams(
     const PlanGraph& graph, std::vector<const Proposal*> proposals, std::vector<std::pair<double, int64_t>> settled,
     bool bounded, const BufferSchedule& uncascaded, const MemoryConfig& config);
 
