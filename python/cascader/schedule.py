@@ -764,10 +764,10 @@ def schedule_uncascaded(segments: list[LoweredSegment], order: list[tuple[str, i
                     submitted[key] = found
             started[id(op)] = found
         out = []
-        # This thread's own encodings (depth slices, and those no pool thread has started) run
-        # on it alone: spread, they waited for helper threads that waited for the cores the
-        # pool's encoders hold (MobileNetV2-224 on U55-128: its 20 depth slicings took 4 ms
-        # for 1.5 ms of work).
+        # This thread's own encodings (depth slices, and those no background thread has
+        # started) run on it alone: spread, they waited for helper threads that waited for the
+        # cores the other encodings hold (MobileNetV2-224 on U55-128: its 20 depth slicings
+        # took 4 ms for 1.5 ms of work).
         with capped_workers(1):
             for seg in segments:
                 ops, slack, busy = [], 0, 0
