@@ -525,9 +525,10 @@ def _layout_srams(pg, proposals: list, uncascaded: "_core.BufferSchedule", confi
 def _scores_in_background(pg, points: list[PlanPoint], uncascaded: "_core.BufferSchedule", config: mem.MemoryConfig,
                           settled: list[tuple[float, int]] | None = None) -> "_core.PendingSrams":
     """`_layout_srams` of `points`, made by the core's background threads while this one goes on
-    (`take()` gives them, made here if no thread has started them): with `settled`, the (cycles, SRAM) of points scored already,
-    only of the points that no point dominates by its bound where it is one (`_bounded`), -1
-    for the others (`_core.undominated_srams`); without, of every point."""
+    (`take()` gives them, made here if no thread has started them): with `settled`, the
+    (cycles, SRAM) of points scored already, only of the points that no point dominates by its
+    bound where it is one (`_bounded`), -1 for the others (`_core.undominated_srams`); without,
+    of every point."""
     bounded = settled is not None and _bounded(config)
     return _core.queue_undominated_srams(pg, [p.proposal for p in points], settled or [], bounded, uncascaded,
                                          _scoring(config))
@@ -853,10 +854,10 @@ def budgeted_points(fastest: PlanPoint, part, buffered: NpuSchedule, lean: NpuSc
                     config: mem.MemoryConfig, memory: tuple | None = None) -> list[PlanPoint]:
     """The point `cascader.compile` reaches below `fastest`, the fastest uncascaded point of a
     frontier (`_fastest_uncascaded`): the uncascaded schedule allocated within a budget just
-    below that point's SRAM, as `compiler._uncascaded` allocates it (`allocation.allocate` with `reslice`: the weight buffers
-    that fit, re-sliced thinner or into one slot where that makes them fit, and an operation
-    after a dropped buffer hiding a weight DMA of its own under it), where the planner offers
-    each operation one buffering, the scheduler's. Zoo fc_autoencoder on U65-256: the fastest
+    below that point's SRAM, as `compiler._uncascaded` allocates it (`allocation.allocate` with
+    `reslice`: the weight buffers that fit, re-sliced thinner or into one slot where that makes
+    them fit, and an operation after a dropped buffer hiding a weight DMA of its own under it),
+    where the planner offers each operation one buffering, the scheduler's. Zoo fc_autoencoder on U65-256: the fastest
     proposal lays out in 35,040 B, and in 34,928 B at the same 42,640 cycles with its last
     buffer re-sliced (Vela's Performance point: 34,928 B at 42,762); zoo lstm_kws: within 4,000 B
     at 526,293 cycles against the planner's fastest, 5,024 B at 559,066 (Vela: 4,704 B at

@@ -1,6 +1,6 @@
 """`shared_pool`: the process's threads for core work that releases the GIL (weight encoding and
 writing), kept from one call to the next; `capped_workers`: this thread's core work on fewer
-threads while the pool's are busy.
+threads while background threads (the pool's, the core's job queue) keep the cores busy.
 
 A pool made per call starts its threads per call, and each start waits until the new thread
 runs: on a 2-core host busy with other work that wait was 5-15 ms of a 55 ms MobileNetV2-224
@@ -39,9 +39,10 @@ def shared_pool(workers: int | None = None) -> ThreadPoolExecutor:
 @contextmanager
 def capped_workers(workers: int) -> Iterator[None]:
     """The core's parallel work called from this thread within the block runs on at most
-    `workers` threads (the calling one among them): where the pool's threads keep every core
+    `workers` threads (the calling one among them): where background threads keep every core
     busy, a call spread over more threads waits for helpers that wait for a core (the
-    scheduler's depth-sliced encodings while the pool encodes the other operations)."""
+    scheduler's depth-sliced encodings while the core's job queue, common/pending.hpp, encodes
+    the other operations)."""
     previous = _core.set_worker_cap(workers)
     try:
         yield

@@ -223,6 +223,6 @@ def _planning_arguments(weights, zero_points, bias, scale, shift, depthwise, par
     if zp.size != w.shape[0]:  # one for all (np.broadcast_to costs more than the rest of this call)
         zp = np.broadcast_to(zp, (w.shape[0],))
     # Weights go as they are (int8/uint8 as a model stores them): the core widens them.
-    return (w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64), np.asarray(shift, np.int64),
-            int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]),
+    return (w, zp.astype(np.int32), np.asarray(bias, np.int64), np.asarray(scale, np.int64),
+            np.asarray(shift, np.int64), int(ofm_block_depth), bool(depthwise), bool(part_kernel_first), int(ifm_bits), int(dilation[0]),
             int(dilation[1]), acc.ifm_ublock[2], acc.ofm_ublock[2], acc._config.cores, int(depth_step or 0))

@@ -65,8 +65,8 @@ def _plain_copy(lw: LoweringContext, op: LoweredOperation) -> bool:
     if op.ifm.buffer in lw.constants or op.ifm.buffer < 0:
         return False
     kernel = r["kernel"]
-    if ((kernel["height"], kernel["width"], tuple(kernel["stride"])) != (1, 1, (1, 1)) or any(r.get("padding", (0,) * 4))
-            or op.ifm.dtype not in ("int8", "uint8") or op.ofm.dtype != op.ifm.dtype
+    if ((kernel["height"], kernel["width"], tuple(kernel["stride"])) != (1, 1, (1, 1))
+            or any(r.get("padding", (0,) * 4)) or op.ifm.dtype not in ("int8", "uint8") or op.ofm.dtype != op.ifm.dtype
             or op.ifm.shape[2] != op.ofm.shape[2]):
         return False
     # The pool's scale as a convolution's: TFL rounding, or an unscaled copy (any rounding).

@@ -878,8 +878,8 @@ PlannedWeights plan_raw(const T* ohwi, size_t size, const std::vector<int32_t>& 
   }
   // Each (depth slice, core) stream is independent. A depth-sliced operation's are planned on
   // every core the caller allows (worker_cap): the scheduler, which makes them on its own
-  // thread while its pool plans the other operations (one stream each, one operation a
-  // thread), allows only its own.
+  // thread while the background threads plan the other operations (one stream each, one
+  // operation a thread, common/pending.hpp), allows only its own.
   const int depth_slices = (oc + step - 1) / step;
   auto streams = std::make_shared<std::vector<PlannedStream>>(static_cast<size_t>(depth_slices * cores));
   const size_t per_worker = depth_slices > 1 ? 1 : streams->size();

@@ -719,8 +719,8 @@ StreamEstimate estimate_stream(const CommandStream& stream, const ArchConfig& ar
         // their weights where they are stored, each with no DMA of its own before it (two
         // copies into one concatenation, each a 1x1 depthwise by a weight of 1), are
         // operations of their own.
-        if (ops[k].weights.region == 0 &&
-            std::none_of(between.begin(), between.end(), [&](size_t d) { return covers(ops[d].dma_dst, ops[k].weights); })) {
+        const auto fills_weights = [&](size_t d) { return covers(ops[d].dma_dst, ops[k].weights); };
+        if (ops[k].weights.region == 0 && std::none_of(between.begin(), between.end(), fills_weights)) {
           break;
         }
         for (size_t d : between) {
